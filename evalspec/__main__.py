@@ -1,0 +1,3 @@
+from evalspec.cli import main
+
+main()

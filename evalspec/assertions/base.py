@@ -1,0 +1,118 @@
+"""What a check receives and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from evalspec.errors import GradingError
+
+REGEX_TIMEOUT_S = 1.0
+
+
+@dataclass
+class Evidence:
+    turn: int | None
+    text: str
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"turn": self.turn, "text": self.text}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class Check:
+    """The outcome of one check on one reply (or one transcript)."""
+
+    passed: bool
+    score: float
+    reason: str = ""
+    evidence: list[Evidence] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, passed: bool, reason: str = "", evidence: list[Evidence] | None = None) -> Check:
+        return cls(passed, 1.0 if passed else 0.0, reason, evidence or [])
+
+
+@dataclass
+class Reply:
+    """An assistant reply under check; on `conversation` scope, all replies joined."""
+
+    text: str
+    turn: int | None
+    latency_ms: float | None = None
+    tokens: int | None = None
+    cost: float | None = None
+    whole_conversation: bool = False
+
+
+JudgeFn = Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[dict[str, Any]]]
+EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
+
+
+@dataclass
+class GradingContext:
+    """Everything a check may read. `transcript` ends at `turn` for turn-attached assertions."""
+
+    transcript: list[dict[str, Any]]
+    labels: Mapping[str, int]
+    vars: Mapping[str, Any]
+    test_id: str
+    turn: int | None
+    suite_dir: Path
+    judge: JudgeFn | None = None
+    embed: EmbedFn | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def replies(self) -> list[dict[str, Any]]:
+        """Assistant replies that answer a user turn (injected history excluded)."""
+        return [m for m in self.transcript if m["role"] == "assistant" and not m.get("injected")]
+
+    def reply_for_turn(self, turn: int) -> dict[str, Any] | None:
+        for m in self.transcript:
+            if m["role"] == "assistant" and m.get("turn") == turn:
+                return m
+        return None
+
+    def user_turns(self) -> int:
+        return sum(1 for m in self.transcript if m["role"] == "user")
+
+    def resolve_turn(self, ref: Any) -> int:
+        """A turn number or a label -> turn number."""
+        if isinstance(ref, bool):
+            raise GradingError(f"turn reference {ref!r} is not a number or label")
+        if isinstance(ref, int):
+            return ref
+        if isinstance(ref, str) and ref in self.labels:
+            return self.labels[ref]
+        if isinstance(ref, str) and ref.isdigit():
+            return int(ref)
+        raise GradingError(f"unknown turn label {ref!r}")
+
+
+def compile_pattern(pattern: str, flags: int = 0) -> Any:
+    """Compile with the `regex` module (Unicode-aware, supports \\p{Han}); raises regex.error."""
+    return regex.compile(pattern, flags)
+
+
+def search(pattern: str, text: str, flags: int = 0) -> Any:
+    """`regex.search` with a time-out; a catastrophic pattern becomes a GradingError."""
+    try:
+        return compile_pattern(pattern, flags).search(text, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        raise GradingError(f"regex {pattern!r} timed out after {REGEX_TIMEOUT_S}s") from None
+    except regex.error as exc:
+        raise GradingError(f"bad regex {pattern!r}: {exc}") from None
+
+
+def snippet(text: str, limit: int = 160) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,35 @@
+"""`python: file.py:function` — a user's own check."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
+from evalspec.assertions.registry import assertion
+from evalspec.config.model import AssertionSpec
+from evalspec.errors import GradingError
+from evalspec.loading import load_callable
+
+
+@assertion("python", value={"type": "string", "pattern": r"^.+:[A-Za-z_][A-Za-z0-9_]*$"},
+           default_threshold=0.5)
+async def python_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
+    """fn(output, context) returns bool, float, or {pass, score, reason}."""
+    fn = load_callable(str(spec.value), ctx.suite_dir)
+    context = {"transcript": ctx.transcript, "turn": reply.turn, "vars": dict(ctx.vars), "test_id": ctx.test_id,
+               "labels": dict(ctx.labels)}
+    result: Any = fn(reply.text, context)
+    if inspect.isawaitable(result):
+        result = await result
+    threshold = spec.threshold if spec.threshold is not None else 0.5
+    evidence = [Evidence(reply.turn, reply.text[:160])]
+    if isinstance(result, bool):
+        return Check.of(result, f"{spec.value} returned {result}", evidence)
+    if isinstance(result, (int, float)):
+        return Check(float(result) >= threshold, float(result), f"{spec.value} returned {result}", evidence)
+    if isinstance(result, dict) and ("pass" in result or "score" in result):
+        score = float(result.get("score", 1.0 if result.get("pass") else 0.0))
+        passed = bool(result["pass"]) if "pass" in result else score >= threshold
+        return Check(passed, score, str(result.get("reason", "")), evidence)
+    raise GradingError(f"{spec.value} returned {type(result).__name__}; expected bool, float or {{pass, score, reason}}")

@@ -1,0 +1,151 @@
+"""Scopes: pick the replies an assertion reads, run its check, negate, combine."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
+from evalspec.assertions.registry import resolve_type
+from evalspec.config.model import AssertionSpec
+from evalspec.errors import EvalspecError, GradingError
+
+
+@dataclass
+class AssertionResult:
+    """An assertion's verdict; `error` set means no verdict (`passed` and `score` are None)."""
+
+    type: str
+    scope: Any
+    passed: bool | None
+    score: float | None
+    reason: str = ""
+    evidence: list[Evidence] = field(default_factory=list)
+    error: str | None = None
+    weight: float = 1.0
+    severity: str = "major"
+    metric: str | None = None
+    threshold: float | None = None
+    turn: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type, "scope": self.scope, "pass": self.passed, "score": self.score,
+            "reason": self.reason, "evidence": [e.to_json() for e in self.evidence], "error": self.error,
+            "weight": self.weight, "severity": self.severity, "metric": self.metric,
+            "threshold": self.threshold, "turn": self.turn,
+        }
+        if self.details:
+            out["details"] = self.details
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AssertionResult:
+        return cls(type=data["type"], scope=data["scope"], passed=data["pass"], score=data["score"],
+                   reason=data.get("reason", ""), error=data.get("error"),
+                   evidence=[Evidence(e.get("turn"), e.get("text", ""), e.get("note", "")) for e in data.get("evidence", [])],
+                   weight=data.get("weight", 1.0), severity=data.get("severity", "major"), metric=data.get("metric"),
+                   threshold=data.get("threshold"), turn=data.get("turn"), details=data.get("details", {}))
+
+
+def _reply(m: dict[str, Any]) -> Reply:
+    return Reply(m["content"], m.get("turn"), m.get("latency_ms"), m.get("tokens"), m.get("cost"))
+
+
+def _sum(values: list[Any]) -> Any:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def select_replies(spec: AssertionSpec, ctx: GradingContext) -> list[Reply]:
+    """The replies a reply-kind assertion reads on its scope."""
+    replies = ctx.replies()
+    scope = spec.scope
+    if isinstance(scope, dict):
+        chosen = []
+        for ref in scope["turns"]:
+            m = ctx.reply_for_turn(ctx.resolve_turn(ref))
+            if m is None:
+                raise GradingError(f"no reply for turn {ref!r}")
+            chosen.append(_reply(m))
+        return chosen
+    if scope == "turn":
+        m = ctx.reply_for_turn(spec.turn or 0)
+        if m is None:
+            raise GradingError(f"no reply for turn {spec.turn}")
+        return [_reply(m)]
+    if not replies:
+        raise GradingError("the transcript has no assistant reply")
+    if scope == "last_response":
+        return [_reply(replies[-1])]
+    if scope == "conversation":
+        return [Reply("\n".join(m["content"] for m in replies), None,
+                      _sum([m.get("latency_ms") for m in replies]), _sum([m.get("tokens") for m in replies]),
+                      _sum([m.get("cost") for m in replies]), whole_conversation=True)]
+    return [_reply(m) for m in replies]  # each_turn, any_turn
+
+
+async def _call(fn: Any, *args: Any) -> Check:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    if not isinstance(result, Check):
+        raise GradingError(f"check returned {type(result).__name__}, not a Check")
+    return result
+
+
+def _negate(check: Check) -> Check:
+    return replace(check, passed=not check.passed, score=1.0 - check.score, reason="not: " + check.reason)
+
+
+def _scope_json(scope: Any) -> Any:
+    return dict(scope) if isinstance(scope, dict) else scope
+
+
+async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
+    """Run one assertion; any failure to reach a verdict becomes `error`, never pass or fail."""
+    base = AssertionResult(spec.name, _scope_json(spec.scope), None, None, weight=spec.weight,
+                           severity=spec.severity, metric=spec.metric, threshold=spec.threshold, turn=spec.turn)
+    resolved = resolve_type(spec.type)
+    if resolved is None:
+        return replace(base, error=f"unknown assertion type {spec.type!r}")
+    atype, _ = resolved
+    if spec.turn is not None:
+        ctx = replace(ctx, transcript=[m for m in ctx.transcript if (m.get("turn") or 0) <= spec.turn], turn=spec.turn)
+    try:
+        if atype.kind == "conversation":
+            checks = [await _call(atype.fn, spec, ctx)]
+        else:
+            checks = [await _call(atype.fn, reply, spec, ctx) for reply in select_replies(spec, ctx)]
+    except (EvalspecError, TimeoutError) as exc:
+        return replace(base, error=str(exc) or type(exc).__name__)
+    except Exception as exc:  # a user's python check or a library blew up: report, don't crash the run
+        return replace(base, error=f"{type(exc).__name__}: {exc}")
+    if spec.negate:
+        checks = [_negate(c) for c in checks]
+    return combine(base, spec.scope, checks)
+
+
+def combine(base: AssertionResult, scope: Any, checks: list[Check]) -> AssertionResult:
+    if scope == "any_turn":
+        best = max(checks, key=lambda c: (c.passed, c.score))
+        passed, score = any(c.passed for c in checks), max(c.score for c in checks)
+        evidence = best.evidence if passed else [e for c in checks for e in c.evidence]
+        reason = best.reason if passed else f"no reply passed ({len(checks)} checked): {checks[-1].reason}"
+    else:
+        passed = all(c.passed for c in checks)
+        score = sum(c.score for c in checks) / len(checks)
+        failing = [c for c in checks if not c.passed]
+        shown = failing or checks
+        evidence = [e for c in shown for e in c.evidence]
+        if len(checks) == 1:
+            reason = checks[0].reason
+        elif failing:
+            turns = [str(e.turn) for c in failing for e in c.evidence[:1]]
+            reason = f"{len(failing)}/{len(checks)} replies failed (turns {', '.join(turns)}): {failing[0].reason}"
+        else:
+            reason = f"all {len(checks)} replies passed"
+    details = checks[0].details if len(checks) == 1 else {}
+    return replace(base, passed=passed, score=round(score, 6), reason=reason, evidence=evidence, details=details)

@@ -1,0 +1,51 @@
+"""Grade a transcript: deterministic checks first, judges only after the red lines held."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from evalspec.assertions.base import EmbedFn, GradingContext, JudgeFn
+from evalspec.assertions.evaluate import AssertionResult, evaluate
+from evalspec.assertions.registry import resolve_type
+from evalspec.config.model import AssertionSpec
+from evalspec.plan import Instance
+
+
+def instance_assertions(instance: Instance) -> list[AssertionSpec]:
+    """Turn-attached assertions in turn order, then the test's own."""
+    return [a for t in instance.turns for a in t.asserts] + list(instance.asserts)
+
+
+def _needs_model(spec: AssertionSpec) -> bool:
+    resolved = resolve_type(spec.type)
+    if resolved is None:
+        return False
+    atype = resolved[0]
+    if atype.name == "asks-clarification" and spec.options.get("mode") == "heuristic":
+        return False
+    return atype.needs is not None
+
+
+async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: JudgeFn | None = None,
+                embed: EmbedFn | None = None) -> list[AssertionResult]:
+    ctx = GradingContext(transcript=transcript, labels=instance.labels, vars=instance.vars,
+                         test_id=instance.test_id, turn=None, suite_dir=instance.suite.path.parent,
+                         judge=judge, embed=embed)
+    specs = instance_assertions(instance)
+    results: dict[int, AssertionResult] = {}
+    deterministic = [(i, s) for i, s in enumerate(specs) if not _needs_model(s)]
+    graded = [(i, s) for i, s in enumerate(specs) if _needs_model(s)]
+    for i, spec in deterministic:
+        results[i] = await evaluate(spec, ctx)
+    red_line = next((r for r in results.values() if r.passed is False and r.severity == "critical"), None)
+    if graded and red_line is not None:
+        for i, spec in graded:
+            results[i] = AssertionResult(spec.name, spec.scope, None, None,
+                                         reason=f"not judged: critical '{red_line.type}' failed first",
+                                         weight=spec.weight, severity=spec.severity, metric=spec.metric,
+                                         threshold=spec.threshold, turn=spec.turn)
+    elif graded:
+        judged = await asyncio.gather(*(evaluate(spec, ctx) for _, spec in graded))
+        results.update({i: r for (i, _), r in zip(graded, judged)})
+    return [results[i] for i in range(len(specs))]

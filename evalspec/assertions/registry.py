@@ -1,0 +1,88 @@
+"""The assertion registry: `@assertion(name, ...)` registers a check under its YAML name.
+
+Each registered type declares the JSON Schema of its value and of its own options; the
+suite schema (`schema/suite.schema.json`) is generated from these declarations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Kind = Literal["reply", "conversation"]
+Needs = Literal["judge", "embedder"]
+
+COMMON_KEYS = ("type", "value", "scope", "threshold", "weight", "metric", "severity", "provider")
+
+
+@dataclass(frozen=True)
+class AssertionType:
+    """A registered assertion type.
+
+    kind "reply": the check reads one reply (or, on `conversation` scope, all replies joined);
+    kind "conversation": it always reads the whole transcript (session rules, judges).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    kind: Kind
+    doc: str
+    value_schema: dict[str, Any]
+    value_required: bool = True
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    default_scope: str = "last_response"
+    default_threshold: float | None = None
+    needs: Needs | None = None
+    patterns: tuple[str, ...] = ()  # value keys (or "" for the value itself) that hold regexes
+    turn_refs: tuple[str, ...] = ()  # value keys that reference a turn number or label
+
+
+REGISTRY: dict[str, AssertionType] = {}
+
+
+def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None = None,
+              value_required: bool = True, options: dict[str, dict[str, Any]] | None = None,
+              default_scope: str = "last_response", default_threshold: float | None = None,
+              needs: Needs | None = None, patterns: tuple[str, ...] = (),
+              turn_refs: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a check function under `name` (its first docstring line is the one-line doc)."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        REGISTRY[name] = AssertionType(
+            name=name, fn=fn, kind=kind, doc=doc, value_schema=value or {},
+            value_required=value_required, options=options or {},
+            default_scope="conversation" if kind == "conversation" else default_scope,
+            default_threshold=default_threshold, needs=needs, patterns=patterns, turn_refs=turn_refs,
+        )
+        return fn
+
+    return register
+
+
+def resolve_type(name: str) -> tuple[AssertionType, bool] | None:
+    """`not-regex` -> (regex, negated). Names that start with `not-` themselves win."""
+    load_builtin_assertions()
+    if name in REGISTRY:
+        return REGISTRY[name], False
+    if name.startswith("not-") and name[4:] in REGISTRY:
+        return REGISTRY[name[4:]], True
+    return None
+
+
+def all_type_names() -> list[str]:
+    load_builtin_assertions()
+    return sorted(REGISTRY)
+
+
+_loaded = False
+
+
+def load_builtin_assertions() -> None:
+    """Import the modules whose decorators fill the registry."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from evalspec.assertions import custom, graded, memory, session, text  # noqa: F401

@@ -1,0 +1,44 @@
+"""The response cache on disk (sqlite): provider configuration + full history + repeat -> response."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], repeat: int, extra: Any = None) -> str:
+    blob = json.dumps([identity, messages, repeat, extra], ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ResponseCache:
+    """A small sqlite key-value store; safe to share between threads of one process."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / "responses.sqlite"
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self._db.commit()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                             (key, json.dumps(value, ensure_ascii=False)))
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,237 @@
+"""The `evalspec` command line (SPEC §1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from rich.console import Console
+from rich.markup import escape
+
+from evalspec import __version__
+from evalspec.errors import ConfigError
+from evalspec.exitcodes import ExitCode
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  gate passed
+  1  gate failed: pass rate below gate.min_pass_rate / --fail-under,
+     a critical assertion failed, or an SLA was missed
+  2  usage or config error: nothing was run
+  3  no gated test failed, but errors (provider, judge, timeout)
+     exceeded gate.max_errors
+  130 interrupted: finished tests are kept; --resume RUN_DIR completes the run
+"""
+
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _config_error(exc: ConfigError) -> None:
+    for problem in exc.problems:
+        err_console.print(f"[red]error[/] {escape(str(problem))}")
+    count = len(exc.problems)
+    err_console.print(f"{count} problem{'s' if count != 1 else ''} found; nothing was run.")
+    sys.exit(ExitCode.CONFIG_ERROR)
+
+
+def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.UsageError(f"--var expects KEY=VALUE, got {pair!r}")
+        try:
+            parsed = yaml.safe_load(value) if value.strip() else value
+        except yaml.YAMLError:
+            parsed = value
+        out[key.strip()] = parsed if isinstance(parsed, (int, float, bool, str)) and parsed is not None else value
+    return out
+
+
+class _Group(click.Group):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("standalone_mode", True)
+        try:
+            return super().main(*args, **kwargs)
+        except ConfigError as exc:
+            _config_error(exc)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="evalspec")
+def main() -> None:
+    """Test chatbots and agents as whole conversations."""
+
+
+@main.command(epilog=EXIT_CODES_HELP)
+@click.argument("paths", nargs=-1)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="run.json path (default .evalspec/runs/<run-id>/run.json)")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="write a self-contained HTML report")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="write JUnit XML")
+@click.option("--md", "md_path", type=click.Path(dir_okay=False), help="write a Markdown summary")
+@click.option("-j", "--concurrency", type=click.IntRange(min=1), help="conversations in flight at once (default 8)")
+@click.option("--repeat", type=click.IntRange(min=1), help="override every test's repeat count")
+@click.option("--filter", "filter_", help="only tests whose id or name matches this regex")
+@click.option("--tag", "tags", multiple=True, help="only tests with this tag (repeatable; any)")
+@click.option("--provider", "providers", multiple=True, help="only this provider (repeatable)")
+@click.option("--fail-under", type=click.FloatRange(0, 1), help="gate: pass rate (0..1) below this fails the run")
+@click.option("--include-drafts", is_flag=True, help="drafts count toward the gate")
+@click.option("--no-cache", is_flag=True, help="do not read or write the response cache")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), help="continue an interrupted run")
+@click.option("--var", "var_pairs", multiple=True, help="set/override a suite var: KEY=VALUE (repeatable)")
+@click.option("-q", "--quiet", is_flag=True, help="only the summary")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="where conversations run")
+@click.option("--address", help="ray cluster address (with --executor ray)")
+def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit_path: str | None,
+        md_path: str | None, concurrency: int | None, repeat: int | None, filter_: str | None,
+        tags: tuple[str, ...], providers: tuple[str, ...], fail_under: float | None, include_drafts: bool,
+        no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
+        address: str | None) -> None:
+    """Run suites (default: suites/*.yaml) and gate on the result."""
+    import regex
+
+    from evalspec.api import expand_paths, write_json
+    from evalspec.config.loader import load_suites
+    from evalspec.plan import Selection, build_plan
+    from evalspec.reporters.console import ConsoleReporter
+    from evalspec.runner import RunOptions, new_run_id, run_plan
+
+    if executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            err_console.print("error: --executor ray needs ray: pip install 'evalspec[ray]'")
+            sys.exit(ExitCode.CONFIG_ERROR)
+    if filter_:
+        try:
+            regex.compile(filter_)
+        except regex.error as exc:
+            raise click.BadParameter(f"bad regex {filter_!r}: {exc}", param_hint="--filter") from None
+    suites = load_suites(list(expand_paths(list(paths))), _parse_vars(var_pairs))
+    plan = build_plan(suites, Selection(filter_, list(tags), list(providers), repeat))
+    if not plan:
+        err_console.print("error: no test matches the selection (--filter/--tag/--provider); nothing was run.")
+        sys.exit(ExitCode.CONFIG_ERROR)
+    run_dir = Path(resume_dir) if resume_dir else Path(".evalspec/runs") / new_run_id()
+    if resume_dir and not (run_dir / "journal.jsonl").exists():
+        err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
+        sys.exit(ExitCode.CONFIG_ERROR)
+    reporter = ConsoleReporter(quiet=quiet)
+    jobs = concurrency or max(int(s.option("concurrency")) for s in suites)
+    options = RunOptions(concurrency=jobs, run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
+                         fail_under=fail_under, include_drafts=include_drafts,
+                         on_start=reporter.on_start, on_result=reporter.on_result)
+    try:
+        data = asyncio.run(run_plan(suites, plan, options))
+    except KeyboardInterrupt:
+        reporter.stop()
+        args = " ".join(sys.argv[1:])
+        err_console.print(f"\ninterrupted: finished tests are kept in {run_dir / 'journal.jsonl'}.\n"
+                          f"resume with: evalspec {args} --resume {run_dir}" if "--resume" not in args else
+                          f"\ninterrupted: resume again with: evalspec {args}")
+        sys.exit(ExitCode.INTERRUPTED)
+    except ConfigError:
+        reporter.stop()
+        raise
+    out = Path(output) if output else run_dir / "run.json"
+    write_json(out, data)
+    written = {"run.json": str(out)}
+    written.update(_write_reports(data, html_path, junit_path, md_path))
+    reporter.on_finish(data, written)
+    sys.exit(data["gate"]["exit_code"])
+
+
+def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str | None,
+                   md_path: str | None) -> dict[str, str]:
+    written = {}
+    if junit_path:
+        from evalspec.reporters.junit import write_junit
+
+        write_junit(data, Path(junit_path))
+        written["junit"] = junit_path
+    if md_path:
+        from evalspec.reporters.markdown import render_markdown
+
+        Path(md_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(md_path).write_text(render_markdown(data), encoding="utf-8")
+        written["markdown"] = md_path
+    if html_path:
+        from evalspec.reporters.html import render_html
+
+        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(html_path).write_text(render_html(data), encoding="utf-8")
+        written["html"] = html_path
+    return written
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--var", "var_pairs", multiple=True, help="set/override a suite var: KEY=VALUE")
+def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...]) -> None:
+    """Schema + semantic checks; runs nothing."""
+    from evalspec.api import expand_paths
+    from evalspec.config.loader import load_suites
+    from evalspec.plan import build_plan
+
+    suites = load_suites(list(expand_paths(list(paths))), _parse_vars(var_pairs))
+    plan = build_plan(suites)
+    tests = sum(len(s.tests) for s in suites)
+    click.echo(f"ok: {len(suites)} suite{'s' if len(suites) != 1 else ''}, {tests} tests, "
+               f"{len(plan)} conversations planned")
+
+
+@main.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write to FILE instead of stdout")
+def schema(output: str | None) -> None:
+    """Print the suite JSON Schema."""
+    from evalspec.config.schema import suite_schema
+
+    text = json.dumps(suite_schema(), ensure_ascii=False, indent=2) + "\n"
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command(name="list")
+@click.argument("what", type=click.Choice(["assertions", "providers"]))
+def list_(what: str) -> None:
+    """What is registered, with one-line docs."""
+    if what == "assertions":
+        from evalspec.assertions.registry import REGISTRY, load_builtin_assertions
+
+        load_builtin_assertions()
+        width = max(len(n) for n in REGISTRY)
+        for name in sorted(REGISTRY):
+            t = REGISTRY[name]
+            needs = f" [needs {t.needs}]" if t.needs else ""
+            click.echo(f"{name:<{width}}  {t.kind:<12}  {t.doc}{needs}")
+    else:
+        for name, doc in (("python", "FILE.py:function or module:function, called as respond(messages, context)"),
+                          ("model", "any litellm model string (openai/gpt-4o-mini, ...), with system/params/history"),
+                          ("http", "any HTTP chatbot: templated url/headers/body, JMESPath response, stateful or not")):
+            click.echo(f"{name:<7} {doc}")
+
+
+@main.command()
+@click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
+@click.option("--html", "html_path", type=click.Path(dir_okay=False))
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False))
+@click.option("--md", "md_path", type=click.Path(dir_okay=False))
+def report(run_json: str, html_path: str | None, junit_path: str | None, md_path: str | None) -> None:
+    """Re-render reports from run.json."""
+    from evalspec.reporters.console import print_summary
+
+    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    written = _write_reports(data, html_path, junit_path, md_path)
+    print_summary(Console(highlight=False, soft_wrap=True), data, written, quiet=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

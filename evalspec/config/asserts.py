@@ -1,0 +1,187 @@
+"""Parse and check assertion items (both forms), collecting problems with their lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import regex
+
+from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
+from evalspec.config.interpolate import is_template
+from evalspec.config.model import AssertionSpec
+from evalspec.config.suggest import did_you_mean
+from evalspec.config.yamlfile import LineMap, PathKey
+from evalspec.errors import Problem
+
+SCOPES = ("turn", "each_turn", "any_turn", "last_response", "conversation")
+SEVERITIES = ("critical", "major", "minor")
+
+
+def _known_names() -> list[str]:
+    return sorted(REGISTRY) + [f"not-{n}" for n in REGISTRY if not n.startswith("not-")]
+
+
+def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Problem],
+                    under_turn: int | None) -> AssertionSpec | None:
+    """One assertion item -> AssertionSpec, or None after recording why not."""
+    def bad(msg: str, at: PathKey = path) -> None:
+        problems.append(lines.problem(at, msg))
+
+    if not isinstance(item, dict):
+        bad(f"an assertion must be a mapping like '- contains: text', got {item!r}")
+        return None
+    if "type" in item:
+        name = item["type"]
+        if not isinstance(name, str):
+            bad("'type' must be an assertion name", (*path, "type"))
+            return None
+        value, value_given, type_key = item.get("value"), "value" in item, "type"
+    else:
+        candidates = [k for k in item if k not in COMMON_KEYS]
+        typed = [k for k in candidates if resolve_type(k) is not None]
+        if len(typed) > 1:
+            bad(f"one assertion per item: found {', '.join(typed)}")
+            return None
+        if not typed:
+            options = {o for t in REGISTRY.values() for o in t.options}
+            unknown = [k for k in candidates if k not in options]
+            if unknown:
+                bad(f"unknown assertion type '{unknown[0]}'{did_you_mean(unknown[0], _known_names())}", (*path, unknown[0]))
+            else:
+                bad("no assertion type: write '- TYPE: VALUE' or 'type: TYPE'")
+            return None
+        name = typed[0]
+        value, value_given, type_key = item[name], True, name
+    resolved = resolve_type(name)
+    if resolved is None:
+        bad(f"unknown assertion type '{name}'{did_you_mean(name, _known_names())}", (*path, type_key))
+        return None
+    atype, negate = resolved
+    allowed = set(COMMON_KEYS) | set(atype.options) | {type_key}
+    for key in item:
+        if key not in allowed and key != type_key:
+            hint = did_you_mean(key, sorted(allowed - {"type"} if type_key != "type" else allowed))
+            if resolve_type(key) is not None:
+                bad(f"one assertion per item: '{key}' needs its own '- ' entry", (*path, key))
+            else:
+                bad(f"unknown key '{key}' for '{name}'{hint}", (*path, key))
+    vpath = (*path, "value") if type_key == "type" else (*path, type_key)
+    spec = AssertionSpec(type=atype.name, negate=negate, value=value, where=path, value_where=vpath, turn=under_turn)
+    _check_value(atype, value, value_given, vpath, lines, problems)
+    _check_common(spec, item, atype, path, lines, problems, under_turn)
+    spec.options = {k: item[k] for k in atype.options if k in item}
+    for key, sub in atype.options.items():
+        if key in item:
+            for err in jsonschema.Draft202012Validator(sub).iter_errors(item[key]):
+                bad(f"{key}: {err.message}", (*path, key))
+    _check_patterns(atype, value, vpath, lines, problems)
+    return spec
+
+
+def _check_value(atype: AssertionType, value: Any, given: bool, path: PathKey, lines: LineMap,
+                 problems: list[Problem]) -> None:
+    if not given or value is None:
+        if atype.value_required:
+            problems.append(lines.problem(path, f"'{atype.name}' needs a value"))
+        return
+    if isinstance(value, str) and is_template(value) and atype.value_schema.get("type") != "string":
+        return  # checked after rendering
+    for err in sorted(jsonschema.Draft202012Validator(atype.value_schema).iter_errors(value), key=lambda e: e.path):
+        where = (*path, *err.absolute_path)
+        problems.append(lines.problem(where, _schema_message(err, atype.name)))
+
+
+def _schema_message(err: jsonschema.ValidationError, context: str) -> str:
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = list((err.schema.get("properties") or {}).keys())
+        extra = [k for k in err.instance if k not in known]
+        if extra:
+            return f"unknown key '{extra[0]}' in '{context}'{did_you_mean(extra[0], known)}"
+    if err.validator == "required":
+        return f"'{context}' {err.message}"
+    return f"{context}: {err.message}"
+
+
+def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionType, path: PathKey,
+                  lines: LineMap, problems: list[Problem], under_turn: int | None) -> None:
+    def bad(key: str, msg: str) -> None:
+        problems.append(lines.problem((*path, key), msg))
+
+    scope = item.get("scope")
+    if scope is not None:
+        if atype.kind == "conversation" and scope != "conversation":
+            bad("scope", f"'{atype.name}' always reads the whole transcript; remove 'scope' (got {scope!r})")
+        elif isinstance(scope, dict):
+            if set(scope) != {"turns"}:
+                bad("scope", "a turn scope is written {turns: [2, 3]} or {turns: LABEL}")
+            else:
+                turns = scope["turns"] if isinstance(scope["turns"], list) else [scope["turns"]]
+                spec.scope = {"turns": turns}
+        elif scope not in SCOPES:
+            bad("scope", f"unknown scope {scope!r}{did_you_mean(str(scope), SCOPES)}; valid: {', '.join(SCOPES)}, {{turns: [...]}}")
+        elif scope == "turn" and under_turn is None:
+            bad("scope", "scope 'turn' is only for assertions under a turn; use {turns: [N]} at test level")
+        else:
+            spec.scope = scope
+    if spec.scope is None:
+        spec.scope = "turn" if under_turn is not None and atype.kind == "reply" else atype.default_scope
+    if "threshold" in item:
+        t = item["threshold"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
+            bad("threshold", f"threshold must be a number from 0 to 1, got {t!r}")
+        else:
+            spec.threshold = float(t)
+    if "weight" in item:
+        w = item["weight"]
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
+            bad("weight", f"weight must be a number >= 0, got {w!r}")
+        else:
+            spec.weight = float(w)
+    if "severity" in item:
+        s = item["severity"]
+        if s not in SEVERITIES:
+            bad("severity", f"unknown severity {s!r}{did_you_mean(str(s), SEVERITIES)}; valid: critical, major, minor")
+        else:
+            spec.severity = s
+    if "metric" in item:
+        spec.metric = str(item["metric"])
+    if "provider" in item:
+        spec.provider = item["provider"]
+
+
+def _check_patterns(atype: AssertionType, value: Any, path: PathKey, lines: LineMap, problems: list[Problem]) -> None:
+    for key in atype.patterns:
+        if key == "":
+            pattern, where = value, path
+        elif isinstance(value, dict):
+            pattern, where = value.get(key), (*path, key)
+        else:
+            continue
+        if isinstance(pattern, str) and not is_template(pattern):
+            message = regex_problem(pattern)
+            if message:
+                problems.append(lines.problem(where, message))
+
+
+def regex_problem(pattern: str) -> str | None:
+    try:
+        regex.compile(pattern)
+    except regex.error as exc:
+        return f"bad regex {pattern!r}: {exc}"
+    return None
+
+
+def turn_refs(spec: AssertionSpec) -> list[tuple[Any, PathKey]]:
+    """Every turn reference in `spec` (session-rule keys and `{turns: ...}` scopes) with its path."""
+    refs: list[tuple[Any, PathKey]] = []
+    resolved = resolve_type(spec.type)
+    if resolved and isinstance(spec.value, dict):
+        for key in resolved[0].turn_refs:
+            if key in spec.value:
+                refs.append((spec.value[key], (*spec.value_where, key)))
+    if isinstance(spec.scope, dict):
+        for i, ref in enumerate(spec.scope["turns"]):
+            refs.append((ref, (*spec.where, "scope", "turns", i)))
+    return refs
+

@@ -1,0 +1,134 @@
+"""The validated suite, as plain dataclasses. Raw YAML values are kept where templates still apply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from evalspec.config.yamlfile import LineMap, PathKey
+
+Severity = Literal["critical", "major", "minor"]
+
+
+@dataclass
+class AssertionSpec:
+    """One assertion as written: `type` without the `not-` prefix, `negate` for it."""
+
+    type: str
+    negate: bool
+    value: Any
+    scope: Any = None  # None until defaults apply; then a str or {"turns": [...]}
+    threshold: float | None = None
+    weight: float = 1.0
+    metric: str | None = None
+    severity: Severity = "major"
+    provider: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+    where: PathKey = ()
+    value_where: PathKey = ()
+    turn: int | None = None  # set for assertions attached to a turn
+
+    @property
+    def name(self) -> str:
+        return ("not-" if self.negate else "") + self.type
+
+
+@dataclass
+class TurnSpec:
+    """One entry of a scripted conversation."""
+
+    kind: Literal["user", "filler", "assistant"]
+    text: Any = None  # user / assistant text (template)
+    count: Any = None  # filler count (int or template)
+    pool: list[str] | None = None
+    label: str | None = None
+    asserts: list[AssertionSpec] = field(default_factory=list)
+    vars: dict[str, Any] = field(default_factory=dict)
+    where: PathKey = ()
+
+
+@dataclass
+class RepeatSpec:
+    n: int = 1
+    rule: str | float = "all"  # all | majority | any | a fraction
+
+
+@dataclass
+class ProviderSpec:
+    """A system under test (or judge / simulator / embedder)."""
+
+    id: str
+    kind: Literal["python", "model", "http"]
+    config: dict[str, Any]
+    where: PathKey = ()
+    max_concurrency: int | None = None
+    rpm: float | None = None
+
+    def redacted(self, secrets: set[str]) -> dict[str, Any]:
+        from evalspec.redact import redact
+
+        out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
+        out.update({k: v for k, v in self.config.items() if k != self.kind})
+        return dict(redact(out, secrets))
+
+
+@dataclass
+class SimulateSpec:
+    persona: str
+    goal: str
+    max_turns: int
+    opening: str | None = None
+    fixed: list[str] = field(default_factory=list)
+    stop_when: list[dict[str, Any]] = field(default_factory=list)
+    model: Any = None
+
+
+@dataclass
+class TestSpec:
+    id: str
+    name: str
+    index: int
+    tags: list[str] = field(default_factory=list)
+    draft: bool = False
+    xfail: str | None = None
+    vars: dict[str, Any] = field(default_factory=dict)
+    providers: list[str] | None = None
+    conversation: list[TurnSpec] = field(default_factory=list)
+    simulate: SimulateSpec | None = None
+    asserts: list[AssertionSpec] = field(default_factory=list)
+    threshold: float | None = None
+    matrix: dict[str, list[Any]] = field(default_factory=dict)
+    repeat: RepeatSpec = field(default_factory=RepeatSpec)
+    curve: str | None = None
+    sla: list[dict[str, float]] = field(default_factory=list)
+    where: PathKey = ()
+
+
+@dataclass
+class Suite:
+    path: Path
+    sha256: str
+    description: str = ""
+    tags: list[str] = field(default_factory=list)
+    vars: dict[str, Any] = field(default_factory=dict)
+    providers: list[ProviderSpec] = field(default_factory=list)
+    judge: ProviderSpec | None = None
+    simulator: ProviderSpec | None = None
+    embedder: ProviderSpec | None = None
+    min_pass_rate: float = 1.0
+    max_errors: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    tests: list[TestSpec] = field(default_factory=list)
+    secrets: set[str] = field(default_factory=set)
+    lines: LineMap | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+    def option(self, key: str) -> Any:
+        return self.options.get(key, DEFAULT_OPTIONS[key])
+
+
+DEFAULT_OPTIONS: dict[str, Any] = {"concurrency": 8, "timeout": 60, "retries": 3, "cache": True, "seed": 0}

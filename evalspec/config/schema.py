@@ -1,0 +1,184 @@
+"""The suite JSON Schema, generated from code (the assertion registry included).
+
+`suite_schema()` is what editors get (`schema/suite.schema.json`, `evalspec schema`);
+`suite_schema(for_validation=True)` leaves assertions, turns and provider kinds to the
+loader, whose messages are sharper than a JSON Schema's `oneOf` errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_builtin_assertions
+
+SCHEMA_ID = "https://evalspec.dev/schema/suite.schema.json"
+
+STRINGS = {"type": "array", "items": {"type": "string"}}
+TEMPLATED_INT = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": r"\{\{"}]}
+TURN_REF = {"type": ["integer", "string"]}
+
+
+def _obj(properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        out["required"] = required
+    out.update(extra)
+    return out
+
+
+def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, Any]:
+    http = _obj({
+        "url": {"type": "string", "minLength": 1},
+        "method": {"enum": ["POST", "PUT", "GET", "PATCH", "post", "put", "get", "patch"]},
+        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+        "body": {"description": "JSON body template ({{ message }}, {{ thread_id }}, {{ messages }}, vars)"},
+        "response": {"type": "string", "description": "JMESPath into the JSON response"},
+        "stateful": {"type": "boolean"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+    }, ["url"])
+    props: dict[str, Any] = {
+        "id": {"type": "string", "minLength": 1},
+        "label": {"type": "string"},
+        "python": {"type": "string", "description": "FILE.py:function (relative to the suite) or module:function"},
+        "model": {"type": "string", "description": "any litellm model string"},
+        "http": http,
+        "system": {"type": "string"},
+        "params": {"type": "object"},
+        "api_base": {"type": "string"},
+        "api_key": {"type": "string"},
+        "history": _obj({"mode": {"enum": ["full", "window"]}, "turns": {"type": "integer", "minimum": 0}}),
+        "max_concurrency": {"type": "integer", "minimum": 1},
+        "rpm": {"type": "number", "exclusiveMinimum": 0},
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "retries": {"type": "integer", "minimum": 0},
+        "vars": {"type": "object"},
+    }
+    schema = _obj(props, ["id"] if needs_id else None)
+    if not for_validation:
+        schema["oneOf"] = [{"required": ["python"]}, {"required": ["model"]}, {"required": ["http"]}]
+    return schema
+
+
+def assertion_schema(for_validation: bool) -> dict[str, Any]:
+    if for_validation:
+        return {"type": "object"}
+    load_builtin_assertions()
+    common = {
+        "scope": {"anyOf": [{"enum": ["turn", "each_turn", "any_turn", "last_response", "conversation"]},
+                            _obj({"turns": {"anyOf": [TURN_REF, {"type": "array", "items": TURN_REF}]}}, ["turns"])]},
+        "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+        "weight": {"type": "number", "minimum": 0},
+        "metric": {"type": "string"},
+        "severity": {"enum": ["critical", "major", "minor"]},
+        "provider": {"anyOf": [{"type": "string"}, provider_schema(False, needs_id=False)]},
+    }
+    names = sorted(REGISTRY)
+    all_options: dict[str, Any] = {}
+    for t in REGISTRY.values():
+        all_options.update(t.options)
+    full = _obj({"type": {"enum": names + [f"not-{n}" for n in names]}, "value": {}, **common, **all_options},
+                ["type"], title="full form")
+    forms: list[dict[str, Any]] = [full]
+    for name in names:
+        t = REGISTRY[name]
+        for written in (name, f"not-{name}"):
+            value = dict(t.value_schema)
+            value.setdefault("description", t.doc)
+            forms.append(_obj({written: value, **common, **t.options}, [written], title=written))
+    return {"anyOf": forms}
+
+
+def turn_schema(for_validation: bool) -> dict[str, Any]:
+    filler = {"anyOf": [TEMPLATED_INT, _obj({"count": TEMPLATED_INT, "pool": {**STRINGS, "minItems": 1}}, ["count"])]}
+    schema = _obj({
+        "user": {"type": "string"},
+        "filler": filler,
+        "assistant": {"type": "string"},
+        "label": {"type": "string", "minLength": 1},
+        "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"}},
+        "vars": {"type": "object"},
+    })
+    if not for_validation:
+        schema["oneOf"] = [{"required": ["user"]}, {"required": ["filler"]}, {"required": ["assistant"]}]
+    return schema
+
+
+def test_properties() -> dict[str, Any]:
+    stop = {"anyOf": [_obj({"user_says": {"type": "string", "minLength": 1}}, ["user_says"]),
+                      _obj({"assistant_matches": {"type": "string", "minLength": 1}}, ["assistant_matches"]),
+                      _obj({"goal_met": {"type": "boolean"}}, ["goal_met"])]}
+    return {
+        "id": {"type": "string", "minLength": 1},
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "tags": STRINGS,
+        "draft": {"type": "boolean"},
+        "xfail": {"type": ["string", "boolean"]},
+        "vars": {"type": "object"},
+        "providers": STRINGS,
+        "conversation": {"type": "array", "items": {"$ref": "#/$defs/turn"}},
+        "simulate": _obj({
+            "persona": {"type": "string", "minLength": 1},
+            "goal": {"type": "string", "minLength": 1},
+            "opening": {"type": "string"},
+            "fixed": STRINGS,
+            "max_turns": {"type": "integer", "minimum": 1, "maximum": 50},
+            "stop_when": {"type": "array", "items": stop},
+            "model": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]},
+        }, ["persona", "goal", "max_turns"]),
+        "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"}},
+        "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+        "matrix": {"type": "object", "additionalProperties": {"type": "array", "minItems": 1}},
+        "repeat": {"anyOf": [{"type": "integer", "minimum": 1},
+                             _obj({"n": {"type": "integer", "minimum": 1},
+                                   "pass": {"anyOf": [{"enum": ["all", "majority", "any"]},
+                                                      {"type": "number", "exclusiveMinimum": 0, "maximum": 1}]}},
+                                  ["n"])]},
+        "curve": {"type": "string"},
+        "sla": {"type": "array", "items": _obj({"at": {"type": "number"}, "min_score": {"type": "number", "minimum": 0,
+                                                                                       "maximum": 1}},
+                                               ["at", "min_score"])},
+    }
+
+
+def suite_schema(for_validation: bool = False) -> dict[str, Any]:
+    tests = test_properties()
+    defaults = {k: v for k, v in tests.items() if k not in ("id", "name")}
+    model_ref = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "evalspec suite",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "description": {"type": "string"},
+            "tags": STRINGS,
+            "vars": {"type": "object"},
+            "providers": {"type": "array", "items": {"$ref": "#/$defs/provider"}, "minItems": 1},
+            "targets": {"type": "array", "items": {"$ref": "#/$defs/provider"}, "minItems": 1},
+            "judge": model_ref,
+            "simulator": model_ref,
+            "embedder": model_ref,
+            "gate": _obj({"min_pass_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                          "max_errors": {"type": "integer", "minimum": 0}}),
+            "options": _obj({"concurrency": {"type": "integer", "minimum": 1},
+                             "timeout": {"type": "number", "exclusiveMinimum": 0},
+                             "retries": {"type": "integer", "minimum": 0},
+                             "cache": {"type": "boolean"},
+                             "seed": {"type": "integer"}}),
+            "defaults": _obj(defaults),
+            "tests": {"type": "array", "items": {"$ref": "#/$defs/test"}},
+        },
+        "required": ["tests"],
+        "$defs": {
+            "provider": provider_schema(for_validation),
+            "provider_ref": provider_schema(for_validation, needs_id=False),
+            "test": _obj(tests),
+            "turn": turn_schema(for_validation),
+            "assertion": assertion_schema(for_validation),
+        },
+    }
+
+
+COMMON_ASSERTION_KEYS = COMMON_KEYS

@@ -1,0 +1,64 @@
+"""Play one scripted conversation turn by turn: the system's own replies become the next turn's context."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalspec.errors import ProviderError
+from evalspec.plan import Instance
+from evalspec.providers.base import ProviderResponse
+
+CallFn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
+
+
+@dataclass
+class Transcript:
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = "completed"
+    error: str | None = None
+    calls: int = 0
+    cached_calls: int = 0
+
+    def history(self) -> list[dict[str, Any]]:
+        """The OpenAI-style history the system under test sees."""
+        return [{"role": m["role"], "content": m["content"]} for m in self.messages]
+
+
+def user_message(text: str, turn: int, **flags: Any) -> dict[str, Any]:
+    return {"role": "user", "content": text, "turn": turn, **{k: v for k, v in flags.items() if v}}
+
+
+def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": response.content, "turn": turn,
+                           "latency_ms": round(response.latency_ms, 3) if response.latency_ms is not None else None,
+                           "tokens": response.tokens, "cost": response.cost}
+    if response.cached:
+        msg["cached"] = True
+    if response.tool_calls:
+        msg["tool_calls"] = response.tool_calls
+    return msg
+
+
+async def run_scripted(instance: Instance, call: CallFn) -> Transcript:
+    """Send each user turn and record the reply; the first provider failure ends the conversation."""
+    transcript = Transcript()
+    for planned in instance.turns:
+        if planned.role == "assistant":
+            transcript.messages.append({"role": "assistant", "content": planned.text, "turn": planned.turn,
+                                        "injected": True})
+            continue
+        transcript.messages.append(user_message(planned.text, planned.turn, filler=planned.filler,
+                                                label=planned.label, history=not planned.call))
+        if not planned.call:
+            continue
+        try:
+            response = await call(transcript.history(), planned.turn)
+        except ProviderError as exc:
+            transcript.stop_reason, transcript.error = "error", f"turn {planned.turn}: {exc}"
+            break
+        transcript.calls += int(not response.cached)
+        transcript.cached_calls += int(response.cached)
+        transcript.messages.append(assistant_message(response, planned.turn))
+    return transcript

@@ -1,0 +1,50 @@
+"""Error types.
+
+    EvalspecError
+     ├── ConfigError        the suite did not validate; carries every Problem found (exit 2)
+     ├── ProviderError      the system under test (or a judge) failed after retries: the test is `error`
+     └── GradingError       an assertion could not reach a verdict (bad judge output, regex time-out)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class EvalspecError(Exception):
+    """Base of every error evalspec raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation problem, located in a suite file."""
+
+    file: str
+    line: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ConfigError(EvalspecError):
+    """The configuration is invalid; every problem is reported at once."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class ProviderError(EvalspecError):
+    """A call to a provider failed for good (after retries)."""
+
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class GradingError(EvalspecError):
+    """An assertion could not produce a verdict."""

@@ -1,0 +1,60 @@
+"""Load `FILE.py:function` (relative to a suite) or `module:function`."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evalspec.errors import EvalspecError
+
+_cache: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+class LoadError(EvalspecError):
+    """A `FILE.py:function` reference could not be loaded."""
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    target, sep, name = ref.rpartition(":")
+    if not sep or not target or not name:
+        raise LoadError(f"{ref!r} is not FILE.py:function or module:function")
+    return target, name
+
+
+def load_callable(ref: str, base_dir: Path) -> Callable[..., Any]:
+    target, name = split_ref(ref)
+    key = (str(base_dir), ref)
+    if key in _cache:
+        return _cache[key]
+    if target.endswith(".py"):
+        path = (base_dir / target).resolve()
+        if not path.is_file():
+            raise LoadError(f"{ref!r}: file {path} does not exist")
+        mod_name = "evalspec_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+        module = sys.modules.get(mod_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            if spec is None or spec.loader is None:
+                raise LoadError(f"{ref!r}: cannot import {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[mod_name]
+                raise LoadError(f"{ref!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:
+            raise LoadError(f"{ref!r}: cannot import module {target!r}: {exc}") from exc
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise LoadError(f"{ref!r}: {target} has no function {name!r}")
+    _cache[key] = fn
+    return fn

@@ -1,0 +1,189 @@
+"""The plan: tests × providers × matrix values × repeat, in suite order, fully rendered."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import regex
+
+from evalspec.config.asserts import regex_problem, turn_refs
+from evalspec.config.interpolate import TemplateProblem, render_text, render_value
+from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
+from evalspec.config.yamlfile import PathKey
+from evalspec.errors import ConfigError, Problem
+from evalspec.fillers import pick_fillers
+
+
+@dataclass
+class PlannedTurn:
+    """A rendered conversation entry. `call` is False for history (`assistant:` and the user turn before it)."""
+
+    role: str  # user | assistant
+    text: str
+    turn: int
+    call: bool = True
+    filler: bool = False
+    label: str | None = None
+    asserts: list[AssertionSpec] = field(default_factory=list)
+
+
+@dataclass
+class Instance:
+    """One conversation to play: a test instance × provider × repeat."""
+
+    suite: Suite
+    test: TestSpec
+    provider: ProviderSpec
+    test_id: str  # instance id with #k
+    base_id: str  # instance id without #k
+    matrix: dict[str, Any]
+    repeat: int
+    vars: dict[str, Any]
+    turns: list[PlannedTurn]
+    asserts: list[AssertionSpec]
+    labels: dict[str, int]
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite.path}::{self.test_id}::{self.provider.id}"
+
+
+@dataclass
+class Selection:
+    filter: str | None = None
+    tags: list[str] = field(default_factory=list)
+    providers: list[str] = field(default_factory=list)
+    repeat: int | None = None
+
+
+def fmt_value(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def instance_id(test_id: str, matrix: dict[str, Any], repeat: int, n: int) -> tuple[str, str]:
+    base = test_id + ("[" + ",".join(f"{k}={fmt_value(v)}" for k, v in matrix.items()) + "]" if matrix else "")
+    return base, (f"{base}#{repeat}" if n > 1 else base)
+
+
+def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[Instance]:
+    """Every instance to run, in suite order; template problems are ConfigErrors (nothing runs)."""
+    selection = selection or Selection()
+    pattern = regex.compile(selection.filter) if selection.filter else None
+    instances, problems = [], []
+    for suite in suites:
+        for test in suite.tests:
+            if selection.tags and not set(selection.tags) & (set(test.tags) | set(suite.tags)):
+                continue
+            providers = [p for p in suite.providers if test.providers is None or p.id in test.providers]
+            if selection.providers:
+                providers = [p for p in providers if p.id in selection.providers]
+            keys = list(test.matrix)
+            n = selection.repeat or test.repeat.n
+            for values in itertools.product(*(test.matrix[k] for k in keys)):
+                matrix = dict(zip(keys, values))
+                for k in range(1, n + 1):
+                    base, tid = instance_id(test.id, matrix, k, n)
+                    if pattern and not (pattern.search(tid) or pattern.search(test.name)):
+                        continue
+                    for provider in providers:
+                        try:
+                            instances.append(_instance(suite, test, provider, matrix, k, base, tid))
+                        except _RenderProblem as exc:
+                            problems.append(suite.lines.problem(exc.path, exc.message) if suite.lines
+                                            else Problem(str(suite.path), None, "", exc.message))
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+    return instances
+
+
+class _RenderProblem(Exception):
+    def __init__(self, path: PathKey, message: str) -> None:
+        super().__init__(message)
+        self.path, self.message = path, message
+
+
+def _render(value: Any, variables: dict[str, Any], path: PathKey) -> Any:
+    try:
+        return render_value(value, variables)
+    except TemplateProblem as exc:
+        raise _RenderProblem(path, str(exc)) from None
+
+
+def _render_asserts(specs: list[AssertionSpec], variables: dict[str, Any], turn: int | None) -> list[AssertionSpec]:
+    out = []
+    for spec in specs:
+        value = _render(spec.value, variables, spec.value_where)
+        scope = _render(spec.scope, variables, (*spec.where, "scope"))
+        out.append(replace(spec, value=value, scope=scope, turn=turn if spec.turn is not None else None))
+    return out
+
+
+def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict[str, Any], k: int,
+              base: str, tid: str) -> Instance:
+    variables = {**suite.vars, **test.vars, **matrix}
+    turns: list[PlannedTurn] = []
+    labels: dict[str, int] = {}
+    turn = 0
+    for position, entry in enumerate(test.conversation):
+        if entry.kind == "user":
+            turn += 1
+            local = {**variables, **entry.vars}
+            text = _render(entry.text, local, (*entry.where, "user"))
+            if not str(text).strip():
+                raise _RenderProblem((*entry.where, "user"), "empty user message after rendering")
+            if entry.label:
+                labels[entry.label] = turn
+            turns.append(PlannedTurn("user", str(text), turn, label=entry.label,
+                                     asserts=_render_asserts(entry.asserts, local, turn)))
+        elif entry.kind == "filler":
+            count = _render(entry.count, variables, (*entry.where, "filler"))
+            try:
+                count = int(count)
+            except (TypeError, ValueError):
+                raise _RenderProblem((*entry.where, "filler"), f"filler count must be a whole number, got {count!r}") from None
+            if count < 0:
+                raise _RenderProblem((*entry.where, "filler"), f"filler count must be >= 0, got {count}")
+            pool = [str(_render(p, variables, (*entry.where, "filler", "pool"))) for p in entry.pool or []]
+            for text in pick_fillers(count, pool or None, seed=int(suite.option("seed")), test_id=test.id,
+                                     position=position, matrix=matrix, repeat=k):
+                turn += 1
+                turns.append(PlannedTurn("user", text, turn, filler=True))
+        else:
+            text = render_text_at(entry.text, variables, (*entry.where, "assistant"))
+            if turns and turns[-1].role == "user":
+                turns[-1].call = False
+            turns.append(PlannedTurn("assistant", text, turn, call=False))
+    asserts = _render_asserts(test.asserts, variables, None)
+    for t in turns:
+        _check_rendered(t.asserts, labels, turn)
+    _check_rendered(asserts, labels, turn)
+    return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels)
+
+
+def render_text_at(text: str, variables: dict[str, Any], path: PathKey) -> str:
+    try:
+        return render_text(text, variables)
+    except TemplateProblem as exc:
+        raise _RenderProblem(path, str(exc)) from None
+
+
+def _check_rendered(specs: list[AssertionSpec], labels: dict[str, int], length: int) -> None:
+    """Templated patterns and turn references, checked once their values are known."""
+    from evalspec.assertions.registry import resolve_type
+
+    for spec in specs:
+        resolved = resolve_type(spec.type)
+        if resolved is None:
+            continue
+        for key in resolved[0].patterns:
+            pattern = spec.value if key == "" else (spec.value or {}).get(key) if isinstance(spec.value, dict) else None
+            if isinstance(pattern, str) and (msg := regex_problem(pattern)):
+                raise _RenderProblem(spec.value_where, msg)
+        for ref, where in turn_refs(spec):
+            if isinstance(ref, int) and not isinstance(ref, bool) and ref > length and length > 0:
+                raise _RenderProblem(where, f"turn {ref} is out of range: the conversation has {length} user turns")
+            if isinstance(ref, str) and ref not in labels and not ref.isdigit() and labels is not None \
+                    and length > 0 and ref:
+                raise _RenderProblem(where, f"label '{ref}' does not exist")

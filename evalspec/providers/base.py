@@ -1,0 +1,53 @@
+"""The `Provider` protocol: one async method that answers a conversation's next user message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class CallContext:
+    thread_id: str
+    test_id: str
+    turn: int
+    vars: dict[str, Any] = field(default_factory=dict)
+    repeat: int = 1
+
+
+@dataclass
+class ProviderResponse:
+    content: str
+    latency_ms: float | None = None
+    tokens: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+    tool_calls: list[Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
+
+    def to_cache(self) -> dict[str, Any]:
+        return {"content": self.content, "latency_ms": self.latency_ms, "tokens": self.tokens,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cost": self.cost, "tool_calls": self.tool_calls, "metadata": self.metadata}
+
+    @classmethod
+    def from_cache(cls, data: dict[str, Any]) -> ProviderResponse:
+        return cls(**{k: data.get(k) for k in ("content", "latency_ms", "tokens", "prompt_tokens",
+                                               "completion_tokens", "cost", "tool_calls")},
+                   metadata=data.get("metadata") or {}, cached=True)
+
+
+class Provider(Protocol):
+    """A system under test, a judge or a simulator."""
+
+    id: str
+
+    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        """Answer the last user message of `messages` (OpenAI-style history)."""
+        ...
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The configuration that decides the answer (the cache key's provider part)."""
+        ...

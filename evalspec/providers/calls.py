@@ -1,0 +1,107 @@
+"""Every call to a provider goes through `ProviderCaller`: cache, limits, time-out, retries."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+from evalspec.cache import ResponseCache, cache_key
+from evalspec.errors import ProviderError
+from evalspec.providers.base import CallContext, Provider, ProviderResponse
+
+
+class RateLimiter:
+    """At most `rpm` calls started per minute, evenly spaced."""
+
+    def __init__(self, rpm: float) -> None:
+        self.interval = 60.0 / rpm
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self._lock:
+            now = time.monotonic()
+            delay = self._next - now
+            self._next = max(now, self._next) + self.interval
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class CallStats:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.cached = 0
+        self.retries = 0
+
+
+class ProviderCaller:
+    """Wraps a provider with the cache, `max_concurrency`, `rpm`, a per-call time-out and retries."""
+
+    def __init__(self, provider: Provider, *, cache: ResponseCache | None, timeout: float, retries: int,
+                 max_concurrency: int | None, rpm: float | None, stats: CallStats, cacheable: bool = True) -> None:
+        self.provider = provider
+        self.id = provider.id
+        self.cache = cache if cacheable else None
+        self.timeout, self.retries, self.stats = timeout, retries, stats
+        self._slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._limiter = RateLimiter(rpm) if rpm else None
+        self._identity: dict[str, Any] | None = None
+
+    def key(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None) -> str:
+        if self._identity is None:
+            self._identity = self.provider.cache_identity()
+        return cache_key(self._identity, messages, context.repeat, extra)
+
+    def cached(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None) -> ProviderResponse | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(self.key(messages, context, extra))
+        return ProviderResponse.from_cache(hit) if hit is not None else None
+
+    async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None,
+                   use_cache: bool = True) -> ProviderResponse:
+        if use_cache and self.cache is not None:
+            hit = self.cached(messages, context, extra)
+            if hit is not None:
+                self.stats.cached += 1
+                return hit
+        response = await self._call_with_retries(messages, context)
+        if use_cache and self.cache is not None:
+            self.cache.put(self.key(messages, context, extra), response.to_cache())
+        return response
+
+    async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        attempt = 0
+        while True:
+            try:
+                return await self._call_once(messages, context)
+            except ProviderError as exc:
+                if not exc.retryable or attempt >= self.retries:
+                    suffix = f" (after {attempt + 1} attempts)" if attempt else ""
+                    raise ProviderError(f"{self.id}: {exc}{suffix}") from exc
+                delay = exc.retry_after if exc.retry_after is not None else backoff(attempt)
+                attempt += 1
+                self.stats.retries += 1
+                await asyncio.sleep(delay)
+
+    async def _call_once(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        if self._slots:
+            await self._slots.acquire()
+        try:
+            if self._limiter:
+                await self._limiter.wait()
+            self.stats.calls += 1
+            try:
+                return await asyncio.wait_for(self.provider.respond(messages, context), self.timeout)
+            except asyncio.TimeoutError:
+                raise ProviderError(f"timed out after {self.timeout:g}s", retryable=True) from None
+        finally:
+            if self._slots:
+                self._slots.release()
+
+
+def backoff(attempt: int, base: float = 0.5, cap: float = 30.0) -> float:
+    """Exponential back-off with full jitter."""
+    return random.uniform(0, min(cap, base * (2 ** attempt)))

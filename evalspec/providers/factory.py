@@ -1,0 +1,163 @@
+"""Build providers from their specs, check them before any call, and share them across a run."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from evalspec.assertions.base import EmbedFn, JudgeFn
+from evalspec.assertions.grade import _needs_model, instance_assertions
+from evalspec.assertions.registry import resolve_type
+from evalspec.cache import ResponseCache
+from evalspec.config.model import ProviderSpec, Suite
+from evalspec.errors import ConfigError, Problem, ProviderError
+from evalspec.plan import Instance
+from evalspec.providers.base import Provider
+from evalspec.providers.calls import CallStats, ProviderCaller
+from evalspec.providers.python_provider import PythonProvider
+
+
+class PreflightError(ConfigError):
+    """A provider cannot work as configured; nothing was called."""
+
+
+def build_provider(spec: ProviderSpec, suite: Suite) -> Provider:
+    base_dir = suite.path.parent
+    if spec.kind == "python":
+        provider = PythonProvider(spec.id, str(spec.config["python"]), base_dir)
+        return _with_source_hash(provider, base_dir)
+    if spec.kind == "model":
+        from evalspec.providers.model_provider import ModelProvider
+
+        return ModelProvider(spec.id, spec.config, suite.vars)
+    from evalspec.providers.http_provider import HttpProvider
+
+    return HttpProvider(spec.id, spec.config, suite.vars)
+
+
+def _with_source_hash(provider: PythonProvider, base_dir: Path) -> PythonProvider:
+    """A python provider's cache identity includes its file's content, so an edit is a cache miss."""
+    target = provider.ref.rpartition(":")[0]
+    if target.endswith(".py"):
+        path = (base_dir / target).resolve()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+        identity = {"python": provider.ref, "sha256": digest}
+        provider.cache_identity = lambda: identity  # type: ignore[method-assign]
+    return provider
+
+
+class ProviderPool:
+    """One caller per (suite, provider id); judges and embedders per suite."""
+
+    def __init__(self, suites: list[Suite], cache_dir: Path | None) -> None:
+        self.suites = suites
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.stats = CallStats()
+        self._callers: dict[tuple[str, str], ProviderCaller] = {}
+        self._judges: dict[str, JudgeFn | None] = {}
+        self._embedders: dict[str, EmbedFn | None] = {}
+
+    def get(self, spec: ProviderSpec, suite: Suite) -> ProviderCaller:
+        key = (str(suite.path), spec.id + "@" + str(spec.where))
+        caller = self._callers.get(key)
+        if caller is None:
+            cfg = spec.config
+            caller = ProviderCaller(
+                build_provider(spec, suite), cache=self.cache if suite.option("cache") else None,
+                timeout=float(cfg.get("timeout") or suite.option("timeout")),
+                retries=int(cfg.get("retries", suite.option("retries"))),
+                max_concurrency=spec.max_concurrency, rpm=spec.rpm, stats=self.stats,
+                cacheable=not _stateful(spec))
+            self._callers[key] = caller
+        return caller
+
+    def judge_fn(self, suite: Suite) -> JudgeFn | None:
+        key = str(suite.path)
+        if key not in self._judges:
+            self._judges[key] = None
+            if suite.judge is not None:
+                from evalspec.providers.judge import make_judge
+
+                self._judges[key] = make_judge(self.get(suite.judge, suite))
+        return self._judges[key]
+
+    def embed_fn(self, suite: Suite) -> EmbedFn | None:
+        key = str(suite.path)
+        if key not in self._embedders:
+            self._embedders[key] = None
+            if suite.embedder is not None:
+                from evalspec.providers.model_provider import make_embedder
+
+                self._embedders[key] = make_embedder(suite.embedder, self.cache)
+        return self._embedders[key]
+
+    async def preflight(self, instances: list[Instance]) -> None:
+        """Stop before any call when a provider, judge, simulator or embedder cannot work."""
+        problems: list[Problem] = []
+        checked: set[tuple[str, str]] = set()
+
+        def check(spec: ProviderSpec | None, suite: Suite, role: str, needed_by: str) -> None:
+            where = suite.lines.problem(spec.where, "") if spec is not None and suite.lines else None
+            if spec is None:
+                problems.append(Problem(str(suite.path), None, "",
+                                        f"{needed_by} needs a {role}: set `{role}:` in the suite"))
+                return
+            key = (str(suite.path), role + ":" + spec.id)
+            if key in checked:
+                return
+            checked.add(key)
+            for message in provider_problems(spec, suite):
+                problems.append(Problem(str(suite.path), where.line if where else None, where.path if where else "",
+                                        f"{role} '{spec.id}': {message}"))
+
+        for inst in instances:
+            suite = inst.suite
+            check(inst.provider, suite, "provider", inst.test_id)
+            for spec in instance_assertions(inst):
+                if _needs_model(spec):
+                    atype = resolve_type(spec.type)
+                    role = atype[0].needs if atype else "judge"
+                    check(suite.judge if role == "judge" else suite.embedder, suite, str(role),
+                          f"assertion '{spec.name}' in {inst.test_id}")
+            if inst.test.simulate is not None:
+                check(inst.test.simulate.model or suite.simulator, suite, "simulator", f"simulated test {inst.test_id}")
+                if any(c.get("goal_met") for c in inst.test.simulate.stop_when):
+                    check(suite.judge, suite, "judge", f"stop_when goal_met in {inst.test_id}")
+        if problems:
+            raise PreflightError(list(dict.fromkeys(problems)))
+
+    async def aclose(self) -> None:
+        for caller in self._callers.values():
+            close = getattr(caller.provider, "aclose", None)
+            if close is not None:
+                await close()
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _stateful(spec: ProviderSpec) -> bool:
+    http = spec.config.get("http")
+    return isinstance(http, dict) and bool(http.get("stateful"))
+
+
+def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
+    """What stops `spec` from working, found without calling it."""
+    if spec.kind == "python":
+        provider = PythonProvider(spec.id, str(spec.config["python"]), suite.path.parent)
+        try:
+            provider.load()
+        except ProviderError as exc:
+            return [str(exc)]
+        return []
+    if spec.kind == "model":
+        from evalspec.providers.model_provider import model_problems
+
+        return model_problems(spec.config)
+    from evalspec.providers.http_provider import http_problems
+
+    return http_problems(spec.config)
+
+
+def describe(spec: ProviderSpec) -> dict[str, Any]:
+    return {"id": spec.id, "kind": spec.kind}

@@ -1,0 +1,1 @@
+"""Reporters read run.json data only: console, HTML, JUnit, Markdown."""

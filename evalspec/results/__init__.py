@@ -1,0 +1,1 @@
+"""Results: test verdicts, repeats, curves, the gate, run.json and the journal."""

@@ -1,0 +1,51 @@
+"""One run.json record: a test instance × provider × repeat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalspec.assertions.evaluate import AssertionResult
+from evalspec.conversation import Transcript
+from evalspec.plan import Instance
+from evalspec.redact import redact
+from evalspec.results.verdict import decide
+
+
+def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],
+                duration_ms: float) -> dict[str, Any]:
+    test = instance.test
+    status, score, critical = decide(results, test.threshold, transcript.error, test.xfail)
+    replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("injected")]
+    tokens = [m["tokens"] for m in replies if m.get("tokens") is not None]
+    costs = [m["cost"] for m in replies if m.get("cost") is not None]
+    record = {
+        "key": instance.key,
+        "test_id": instance.test_id,
+        "base_id": instance.base_id,
+        "test": test.id,
+        "name": test.name,
+        "suite": str(instance.suite.path),
+        "provider": instance.provider.id,
+        "repeat": instance.repeat,
+        "repeat_rule": test.repeat.rule,
+        "matrix": instance.matrix,
+        "tags": sorted(set(test.tags) | set(instance.suite.tags)),
+        "status": status,
+        "score": round(score, 6) if score is not None else None,
+        "threshold": test.threshold,
+        "critical_failed": critical,
+        "draft": test.draft,
+        "xfail": test.xfail,
+        "curve": test.curve,
+        "sla": test.sla,
+        "assertions": [r.to_json() for r in results],
+        "transcript": transcript.messages,
+        "stop_reason": transcript.stop_reason,
+        "error": transcript.error or next((f"{r.type}: {r.error}" for r in results if r.error), None),
+        "duration_ms": round(duration_ms, 3),
+        "calls": transcript.calls,
+        "cached_calls": transcript.cached_calls,
+        "tokens": sum(tokens) if tokens else None,
+        "cost": sum(costs) if costs else None,
+    }
+    return dict(redact(record, instance.suite.secrets))

@@ -1,0 +1,95 @@
+"""From assertion results to a test status; from repeats to a verdict; from verdicts to the gate."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalspec.assertions.evaluate import AssertionResult
+
+STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
+def test_score(results: list[AssertionResult]) -> float | None:
+    """Weighted mean of assertion scores (errors have no score and are left out)."""
+    scored = [(r.score, r.weight) for r in results if r.score is not None]
+    total = sum(w for _, w in scored)
+    if not scored:
+        return None
+    if total == 0:
+        return sum(s for s, _ in scored) / len(scored)
+    return sum(s * w for s, w in scored) / total
+
+
+def decide(results: list[AssertionResult], threshold: float | None, error: str | None,
+           xfail: str | None) -> tuple[str, float | None, bool]:
+    """(status, score, critical_failed) for one conversation."""
+    score = test_score(results)
+    if error or any(r.error for r in results):
+        return "error", score, False
+    critical = any(r.passed is False and r.severity == "critical" for r in results)
+    if threshold is not None:
+        passed = not critical and (score if score is not None else 1.0) >= threshold
+    else:
+        passed = all(r.passed for r in results)
+    if xfail:
+        return ("xpassed" if passed else "xfailed"), score, critical
+    return ("passed" if passed else "failed"), score, critical
+
+
+@dataclass
+class Verdict:
+    """One gated verdict: a test instance × provider with its repeats combined."""
+
+    suite: str
+    test_id: str
+    name: str
+    provider: str
+    status: str
+    n: int
+    passed: int
+    pass_rate: float
+    pass_hat_k: bool
+    score_mean: float | None
+    score_std: float | None
+    gated: bool
+    critical_failed: bool
+    draft: bool
+    xfail: bool
+    curve: bool
+    records: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "records"}
+
+
+def combine_repeats(records: list[dict[str, Any]], rule: str | float) -> tuple[str, int, float, bool]:
+    """(status, passed count, pass rate, pass^k) for one instance's repeats under the pass rule."""
+    n = len(records)
+    statuses = [r["status"] for r in records]
+    ok = sum(1 for s in statuses if s in ("passed", "xpassed"))
+    rate = ok / n if n else 0.0
+    if "error" in statuses:
+        return "error", ok, rate, False
+    if all(s == "skipped" for s in statuses):
+        return "skipped", 0, 0.0, False
+    if rule == "all":
+        passed = ok == n
+    elif rule == "majority":
+        passed = ok * 2 > n
+    elif rule == "any":
+        passed = ok > 0
+    else:
+        passed = rate >= float(rule)
+    xfail = any(r.get("xfail") for r in records)
+    if xfail:
+        return ("xpassed" if passed else "xfailed"), ok, rate, ok == n
+    return ("passed" if passed else "failed"), ok, rate, ok == n
+
+
+def mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    mean = sum(values) / len(values)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))

@@ -1,0 +1,121 @@
+"""Run a plan: conversations concurrently, turns in order, each result journaled as it finishes."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets as pysecrets
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalspec import __version__
+from evalspec.assertions.grade import grade
+from evalspec.config.model import Suite
+from evalspec.conversation import Transcript, run_scripted
+from evalspec.errors import ProviderError
+from evalspec.plan import Instance
+from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.factory import ProviderPool
+from evalspec.results.aggregate import finalize
+from evalspec.results.journal import Journal, read_journal
+from evalspec.results.record import make_record
+
+ResultCallback = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class RunOptions:
+    concurrency: int = 8
+    run_dir: Path | None = None
+    resume: bool = False
+    use_cache: bool = True
+    cache_dir: Path = Path(".evalspec/cache")
+    fail_under: float | None = None
+    include_drafts: bool = False
+    on_start: Callable[[int, int], None] | None = None
+    on_result: ResultCallback | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def new_run_id() -> str:
+    return dt.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + pysecrets.token_hex(3)
+
+
+def suite_meta(suite: Suite) -> dict[str, Any]:
+    return {"path": str(suite.path), "sha256": suite.sha256, "description": suite.description,
+            "min_pass_rate": suite.min_pass_rate, "max_errors": suite.max_errors,
+            "providers": [p.redacted(suite.secrets) for p in suite.providers]}
+
+
+async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOptions) -> dict[str, Any]:
+    """Play every instance of `plan` and return the run (the content of run.json)."""
+    run_dir = options.run_dir or Path(".evalspec/runs") / new_run_id()
+    journal_path = run_dir / "journal.jsonl"
+    done: dict[str, dict[str, Any]] = {}
+    if options.resume:
+        done = {r["key"]: r for r in read_journal(journal_path)}
+    todo = [inst for inst in plan if inst.key not in done]
+    if options.on_start:
+        options.on_start(len(plan), len(plan) - len(todo))
+    pool = ProviderPool(suites, cache_dir=options.cache_dir if options.use_cache else None)
+    try:
+        await pool.preflight(todo)
+    except BaseException:
+        await pool.aclose()
+        raise
+    journal = Journal(journal_path)
+    started = time.time()
+    conversations = asyncio.Semaphore(max(1, options.concurrency))
+    fresh: dict[str, dict[str, Any]] = {}
+
+    async def play(inst: Instance) -> None:
+        async with conversations:
+            record = await run_instance(inst, pool)
+        journal.write(record)
+        fresh[inst.key] = record
+        if options.on_result:
+            options.on_result(record)
+
+    try:
+        await asyncio.gather(*(play(inst) for inst in todo))
+    finally:
+        journal.close()
+        await pool.aclose()
+    records = [fresh.get(inst.key) or done[inst.key] for inst in plan if inst.key in fresh or inst.key in done]
+    run = {
+        "evalspec_version": __version__,
+        "run_id": run_dir.name,
+        "started_at": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
+        "duration_s": round(time.time() - started, 3),
+        "suites": [suite_meta(s) for s in suites],
+        "results": records,
+    }
+    return finalize(run, options.fail_under, options.include_drafts)
+
+
+async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
+    """One conversation, graded; every failure is captured into the record, never raised."""
+    start = time.perf_counter()
+    thread_id = uuid.uuid4().hex
+    provider = pool.get(inst.provider, inst.suite)
+
+    async def call(messages: list[dict[str, Any]], turn: int) -> ProviderResponse:
+        ctx = CallContext(thread_id=thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars, repeat=inst.repeat)
+        return await provider.call(messages, ctx)
+
+    try:
+        if inst.test.simulate is not None:
+            from evalspec.simulate import run_simulated
+
+            transcript = await run_simulated(inst, call, pool)
+        else:
+            transcript = await run_scripted(inst, call)
+    except ProviderError as exc:
+        transcript = Transcript(stop_reason="error", error=str(exc))
+    results = [] if transcript.error else await grade(
+        inst, transcript.messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite))
+    return make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)
