@@ -11,6 +11,7 @@ import regex
 from evalspec.config.asserts import regex_problem, turn_refs
 from evalspec.config.interpolate import TemplateProblem, render_text, render_value
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
+from evalspec.config.suggest import did_you_mean
 from evalspec.config.yamlfile import PathKey
 from evalspec.errors import ConfigError, Problem
 from evalspec.fillers import pick_fillers
@@ -82,7 +83,7 @@ def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[
             keys = list(test.matrix)
             n = selection.repeat or test.repeat.n
             for values in itertools.product(*(test.matrix[k] for k in keys)):
-                matrix = dict(zip(keys, values))
+                matrix = dict(zip(keys, values, strict=False))
                 for k in range(1, n + 1):
                     base, tid = instance_id(test.id, matrix, k, n)
                     if pattern and not (pattern.search(tid) or pattern.search(test.name)):
@@ -108,7 +109,12 @@ def _render(value: Any, variables: dict[str, Any], path: PathKey) -> Any:
     try:
         return render_value(value, variables)
     except TemplateProblem as exc:
-        raise _RenderProblem(path, str(exc)) from None
+        raise _RenderProblem(path, _with_hint(str(exc), variables)) from None
+
+
+def _with_hint(message: str, variables: dict[str, Any]) -> str:
+    found = regex.search(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined", message)
+    return message + did_you_mean(found.group(1), list(variables)) if found else message
 
 
 def _render_asserts(specs: list[AssertionSpec], variables: dict[str, Any], turn: int | None) -> list[AssertionSpec]:
@@ -166,7 +172,7 @@ def render_text_at(text: str, variables: dict[str, Any], path: PathKey) -> str:
     try:
         return render_text(text, variables)
     except TemplateProblem as exc:
-        raise _RenderProblem(path, str(exc)) from None
+        raise _RenderProblem(path, _with_hint(str(exc), variables)) from None
 
 
 def _check_rendered(specs: list[AssertionSpec], labels: dict[str, int], length: int) -> None:

@@ -47,5 +47,5 @@ async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: Jud
                                          threshold=spec.threshold, turn=spec.turn)
     elif graded:
         judged = await asyncio.gather(*(evaluate(spec, ctx) for _, spec in graded))
-        results.update({i: r for (i, _), r in zip(graded, judged)})
+        results.update({i: r for (i, _), r in zip(graded, judged, strict=False)})
     return [results[i] for i in range(len(specs))]

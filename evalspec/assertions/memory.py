@@ -109,7 +109,7 @@ CLARIFY_PHRASES = regex.compile(
 
 @assertion("asks-clarification", value={"type": ["boolean", "null", "object"]}, value_required=False,
            options={"mode": {"enum": ["judge", "heuristic"], "default": "judge"},
-                    "rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1}},
+                    "rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15}},
            needs="judge")
 async def asks_clarification(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply asks the user to clarify (judge; `mode: heuristic` uses ? and phrases)."""

@@ -63,29 +63,40 @@ def assertion_schema(for_validation: bool) -> dict[str, Any]:
     if for_validation:
         return {"type": "object"}
     load_builtin_assertions()
-    common = {
-        "scope": {"anyOf": [{"enum": ["turn", "each_turn", "any_turn", "last_response", "conversation"]},
-                            _obj({"turns": {"anyOf": [TURN_REF, {"type": "array", "items": TURN_REF}]}}, ["turns"])]},
-        "threshold": {"type": "number", "minimum": 0, "maximum": 1},
-        "weight": {"type": "number", "minimum": 0},
-        "metric": {"type": "string"},
-        "severity": {"enum": ["critical", "major", "minor"]},
-        "provider": {"anyOf": [{"type": "string"}, provider_schema(False, needs_id=False)]},
-    }
+    common = {key: {"$ref": f"#/$defs/assertion_{key}"} for key in COMMON_KEYS if key not in ("type", "value")}
     names = sorted(REGISTRY)
     all_options: dict[str, Any] = {}
-    for t in REGISTRY.values():
-        all_options.update(t.options)
+    for name in sorted(REGISTRY):
+        all_options.update(REGISTRY[name].options)
     full = _obj({"type": {"enum": names + [f"not-{n}" for n in names]}, "value": {}, **common, **all_options},
                 ["type"], title="full form")
     forms: list[dict[str, Any]] = [full]
     for name in names:
         t = REGISTRY[name]
         for written in (name, f"not-{name}"):
-            value = dict(t.value_schema)
-            value.setdefault("description", t.doc)
-            forms.append(_obj({written: value, **common, **t.options}, [written], title=written))
+            forms.append(_obj({written: {"$ref": f"#/$defs/value_{name}"}, **common, **t.options}, [written],
+                              title=written))
     return {"anyOf": forms}
+
+
+def assertion_defs() -> dict[str, Any]:
+    """Shared pieces of the assertion forms, referenced to keep the schema small."""
+    load_builtin_assertions()
+    defs: dict[str, Any] = {
+        "assertion_scope": {"anyOf": [
+            {"enum": ["turn", "each_turn", "any_turn", "last_response", "conversation"]},
+            _obj({"turns": {"anyOf": [TURN_REF, {"type": "array", "items": TURN_REF}]}}, ["turns"])]},
+        "assertion_threshold": {"type": "number", "minimum": 0, "maximum": 1},
+        "assertion_weight": {"type": "number", "minimum": 0},
+        "assertion_metric": {"type": "string"},
+        "assertion_severity": {"enum": ["critical", "major", "minor"]},
+        "assertion_provider": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]},
+    }
+    for name, t in sorted(REGISTRY.items()):
+        value = dict(t.value_schema)
+        value.setdefault("description", t.doc)
+        defs[f"value_{name}"] = value
+    return defs
 
 
 def turn_schema(for_validation: bool) -> dict[str, Any]:
@@ -177,6 +188,7 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
             "test": _obj(tests),
             "turn": turn_schema(for_validation),
             "assertion": assertion_schema(for_validation),
+            **({} if for_validation else assertion_defs()),
         },
     }
 

@@ -55,7 +55,10 @@ def load_yaml(text: str, file: str) -> tuple[Any, LineMap]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        msg = str(exc.problem or exc.context)
+        if exc.context and exc.context_mark and exc.problem:
+            msg += f" ({exc.context} started at line {exc.context_mark.line + 1})"
+
         raise ConfigError([Problem(file, line, "", f"invalid YAML: {msg}")]) from None
     except yaml.YAMLError as exc:
         raise ConfigError([Problem(file, None, "", f"invalid YAML: {exc}")]) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
 from rich.console import Console
@@ -115,9 +116,9 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
     for s in run["gate"]["suites"]:
         mine = [v for v in run["verdicts"] if v["suite"] == s["suite"]]
         loose = [v for v in mine if v["curve"] or v["draft"]]
-        count = lambda st: sum(1 for v in mine if v["status"] == st and v not in loose)  # noqa: E731
-        table.add_row(escape(s["suite"]), str(count("passed")), str(count("failed")),
-                      str(count("error")), str(count("xfailed")), str(count("xpassed")), str(len(loose)),
+        counts = Counter(v["status"] for v in mine if v not in loose)
+        table.add_row(escape(s["suite"]), str(counts["passed"]), str(counts["failed"]),
+                      str(counts["error"]), str(counts["xfailed"]), str(counts["xpassed"]), str(len(loose)),
                       f"{s['pass_rate']:.0%}",
                       "[green]ok[/]" if s["ok"] and not s["errors_exceeded"] else "[red]FAIL[/]" if not s["ok"] else "[yellow]errors[/]")
     console.print(table)

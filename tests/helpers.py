@@ -1,0 +1,43 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalspec.assertions.base import GradingContext
+from evalspec.assertions.evaluate import AssertionResult, evaluate
+from evalspec.config.asserts import parse_assertion
+from evalspec.config.model import AssertionSpec
+from evalspec.config.yamlfile import LineMap
+from evalspec.errors import ConfigError
+
+
+def spec(text: str, under_turn: int | None = None) -> AssertionSpec:
+    """An assertion item written in YAML -> AssertionSpec (raises ConfigError on problems)."""
+    problems: list[Any] = []
+    parsed = parse_assertion(yaml.safe_load(text), (), LineMap("<test>"), problems, under_turn)
+    if problems or parsed is None:
+        raise ConfigError(problems)
+    return parsed
+
+
+def transcript(*exchanges: tuple[str, str], **extra: Any) -> list[dict[str, Any]]:
+    """[(user, assistant), ...] -> transcript messages numbered from turn 1."""
+    out: list[dict[str, Any]] = []
+    for i, (user, assistant) in enumerate(exchanges, 1):
+        out.append({"role": "user", "content": user, "turn": i})
+        out.append({"role": "assistant", "content": assistant, "turn": i, "latency_ms": extra.get("latency", 10.0) * i,
+                    "tokens": extra.get("tokens", 5), "cost": extra.get("cost", 0.001)})
+    return out
+
+
+def check(text: str, messages: list[dict[str, Any]], labels: dict[str, int] | None = None,
+          turn: int | None = None, suite_dir: Path | None = None, **ctx: Any) -> AssertionResult:
+    s = spec(text, under_turn=turn)
+    context = GradingContext(transcript=messages, labels=labels or {}, vars={}, test_id="t", turn=None,
+                             suite_dir=suite_dir or Path("."), **ctx)
+    return asyncio.run(evaluate(s, context))

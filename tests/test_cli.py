@@ -1,0 +1,173 @@
+"""The command line: exit codes, the demo, run.json against its schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from evalspec.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+BOT = ROOT / "providers" / "demo_bot.py"
+RUN_SCHEMA = json.loads((ROOT / "schema" / "run.schema.json").read_text(encoding="utf-8"))
+
+
+def suite(tmp_path: Path, body: str, name: str = "s.yaml", head: str | None = None) -> Path:
+    path = tmp_path / name
+    path.write_text((head if head is not None else f"providers:\n  - id: bot\n    python: {BOT}:respond\n") + body,
+                    encoding="utf-8")
+    return path
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+PASSING = """\
+tests:
+  - id: year
+    conversation:
+      - user: 这台瑶光是哪年的车？
+        assert: [{contains: "2024"}]
+"""
+FAILING = """\
+tests:
+  - id: year
+    conversation:
+      - user: 这台瑶光是哪年的车？
+        assert: [{contains: "2099"}]
+"""
+
+
+def test_exit_0_when_gate_passes_and_run_json_validates(in_tmp: Path) -> None:
+    code, out = invoke("run", str(suite(in_tmp, PASSING)), "-o", "out/run.json")
+    assert code == 0, out
+    data = json.loads((in_tmp / "out" / "run.json").read_text(encoding="utf-8"))
+    jsonschema.validate(data, RUN_SCHEMA)
+    assert data["results"][0]["status"] == "passed"
+    assert (in_tmp / ".evalspec" / "runs").is_dir()  # the journal lives in the run dir
+
+
+def test_exit_1_when_a_test_fails_and_output_names_turn_and_rule(in_tmp: Path) -> None:
+    code, out = invoke("run", str(suite(in_tmp, FAILING)))
+    assert code == 1
+    assert "FAIL" in out and "contains" in out and "turn 1" in out
+
+
+def test_fail_under_replaces_min_pass_rate(in_tmp: Path) -> None:
+    both = suite(in_tmp, PASSING.replace("- id: year", "- id: a") + FAILING.replace("tests:\n", "").replace("- id: year", "- id: b"))
+    assert invoke("run", str(both))[0] == 1
+    assert invoke("run", str(both), "--fail-under", "0.5")[0] == 0
+    assert invoke("run", str(both), "--fail-under", "0.6")[0] == 1
+
+
+def test_critical_failure_fails_the_gate_whatever_the_rate(in_tmp: Path) -> None:
+    body = """\
+gate: {min_pass_rate: 0.0}
+tests:
+  - id: a
+    threshold: 0.1
+    conversation: [{user: 这台瑶光是哪年的车？}]
+    assert:
+      - {contains: "2099", severity: critical}
+      - contains: "2024"
+"""
+    code, out = invoke("run", str(suite(in_tmp, body)))
+    assert code == 1 and "critical" in out
+
+
+def test_exit_2_on_config_error_and_nothing_runs(in_tmp: Path) -> None:
+    path = suite(in_tmp, "tests:\n  - id: t\n    conversation: [{user: hi}]\n    asert: []\n")
+    code, out = invoke("run", str(path))
+    assert code == 2 and "unknown key 'asert'" in out
+    assert not (in_tmp / ".evalspec").exists()
+
+
+def test_exit_2_when_no_file_matches_or_nothing_selected(in_tmp: Path) -> None:
+    assert invoke("run", "nothing/*.yaml")[0] == 2
+    assert invoke("run", str(suite(in_tmp, PASSING)), "--filter", "nomatch")[0] == 2
+
+
+def test_exit_3_when_errors_exceed_max_errors(in_tmp: Path) -> None:
+    (in_tmp / "bots.py").write_text("def boom(messages, context):\n    raise ValueError('bot crashed')\n")
+    head = "providers:\n  - id: bot\n    python: bots.py:boom\n"
+    path = suite(in_tmp, "tests:\n  - id: t\n    conversation: [{user: hi}]\n", head=head)
+    code, out = invoke("run", str(path), "-o", "run.json")
+    assert code == 3, out
+    record = json.loads((in_tmp / "run.json").read_text())["results"][0]
+    assert record["status"] == "error" and "bot crashed" in record["error"]
+    lenient = suite(in_tmp, "gate: {max_errors: 1}\ntests:\n  - id: t\n    conversation: [{user: hi}]\n",
+                    name="l.yaml", head=head)
+    assert invoke("run", str(lenient))[0] == 0
+
+
+def test_failure_beats_errors_exit_1(in_tmp: Path) -> None:
+    (in_tmp / "bots.py").write_text("def boom(messages, context):\n    raise ValueError('x')\n")
+    path = suite(in_tmp, FAILING + "  - id: other\n    providers: [bad]\n    conversation: [{user: hi}]\n",
+                 head=f"providers:\n  - id: bot\n    python: {BOT}:respond\n  - id: bad\n    python: bots.py:boom\n")
+    assert invoke("run", str(path))[0] == 1
+
+
+def test_validate_and_schema_commands(in_tmp: Path, root: Path) -> None:
+    code, out = invoke("validate", str(root / "suites" / "invitation.yaml"))
+    assert code == 0 and "ok:" in out
+    code, out = invoke("schema")
+    assert code == 0 and json.loads(out) == json.loads((root / "schema" / "suite.schema.json").read_text())
+    code, out = invoke("list", "assertions")
+    assert code == 0 and "memory-recall" in out and "not-before" in out
+
+
+def test_var_overrides_suite_vars(in_tmp: Path) -> None:
+    body = """\
+vars: {model: 追风}
+tests:
+  - id: t
+    conversation:
+      - user: 这台{{ model }}是哪年的车？
+        assert: [{contains: "{{ year }}"}]
+"""
+    path = suite(in_tmp, body)
+    assert invoke("run", str(path), "--var", "model=瑶光", "--var", "year=2024")[0] == 0
+    assert invoke("run", str(path), "--var", "year=2024")[0] == 1
+
+
+def test_undefined_template_variable_is_a_config_error(in_tmp: Path) -> None:
+    path = suite(in_tmp, "vars: {name: 张三}\ntests:\n  - id: t\n    conversation:\n      - user: 你好 {{ nme }}\n")
+    code, out = invoke("run", str(path))
+    assert code == 2 and ":8: tests[0].conversation[0].user:" in out
+    assert "'nme' is undefined (did you mean 'name'?)" in out
+
+
+def test_demo_suites_exit_0_with_xfails_shown(root: Path, tmp_path: Path) -> None:
+    """The newcomer's command, in a real process."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", *sorted(str(p) for p in (root / "suites").glob("*.yaml")),
+                           "-o", str(tmp_path / "run.json")], cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "XFAIL" in proc.stdout and "gate passed" in proc.stdout
+    data = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    jsonschema.validate(data, RUN_SCHEMA)
+    statuses = {r["status"] for r in data["results"]}
+    assert {"passed", "xfailed", "failed"} <= statuses  # curve points fail without gating
+    assert data["curves"][0]["sla"][0]["passed"] is True
+
+
+@pytest.mark.parametrize("flag", ["--tag", "--provider"])
+def test_tag_and_provider_selection(in_tmp: Path, flag: str) -> None:
+    body = PASSING.replace("- id: year", "- id: year\n    tags: [keep]") + FAILING.replace("tests:\n", "").replace("- id: year", "- id: other")
+    path = suite(in_tmp, body)
+    if flag == "--tag":
+        assert invoke("run", str(path), "--tag", "keep")[0] == 0
+    else:
+        assert invoke("run", str(path), "--provider", "nobody")[0] == 2

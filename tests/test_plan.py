@@ -1,0 +1,91 @@
+"""The plan: instance ids, matrix × repeat, selection, fillers and golden history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalspec.config import load_suite
+from evalspec.plan import Selection, build_plan
+
+BOT = Path(__file__).resolve().parents[1] / "providers" / "demo_bot.py"
+
+
+def write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"providers:\n  - id: a\n    python: {BOT}:respond\n  - id: b\n    python: {BOT}:respond\n" + body,
+                    encoding="utf-8")
+    return path
+
+
+MATRIX = """\
+options: {seed: 3}
+tests:
+  - id: memory-decay
+    name: 记忆衰减
+    matrix: {distance: [1, 3], lang: [zh]}
+    repeat: 2
+    conversation:
+      - user: 我叫张三
+      - filler: "{{ distance }}"
+      - user: 我叫什么？
+"""
+
+
+def test_ids_follow_matrix_order_and_repeat(tmp_path: Path) -> None:
+    plan = build_plan([load_suite(write(tmp_path, MATRIX))])
+    ids = [(i.test_id, i.provider.id) for i in plan]
+    assert ids[:4] == [("memory-decay[distance=1,lang=zh]#1", "a"), ("memory-decay[distance=1,lang=zh]#1", "b"),
+                       ("memory-decay[distance=1,lang=zh]#2", "a"), ("memory-decay[distance=1,lang=zh]#2", "b")]
+    assert len(plan) == 2 * 2 * 2
+    assert plan[-1].base_id == "memory-decay[distance=3,lang=zh]"
+
+
+def test_filler_counts_and_turn_numbers(tmp_path: Path) -> None:
+    plan = build_plan([load_suite(write(tmp_path, MATRIX))])
+    three = next(i for i in plan if i.matrix["distance"] == 3)
+    assert [t.turn for t in three.turns] == [1, 2, 3, 4, 5]
+    assert [t.filler for t in three.turns] == [False, True, True, True, False]
+
+
+def test_fillers_are_deterministic_and_vary_by_repeat(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, MATRIX.replace("[1, 3]", "[8]")))
+    first = [[t.text for t in i.turns] for i in build_plan([suite])]
+    again = [[t.text for t in i.turns] for i in build_plan([load_suite(write(tmp_path, MATRIX.replace("[1, 3]", "[8]")))])]
+    assert first == again
+    assert first[0] != first[2]  # repeat 1 vs repeat 2 pick other small talk
+    assert first[0] == first[1]  # providers a and b see the same conversation
+
+
+def test_selection_filter_tag_provider_repeat(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, MATRIX + "  - id: other\n    tags: [x]\n    conversation: [{user: hi}]\n"))
+    assert {i.test.id for i in build_plan([suite], Selection(filter="distance=3"))} == {"memory-decay"}
+    assert {i.test.id for i in build_plan([suite], Selection(filter="记忆"))} == {"memory-decay"}
+    assert {i.test.id for i in build_plan([suite], Selection(tags=["x"]))} == {"other"}
+    assert {i.provider.id for i in build_plan([suite], Selection(providers=["b"]))} == {"b"}
+    assert len(build_plan([suite], Selection(filter="other", repeat=3))) == 6
+
+
+def test_golden_history_makes_no_call_for_the_user_before_an_assistant(tmp_path: Path) -> None:
+    body = "tests:\n  - id: g\n    providers: [a]\n    conversation:\n      - user: q1\n      - assistant: a1\n      - user: q2\n"
+    (inst,) = build_plan([load_suite(write(tmp_path, body))])
+    assert [(t.role, t.turn, t.call) for t in inst.turns] == [("user", 1, False), ("assistant", 1, False), ("user", 2, True)]
+
+
+def test_precedence_suite_var_cli_var_test_var_matrix(tmp_path: Path) -> None:
+    body = """\
+vars: {a: suite, b: suite, c: suite, d: suite}
+tests:
+  - id: t
+    providers: [a]
+    vars: {c: test, d: test}
+    matrix: {d: [matrix]}
+    conversation: [{user: "{{ a }} {{ b }} {{ c }} {{ d }}"}]
+"""
+    (inst,) = build_plan([load_suite(write(tmp_path, body), cli_vars={"b": "cli", "c": "cli", "d": "cli"})])
+    assert inst.turns[0].text == "suite cli test matrix"
+
+
+def test_test_id_slug_keeps_unicode_letters(tmp_path: Path) -> None:
+    body = "tests:\n  - name: 分期问题后邀约 — Round 2!\n    providers: [a]\n    conversation: [{user: hi}]\n"
+    (inst,) = build_plan([load_suite(write(tmp_path, body))])
+    assert inst.test_id == "分期问题后邀约-round-2"
