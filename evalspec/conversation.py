@@ -23,7 +23,7 @@ class Transcript:
 
     def history(self) -> list[dict[str, Any]]:
         """The OpenAI-style history the system under test sees."""
-        return [{"role": m["role"], "content": m["content"]} for m in self.messages]
+        return [{"role": m["role"], "content": m["content"]} for m in self.messages if not m.get("not_sent")]
 
 
 def user_message(text: str, turn: int, **flags: Any) -> dict[str, Any]:

@@ -15,10 +15,11 @@ from typing import Any
 from evalspec import __version__
 from evalspec.assertions.grade import grade
 from evalspec.config.model import Suite
-from evalspec.conversation import Transcript, run_scripted
+from evalspec.conversation import CallFn, Transcript, run_scripted
 from evalspec.errors import ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.calls import CacheMiss, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
 from evalspec.results.journal import Journal, read_journal
@@ -97,23 +98,44 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
     return finalize(run, options.fail_under, options.include_drafts)
 
 
+async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
+               caller: Callable[..., CallFn]) -> Transcript:
+    """A stateful server's conversation is replayed from the cache only when every turn is cached;
+    otherwise it runs live from the start with a new thread id."""
+    if inst.test.simulate is not None:
+        from evalspec.simulate import run_simulated
+
+        if provider.stateful and provider.cache is not None:
+            try:
+                return await run_simulated(inst, caller(cache_only=True), pool)
+            except CacheMiss:
+                return await run_simulated(inst, caller(read=False), pool, replay=False)
+        return await run_simulated(inst, caller(), pool)
+    if provider.stateful and provider.cache is not None:
+        try:
+            return await run_scripted(inst, caller(cache_only=True))
+        except CacheMiss:
+            return await run_scripted(inst, caller(read=False))
+    return await run_scripted(inst, caller())
+
+
 async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
     """One conversation, graded; every failure is captured into the record, never raised."""
     start = time.perf_counter()
-    thread_id = uuid.uuid4().hex
     provider = pool.get(inst.provider, inst.suite)
 
-    async def call(messages: list[dict[str, Any]], turn: int) -> ProviderResponse:
-        ctx = CallContext(thread_id=thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars, repeat=inst.repeat)
-        return await provider.call(messages, ctx)
+    def caller(**mode: bool) -> CallFn:
+        thread_id = uuid.uuid4().hex
+
+        async def call(messages: list[dict[str, Any]], turn: int) -> ProviderResponse:
+            ctx = CallContext(thread_id=thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
+                              repeat=inst.repeat)
+            return await provider.call(messages, ctx, **mode)
+
+        return call
 
     try:
-        if inst.test.simulate is not None:
-            from evalspec.simulate import run_simulated
-
-            transcript = await run_simulated(inst, call, pool)
-        else:
-            transcript = await run_scripted(inst, call)
+        transcript = await play(inst, pool, provider, caller)
     except ProviderError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))
     results = [] if transcript.error else await grade(

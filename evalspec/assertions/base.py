@@ -83,7 +83,7 @@ class GradingContext:
         return None
 
     def user_turns(self) -> int:
-        return sum(1 for m in self.transcript if m["role"] == "user")
+        return sum(1 for m in self.transcript if m["role"] == "user" and not m.get("not_sent"))
 
     def resolve_turn(self, ref: Any) -> int:
         """A turn number or a label -> turn number."""

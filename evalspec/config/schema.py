@@ -41,6 +41,8 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
         "label": {"type": "string"},
         "python": {"type": "string", "description": "FILE.py:function (relative to the suite) or module:function"},
         "model": {"type": "string", "description": "any litellm model string"},
+        "client": {"enum": ["auto", "litellm", "lean"],
+                   "description": "model calls: auto (lean client for OpenAI-compatible endpoints), litellm, lean"},
         "http": http,
         "system": {"type": "string"},
         "params": {"type": "object"},

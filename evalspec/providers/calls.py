@@ -29,6 +29,10 @@ class RateLimiter:
             await asyncio.sleep(delay)
 
 
+class CacheMiss(Exception):
+    """Raised by a cache-only call that finds nothing (stateful replay falls back to a live run)."""
+
+
 class CallStats:
     def __init__(self) -> None:
         self.calls = 0
@@ -40,10 +44,11 @@ class ProviderCaller:
     """Wraps a provider with the cache, `max_concurrency`, `rpm`, a per-call time-out and retries."""
 
     def __init__(self, provider: Provider, *, cache: ResponseCache | None, timeout: float, retries: int,
-                 max_concurrency: int | None, rpm: float | None, stats: CallStats, cacheable: bool = True) -> None:
+                 max_concurrency: int | None, rpm: float | None, stats: CallStats, stateful: bool = False) -> None:
         self.provider = provider
         self.id = provider.id
-        self.cache = cache if cacheable else None
+        self.cache = cache
+        self.stateful = stateful
         self.timeout, self.retries, self.stats = timeout, retries, stats
         self._slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._limiter = RateLimiter(rpm) if rpm else None
@@ -60,15 +65,18 @@ class ProviderCaller:
         hit = self.cache.get(self.key(messages, context, extra))
         return ProviderResponse.from_cache(hit) if hit is not None else None
 
-    async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None,
-                   use_cache: bool = True) -> ProviderResponse:
-        if use_cache and self.cache is not None:
+    async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None, *,
+                   read: bool = True, write: bool = True, cache_only: bool = False) -> ProviderResponse:
+        """Answer from the cache when allowed, else call (with limits, time-out and retries)."""
+        if (read or cache_only) and self.cache is not None:
             hit = self.cached(messages, context, extra)
             if hit is not None:
                 self.stats.cached += 1
                 return hit
+        if cache_only:
+            raise CacheMiss(self.id)
         response = await self._call_with_retries(messages, context)
-        if use_cache and self.cache is not None:
+        if write and self.cache is not None:
             self.cache.put(self.key(messages, context, extra), response.to_cache())
         return response
 

@@ -68,7 +68,7 @@ class ProviderPool:
                 timeout=float(cfg.get("timeout") or suite.option("timeout")),
                 retries=int(cfg.get("retries", suite.option("retries"))),
                 max_concurrency=spec.max_concurrency, rpm=spec.rpm, stats=self.stats,
-                cacheable=not _stateful(spec))
+                stateful=_stateful(spec))
             self._callers[key] = caller
         return caller
 

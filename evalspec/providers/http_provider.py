@@ -1,0 +1,116 @@
+"""`http:` providers: any HTTP chatbot, through httpx.
+
+url, headers and body are templates (`{{ message }}`, `{{ thread_id }}`, `{{ messages }}`, suite vars);
+`response` is a JMESPath into the JSON reply. `stateful: true` sends only the new message with a
+thread id stable within one conversation; otherwise the whole history goes as `messages`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import jmespath
+
+from evalspec.config.interpolate import TemplateProblem, is_template, render_value
+from evalspec.errors import ProviderError
+from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.openai_compat import make_client, status_error, transport_error
+
+GUESSES = ("content", "reply", "response", "answer", "message", "text", "output", "choices[0].message.content",
+           "data.reply", "data.content")
+
+
+class HttpProvider:
+    def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None) -> None:
+        self.id = pid
+        self.http = dict(config["http"])
+        self.vars = dict(variables or {})
+        self.method = str(self.http.get("method", "POST")).upper()
+        self.stateful = bool(self.http.get("stateful"))
+        self.path = self.http.get("response")
+        self._expr = jmespath.compile(self.path) if self.path else None
+        self._client: httpx.AsyncClient | None = None
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"http": {k: v for k, v in self.http.items() if k != "timeout"}, "vars": self.vars}
+
+    def _request(self, messages: list[dict[str, Any]], context: CallContext) -> tuple[str, dict[str, str], Any]:
+        message = messages[-1]["content"]
+        variables = {**self.vars, **context.vars, "message": message, "thread_id": context.thread_id,
+                     "messages": messages, "turn": context.turn}
+        try:
+            url = str(render_value(self.http["url"], variables))
+            headers = {str(k): str(render_value(v, variables)) for k, v in (self.http.get("headers") or {}).items()}
+            if "body" in self.http:
+                body = render_value(self.http["body"], variables)
+            elif self.stateful:
+                body = {"message": message, "thread_id": context.thread_id}
+            else:
+                body = {"messages": messages}
+        except TemplateProblem as exc:
+            raise ProviderError(f"{self.id}: {exc}") from None
+        return url, headers, body
+
+    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        url, headers, body = self._request(messages, context)
+        if self._client is None:
+            self._client = make_client()
+        start = time.perf_counter()
+        try:
+            if self.method == "GET":
+                response = await self._client.get(url, params=body if isinstance(body, dict) else None, headers=headers)
+            else:
+                response = await self._client.request(self.method, url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, f"{self.id} ({url})") from exc
+        latency = (time.perf_counter() - start) * 1000
+        if response.status_code >= 400:
+            raise status_error(response, f"{self.id} ({url})")
+        return ProviderResponse(content=self._extract(response), latency_ms=latency,
+                                metadata={"status": response.status_code})
+
+    def _extract(self, response: httpx.Response) -> str:
+        try:
+            data = response.json()
+        except ValueError:
+            if self._expr is not None:
+                raise ProviderError(f"{self.id}: response is not JSON, cannot apply '{self.path}': "
+                                    f"{response.text[:200]!r}") from None
+            return response.text
+        if self._expr is not None:
+            value = self._expr.search(data)
+            if value is None:
+                raise ProviderError(f"{self.id}: response path '{self.path}' found nothing in {str(data)[:200]}")
+            return value if isinstance(value, str) else str(value)
+        if isinstance(data, str):
+            return data
+        for guess in GUESSES:
+            value = jmespath.search(guess, data)
+            if isinstance(value, str):
+                return value
+        raise ProviderError(f"{self.id}: cannot find the reply in {str(data)[:200]}; set `response:` (a JMESPath)")
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
+def http_problems(config: dict[str, Any]) -> list[str]:
+    http = config.get("http") or {}
+    url = http.get("url")
+    problems = []
+    if not isinstance(url, str) or not url:
+        return ["http needs a `url`"]
+    if not is_template(url):
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            problems.append(f"malformed URL {url!r}: expected http(s)://host[:port]/path")
+    if http.get("response"):
+        try:
+            jmespath.compile(http["response"])
+        except jmespath.exceptions.JMESPathError as exc:
+            problems.append(f"bad JMESPath in `response`: {exc}")
+    return problems

@@ -1,0 +1,49 @@
+"""The judge: a model asked for a JSON verdict; anything that does not parse is an error, never a verdict."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import regex
+
+from evalspec.assertions.base import JudgeFn
+from evalspec.errors import GradingError
+from evalspec.providers.base import CallContext
+from evalspec.providers.calls import ProviderCaller
+
+FENCE = regex.compile(r"```(?:json)?\s*(\{.*?\})\s*```", regex.DOTALL)
+
+
+def parse_verdict(text: str) -> dict[str, Any]:
+    """The first JSON object in `text` (bare, inside a code fence, or surrounded by prose)."""
+    candidates = [m.group(1) for m in FENCE.finditer(text)]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+            if isinstance(value, dict):
+                return value
+        except ValueError:
+            continue
+    for i, ch in enumerate(text):
+        if ch == "{":
+            try:
+                value, _ = decoder.raw_decode(text, i)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    raise GradingError(f"judge answer is not a JSON verdict: {text.strip()[:200]!r}")
+
+
+def make_judge(caller: ProviderCaller) -> JudgeFn:
+    async def judge(messages: list[dict[str, str]], meta: dict[str, Any]) -> dict[str, Any]:
+        sample = int(meta.get("sample", 0))
+        context = CallContext(thread_id="judge", test_id="judge", turn=0, repeat=sample + 1)
+        response = await caller.call(messages, context)
+        verdict = parse_verdict(response.content)
+        verdict.setdefault("_judge", {"tokens": response.tokens, "cost": response.cost, "cached": response.cached})
+        return verdict
+
+    return judge

@@ -1,0 +1,215 @@
+"""`model:` providers: any litellm model string, with a system prompt, params and a context strategy.
+
+OpenAI-compatible endpoints (an `api_base`, or `openai/...` models) go through the lean client in
+`openai_compat` unless `client: litellm` is set; everything else goes through `litellm.acompletion`,
+imported on first use (it takes seconds) with `LITELLM_LOCAL_MODEL_COST_MAP=True`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from typing import Any
+from urllib.parse import urlparse
+
+from evalspec.cache import ResponseCache, cache_key
+from evalspec.config.model import ProviderSpec
+from evalspec.errors import ProviderError
+from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.openai_compat import OpenAICompatClient
+
+KEY_ENV = {
+    "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
+    "azure": "AZURE_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "openrouter": "OPENROUTER_API_KEY",
+    "cohere": "COHERE_API_KEY", "xai": "XAI_API_KEY", "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "dashscope": "DASHSCOPE_API_KEY", "moonshot": "MOONSHOT_API_KEY", "zai": "ZAI_API_KEY",
+}
+NO_KEY = {"ollama", "ollama_chat", "vllm", "hosted_vllm", "lm_studio", "llamafile", "huggingface"}
+
+
+def import_litellm() -> Any:
+    """Import litellm quietly and without network access at import time."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as exc:  # pragma: no cover - litellm is a dependency
+        raise ProviderError("litellm is not installed: pip install litellm") from exc
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True
+    return litellm
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """`openai/gpt-4o-mini` -> ("openai", "gpt-4o-mini"); an unprefixed name is OpenAI's."""
+    prefix, sep, name = model.partition("/")
+    return (prefix, name) if sep else ("openai", model)
+
+
+def use_lean_client(config: dict[str, Any]) -> bool:
+    choice = config.get("client", "auto")
+    if choice in ("litellm", "lean"):
+        return bool(choice == "lean")
+    prefix, _ = split_model(str(config["model"]))
+    return prefix in ("openai", "hosted_vllm", "lm_studio") and ("api_base" in config or prefix == "openai")
+
+
+def window(messages: list[dict[str, Any]], turns: int) -> list[dict[str, Any]]:
+    """The last `turns` complete exchanges (a user message and the reply to it) + the new user message."""
+    *prior, new = messages
+    exchanges: list[list[dict[str, Any]]] = []
+    i = 0
+    while i < len(prior) - 1:
+        if prior[i]["role"] == "user" and prior[i + 1]["role"] == "assistant":
+            exchanges.append([prior[i], prior[i + 1]])
+            i += 2
+        else:
+            i += 1
+    kept = exchanges[-turns:] if turns > 0 else []
+    return [m for pair in kept for m in pair] + [new]
+
+
+class ModelProvider:
+    def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None) -> None:
+        self.id = pid
+        self.config = config
+        self.model = str(config["model"])
+        self.system = config.get("system")
+        self.params = dict(config.get("params") or {})
+        history = config.get("history") or {}
+        self.window = int(history["turns"]) if history.get("mode") == "window" else None
+        self.api_base = config.get("api_base")
+        self.api_key = config.get("api_key")
+        self.lean = use_lean_client(config)
+        self._client: OpenAICompatClient | None = None
+
+    def cache_identity(self) -> dict[str, Any]:
+        system_hash = hashlib.sha256(str(self.system).encode()).hexdigest()[:16] if self.system else None
+        return {"model": self.model, "system": system_hash and self.system, "params": self.params,
+                "history": self.window, "api_base": self.api_base}
+
+    def describe(self) -> dict[str, Any]:
+        """What is printed beside a curve: model, params, history strategy, system-prompt hash."""
+        return {"model": self.model, "params": self.params,
+                "history": f"window {self.window}" if self.window is not None else "full",
+                "system_sha256": hashlib.sha256(str(self.system).encode()).hexdigest()[:12] if self.system else None}
+
+    def prepare(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        body = window(messages, self.window) if self.window is not None else list(messages)
+        return ([{"role": "system", "content": self.system}] if self.system else []) + body
+
+    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        sent = self.prepare(messages)
+        if self.lean:
+            if self._client is None:
+                base = self.api_base or "https://api.openai.com/v1"
+                self._client = OpenAICompatClient(base, self.api_key or os.environ.get("OPENAI_API_KEY"))
+            return await self._client.chat(split_model(self.model)[1], sent, self.params)
+        return await self._litellm(sent)
+
+    async def _litellm(self, sent: list[dict[str, Any]]) -> ProviderResponse:
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {"model": self.model, "messages": sent, "num_retries": 0, **self.params}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        elif self.api_base:
+            kwargs["api_key"] = "EMPTY"  # local OpenAI-compatible servers take any key; the SDK insists on one
+        start = time.perf_counter()
+        try:
+            response = await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise litellm_error(litellm, exc, self.model) from exc
+        latency = (time.perf_counter() - start) * 1000
+        message = response.choices[0].message
+        usage = getattr(response, "usage", None)
+        try:
+            cost = float(litellm.completion_cost(completion_response=response))
+        except Exception:
+            cost = None
+        tool_calls = [t.model_dump() if hasattr(t, "model_dump") else t for t in (message.tool_calls or [])]
+        return ProviderResponse(content=message.content or "", latency_ms=latency,
+                                tokens=getattr(usage, "total_tokens", None),
+                                prompt_tokens=getattr(usage, "prompt_tokens", None),
+                                completion_tokens=getattr(usage, "completion_tokens", None),
+                                cost=cost, tool_calls=tool_calls or None,
+                                metadata={"model": getattr(response, "model", self.model), "client": "litellm"})
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
+def litellm_error(litellm: Any, exc: Exception, model: str) -> ProviderError:
+    """litellm's exception classes -> retryable or not, as the lean client decides them."""
+    retryable_types = tuple(t for t in (
+        getattr(litellm, "RateLimitError", None), getattr(litellm, "Timeout", None),
+        getattr(litellm, "APIConnectionError", None), getattr(litellm, "InternalServerError", None),
+        getattr(litellm, "ServiceUnavailableError", None), getattr(litellm, "BadGatewayError", None),
+    ) if isinstance(t, type))
+    retryable = isinstance(exc, retryable_types)
+    after = None
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if retryable and headers is not None:
+        from evalspec.providers.openai_compat import retry_after
+
+        try:
+            after = retry_after(headers)
+        except Exception:
+            after = None
+    message = str(getattr(exc, "message", "") or exc).strip().splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return ProviderError(f"{model}: {type(exc).__name__}: {message}", retryable=retryable, retry_after=after)
+
+
+def model_problems(config: dict[str, Any]) -> list[str]:
+    """Missing keys or malformed endpoints, found before any call."""
+    model = str(config.get("model") or "")
+    if not model:
+        return ["no model given"]
+    problems = []
+    base = config.get("api_base")
+    if base is not None:
+        parsed = urlparse(str(base))
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            problems.append(f"api_base {base!r} is not an http(s) URL")
+    prefix, _ = split_model(model)
+    if base is None and prefix not in NO_KEY and not config.get("api_key"):
+        env = KEY_ENV.get(prefix)
+        if env and not os.environ.get(env):
+            problems.append(f"model '{model}' needs an API key: set `api_key:` or the {env} environment variable "
+                            "(or `api_base:` for a local OpenAI-compatible server)")
+    return problems
+
+
+def make_embedder(spec: ProviderSpec, cache: ResponseCache | None) -> Any:
+    """An async `embed(texts) -> vectors` for the suite's `embedder`, cached like any call."""
+    config = spec.config
+    model = str(config["model"])
+    client: OpenAICompatClient | None = None
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        nonlocal client
+        key = cache_key({"embedder": model, "api_base": config.get("api_base")}, [{"texts": texts}], 0)
+        if cache is not None and (hit := cache.get(key)) is not None:
+            return list(hit["vectors"])
+        if use_lean_client(config):
+            if client is None:
+                client = OpenAICompatClient(config.get("api_base") or "https://api.openai.com/v1",
+                                            config.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+            vectors = await client.embed(split_model(model)[1], texts)
+        else:
+            litellm = import_litellm()
+            kwargs = {k: config[k] for k in ("api_base", "api_key") if config.get(k)}
+            try:
+                response = await litellm.aembedding(model=model, input=texts, **kwargs)
+            except Exception as exc:
+                raise litellm_error(litellm, exc, model) from exc
+            vectors = [list(map(float, d["embedding"])) for d in response.data]
+        if cache is not None:
+            cache.put(key, {"vectors": vectors})
+        return vectors
+
+    return embed

@@ -1,0 +1,143 @@
+"""A lean client for the OpenAI chat-completions protocol (local vLLM / llama.cpp / Ollama, OpenAI itself).
+
+litellm costs ~10 ms of CPU per call and seconds to import; for OpenAI-compatible endpoints this
+client speaks the same protocol directly over httpx and maps failures to the same classes:
+429 / 5xx / time-outs / refused connections are retryable (`Retry-After` honoured), other 4xx are not.
+Costs come from litellm's bundled price map, read as JSON without importing litellm.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from email.utils import parsedate_to_datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from evalspec.errors import ProviderError
+from evalspec.providers.base import ProviderResponse
+
+
+@lru_cache(maxsize=1)
+def _price_map() -> dict[str, Any]:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return {}
+    path = Path(spec.origin).parent / "model_prices_and_context_window_backup.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def price(model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+    """USD for a call, from litellm's price map (None when the model is not priced)."""
+    prices = _price_map()
+    entry = prices.get(model) or prices.get(model.split("/", 1)[-1])
+    if not isinstance(entry, dict) or prompt_tokens is None:
+        return None
+    inp = entry.get("input_cost_per_token") or 0.0
+    out = entry.get("output_cost_per_token") or 0.0
+    return float(prompt_tokens * inp + (completion_tokens or 0) * out)
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def status_error(response: httpx.Response, what: str) -> ProviderError:
+    """An HTTP error status as a ProviderError, retryable for 408/409/429 and 5xx."""
+    body = response.text[:300].strip()
+    try:
+        data = response.json()
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            body = str(data["error"].get("message") or body)
+    except ValueError:
+        pass
+    code = response.status_code
+    retryable = code in (408, 409, 429) or code >= 500
+    kind = {401: "authentication failed", 403: "forbidden", 404: "not found", 429: "rate limited"}.get(code, "error")
+    return ProviderError(f"{what}: HTTP {code} {kind}: {body}", retryable=retryable,
+                         retry_after=retry_after(response.headers) if retryable else None)
+
+
+def transport_error(exc: httpx.HTTPError, what: str) -> ProviderError:
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderError(f"{what}: timed out ({type(exc).__name__})", retryable=True)
+    if isinstance(exc, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return ProviderError(f"{what}: connection failed: {exc or type(exc).__name__}", retryable=True)
+    return ProviderError(f"{what}: {type(exc).__name__}: {exc}", retryable=False)
+
+
+def make_client(timeout: float = 600.0) -> httpx.AsyncClient:
+    """An httpx client with pooled keep-alive connections, sized for high concurrency."""
+    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits, trust_env=False)
+
+
+class OpenAICompatClient:
+    def __init__(self, api_base: str, api_key: str | None) -> None:
+        self.base = api_base.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client: httpx.AsyncClient | None = None
+
+    async def post(self, path: str, payload: dict[str, Any], what: str) -> dict[str, Any]:
+        if self._client is None:
+            self._client = make_client()
+        try:
+            response = await self._client.post(self.base + path, json=payload, headers=self.headers)
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, what) from exc
+        if response.status_code >= 400:
+            raise status_error(response, what)
+        try:
+            data = response.json()
+        except ValueError:
+            raise ProviderError(f"{what}: response is not JSON: {response.text[:200]!r}", retryable=True) from None
+        if not isinstance(data, dict):
+            raise ProviderError(f"{what}: unexpected response {data!r:.200}")
+        return data
+
+    async def chat(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> ProviderResponse:
+        start = time.perf_counter()
+        data = await self.post("/chat/completions", {"model": model, "messages": messages, **params}, model)
+        latency = (time.perf_counter() - start) * 1000
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderError(f"{model}: no choices in response: {json.dumps(data)[:200]}") from None
+        usage = data.get("usage") or {}
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        total = usage.get("total_tokens") or ((prompt or 0) + (completion or 0) if prompt is not None else None)
+        return ProviderResponse(content=message.get("content") or "", latency_ms=latency, tokens=total,
+                                prompt_tokens=prompt, completion_tokens=completion,
+                                cost=price(model, prompt, completion), tool_calls=message.get("tool_calls"),
+                                metadata={"model": data.get("model", model), "client": "openai-compatible"})
+
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+        data = await self.post("/embeddings", {"model": model, "input": texts}, model)
+        try:
+            items = sorted(data["data"], key=lambda d: d.get("index", 0))
+            return [list(map(float, item["embedding"])) for item in items]
+        except (KeyError, TypeError, ValueError):
+            raise ProviderError(f"{model}: malformed embeddings response") from None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

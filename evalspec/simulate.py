@@ -1,0 +1,103 @@
+"""Simulated users: a model plays a persona with a goal, turn by turn, until a stop condition holds.
+
+The simulator sees the conversation with roles flipped (its own messages as `assistant`) and never
+sees any assertion or rubric. `max_turns` counts user messages sent, `opening` and `fixed` included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalspec.assertions.base import search
+from evalspec.assertions.graded import format_transcript
+from evalspec.conversation import CallFn, Transcript, assistant_message, user_message
+from evalspec.errors import EvalspecError, ProviderError
+from evalspec.plan import Instance
+from evalspec.providers.base import CallContext
+from evalspec.providers.factory import ProviderPool
+
+
+def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
+    lines = [
+        "You are role-playing a human user who is chatting with an AI assistant. Stay in character.",
+        f"Persona: {persona}",
+        f"Your goal: {goal}",
+        "Write only your next message to the assistant: no role labels, no quotes, no explanations. "
+        "Use the language of your persona.",
+    ]
+    if marker:
+        lines.append(f"When your goal is achieved, or you give up, reply with exactly {marker} and nothing else.")
+    return "\n".join(lines)
+
+
+def flipped(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The conversation from the simulated user's side."""
+    flip = {"user": "assistant", "assistant": "user"}
+    return [{"role": flip[m["role"]], "content": m["content"]} for m in messages if m["role"] in flip]
+
+
+async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True) -> Transcript:
+    sim = inst.test.simulate
+    assert sim is not None
+    suite = inst.suite
+    spec = sim.model or suite.simulator
+    if spec is None:
+        raise ProviderError("a simulated user needs a model: set `simulator:` in the suite or `simulate.model`")
+    simulator = pool.get(spec, suite)
+    judge = pool.judge_fn(suite)
+    marker = next((str(c["user_says"]) for c in sim.stop_when if "user_says" in c), None)
+    patterns = [str(c["assistant_matches"]) for c in sim.stop_when if "assistant_matches" in c]
+    goal_met = any(c.get("goal_met") for c in sim.stop_when)
+    system = simulator_prompt(sim.persona, sim.goal, marker)
+    scripted = [m for m in [sim.opening, *sim.fixed] if m]
+    transcript = Transcript(stop_reason="max_turns")
+    turn = 0
+    while turn < sim.max_turns:
+        if turn < len(scripted):
+            text = scripted[turn]
+        else:
+            context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn + 1, vars=inst.vars,
+                                  repeat=inst.repeat)
+            try:
+                answer = await simulator.call([{"role": "system", "content": system}, *flipped(transcript.messages)],
+                                              context, extra={"seed": suite.option("seed")}, read=replay)
+            except ProviderError as exc:
+                transcript.stop_reason, transcript.error = "error", f"simulator: {exc}"
+                return transcript
+            text = answer.content.strip()
+            if marker and marker in text:
+                transcript.messages.append({"role": "user", "content": text, "turn": None, "not_sent": True})
+                transcript.stop_reason = "user_says"
+                return transcript
+            if not text:
+                transcript.stop_reason, transcript.error = "error", "simulator returned an empty message"
+                return transcript
+        turn += 1
+        transcript.messages.append(user_message(text, turn))
+        try:
+            response = await call(transcript.history(), turn)
+        except ProviderError as exc:
+            transcript.stop_reason, transcript.error = "error", f"turn {turn}: {exc}"
+            return transcript
+        transcript.calls += int(not response.cached)
+        transcript.cached_calls += int(response.cached)
+        transcript.messages.append(assistant_message(response, turn))
+        try:
+            if any(search(p, response.content) for p in patterns):
+                transcript.stop_reason = "assistant_matches"
+                return transcript
+            if goal_met and judge is not None and await _goal_met(judge, sim.goal, transcript.messages):
+                transcript.stop_reason = "goal_met"
+                return transcript
+        except EvalspecError as exc:
+            transcript.stop_reason, transcript.error = "error", f"stop condition: {exc}"
+            return transcript
+    return transcript
+
+
+async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> bool:
+    prompt = (f"The user's goal: {goal}\n\nConversation:\n{format_transcript(messages)}\n\n"
+              "Has the user's goal been achieved by now? Answer with a JSON object "
+              '{"reason": "...", "pass": true or false}.')
+    verdict = await judge([{"role": "user", "content": prompt}], {"sample": 0})
+    return verdict.get("pass") is True

@@ -1,0 +1,141 @@
+"""`http:` providers against a loopback chatbot with its own session store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import ChatbotServer, LoopbackServer, Reply
+
+from evalspec import run
+from evalspec.errors import ConfigError
+from evalspec.runner import RunOptions
+
+CONVERSATION = """\
+tests:
+  - id: t
+    repeat: 2
+    conversation:
+      - user: 我叫张三
+      - user: 还记得我吗？
+        assert:
+          - contains: （张三）
+"""
+
+
+def go(tmp_path: Path, text: str, cache: bool = False) -> dict[str, Any]:
+    path = tmp_path / "s.yaml"
+    path.write_text(text, encoding="utf-8")
+    return run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=cache,
+                                          cache_dir=tmp_path / "cache")).data
+
+
+def stateful(server: ChatbotServer, extra: str = "") -> str:
+    return f"""\
+vars: {{token: abc123}}
+providers:
+  - id: shop
+    http:
+      url: {server.url}/chat
+      headers: {{X-Api-Token: "{{{{ token }}}}"}}
+      body: {{session: "{{{{ thread_id }}}}", text: "{{{{ message }}}}"}}
+      response: data.reply
+      stateful: true{extra}
+""" + CONVERSATION
+
+
+def test_stateful_sends_only_the_new_message_with_a_stable_thread_id(tmp_path: Path) -> None:
+    with ChatbotServer() as server:
+        data = go(tmp_path, stateful(server))
+    assert [r["status"] for r in data["results"]] == ["passed", "passed"]
+    assert all(set(r) == {"session", "text"} for r in server.requests)
+    sessions = [r["session"] for r in server.requests]
+    # two conversations (repeats), two turns each: stable within, unique across
+    assert len(set(sessions)) == 2 and sessions.count(sessions[0]) == 2
+    assert data["results"][0]["transcript"][3]["content"] == "[2] 收到：还记得我吗？（张三）"
+
+
+def test_stateless_sends_the_whole_history(tmp_path: Path) -> None:
+    with ChatbotServer() as server:
+        data = go(tmp_path, f"""\
+providers:
+  - id: bot
+    http: {{url: "{server.url}/stateless", response: answer}}
+tests:
+  - id: t
+    conversation:
+      - user: 一
+      - user: 二
+        assert: [{{contains: "2 user messages, last: 二"}}]
+""")
+    assert data["results"][0]["status"] == "passed"
+    second = server.requests[1]["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
+
+
+def test_messages_template_renders_the_history_as_a_json_list(tmp_path: Path) -> None:
+    with ChatbotServer() as server:
+        data = go(tmp_path, f"""\
+providers:
+  - id: bot
+    http: {{url: "{server.url}/stateless", body: {{messages: "{{{{ messages }}}}", x: 1}}, response: answer}}
+tests:
+  - id: t
+    conversation: [{{user: 你好}}]
+""")
+    assert server.requests[0] == {"messages": [{"role": "user", "content": "你好"}], "x": 1}
+    assert data["results"][0]["transcript"][1]["content"] == "1 user messages, last: 你好"
+
+
+def test_response_path_that_finds_nothing_is_an_error(tmp_path: Path) -> None:
+    with ChatbotServer() as server:
+        data = go(tmp_path, stateful(server).replace("data.reply", "data.missing"))
+    assert data["results"][0]["status"] == "error"
+    assert "data.missing" in data["results"][0]["error"]
+
+
+def test_secret_headers_are_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOT_TOKEN", "very-secret-token")
+    with ChatbotServer() as server:
+        text = stateful(server).replace('X-Api-Token: "{{ token }}"', 'Authorization: "Bearer ${BOT_TOKEN}"')
+        data = go(tmp_path, text)
+    assert "very-secret-token" not in str(data)
+    assert data["suites"][0]["providers"][0]["http"]["headers"]["Authorization"] == "***"
+
+
+def test_5xx_then_success_is_retried(tmp_path: Path) -> None:
+    calls = []
+
+    def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        calls.append(body)
+        if len(calls) < 3:
+            return Reply(503, {"error": "busy"}, {"Retry-After": "0"})
+        return Reply(body={"reply": "ok"})
+
+    with LoopbackServer(handle) as server:
+        data = go(tmp_path, f"providers:\n  - id: b\n    http: {{url: '{server.url}/x'}}\n"
+                            "tests:\n  - id: t\n    conversation: [{user: hi, assert: [{equals: ok}]}]\n")
+    assert data["results"][0]["status"] == "passed" and len(calls) == 3
+
+
+def test_stateful_replay_only_when_every_turn_is_cached(tmp_path: Path) -> None:
+    with ChatbotServer() as server:
+        first = go(tmp_path, stateful(server), cache=True)
+        calls_after_first = len(server.requests)
+        second = go(tmp_path, stateful(server), cache=True)
+        assert len(server.requests) == calls_after_first  # fully cached: replayed, no calls
+        assert second["summary"]["calls"] == 0 and second["summary"]["cached_calls"] == 4
+        assert [r["status"] for r in second["results"]] == [r["status"] for r in first["results"]]
+        # one more turn: not every turn is cached, so the whole conversation runs live on a new thread
+        longer = stateful(server) + "      - user: 第三句\n"
+        third = go(tmp_path, longer, cache=True)
+    new_requests = server.requests[calls_after_first:]
+    assert len(new_requests) == 6 and len({r["session"] for r in new_requests}) == 2
+    assert third["results"][0]["transcript"][5]["content"].startswith("[3]")
+
+
+def test_malformed_url_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="malformed URL 'localhost:8080/chat'"):
+        go(tmp_path, "providers:\n  - id: b\n    http: {url: 'localhost:8080/chat'}\n"
+                     "tests:\n  - id: t\n    conversation: [{user: hi}]\n")

@@ -1,0 +1,153 @@
+"""Loopback servers the tests start: an OpenAI-compatible chat server and a stateful HTTP chatbot."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+Script = Callable[[dict[str, Any], int], Reply]
+
+
+def chat_body(content: str, model: str = "test-model", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}}
+
+
+def echo(request: dict[str, Any], n: int) -> Reply:
+    """Answers `echo: <last user message>`; embeddings are made from character counts."""
+    if "input" in request:
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": _vector(t)} for i, t in enumerate(texts)]
+        return Reply(body={"object": "list", "data": data, "model": request.get("model"),
+                           "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+    last = next((m["content"] for m in reversed(request["messages"]) if m["role"] == "user"), "")
+    return Reply(body=chat_body(f"echo: {last}", model=request.get("model", "test-model")))
+
+
+def _vector(text: str) -> list[float]:
+    return [float(text.count(ch)) for ch in "abcdefghijklmnopqrstuvwxyz车好"]
+
+
+class LoopbackServer:
+    """A ThreadingHTTPServer on 127.0.0.1 with a free port, recording every JSON request it gets."""
+
+    def __init__(self, handle: Callable[[str, str, dict[str, Any], dict[str, str]], Reply]) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self._handle = handle
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else {}
+                except ValueError:
+                    body = {"_raw": raw.decode(errors="replace")}
+                with server._lock:
+                    server.requests.append(body)
+                    server.paths.append(self.path)
+                reply = server._handle(self.command, self.path, body, {k.lower(): v for k, v in self.headers.items()})
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.body if isinstance(reply.body, (bytes, str)) else json.dumps(reply.body)
+                data = payload.encode() if isinstance(payload, str) else payload
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_POST = do_GET = do_PUT = _serve  # noqa: N815
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> LoopbackServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class OpenAIServer(LoopbackServer):
+    """`/v1/chat/completions` and `/v1/embeddings`, answered by `script(request, n)` (n counts chat calls)."""
+
+    def __init__(self, script: Script = echo) -> None:
+        self.calls = 0
+        self.auth: list[str | None] = []
+
+        def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+            self.auth.append(headers.get("authorization"))
+            if path.endswith("/chat/completions") or path.endswith("/embeddings"):
+                n = self.calls
+                self.calls += 1
+                return script(body, n)
+            return Reply(404, {"error": {"message": f"no route {path}"}})
+
+        super().__init__(handle)
+
+    @property
+    def base(self) -> str:
+        return self.url + "/v1"
+
+    def chats(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if "messages" in r]
+
+
+class ChatbotServer(LoopbackServer):
+    """A stateful chatbot: POST /chat {session, text} keeps each session's history on the server."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, list[str]] = {}
+
+        def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+            if path == "/chat":
+                history = self.sessions.setdefault(str(body.get("session")), [])
+                history.append(str(body.get("text")))
+                name = next((h.split("我叫", 1)[1][:2] for h in history if "我叫" in h), None)
+                return Reply(body={"data": {"reply": f"[{len(history)}] 收到：{body.get('text')}"
+                                            + (f"（{name}）" if name else "")}})
+            if path == "/stateless":
+                msgs = body.get("messages") or []
+                users = [m["content"] for m in msgs if m["role"] == "user"]
+                return Reply(body={"answer": f"{len(users)} user messages, last: {users[-1] if users else ''}"})
+            return Reply(404, {"error": "no route"})
+
+        super().__init__(handle)

@@ -1,0 +1,151 @@
+"""The disk cache (a rerun makes no calls, and does not import litellm) and resuming after a crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from servers import OpenAIServer
+
+from evalspec import run
+from evalspec.runner import RunOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def model_suite(path: Path, server: OpenAIServer, client: str = "lean", system: str = "你好") -> Path:
+    path.write_text(f"""\
+providers:
+  - id: m
+    model: openai/gpt-4o-mini
+    client: {client}
+    api_base: {server.base}
+    system: {system}
+tests:
+  - id: t
+    repeat: 2
+    conversation:
+      - user: 一
+      - user: 二
+""", encoding="utf-8")
+    return path
+
+
+def test_second_identical_run_makes_zero_calls(in_tmp: Path) -> None:
+    with OpenAIServer() as server:
+        path = model_suite(in_tmp / "s.yaml", server)
+        first = run([path], options=RunOptions(run_dir=in_tmp / "r1")).data
+        assert server.calls == 4 and first["summary"]["calls"] == 4
+        second = run([path], options=RunOptions(run_dir=in_tmp / "r2")).data
+        assert server.calls == 4
+        assert second["summary"]["calls"] == 0 and second["summary"]["cached_calls"] == 4
+        assert second["results"][0]["transcript"] == [
+            {**m, "cached": True} if m["role"] == "assistant" else m for m in first["results"][0]["transcript"]]
+        run([path], options=RunOptions(run_dir=in_tmp / "r3", use_cache=False))
+        assert server.calls == 8
+        model_suite(path, server, system="换一个系统提示")
+        run([path], options=RunOptions(run_dir=in_tmp / "r4"))
+        assert server.calls == 12  # another configuration is another key
+
+
+PROBE = """
+import sys
+from evalspec.cli import main
+try:
+    main()
+finally:
+    print("LITELLM_IMPORTED=" + str("litellm" in sys.modules), file=sys.stderr)
+"""
+
+
+def test_fully_cached_run_does_not_import_litellm(in_tmp: Path) -> None:
+    with OpenAIServer() as server:
+        path = model_suite(in_tmp / "s.yaml", server, client="litellm")
+        cmd = [sys.executable, "-c", PROBE, "run", str(path), "-q"]
+        first = subprocess.run(cmd, cwd=in_tmp, capture_output=True, text=True, timeout=120)
+        assert first.returncode == 0, first.stderr
+        assert "LITELLM_IMPORTED=True" in first.stderr
+        second = subprocess.run(cmd, cwd=in_tmp, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 0, second.stderr
+        assert "LITELLM_IMPORTED=False" in second.stderr
+        assert server.calls == 4
+
+
+SLOW_BOT = """
+import time
+def respond(messages, context):
+    with open("calls.log", "a") as f:
+        f.write(context["test_id"] + "\\n")
+    time.sleep(0.25)
+    return "ok"
+"""
+
+
+def slow_suite(tmp: Path, n: int = 8) -> Path:
+    (tmp / "bot.py").write_text(SLOW_BOT)
+    tests = "".join(f"  - id: t{i}\n    conversation: [{{user: hi}}]\n" for i in range(n))
+    path = tmp / "s.yaml"
+    path.write_text("options: {cache: false}\nproviders:\n  - id: b\n    python: bot.py:respond\ntests:\n" + tests)
+    return path
+
+
+def _wait_for_journal(journal: Path, count: int, timeout: float = 20) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if journal.exists() and len(journal.read_text().splitlines()) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError("journal did not fill")
+
+
+def test_kill_9_loses_nothing_finished_and_resume_runs_only_the_rest(in_tmp: Path) -> None:
+    path = slow_suite(in_tmp)
+    run_dir = in_tmp / "runs" / "r"
+    proc = subprocess.Popen([sys.executable, "-m", "evalspec", "run", str(path), "-j", "1", "--resume", str(run_dir)],
+                            cwd=in_tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc.wait(timeout=60)  # --resume on a missing journal is a usage error
+    assert proc.returncode == 2
+    run_dir.mkdir(parents=True)
+    (run_dir / "journal.jsonl").write_text("")
+    proc = subprocess.Popen([sys.executable, "-m", "evalspec", "run", str(path), "-j", "1", "--resume", str(run_dir)],
+                            cwd=in_tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    journal = run_dir / "journal.jsonl"
+    _wait_for_journal(journal, 3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    finished = {json.loads(line)["test_id"] for line in journal.read_text().splitlines() if line.strip()}
+    assert 3 <= len(finished) < 8
+    (in_tmp / "calls.log").unlink()
+    done = subprocess.run([sys.executable, "-m", "evalspec", "run", str(path), "-j", "4", "--resume", str(run_dir)],
+                          cwd=in_tmp, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    called = set((in_tmp / "calls.log").read_text().split())
+    assert called == {f"t{i}" for i in range(8)} - finished
+    data = json.loads((run_dir / "run.json").read_text())
+    assert [r["test_id"] for r in data["results"]] == [f"t{i}" for i in range(8)]  # suite order
+
+
+def test_ctrl_c_keeps_finished_tests_and_says_how_to_resume(in_tmp: Path) -> None:
+    path = slow_suite(in_tmp)
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.Popen([sys.executable, "-m", "evalspec", "run", str(path), "-j", "1", "-o", "out.json"],
+                            cwd=in_tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 20
+    while time.time() < deadline and not list((in_tmp / ".evalspec" / "runs").glob("*/journal.jsonl")):
+        time.sleep(0.05)
+    (journal,) = list((in_tmp / ".evalspec" / "runs").glob("*/journal.jsonl"))
+    _wait_for_journal(journal, 2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err and "--resume" in err
+    kept = len(journal.read_text().splitlines())
+    assert kept >= 2
+    resumed = subprocess.run([sys.executable, "-m", "evalspec", "run", str(path), "--resume", str(journal.parent),
+                              "-o", "out.json"], cwd=in_tmp, capture_output=True, text=True, timeout=60, env=env)
+    assert resumed.returncode == 0 and f"resuming: {kept} of 8 already finished" in resumed.stdout
