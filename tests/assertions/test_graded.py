@@ -1,0 +1,135 @@
+"""Model-graded and embedding assertions with a loopback judge: only parsed JSON verdicts count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import OpenAIServer, Reply, chat_body
+
+from evalspec import run
+from evalspec.assertions.graded import cosine
+from evalspec.errors import ConfigError, GradingError
+from evalspec.providers.judge import parse_verdict
+from evalspec.runner import RunOptions
+
+BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
+
+
+def judged(answer: str | list[str]) -> OpenAIServer:
+    answers = answer if isinstance(answer, list) else [answer]
+    return OpenAIServer(lambda r, n: Reply(body=chat_body(answers[n % len(answers)])))
+
+
+def go(tmp_path: Path, server: OpenAIServer, asserts: str, extra: str = "") -> dict[str, Any]:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""\
+providers:
+  - id: bot
+    python: {BOT}:respond
+judge: {{model: openai/judge-model, api_base: "{server.base}"}}
+embedder: {{model: openai/embed-model, api_base: "{server.base}"}}
+{extra}
+tests:
+  - id: t
+    conversation:
+      - user: 这台瑶光是哪年的车？
+      - user: 能分期吗？
+    assert:
+{asserts}
+""", encoding="utf-8")
+    return run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+
+
+@pytest.mark.parametrize("answer", [
+    '{"reason": "回答了分期问题", "pass": true}',
+    'Here is my verdict:\n```json\n{"reason": "ok", "pass": true}\n```',
+    'Sure. {"pass": true, "reason": "fine"} Hope that helps.',
+])
+def test_llm_rubric_accepts_json_verdicts(tmp_path: Path, answer: str) -> None:
+    with judged(answer) as server:
+        data = go(tmp_path, server, "      - llm-rubric: 助手回答了分期问题")
+    a = data["results"][0]["assertions"][0]
+    assert a["pass"] is True and a["score"] == 1.0 and a["scope"] == "conversation"
+    prompt = server.chats()[0]["messages"][1]["content"]
+    assert "能分期吗？" in prompt and "助手回答了分期问题" in prompt  # the judge sees transcript and rubric
+
+
+def test_prose_without_json_is_an_error_never_a_verdict(tmp_path: Path) -> None:
+    with judged("Yes, the assistant passes this rubric.") as server:
+        data = go(tmp_path, server, "      - llm-rubric: 助手回答了分期问题")
+    record = data["results"][0]
+    assert record["status"] == "error"
+    assert record["assertions"][0]["pass"] is None and "not a JSON verdict" in record["assertions"][0]["error"]
+    assert data["gate"]["exit_code"] == 3
+
+
+def test_judge_error_inside_negation_is_still_an_error(tmp_path: Path) -> None:
+    with judged("no json here") as server:
+        data = go(tmp_path, server, "      - not-llm-rubric: 助手推销了贷款")
+    assert data["results"][0]["assertions"][0]["error"]
+
+
+def test_failing_verdict_and_negation(tmp_path: Path) -> None:
+    with judged('{"reason": "第2轮没有提到首付", "pass": false}') as server:
+        data = go(tmp_path, server, "      - llm-rubric: x\n      - not-llm-rubric: y")
+    first, negated = data["results"][0]["assertions"]
+    assert first["pass"] is False and first["reason"] == "第2轮没有提到首付"
+    assert negated["pass"] is True and negated["score"] == 1.0
+
+
+def test_samples_take_the_majority(tmp_path: Path) -> None:
+    answers = ['{"pass": true, "reason": "a"}', '{"pass": false, "reason": "b"}', '{"pass": true, "reason": "c"}']
+    with judged(answers) as server:
+        data = go(tmp_path, server, "      - {llm-rubric: x, samples: 3}")
+    a = data["results"][0]["assertions"][0]
+    assert a["pass"] is True and a["score"] == pytest.approx(2 / 3) and server.calls == 3
+
+
+@pytest.mark.parametrize("name", ["trajectory:goal-success: 用户得到了分期信息", "knowledge-retention: null",
+                                  "coherence: null", "follows-correction: null", "stays-on-topic: null",
+                                  "rejects-false-premise: null", "conversation-relevance: null",
+                                  "role-adherence: 汽车销售顾问"])
+def test_conversation_judges_pass_and_fail(tmp_path: Path, name: str) -> None:
+    with judged('{"pass": true, "reason": "ok"}') as server:
+        ok = go(tmp_path, server, f"      - {name}")
+    with judged('{"pass": false, "reason": "no"}') as server:
+        ko = go(tmp_path, server, f"      - {name}")
+    assert ok["results"][0]["assertions"][0]["pass"] is True
+    assert ko["results"][0]["assertions"][0]["pass"] is False
+
+
+def test_deterministic_red_line_runs_first_and_skips_judges(tmp_path: Path) -> None:
+    with judged('{"pass": true, "reason": "ok"}') as server:
+        data = go(tmp_path, server, "      - {contains: 不存在的词, severity: critical}\n      - llm-rubric: x")
+    red, judge = data["results"][0]["assertions"]
+    assert red["pass"] is False and judge["pass"] is None and "not judged" in judge["reason"]
+    assert server.calls == 0
+    assert data["results"][0]["status"] == "failed"
+
+
+def test_similar_and_topic_coherence_use_the_embedder(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        data = go(tmp_path, server, "      - similar: 瑶光指导价分期首付两成\n        threshold: 0.3\n"
+                                    "      - similar: Completely unrelated English words\n"
+                                    "      - topic-coherence: {min_adjacent: 0.0, max_drift: 1.0}")
+    sim, unrelated, topic = data["results"][0]["assertions"]
+    assert sim["error"] is None and sim["pass"] is True, sim
+    assert unrelated["pass"] is False and unrelated["score"] < sim["score"]
+    assert topic["pass"] is True and {"adjacent_mean", "drift"} <= set(topic["details"])
+
+
+def test_missing_judge_stops_before_any_call(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"providers:\n  - id: bot\n    python: {BOT}:respond\n"
+                    "tests:\n  - id: t\n    conversation: [{user: hi}]\n    assert: [{llm-rubric: x}]\n")
+    with pytest.raises(ConfigError, match="needs a judge: set `judge:`"):
+        run([path], options=RunOptions(run_dir=tmp_path / "run"))
+
+
+def test_parse_verdict_and_cosine() -> None:
+    assert parse_verdict('{"pass": false}') == {"pass": False}
+    with pytest.raises(GradingError):
+        parse_verdict("[1, 2]")
+    assert cosine([1, 0], [1, 0]) == 1.0 and cosine([1, 0], [0, 1]) == 0.0
