@@ -104,7 +104,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
 
     if executor == "ray":
         try:
-            import ray  # noqa: F401
+            import ray  # type: ignore[import-not-found]  # noqa: F401
         except ImportError:
             err_console.print("error: --executor ray needs ray: pip install 'evalspec[ray]'")
             sys.exit(ExitCode.CONFIG_ERROR)

@@ -53,8 +53,8 @@ def load_callable(ref: str, base_dir: Path) -> Callable[..., Any]:
             module = importlib.import_module(target)
         except Exception as exc:
             raise LoadError(f"{ref!r}: cannot import module {target!r}: {exc}") from exc
-    fn = getattr(module, name, None)
-    if not callable(fn):
+    fn: Callable[..., Any] | None = getattr(module, name, None)
+    if fn is None or not callable(fn):
         raise LoadError(f"{ref!r}: {target} has no function {name!r}")
     _cache[key] = fn
     return fn

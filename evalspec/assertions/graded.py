@@ -14,7 +14,7 @@ from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
 
-JUDGE_OPTIONS = {"rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15}}
+JUDGE_OPTIONS: dict[str, dict[str, Any]] = {"rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15}}
 NO_VALUE = {"type": ["null", "boolean", "string"]}
 
 JUDGE_SYSTEM = (

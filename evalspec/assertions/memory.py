@@ -29,7 +29,7 @@ def mentions(text: str, alias: str) -> str | None:
     if regex.search(WORD_CHAR + "$", alias.strip()):
         pattern += f"(?!{WORD_CHAR})"
     found = regex.search(pattern, text, regex.IGNORECASE)
-    return found.group(0) if found else None
+    return str(found.group(0)) if found else None
 
 
 def fuzzy_mention(text: str, alias: str) -> str | None:
@@ -37,7 +37,7 @@ def fuzzy_mention(text: str, alias: str) -> str | None:
     for run in CJK_RUN.findall(alias):
         for size in range(len(run), 1, -1):
             for start in range(len(run) - size + 1):
-                piece = run[start:start + size]
+                piece = str(run[start:start + size])
                 if piece in text:
                     return piece
     for word in LATIN_WORD.findall(alias):

@@ -94,7 +94,8 @@ def _check_value(atype: AssertionType, value: Any, given: bool, path: PathKey, l
 
 def _schema_message(err: jsonschema.ValidationError, context: str) -> str:
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        known = list((err.schema.get("properties") or {}).keys())
+        schema = err.schema if isinstance(err.schema, dict) else {}
+        known = list((schema.get("properties") or {}).keys())
         extra = [k for k in err.instance if k not in known]
         if extra:
             return f"unknown key '{extra[0]}' in '{context}'{did_you_mean(extra[0], known)}"

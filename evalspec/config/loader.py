@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 from urllib.parse import urlparse
 
 import jsonschema
@@ -29,6 +29,16 @@ from evalspec.errors import ConfigError, Problem
 from evalspec.redact import collect_provider_secrets
 
 _VALIDATOR: jsonschema.Draft202012Validator | None = None
+ProviderKind = Literal["python", "model", "http"]
+TurnKind = Literal["user", "filler", "assistant"]
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
 PROVIDER_KINDS = ("python", "model", "http")
 
 
@@ -115,7 +125,8 @@ def _interpolate(value: Any, path: PathKey, environ: Mapping[str, str], lines: L
 def _message(err: jsonschema.ValidationError) -> tuple[tuple[str, ...], str]:
     """(extra path to the offending key, message) for one schema error."""
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        known = list((err.schema.get("properties") or {}).keys())
+        schema = err.schema if isinstance(err.schema, dict) else {}
+        known = list((schema.get("properties") or {}).keys())
         extra = [k for k in err.instance if k not in known]
         if extra:
             return (extra[0],), f"unknown key '{extra[0]}'{did_you_mean(extra[0], known)}"
@@ -125,8 +136,8 @@ def _message(err: jsonschema.ValidationError) -> tuple[tuple[str, ...], str]:
         best = jsonschema.exceptions.best_match(err.context)
         return (), best.message
     if err.validator == "enum":
-        return (), f"{err.instance!r} is not one of {err.validator_value}" + did_you_mean(
-            str(err.instance), [str(v) for v in err.validator_value])
+        options: list[Any] = list(err.validator_value) if isinstance(err.validator_value, list) else []
+        return (), f"{err.instance!r} is not one of {options}" + did_you_mean(str(err.instance), [str(v) for v in options])
     return (), err.message
 
 
@@ -144,18 +155,18 @@ class _SuiteParser:
     def parse(self) -> None:
         s, d = self.suite, self.data
         s.description = str(d.get("description") or "")
-        s.tags = [str(t) for t in d.get("tags") or [] if isinstance(t, str)]
-        s.vars = {**(d.get("vars") if isinstance(d.get("vars"), dict) else {}), **self.cli_vars}
-        s.options = dict(d.get("options") or {}) if isinstance(d.get("options"), dict) else {}
-        gate = d.get("gate") if isinstance(d.get("gate"), dict) else {}
+        s.tags = [str(t) for t in _list(d.get("tags")) if isinstance(t, str)]
+        s.vars = {**_dict(d.get("vars")), **self.cli_vars}
+        s.options = _dict(d.get("options"))
+        gate = _dict(d.get("gate"))
         s.min_pass_rate = float(gate.get("min_pass_rate", 1.0)) if isinstance(gate.get("min_pass_rate", 1.0), (int, float)) else 1.0
         s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
         self._providers()
         for role in ("judge", "simulator", "embedder"):
             if role in d:
                 setattr(s, role, self._model_ref(d[role], (role,), role))
-        defaults = d.get("defaults") if isinstance(d.get("defaults"), dict) else {}
-        tests = d.get("tests") if isinstance(d.get("tests"), list) else []
+        defaults = _dict(d.get("defaults"))
+        tests = _list(d.get("tests"))
         if "tests" in d and not tests:
             self.bad(("tests",), "a suite needs at least one test")
         seen: dict[str, PathKey] = {}
@@ -221,7 +232,7 @@ class _SuiteParser:
         if isinstance(history, dict) and history.get("mode") == "window" and "turns" not in history:
             self.bad((*path, "history"), "history mode 'window' needs 'turns' (complete exchanges to keep)")
         config = {k: v for k, v in raw.items() if k not in ("id", "max_concurrency", "rpm")}
-        return ProviderSpec(id=pid, kind=kind, config=config, where=path,
+        return ProviderSpec(id=pid, kind=cast(ProviderKind, kind), config=config, where=path,
                             max_concurrency=raw.get("max_concurrency"), rpm=raw.get("rpm"))
 
     def _model_ref(self, raw: Any, path: PathKey, role: str) -> ProviderSpec | None:
@@ -243,7 +254,10 @@ class _SuiteParser:
         name = raw.get("name")
         tid = raw.get("id") or (slugify(name) if isinstance(name, str) and name.strip() else f"test-{i + 1}")
         test = TestSpec(id=str(tid), name=str(name or tid), index=i, where=path)
-        f = lambda key: self._field(raw, defaults, key, i)  # noqa: E731
+
+        def f(key: str) -> tuple[Any, PathKey]:
+            return self._field(raw, defaults, key, i)
+
         tags, _ = f("tags")
         test.tags = [str(t) for t in (tags or []) if isinstance(t, str)]
         test.draft = bool(f("draft")[0])
@@ -284,7 +298,7 @@ class _SuiteParser:
         self._check_references(test)
         return test
 
-    def _matrix_repeat_curve(self, test: TestSpec, f: Any) -> None:
+    def _matrix_repeat_curve(self, test: TestSpec, f: Callable[[str], tuple[Any, PathKey]]) -> None:
         matrix, mpath = f("matrix")
         if isinstance(matrix, dict):
             test.matrix = {str(k): list(v) for k, v in matrix.items() if isinstance(v, list)}
@@ -320,7 +334,7 @@ class _SuiteParser:
                          + (f" (found {', '.join(kinds)})" if kinds else ""))
                 continue
             kind = kinds[0]
-            spec = TurnSpec(kind=kind, where=tpath)
+            spec = TurnSpec(kind=cast(TurnKind, kind), where=tpath)
             for extra in ("label", "assert", "vars"):
                 if extra in raw and kind != "user":
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' turn, not '{kind}'")

@@ -34,9 +34,10 @@ class ProviderResponse:
 
     @classmethod
     def from_cache(cls, data: dict[str, Any]) -> ProviderResponse:
-        return cls(**{k: data.get(k) for k in ("content", "latency_ms", "tokens", "prompt_tokens",
-                                               "completion_tokens", "cost", "tool_calls")},
-                   metadata=data.get("metadata") or {}, cached=True)
+        return cls(content=str(data.get("content") or ""), latency_ms=data.get("latency_ms"),
+                   tokens=data.get("tokens"), prompt_tokens=data.get("prompt_tokens"),
+                   completion_tokens=data.get("completion_tokens"), cost=data.get("cost"),
+                   tool_calls=data.get("tool_calls"), metadata=data.get("metadata") or {}, cached=True)
 
 
 class Provider(Protocol):
