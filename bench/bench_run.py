@@ -1,0 +1,112 @@
+"""Benchmark: 100 conversations × 5 turns against a loopback OpenAI-compatible server (50 ms latency), -j 50.
+
+Prints wall time, calls, calls/s, CPU time and peak RSS of the whole `evalspec run` process, the ideal
+(5 turns × 50 ms × ceil(100/50) = 0.5 s), and the same job with the cache warm.
+
+    python bench/bench_run.py [--client lean|litellm] [--kind model|http] [--conversations 100] [--turns 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_suite(path: Path, base: str, kind: str, client: str, conversations: int, turns: int) -> None:
+    if kind == "model":
+        provider = f"  - id: m\n    model: openai/bench-model\n    client: {client}\n    api_base: {base}/v1\n"
+    else:
+        provider = f"  - id: m\n    http: {{url: '{base}/bot', response: reply}}\n"
+    lines = ["providers:", provider.rstrip("\n"), "tests:"]
+    for i in range(conversations):
+        lines.append(f"  - id: c{i}")
+        lines.append("    conversation:")
+        lines.extend(f"      - user: 第{i}段对话的第{t}个问题" for t in range(1, turns + 1))
+        lines.append("    assert:")
+        lines.append("      - {contains: 收到, scope: each_turn}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def server_calls(base: str) -> int:
+    with urllib.request.urlopen(base + "/stats") as response:
+        return int(json.loads(response.read())["calls"])
+
+
+def timed_run(cmd: list[str], cwd: Path) -> dict[str, float]:
+    """Wall, CPU (user+sys) and peak RSS of one child process."""
+    script = ("import resource, subprocess, sys, time, json\n"
+              "t = time.perf_counter(); p = subprocess.run(sys.argv[1:]); wall = time.perf_counter() - t\n"
+              "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+              "print(json.dumps({'wall': wall, 'cpu': u.ru_utime + u.ru_stime, 'rss_mb': u.ru_maxrss / 1024,"
+              " 'rc': p.returncode}))")
+    out = subprocess.run([sys.executable, "-c", script, *cmd], cwd=cwd, capture_output=True, text=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--client", default="lean", choices=["lean", "litellm", "auto"])
+    parser.add_argument("--kind", default="model", choices=["model", "http"])
+    parser.add_argument("--conversations", type=int, default=100)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=50)
+    parser.add_argument("--latency-ms", type=float, default=50)
+    args = parser.parse_args()
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, str(HERE / "loopback_server.py"), str(port), str(args.latency_ms)])
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                server_calls(base)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            write_suite(work / "bench.yaml", base, args.kind, args.client, args.conversations, args.turns)
+            evalspec = [sys.executable, "-m", "evalspec", "run", "bench.yaml", "-j", str(args.jobs), "-q",
+                        "-o", "run.json"]
+            ideal = args.turns * args.latency_ms / 1000 * math.ceil(args.conversations / args.jobs)
+            print(f"job: {args.conversations} conversations x {args.turns} turns, -j {args.jobs}, "
+                  f"{args.latency_ms:g} ms latency, provider {args.kind}"
+                  + (f" (client {args.client})" if args.kind == "model" else " (httpx)"))
+            print(f"ideal (turns x latency x ceil(conversations/jobs)): {ideal:.2f} s")
+            for label in ("cold cache", "warm cache"):
+                before = server_calls(base)
+                figures = timed_run(evalspec, work)
+                calls = server_calls(base) - before
+                data = json.loads((work / "run.json").read_text(encoding="utf-8"))
+                assert figures["rc"] == 0, f"evalspec exited {figures['rc']}"
+                rate = calls / figures["wall"] if figures["wall"] else 0.0
+                print(f"{label}: wall {figures['wall']:.2f} s · calls {calls} ({data['summary']['cached_calls']} cached)"
+                      f" · {rate:.0f} calls/s · CPU {figures['cpu']:.2f} s · peak RSS {figures['rss_mb']:.0f} MB")
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    main()
