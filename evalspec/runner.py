@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec import __version__
+from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import grade
 from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted
@@ -73,7 +74,7 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
     conversations = asyncio.Semaphore(max(1, options.concurrency))
     fresh: dict[str, dict[str, Any]] = {}
 
-    async def play(inst: Instance) -> None:
+    async def play_one(inst: Instance) -> None:
         async with conversations:
             record = await run_instance(inst, pool)
         journal.write(record)
@@ -82,7 +83,7 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
             options.on_result(record)
 
     try:
-        await asyncio.gather(*(play(inst) for inst in todo))
+        await asyncio.gather(*(play_one(inst) for inst in todo))
     finally:
         journal.close()
         await pool.aclose()
@@ -96,6 +97,11 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
         "results": records,
     }
     return finalize(run, options.fail_under, options.include_drafts)
+
+
+async def grade_with(pool: ProviderPool, inst: Instance, messages: list[dict[str, Any]]) -> list[AssertionResult]:
+    return await grade(inst, messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite),
+                       judge_for=lambda raw: pool.judge_for(inst.suite, raw))
 
 
 async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
@@ -138,6 +144,5 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
         transcript = await play(inst, pool, provider, caller)
     except ProviderError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))
-    results = [] if transcript.error else await grade(
-        inst, transcript.messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite))
+    results = [] if transcript.error else await grade_with(pool, inst, transcript.messages)
     return make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)

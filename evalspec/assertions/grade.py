@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from evalspec.assertions.base import EmbedFn, GradingContext, JudgeFn
@@ -28,7 +30,9 @@ def _needs_model(spec: AssertionSpec) -> bool:
 
 
 async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: JudgeFn | None = None,
-                embed: EmbedFn | None = None) -> list[AssertionResult]:
+                embed: EmbedFn | None = None,
+                judge_for: Callable[[Any], JudgeFn | None] | None = None) -> list[AssertionResult]:
+    """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own."""
     ctx = GradingContext(transcript=transcript, labels=instance.labels, vars=instance.vars,
                          test_id=instance.test_id, turn=None, suite_dir=instance.suite.path.parent,
                          judge=judge, embed=embed)
@@ -46,6 +50,11 @@ async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: Jud
                                          weight=spec.weight, severity=spec.severity, metric=spec.metric,
                                          threshold=spec.threshold, turn=spec.turn)
     elif graded:
-        judged = await asyncio.gather(*(evaluate(spec, ctx) for _, spec in graded))
+        def context_for(spec: AssertionSpec) -> GradingContext:
+            if spec.provider is not None and judge_for is not None:
+                return replace(ctx, judge=judge_for(spec.provider))
+            return ctx
+
+        judged = await asyncio.gather(*(evaluate(spec, context_for(spec)) for _, spec in graded))
         results.update({i: r for (i, _), r in zip(graded, judged, strict=False)})
     return [results[i] for i in range(len(specs))]

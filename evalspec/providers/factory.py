@@ -82,6 +82,17 @@ class ProviderPool:
                 self._judges[key] = make_judge(self.get(suite.judge, suite))
         return self._judges[key]
 
+    def judge_for(self, suite: Suite, raw: Any) -> JudgeFn:
+        """The judge named by an assertion's own `provider:` (a model string or a provider mapping)."""
+        key = str(suite.path) + "|" + repr(raw)
+        judge = self._judges.get(key)
+        if judge is None:
+            from evalspec.providers.judge import make_judge
+
+            judge = make_judge(self.get(assertion_provider(raw), suite))
+            self._judges[key] = judge
+        return judge
+
     def embed_fn(self, suite: Suite) -> EmbedFn | None:
         key = str(suite.path)
         if key not in self._embedders:
@@ -118,6 +129,9 @@ class ProviderPool:
                 if _needs_model(spec):
                     atype = resolve_type(spec.type)
                     role = atype[0].needs if atype else "judge"
+                    if role == "judge" and spec.provider is not None:
+                        check(assertion_provider(spec.provider), suite, "judge", f"assertion '{spec.name}'")
+                        continue
                     check(suite.judge if role == "judge" else suite.embedder, suite, str(role),
                           f"assertion '{spec.name}' in {inst.test_id}")
             if inst.test.simulate is not None:
@@ -134,6 +148,16 @@ class ProviderPool:
                 await close()
         if self.cache is not None:
             self.cache.close()
+
+
+def assertion_provider(raw: Any) -> ProviderSpec:
+    """An assertion's `provider:` value as a ProviderSpec (a string is a litellm model)."""
+    if isinstance(raw, str):
+        return ProviderSpec(id=f"judge:{raw}", kind="model", config={"model": raw})
+    config = {k: v for k, v in dict(raw).items() if k not in ("id", "max_concurrency", "rpm")}
+    kind = next((k for k in ("model", "http", "python") if k in config), "model")
+    return ProviderSpec(id=str(raw.get("id") or f"judge:{config.get(kind)}"), kind=kind,  # type: ignore[arg-type]
+                        config=config, max_concurrency=raw.get("max_concurrency"), rpm=raw.get("rpm"))
 
 
 def _stateful(spec: ProviderSpec) -> bool:

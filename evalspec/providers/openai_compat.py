@@ -77,6 +77,10 @@ def status_error(response: httpx.Response, what: str) -> ProviderError:
 
 
 def transport_error(exc: httpx.HTTPError, what: str) -> ProviderError:
+    cause = exc.__cause__
+    if isinstance(exc, httpx.ConnectTimeout) and cause is not None and "Timeout" not in type(cause).__name__:
+        # aiohttp's transport reports a refused connection as ConnectTimeout; say what happened
+        return ProviderError(f"{what}: connection failed: {cause}", retryable=True)
     if isinstance(exc, httpx.TimeoutException):
         return ProviderError(f"{what}: timed out ({type(exc).__name__})", retryable=True)
     if isinstance(exc, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):

@@ -133,3 +133,12 @@ def test_parse_verdict_and_cosine() -> None:
     with pytest.raises(GradingError):
         parse_verdict("[1, 2]")
     assert cosine([1, 0], [1, 0]) == 1.0 and cosine([1, 0], [0, 1]) == 0.0
+
+
+def test_an_assertion_can_name_its_own_judge(tmp_path: Path) -> None:
+    with judged('{"pass": false, "reason": "suite judge"}') as suite_judge, \
+            judged('{"pass": true, "reason": "own judge"}') as own:
+        data = go(tmp_path, suite_judge, f"      - llm-rubric: x\n        provider: {{model: openai/strict, api_base: '{own.base}'}}")
+    a = data["results"][0]["assertions"][0]
+    assert a["pass"] is True and a["reason"] == "own judge"
+    assert own.calls == 1 and suite_judge.calls == 0
