@@ -233,5 +233,67 @@ def report(run_json: str, html_path: str | None, junit_path: str | None, md_path
     print_summary(Console(highlight=False, soft_wrap=True), data, written, quiet=True)
 
 
+@main.command()
+@click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here instead of replacing RUN.json")
+@click.option("--no-cache", is_flag=True, help="do not use the cache for judge and embedder calls")
+def grade(run_json: str, output: str | None, no_cache: bool) -> None:
+    """Re-run assertions on the recorded transcripts (no calls to the systems under test)."""
+    from evalspec.api import write_json
+    from evalspec.replay import regrade
+    from evalspec.reporters.console import print_summary
+
+    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    regraded, warnings = asyncio.run(regrade(data, None if no_cache else Path(".evalspec/cache")))
+    for w in warnings:
+        err_console.print(f"warning: {escape(w)}")
+    out = Path(output or run_json)
+    write_json(out, regraded)
+    print_summary(Console(highlight=False, soft_wrap=True), regraded, {"run.json": str(out)})
+    sys.exit(regraded["gate"]["exit_code"])
+
+
+@main.command()
+@click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
+@click.option("--failed", "failed_only", is_flag=True, required=True, help="re-play the failed tests")
+@click.option("--times", type=click.IntRange(min=1), default=2, show_default=True, help="replays per failed test")
+@click.option("-j", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> None:
+    """Re-play failed tests N times and label each failure reproduced / flaky / error.
+
+    Exit 1 when any failure reproduced, 3 when replays only errored, else 0 (all flaky)."""
+    from evalspec.api import write_json
+    from evalspec.replay import rerun_failed
+
+    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    rows, warnings = asyncio.run(rerun_failed(data, times, concurrency))
+    for w in warnings:
+        err_console.print(f"warning: {escape(w)}")
+    console = Console(highlight=False, soft_wrap=True)
+    if not rows:
+        console.print("no failed test to re-play")
+    for row in rows:
+        style = {"reproduced": "red", "flaky": "yellow", "error": "magenta"}[row["label"]]
+        console.print(f"[{style}]{row['label']:10}[/] {escape(row['test_id'])} @ {escape(row['provider'])}  "
+                      f"[dim]{', '.join(row['statuses'])}[/]")
+    out = Path(run_json).with_name("rerun.json")
+    write_json(out, {"run": str(run_json), "times": times, "results": rows})
+    console.print(f"[dim]rerun.json: {escape(str(out))}[/]")
+    labels = {r["label"] for r in rows}
+    sys.exit(1 if "reproduced" in labels else 3 if labels == {"error"} else 0)
+
+
+@main.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+def init(directory: str) -> None:
+    """Scaffold a suite, a demo provider and a GitHub workflow."""
+    from evalspec.scaffold import scaffold
+
+    created = scaffold(Path(directory))
+    for path in created:
+        click.echo(f"created {path}")
+    click.echo(f"next: cd {directory} && evalspec run suites/*.yaml")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -28,6 +28,7 @@ def split_ref(ref: str) -> tuple[str, str]:
 
 def load_callable(ref: str, base_dir: Path) -> Callable[..., Any]:
     target, name = split_ref(ref)
+    base_dir = base_dir.resolve()
     key = (str(base_dir), ref)
     if key in _cache:
         return _cache[key]

@@ -109,7 +109,8 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
                 console.print(f"    {escape(label)}: {escape(a.get('error') or a['reason'])}")
                 for e in a.get("evidence", [])[:3]:
                     if e.get("text"):
-                        console.print(f"      [dim]turn {e.get('turn')}:[/] {escape(str(e['text'])[:120])}")
+                        note = f" [dim]({escape(e['note'])})[/]" if e.get("note") else ""
+                        console.print(f"      [dim]turn {e.get('turn')}:[/] {escape(str(e['text'])[:120])}{note}")
     table = Table(title="evalspec summary", show_lines=False)
     for col in ("suite", "pass", "fail", "error", "xfail", "xpass", "not gated", "pass rate", "gate"):
         table.add_column(col, justify="left" if col == "suite" else "right", overflow="fold")

@@ -37,7 +37,8 @@ details.test summary{padding:10px 14px;cursor:pointer}.chat{padding:8px 16px 16p
 <main>
 <p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
 <ul>{% for r in run.gate.reasons %}<li>{{ r }}</li>{% endfor %}</ul>
-<div class="cards">{% for status, n in run.summary.by_status.items() %}<div class="card"><b class="{{ status }}">{{ n }}</b>{{ status }}</div>{% endfor %}
+<div class="cards">{% for status, n in cards.items() %}<div class="card"><b class="{{ status }}">{{ n }}</b>{{ status }}</div>{% endfor %}
+<div class="card"><b>{{ measured }}</b>not gated (curve points, drafts)</div>
 <div class="card"><b>{{ run.summary.calls }}</b>calls ({{ run.summary.cached_calls }} cached)</div>
 <div class="card"><b>{{ run.summary.tokens }}</b>tokens</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>cost</div></div>
 <table><tr><th>suite</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th><th>gate</th></tr>
@@ -137,8 +138,10 @@ def render_html(run: dict[str, Any]) -> str:
     template = env.from_string(TEMPLATE)
     gate = run["gate"]
     text = {0: "gate passed", 1: "gate failed", 3: "gate: too many errors"}[gate["exit_code"]]
+    gated = [v for v in run["verdicts"] if not v["curve"] and not v["draft"]]
+    cards = {s: sum(1 for v in gated if v["status"] == s) for s in ("passed", "failed", "error", "xfailed", "xpassed")}
     return template.render(
-        run=run, gate_text=text, charts=_charts(run),
+        run=run, gate_text=text, charts=_charts(run), cards=cards, measured=len(run["verdicts"]) - len(gated),
         statuses=sorted({r["status"] for r in run["results"]}),
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),
         providers=sorted({r["provider"] for r in run["results"]}),

@@ -1,0 +1,93 @@
+"""`evalspec grade` (re-run assertions on recorded transcripts) and `evalspec rerun --failed`
+(re-play failed tests and label each failure reproduced / flaky / error)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from evalspec.config.loader import load_suites
+from evalspec.conversation import Transcript
+from evalspec.plan import Instance, build_plan
+from evalspec.providers.factory import ProviderPool
+from evalspec.results.aggregate import finalize
+from evalspec.results.record import make_record
+from evalspec.runner import grade_with, run_instance
+
+
+def _instances(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
+    """The current plan of the run's suites, by record key; and warnings about changed suites."""
+    paths = [s["path"] for s in run["suites"]]
+    suites = load_suites(paths)
+    warnings = [f"{s.path}: changed since the run; using the suite as it is now"
+                for s, meta in zip(suites, run["suites"]) if s.sha256 != meta["sha256"]]
+    plan = build_plan(suites)
+    return {inst.key: inst for inst in plan}, warnings
+
+
+async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str, Any], list[str]]:
+    """Grade every recorded transcript again with the suites' current assertions; no call to a system
+    under test is made (judges and embedders are called, through the cache)."""
+    instances, warnings = _instances(run)
+    pool = ProviderPool([], cache_dir)
+    out = []
+    try:
+        for record in run["results"]:
+            inst = instances.get(record["key"])
+            if inst is None:
+                warnings.append(f"{record['test_id']} @ {record['provider']}: no longer in the suite; kept as recorded")
+                out.append(record)
+                continue
+            transcript = Transcript(messages=record["transcript"], stop_reason=record["stop_reason"],
+                                    error=record["error"] if record["stop_reason"] == "error" else None,
+                                    calls=record.get("calls", 0), cached_calls=record.get("cached_calls", 0))
+            results = [] if transcript.error else await grade_with(pool, inst, transcript.messages)
+            out.append(make_record(inst, transcript, results, record.get("duration_ms", 0.0)))
+    finally:
+        await pool.aclose()
+    regraded = {**run, "results": out}
+    gate = run.get("gate", {})
+    return finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts"))), warnings
+
+
+def label(statuses: list[str]) -> str:
+    """reproduced: every replay failed; flaky: some passed; error: no replay reached a verdict."""
+    verdicts = [s for s in statuses if s != "error"]
+    if not verdicts:
+        return "error"
+    if all(s in ("failed", "xfailed") for s in verdicts):
+        return "reproduced"
+    return "flaky"
+
+
+async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """Replay each failed record `times` times, live (no cache), and label it."""
+    instances, warnings = _instances(run)
+    failed = [r for r in run["results"] if r["status"] == "failed"]
+    suites = list({id(i.suite): i.suite for i in instances.values()}.values())
+    pool = ProviderPool(suites, cache_dir=None)
+    slots = asyncio.Semaphore(max(1, concurrency))
+
+    async def replay(inst: Instance) -> dict[str, Any]:
+        async with slots:
+            return await run_instance(inst, pool)
+
+    rows = []
+    try:
+        targets = [(r, instances.get(r["key"])) for r in failed]
+        for r, inst in targets:
+            if inst is None:
+                warnings.append(f"{r['test_id']} @ {r['provider']}: no longer in the suite; skipped")
+        await pool.preflight([inst for _, inst in targets if inst is not None])
+        for r, inst in targets:
+            if inst is None:
+                continue
+            records = await asyncio.gather(*(replay(inst) for _ in range(times)))
+            statuses = [x["status"] for x in records]
+            rows.append({"test_id": r["test_id"], "provider": r["provider"], "suite": r["suite"],
+                         "label": label(statuses), "statuses": statuses,
+                         "errors": [x["error"] for x in records if x.get("error")]})
+    finally:
+        await pool.aclose()
+    return rows, warnings

@@ -1,0 +1,89 @@
+"""`evalspec grade`, `evalspec rerun --failed` and `evalspec init`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from evalspec.cli import main
+
+BOT = '''
+import os, threading
+lock = threading.Lock()
+flaky_calls = [0]
+
+def respond(messages, context):
+    with open("calls.log", "a") as f:
+        f.write(context["test_id"] + "\\n")
+    if context["test_id"] == "flaky":
+        with lock:
+            flaky_calls[0] += 1
+            return "yes" if flaky_calls[0] % 2 == 0 else "no"   # fails, passes, fails, ...
+    if context["test_id"] == "broken" and os.path.exists("break"):
+        raise RuntimeError("down")
+    return "no"
+'''
+SUITE = """\
+options: {cache: false}
+providers:
+  - id: b
+    python: bot.py:respond
+tests:
+  - id: steady
+    conversation: [{user: hi, assert: [{equals: "yes"}]}]
+  - id: flaky
+    conversation: [{user: hi, assert: [{equals: "yes"}]}]
+  - id: broken
+    conversation: [{user: hi, assert: [{equals: "yes"}]}]
+"""
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def setup(tmp: Path) -> Path:
+    (tmp / "bot.py").write_text(BOT)
+    (tmp / "s.yaml").write_text(SUITE)
+    code, out = invoke("run", "s.yaml", "-o", "run.json")
+    assert code == 1, out
+    return tmp / "run.json"
+
+
+def test_grade_reruns_assertions_without_calling_the_system(in_tmp: Path) -> None:
+    run_json = setup(in_tmp)
+    calls = (in_tmp / "calls.log").read_text()
+    (in_tmp / "s.yaml").write_text(SUITE.replace('equals: "yes"', 'equals: "no"'))
+    code, out = invoke("grade", str(run_json), "-o", "regraded.json")
+    assert (in_tmp / "calls.log").read_text() == calls
+    regraded = json.loads((in_tmp / "regraded.json").read_text())
+    original = json.loads(run_json.read_text())
+    assert [r["status"] for r in original["results"]] == ["failed", "failed", "failed"]
+    assert regraded["results"][0]["status"] == "passed"
+    assert regraded["results"][0]["transcript"] == original["results"][0]["transcript"]
+    assert "changed since the run" in out
+
+
+def test_rerun_failed_labels_reproduced_flaky_and_error(in_tmp: Path) -> None:
+    run_json = setup(in_tmp)
+    (in_tmp / "break").write_text("")
+    code, out = invoke("rerun", str(run_json), "--failed", "--times", "2")
+    assert code == 1, out
+    rows = {r["test_id"]: r for r in json.loads((in_tmp / "rerun.json").read_text())["results"]}
+    assert rows["steady"]["label"] == "reproduced" and rows["steady"]["statuses"] == ["failed", "failed"]
+    assert rows["flaky"]["label"] == "flaky"
+    assert rows["broken"]["label"] == "error" and "down" in rows["broken"]["errors"][0]
+
+
+def test_init_scaffolds_a_runnable_project(in_tmp: Path) -> None:
+    code, out = invoke("init", "proj")
+    assert code == 0 and "created" in out
+    assert (in_tmp / "proj" / ".github" / "workflows" / "evalspec.yml").exists()
+    code, out = invoke("validate", str(in_tmp / "proj" / "suites" / "example.yaml"))
+    assert code == 0, out
+    assert invoke("init", "proj")[0] == 2  # never overwrites
