@@ -70,7 +70,18 @@ class ProviderSpec:
 
         out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
         out.update({k: v for k, v in self.config.items() if k != self.kind})
+        if self.kind == "model":
+            history = self.config.get("history") or {}
+            out["context"] = f"window {history.get('turns')}" if history.get("mode") == "window" else "full"
+            if self.config.get("system"):
+                import hashlib
+
+                out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
         return dict(redact(out, secrets))
+
+    def summary(self) -> str:
+        """One line for a curve legend: model, params, history strategy, system-prompt hash."""
+        return describe_provider(self.redacted(set()))
 
 
 @dataclass
@@ -132,3 +143,18 @@ class Suite:
 
 
 DEFAULT_OPTIONS: dict[str, Any] = {"concurrency": 8, "timeout": 60, "retries": 3, "cache": True, "seed": 0}
+
+
+def describe_provider(config: dict[str, Any]) -> str:
+    """A redacted provider configuration (as in run.json) as one short line."""
+    if "model" in config:
+        parts = [str(config["model"]), f"history {config.get('context', 'full')}"]
+        if config.get("params"):
+            parts.append(", ".join(f"{k}={v}" for k, v in config["params"].items()))
+        if config.get("system_sha256"):
+            parts.append(f"system #{config['system_sha256']}")
+        return " · ".join(parts)
+    if "http" in config:
+        http = config["http"] or {}
+        return f"http {http.get('url')}" + (" (stateful)" if http.get("stateful") else "")
+    return f"python {config.get('python')}"

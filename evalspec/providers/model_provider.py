@@ -176,6 +176,12 @@ def model_problems(config: dict[str, Any]) -> list[str]:
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             problems.append(f"api_base {base!r} is not an http(s) URL")
     prefix, _ = split_model(model)
+    if "/" in model and prefix not in KEY_ENV and prefix not in NO_KEY and not use_lean_client(config):
+        try:
+            import_litellm().get_llm_provider(model)
+        except Exception as exc:
+            problems.append(f"model '{model}' is not a model litellm knows: {str(exc).splitlines()[0][:200]}")
+            return problems
     if base is None and prefix not in NO_KEY and not config.get("api_key"):
         env = KEY_ENV.get(prefix)
         if env and not os.environ.get(env):

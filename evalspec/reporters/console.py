@@ -11,6 +11,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from evalspec.config.model import describe_provider
+
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim", "xfailed": "magenta",
          "xpassed": "cyan"}
 SYMBOL = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP", "xfailed": "XFAIL",
@@ -123,7 +125,11 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
                       f"{s['pass_rate']:.0%}",
                       "[green]ok[/]" if s["ok"] and not s["errors_exceeded"] else "[red]FAIL[/]" if not s["ok"] else "[yellow]errors[/]")
     console.print(table)
+    configs = {(s["path"], p["id"]): p for s in run["suites"] for p in s["providers"]}
     for c in run.get("curves", []):
+        config = configs.get((c["suite"], c["provider"]))
+        if config:
+            console.print(f"[dim]{escape(c['provider'])}: {escape(describe_provider(config))}[/]")
         pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: -" for p in c["points"])
         sla = "; ".join(f"SLA at {x['at']} ≥ {x['min_score']}: {'met' if x['passed'] else 'no data' if x['no_data'] else 'MISSED'}"
                         for x in c["sla"])

@@ -12,6 +12,8 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
+from evalspec.config.model import describe_provider
+
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"]
 
 TEMPLATE = """<!doctype html>
@@ -126,7 +128,7 @@ def _charts(run: dict[str, Any]) -> list[dict[str, Any]]:
         shown = []
         for i, c in enumerate(curves):
             cfg = configs.get((suite, c["provider"]), {})
-            desc = ", ".join(f"{k}: {v}" for k, v in cfg.items() if k not in ("id",) and v is not None)
+            desc = describe_provider(cfg) if cfg else ""
             shown.append({**c, "color": COLORS[i % len(COLORS)], "config": desc})
         charts.append({"title": f"{curves[0]['name']} ({test})", "svg": curve_svg(shown), "curves": shown})
     return charts

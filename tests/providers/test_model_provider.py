@@ -139,3 +139,21 @@ def test_malformed_api_base_is_a_preflight_error(tmp_path: Path) -> None:
                     "tests:\n  - id: t\n    conversation: [{user: hi}]\n")
     with pytest.raises(ConfigError, match="api_base 'localhost:8000' is not an http"):
         go(path, tmp_path)
+
+
+def test_unknown_model_provider_is_a_preflight_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("providers:\n  - id: odd\n    model: nosuchprovider/some-model\n"
+                    "tests:\n  - id: t\n    conversation: [{user: hi}]\n")
+    with pytest.raises(ConfigError, match="provider 'odd': model 'nosuchprovider/some-model' is not a model litellm knows"):
+        go(path, tmp_path)
+
+
+def test_provider_configuration_is_described_with_a_system_prompt_hash(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        data = go(suite(tmp_path, server, "lean", extra="    history: {mode: window, turns: 3}\n    params: {temperature: 0}"), tmp_path)
+    config = data["suites"][0]["providers"][0]
+    assert config["context"] == "window 3" and config["history"] == {"mode": "window", "turns": 3} and len(config["system_sha256"]) == 12
+    from evalspec.config.model import describe_provider
+
+    assert describe_provider(config) == f"openai/gpt-4o-mini · history window 3 · temperature=0 · system #{config['system_sha256']}"
