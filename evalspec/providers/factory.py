@@ -55,7 +55,7 @@ class ProviderPool:
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self.stats = CallStats()
         self._callers: dict[tuple[str, str], ProviderCaller] = {}
-        self._judges: dict[str, JudgeFn | None] = {}
+        self._judges: dict[str, JudgeFn] = {}
         self._embedders: dict[str, EmbedFn | None] = {}
 
     def get(self, spec: ProviderSpec, suite: Suite) -> ProviderCaller:
@@ -73,24 +73,20 @@ class ProviderPool:
         return caller
 
     def judge_fn(self, suite: Suite) -> JudgeFn | None:
-        key = str(suite.path)
-        if key not in self._judges:
-            self._judges[key] = None
-            if suite.judge is not None:
-                from evalspec.providers.judge import make_judge
-
-                self._judges[key] = make_judge(self.get(suite.judge, suite))
-        return self._judges[key]
+        """The suite's judge, or None when it has none."""
+        return self._judge(suite, suite.judge) if suite.judge is not None else None
 
     def judge_for(self, suite: Suite, raw: Any) -> JudgeFn:
         """The judge named by an assertion's own `provider:` (a model string or a provider mapping)."""
-        key = str(suite.path) + "|" + repr(raw)
+        return self._judge(suite, assertion_provider(raw))
+
+    def _judge(self, suite: Suite, spec: ProviderSpec) -> JudgeFn:
+        key = f"{suite.path}|{spec.id}|{spec.config!r}"
         judge = self._judges.get(key)
         if judge is None:
             from evalspec.providers.judge import make_judge
 
-            judge = make_judge(self.get(assertion_provider(raw), suite))
-            self._judges[key] = judge
+            judge = self._judges[key] = make_judge(self.get(spec, suite))
         return judge
 
     def embed_fn(self, suite: Suite) -> EmbedFn | None:
