@@ -137,7 +137,9 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
                       f" · half-life {c['half_life']} · failure point {c['failure_point']}" + (f" · {sla}" if sla else ""))
     summ = run["summary"]
     console.print(f"{summ['records']} conversations · {summ['calls']} calls + {summ['cached_calls']} from cache · "
-                  f"{summ['tokens']} tokens · ${summ['cost']:.4f} · {run['duration_s']:.2f}s")
+                  f"{summ['tokens']} tokens · ${summ['cost']:.4f}"
+                  + (f" · {summ['judge_calls']} judge calls ${summ['judge_cost']:.4f}" if summ.get("judge_calls") else "")
+                  + f" · {run['duration_s']:.2f}s")
     gate = run["gate"]
     verdict = {0: "[green]gate passed[/]", 1: "[red]gate FAILED[/]", 3: "[yellow]gate: too many errors[/]"}[gate["exit_code"]]
     console.print(verdict + (": " + escape("; ".join(gate["reasons"])) if gate["reasons"] else ""))

@@ -18,6 +18,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
     replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("injected")]
     tokens = [m["tokens"] for m in replies if m.get("tokens") is not None]
     costs = [m["cost"] for m in replies if m.get("cost") is not None]
+    judge_usage = [v.get("_judge") or {} for r in results for v in r.details.get("verdicts", [])]
+    judge_cost = [u["cost"] for u in judge_usage if u.get("cost") is not None and not u.get("cached")]
     record = {
         "key": instance.key,
         "test_id": instance.test_id,
@@ -47,5 +49,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "cached_calls": transcript.cached_calls,
         "tokens": sum(tokens) if tokens else None,
         "cost": sum(costs) if costs else None,
+        "judge_calls": sum(1 for u in judge_usage if u and not u.get("cached")),
+        "judge_cost": sum(judge_cost) if judge_cost else None,
     }
     return dict(redact(record, instance.suite.secrets))

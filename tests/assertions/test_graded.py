@@ -85,6 +85,7 @@ def test_samples_take_the_majority(tmp_path: Path) -> None:
         data = go(tmp_path, server, "      - {llm-rubric: x, samples: 3}")
     a = data["results"][0]["assertions"][0]
     assert a["pass"] is True and a["score"] == pytest.approx(2 / 3) and server.calls == 3
+    assert data["results"][0]["judge_calls"] == 3 and data["summary"]["judge_calls"] == 3
 
 
 @pytest.mark.parametrize("name", ["trajectory:goal-success: 用户得到了分期信息", "knowledge-retention: null",
