@@ -98,23 +98,29 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
 
     from evalspec.api import expand_paths, write_json
     from evalspec.config.loader import load_suites
+    from evalspec.executors import RayConfig
     from evalspec.plan import Selection, build_plan
     from evalspec.reporters.console import ConsoleReporter
     from evalspec.runner import RunOptions, new_run_id, run_plan
 
     if executor == "ray":
         try:
-            import ray  # type: ignore[import-not-found]  # noqa: F401
+            import ray  # noqa: F401
         except ImportError:
             err_console.print("error: --executor ray needs ray: pip install 'evalspec[ray]'")
             sys.exit(ExitCode.CONFIG_ERROR)
+    elif address:
+        raise click.UsageError("--address goes with --executor ray")
     if filter_:
         try:
             regex.compile(filter_)
         except regex.error as exc:
             raise click.BadParameter(f"bad regex {filter_!r}: {exc}", param_hint="--filter") from None
-    suites = load_suites(list(expand_paths(list(paths))), _parse_vars(var_pairs))
-    plan = build_plan(suites, Selection(filter_, list(tags), list(providers), repeat))
+    cli_vars = _parse_vars(var_pairs)
+    files = expand_paths(list(paths))
+    suites = load_suites(list(files), cli_vars)
+    selection = Selection(filter_, list(tags), list(providers), repeat)
+    plan = build_plan(suites, selection)
     if not plan:
         err_console.print("error: no test matches the selection (--filter/--tag/--provider); nothing was run.")
         sys.exit(ExitCode.CONFIG_ERROR)
@@ -126,7 +132,9 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     jobs = concurrency or max(int(s.option("concurrency")) for s in suites)
     options = RunOptions(concurrency=jobs, run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
                          fail_under=fail_under, include_drafts=include_drafts,
-                         on_start=reporter.on_start, on_result=reporter.on_result)
+                         on_start=reporter.on_start, on_result=reporter.on_result,
+                         ray=RayConfig([str(f.resolve()) for f in files], cli_vars, selection, address)
+                         if executor == "ray" else None)
     try:
         data = asyncio.run(run_plan(suites, plan, options))
     except KeyboardInterrupt:

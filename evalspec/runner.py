@@ -8,7 +8,7 @@ import secrets as pysecrets
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from evalspec.assertions.grade import grade
 from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted
 from evalspec.errors import ProviderError
+from evalspec.executors import RayConfig, RayExecutor
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext, ProviderResponse
 from evalspec.providers.calls import CacheMiss, ProviderCaller
@@ -40,7 +41,7 @@ class RunOptions:
     include_drafts: bool = False
     on_start: Callable[[int, int], None] | None = None
     on_result: ResultCallback | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    ray: RayConfig | None = None  # set to run the conversations on a Ray cluster
 
 
 def new_run_id() -> str:
@@ -69,14 +70,20 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
     except BaseException:
         await pool.aclose()
         raise
+    executor = RayExecutor(options.ray, options.concurrency, options.cache_dir if options.use_cache else None) \
+        if options.ray is not None else None
     journal = Journal(journal_path)
     started = time.time()
     conversations = asyncio.Semaphore(max(1, options.concurrency))
     fresh: dict[str, dict[str, Any]] = {}
+    position = {inst.key: i for i, inst in enumerate(plan)}
 
     async def play_one(inst: Instance) -> None:
         async with conversations:
-            record = await run_instance(inst, pool)
+            if executor is not None:
+                record = await executor.run(inst, position[inst.key])
+            else:
+                record = await run_instance(inst, pool)
         journal.write(record)
         fresh[inst.key] = record
         if options.on_result:
@@ -87,6 +94,8 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
     finally:
         journal.close()
         await pool.aclose()
+        if executor is not None:
+            await executor.aclose()
     records = [fresh.get(inst.key) or done[inst.key] for inst in plan if inst.key in fresh or inst.key in done]
     run = {
         "evalspec_version": __version__,

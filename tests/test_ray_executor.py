@@ -1,0 +1,32 @@
+"""`--executor ray`: the same run on a local Ray cluster (ray is the optional extra `evalspec[ray]`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ray_run_matches_the_local_run(in_tmp: Path) -> None:
+    pytest.importorskip("ray")
+    suites = [str(p) for p in sorted((ROOT / "suites").glob("*.yaml"))]
+    for executor, out in (("local", "local.json"), ("ray", "ray.json")):
+        proc = subprocess.run([sys.executable, "-m", "evalspec", "run", *suites, "--executor", executor, "-q",
+                               "--no-cache", "-o", out], cwd=in_tmp, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    local = json.loads((in_tmp / "local.json").read_text())
+    remote = json.loads((in_tmp / "ray.json").read_text())
+    assert [(r["key"], r["status"], r["score"]) for r in remote["results"]] == \
+        [(r["key"], r["status"], r["score"]) for r in local["results"]]
+    assert remote["curves"] == local["curves"]
+
+
+def test_address_needs_the_ray_executor(in_tmp: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", str(ROOT / "suites" / "coreference.yaml"),
+                           "--address", "127.0.0.1:6379"], cwd=in_tmp, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--address goes with --executor ray" in proc.stderr
