@@ -17,7 +17,7 @@ from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import grade
 from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted
-from evalspec.errors import ProviderError
+from evalspec.errors import EvalspecError
 from evalspec.executors import RayConfig, RayExecutor
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext, ProviderResponse
@@ -137,7 +137,6 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
 async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
     """One conversation, graded; every failure is captured into the record, never raised."""
     start = time.perf_counter()
-    provider = pool.get(inst.provider, inst.suite)
 
     def caller(**mode: bool) -> CallFn:
         thread_id = uuid.uuid4().hex
@@ -149,9 +148,14 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
 
         return call
 
+    results: list[AssertionResult] = []
     try:
+        provider = pool.get(inst.provider, inst.suite)
         transcript = await play(inst, pool, provider, caller)
-    except ProviderError as exc:
+        if not transcript.error:
+            results = await grade_with(pool, inst, transcript.messages)
+    except EvalspecError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))
-    results = [] if transcript.error else await grade_with(pool, inst, transcript.messages)
+    except Exception as exc:  # a bug must cost one test, not the run: it is reported as that test's error
+        transcript = Transcript(stop_reason="error", error=f"internal error: {type(exc).__name__}: {exc}")
     return make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)

@@ -171,8 +171,12 @@ def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
             return [str(exc)]
         return []
     if spec.kind == "model":
-        from evalspec.providers.model_provider import model_problems
+        from evalspec.providers.model_provider import ModelProvider, model_problems
 
+        try:
+            ModelProvider(spec.id, spec.config, suite.vars)
+        except ProviderError as exc:
+            return [str(exc)]
         return model_problems(spec.config)
     from evalspec.providers.http_provider import http_problems
 

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from evalspec.cache import ResponseCache, cache_key
+from evalspec.config.interpolate import TemplateProblem, render_text
 from evalspec.config.model import ProviderSpec
 from evalspec.errors import ProviderError
 from evalspec.providers.base import CallContext, ProviderResponse
@@ -75,7 +76,10 @@ class ModelProvider:
         self.id = pid
         self.config = config
         self.model = str(config["model"])
-        self.system = config.get("system")
+        try:
+            self.system = render_text(config["system"], variables or {}) if config.get("system") else None
+        except TemplateProblem as exc:
+            raise ProviderError(f"{pid}: system: {exc}") from None
         self.params = dict(config.get("params") or {})
         history = config.get("history") or {}
         self.window = int(history["turns"]) if history.get("mode") == "window" else None

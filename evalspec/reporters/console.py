@@ -59,7 +59,7 @@ class ConsoleReporter:
             score = f"{record['score']:.2f}" if record.get("score") is not None else "-"
             extra = " [dim](curve point, not gated)[/]" if record.get("curve") else ""
             if status in ("failed", "error", "xfailed"):
-                extra = " — " + escape(first_problem(record))
+                extra += " — " + escape(first_problem(record))
             self.console.print(f"[{STYLE[status]}]{SYMBOL[status]:5}[/] {escape(record['test_id'])} "
                                f"[dim]@ {escape(record['provider'])} score {score} "
                                f"{record.get('duration_ms', 0) / 1000:.2f}s[/]{extra}")

@@ -157,3 +157,15 @@ def test_provider_configuration_is_described_with_a_system_prompt_hash(tmp_path:
     from evalspec.config.model import describe_provider
 
     assert describe_provider(config) == f"openai/gpt-4o-mini · history window 3 · temperature=0 · system #{config['system_sha256']}"
+
+
+def test_system_prompt_is_a_template_over_suite_vars(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        path = suite(tmp_path, server, "lean")
+        path.write_text("vars: {brand: 星途}\n" + path.read_text(encoding="utf-8").replace(
+            "system: 你是汽车销售顾问", "system: 你是{{ brand }}的汽车销售顾问"), encoding="utf-8")
+        go(path, tmp_path)
+        assert server.chats()[0]["messages"][0]["content"] == "你是星途的汽车销售顾问"
+        path.write_text(path.read_text(encoding="utf-8").replace("{{ brand }}", "{{ brnd }}"), encoding="utf-8")
+        with pytest.raises(ConfigError, match="'brnd' is undefined"):
+            go(path, tmp_path)
