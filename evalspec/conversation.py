@@ -26,8 +26,9 @@ class Transcript:
         return [{"role": m["role"], "content": m["content"]} for m in self.messages if not m.get("not_sent")]
 
 
-def user_message(text: str, turn: int, **flags: Any) -> dict[str, Any]:
-    return {"role": "user", "content": text, "turn": turn, **{k: v for k, v in flags.items() if v}}
+def user_message(text: str, turn: int | None, **flags: Any) -> dict[str, Any]:
+    return {"role": "user", "content": text, "turn": turn, "latency_ms": None, "tokens": None, "cost": None,
+            **{k: v for k, v in flags.items() if v}}
 
 
 def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
@@ -47,7 +48,7 @@ async def run_scripted(instance: Instance, call: CallFn) -> Transcript:
     for planned in instance.turns:
         if planned.role == "assistant":
             transcript.messages.append({"role": "assistant", "content": planned.text, "turn": planned.turn,
-                                        "injected": True})
+                                        "latency_ms": None, "tokens": None, "cost": None, "injected": True})
             continue
         transcript.messages.append(user_message(planned.text, planned.turn, filler=planned.filler,
                                                 label=planned.label, history=not planned.call))

@@ -66,7 +66,7 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
                 return transcript
             text = answer.content.strip()
             if marker and marker in text:
-                transcript.messages.append({"role": "user", "content": text, "turn": None, "not_sent": True})
+                transcript.messages.append(user_message(text, None, not_sent=True))
                 transcript.stop_reason = "user_says"
                 return transcript
             if not text:

@@ -125,7 +125,11 @@ async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
         return replace(base, error=f"{type(exc).__name__}: {exc}")
     if spec.negate:
         checks = [_negate(c) for c in checks]
-    return combine(base, spec.scope, checks)
+    result = combine(base, spec.scope, checks)
+    if spec.threshold is not None and result.score is not None:
+        # an explicit threshold turns the (scope-combined) score into the verdict
+        result = replace(result, passed=result.score >= spec.threshold)
+    return result
 
 
 def combine(base: AssertionResult, scope: Any, checks: list[Check]) -> AssertionResult:

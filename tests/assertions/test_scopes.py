@@ -80,3 +80,10 @@ def test_option_names_are_never_read_as_the_value() -> None:
     assert s.value == {"name": "张三"} and s.options == {"fuzzy": False, "partial_credit": 0.2}
     with pytest.raises(ConfigError, match="unknown key 'fuzy'.*did you mean 'fuzzy'"):
         parse("{memory-recall: {name: 张三}, fuzy: false}")
+
+
+def test_explicit_threshold_turns_the_combined_score_into_the_verdict() -> None:
+    # 2 of 3 replies lack 试驾: mean 1/3
+    assert check("{contains: 试驾, scope: each_turn, threshold: 0.3}", CHAT).passed is True
+    assert check("{contains: 试驾, scope: each_turn, threshold: 0.5}", CHAT).passed is False
+    assert check("{not-contains: 试驾, scope: each_turn, threshold: 0.6}", CHAT).passed is True
