@@ -19,7 +19,7 @@ def instance_assertions(instance: Instance) -> list[AssertionSpec]:
     return [a for t in instance.turns for a in t.asserts] + list(instance.asserts)
 
 
-def _needs_model(spec: AssertionSpec) -> bool:
+def needs_model(spec: AssertionSpec) -> bool:
     resolved = resolve_type(spec.type)
     if resolved is None:
         return False
@@ -38,8 +38,8 @@ async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: Jud
                          judge=judge, embed=embed)
     specs = instance_assertions(instance)
     results: dict[int, AssertionResult] = {}
-    deterministic = [(i, s) for i, s in enumerate(specs) if not _needs_model(s)]
-    graded = [(i, s) for i, s in enumerate(specs) if _needs_model(s)]
+    deterministic = [(i, s) for i, s in enumerate(specs) if not needs_model(s)]
+    graded = [(i, s) for i, s in enumerate(specs) if needs_model(s)]
     for i, spec in deterministic:
         results[i] = await evaluate(spec, ctx)
     red_line = next((r for r in results.values() if r.passed is False and r.severity == "critical"), None)

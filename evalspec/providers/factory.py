@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.assertions.base import EmbedFn, JudgeFn
-from evalspec.assertions.grade import _needs_model, instance_assertions
+from evalspec.assertions.grade import instance_assertions, needs_model
 from evalspec.assertions.registry import resolve_type
 from evalspec.cache import ResponseCache
 from evalspec.config.model import ProviderSpec, Suite
@@ -122,7 +122,7 @@ class ProviderPool:
             suite = inst.suite
             check(inst.provider, suite, "provider", inst.test_id)
             for spec in instance_assertions(inst):
-                if _needs_model(spec):
+                if needs_model(spec):
                     atype = resolve_type(spec.type)
                     role = atype[0].needs if atype else "judge"
                     if role == "judge" and spec.provider is not None:

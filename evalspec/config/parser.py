@@ -1,0 +1,321 @@
+"""Schema-checked suite data -> dataclasses, with the checks a JSON Schema cannot make
+(labels, turn references, provider kinds, duplicate ids, regexes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, cast
+from urllib.parse import urlparse
+
+from evalspec.config.asserts import parse_assertion, regex_problem, turn_refs
+from evalspec.config.interpolate import is_template
+from evalspec.config.model import (
+    AssertionSpec,
+    ProviderSpec,
+    RepeatSpec,
+    SimulateSpec,
+    Suite,
+    TestSpec,
+    TurnSpec,
+)
+from evalspec.config.suggest import did_you_mean, slugify
+from evalspec.config.yamlfile import LineMap, PathKey
+from evalspec.errors import Problem
+from evalspec.redact import collect_provider_secrets
+
+PROVIDER_KINDS = ("python", "model", "http")
+ProviderKind = Literal["python", "model", "http"]
+TurnKind = Literal["user", "filler", "assistant"]
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+PROVIDER_KINDS = ("python", "model", "http")
+
+
+
+class SuiteParser:
+    """Turns the schema-checked data into dataclasses, checking what a schema cannot."""
+
+    def __init__(self, suite: Suite, data: dict[str, Any], lines: LineMap, problems: list[Problem],
+                 cli_vars: dict[str, Any]) -> None:
+        self.suite, self.data, self.lines, self.problems = suite, data, lines, problems
+        self.cli_vars = cli_vars
+
+    def bad(self, path: PathKey, message: str) -> None:
+        self.problems.append(self.lines.problem(path, message))
+
+    def parse(self) -> None:
+        s, d = self.suite, self.data
+        s.description = str(d.get("description") or "")
+        s.tags = [str(t) for t in _list(d.get("tags")) if isinstance(t, str)]
+        s.vars = {**_dict(d.get("vars")), **self.cli_vars}
+        s.options = _dict(d.get("options"))
+        gate = _dict(d.get("gate"))
+        s.min_pass_rate = float(gate.get("min_pass_rate", 1.0)) if isinstance(gate.get("min_pass_rate", 1.0), (int, float)) else 1.0
+        s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
+        self._providers()
+        for role in ("judge", "simulator", "embedder"):
+            if role in d:
+                setattr(s, role, self._model_ref(d[role], (role,), role))
+        defaults = _dict(d.get("defaults"))
+        tests = _list(d.get("tests"))
+        if "tests" in d and not tests:
+            self.bad(("tests",), "a suite needs at least one test")
+        seen: dict[str, PathKey] = {}
+        for i, raw in enumerate(tests):
+            if not isinstance(raw, dict):
+                continue
+            test = self._test(raw, defaults, i)
+            if test is None:
+                continue
+            if test.id in seen:
+                hint = "" if "id" in raw else "; give one an 'id'"
+                self.bad(("tests", i, "id" if "id" in raw else "name"),
+                         f"duplicate test id '{test.id}' (first at line {self.lines.line(seen[test.id])}){hint}")
+            else:
+                seen[test.id] = ("tests", i)
+            s.tests.append(test)
+        for secret_source in s.providers:
+            collect_provider_secrets(secret_source.config, s.secrets)
+
+    # -- providers ---------------------------------------------------------------------------
+    def _providers(self) -> None:
+        d = self.data
+        if "providers" in d and "targets" in d:
+            self.bad(("targets",), "give 'providers' or 'targets', not both")
+        key = "providers" if "providers" in d else "targets"
+        items = d.get(key)
+        if items is None:
+            self.bad((), "missing 'providers': the systems under test")
+            return
+        if not isinstance(items, list):
+            return
+        seen: set[str] = set()
+        for i, raw in enumerate(items):
+            spec = self._provider(raw, (key, i))
+            if spec is None:
+                continue
+            if spec.id in seen:
+                self.bad((key, i, "id"), f"duplicate provider id '{spec.id}'")
+            seen.add(spec.id)
+            self.suite.providers.append(spec)
+
+    def _provider(self, raw: Any, path: PathKey, default_id: str | None = None) -> ProviderSpec | None:
+        if not isinstance(raw, dict):
+            return None
+        kinds = [k for k in PROVIDER_KINDS if k in raw]
+        if len(kinds) != 1:
+            self.bad(path, "a provider needs exactly one of 'python', 'model', 'http'"
+                     + (f" (found {', '.join(kinds)})" if kinds else ""))
+            return None
+        kind = kinds[0]
+        pid = raw.get("id", default_id)
+        if not isinstance(pid, str) or not pid:
+            return None
+        if kind == "python" and isinstance(raw["python"], str) and ":" not in raw["python"]:
+            self.bad((*path, "python"), f"'{raw['python']}' is not FILE.py:function or module:function")
+        if kind == "http" and isinstance(raw["http"], dict):
+            url = raw["http"].get("url")
+            if isinstance(url, str) and not is_template(url):
+                parsed = urlparse(url)
+                if parsed.scheme not in ("http", "https") or not parsed.netloc:
+                    self.bad((*path, "http", "url"), f"malformed URL {url!r}: expected http(s)://host[:port]/path")
+        history = raw.get("history")
+        if isinstance(history, dict) and history.get("mode") == "window" and "turns" not in history:
+            self.bad((*path, "history"), "history mode 'window' needs 'turns' (complete exchanges to keep)")
+        config = {k: v for k, v in raw.items() if k not in ("id", "max_concurrency", "rpm")}
+        return ProviderSpec(id=pid, kind=cast(ProviderKind, kind), config=config, where=path,
+                            max_concurrency=raw.get("max_concurrency"), rpm=raw.get("rpm"))
+
+    def _model_ref(self, raw: Any, path: PathKey, role: str) -> ProviderSpec | None:
+        if isinstance(raw, str):
+            return ProviderSpec(id=role, kind="model", config={"model": raw}, where=path)
+        spec = self._provider(raw, path, default_id=role)
+        if spec is not None:
+            collect_provider_secrets(spec.config, self.suite.secrets)
+        return spec
+
+    # -- tests -------------------------------------------------------------------------------
+    def _field(self, raw: dict[str, Any], defaults: dict[str, Any], key: str, i: int) -> tuple[Any, PathKey]:
+        if key in raw:
+            return raw[key], ("tests", i, key)
+        return defaults.get(key), ("defaults", key)
+
+    def _test(self, raw: dict[str, Any], defaults: dict[str, Any], i: int) -> TestSpec | None:
+        path: PathKey = ("tests", i)
+        name = raw.get("name")
+        tid = raw.get("id") or (slugify(name) if isinstance(name, str) and name.strip() else f"test-{i + 1}")
+        test = TestSpec(id=str(tid), name=str(name or tid), index=i, where=path)
+
+        def f(key: str) -> tuple[Any, PathKey]:
+            return self._field(raw, defaults, key, i)
+
+        tags, _ = f("tags")
+        test.tags = [str(t) for t in (tags or []) if isinstance(t, str)]
+        test.draft = bool(f("draft")[0])
+        xfail = f("xfail")[0]
+        test.xfail = (xfail if isinstance(xfail, str) else "expected to fail") if xfail else None
+        test.vars = dict(f("vars")[0] or {}) if isinstance(f("vars")[0], dict) else {}
+        providers, ppath = f("providers")
+        if isinstance(providers, list):
+            known = [p.id for p in self.suite.providers]
+            for j, pid in enumerate(providers):
+                if pid not in known:
+                    self.bad((*ppath, j), f"unknown provider '{pid}'{did_you_mean(str(pid), known)}")
+            test.providers = [str(p) for p in providers]
+        threshold = f("threshold")[0]
+        test.threshold = float(threshold) if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) else None
+        self._matrix_repeat_curve(test, f)
+        conversation, cpath = f("conversation")
+        simulate, spath = f("simulate")
+        if conversation is not None and simulate is not None:
+            self.bad(path, "a test has 'conversation' or 'simulate', not both")
+        elif conversation is None and simulate is None:
+            self.bad(path, "a test needs 'conversation' (scripted turns) or 'simulate' (a simulated user)")
+        if isinstance(conversation, list):
+            if not conversation:
+                self.bad(cpath, "the conversation is empty")
+            self._conversation(test, conversation, cpath)
+        elif isinstance(simulate, dict):
+            test.simulate = self._simulate(simulate, spath)
+        for j, item in enumerate(defaults.get("assert") or [] if isinstance(defaults.get("assert"), list) else []):
+            spec = parse_assertion(item, ("defaults", "assert", j), self.lines, self.problems, None)
+            if spec:
+                test.asserts.append(spec)
+        own = raw.get("assert")
+        for j, item in enumerate(own if isinstance(own, list) else []):
+            spec = parse_assertion(item, (*path, "assert", j), self.lines, self.problems, None)
+            if spec:
+                test.asserts.append(spec)
+        self._check_references(test)
+        return test
+
+    def _matrix_repeat_curve(self, test: TestSpec, f: Callable[[str], tuple[Any, PathKey]]) -> None:
+        matrix, mpath = f("matrix")
+        if isinstance(matrix, dict):
+            test.matrix = {str(k): list(v) for k, v in matrix.items() if isinstance(v, list)}
+        repeat, rpath = f("repeat")
+        if isinstance(repeat, int) and not isinstance(repeat, bool):
+            test.repeat = RepeatSpec(max(1, repeat))
+        elif isinstance(repeat, dict) and isinstance(repeat.get("n"), int):
+            test.repeat = RepeatSpec(max(1, repeat["n"]), repeat.get("pass", "all"))
+        curve, cvpath = f("curve")
+        if isinstance(curve, str):
+            if curve not in test.matrix:
+                self.bad(cvpath, f"curve variable '{curve}' is not a matrix key"
+                         + did_you_mean(curve, list(test.matrix)) if test.matrix else
+                         f"curve variable '{curve}' needs a 'matrix' with that key")
+            test.curve = curve
+        sla, slpath = f("sla")
+        if isinstance(sla, list):
+            if not test.curve:
+                self.bad(slpath, "'sla' needs a 'curve'")
+            test.sla = [dict(x) for x in sla if isinstance(x, dict)]
+
+    def _conversation(self, test: TestSpec, entries: list[Any], path: PathKey) -> None:
+        turn = 0
+        labels: dict[str, PathKey] = {}
+        for j, raw in enumerate(entries):
+            tpath = (*path, j)
+            if not isinstance(raw, dict):
+                self.bad(tpath, "a turn is a mapping: '- user: ...', '- filler: N' or '- assistant: ...'")
+                continue
+            kinds = [k for k in ("user", "filler", "assistant") if k in raw]
+            if len(kinds) != 1:
+                self.bad(tpath, "a turn needs exactly one of 'user', 'filler', 'assistant'"
+                         + (f" (found {', '.join(kinds)})" if kinds else ""))
+                continue
+            kind = kinds[0]
+            spec = TurnSpec(kind=cast(TurnKind, kind), where=tpath)
+            for extra in ("label", "assert", "vars"):
+                if extra in raw and kind != "user":
+                    self.bad((*tpath, extra), f"'{extra}' goes with a 'user' turn, not '{kind}'")
+            if kind == "user":
+                turn += 1
+                text = raw["user"]
+                if text is None or (isinstance(text, str) and not text.strip()):
+                    self.bad((*tpath, "user"), "empty user message")
+                spec.text = "" if text is None else str(text)
+                spec.vars = dict(raw.get("vars") or {}) if isinstance(raw.get("vars"), dict) else {}
+                label = raw.get("label")
+                if isinstance(label, str):
+                    if label in labels:
+                        self.bad((*tpath, "label"), f"duplicate label '{label}'")
+                    labels[label] = tpath
+                    spec.label = label
+            elif kind == "filler":
+                value = raw["filler"]
+                if isinstance(value, dict):
+                    spec.count, spec.pool = value.get("count"), value.get("pool")
+                else:
+                    spec.count = value
+                turn = turn + spec.count if isinstance(spec.count, int) and turn >= 0 else -10**6
+            else:
+                spec.text = str(raw["assistant"] or "")
+                for p in self.suite.providers:
+                    if p.kind == "http" and isinstance(p.config.get("http"), dict) and p.config["http"].get("stateful") \
+                            and (test.providers is None or p.id in test.providers):
+                        self.bad((*tpath, "assistant"), f"'assistant:' history cannot be sent to stateful HTTP provider '{p.id}'")
+                        break
+            test.conversation.append(spec)
+            under = turn if turn > 0 else None
+            for k, item in enumerate(raw.get("assert") or [] if isinstance(raw.get("assert"), list) else []):
+                a = parse_assertion(item, (*tpath, "assert", k), self.lines, self.problems, under)
+                if a:
+                    spec.asserts.append(a)
+
+    def _simulate(self, raw: dict[str, Any], path: PathKey) -> SimulateSpec | None:
+        for k, cond in enumerate(raw.get("stop_when") or []):
+            if isinstance(cond, dict) and isinstance(cond.get("assistant_matches"), str):
+                msg = regex_problem(cond["assistant_matches"])
+                if msg:
+                    self.bad((*path, "stop_when", k, "assistant_matches"), msg)
+        if not all(isinstance(raw.get(k), t) for k, t in (("persona", str), ("goal", str), ("max_turns", int))):
+            return None
+        model = raw.get("model")
+        return SimulateSpec(persona=raw["persona"], goal=raw["goal"], max_turns=raw["max_turns"],
+                            opening=raw.get("opening"), fixed=list(raw.get("fixed") or []),
+                            stop_when=list(raw.get("stop_when") or []),
+                            model=self._model_ref(model, (*path, "model"), "simulator") if model else None)
+
+    def _check_references(self, test: TestSpec) -> None:
+        """Labels must exist and turn numbers must be inside a scripted conversation."""
+        labels = {t.label for t in test.conversation if t.label}
+        length = scripted_length(test)
+        specs: list[AssertionSpec] = list(test.asserts) + [a for t in test.conversation for a in t.asserts]
+        for spec in specs:
+            for ref, where in turn_refs(spec):
+                if isinstance(ref, bool):
+                    self.bad(where, f"turn reference {ref!r} is not a number or label")
+                elif isinstance(ref, int):
+                    if ref < 1:
+                        self.bad(where, f"turn {ref} is out of range: turns are numbered from 1")
+                    elif length is not None and ref > length:
+                        self.bad(where, f"turn {ref} is out of range: the conversation has {length} user turns")
+                elif isinstance(ref, str) and not is_template(ref):
+                    if test.simulate is not None:
+                        self.bad(where, f"label '{ref}' cannot be used with a simulated user (no labels)")
+                    elif ref not in labels:
+                        hint = did_you_mean(ref, sorted(labels))
+                        known = f"; labels in this test: {', '.join(sorted(labels))}" if labels and not hint else ""
+                        self.bad(where, f"label '{ref}' does not exist{hint}{known}")
+
+
+def scripted_length(test: TestSpec) -> int | None:
+    """User turns in a scripted conversation, or None when unknown (templated fillers, simulation)."""
+    if test.simulate is not None or not test.conversation:
+        return None
+    total = 0
+    for t in test.conversation:
+        if t.kind == "user":
+            total += 1
+        elif t.kind == "filler":
+            if not isinstance(t.count, int):
+                return None
+            total += t.count
+    return total
