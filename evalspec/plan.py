@@ -8,6 +8,7 @@ from typing import Any
 
 import regex
 
+from evalspec.assertions.registry import resolve_type
 from evalspec.config.asserts import regex_problem, turn_refs
 from evalspec.config.interpolate import TemplateProblem, render_text, render_value
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
@@ -177,19 +178,20 @@ def render_text_at(text: str, variables: dict[str, Any], path: PathKey) -> str:
 
 def _check_rendered(specs: list[AssertionSpec], labels: dict[str, int], length: int) -> None:
     """Templated patterns and turn references, checked once their values are known."""
-    from evalspec.assertions.registry import resolve_type
-
     for spec in specs:
         resolved = resolve_type(spec.type)
         if resolved is None:
             continue
         for key in resolved[0].patterns:
-            pattern = spec.value if key == "" else (spec.value or {}).get(key) if isinstance(spec.value, dict) else None
+            pattern = spec.value if key == "" else spec.value.get(key) if isinstance(spec.value, dict) else None
             if isinstance(pattern, str) and (msg := regex_problem(pattern)):
                 raise _RenderProblem(spec.value_where, msg)
+        if length == 0:
+            continue  # a simulated conversation: its length is not known in advance
         for ref, where in turn_refs(spec):
-            if isinstance(ref, int) and not isinstance(ref, bool) and ref > length and length > 0:
+            if isinstance(ref, bool):
+                continue
+            if isinstance(ref, int) and ref > length:
                 raise _RenderProblem(where, f"turn {ref} is out of range: the conversation has {length} user turns")
-            if isinstance(ref, str) and ref not in labels and not ref.isdigit() and labels is not None \
-                    and length > 0 and ref:
+            if isinstance(ref, str) and ref not in labels and not ref.isdigit():
                 raise _RenderProblem(where, f"label '{ref}' does not exist")

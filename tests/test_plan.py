@@ -89,3 +89,31 @@ def test_test_id_slug_keeps_unicode_letters(tmp_path: Path) -> None:
     body = "tests:\n  - name: 分期问题后邀约 — Round 2!\n    providers: [a]\n    conversation: [{user: hi}]\n"
     (inst,) = build_plan([load_suite(write(tmp_path, body))])
     assert inst.test_id == "分期问题后邀约-round-2"
+
+
+def test_templated_values_are_checked_once_rendered(tmp_path: Path) -> None:
+    import pytest
+
+    from evalspec.errors import ConfigError
+
+    body = """\
+tests:
+  - id: t
+    providers: [a]
+    matrix: {n: [0, 3]}
+    conversation:
+      - user: hi
+      - filler: "{{ n }}"
+      - user: bye
+    assert:
+      - not-after: {pattern: "{{ '(' if n == 0 else 'x' }}", after: 4}
+"""
+    with pytest.raises(ConfigError) as info:
+        build_plan([load_suite(write(tmp_path, body))])
+    messages = [p.message for p in info.value.problems]
+    assert any("bad regex '('" in m for m in messages)
+    ok = body.replace("if n == 0 else 'x'", "if n == 99 else 'x'")
+    with pytest.raises(ConfigError, match="turn 4 is out of range: the conversation has 2 user turns"):
+        build_plan([load_suite(write(tmp_path, ok))])
+    fine = ok.replace("after: 4", "after: 2")
+    assert len(build_plan([load_suite(write(tmp_path, fine))])) == 2
