@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     if not plan:
         err_console.print("error: no test matches the selection (--filter/--tag/--provider); nothing was run.")
         sys.exit(ExitCode.CONFIG_ERROR)
+    _check_writable([p for p in (output, html_path, junit_path, md_path) if p])
     run_dir = Path(resume_dir) if resume_dir else Path(".evalspec/runs") / new_run_id()
     if resume_dir and not (run_dir / "journal.jsonl").exists():
         err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
@@ -153,6 +155,24 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     written.update(_write_reports(data, html_path, junit_path, md_path))
     reporter.on_finish(data, written)
     sys.exit(data["gate"]["exit_code"])
+
+
+def _check_writable(paths: list[str]) -> None:
+    """Refuse to start a run whose results could not be written (exit 2, nothing runs)."""
+    from evalspec.errors import Problem
+
+    problems = []
+    for raw in paths:
+        parent = Path(raw).resolve().parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            problems.append(Problem(raw, None, "", f"cannot create its folder: {exc.strerror or exc}"))
+            continue
+        if not os.access(parent, os.W_OK) or Path(raw).is_dir():
+            problems.append(Problem(raw, None, "", "cannot be written"))
+    if problems:
+        raise ConfigError(problems)
 
 
 def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str | None,

@@ -171,3 +171,10 @@ def test_tag_and_provider_selection(in_tmp: Path, flag: str) -> None:
         assert invoke("run", str(path), "--tag", "keep")[0] == 0
     else:
         assert invoke("run", str(path), "--provider", "nobody")[0] == 2
+
+
+def test_unwritable_output_stops_before_running(in_tmp: Path) -> None:
+    (in_tmp / "taken").write_text("a file, not a folder")
+    code, out = invoke("run", str(suite(in_tmp, PASSING)), "-o", str(in_tmp / "taken" / "run.json"))
+    assert code == 2 and "cannot create its folder" in out
+    assert not (in_tmp / ".evalspec").exists()
