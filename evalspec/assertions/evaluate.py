@@ -97,7 +97,9 @@ async def _call(fn: Any, *args: Any) -> Check:
 
 
 def _negate(check: Check) -> Check:
-    return replace(check, passed=not check.passed, score=1.0 - check.score, reason="not: " + check.reason)
+    """`not-` flips the verdict and the score; a failure says what was found that must not be there."""
+    reason = check.reason if check.passed is False else f"unexpected: {check.reason}"
+    return replace(check, passed=not check.passed, score=1.0 - check.score, reason=reason)
 
 
 def _scope_json(scope: Any) -> Any:
