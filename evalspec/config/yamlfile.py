@@ -10,6 +10,9 @@ from evalspec.errors import ConfigError, Problem
 
 PathKey = tuple[str | int, ...]
 
+# libyaml's parser when PyYAML was built with it (several times faster); marks are kept either way
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def format_path(path: PathKey) -> str:
     """`("tests", 2, "conversation", 1)` -> `tests[2].conversation[1]`."""
@@ -45,7 +48,7 @@ class LineMap:
 def load_yaml(text: str, file: str) -> tuple[Any, LineMap]:
     """Parse `text`; duplicate keys are errors (YAML would silently keep the last)."""
     lines = LineMap(file)
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -69,7 +72,7 @@ def load_yaml(text: str, file: str) -> tuple[Any, LineMap]:
     return data, lines
 
 
-def _build(loader: yaml.SafeLoader, node: yaml.Node, path: PathKey, lines: LineMap,
+def _build(loader: Any, node: yaml.Node, path: PathKey, lines: LineMap,
            problems: list[Problem]) -> Any:
     lines.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
