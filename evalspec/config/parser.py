@@ -124,7 +124,8 @@ class SuiteParser:
             if isinstance(url, str) and not is_template(url):
                 parsed = urlparse(url)
                 if parsed.scheme not in ("http", "https") or not parsed.netloc:
-                    self.bad((*path, "http", "url"), f"malformed URL {url!r}: expected http(s)://host[:port]/path")
+                    self.bad((*path, "http", "url"),
+                             f"provider '{raw.get('id')}': malformed URL {url!r}: expected http(s)://host[:port]/path")
         history = raw.get("history")
         if isinstance(history, dict) and history.get("mode") == "window" and "turns" not in history:
             self.bad((*path, "history"), "history mode 'window' needs 'turns' (complete exchanges to keep)")

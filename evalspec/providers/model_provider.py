@@ -8,17 +8,22 @@ imported on first use (it takes seconds) with `LITELLM_LOCAL_MODEL_COST_MAP=True
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import os
 import time
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from evalspec.cache import ResponseCache, cache_key
 from evalspec.config.interpolate import TemplateProblem, render_text
 from evalspec.config.model import ProviderSpec
+from evalspec.config.suggest import did_you_mean
 from evalspec.errors import ProviderError
 from evalspec.providers.base import CallContext, ProviderResponse
-from evalspec.providers.openai_compat import OpenAICompatClient
+from evalspec.providers.openai_compat import OpenAICompatClient, price_map
 
 KEY_ENV = {
     "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
@@ -168,6 +173,24 @@ def litellm_error(litellm: Any, exc: Exception, model: str) -> ProviderError:
     return ProviderError(f"{model}: {type(exc).__name__}: {message}", retryable=retryable, retry_after=after)
 
 
+@lru_cache(maxsize=1)
+def litellm_providers() -> frozenset[str]:
+    """litellm's provider names, read from its bundled JSON files (importing litellm takes seconds)."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return frozenset()
+    folder = Path(spec.origin).parent
+    names: set[str] = set()
+    try:
+        endpoints = json.loads((folder / "provider_endpoints_support_backup.json").read_text(encoding="utf-8"))
+        names.update(str(k) for k in endpoints.get("providers", {}))
+    except (OSError, ValueError, AttributeError):
+        pass
+    names.update(str(v.get("litellm_provider")) for v in price_map().values()
+                 if isinstance(v, dict) and v.get("litellm_provider"))
+    return frozenset(names)
+
+
 def model_problems(config: dict[str, Any]) -> list[str]:
     """Missing keys or malformed endpoints, found before any call."""
     model = str(config.get("model") or "")
@@ -180,12 +203,11 @@ def model_problems(config: dict[str, Any]) -> list[str]:
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             problems.append(f"api_base {base!r} is not an http(s) URL")
     prefix, _ = split_model(model)
-    if "/" in model and prefix not in KEY_ENV and prefix not in NO_KEY and not use_lean_client(config):
-        try:
-            import_litellm().get_llm_provider(model)
-        except Exception as exc:
-            problems.append(f"model '{model}' is not a model litellm knows: {str(exc).splitlines()[0][:200]}")
-            return problems
+    known = litellm_providers()
+    if "/" in model and known and prefix not in known and prefix not in KEY_ENV and prefix not in NO_KEY:
+        hint = did_you_mean(prefix, sorted(known))
+        problems.append(f"model '{model}': '{prefix}' is not a provider litellm knows{hint}")
+        return problems
     if base is None and prefix not in NO_KEY and not config.get("api_key"):
         env = KEY_ENV.get(prefix)
         if env and not os.environ.get(env):

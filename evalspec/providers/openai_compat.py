@@ -23,7 +23,7 @@ from evalspec.providers.base import ProviderResponse
 
 
 @lru_cache(maxsize=1)
-def _price_map() -> dict[str, Any]:
+def price_map() -> dict[str, Any]:
     spec = importlib.util.find_spec("litellm")
     if spec is None or spec.origin is None:
         return {}
@@ -37,7 +37,7 @@ def _price_map() -> dict[str, Any]:
 
 def price(model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
     """USD for a call, from litellm's price map (None when the model is not priced)."""
-    prices = _price_map()
+    prices = price_map()
     entry = prices.get(model) or prices.get(model.split("/", 1)[-1])
     if not isinstance(entry, dict) or prompt_tokens is None:
         return None

@@ -145,7 +145,10 @@ def test_unknown_model_provider_is_a_preflight_error(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text("providers:\n  - id: odd\n    model: nosuchprovider/some-model\n"
                     "tests:\n  - id: t\n    conversation: [{user: hi}]\n")
-    with pytest.raises(ConfigError, match="provider 'odd': model 'nosuchprovider/some-model' is not a model litellm knows"):
+    with pytest.raises(ConfigError, match="provider 'odd': model 'nosuchprovider/some-model': 'nosuchprovider' is not a provider litellm knows"):
+        go(path, tmp_path)
+    path.write_text(path.read_text().replace("nosuchprovider/some-model", "antropic/claude-x"))
+    with pytest.raises(ConfigError, match="did you mean 'anthropic'"):
         go(path, tmp_path)
 
 
