@@ -143,3 +143,21 @@ def test_an_assertion_can_name_its_own_judge(tmp_path: Path) -> None:
     a = data["results"][0]["assertions"][0]
     assert a["pass"] is True and a["reason"] == "own judge"
     assert own.calls == 1 and suite_judge.calls == 0
+
+
+def test_asks_clarification_with_the_judge_passes_and_fails(tmp_path: Path) -> None:
+    with judged('{"pass": true, "reason": "asks which model"}') as server:
+        ok = go(tmp_path, server, "      - asks-clarification: null")
+    with judged('{"pass": false, "reason": "guessed"}') as server:
+        ko = go(tmp_path, server, "      - asks-clarification: null")
+        prompt = server.chats()[0]["messages"][1]["content"]
+    assert ok["results"][0]["assertions"][0]["pass"] is True
+    assert ko["results"][0]["assertions"][0]["pass"] is False
+    assert "clarify" in prompt and "Reply under evaluation (turn 2)" in prompt
+
+
+def test_topic_coherence_fails_on_drift(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        data = go(tmp_path, server, "      - topic-coherence: {min_adjacent: 0.99, max_drift: 0.0}")
+    topic = data["results"][0]["assertions"][0]
+    assert topic["pass"] is False and topic["details"]["drift"] > 0
