@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         data = asyncio.run(run_plan(suites, plan, options))
     except KeyboardInterrupt:
         reporter.stop()
-        args = " ".join(sys.argv[1:])
+        args = shlex.join(sys.argv[1:])
         err_console.print(f"\ninterrupted: finished tests are kept in {run_dir / 'journal.jsonl'}.\n"
                           f"resume with: evalspec {args} --resume {run_dir}" if "--resume" not in args else
                           f"\ninterrupted: resume again with: evalspec {args}")
