@@ -5,16 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 MASK = "***"
+MIN_SECRET_LENGTH = 6  # shorter values are not credentials, and masking them would mangle ordinary text
 
 
 def redact(value: Any, secrets: set[str]) -> Any:
     """Replace every occurrence of every secret inside `value` (recursively)."""
+    secrets = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
     if not secrets:
         return value
     if isinstance(value, str):
         for secret in sorted(secrets, key=len, reverse=True):
-            if secret:
-                value = value.replace(secret, MASK)
+            value = value.replace(secret, MASK)
         return value
     if isinstance(value, dict):
         return {k: redact(v, secrets) for k, v in value.items()}

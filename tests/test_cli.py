@@ -178,3 +178,24 @@ def test_unwritable_output_stops_before_running(in_tmp: Path) -> None:
     code, out = invoke("run", str(suite(in_tmp, PASSING)), "-o", str(in_tmp / "taken" / "run.json"))
     assert code == 2 and "cannot create its folder" in out
     assert not (in_tmp / ".evalspec").exists()
+
+
+def test_short_env_values_are_not_masked_and_structure_is_never_redacted(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOT_TOKEN", "t")
+    monkeypatch.setenv("API_KEY", "year-secret-value")
+    body = """\
+vars: {token: "${BOT_TOKEN}", key: "${API_KEY}"}
+tests:
+  - id: distance-test
+    matrix: {distance: [1, 2]}
+    curve: distance
+    conversation:
+      - user: "这台瑶光是哪年的车？{{ key }}"
+        assert: [{contains: "2024"}]
+"""
+    code, out = invoke("run", str(suite(in_tmp, body)), "-o", "run.json")
+    data = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))
+    assert [r["test_id"] for r in data["results"]] == ["distance-test[distance=1]", "distance-test[distance=2]"]
+    assert [p["value"] for p in data["curves"][0]["points"]] == [1, 2]
+    assert "year-secret-value" not in json.dumps(data, ensure_ascii=False)
+    assert data["results"][0]["transcript"][0]["content"] == "这台瑶光是哪年的车？***"

@@ -40,10 +40,12 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "xfail": test.xfail,
         "curve": test.curve,
         "sla": test.sla,
-        "assertions": [r.to_json() for r in results],
-        "transcript": transcript.messages,
+        # free text (what the system said, reasons, errors) is redacted; ids and paths are structure
+        "assertions": redact([r.to_json() for r in results], instance.suite.secrets),
+        "transcript": redact(transcript.messages, instance.suite.secrets),
         "stop_reason": transcript.stop_reason,
-        "error": transcript.error or next((f"{r.type}: {r.error}" for r in results if r.error), None),
+        "error": redact(transcript.error or next((f"{r.type}: {r.error}" for r in results if r.error), None),
+                        instance.suite.secrets),
         "duration_ms": round(duration_ms, 3),
         "calls": transcript.calls,
         "cached_calls": transcript.cached_calls,
@@ -52,4 +54,4 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "judge_calls": sum(1 for u in judge_usage if u and not u.get("cached")),
         "judge_cost": sum(judge_cost) if judge_cost else None,
     }
-    return dict(redact(record, instance.suite.secrets))
+    return record
