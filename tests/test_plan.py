@@ -117,3 +117,32 @@ tests:
         build_plan([load_suite(write(tmp_path, ok))])
     fine = ok.replace("after: 4", "after: 2")
     assert len(build_plan([load_suite(write(tmp_path, fine))])) == 2
+
+
+def test_turn_assertions_after_a_templated_filler_check_their_own_turn(tmp_path: Path) -> None:
+    import asyncio
+
+    from evalspec.assertions.grade import grade
+
+    body = """\
+tests:
+  - id: t
+    providers: [a]
+    matrix: {n: [2]}
+    conversation:
+      - user: 我叫张三
+      - filler: "{{ n }}"
+      - user: 我叫什么？
+        assert: [{contains: 张三}]
+      - user: 今天天气怎么样？
+"""
+    (inst,) = build_plan([load_suite(write(tmp_path, body))])
+    (spec,) = inst.turns[3].asserts
+    assert (spec.turn, spec.scope) == (4, "turn")
+    messages = []
+    for t in inst.turns:
+        messages.append({"role": "user", "content": t.text, "turn": t.turn})
+        reply = "您叫张三" if t.turn == 4 else "多云"
+        messages.append({"role": "assistant", "content": reply, "turn": t.turn})
+    (result,) = asyncio.run(grade(inst, messages))
+    assert result.passed is True and result.turn == 4  # not the last reply ("多云")

@@ -34,7 +34,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else []
-PROVIDER_KINDS = ("python", "model", "http")
 
 
 
@@ -219,7 +218,10 @@ class SuiteParser:
             test.sla = [dict(x) for x in sla if isinstance(x, dict)]
 
     def _conversation(self, test: TestSpec, entries: list[Any], path: PathKey) -> None:
-        turn = 0
+        # `turn` is the user-turn number when it is known here; after a templated filler count it is
+        # only known at plan time, which sets the real number on turn-attached assertions
+        turn: int | None = 0
+        user_entries = 0
         labels: dict[str, PathKey] = {}
         for j, raw in enumerate(entries):
             tpath = (*path, j)
@@ -237,7 +239,8 @@ class SuiteParser:
                 if extra in raw and kind != "user":
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' turn, not '{kind}'")
             if kind == "user":
-                turn += 1
+                turn = turn + 1 if turn is not None else None
+                user_entries += 1
                 text = raw["user"]
                 if text is None or (isinstance(text, str) and not text.strip()):
                     self.bad((*tpath, "user"), "empty user message")
@@ -255,7 +258,7 @@ class SuiteParser:
                     spec.count, spec.pool = value.get("count"), value.get("pool")
                 else:
                     spec.count = value
-                turn = turn + spec.count if isinstance(spec.count, int) and turn >= 0 else -10**6
+                turn = turn + spec.count if isinstance(spec.count, int) and turn is not None else None
             else:
                 spec.text = str(raw["assistant"] or "")
                 for p in self.suite.providers:
@@ -264,7 +267,7 @@ class SuiteParser:
                         self.bad((*tpath, "assistant"), f"'assistant:' history cannot be sent to stateful HTTP provider '{p.id}'")
                         break
             test.conversation.append(spec)
-            under = turn if turn > 0 else None
+            under = (turn if turn is not None else user_entries) if kind == "user" else None
             for k, item in enumerate(raw.get("assert") or [] if isinstance(raw.get("assert"), list) else []):
                 a = parse_assertion(item, (*tpath, "assert", k), self.lines, self.problems, under)
                 if a:
