@@ -10,7 +10,7 @@ import regex
 from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
 from evalspec.config.interpolate import is_template
 from evalspec.config.model import AssertionSpec
-from evalspec.config.suggest import did_you_mean
+from evalspec.config.suggest import did_you_mean, unknown_key
 from evalspec.config.yamlfile import LineMap, PathKey
 from evalspec.errors import Problem
 
@@ -93,12 +93,8 @@ def _check_value(atype: AssertionType, value: Any, given: bool, path: PathKey, l
 
 
 def _schema_message(err: jsonschema.ValidationError, context: str) -> str:
-    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        schema = err.schema if isinstance(err.schema, dict) else {}
-        known = list((schema.get("properties") or {}).keys())
-        extra = [k for k in err.instance if k not in known]
-        if extra:
-            return f"unknown key '{extra[0]}' in '{context}'{did_you_mean(extra[0], known)}"
+    if found := unknown_key(err):
+        return f"unknown key '{found[0]}' in '{context}'{found[1]}"
     if err.validator == "required":
         return f"'{context}' {err.message}"
     return f"{context}: {err.message}"

@@ -14,7 +14,7 @@ from evalspec.config.interpolate import ENV_PATTERN, SECRET_NAME
 from evalspec.config.model import Suite
 from evalspec.config.parser import SuiteParser
 from evalspec.config.schema import suite_schema
-from evalspec.config.suggest import did_you_mean
+from evalspec.config.suggest import did_you_mean, unknown_key
 from evalspec.config.yamlfile import LineMap, PathKey, load_yaml
 from evalspec.errors import ConfigError, Problem
 
@@ -105,12 +105,8 @@ def _interpolate(value: Any, path: PathKey, environ: Mapping[str, str], lines: L
 
 def _message(err: jsonschema.ValidationError) -> tuple[tuple[str, ...], str]:
     """(extra path to the offending key, message) for one schema error."""
-    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        schema = err.schema if isinstance(err.schema, dict) else {}
-        known = list((schema.get("properties") or {}).keys())
-        extra = [k for k in err.instance if k not in known]
-        if extra:
-            return (extra[0],), f"unknown key '{extra[0]}'{did_you_mean(extra[0], known)}"
+    if found := unknown_key(err):
+        return (found[0],), f"unknown key '{found[0]}'{found[1]}"
     if err.validator == "required":
         return (), err.message.replace("is a required property", "is required")
     if err.validator in ("anyOf", "oneOf") and err.context:

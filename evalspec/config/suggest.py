@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -17,3 +18,13 @@ def slugify(text: str) -> str:
 
     slug = regex.sub(r"[^\p{L}\p{N}]+", "-", text.strip().lower()).strip("-")
     return slug or "test"
+
+
+def unknown_key(err: Any) -> tuple[str, str] | None:
+    """For a jsonschema `additionalProperties` error: (the first unknown key, its 'did you mean' hint)."""
+    if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
+        return None
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    known = list((schema.get("properties") or {}).keys())
+    extra = [k for k in err.instance if k not in known]
+    return (str(extra[0]), did_you_mean(str(extra[0]), known)) if extra else None
