@@ -59,25 +59,20 @@ class ProviderCaller:
             self._identity = self.provider.cache_identity()
         return cache_key(self._identity, messages, context.repeat, extra)
 
-    def cached(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None) -> ProviderResponse | None:
-        if self.cache is None:
-            return None
-        hit = self.cache.get(self.key(messages, context, extra))
-        return ProviderResponse.from_cache(hit) if hit is not None else None
-
     async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None, *,
                    read: bool = True, write: bool = True, cache_only: bool = False) -> ProviderResponse:
         """Answer from the cache when allowed, else call (with limits, time-out and retries)."""
+        key = self.key(messages, context, extra) if self.cache is not None else ""
         if (read or cache_only) and self.cache is not None:
-            hit = self.cached(messages, context, extra)
+            hit = self.cache.get(key)
             if hit is not None:
                 self.stats.cached += 1
-                return hit
+                return ProviderResponse.from_cache(hit)
         if cache_only:
             raise CacheMiss(self.id)
         response = await self._call_with_retries(messages, context)
         if write and self.cache is not None:
-            self.cache.put(self.key(messages, context, extra), response.to_cache())
+            self.cache.put(key, response.to_cache())
         return response
 
     async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:

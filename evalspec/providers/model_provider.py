@@ -94,8 +94,7 @@ class ModelProvider:
         self._client: OpenAICompatClient | None = None
 
     def cache_identity(self) -> dict[str, Any]:
-        system_hash = hashlib.sha256(str(self.system).encode()).hexdigest()[:16] if self.system else None
-        return {"model": self.model, "system": system_hash and self.system, "params": self.params,
+        return {"model": self.model, "system": self.system or None, "params": self.params,
                 "history": self.window, "api_base": self.api_base}
 
     def describe(self) -> dict[str, Any]:
