@@ -79,10 +79,6 @@ class ProviderSpec:
                 out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
         return dict(redact(out, secrets))
 
-    def summary(self) -> str:
-        """One line for a curve legend: model, params, history strategy, system-prompt hash."""
-        return describe_provider(self.redacted(set()))
-
 
 @dataclass
 class SimulateSpec:

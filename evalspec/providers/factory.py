@@ -182,6 +182,3 @@ def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
 
     return http_problems(spec.config)
 
-
-def describe(spec: ProviderSpec) -> dict[str, Any]:
-    return {"id": spec.id, "kind": spec.kind}

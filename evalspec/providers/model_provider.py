@@ -7,7 +7,6 @@ imported on first use (it takes seconds) with `LITELLM_LOCAL_MODEL_COST_MAP=True
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -96,12 +95,6 @@ class ModelProvider:
     def cache_identity(self) -> dict[str, Any]:
         return {"model": self.model, "system": self.system or None, "params": self.params,
                 "history": self.window, "api_base": self.api_base}
-
-    def describe(self) -> dict[str, Any]:
-        """What is printed beside a curve: model, params, history strategy, system-prompt hash."""
-        return {"model": self.model, "params": self.params,
-                "history": f"window {self.window}" if self.window is not None else "full",
-                "system_sha256": hashlib.sha256(str(self.system).encode()).hexdigest()[:12] if self.system else None}
 
     def prepare(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         body = window(messages, self.window) if self.window is not None else list(messages)
