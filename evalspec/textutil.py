@@ -15,10 +15,6 @@ def count_words(text: str) -> int:
     return cjk + len(LATIN_WORD.findall(rest))
 
 
-def is_cjk(text: str) -> bool:
-    return CJK_CHAR.search(text) is not None
-
-
 def levenshtein(a: str, b: str) -> int:
     if len(a) < len(b):
         a, b = b, a

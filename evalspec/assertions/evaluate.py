@@ -41,14 +41,6 @@ class AssertionResult:
             out["details"] = self.details
         return out
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> AssertionResult:
-        return cls(type=data["type"], scope=data["scope"], passed=data["pass"], score=data["score"],
-                   reason=data.get("reason", ""), error=data.get("error"),
-                   evidence=[Evidence(e.get("turn"), e.get("text", ""), e.get("note", "")) for e in data.get("evidence", [])],
-                   weight=data.get("weight", 1.0), severity=data.get("severity", "major"), metric=data.get("metric"),
-                   threshold=data.get("threshold"), turn=data.get("turn"), details=data.get("details", {}))
-
 
 def _reply(m: dict[str, Any]) -> Reply:
     return Reply(m["content"], m.get("turn"), m.get("latency_ms"), m.get("tokens"), m.get("cost"))

@@ -1,10 +1,9 @@
-"""`${ENV}` / `${ENV:-default}` interpolation and `{{ var }}` templates (jinja2's sandbox)."""
+X
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -17,32 +16,6 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 class TemplateProblem(Exception):
     """A template could not be rendered (unknown variable, syntax)."""
-
-
-def interpolate_env(value: Any, environ: Mapping[str, str], on_missing: Callable[[str], None],
-                    secrets: set[str]) -> Any:
-    """Replace `${NAME}` in every string; values of secret-looking names are added to `secrets`."""
-    if isinstance(value, dict):
-        return {k: interpolate_env(v, environ, on_missing, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [interpolate_env(v, environ, on_missing, secrets) for v in value]
-    if not isinstance(value, str) or "${" not in value:
-        return value
-
-    def sub(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        if name in environ:
-            result = environ[name]
-        elif default is not None:
-            result = default
-        else:
-            on_missing(name)
-            return ""
-        if SECRET_NAME.search(name) and result:
-            secrets.add(result)
-        return result
-
-    return ENV_PATTERN.sub(sub, value)
 
 
 _env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
@@ -81,6 +54,3 @@ def render_value(value: Any, variables: Mapping[str, Any]) -> Any:
         return [render_value(v, variables) for v in value]
     return value
 
-
-def env_environ() -> Mapping[str, str]:
-    return os.environ
