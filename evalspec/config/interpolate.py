@@ -1,4 +1,5 @@
-X
+"""The `${ENV}` pattern (applied by the loader, which knows each value's line) and `{{ var }}` templates
+(jinja2's sandbox)."""
 
 from __future__ import annotations
 
