@@ -326,3 +326,30 @@ def init(directory: str) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+@main.command()
+@click.argument("suite_path", metavar="SUITE.yaml", type=click.Path(dir_okay=False))
+@click.option("--strategy", "strategies", multiple=True,
+              type=click.Choice(["crescendo", "persona", "goat", "mischievous"]),
+              help="Attack strategy (repeatable; default: all four).")
+@click.option("--attempts", type=click.IntRange(1, 100), default=3, show_default=True,
+              help="Independent attacks per test.")
+@click.option("--max-turns", type=click.IntRange(1, 50), default=6, show_default=True)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The attack suite to write.")
+def redteam(suite_path: str, strategies: tuple[str, ...], attempts: int, max_turns: int, output: str) -> None:
+    """Write an attack suite: one `attack:` test per critical assertion × strategy (SPEC §16)."""
+    from evalspec.redteam import STRATEGIES, build_attack_suite, render
+
+    source, out = Path(suite_path), Path(output)
+    try:
+        suite, notes = build_attack_suite(source, out, list(strategies) or list(STRATEGIES), attempts, max_turns)
+    except ConfigError as exc:
+        _config_error(exc)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(suite, source, out, notes), encoding="utf-8")
+    for note in notes:
+        err_console.print(f"[yellow]note[/] {escape(note)}")
+    err_console.print(f"wrote {len(suite['tests'])} attack tests to {escape(str(out))}; "
+                      f"review the goals, then: evalspec run {escape(str(out))}")

@@ -20,6 +20,7 @@ class Transcript:
     error: str | None = None
     calls: int = 0
     cached_calls: int = 0
+    attack: dict[str, Any] | None = None  # an attack attempt's strategy, red lines and breach (SPEC §16)
 
     def history(self) -> list[dict[str, Any]]:
         """The OpenAI-style history the system under test sees."""

@@ -119,6 +119,15 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
                caller: Callable[..., CallFn]) -> Transcript:
     """A stateful server's conversation is replayed from the cache only when every turn is cached;
     otherwise it runs live from the start with a new thread id."""
+    if inst.test.attack is not None:
+        from evalspec.attack import run_attack
+
+        if provider.stateful and provider.cache is not None:
+            try:
+                return await run_attack(inst, caller(cache_only=True), pool)
+            except CacheMiss:
+                return await run_attack(inst, caller(read=False), pool, replay=False)
+        return await run_attack(inst, caller(), pool)
     if inst.test.simulate is not None:
         from evalspec.simulate import run_simulated
 

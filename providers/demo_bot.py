@@ -3,7 +3,8 @@
 It answers in the user's language (Chinese or English) and has realistic flaws on purpose:
 - a short memory: details fade first (the job after 3 turns, the city after 7, the name after 9);
 - it invites to the showroom again when a purchase conversation goes on without an answer;
-- it resolves "it"/"它" only to a car mentioned in the last few turns.
+- it resolves "it"/"它" only to a car mentioned in the last few turns;
+- it gives in to pressure: asked for a discount a third time, it promises one (a broken red line).
 It is stateless: everything it knows comes from `messages`.
 """
 
@@ -23,6 +24,8 @@ ACCEPT = re.compile(r"^(好的|好|可以|行|那我|我周|周[六日末]).*|.*
 CJK = re.compile(r"[\u4e00-\u9fff]")
 FORGET_AFTER = {"job_exact": 3, "job_partial": 5, "city": 7, "name": 9}
 ENTITY_WINDOW = 4
+HAGGLE = re.compile(r"优惠|便宜|折扣|让利|discount|cheaper|better price", re.I)
+GIVE_IN_AFTER = 3
 
 
 def _zh(text: str) -> bool:
@@ -119,6 +122,11 @@ def respond(messages: list[dict[str, Any]], context: dict[str, Any]) -> str:
     if re.search(r"保证|一定能|guarantee", lowered):
         return ("具体以合同和检测结果为准，我不能做口头承诺。" if zh else
                 "It depends on the contract and inspection; I can't promise that.")
+
+    if HAGGLE.search(text) and sum(1 for u in users if HAGGLE.search(u)) >= GIVE_IN_AFTER:
+        # Flaw: under repeated pressure it promises a discount it has no authority to give.
+        return ("好吧，看您这么有诚意，我保证再给您优惠五千元。" if zh else
+                "Alright, since you insist, I guarantee you an extra 5,000 off.")
 
     model = _last_model(users, ENTITY_WINDOW)
     refers = re.search(r"它|这台|这款|那台|那款|\bit\b|this car|that car|刚才的车", lowered)

@@ -92,6 +92,18 @@ class SimulateSpec:
 
 
 @dataclass
+class AttackSpec:
+    """An adversarial simulated user aimed at the test's own red lines (SPEC §16)."""
+
+    goal: str
+    strategy: str
+    max_turns: int
+    attempts: int = 1
+    model: Any = None
+    python: str | None = None
+
+
+@dataclass
 class TestSpec:
     id: str
     name: str
@@ -103,6 +115,7 @@ class TestSpec:
     providers: list[str] | None = None
     conversation: list[TurnSpec] = field(default_factory=list)
     simulate: SimulateSpec | None = None
+    attack: AttackSpec | None = None
     asserts: list[AssertionSpec] = field(default_factory=list)
     threshold: float | None = None
     matrix: dict[str, list[Any]] = field(default_factory=dict)

@@ -11,6 +11,7 @@ from evalspec.config.asserts import parse_assertion, regex_problem, turn_refs
 from evalspec.config.interpolate import is_template
 from evalspec.config.model import (
     AssertionSpec,
+    AttackSpec,
     ProviderSpec,
     RepeatSpec,
     SimulateSpec,
@@ -173,25 +174,39 @@ class SuiteParser:
         self._matrix_repeat_curve(test, f)
         conversation, cpath = f("conversation")
         simulate, spath = f("simulate")
-        if conversation is not None and simulate is not None:
-            self.bad(path, "a test has 'conversation' or 'simulate', not both")
-        elif conversation is None and simulate is None:
-            self.bad(path, "a test needs 'conversation' (scripted turns) or 'simulate' (a simulated user)")
+        attack, apath = f("attack")
+        given = [k for k, v in (("conversation", conversation), ("simulate", simulate), ("attack", attack))
+                 if v is not None]
+        if len(given) > 1:
+            self.bad(path, f"a test has one of 'conversation', 'simulate', 'attack', not {' and '.join(given)}")
+        elif not given:
+            self.bad(path, "a test needs 'conversation' (scripted turns), 'simulate' (a simulated user) "
+                     "or 'attack' (an adversarial user)")
         if isinstance(conversation, list):
             if not conversation:
                 self.bad(cpath, "the conversation is empty")
             self._conversation(test, conversation, cpath)
         elif isinstance(simulate, dict):
             test.simulate = self._simulate(simulate, spath)
+        elif isinstance(attack, dict):
+            test.attack = self._attack(attack, apath)
+            if test.attack is not None:
+                if "repeat" in raw:
+                    self.bad((*path, "repeat"), "an attack test repeats through 'attack.attempts', not 'repeat'")
+                test.repeat = RepeatSpec(test.attack.attempts, "all")
         for j, item in enumerate(defaults.get("assert") or [] if isinstance(defaults.get("assert"), list) else []):
             spec = parse_assertion(item, ("defaults", "assert", j), self.lines, self.problems, None)
             if spec:
                 test.asserts.append(spec)
+                if test.attack is not None and "scope" not in item and spec.scope == "last_response":
+                    spec.scope = "each_turn"
         own = raw.get("assert")
         for j, item in enumerate(own if isinstance(own, list) else []):
             spec = parse_assertion(item, (*path, "assert", j), self.lines, self.problems, None)
             if spec:
                 test.asserts.append(spec)
+                if test.attack is not None and "scope" not in item and spec.scope == "last_response":
+                    spec.scope = "each_turn"  # the red lines under attack hold on every reply
         self._check_references(test)
         return test
 
@@ -287,6 +302,22 @@ class SuiteParser:
                             stop_when=list(raw.get("stop_when") or []),
                             model=self._model_ref(model, (*path, "model"), "simulator") if model else None)
 
+    def _attack(self, raw: dict[str, Any], path: PathKey) -> AttackSpec | None:
+        python = raw.get("python")
+        if isinstance(python, str) and ":" not in python:
+            self.bad((*path, "python"), f"'{python}' is not FILE.py:function or module:function")
+        if python is None:
+            for key in ("goal", "strategy"):
+                if key not in raw:
+                    self.bad(path, f"an attack needs '{key}' (or 'python: FILE.py:function', a scripted attacker)")
+        if not isinstance(raw.get("max_turns"), int):
+            return None
+        model = raw.get("model")
+        return AttackSpec(goal=str(raw.get("goal") or ""), strategy=str(raw.get("strategy") or "scripted"),
+                          max_turns=raw["max_turns"], attempts=int(raw.get("attempts") or 1),
+                          model=self._model_ref(model, (*path, "model"), "attacker") if model else None,
+                          python=python if isinstance(python, str) else None)
+
     def _check_references(self, test: TestSpec) -> None:
         """Labels must exist and turn numbers must be inside a scripted conversation."""
         labels = {t.label for t in test.conversation if t.label}
@@ -302,7 +333,7 @@ class SuiteParser:
                     elif length is not None and ref > length:
                         self.bad(where, f"turn {ref} is out of range: the conversation has {length} user turns")
                 elif isinstance(ref, str) and not is_template(ref):
-                    if test.simulate is not None:
+                    if test.simulate is not None or test.attack is not None:
                         self.bad(where, f"label '{ref}' cannot be used with a simulated user (no labels)")
                     elif ref not in labels:
                         hint = did_you_mean(ref, sorted(labels))
@@ -312,7 +343,7 @@ class SuiteParser:
 
 def scripted_length(test: TestSpec) -> int | None:
     """User turns in a scripted conversation, or None when unknown (templated fillers, simulation)."""
-    if test.simulate is not None or not test.conversation:
+    if test.simulate is not None or test.attack is not None or not test.conversation:
         return None
     total = 0
     for t in test.conversation:

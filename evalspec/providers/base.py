@@ -13,6 +13,7 @@ class CallContext:
     turn: int
     vars: dict[str, Any] = field(default_factory=dict)
     repeat: int = 1
+    params: dict[str, Any] | None = None  # per-call request params of evalspec's own calls (response_format, ...)
 
 
 @dataclass

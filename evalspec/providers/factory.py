@@ -130,6 +130,8 @@ class ProviderPool:
                         continue
                     check(suite.judge if role == "judge" else suite.embedder, suite, str(role),
                           f"assertion '{spec.name}' in {inst.test_id}")
+            if inst.test.attack is not None and inst.test.attack.python is None:
+                check(inst.test.attack.model or suite.simulator, suite, "simulator", f"attack test {inst.test_id}")
             if inst.test.simulate is not None:
                 check(inst.test.simulate.model or suite.simulator, suite, "simulator", f"simulated test {inst.test_id}")
                 if any(c.get("goal_met") for c in inst.test.simulate.stop_when):

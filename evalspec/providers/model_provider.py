@@ -106,12 +106,12 @@ class ModelProvider:
             if self._client is None:
                 base = self.api_base or "https://api.openai.com/v1"
                 self._client = OpenAICompatClient(base, self.api_key or os.environ.get("OPENAI_API_KEY"))
-            return await self._client.chat(split_model(self.model)[1], sent, self.params)
-        return await self._litellm(sent)
+            return await self._client.chat(split_model(self.model)[1], sent, {**self.params, **(context.params or {})})
+        return await self._litellm(sent, context.params or {})
 
-    async def _litellm(self, sent: list[dict[str, Any]]) -> ProviderResponse:
+    async def _litellm(self, sent: list[dict[str, Any]], params: dict[str, Any]) -> ProviderResponse:
         litellm = import_litellm()
-        kwargs: dict[str, Any] = {"model": self.model, "messages": sent, "num_retries": 0, **self.params}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": sent, "num_retries": 0, **self.params, **params}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from evalspec.results.attacks import attack_summary
 from evalspec.results.verdict import Verdict, combine_repeats, mean_std
 
 
@@ -141,4 +142,6 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     run["curves"] = cs
     run["summary"] = summary(records, vs)
     run["gate"] = gate(run["suites"], vs, cs, fail_under, include_drafts)
+    if attacks := attack_summary(records):
+        run["summary"]["attacks"] = attacks
     return run
