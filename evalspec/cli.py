@@ -90,16 +90,22 @@ def main() -> None:
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="where conversations run")
 @click.option("--address", help="ray cluster address (with --executor ray)")
+@click.option("--baseline", help="BASE.json (or 'auto': the base branch's run on GitHub) to diff against")
+@click.option("--gate", "gate_mode", type=click.Choice(["pass_rate", "regressions"]),
+              help="regressions: only what got worse than --baseline fails the run")
+@click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
+              help="replays (no cache) before a verdict is called regressed")
 def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit_path: str | None,
         md_path: str | None, concurrency: int | None, repeat: int | None, filter_: str | None,
         tags: tuple[str, ...], providers: tuple[str, ...], fail_under: float | None, include_drafts: bool,
         no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
-        address: str | None) -> None:
+        address: str | None, baseline: str | None, gate_mode: str | None, confirm: int) -> None:
     """Run suites (default: suites/*.yaml) and gate on the result."""
     import regex
 
     from evalspec.api import expand_paths, write_json
     from evalspec.config.loader import load_suites
+    from evalspec.diff.attach import attach_baseline, find_baseline
     from evalspec.executors import RayConfig
     from evalspec.plan import Selection, build_plan
     from evalspec.reporters.console import ConsoleReporter
@@ -127,6 +133,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         err_console.print("error: no test matches the selection (--filter/--tag/--provider); nothing was run.")
         sys.exit(ExitCode.CONFIG_ERROR)
     _check_writable([p for p in (output, html_path, junit_path, md_path) if p])
+    base = find_baseline(baseline)
     run_dir = Path(resume_dir) if resume_dir else Path(".evalspec/runs") / new_run_id()
     if resume_dir and not (run_dir / "journal.jsonl").exists():
         err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
@@ -150,6 +157,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     except ConfigError:
         reporter.stop()
         raise
+    data = asyncio.run(attach_baseline(data, base, gate_mode, confirm, suites, plan, jobs))
     out = Path(output) if output else run_dir / "run.json"
     write_json(out, data)
     written = {"run.json": str(out)}
@@ -260,6 +268,21 @@ def report(run_json: str, html_path: str | None, junit_path: str | None, md_path
     data = json.loads(Path(run_json).read_text(encoding="utf-8"))
     written = _write_reports(data, html_path, junit_path, md_path)
     print_summary(Console(highlight=False, soft_wrap=True), data, written, quiet=True)
+
+
+@main.command(name="diff")
+@click.argument("base_json", type=click.Path(exists=True, dir_okay=False))
+@click.argument("head_json", type=click.Path(exists=True, dir_okay=False))
+@click.option("--md", "md_path", type=click.Path(dir_okay=False), help="write the diff as Markdown")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="write the diff as a self-contained HTML page")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the diff as JSON")
+def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | None, output: str | None) -> None:
+    """Compare two runs verdict by verdict (SPEC §10).
+
+    Exit 1 when anything regressed (regressed, new failing, an SLA newly missed), else 0."""
+    from evalspec.diff.files import run_diff_command
+
+    sys.exit(run_diff_command(base_json, head_json, md_path, html_path, output))
 
 
 @main.command()

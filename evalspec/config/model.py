@@ -138,6 +138,7 @@ class Suite:
     embedder: ProviderSpec | None = None
     min_pass_rate: float = 1.0
     max_errors: int = 0
+    gate_mode: str = "pass_rate"  # pass_rate | regressions (SPEC §10)
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)

@@ -58,6 +58,7 @@ class SuiteParser:
         gate = _dict(d.get("gate"))
         s.min_pass_rate = float(gate.get("min_pass_rate", 1.0)) if isinstance(gate.get("min_pass_rate", 1.0), (int, float)) else 1.0
         s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
+        s.gate_mode = str(gate.get("mode") or "pass_rate")
         self._providers()
         for role in ("judge", "simulator", "embedder"):
             if role in d:

@@ -125,6 +125,10 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
                       f"{s['pass_rate']:.0%}",
                       "[green]ok[/]" if s["ok"] and not s["errors_exceeded"] else "[red]FAIL[/]" if not s["ok"] else "[yellow]errors[/]")
     console.print(table)
+    if run.get("baseline"):
+        from evalspec.diff.render import print_diff
+
+        print_diff(console, run["baseline"])
     configs = {(s["path"], p["id"]): p for s in run["suites"] for p in s["providers"]}
     for c in run.get("curves", []):
         config = configs.get((c["suite"], c["provider"]))

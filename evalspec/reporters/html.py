@@ -39,6 +39,7 @@ details.test summary{padding:10px 14px;cursor:pointer}.chat{padding:8px 16px 16p
 <main>
 <p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
 <ul>{% for r in run.gate.reasons %}<li>{{ r }}</li>{% endfor %}</ul>
+{{ baseline_section }}
 <div class="cards">{% for status, n in cards.items() %}<div class="card"><b class="{{ status }}">{{ n }}</b>{{ status }}</div>{% endfor %}
 <div class="card"><b>{{ measured }}</b>not gated (curve points, drafts)</div>
 <div class="card"><b>{{ run.summary.calls }}</b>calls ({{ run.summary.cached_calls }} cached)</div>
@@ -134,6 +135,14 @@ def _charts(run: dict[str, Any]) -> list[dict[str, Any]]:
     return charts
 
 
+def _baseline_section(run: dict[str, Any]) -> Markup:
+    if not run.get("baseline"):
+        return Markup("")
+    from evalspec.diff.render import html_section
+
+    return html_section(run["baseline"])
+
+
 def render_html(run: dict[str, Any]) -> str:
     env = Environment(autoescape=True, trim_blocks=False)
     env.globals.update(verdict_class=verdict_class, verdict_icon=verdict_icon)
@@ -143,7 +152,7 @@ def render_html(run: dict[str, Any]) -> str:
     gated = [v for v in run["verdicts"] if not v["curve"] and not v["draft"]]
     cards = {s: sum(1 for v in gated if v["status"] == s) for s in ("passed", "failed", "error", "xfailed", "xpassed")}
     return template.render(
-        run=run, gate_text=text, charts=_charts(run), cards=cards, measured=len(run["verdicts"]) - len(gated),
+        run=run, gate_text=text, baseline_section=_baseline_section(run), charts=_charts(run), cards=cards, measured=len(run["verdicts"]) - len(gated),
         statuses=sorted({r["status"] for r in run["results"]}),
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),
         providers=sorted({r["provider"] for r in run["results"]}),

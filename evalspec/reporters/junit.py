@@ -30,6 +30,16 @@ def transcript_text(record: dict[str, Any]) -> str:
     return "\n".join(f"[{m['role']} {m.get('turn')}] {m['content']}" for m in record["transcript"])
 
 
+def _baseline_properties(suite_el: ET.Element, run: dict[str, Any]) -> None:
+    if not run.get("baseline"):
+        return
+    from evalspec.diff.render import junit_properties
+
+    props = ET.SubElement(suite_el, "properties")
+    for name, value in junit_properties(run["baseline"]).items():
+        ET.SubElement(props, "property", name=name, value=clean(value))
+
+
 def build_junit(run: dict[str, Any]) -> ET.Element:
     root = ET.Element("testsuites", name="evalspec", time=f"{run.get('duration_s', 0):.3f}")
     by_suite: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -38,6 +48,7 @@ def build_junit(run: dict[str, Any]) -> ET.Element:
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite, records in by_suite.items():
         el = ET.SubElement(root, "testsuite", name=clean(suite))
+        _baseline_properties(el, run)
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for r in records:
             counts["tests"] += 1

@@ -25,6 +25,10 @@ def render_markdown(run: dict[str, Any]) -> str:
         out.append(f"| {_cell(g['suite'])} | {g['passed']} | {g['failed']} | {g['errors']} | {g['pass_rate']:.0%} | {ok} |")
     if gate["reasons"]:
         out += ["", *[f"- {_cell(r)}" for r in gate["reasons"]]]
+    if run.get("baseline"):
+        from evalspec.diff.render import markdown_lines
+
+        out[3:3] = ["", *markdown_lines(run["baseline"]), ""]  # newly failing first: right under the headline
     problems = [r for r in run["results"] if r["status"] in ("failed", "error") and not r.get("curve")]
     if problems:
         out += ["", "### Failures", "", "| test | provider | status | first problem |", "|---|---|---|---|"]

@@ -1,0 +1,226 @@
+"""Two runs -> a diff: every verdict matched and put in one category, score changes, curve changes
+and per-provider latency / tokens / cost, computed from the two run.json files alone.
+
+Verdicts are matched by suite path (relative to the working directory), instance id without `#k`
+and provider; both sides' repeats are combined by HEAD's pass rule.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from evalspec.results.verdict import combine_repeats, mean_std
+
+#: every category, in the order reports list them (the ones that block first)
+CATEGORIES = ("regressed", "new failing", "new error", "flaky", "fixed", "recovered", "still failing",
+              "new", "removed", "unchanged")
+#: categories that fail a regressions gate (an SLA newly missed and a critical rule newly failed block too)
+BLOCKING = ("regressed", "new failing")
+SCORE_DELTA = 0.05
+
+Key = tuple[str, str, str]
+
+
+def suite_key(path: str) -> str:
+    """A suite path as the working directory sees it, so runs made elsewhere still match."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        except ValueError:
+            return p.as_posix()
+    return Path(os.path.normpath(path)).as_posix()
+
+
+def _outcome(status: str | None) -> str | None:
+    """passed / failed / error, or None when there is no verdict (absent or skipped)."""
+    if status in ("passed", "xpassed"):
+        return "passed"
+    if status in ("failed", "xfailed"):
+        return "failed"
+    if status == "error":
+        return "error"
+    return None
+
+
+def category(base: str | None, head: str | None) -> str:
+    """SPEC §10's categories, from -> to (statuses already reduced by `_outcome`)."""
+    if head == "error":
+        return "new error"
+    if base is None:
+        return "new" if head is None else "new failing" if head == "failed" else "new"
+    if head is None:
+        return "removed"
+    if base == "error":
+        return "recovered"
+    return {("passed", "failed"): "regressed", ("failed", "passed"): "fixed",
+            ("failed", "failed"): "still failing"}.get((base, head), "unchanged")
+
+
+def _groups(run: dict[str, Any]) -> dict[Key, list[dict[str, Any]]]:
+    groups: dict[Key, list[dict[str, Any]]] = defaultdict(list)
+    for r in run.get("results", []):
+        groups[(suite_key(r["suite"]), r.get("base_id") or r["test_id"], r["provider"])].append(r)
+    return groups
+
+
+def _side(records: list[dict[str, Any]] | None, rule: str | float) -> dict[str, Any] | None:
+    if not records:
+        return None
+    status, ok, rate, _ = combine_repeats(records, rule)
+    score, _ = mean_std([r["score"] for r in records if r.get("score") is not None and r["status"] != "error"])
+    first = records[0]
+    return {"status": status, "passed": ok, "n": len(records), "pass_rate": rate, "score": score,
+            "critical_failed": status == "failed" and any(r.get("critical_failed") for r in records),
+            "draft": bool(first.get("draft")), "measured": bool(first.get("curve")),
+            "xfail": bool(first.get("xfail"))}
+
+
+def first_problem(records: list[dict[str, Any]] | None) -> str:
+    """The first failing rule of the first failed (or errored) repeat: turn, rule and reason."""
+    for r in records or []:
+        if r["status"] == "error" and r.get("error"):
+            return f"error: {r['error']}"[:300]
+        if r["status"] not in ("failed", "xfailed"):
+            continue
+        for a in r.get("assertions", []):
+            if a.get("pass") is False:
+                turns = sorted({e["turn"] for e in a.get("evidence", []) if e.get("turn") is not None})
+                turn = a.get("turn") or (turns[0] if turns else None)
+                where = f"turn {turn}: " if turn else ""
+                return f"{where}{a['type']}: {a.get('reason', '')}"[:300]
+    return ""
+
+
+def compare_verdicts(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per matched verdict, in HEAD's order, then what only the baseline had."""
+    b_groups, h_groups = _groups(base), _groups(head)
+    keys = list(h_groups) + [k for k in b_groups if k not in h_groups]
+    rows = []
+    for key in keys:
+        h_recs, b_recs = h_groups.get(key), b_groups.get(key)
+        rule = (h_recs or b_recs or [{}])[0].get("repeat_rule", "all")
+        b, h = _side(b_recs, rule), _side(h_recs, rule)
+        cat = category(_outcome(b["status"] if b else None), _outcome(h["status"] if h else None))
+        loose = h if h is not None else b
+        assert loose is not None
+        # drafts, measured points and xfail tests are compared but never block
+        gated = h is not None and not (h["draft"] or h["measured"] or h["xfail"])
+        delta = (h["score"] - b["score"]) if h and b and h["score"] is not None and b["score"] is not None else None
+        name = (h_recs or b_recs or [{}])[0].get("name", key[1])
+        rows.append({
+            "suite": key[0], "test_id": key[1], "provider": key[2], "name": name, "category": cat,
+            "base": b, "head": h, "score_delta": round(delta, 6) if delta is not None else None,
+            "draft": loose["draft"], "measured": loose["measured"],
+            "critical_new": bool(h and h["critical_failed"] and not (b and b["critical_failed"])) and gated,
+            "blocking": gated and cat in BLOCKING, "replays": [], "problem": first_problem(h_recs),
+        })
+    return rows
+
+
+def _curve_key(c: dict[str, Any]) -> Key:
+    return suite_key(c["suite"]), c["test"], c["provider"]
+
+
+def compare_curves(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+    """Half-life, failure point and SLA verdicts per curve test × provider, base beside head."""
+    b_curves = {_curve_key(c): c for c in base.get("curves", [])}
+    out = []
+    h_curves = {_curve_key(c): c for c in head.get("curves", [])}
+    for key in list(h_curves) + [k for k in b_curves if k not in h_curves]:
+        b, h = b_curves.get(key), h_curves.get(key)
+        slas = []
+        b_sla = {(x["at"], x["min_score"]): x for x in (b or {}).get("sla", [])}
+        for x in (h or {}).get("sla", []):
+            was = b_sla.get((x["at"], x["min_score"]))
+            missed = not x["passed"] and not x["no_data"]
+            was_missed = was is not None and not was["passed"] and not was["no_data"]
+            slas.append({"at": x["at"], "min_score": x["min_score"],
+                         "base": None if was is None else "no data" if was["no_data"] else "met" if was["passed"] else "missed",
+                         "head": "no data" if x["no_data"] else "met" if x["passed"] else "missed",
+                         "newly_missed": missed and not was_missed})
+        out.append({"suite": key[0], "test": key[1], "provider": key[2],
+                    "half_life": [(b or {}).get("half_life"), (h or {}).get("half_life")],
+                    "failure_point": [(b or {}).get("failure_point"), (h or {}).get("failure_point")],
+                    "sla": slas})
+    return out
+
+
+def _p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def provider_stats(run: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Per provider: mean and p95 reply latency (ms), tokens and cost per conversation."""
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in run.get("results", []):
+        by[r["provider"]].append(r)
+    out = {}
+    for provider, recs in by.items():
+        latencies = [float(m["latency_ms"]) for r in recs for m in r.get("transcript", [])
+                     if m.get("role") == "assistant" and m.get("latency_ms") is not None and not m.get("injected")]
+        tokens = [float(r["tokens"]) for r in recs if r.get("tokens") is not None]
+        costs = [float(r["cost"]) for r in recs if r.get("cost") is not None]
+        out[provider] = {"latency_mean": mean_std(latencies)[0], "latency_p95": _p95(latencies),
+                         "tokens": mean_std(tokens)[0], "cost": mean_std(costs)[0]}
+    return out
+
+
+def compare_providers(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+    b, h = provider_stats(base), provider_stats(head)
+    rows = []
+    for provider in list(h) + [p for p in b if p not in h]:
+        bs, hs = b.get(provider, {}), h.get(provider, {})
+        delta = {k: (hs[k] - bs[k]) if hs.get(k) is not None and bs.get(k) is not None else None  # type: ignore[operator]
+                 for k in ("latency_mean", "latency_p95", "tokens", "cost")}
+        rows.append({"provider": provider, "base": bs or None, "head": hs or None, "delta": delta})
+    return rows
+
+
+def _meta(run: dict[str, Any], path: str | None) -> dict[str, Any]:
+    return {"run_id": run.get("run_id"), "started_at": run.get("started_at"), "path": path}
+
+
+def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    return {c: sum(1 for r in rows if r["category"] == c) for c in CATEGORIES}
+
+
+def blocking_reasons(diff: dict[str, Any], suite: str | None = None, critical: bool = True) -> list[str]:
+    """What fails a regressions gate (of one suite, or of the whole run); `evalspec diff` leaves out
+    critical rules newly failing inside tests that already failed (`critical=False`)."""
+    mine = [r for r in diff["rows"] if suite is None or r["suite"] == suite_key(suite)]
+    reasons = [f"{r['category']}: {r['test_id']} @ {r['provider']}" for r in mine if r["blocking"]]
+    reasons += [f"critical assertion newly failed: {r['test_id']} @ {r['provider']}"
+                for r in mine if critical and r["critical_new"] and not r["blocking"] and r["category"] != "flaky"]
+    reasons += [f"SLA newly missed: {c['test']} @ {c['provider']}: at {x['at']} min {x['min_score']}"
+                for c in diff["curves"] if suite is None or c["suite"] == suite_key(suite)
+                for x in c["sla"] if x["newly_missed"]]
+    return reasons
+
+
+def finish(diff: dict[str, Any]) -> dict[str, Any]:
+    """Recount after the rows changed (confirmation replays turn `regressed` into `flaky`)."""
+    diff["counts"] = counts(diff["rows"])
+    diff["score_changes"] = [{"suite": r["suite"], "test_id": r["test_id"], "provider": r["provider"],
+                              "base": r["base"]["score"], "head": r["head"]["score"], "delta": r["score_delta"]}
+                             for r in diff["rows"] if r["score_delta"] is not None
+                             and abs(r["score_delta"]) >= SCORE_DELTA - 1e-9]
+    diff["reasons"] = blocking_reasons(diff)
+    diff["exit_code"] = 1 if blocking_reasons(diff, critical=False) else 0
+    return diff
+
+
+def compare_runs(base: dict[str, Any], head: dict[str, Any], base_path: str | None = None,
+                 head_path: str | None = None) -> dict[str, Any]:
+    """The diff of HEAD against BASE (the value of run.json's `baseline` key)."""
+    diff = {"available": True, "base": _meta(base, base_path), "head": _meta(head, head_path),
+            "rows": compare_verdicts(base, head), "curves": compare_curves(base, head),
+            "providers": compare_providers(base, head)}
+    return finish(diff)
