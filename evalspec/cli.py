@@ -347,6 +347,11 @@ def init(directory: str) -> None:
     click.echo(f"next: cd {directory} && evalspec run suites/*.yaml")
 
 
+from evalspec.importers.commands import export, import_  # noqa: E402
+
+main.add_command(import_)
+main.add_command(export)
+
 if __name__ == "__main__":  # pragma: no cover
     main()
 

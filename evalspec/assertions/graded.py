@@ -14,7 +14,9 @@ from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
 
-JUDGE_OPTIONS: dict[str, dict[str, Any]] = {"rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15}}
+JUDGE_OPTIONS: dict[str, dict[str, Any]] = {
+    "rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15},
+    "reference": {"type": "string", "description": "a reference answer shown to the judge (e.g. a golden reply)"}}
 NO_VALUE = {"type": ["null", "boolean", "string"]}
 
 JUDGE_SYSTEM = (
@@ -33,7 +35,14 @@ def format_transcript(transcript: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def with_reference(spec: AssertionSpec, prompt: str) -> str:
+    """The judge sees an assertion's `reference:` answer, when it has one."""
+    reference = spec.options.get("reference")
+    return f"{prompt}\n\nReference answer (for comparison, not to be copied):\n{reference}" if reference else prompt
+
+
 async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None) -> Check:
+    prompt = with_reference(spec, prompt)
     if ctx.judge is None:
         raise GradingError(f"'{spec.type}' needs a judge: set `judge:` in the suite")
     samples = int(spec.options.get("samples", 1))

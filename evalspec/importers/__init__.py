@@ -1,0 +1,113 @@
+"""Suites from elsewhere: promptfoo configs, MT-Bench-101 data, spreadsheets (CSV) — and CSV back out.
+
+Each importer turns its input into `ImportedSuite`s; `write_suites` writes them as YAML that validates
+as written: whatever could not be converted is listed in a comment at the top of the suite (and
+returned, for stderr), and a suite without a provider gets one to edit (`--provider`, or a python
+stub next to the suite).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+STUB_FILE = "provider_stub.py"
+STUB_SOURCE = '''"""A stand-in for the system under test, written by `evalspec import`.
+
+Replace the body of `respond` with a call to your chatbot (or point the suite's `providers:` at it).
+"""
+
+
+def respond(messages, context):
+    """messages: OpenAI-style history ending with the user turn to answer; context: thread_id, vars, ..."""
+    return "(stub) " + messages[-1]["content"]
+'''
+
+
+@dataclass
+class ImportedSuite:
+    """One suite to write: its file name, its data, and what of the source was not converted."""
+
+    filename: str
+    data: dict[str, Any]
+    not_converted: list[str] = field(default_factory=list)
+    source: str = ""
+    files: dict[str, str] = field(default_factory=dict)  # extra files to write next to the suite
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings, insertion order kept."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1000)
+
+
+def provider_from_spec(spec: str) -> dict[str, Any]:
+    """`--provider`: `model:NAME`, `http:URL`, `python:FILE.py:function`, a YAML mapping, or a bare model."""
+    text = spec.strip()
+    if text.startswith("{"):
+        parsed = yaml.safe_load(text)
+        if not isinstance(parsed, dict):
+            raise ValueError(f"--provider {spec!r}: expected a mapping")
+        return {"id": "target", **parsed} if "id" not in parsed else parsed
+    kind, sep, rest = text.partition(":")
+    if sep and kind == "python":
+        return {"id": "target", "python": rest}
+    if sep and kind == "http":
+        return {"id": "target", "http": {"url": rest, "body": {"message": "{{ message }}"}, "response": "reply"}}
+    if sep and kind == "model":
+        return {"id": "target", "model": rest}
+    return {"id": "target", "model": text}
+
+
+def with_provider(suite: ImportedSuite, provider: str | None) -> None:
+    """Give a suite without providers the one from `--provider`, or a python stub to edit."""
+    if suite.data.get("providers"):
+        return
+    if provider:
+        entry = provider_from_spec(provider)
+    else:
+        entry = {"id": "stub", "python": f"{STUB_FILE}:respond"}
+        suite.files.setdefault(STUB_FILE, STUB_SOURCE)
+        suite.not_converted.append(f"no system under test in the source: edit {STUB_FILE} or the providers entry")
+    ordered = {"providers": [entry]}
+    suite.data = {**{k: v for k, v in suite.data.items() if k in ("description", "tags")}, **ordered,
+                  **{k: v for k, v in suite.data.items() if k not in ("description", "tags", "providers")}}
+
+
+def render_suite(suite: ImportedSuite) -> str:
+    """The suite's YAML, with the source and everything not converted in a comment on top."""
+    head = [f"# Imported by evalspec from {suite.source}" if suite.source else "# Imported by evalspec"]
+    if suite.not_converted:
+        head.append("# Not converted:")
+        head += [f"#   - {line}" for line in suite.not_converted]
+    return "\n".join(head) + "\n" + dump_yaml(suite.data)
+
+
+def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | None = None) -> list[Path]:
+    """Write each suite (and its extra files) under `out_dir`; returns the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for suite in suites:
+        with_provider(suite, provider)
+        path = out_dir / suite.filename
+        path.write_text(render_suite(suite), encoding="utf-8")
+        written.append(path)
+        for name, content in suite.files.items():
+            extra = out_dir / name
+            if not extra.exists():
+                extra.write_text(content, encoding="utf-8")
+                written.append(extra)
+    return written

@@ -1,0 +1,86 @@
+"""`evalspec import promptfoo|mtbench101|csv` and `evalspec export csv`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from evalspec.importers import ImportedSuite, write_suites
+
+PROVIDER_HELP = ("the system under test for suites without one: model:NAME, http:URL, python:FILE.py:function "
+                 "or a YAML mapping (default: a python stub written next to the suite)")
+
+
+def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None) -> None:
+    for suite in suites:
+        for note in suite.not_converted:
+            click.echo(f"not converted ({suite.filename}): {note}", err=True)
+    for path in write_suites(suites, Path(out_dir), provider):
+        click.echo(f"wrote {path}")
+
+
+@click.group(name="import")
+def import_() -> None:
+    """Write suites from promptfoo configs, MT-Bench-101 data or a spreadsheet (CSV)."""
+
+
+@import_.command()
+@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suite")
+@click.option("--provider", help=PROVIDER_HELP)
+def promptfoo(config: str, out_dir: str, provider: str | None) -> None:
+    """A promptfoo config (providers, prompts, tests, defaultTest, _conversation) -> one suite."""
+    from evalspec.importers.promptfoo import import_promptfoo
+
+    _finish([import_promptfoo(Path(config), Path(out_dir))], out_dir, provider)
+
+
+@import_.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suites")
+@click.option("--provider", help=PROVIDER_HELP)
+@click.option("--judge", default="openai/gpt-4o-mini", show_default=True,
+              help="the judge: a litellm model string or a YAML mapping")
+def mtbench101(file: str, out_dir: str, provider: str | None, judge: str) -> None:
+    """MT-Bench-101 JSONL -> one golden-history suite per task, judged against the golden last reply."""
+    import yaml
+
+    from evalspec.importers.mtbench101 import import_mtbench101
+
+    parsed = yaml.safe_load(judge) if judge.strip().startswith("{") else judge
+    _finish(import_mtbench101(Path(file), parsed), out_dir, provider)
+
+
+@import_.command(name="csv")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suite")
+@click.option("--provider", help=PROVIDER_HELP)
+def csv_(file: str, out_dir: str, provider: str | None) -> None:
+    """A CSV (test_id, user, label, contains, not_contains, regex, not_regex, name, tags) -> one suite."""
+    from evalspec.importers.csvfile import import_csv
+
+    _finish([import_csv(Path(file))], out_dir, provider)
+
+
+@click.group()
+def export() -> None:
+    """Write a suite in another format."""
+
+
+@export.command(name="csv")
+@click.argument("suite", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write to FILE instead of stdout")
+def export_csv_(suite: str, output: str | None) -> None:
+    """A suite's scripted user turns and their contains/regex checks as CSV (UTF-8 with BOM)."""
+    from evalspec.importers.csvfile import export_csv
+
+    text, skipped = export_csv(Path(suite))
+    for note in skipped:
+        click.echo(f"not exported: {note}", err=True)
+    if output:
+        Path(output).write_text(text, encoding="utf-8", newline="")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        sys.stdout.write(text)

@@ -1,0 +1,343 @@
+"""promptfoo configs as evalspec suites.
+
+Providers `openai:`/`anthropic:` become `model:`, `http`/URL providers `http:`, `file://x.py` python
+providers a `python:` adapter (promptfoo's `call_api(prompt, options, context)` called from evalspec's
+`respond(messages, context)`). Each test's prompt is rendered with its vars into a user turn (a chat prompt's
+earlier messages become history, its system message the model's `system:`); tests whose prompt loops over
+`_conversation` are turns of one conversation (grouped by `metadata.conversationId`). Assertions of types
+evalspec has keep their meaning; everything else is listed as not converted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+from jinja2 import TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from evalspec.config.suggest import slugify
+from evalspec.errors import ConfigError, Problem
+from evalspec.importers import ImportedSuite
+
+# promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
+SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals", "regex", "starts-with",
+              "is-json", "contains-json", "llm-rubric", "similar", "cost", "latency"}
+MODEL_PREFIXES = {"openai": "openai", "anthropic": "anthropic", "azure": "azure", "vertex": "vertex_ai",
+                  "bedrock": "bedrock", "mistral": "mistral", "groq": "groq", "ollama": "ollama"}
+PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
+
+_env = SandboxedEnvironment(autoescape=False)
+_env.filters["dump"] = lambda v: json.dumps(v, ensure_ascii=False)
+
+ADAPTER = '''"""Calls a promptfoo python provider ({target}) the way evalspec calls providers.
+
+Written by `evalspec import promptfoo`; promptfoo passes the rendered prompt, evalspec the conversation.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("promptfoo_provider", Path(__file__).parent / {path!r})
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+
+
+def respond(messages, context):
+    prompt = messages[-1]["content"] if len(messages) == 1 else json.dumps(messages, ensure_ascii=False)
+    result = getattr(_module, {function!r})(prompt, {{"config": {config!r}}}, {{"vars": context["vars"]}})
+    if isinstance(result, dict):
+        if result.get("error"):
+            raise RuntimeError(result["error"])
+        return {{"content": str(result.get("output", "")), "cost": result.get("cost")}}
+    return str(result)
+'''
+
+
+class _Converter:
+    def __init__(self, path: Path, out_dir: Path) -> None:
+        self.path, self.out_dir = path, out_dir
+        self.notes: list[str] = []
+        self.files: dict[str, str] = {}
+
+    def relative(self, target: str) -> str:
+        """A path in the config (relative to it) as seen from the output folder."""
+        import os
+
+        absolute = (self.path.parent / target).resolve()
+        return Path(os.path.relpath(absolute, self.out_dir.resolve())).as_posix()
+
+    # -- providers ---------------------------------------------------------------------------
+    def providers(self, raw: Any) -> list[dict[str, Any]]:
+        items: list[Any] = raw if isinstance(raw, list) else [raw] if raw is not None else []
+        out: list[dict[str, Any]] = []
+        for item in items:
+            if isinstance(item, dict) and len(item) == 1 and "id" not in item and isinstance(
+                    next(iter(item.values())), dict):
+                (pid, options), = item.items()
+                item = {"id": pid, **options}
+            converted = self.provider(item)
+            if converted is not None:
+                base = slugify(str(converted.pop("_name")))
+                converted = {"id": base if base not in {p["id"] for p in out} else f"{base}-{len(out) + 1}",
+                             **converted}
+                out.append(converted)
+        return out
+
+    def provider(self, item: Any) -> dict[str, Any] | None:
+        pid = item if isinstance(item, str) else item.get("id") if isinstance(item, dict) else None
+        if not isinstance(pid, str):
+            self.notes.append(f"provider {item!r}: no id")
+            return None
+        config = item.get("config") or {} if isinstance(item, dict) else {}
+        label = item.get("label") if isinstance(item, dict) else None
+        name = label or pid
+        if pid.startswith("file://") and pid.split(":", 1)[1].lstrip("/").split(":")[0].endswith(".py"):
+            target = pid[len("file://"):]
+            file, _, function = target.partition(":")
+            stub = f"promptfoo_{slugify(Path(file).stem)}.py"
+            self.files[stub] = ADAPTER.format(target=target, path=self.relative(file),
+                                              function=function or "call_api", config=config)
+            return {"_name": name, "python": f"{stub}:respond"}
+        if pid in ("http", "https") or pid.startswith(("http://", "https://")):
+            return self.http(pid, config, name)
+        prefix, sep, model = pid.partition(":")
+        if sep and prefix in MODEL_PREFIXES:
+            for api in ("chat:", "messages:", "completion:"):
+                model = model.removeprefix(api)
+            out: dict[str, Any] = {"_name": name, "model": f"{MODEL_PREFIXES[prefix]}/{model}"}
+            params = {k: config[k] for k in PARAMS if k in config}
+            if params:
+                out["params"] = params
+            base = config.get("apiBaseUrl") or config.get("apiHost")
+            if isinstance(base, str):
+                out["api_base"] = base if "://" in base else f"https://{base}"
+            if isinstance(config.get("apiKey"), str):
+                out["api_key"] = config["apiKey"]
+            rest = sorted(set(config) - set(PARAMS) - {"apiBaseUrl", "apiHost", "apiKey"})
+            if rest:
+                self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
+            return out
+        self.notes.append(f"provider {pid}: no evalspec equivalent")
+        return None
+
+    def http(self, pid: str, config: dict[str, Any], name: str) -> dict[str, Any] | None:
+        url = config.get("url") or (pid if pid.startswith("http") and "://" in pid else None)
+        if not isinstance(url, str):
+            self.notes.append(f"provider {pid}: no url")
+            return None
+        http: dict[str, Any] = {"url": url}
+        if config.get("method"):
+            http["method"] = str(config["method"]).upper()
+        if isinstance(config.get("headers"), dict):
+            http["headers"] = {str(k): str(v) for k, v in config["headers"].items()}
+        if "body" in config:
+            http["body"] = _swap_prompt(config["body"])
+        transform = config.get("transformResponse")
+        if isinstance(transform, str) and (m := regex.fullmatch(r"\s*json\.([A-Za-z_][\w.\[\]]*)\s*", transform)):
+            http["response"] = m.group(1)
+        elif transform is not None:
+            self.notes.append(f"provider {pid}: transformResponse {transform!r} (give `response:` as JMESPath)")
+        rest = sorted(set(config) - {"url", "method", "headers", "body", "transformResponse"})
+        if rest:
+            self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
+        return {"_name": name if name not in ("http", "https") else "http", "http": http}
+
+    # -- prompts -----------------------------------------------------------------------------
+    def prompt(self, raw: Any) -> Any:
+        """The first prompt: a string template, or a list of chat messages (templates)."""
+        items = raw if isinstance(raw, list) else [raw] if raw is not None else []
+        if len(items) > 1:
+            self.notes.append(f"{len(items) - 1} more prompt(s): only the first is used")
+        if not items:
+            return "{{ prompt }}"
+        first = items[0]
+        if isinstance(first, dict):
+            first = first.get("raw") or first.get("id") or ""
+        text = str(first)
+        if text.startswith("file://"):
+            file = (self.path.parent / text[len("file://"):]).resolve()
+            if not file.is_file() or file.suffix not in (".txt", ".json", ".md", ".yaml", ".yml", ".j2"):
+                self.notes.append(f"prompt {text}: not a readable text/JSON/YAML prompt file")
+                return "{{ prompt }}"
+            text = file.read_text(encoding="utf-8")
+        stripped = text.strip()
+        if stripped.startswith("[") or stripped.startswith("- role:"):
+            return stripped  # a chat prompt, parsed after rendering
+        return text
+
+    def render(self, template: str, variables: dict[str, Any]) -> str:
+        try:
+            return _env.from_string(template).render(**variables)
+        except TemplateError as exc:
+            self.notes.append(f"prompt could not be rendered ({exc}); kept as written")
+            return template
+
+    def messages(self, prompt: Any, variables: dict[str, Any]) -> list[dict[str, str]]:
+        rendered = self.render(prompt, {**variables, "_conversation": []})
+        stripped = rendered.strip()
+        if stripped.startswith("[") or stripped.startswith("- role:"):
+            try:
+                parsed = json.loads(regex.sub(r",\s*([\]}])", r"\1", stripped)) if stripped.startswith("[") \
+                    else yaml.safe_load(stripped)
+            except (json.JSONDecodeError, yaml.YAMLError):
+                parsed = None
+            if isinstance(parsed, list) and all(isinstance(m, dict) and "role" in m for m in parsed):
+                return [{"role": str(m["role"]), "content": str(m.get("content", ""))} for m in parsed]
+        return [{"role": "user", "content": rendered}]
+
+    # -- assertions --------------------------------------------------------------------------
+    def assertion(self, raw: Any, where: str) -> dict[str, Any] | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+            self.notes.append(f"{where}: assertion {raw!r}")
+            return None
+        kind = raw["type"]
+        negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
+        value = raw.get("value")
+        name = ("not-" if negate else "") + base
+        out: dict[str, Any]
+        if base in SAME_TYPES:
+            if base in ("is-json", "contains-json") and value is None:
+                out = {"type": name}
+            else:
+                out = {name: value}
+        elif base == "levenshtein" and isinstance(raw.get("threshold"), (int, float)):
+            out = {name: {"value": value, "max": int(raw["threshold"])}}
+        elif base == "python" and isinstance(value, str) and value.startswith("file://"):
+            file, _, function = value[len("file://"):].partition(":")
+            out = {name: f"{self.relative(file)}:{function or 'get_assert'}"}
+        else:
+            self.notes.append(f"{where}: assertion type '{kind}'")
+            return None
+        for key in ("threshold", "weight", "metric"):
+            if key in raw and not (key == "threshold" and base == "levenshtein"):
+                out[key] = raw[key]
+        for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric"}):
+            self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
+        return out
+
+    def assertions(self, raw: Any, where: str) -> list[dict[str, Any]]:
+        items = raw if isinstance(raw, list) else []
+        return [a for i, item in enumerate(items) if (a := self.assertion(item, f"{where}.assert[{i}]"))]
+
+
+def _swap_prompt(value: Any) -> Any:
+    """promptfoo's `{{prompt}}` is the message evalspec sends: `{{ message }}`."""
+    if isinstance(value, str):
+        return regex.sub(r"\{\{\s*prompt\s*\}\}", "{{ message }}", value)
+    if isinstance(value, dict):
+        return {k: _swap_prompt(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap_prompt(v) for v in value]
+    return value
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError([Problem(str(path), None, "", f"cannot read: {exc}")]) from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError([Problem(str(path), None, "", f"not a promptfoo config: {exc}")]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([Problem(str(path), 1, "", "a promptfoo config is a mapping (prompts, providers, tests)")])
+    return data
+
+
+def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
+    """One promptfoo config -> one suite (written to `out_dir`, which relative paths are computed for)."""
+    data = _load(path)
+    conv = _Converter(path, out_dir)
+    providers = conv.providers(data.get("providers"))
+    prompt = conv.prompt(data.get("prompts"))
+    multi_turn = "_conversation" in str(prompt)
+    default = data.get("defaultTest") or {}
+    if isinstance(default, str):
+        conv.notes.append(f"defaultTest {default}: external file")
+        default = {}
+    default_vars = dict(default.get("vars") or {})
+    tests_raw = data.get("tests") or []
+    if isinstance(tests_raw, str):
+        conv.notes.append(f"tests {tests_raw}: external test file (import the CSV with `evalspec import csv`)")
+        tests_raw = []
+    for key in sorted(set(data) - {"description", "prompts", "providers", "tests", "defaultTest"}):
+        conv.notes.append(f"top-level '{key}'")
+    for key in sorted(set(default) - {"vars", "assert"}):
+        conv.notes.append(f"defaultTest.{key}")
+
+    turns: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]] = []
+    for i, test in enumerate(t for t in tests_raw if isinstance(t, dict)):
+        where = f"tests[{i}]"
+        variables = {**default_vars, **dict(test.get("vars") or {})}
+        for k, v in variables.items():
+            if isinstance(v, str) and v.startswith("file://"):
+                conv.notes.append(f"{where}: var '{k}' reads {v} (kept as written)")
+        for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold"}):
+            conv.notes.append(f"{where}.{key}")
+        group = str((test.get("metadata") or {}).get("conversationId") or "conversation") if multi_turn \
+            else str(test.get("description") or f"test-{i + 1}")
+        turns.append((group, test, conv.assertions(test.get("assert"), where),
+                      conv.messages(prompt, variables), dict(test.get("vars") or {})))
+
+    system = None
+    tests: list[dict[str, Any]] = []
+    by_group: dict[str, dict[str, Any]] = {}
+    for group, test, asserts, messages, own_vars in turns:
+        if messages and messages[0]["role"] == "system":
+            if system not in (None, messages[0]["content"]):
+                conv.notes.append(f"{group}: a system message that differs between tests (the first is used)")
+            system = system or messages[0]["content"]
+            messages = messages[1:]
+        entry = by_group.get(group)
+        if entry is None:
+            entry = by_group[group] = {"id": slugify(group), "conversation": []}
+            if not multi_turn and test.get("description"):
+                entry["name"] = str(test["description"])
+            if isinstance(test.get("threshold"), (int, float)):
+                entry["threshold"] = test["threshold"]
+            if own_vars and not multi_turn:
+                entry["vars"] = own_vars
+            tests.append(entry)
+        history = messages[:-1] if not multi_turn else []
+        for m in history:
+            if m["role"] in ("user", "assistant"):
+                entry["conversation"].append({m["role"]: m["content"]})
+        last = messages[-1] if messages else {"role": "user", "content": ""}
+        turn: dict[str, Any] = {"user": last["content"]}
+        if own_vars and multi_turn:
+            turn["vars"] = own_vars  # the turn's checks may use them
+        if asserts:
+            turn["assert"] = asserts
+        entry["conversation"].append(turn)
+    if system:
+        for p in providers:
+            if "model" in p:
+                p["system"] = system
+        if not any("model" in p for p in providers):
+            conv.notes.append("the prompt's system message (only model providers take `system:`)")
+    suite: dict[str, Any] = {"description": str(data.get("description") or f"Imported from {path.name}")}
+    if default_vars:
+        suite["vars"] = default_vars
+    if providers:
+        suite["providers"] = providers
+    default_asserts = conv.assertions(default.get("assert"), "defaultTest")
+    if default_asserts:
+        if multi_turn:  # promptfoo checks each test's output: here, each turn
+            default_asserts = [{**a, "scope": "each_turn"} for a in default_asserts]
+        suite["defaults"] = {"assert": default_asserts}
+    used = {k.removeprefix("not-") for t in tests for turn in t["conversation"] for a in turn.get("assert", [])
+            for k in a} | {k.removeprefix("not-") for a in default_asserts for k in a}
+    for role, key, model in (("judge", "llm-rubric", "openai/gpt-4o-mini"),
+                             ("embedder", "similar", "openai/text-embedding-3-small")):
+        if key in used:
+            suite[role] = model
+            conv.notes.append(f"{role}: {model} (promptfoo's default; edit `{role}:`)")
+    suite["tests"] = tests
+    return ImportedSuite(filename=f"{slugify(path.stem)}.yaml", data=suite, not_converted=conv.notes,
+                         source=path.name, files=conv.files)

@@ -1,0 +1,56 @@
+"""MT-Bench-101 data becomes one golden-history suite per task, judged against the golden last reply."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from servers import OpenAIServer, Reply, chat_body
+
+from evalspec import run
+from evalspec.cli import main
+from evalspec.config import load_suites
+from evalspec.runner import RunOptions
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "mtbench101-sample.jsonl"
+
+
+def test_one_suite_per_task_with_golden_history_and_reference(tmp_path: Path) -> None:
+    judged: list[str] = []
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        if request["model"] == "judge":
+            judged.append(request["messages"][-1]["content"])
+            return Reply(body=chat_body('{"reason": "matches the reference", "pass": true}'))
+        return Reply(body=chat_body("my answer"))
+
+    with OpenAIServer(script) as server:
+        result = CliRunner().invoke(main, [
+            "import", "mtbench101", str(DATA), "-o", str(tmp_path / "mt"),
+            "--provider", f"{{model: openai/under-test, api_base: '{server.base}'}}",
+            "--judge", f"{{model: openai/judge, api_base: '{server.base}'}}"])
+        assert result.exit_code == 0, result.output
+        files = sorted((tmp_path / "mt").glob("*.yaml"))
+        assert len(files) == 13
+        suites = load_suites(list(files))  # validates as written
+        gr = next(s for s in suites if s.path.name == "mtbench101-GR.yaml")
+        first = json.loads(DATA.read_text(encoding="utf-8").splitlines()[0])
+        test = gr.tests[0]
+        assert [t.kind for t in test.conversation] == ["user", "assistant", "user", "assistant", "user"]
+        assert test.conversation[1].text == first["history"][0]["bot"]
+        rubric = test.conversation[-1].asserts[0]
+        assert rubric.type == "llm-rubric" and rubric.options["reference"] == first["history"][-1]["bot"]
+        data = run([gr.path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert len(server.chats()) == 3 + 3  # one reply and one verdict per dialogue
+    assert all(r["status"] == "passed" for r in data["results"])
+    assert any(first["history"][-1]["bot"] in prompt for prompt in judged)  # the judge sees the reference
+
+
+def test_a_bad_line_is_named_with_its_number(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "GR", "id": 1, "history": [{"user": "hi", "bot": "hello"}]}\n{"task": "GR"}\n')
+    result = CliRunner().invoke(main, ["import", "mtbench101", str(bad), "-o", str(tmp_path / "mt")])
+    assert result.exit_code == 2
+    assert "bad.jsonl:2" in result.output and "history" in result.output

@@ -1,0 +1,125 @@
+"""promptfoo configs become suites that validate as written and run against loopback servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+from servers import LoopbackServer, OpenAIServer, Reply
+
+from evalspec import run
+from evalspec.cli import main
+from evalspec.config import load_suite
+from evalspec.runner import RunOptions
+
+CHAT_PROMPT = """[
+  {"role": "system", "content": "{{ system_message }}"},
+  {% for completion in _conversation %}
+    {"role": "user", "content": "{{ completion.input }}"},
+    {"role": "assistant", "content": "{{ completion.output }}"},
+  {% endfor %}
+  {"role": "user", "content": "{{ question }}"}
+]
+"""
+
+
+def multi_turn_config(base: str) -> dict[str, Any]:
+    return {
+        "description": "Threads about founders and weather",
+        "prompts": [{"id": "file://prompt.json", "label": "multi-turn"}],
+        "providers": [{"id": "openai:chat:gpt-4o-mini", "config": {"apiBaseUrl": base, "apiKey": "sk-test-1234567",
+                                                                   "temperature": 0}}],
+        "defaultTest": {"vars": {"system_message": "You are a helpful assistant"},
+                        "assert": [{"type": "not-contains", "value": "As an AI"}]},
+        "tests": [
+            {"vars": {"question": "Who founded Facebook?"}, "metadata": {"conversationId": "facebook"},
+             "assert": [{"type": "icontains", "value": "founded"}]},
+            {"vars": {"question": "Where does he live?"}, "metadata": {"conversationId": "facebook"},
+             "assert": [{"type": "javascript", "value": "output.length < 500"},
+                        {"type": "regex", "value": "live"}]},
+            {"vars": {"question": "天气怎么样？"}, "metadata": {"conversationId": "weather"},
+             "assert": [{"type": "contains-any", "value": ["天气", "weather"]}]},
+        ],
+    }
+
+
+def import_config(tmp_path: Path, config: dict[str, Any], *extra: str) -> tuple[int, str, str]:
+    src = tmp_path / "pf"
+    src.mkdir(exist_ok=True)
+    (src / "promptfooconfig.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    result = CliRunner().invoke(main, ["import", "promptfoo", str(src / "promptfooconfig.yaml"),
+                                       "-o", str(tmp_path / "out"), *extra])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_conversation_tests_become_one_conversation_each_and_run(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "prompt.json").write_text(CHAT_PROMPT, encoding="utf-8")
+    with OpenAIServer() as server:
+        code, out, err = import_config(tmp_path, multi_turn_config(server.base))
+        assert code == 0, err
+        path = tmp_path / "out" / "promptfooconfig.yaml"
+        text = path.read_text(encoding="utf-8")
+        assert "# Not converted:" in text and "assertion type 'javascript'" in text
+        assert "assertion type 'javascript'" in err
+        suite = load_suite(path)  # validates as written
+        assert [t.id for t in suite.tests] == ["facebook", "weather"]
+        assert [t.text for t in suite.tests[0].conversation] == ["Who founded Facebook?", "Where does he live?"]
+        assert suite.providers[0].config["model"] == "openai/gpt-4o-mini"
+        assert suite.providers[0].config["system"] == "You are a helpful assistant"
+        data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    calls = server.chats()
+    second = next(c for c in calls if c["messages"][-1]["content"] == "Where does he live?")
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]
+    assert second["temperature"] == 0
+    by_id = {r["test_id"]: r for r in data["results"]}
+    assert by_id["facebook"]["status"] == "passed" and by_id["weather"]["status"] == "passed"
+    rules = [a["type"] for a in by_id["facebook"]["assertions"]]
+    assert "not-contains" in rules and "icontains" in rules and "regex" in rules
+
+
+def test_http_and_python_providers_are_converted_and_run(tmp_path: Path) -> None:
+    def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        return Reply(body={"result": {"text": f"bot heard: {body.get('input')}"}})
+
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "provider.py").write_text(
+        "def call_api(prompt, options, context):\n"
+        "    return {'output': 'py heard: ' + prompt + ' / ' + context['vars']['city']}\n", encoding="utf-8")
+    with LoopbackServer(handle) as server:
+        config = {
+            "prompts": ["Weather in {{ city }}?"],
+            "providers": [{"id": "https", "label": "shop bot",
+                           "config": {"url": server.url + "/chat", "method": "POST",
+                                      "body": {"input": "{{prompt}}"}, "transformResponse": "json.result.text"}},
+                          "file://provider.py"],
+            "tests": [{"description": "Paris weather", "vars": {"city": "Paris"},
+                       "assert": [{"type": "contains", "value": "{{ city }}"}, {"type": "starts-with", "value": "bot",
+                                                                                "transform": "output.trim()"}]}],
+        }
+        code, out, err = import_config(tmp_path, config)
+        assert code == 0, err
+        path = tmp_path / "out" / "promptfooconfig.yaml"
+        assert "key 'transform'" in err
+        suite = load_suite(path)
+        assert [p.id for p in suite.providers] == ["shop-bot", "file-provider-py"]
+        assert suite.tests[0].name == "Paris weather"
+        assert suite.providers[0].config["http"]["body"] == {"input": "{{ message }}"}
+        data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    replies = {r["provider"]: r["transcript"][-1]["content"] for r in data["results"]}
+    assert replies == {"shop-bot": "bot heard: Weather in Paris?", "file-provider-py": "py heard: Weather in Paris? / Paris"}
+    statuses = {r["provider"]: r["status"] for r in data["results"]}
+    assert statuses == {"shop-bot": "passed", "file-provider-py": "failed"}  # starts-with 'bot'
+
+
+def test_a_config_without_providers_gets_a_stub_that_runs(tmp_path: Path) -> None:
+    code, out, err = import_config(tmp_path, {"prompts": ["Say {{ word }}"], "tests": [
+        {"vars": {"word": "你好"}, "assert": [{"type": "contains", "value": "你好"}]}]})
+    assert code == 0, err
+    path = tmp_path / "out" / "promptfooconfig.yaml"
+    assert (tmp_path / "out" / "provider_stub.py").is_file()
+    data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert data["results"][0]["status"] == "passed"
+    assert data["results"][0]["transcript"][-1]["content"] == "(stub) Say 你好"
