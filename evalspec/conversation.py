@@ -36,6 +36,12 @@ def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": response.content, "turn": turn,
                            "latency_ms": round(response.latency_ms, 3) if response.latency_ms is not None else None,
                            "tokens": response.tokens, "cost": response.cost}
+    if response.prompt_tokens is not None:
+        msg["prompt_tokens"], msg["completion_tokens"] = response.prompt_tokens, response.completion_tokens
+    strategy = response.metadata.get("strategy")
+    if isinstance(strategy, dict):  # the context strategy's own calls (history: summary | facts)
+        msg["strategy_tokens"], msg["strategy_cost"] = strategy.get("tokens"), strategy.get("cost")
+        msg["strategy_calls"] = 0 if response.cached else strategy.get("calls", 0)
     if response.cached:
         msg["cached"] = True
     if response.tool_calls:

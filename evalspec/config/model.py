@@ -70,13 +70,12 @@ class ProviderSpec:
 
         out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
         out.update({k: v for k, v in self.config.items() if k != self.kind})
-        if self.kind == "model":
-            history = self.config.get("history") or {}
-            out["context"] = f"window {history.get('turns')}" if history.get("mode") == "window" else "full"
-            if self.config.get("system"):
-                import hashlib
+        if self.kind in ("model", "python"):
+            out["context"] = describe_history(self.config.get("history"))
+        if self.kind == "model" and self.config.get("system"):
+            import hashlib
 
-                out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
+            out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
         return dict(redact(out, secrets))
 
 
@@ -167,4 +166,15 @@ def describe_provider(config: dict[str, Any]) -> str:
     if "http" in config:
         http = config["http"] or {}
         return f"http {http.get('url')}" + (" (stateful)" if http.get("stateful") else "")
-    return f"python {config.get('python')}"
+    return f"python {config.get('python')}" + (f" · history {config['context']}" if config.get("context", "full") != "full" else "")
+
+
+def describe_history(history: Any) -> str:
+    """`full`, `window 4`, `summary 2 by openai/gpt-4o-mini`: a provider's context strategy in a few words."""
+    if not isinstance(history, dict) or history.get("mode", "full") == "full":
+        return "full"
+    text = f"{history['mode']} {history.get('turns')}"
+    model = history.get("model")
+    if isinstance(model, dict):
+        model = model.get("model") or model.get("python") or model.get("id")
+    return text + (f" by {model}" if model else "")

@@ -22,6 +22,7 @@ from evalspec.config.model import (
 from evalspec.config.suggest import did_you_mean, slugify
 from evalspec.config.yamlfile import LineMap, PathKey
 from evalspec.errors import Problem
+from evalspec.providers.history import history_problem
 from evalspec.redact import collect_provider_secrets
 
 PROVIDER_KINDS = ("python", "model", "http")
@@ -127,9 +128,9 @@ class SuiteParser:
                 if parsed.scheme not in ("http", "https") or not parsed.netloc:
                     self.bad((*path, "http", "url"),
                              f"provider '{raw.get('id')}': malformed URL {url!r}: expected http(s)://host[:port]/path")
-        history = raw.get("history")
-        if isinstance(history, dict) and history.get("mode") == "window" and "turns" not in history:
-            self.bad((*path, "history"), "history mode 'window' needs 'turns' (complete exchanges to keep)")
+        history_wrong = history_problem(raw.get("history"), kind)
+        if history_wrong:
+            self.bad((*path, "history"), f"provider '{pid}': {history_wrong}")
         config = {k: v for k, v in raw.items() if k not in ("id", "max_concurrency", "rpm")}
         return ProviderSpec(id=pid, kind=cast(ProviderKind, kind), config=config, where=path,
                             max_concurrency=raw.get("max_concurrency"), rpm=raw.get("rpm"))

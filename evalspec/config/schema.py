@@ -48,7 +48,14 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
         "params": {"type": "object"},
         "api_base": {"type": "string"},
         "api_key": {"type": "string"},
-        "history": _obj({"mode": {"enum": ["full", "window"]}, "turns": {"type": "integer", "minimum": 0}}),
+        "history": _obj({
+            "mode": {"enum": ["full", "window", "summary", "facts"],
+                     "description": "full (default) | window: the last `turns` exchanges | summary: older exchanges "
+                                    "folded into a running summary | facts: facts the user stated, as a list"},
+            "turns": {"type": "integer", "minimum": 0, "description": "complete exchanges kept verbatim"},
+            "model": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}],
+                      "description": "the model that writes the summary or facts (default: the provider's own)"},
+            "max_tokens": {"type": "integer", "minimum": 1, "description": "cap on each summary/facts call"}}),
         "max_concurrency": {"type": "integer", "minimum": 1},
         "rpm": {"type": "number", "exclusiveMinimum": 0},
         "timeout": {"type": "number", "exclusiveMinimum": 0},

@@ -15,6 +15,7 @@ from evalspec.errors import ConfigError, Problem, ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import Provider
 from evalspec.providers.calls import CallStats, ProviderCaller
+from evalspec.providers.history import attach_strategy, strategy_model
 from evalspec.providers.python_provider import PythonProvider
 
 
@@ -63,8 +64,10 @@ class ProviderPool:
         caller = self._callers.get(key)
         if caller is None:
             cfg = spec.config
+            provider = build_provider(spec, suite)
+            attach_strategy(provider, spec, suite, self.get)
             caller = ProviderCaller(
-                build_provider(spec, suite), cache=self.cache if suite.option("cache") else None,
+                provider, cache=self.cache if suite.option("cache") else None,
                 timeout=float(cfg.get("timeout") or suite.option("timeout")),
                 retries=int(cfg.get("retries", suite.option("retries"))),
                 max_concurrency=spec.max_concurrency, rpm=spec.rpm, stats=self.stats,
@@ -121,6 +124,8 @@ class ProviderPool:
         for inst in instances:
             suite = inst.suite
             check(inst.provider, suite, "provider", inst.test_id)
+            if (strategy := strategy_model(inst.provider)) is not None:
+                check(strategy, suite, "history model", f"provider '{inst.provider.id}'")
             for spec in instance_assertions(inst):
                 if needs_model(spec):
                     atype = resolve_type(spec.type)

@@ -22,6 +22,7 @@ from evalspec.config.model import ProviderSpec
 from evalspec.config.suggest import did_you_mean
 from evalspec.errors import ProviderError
 from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.openai_compat import OpenAICompatClient, price_map
 
 KEY_ENV = {
@@ -60,21 +61,6 @@ def use_lean_client(config: dict[str, Any]) -> bool:
     return prefix in ("openai", "hosted_vllm", "lm_studio") and ("api_base" in config or prefix == "openai")
 
 
-def window(messages: list[dict[str, Any]], turns: int) -> list[dict[str, Any]]:
-    """The last `turns` complete exchanges (a user message and the reply to it) + the new user message."""
-    *prior, new = messages
-    exchanges: list[list[dict[str, Any]]] = []
-    i = 0
-    while i < len(prior) - 1:
-        if prior[i]["role"] == "user" and prior[i + 1]["role"] == "assistant":
-            exchanges.append([prior[i], prior[i + 1]])
-            i += 2
-        else:
-            i += 1
-    kept = exchanges[-turns:] if turns > 0 else []
-    return [m for pair in kept for m in pair] + [new]
-
-
 class ModelProvider:
     def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None) -> None:
         self.id = pid
@@ -85,8 +71,7 @@ class ModelProvider:
         except TemplateProblem as exc:
             raise ProviderError(f"{pid}: system: {exc}") from None
         self.params = dict(config.get("params") or {})
-        history = config.get("history") or {}
-        self.window = int(history["turns"]) if history.get("mode") == "window" else None
+        self.strategy = ContextStrategy.from_config(config)  # the pool gives summary/facts their model
         self.api_base = config.get("api_base")
         self.api_key = config.get("api_key")
         self.lean = use_lean_client(config)
@@ -94,14 +79,13 @@ class ModelProvider:
 
     def cache_identity(self) -> dict[str, Any]:
         return {"model": self.model, "system": self.system or None, "params": self.params,
-                "history": self.window, "api_base": self.api_base}
-
-    def prepare(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        body = window(messages, self.window) if self.window is not None else list(messages)
-        return ([{"role": "system", "content": self.system}] if self.system else []) + body
+                "history": self.strategy.identity(), "api_base": self.api_base}
 
     async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
-        sent = self.prepare(messages)
+        sent, usage = await self.strategy.build(self.system, messages, context)
+        return strategy_metadata(await self._chat(sent), usage)
+
+    async def _chat(self, sent: list[dict[str, Any]]) -> ProviderResponse:
         if self.lean:
             if self._client is None:
                 base = self.api_base or "https://api.openai.com/v1"

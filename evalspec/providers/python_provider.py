@@ -11,12 +11,14 @@ from typing import Any
 from evalspec.errors import ProviderError
 from evalspec.loading import LoadError, load_callable
 from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.history import ContextStrategy, strategy_metadata
 
 
 class PythonProvider:
     def __init__(self, pid: str, ref: str, base_dir: Path) -> None:
         self.id, self.ref, self.base_dir = pid, ref, base_dir
         self._fn: Any = None
+        self.strategy = ContextStrategy()  # `history:` is attached by the provider pool
 
     def cache_identity(self) -> dict[str, Any]:
         return {"python": self.ref, "base": str(self.base_dir)}
@@ -31,18 +33,19 @@ class PythonProvider:
     async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
         if self._fn is None:
             self.load()
+        sent, usage = await self.strategy.build(None, messages, context)
         ctx = {"thread_id": context.thread_id, "vars": dict(context.vars), "test_id": context.test_id,
                "turn": context.turn, "repeat": context.repeat}
         start = time.perf_counter()
         try:
             if inspect.iscoroutinefunction(self._fn):
-                result = await self._fn([dict(m) for m in messages], ctx)
+                result = await self._fn([dict(m) for m in sent], ctx)
             else:
-                result = await asyncio.to_thread(self._fn, [dict(m) for m in messages], ctx)
+                result = await asyncio.to_thread(self._fn, [dict(m) for m in sent], ctx)
         except Exception as exc:
             raise ProviderError(f"{self.ref} raised {type(exc).__name__}: {exc}") from exc
         latency = (time.perf_counter() - start) * 1000
-        return to_response(result, latency, self.ref)
+        return strategy_metadata(to_response(result, latency, self.ref), usage)
 
 
 def to_response(result: Any, latency: float, where: str) -> ProviderResponse:

@@ -128,6 +128,9 @@ def summary(records: list[dict[str, Any]], vs: list[Verdict]) -> dict[str, Any]:
         "cached_calls": sum(r.get("cached_calls", 0) for r in records),
         "tokens": sum(r.get("tokens") or 0 for r in records),
         "cost": round(sum(r.get("cost") or 0.0 for r in records), 6),
+        "strategy_calls": sum(r.get("strategy_calls") or 0 for r in records),
+        "strategy_tokens": sum(r.get("strategy_tokens") or 0 for r in records),
+        "strategy_cost": round(sum(r.get("strategy_cost") or 0.0 for r in records), 6),
         "judge_calls": sum(r.get("judge_calls") or 0 for r in records),
         "judge_cost": round(sum(r.get("judge_cost") or 0.0 for r in records), 6),
     }

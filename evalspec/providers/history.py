@@ -1,0 +1,290 @@
+"""Client-side context strategies: what a `model:` or `python:` provider is sent of the conversation.
+
+`history: {mode, turns, model}` on a provider:
+- `full` (default): the whole history;
+- `window`: the last `turns` complete exchanges (a user message and the replies to it) + the new message;
+- `summary`: the window, and every exchange older than it folded, one exchange at a time, into a running
+  summary written by `model` and appended to the system message;
+- `facts`: the window, and the facts the user stated (extracted by `model` from each exchange, the newer
+  replacing the older) appended to the system message as a list.
+
+Strategy calls go through their own `ProviderCaller` (cached, limited, retried) and ask for structured
+output with `max_tokens`; their usage is returned beside the built messages and recorded apart
+(`strategy_tokens`, `strategy_cost`). A fold already computed for the same exchanges is reused from memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evalspec.errors import ProviderError
+from evalspec.providers.base import CallContext, ProviderResponse
+
+if TYPE_CHECKING:
+    from evalspec.config.model import ProviderSpec, Suite
+    from evalspec.providers.calls import ProviderCaller
+
+MODES = ("full", "window", "summary", "facts")
+NEEDS_TURNS = ("window", "summary", "facts")
+NEEDS_MODEL = ("summary", "facts")
+DEFAULT_MAX_TOKENS = {"summary": 500, "facts": 400}
+MEMO_SIZE = 4096
+
+SUMMARY_SYSTEM = (
+    "You keep a running summary of a conversation between a user and an assistant. You get the summary so far "
+    "and one new exchange; answer with the updated summary. Keep every fact the user stated (names, places, "
+    "numbers, preferences, decisions), what each request was and where it stands; when the user corrects or "
+    "changes something, keep only the newest version and say it changed. Be brief. Write in the language of "
+    'the conversation. Answer with a JSON object: {"summary": "..."}'
+)
+FACTS_SYSTEM = (
+    "You keep a list of the facts a user has stated in a conversation with an assistant: who they are, their "
+    "situation, preferences, constraints and requests. You get the list so far and one new exchange; answer "
+    "with the updated list. Add what the user stated in the new exchange; when it replaces or contradicts an "
+    "older fact, drop the older one. Never add what only the assistant said. One short fact per item, in the "
+    'language of the conversation. Answer with a JSON object: {"facts": ["...", ...]}'
+)
+SCHEMAS = {
+    "summary": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"],
+                "additionalProperties": False},
+    "facts": {"type": "object", "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
+              "required": ["facts"], "additionalProperties": False},
+}
+HEADINGS = {"summary": "Summary of the earlier conversation:", "facts": "Facts the user has stated:"}
+
+
+def history_problem(history: Any, kind: str) -> str | None:
+    """What is wrong with a provider's `history:` (beyond its schema), or None."""
+    if not isinstance(history, dict):
+        return None
+    mode = history.get("mode", "full")
+    if mode in NEEDS_TURNS and "turns" not in history:
+        return f"history mode '{mode}' needs 'turns' (complete exchanges to keep verbatim)"
+    if kind == "http" and mode != "full":
+        return "history applies to model: and python: providers; an http provider keeps its own context"
+    if mode in NEEDS_MODEL and kind == "python" and not history.get("model"):
+        return f"history mode '{mode}' on a python provider needs 'model' (the model that writes the {mode})"
+    if mode not in NEEDS_MODEL and ("model" in history or "max_tokens" in history):
+        return f"history 'model' and 'max_tokens' go with mode summary or facts, not '{mode}'"
+    return None
+
+
+def exchanges(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Complete exchanges: a user message and every message after it up to the next user message,
+    when at least one of them is the assistant's. Anything else (a user message left unanswered) is dropped."""
+    groups: list[list[dict[str, Any]]] = []
+    for m in messages:
+        if m.get("role") == "user" or not groups:
+            groups.append([m])
+        else:
+            groups[-1].append(m)
+    return [g for g in groups if g[0].get("role") == "user" and any(m.get("role") == "assistant" for m in g[1:])]
+
+
+def window(messages: list[dict[str, Any]], turns: int) -> list[dict[str, Any]]:
+    """The last `turns` complete exchanges + the new user message."""
+    *prior, new = messages
+    kept = exchanges(prior)[-turns:] if turns > 0 else []
+    return [m for group in kept for m in group] + [new]
+
+
+@dataclass
+class StrategyUsage:
+    """The strategy's own calls during one turn."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens: int = 0
+    cost: float | None = None
+
+    def add(self, response: ProviderResponse) -> None:
+        if response.cached:
+            self.cached_calls += 1
+        else:
+            self.calls += 1
+        self.prompt_tokens += response.prompt_tokens or 0
+        self.completion_tokens += response.completion_tokens or 0
+        self.tokens += response.tokens or (response.prompt_tokens or 0) + (response.completion_tokens or 0)
+        if response.cost is not None:
+            self.cost = (self.cost or 0.0) + response.cost
+
+    def to_json(self) -> dict[str, Any]:
+        return {"calls": self.calls, "cached_calls": self.cached_calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "tokens": self.tokens, "cost": self.cost}
+
+
+@dataclass
+class ContextStrategy:
+    mode: str = "full"
+    turns: int | None = None
+    max_tokens: int | None = None
+    model: Any = None  # the `history.model` as written (a model string or a provider mapping)
+    caller: ProviderCaller | None = None
+    plain_caller: ProviderCaller | None = None  # without response_format, for servers that reject it
+    _memo: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> ContextStrategy:
+        history = config.get("history") or {}
+        mode = str(history.get("mode", "full"))
+        turns = int(history["turns"]) if history.get("turns") is not None and mode != "full" else None
+        max_tokens = history.get("max_tokens") or DEFAULT_MAX_TOKENS.get(mode)
+        return cls(mode=mode, turns=turns, max_tokens=max_tokens, model=history.get("model"))
+
+    def identity(self) -> Any:
+        """The strategy's part of the provider's cache identity (full: None, window: N, as before v2)."""
+        if self.mode == "full":
+            return None
+        if self.mode == "window":
+            return self.turns
+        return {"mode": self.mode, "turns": self.turns, "max_tokens": self.max_tokens,
+                "model": self.caller.provider.cache_identity() if self.caller else self.model}
+
+    def describe(self) -> str:
+        return "full" if self.mode == "full" else f"{self.mode} {self.turns}"
+
+    async def build(self, system: str | None, messages: list[dict[str, Any]],
+                    context: CallContext) -> tuple[list[dict[str, Any]], StrategyUsage]:
+        """The messages to send (system message first, when there is one) and the strategy's own usage."""
+        usage = StrategyUsage()
+        if self.mode == "full":
+            body = list(messages)
+        else:
+            body = window(messages, self.turns or 0)
+        if self.mode in NEEDS_MODEL:
+            *prior, _ = messages
+            done = exchanges(prior)
+            folded = done[: max(0, len(done) - (self.turns or 0))] if self.mode == "summary" else done
+            state = await self._fold(folded, context, usage)
+            note = render_state(self.mode, state)
+            if note:
+                system = f"{system}\n\n{note}" if system else note
+        return ([{"role": "system", "content": system}] if system else []) + body, usage
+
+    async def _fold(self, groups: list[list[dict[str, Any]]], context: CallContext, usage: StrategyUsage) -> Any:
+        """The running summary (or fact list) after folding `groups` one at a time; memoised by prefix."""
+        keys = [prefix_key(self.mode, context.repeat, [])]
+        for g in groups:
+            keys.append(prefix_key(keys[-1], context.repeat, g))
+        start = next((i for i in range(len(groups), 0, -1) if keys[i] in self._memo), 0)
+        state: Any = self._memo[keys[start]] if start else ("" if self.mode == "summary" else [])
+        for i in range(start, len(groups)):
+            state = await self._step(state, groups[i], context, usage)
+            self._memo[keys[i + 1]] = state
+            self._memo.move_to_end(keys[i + 1])
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return state
+
+    async def _step(self, state: Any, group: list[dict[str, Any]], context: CallContext, usage: StrategyUsage) -> Any:
+        if self.caller is None:
+            raise ProviderError(f"history mode '{self.mode}' has no model to write the {self.mode}")
+        before = state if self.mode == "summary" else json.dumps(state, ensure_ascii=False)
+        prompt = (f"{'Summary' if self.mode == 'summary' else 'Facts'} so far:\n{before or '(none)'}\n\n"
+                  f"New exchange:\n{format_exchange(group)}")
+        messages = [{"role": "system", "content": SUMMARY_SYSTEM if self.mode == "summary" else FACTS_SYSTEM},
+                    {"role": "user", "content": prompt}]
+        ctx = CallContext(thread_id="history", test_id=context.test_id, turn=context.turn, repeat=context.repeat)
+        try:
+            response = await self.caller.call(messages, ctx)
+        except ProviderError as exc:
+            if self.plain_caller is None or "response_format" not in str(exc):
+                raise ProviderError(f"history {self.mode}: {exc}") from exc
+            response = await self.plain_caller.call(messages, ctx)
+        usage.add(response)
+        return parse_state(self.mode, response.content)
+
+
+def prefix_key(previous: str, repeat: int, group: list[dict[str, Any]]) -> str:
+    blob = json.dumps([previous, repeat, [(m.get("role"), m.get("content")) for m in group]], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def format_exchange(group: list[dict[str, Any]]) -> str:
+    who = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
+    return "\n".join(f"{who.get(str(m.get('role')), m.get('role'))}: {m.get('content') or ''}" for m in group)
+
+
+def parse_state(mode: str, text: str) -> Any:
+    """The strategy model's answer: the JSON object asked for, else (a server without structured output) the text."""
+    from evalspec.providers.judge import parse_verdict
+
+    try:
+        data = parse_verdict(text)
+    except Exception:
+        data = {}
+    if mode == "summary":
+        value = data.get("summary")
+        return str(value) if isinstance(value, str) else text.strip()
+    facts = data.get("facts")
+    if isinstance(facts, list):
+        return [str(f).strip() for f in facts if str(f).strip()]
+    return [line.strip(" -*•\t") for line in text.splitlines() if line.strip(" -*•\t")]
+
+
+def render_state(mode: str, state: Any) -> str:
+    if not state:
+        return ""
+    if mode == "summary":
+        return f"{HEADINGS['summary']}\n{state}"
+    return HEADINGS["facts"] + "\n" + "\n".join(f"- {f}" for f in state)
+
+
+def response_format(mode: str) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": mode, "strict": True, "schema": SCHEMAS[mode]}}
+
+
+def strategy_model_spec(spec: ProviderSpec, strategy: ContextStrategy, structured: bool = True) -> ProviderSpec:
+    """The model that writes the summary or facts: `history.model`, else the provider's own model."""
+    from evalspec.config.model import ProviderSpec
+    from evalspec.providers.factory import assertion_provider
+
+    if strategy.model:
+        base = assertion_provider(strategy.model)
+        config = dict(base.config)
+    else:
+        config = {k: v for k, v in spec.config.items() if k in ("model", "api_base", "api_key", "client", "timeout")}
+        base = ProviderSpec(id="", kind="model", config=config)
+    params = {k: v for k, v in dict(config.get("params") or {}).items() if k not in ("response_format", "max_tokens")}
+    params["max_tokens"] = strategy.max_tokens
+    if structured:
+        params["response_format"] = response_format(strategy.mode)
+    config["params"] = params
+    suffix = "" if structured else ":plain"
+    return ProviderSpec(id=f"{spec.id}:history{suffix}", kind=base.kind, config=config,
+                        where=(*spec.where, "history"), max_concurrency=base.max_concurrency, rpm=base.rpm)
+
+
+def strategy_model(spec: ProviderSpec) -> ProviderSpec | None:
+    """The model a provider's summary or facts strategy calls (for the preflight), or None."""
+    strategy = ContextStrategy.from_config(spec.config)
+    if spec.kind not in ("model", "python") or strategy.mode not in NEEDS_MODEL:
+        return None
+    return strategy_model_spec(spec, strategy)
+
+
+def attach_strategy(provider: Any, spec: ProviderSpec, suite: Suite, get_caller: Any) -> None:
+    """Give a model or python provider its context strategy (and, for summary/facts, the callers it needs)."""
+    if spec.kind not in ("model", "python"):
+        return
+    strategy = ContextStrategy.from_config(spec.config)
+    if strategy.mode in NEEDS_MODEL:
+        strategy.caller = get_caller(strategy_model_spec(spec, strategy), suite)
+        strategy.plain_caller = get_caller(strategy_model_spec(spec, strategy, structured=False), suite)
+    provider.strategy = strategy
+    if spec.kind == "python" and strategy.mode != "full":  # a model provider's identity has its strategy already
+        base_identity = provider.cache_identity
+        provider.cache_identity = lambda: {**base_identity(), "history": strategy.identity()}
+
+
+def strategy_metadata(response: ProviderResponse, usage: StrategyUsage) -> ProviderResponse:
+    """Record the strategy's usage on the turn's response (it travels through the cache with it)."""
+    if usage.calls or usage.cached_calls:
+        response.metadata = {**response.metadata, "strategy": usage.to_json()}
+    return response
