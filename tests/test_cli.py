@@ -61,7 +61,7 @@ def test_exit_0_when_gate_passes_and_run_json_validates(in_tmp: Path) -> None:
 def test_exit_1_when_a_test_fails_and_output_names_turn_and_rule(in_tmp: Path) -> None:
     code, out = invoke("run", str(suite(in_tmp, FAILING)))
     assert code == 1
-    assert "FAIL" in out and "contains" in out and "turn 1" in out
+    assert "failed" in out and "contains" in out and "turn 1" in out
 
 
 def test_fail_under_replaces_min_pass_rate(in_tmp: Path) -> None:
@@ -99,16 +99,27 @@ def test_exit_2_when_no_file_matches_or_nothing_selected(in_tmp: Path) -> None:
 
 
 def test_exit_3_when_errors_exceed_max_errors(in_tmp: Path) -> None:
-    (in_tmp / "bots.py").write_text("def boom(messages, context):\n    raise ValueError('bot crashed')\n")
-    head = "providers:\n  - id: bot\n    python: bots.py:boom\n"
-    path = suite(in_tmp, "tests:\n  - id: t\n    conversation: [{user: hi}]\n", head=head)
+    (in_tmp / "bots.py").write_text("def boom(messages, context):\n    raise ValueError('bot crashed')\n"
+                                    "def fine(messages, context):\n    return 'ok'\n")
+    head = "providers:\n  - id: bot\n    python: bots.py:boom\n  - id: ok\n    python: bots.py:fine\n"
+    both = "tests:\n  - id: t\n    conversation: [{user: hi}]\n"
+    path = suite(in_tmp, both, head=head)
     code, out = invoke("run", str(path), "-o", "run.json")
     assert code == 3, out
     record = json.loads((in_tmp / "run.json").read_text())["results"][0]
     assert record["status"] == "error" and "bot crashed" in record["error"]
-    lenient = suite(in_tmp, "gate: {max_errors: 1}\ntests:\n  - id: t\n    conversation: [{user: hi}]\n",
-                    name="l.yaml", head=head)
+    lenient = suite(in_tmp, "gate: {max_errors: 1}\n" + both, name="l.yaml", head=head)
     assert invoke("run", str(lenient))[0] == 0
+
+
+def test_a_run_where_every_test_errored_exits_3_whatever_max_errors_says(in_tmp: Path) -> None:
+    (in_tmp / "bots.py").write_text("def boom(messages, context):\n    raise ValueError('bot crashed')\n")
+    head = "providers:\n  - id: bot\n    python: bots.py:boom\n"
+    path = suite(in_tmp, "gate: {max_errors: 5}\ntests:\n  - id: t\n    conversation: [{user: hi}]\n", head=head)
+    code, out = invoke("run", str(path), "-o", "run.json")
+    assert code == 3, out
+    assert "pass rate —" in out and "100%" not in out
+    assert json.loads((in_tmp / "run.json").read_text())["gate"]["pass_rate"] is None
 
 
 def test_failure_beats_errors_exit_1(in_tmp: Path) -> None:
@@ -155,7 +166,7 @@ def test_demo_suites_exit_0_with_xfails_shown(root: Path, tmp_path: Path) -> Non
                            "-o", str(tmp_path / "run.json")], cwd=tmp_path, capture_output=True, text=True, env=env,
                           timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "XFAIL" in proc.stdout and "gate passed" in proc.stdout
+    assert "xfailed" in proc.stdout and "measured" in proc.stdout and "gate passed" in proc.stdout
     data = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
     jsonschema.validate(data, RUN_SCHEMA)
     statuses = {r["status"] for r in data["results"]}

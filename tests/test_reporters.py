@@ -71,7 +71,7 @@ def test_clean_escapes_illegal_xml_characters() -> None:
 
 def test_markdown_has_marker_gate_and_failures(data: dict) -> None:
     md = render_markdown(data)
-    assert md.startswith(MARKER) and "gate failed" in md and "| leak |" in md and "critical" in md
+    assert md.startswith(MARKER) and "gate failed" in md and "**leak**" in md and "**critical**" in md
 
 
 def test_html_is_self_contained_and_escapes_replies(data: dict) -> None:

@@ -28,6 +28,7 @@ class AssertionResult:
     metric: str | None = None
     threshold: float | None = None
     turn: int | None = None
+    value: Any = None  # the rule as written (pattern, expected facts, ...), so reports can show it
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -35,7 +36,7 @@ class AssertionResult:
             "type": self.type, "scope": self.scope, "pass": self.passed, "score": self.score,
             "reason": self.reason, "evidence": [e.to_json() for e in self.evidence], "error": self.error,
             "weight": self.weight, "severity": self.severity, "metric": self.metric,
-            "threshold": self.threshold, "turn": self.turn,
+            "threshold": self.threshold, "turn": self.turn, "value": self.value,
         }
         if self.details:
             out["details"] = self.details
@@ -101,7 +102,8 @@ def _scope_json(scope: Any) -> Any:
 async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
     """Run one assertion; any failure to reach a verdict becomes `error`, never pass or fail."""
     base = AssertionResult(spec.name, _scope_json(spec.scope), None, None, weight=spec.weight,
-                           severity=spec.severity, metric=spec.metric, threshold=spec.threshold, turn=spec.turn)
+                           severity=spec.severity, metric=spec.metric, threshold=spec.threshold, turn=spec.turn,
+                           value=spec.value)
     resolved = resolve_type(spec.type)
     if resolved is None:
         return replace(base, error=f"unknown assertion type {spec.type!r}")

@@ -72,15 +72,21 @@ def memory_recall(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
     partial = float(spec.options.get("partial_credit", 0.5))
     scores: dict[str, float] = {}
     evidence: list[Evidence] = []
+    facts = []
     for key, expected in spec.value.items():
         score, hit, how = recall_key(reply.text, expected, fuzzy, partial)
         scores[key] = score
-        shown = "/".join(_aliases(expected))
-        evidence.append(Evidence(reply.turn, hit or shown, f"{key}: {how}" + (f" for {shown}" if how == "fuzzy" else "")))
+        facts.append({"key": key, "expected": _aliases(expected), "found": hit or None, "how": how, "score": score})
+        # evidence is what the reply said (the hit), never the expected value standing in for it
+        evidence.append(Evidence(reply.turn, hit, f"{key}: {how}") if hit
+                        else Evidence(reply.turn, snippet(reply.text), f"{key}: missing"))
     total = sum(scores.values()) / len(scores)
     threshold = spec.threshold if spec.threshold is not None else 1.0
-    parts = ", ".join(f"{k} {v:g}" for k, v in scores.items())
-    return Check(total >= threshold, total, f"recall {total:.2f} ({parts})", evidence, {"keys": scores})
+    parts = ", ".join(f"{f['key']} {'found ' + repr(f['found']) if f['found'] else 'not found'}"
+                      + (f" (partial: expected {'/'.join(f['expected'])})" if f["how"] == "fuzzy" else "")
+                      for f in facts)
+    return Check(total >= threshold, total, f"recall {total:.2f}: {parts}", evidence,
+                 {"keys": scores, "facts": facts})
 
 
 @assertion("refers-to", value={"anyOf": [
@@ -91,13 +97,18 @@ def memory_recall(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
 def refers_to(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply names the right entity (an alias) and none of the distractors."""
     value = spec.value if isinstance(spec.value, dict) else {"expected": spec.value}
-    hit = next((h for a in _aliases(value["expected"]) if (h := mentions(reply.text, a))), None)
-    wrong = [h for d in _aliases(value.get("not", [])) if (h := mentions(reply.text, d))]
+    expected, distractors = _aliases(value["expected"]), _aliases(value.get("not", []))
+    hit = next((h for a in expected if (h := mentions(reply.text, a))), None)
+    wrong = [h for d in distractors if (h := mentions(reply.text, d))]
+    details = {"entity": {"expected": expected, "not": distractors, "found": hit, "distractors": wrong}}
+    want = " or ".join(expected)
     if wrong:
-        return Check.of(False, f"names distractor {wrong[0]!r}", [Evidence(reply.turn, w, "distractor") for w in wrong])
+        return Check(False, 0.0, f"expected {want}, but the reply names {wrong[0]}",
+                     [Evidence(reply.turn, w, "distractor") for w in wrong], details)
     if not hit:
-        return Check.of(False, f"names none of {_aliases(value['expected'])}", [Evidence(reply.turn, snippet(reply.text))])
-    return Check.of(True, f"names {hit!r}", [Evidence(reply.turn, hit)])
+        return Check(False, 0.0, f"expected {want}, but the reply names neither",
+                     [Evidence(reply.turn, snippet(reply.text), "missing")], details)
+    return Check(True, 1.0, f"names {hit}", [Evidence(reply.turn, hit)], details)
 
 
 CLARIFY_PHRASES = regex.compile(

@@ -107,6 +107,7 @@ class TestSpec:
     id: str
     name: str
     index: int
+    description: str = ""
     tags: list[str] = field(default_factory=list)
     draft: bool = False
     xfail: str | None = None

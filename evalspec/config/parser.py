@@ -154,6 +154,7 @@ class SuiteParser:
         name = raw.get("name")
         tid = raw.get("id") or (slugify(name) if isinstance(name, str) and name.strip() else f"test-{i + 1}")
         test = TestSpec(id=str(tid), name=str(name or tid), index=i, where=path)
+        test.description = str(raw.get("description") or "")
 
         def f(key: str) -> tuple[Any, PathKey]:
             return self._field(raw, defaults, key, i)

@@ -3,38 +3,53 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from evalspec.config.model import describe_provider
+from evalspec.reporters.findings import Excerpt, Finding, findings
+from evalspec.reporters.vocabulary import (
+    conversations_text,
+    count_items,
+    curve_text,
+    ensure_current,
+    failing,
+    gate_headline,
+    one_line,
+    pass_rate_text,
+    repeats_text,
+    suite_gate_word,
+)
+from evalspec.results.verdict import CATEGORIES, record_category
 
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim", "xfailed": "magenta",
-         "xpassed": "cyan"}
-SYMBOL = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP", "xfailed": "XFAIL",
-          "xpassed": "XPASS"}
+         "xpassed": "cyan", "measured": "grey50", "drafts": "dim"}
+WORD = {"drafts": "draft"}
 
 
 class ConsoleReporter:
-    def __init__(self, console: Console | None = None, quiet: bool = False) -> None:
+    def __init__(self, console: Console | None = None, quiet: bool = False, include_drafts: bool = False) -> None:
         self.console = console or make_console()
         self.quiet = quiet
+        self.include_drafts = include_drafts
         self.live = self.console.is_terminal and not quiet
-        self.counts = {s: 0 for s in STYLE}
-        self.calls = self.tokens = 0
+        self.counts = {c: 0 for c in CATEGORIES}
+        self.calls = self.cached = self.tokens = 0
         self.cost = 0.0
         self.progress: Progress | None = None
         self.task: Any = None
         self.started = time.monotonic()
 
     def _stats(self) -> str:
-        c = self.counts
-        return (f"[green]{c['passed']} passed[/] [red]{c['failed']} failed[/] [yellow]{c['error']} error[/] "
-                f"· calls {self.calls} · tokens {self.tokens} · ${self.cost:.4f}")
+        shown = [f"[{STYLE[c]}]{n} {c}[/]" for c, n in self.counts.items()
+                 if n or c in ("passed", "failed", "error")]
+        return (" ".join(shown) + f" · calls {self.calls} (+{self.cached} cached) · tokens {self.tokens}"
+                f" · ${self.cost:.4f}")
 
     def on_start(self, total: int, already_done: int) -> None:
         self.started = time.monotonic()
@@ -48,20 +63,24 @@ class ConsoleReporter:
             self.task = self.progress.add_task(self._stats(), total=total, completed=already_done)
 
     def on_result(self, record: dict[str, Any]) -> None:
-        self.counts[record["status"]] += 1
-        self.calls += record.get("calls", 0) - record.get("cached_calls", 0)
+        shown = record_category(record, self.include_drafts)
+        self.counts[shown] += 1
+        self.calls += record.get("calls", 0)  # completed calls; cached answers are counted apart
+        self.cached += record.get("cached_calls", 0)
         self.tokens += record.get("tokens") or 0
         self.cost += record.get("cost") or 0.0
         if self.progress is not None:
             self.progress.update(self.task, advance=1, description=self._stats())
         elif not self.quiet:
-            status = record["status"]
-            score = f"{record['score']:.2f}" if record.get("score") is not None else "-"
-            extra = " [dim](curve point, not gated)[/]" if record.get("curve") else ""
-            if status in ("failed", "error", "xfailed"):
-                extra += " — " + escape(first_problem(record))
-            self.console.print(f"[{STYLE[status]}]{SYMBOL[status]:5}[/] {escape(record['test_id'])} "
-                               f"[dim]@ {escape(record['provider'])} score {score} "
+            score = f"{record['score']:.2f}" if record.get("score") is not None else "—"
+            extra = ""
+            if shown in ("failed", "error", "xfailed"):
+                first = findings(record)
+                extra = " — " + escape(_finding_line(first[0])) if first else ""
+            elif shown == "drafts":
+                extra = f" [dim]({record['status']})[/]"
+            self.console.print(f"[{STYLE[shown]}]{WORD.get(shown, shown):8}[/] {escape(one_line(record['test_id']))} "
+                               f"[dim]@ {escape(one_line(record['provider']))} score {score} "
                                f"{record.get('duration_ms', 0) / 1000:.2f}s[/]{extra}")
 
     def stop(self) -> None:
@@ -80,51 +99,77 @@ def make_console() -> Console:
     return Console(highlight=False, soft_wrap=True, width=None if probe.is_terminal else 120)
 
 
-def first_problem(record: dict[str, Any]) -> str:
-    if record.get("error"):
-        return str(record["error"])
-    for a in record.get("assertions", []):
-        if a["pass"] is False:
-            turns = sorted({e["turn"] for e in a.get("evidence", []) if e.get("turn") is not None})
-            where = f"turn {', '.join(map(str, turns))}: " if turns else ""
-            return f"{where}{a['type']}: {a['reason']}"
-    return ""
+def _finding_line(f: Finding) -> str:
+    text = f"{f.where}: {f.rule}" + (" [critical]" if f.critical else "")
+    return one_line(text + ": " + (f.error or f.reason))
+
+
+def _excerpt_markup(x: Excerpt) -> str:
+    return (escape(one_line(x.before)) + (f"[bold]{escape(one_line(x.match))}[/]" if x.match else "")
+            + escape(one_line(x.after)))
+
+
+def print_finding(console: Console, f: Finding) -> None:
+    critical = " [red bold]critical[/]" if f.critical else ""
+    console.print(f"    {escape(f.where)} · {escape(one_line(f.rule))}{critical}")
+    if f.error:
+        console.print(f"      [yellow]error:[/] {escape(one_line(f.error))}")
+    elif f.facts:
+        for fact in f.facts:
+            found = escape(one_line(fact.found)) if fact.found else "[red]nothing[/]"
+            console.print(f"      {escape(one_line(fact.key))}: expected {escape(one_line(fact.expected))}, found {found}")
+    elif f.reason:
+        console.print(f"      [dim]{escape(one_line(f.reason))}[/]")
+    for x in f.excerpts:
+        console.print(f"      [dim]reply, turn {x.turn}:[/] {_excerpt_markup(x)}")
+
+
+def print_failures(console: Console, run: dict[str, Any]) -> None:
+    problems = failing(run)
+    known = [v for v in run["verdicts"] if v["category"] == "xfailed"]
+    if problems:
+        console.print()
+        console.print("[bold]Failures and errors[/]")
+    for v, recs in problems:
+        word = v["category"]
+        console.print(f"[{STYLE[word]}]{word}[/] [bold]{escape(one_line(v['name']))}[/] "
+                      f"[dim]{escape(one_line(v['test_id']))} @ {escape(one_line(v['provider']))}"
+                      f"{repeats_text(v)}[/]")
+        for f in findings(recs[0]) if recs else []:
+            print_finding(console, f)
+    if known:
+        console.print()
+        console.print("[bold]Known failures (xfail)[/]")
+    for v in known:
+        recs = [r for r in run["results"] if r["suite"] == v["suite"] and r["base_id"] == v["test_id"]
+                and r["provider"] == v["provider"] and r["status"] == "xfailed"]
+        reason = one_line(recs[0]["xfail"]) if recs and recs[0].get("xfail") else ""
+        console.print(f"[magenta]xfailed[/] [bold]{escape(one_line(v['name']))}[/] [dim]{escape(one_line(v['test_id']))}"
+                      f" @ {escape(one_line(v['provider']))} — {escape(reason)}[/]")
+        for f in findings(recs[0])[:1] if recs else []:
+            print_finding(console, f)
+
+
+def summary_table(run: dict[str, Any]) -> Table:
+    table = Table(title="evalspec summary", box=box.SIMPLE_HEAD, show_lines=False)
+    labels = [label for label, _ in count_items(run["summary"])]
+    table.add_column("suite", no_wrap=True)
+    for col in (*labels, "pass rate", "gate"):
+        table.add_column(col, justify="right", min_width=min(len(col), 8))
+    for s in run["gate"]["suites"]:
+        table.add_row(escape(one_line(s["suite"])), *[str(n) for _, n in count_items(s["counts"])],
+                      pass_rate_text(s["pass_rate"]), suite_gate_word(s))
+    if len(run["gate"]["suites"]) > 1:
+        table.add_row("[bold]total[/]", *[str(n) for _, n in count_items(run["summary"])],
+                      pass_rate_text(run["gate"]["pass_rate"]), "")
+    return table
 
 
 def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool = False) -> None:
-    records = run["results"]
+    run = ensure_current(run)
     if not quiet:
-        problems = [r for r in records if r["status"] in ("failed", "error", "xfailed")
-                    and not (r.get("curve") and r["status"] != "error")]
-        if problems:
-            console.print()
-            console.print("[bold]Failures and errors[/]")
-        for r in problems:
-            console.print(f"[{STYLE[r['status']]}]{SYMBOL[r['status']]}[/] [bold]{escape(r['test_id'])}[/] @ "
-                          f"{escape(r['provider'])}" + (f"  [dim](xfail: {escape(str(r['xfail']))})[/]" if r.get("xfail") else ""))
-            if r.get("error"):
-                console.print(f"    [yellow]error:[/] {escape(str(r['error']))}")
-            for a in r["assertions"]:
-                if a["pass"] is not False and not a.get("error"):
-                    continue
-                label = a["type"] + (f" (turn {a['turn']})" if a.get("turn") else "")
-                console.print(f"    {escape(label)}: {escape(a.get('error') or a['reason'])}")
-                for e in a.get("evidence", [])[:3]:
-                    if e.get("text"):
-                        note = f" [dim]({escape(e['note'])})[/]" if e.get("note") else ""
-                        console.print(f"      [dim]turn {e.get('turn')}:[/] {escape(str(e['text'])[:120])}{note}")
-    table = Table(title="evalspec summary", show_lines=False)
-    for col in ("suite", "pass", "fail", "error", "xfail", "xpass", "not gated", "pass rate", "gate"):
-        table.add_column(col, justify="left" if col == "suite" else "right", overflow="fold")
-    for s in run["gate"]["suites"]:
-        mine = [v for v in run["verdicts"] if v["suite"] == s["suite"]]
-        loose = [v for v in mine if v["curve"] or v["draft"]]
-        counts = Counter(v["status"] for v in mine if v not in loose)
-        table.add_row(escape(s["suite"]), str(counts["passed"]), str(counts["failed"]),
-                      str(counts["error"]), str(counts["xfailed"]), str(counts["xpassed"]), str(len(loose)),
-                      f"{s['pass_rate']:.0%}",
-                      "[green]ok[/]" if s["ok"] and not s["errors_exceeded"] else "[red]FAIL[/]" if not s["ok"] else "[yellow]errors[/]")
-    console.print(table)
+        print_failures(console, run)
+    console.print(summary_table(run))
     if run.get("baseline"):
         from evalspec.diff.render import print_diff
 
@@ -133,19 +178,24 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
     for c in run.get("curves", []):
         config = configs.get((c["suite"], c["provider"]))
         if config:
-            console.print(f"[dim]{escape(c['provider'])}: {escape(describe_provider(config))}[/]")
-        pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: -" for p in c["points"])
-        sla = "; ".join(f"SLA at {x['at']} ≥ {x['min_score']}: {'met' if x['passed'] else 'no data' if x['no_data'] else 'MISSED'}"
-                        for x in c["sla"])
-        console.print(f"curve [bold]{escape(c['test'])}[/] @ {escape(c['provider'])} by {c['variable']}: {pts}"
-                      f" · half-life {c['half_life']} · failure point {c['failure_point']}" + (f" · {sla}" if sla else ""))
+            console.print(f"[dim]{escape(one_line(c['provider']))}: {escape(one_line(describe_provider(config)))}[/]")
+        console.print(f"curve [bold]{escape(one_line(c['test']))}[/] @ {escape(one_line(c['provider']))}: "
+                      f"{escape(one_line(curve_text(c, run['slas'])))}")
+    for sla in run["slas"]:
+        style = {"met": "green", "missed": "red"}.get(sla["status"], "yellow")
+        console.print(f"[{style}]SLA {sla['status']}[/] {escape(one_line(sla['id']))}: {escape(one_line(sla['text']))}")
+    for m in run["summary"].get("metrics", []):
+        mean = f"{m['mean']:.2f}" if m["mean"] is not None else "—"
+        console.print(f"metric [bold]{escape(one_line(m['metric']))}[/] @ {escape(one_line(m['provider']))} "
+                      f"[dim]({escape(one_line(m['suite']))})[/]: mean {mean}, {m['passed']}/{m['total']} passed")
     summ = run["summary"]
-    console.print(f"{summ['records']} conversations · {summ['calls']} calls + {summ['cached_calls']} from cache · "
+    console.print(f"{conversations_text(summ['records'])} · {summ['calls']} calls + {summ['cached_calls']} from cache · "
                   f"{summ['tokens']} tokens · ${summ['cost']:.4f}"
                   + (f" · {summ['judge_calls']} judge calls ${summ['judge_cost']:.4f}" if summ.get("judge_calls") else "")
-                  + f" · {run['duration_s']:.2f}s")
+                  + f" · {run.get('duration_s', 0):.2f}s")
     gate = run["gate"]
-    verdict = {0: "[green]gate passed[/]", 1: "[red]gate FAILED[/]", 3: "[yellow]gate: too many errors[/]"}[gate["exit_code"]]
-    console.print(verdict + (": " + escape("; ".join(gate["reasons"])) if gate["reasons"] else ""))
+    style = {0: "green", 1: "red"}.get(gate["exit_code"], "yellow")
+    console.print(f"[{style}]{gate_headline(gate)}[/] · pass rate {pass_rate_text(gate['pass_rate'])}"
+                  + (": " + escape(one_line("; ".join(gate["reasons"]))) if gate["reasons"] else ""))
     for kind, path in paths.items():
         console.print(f"[dim]{kind}: {escape(path)}[/]")

@@ -8,6 +8,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from evalspec.reporters.findings import findings
+from evalspec.reporters.vocabulary import count_items, ensure_current, one_line, pass_rate_text
+
 ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -16,13 +19,14 @@ def clean(text: Any) -> str:
 
 
 def failure_text(record: dict[str, Any]) -> str:
+    """Each failing assertion: where, the rule, severity, reason or expected/found, the reply excerpt."""
     lines = []
-    for a in record["assertions"]:
-        if a["pass"] is False or a.get("error"):
-            turns = sorted({e["turn"] for e in a.get("evidence", []) if e.get("turn") is not None})
-            where = f"turn {', '.join(map(str, turns))}: " if turns else ""
-            lines.append(f"{where}{a['type']}: {a.get('error') or a['reason']}")
-            lines.extend(f"    turn {e.get('turn')}: {e['text']}" for e in a.get("evidence", [])[:5] if e.get("text"))
+    for f in findings(record):
+        lines.append(f"{f.where}: {f.rule}" + (" [critical]" if f.critical else "")
+                     + f": {one_line(f.error or f.reason)}")
+        lines += [f"    {x.key}: expected {x.expected}, found {x.found or 'nothing'}" for x in f.facts]
+        lines += [f"    reply, turn {x.turn}: {one_line(x.before)}[{one_line(x.match)}]{one_line(x.after)}"
+                  if x.match else f"    reply, turn {x.turn}: {one_line(x.text)}" for x in f.excerpts]
     return "\n".join(lines)
 
 
@@ -30,25 +34,62 @@ def transcript_text(record: dict[str, Any]) -> str:
     return "\n".join(f"[{m['role']} {m.get('turn')}] {m['content']}" for m in record["transcript"])
 
 
-def _baseline_properties(suite_el: ET.Element, run: dict[str, Any]) -> None:
-    if not run.get("baseline"):
-        return
-    from evalspec.diff.render import junit_properties
+def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:
+    """Measured points, xfailed tests and drafts are `<skipped>`, with the reason (SPEC §9)."""
+    status = r["status"]
+    if status == "error":
+        return None
+    if r.get("curve"):
+        return f"measured: curve point ({status}, score {r['score'] if r.get('score') is not None else '—'}); gates only through its SLA"
+    if r.get("draft") and not gated_drafts:
+        return f"draft ({status}): runs and is reported, never gates"
+    if status == "xfailed":
+        return f"xfailed: {r.get('xfail')}"
+    if status == "skipped":
+        return "skipped"
+    return None
 
-    props = ET.SubElement(suite_el, "properties")
-    for name, value in junit_properties(run["baseline"]).items():
-        ET.SubElement(props, "property", name=name, value=clean(value))
+
+def _properties(el: ET.Element, counts: dict[str, Any], pass_rate: float | None, run: dict[str, Any]) -> None:
+    """The suite's verdict counts, in the words every report uses (and the baseline diff, if any)."""
+    props = ET.SubElement(el, "properties")
+    for label, n in count_items(counts):
+        ET.SubElement(props, "property", name=f"evalspec.{label.replace(' ', '_')}", value=str(n))
+    ET.SubElement(props, "property", name="evalspec.pass_rate", value=pass_rate_text(pass_rate))
+    if run.get("baseline"):
+        from evalspec.diff.render import junit_properties
+
+        for name, value in junit_properties(run["baseline"]).items():
+            ET.SubElement(props, "property", name=name, value=clean(value))
+
+
+def _sla_case(el: ET.Element, sla: dict[str, Any]) -> str:
+    case = ET.SubElement(el, "testcase", classname=clean(f"{Path(sla['suite']).stem}.{sla['provider']}"),
+                         name=clean(sla["id"]), time="0.000")
+    if sla["status"] == "missed":
+        ET.SubElement(case, "failure", message=clean(f"SLA missed: {sla['text']}")).text = clean(sla["text"])
+        return "failures"
+    if sla["status"] == "no data":
+        ET.SubElement(case, "skipped", message=clean(f"SLA without data: {sla['text']}"))
+        return "skipped"
+    ET.SubElement(case, "system-out").text = clean(f"SLA met: {sla['text']}")
+    return ""
 
 
 def build_junit(run: dict[str, Any]) -> ET.Element:
+    run = ensure_current(run)
+    gated_drafts = bool(run["gate"].get("include_drafts"))
     root = ET.Element("testsuites", name="evalspec", time=f"{run.get('duration_s', 0):.3f}")
     by_suite: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in run["results"]:
         by_suite[r["suite"]].append(r)
+    gates = {g["suite"]: g for g in run["gate"]["suites"]}
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite, records in by_suite.items():
         el = ET.SubElement(root, "testsuite", name=clean(suite))
-        _baseline_properties(el, run)
+        g = gates.get(suite)
+        if g is not None:
+            _properties(el, g["counts"], g["pass_rate"], run)
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for r in records:
             counts["tests"] += 1
@@ -56,20 +97,23 @@ def build_junit(run: dict[str, Any]) -> ET.Element:
                                  name=clean(r["test_id"]), time=f"{r.get('duration_ms', 0) / 1000:.3f}")
             status = r["status"]
             message = failure_text(r)
+            skip = _skip_reason(r, gated_drafts)
             if status == "error":
                 counts["errors"] += 1
                 ET.SubElement(case, "error", message=clean((r.get("error") or message)[:500])).text = clean(message or r.get("error"))
-            elif status == "failed" and (r.get("draft") or r.get("curve")):
+            elif skip is not None:
                 counts["skipped"] += 1
-                why = "draft" if r.get("draft") else "curve point (measurement, not gated)"
-                ET.SubElement(case, "skipped", message=clean(f"{why}: {message.splitlines()[0] if message else ''}"))
+                first = message.splitlines()[0] if message else ""
+                ET.SubElement(case, "skipped", message=clean(skip + (f" — {first}" if first else "")))
             elif status == "failed":
                 counts["failures"] += 1
                 ET.SubElement(case, "failure", message=clean(message.splitlines()[0] if message else "failed")).text = clean(message)
-            elif status in ("xfailed", "skipped"):
-                counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message=clean(f"xfail: {r.get('xfail')}" if status == "xfailed" else "skipped"))
             ET.SubElement(case, "system-out").text = clean(transcript_text(r))
+        for sla in [x for x in run["slas"] if x["suite"] == suite]:
+            counts["tests"] += 1
+            kind = _sla_case(el, sla)
+            if kind:
+                counts[kind] += 1
         for k, v in counts.items():
             el.set(k, str(v))
             totals[k] += v

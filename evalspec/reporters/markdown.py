@@ -1,44 +1,126 @@
-"""A short Markdown summary for PR comments and `$GITHUB_STEP_SUMMARY`."""
+"""A Markdown summary for PR comments and `$GITHUB_STEP_SUMMARY` (SPEC §9).
+
+Text from the system under test is neutralised: HTML tags and `@mentions` cannot act in a comment.
+The whole text stays under GitHub's comment limit; long lists are cut with a count of what was left out.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
 from typing import Any
 
+from evalspec.reporters.findings import Excerpt, Finding, findings
+from evalspec.reporters.vocabulary import (
+    conversations_text,
+    count_items,
+    ensure_current,
+    failing,
+    gate_headline,
+    one_line,
+    pass_rate_text,
+    repeats_text,
+    suite_gate_word,
+)
+
 MARKER = "<!-- evalspec-report -->"
-ICON = {"passed": "✅", "failed": "❌", "error": "⚠️", "xfailed": "🟪", "xpassed": "🟦", "skipped": "⏭️"}
+LIMIT = 60_000
+ICON = {0: "✅", 1: "❌", 3: "⚠️"}
+MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
+SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
 
 
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def md(text: Any) -> str:
+    """One line of text from a run, safe in Markdown and table cells: no tags, no mentions, no markup."""
+    out = one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = SPECIAL.sub(r"\\\1", out)
+    return MENTION.sub("@&#8203;", out)
 
 
-def render_markdown(run: dict[str, Any]) -> str:
-    gate = run["gate"]
-    headline = {0: "✅ gate passed", 1: "❌ gate failed", 3: "⚠️ too many errors"}[gate["exit_code"]]
-    out = [MARKER, f"## evalspec: {headline}", ""]
-    s = run["summary"]
-    out.append(f"{s['records']} conversations · {s['calls']} calls ({s['cached_calls']} cached) · "
-               f"{s['tokens']} tokens · ${s['cost']:.4f} · pass rate {gate['pass_rate']:.0%}")
-    out += ["", "| suite | passed | failed | errors | pass rate | gate |", "|---|---:|---:|---:|---:|---|"]
-    for g in gate["suites"]:
-        ok = "ok" if g["ok"] and not g["errors_exceeded"] else "**failed**" if not g["ok"] else "**errors**"
-        out.append(f"| {_cell(g['suite'])} | {g['passed']} | {g['failed']} | {g['errors']} | {g['pass_rate']:.0%} | {ok} |")
-    if gate["reasons"]:
-        out += ["", *[f"- {_cell(r)}" for r in gate["reasons"]]]
+def _excerpt(x: Excerpt) -> str:
+    match = f"**{md(x.match)}**" if x.match.strip() else ""
+    return f"{md(x.before)}{match}{md(x.after)}"
+
+
+def finding_lines(f: Finding) -> list[str]:
+    head = f"  - {f.where} · `{one_line(f.rule).replace('`', 'ˋ')}`" + (" · **critical**" if f.critical else "")
+    lines = [head]
+    if f.error:
+        lines.append(f"    - error: {md(f.error)}")
+    elif f.facts:
+        lines += [f"    - {md(x.key)}: expected {md(x.expected)}, found {md(x.found) if x.found else '*nothing*'}"
+                  for x in f.facts]
+    elif f.reason:
+        lines.append(f"    - {md(f.reason)}")
+    lines += [f"    - reply, turn {x.turn}: {_excerpt(x)}" for x in f.excerpts]
+    return lines
+
+
+def run_link(env: Mapping[str, str]) -> str:
+    """A link to the workflow run (where the `evalspec-report` artifact is), when run by GitHub Actions."""
+    server, repo, run_id = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY"), env.get("GITHUB_RUN_ID")
+    if not (server and repo and run_id):
+        return ""
+    url = f"{server.rstrip('/')}/{repo}/actions/runs/{run_id}"
+    return f"[workflow run]({url}) · report artifact `evalspec-report` ([download]({url}#artifacts))"
+
+
+def _failures(run: dict[str, Any]) -> list[list[str]]:
+    blocks = []
+    for v, recs in failing(run):
+        head = (f"- {'**critical** ' if v['critical_failed'] else ''}{v['category']}: **{md(v['name'])}** "
+                f"(`{one_line(v['test_id']).replace('`', 'ˋ')}` @ {md(v['provider'])}){repeats_text(v)}")
+        lines = [head]
+        for f in findings(recs[0]) if recs else []:
+            lines += finding_lines(f)
+        blocks.append(lines)
+    return blocks
+
+
+def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -> str:
+    run = ensure_current(run)
+    env = os.environ if env is None else env
+    gate, s = run["gate"], run["summary"]
+    out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_headline(gate)}", ""]
+    out.append(f"**pass rate {pass_rate_text(gate['pass_rate'])}** · "
+               + " · ".join(f"{n} {label}" for label, n in count_items(s)))
+    out.append(f"{conversations_text(s['records'])} · {s['calls']} calls ({s['cached_calls']} cached) · "
+               f"{s['tokens']} tokens · ${s['cost']:.4f}")
     if run.get("baseline"):
         from evalspec.diff.render import markdown_lines
 
-        out[3:3] = ["", *markdown_lines(run["baseline"]), ""]  # newly failing first: right under the headline
-    problems = [r for r in run["results"] if r["status"] in ("failed", "error") and not r.get("curve")]
-    if problems:
-        out += ["", "### Failures", "", "| test | provider | status | first problem |", "|---|---|---|---|"]
-        for r in problems[:50]:
-            first = r.get("error") or next((f"turn {a.get('turn') or ''} {a['type']}: {a['reason']}"
-                                            for a in r["assertions"] if a["pass"] is False), "")
-            out.append(f"| {_cell(r['test_id'])} | {_cell(r['provider'])} | {ICON[r['status']]} {r['status']} | "
-                       f"{_cell(first)[:200]} |")
-    for c in run.get("curves", []):
-        pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: –" for p in c["points"])
-        out += ["", f"**Curve {_cell(c['test'])} @ {_cell(c['provider'])}** ({c['variable']}): {pts}; "
-                    f"half-life {c['half_life']}, failure point {c['failure_point']}"]
+        out += ["", *markdown_lines(run["baseline"])]  # newly failing first: right under the headline
+    link = run_link(env)
+    if link:
+        out += ["", link]
+    if gate["reasons"]:
+        out += ["", *[f"- {md(r)}" for r in gate["reasons"]]]
+    labels = [label for label, _ in count_items(s)]
+    out += ["", "| suite | " + " | ".join(labels) + " | pass rate | gate |",
+            "|---|" + "---:|" * (len(labels) + 1) + "---|"]
+    for g in gate["suites"]:
+        word = suite_gate_word(g)
+        out.append(f"| {md(g['suite'])} | " + " | ".join(str(n) for _, n in count_items(g["counts"]))
+                   + f" | {pass_rate_text(g['pass_rate'])} | {word if word == 'ok' else f'**{word}**'} |")
+    if run["slas"]:
+        out += ["", "### SLAs", ""]
+        out += [f"- {'✅' if x['status'] == 'met' else '❌' if x['status'] == 'missed' else '⚠️'} "
+                f"{md(x['id'])}: **{x['status']}** — {md(x['text'])}" for x in run["slas"]]
+    if s.get("metrics"):
+        out += ["", "### Metrics", "", "| metric | suite | provider | mean | passed |", "|---|---|---|---:|---:|"]
+        out += [f"| {md(m['metric'])} | {md(m['suite'])} | {md(m['provider'])} | "
+                f"{'—' if m['mean'] is None else format(m['mean'], '.2f')} | {m['passed']}/{m['total']} |"
+                for m in s["metrics"]]
+    blocks = _failures(run)
+    if blocks:
+        out += ["", "### Failures", ""]
+        used = sum(len(line) + 1 for line in out)
+        for i, block in enumerate(blocks):
+            size = sum(len(line) + 1 for line in block)
+            if used + size > LIMIT - 200:
+                out.append(f"- … and {len(blocks) - i} more failing tests (see the HTML report)")
+                break
+            out += block
+            used += size
     return "\n".join(out) + "\n"

@@ -6,10 +6,10 @@ from collections import defaultdict
 from typing import Any
 
 from evalspec.results.attacks import attack_summary
-from evalspec.results.verdict import Verdict, combine_repeats, mean_std
+from evalspec.results.verdict import CATEGORIES, Verdict, category, combine_repeats, mean_std
 
 
-def verdicts(records: list[dict[str, Any]]) -> list[Verdict]:
+def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> list[Verdict]:
     """One verdict per test instance × provider, repeats combined by the test's pass rule."""
     groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(records):
@@ -22,9 +22,11 @@ def verdicts(records: list[dict[str, Any]]) -> list[Verdict]:
         mean, std = mean_std([r["score"] for r in recs if r.get("score") is not None and r["status"] != "error"])
         critical = status in ("failed",) and any(r.get("critical_failed") for r in recs)
         is_curve = bool(first.get("curve"))
-        gated = not first.get("draft") and not first.get("xfail") and not is_curve and status != "skipped"
+        draft = bool(first.get("draft"))
+        gated = not draft and not first.get("xfail") and not is_curve and status != "skipped"
         out.append(Verdict(suite, base_id, first["name"], provider, status, len(recs), ok, rate, hat, mean, std,
-                           gated, critical, bool(first.get("draft")), bool(first.get("xfail")), is_curve, idx))
+                           gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
+                           category(status, is_curve, draft, include_drafts)))
     return out
 
 
@@ -71,25 +73,66 @@ def _num(v: Any) -> float | None:
         return None
 
 
+def sla_verdicts(curve_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One verdict per curve test × provider with an `sla`: met only when every entry holds."""
+    out = []
+    for c in curve_list:
+        if not c["sla"]:
+            continue
+        entries = [{**x, "text": sla_text(c, x)} for x in c["sla"]]
+        status = ("missed" if any(not x["passed"] and not x["no_data"] for x in c["sla"])
+                  else "no data" if any(x["no_data"] for x in c["sla"]) else "met")
+        out.append({"id": f"sla: {c['test']} @ {c['provider']}", "suite": c["suite"], "test": c["test"],
+                    "name": c["name"], "provider": c["provider"], "variable": c["variable"], "status": status,
+                    "entries": entries, "text": "; ".join(x["text"] for x in entries)})
+    return out
+
+
+def sla_text(curve: dict[str, Any], sla: dict[str, Any]) -> str:
+    """The measured value beside the target: `at 5: 0.67 < 0.80` (missed) or the lowest covered point (met)."""
+    target = sla["min_score"]
+    if sla["no_data"]:
+        return f"no measured point at or below {sla['at']:g} (target ≥ {target:.2f})"
+    covered = [p for p in curve["points"] if p["mean"] is not None and _num(p["value"]) is not None
+               and (_num(p["value"]) or 0) <= sla["at"]]
+    if not sla["passed"]:
+        return "; ".join(f"at {p['value']}: {p['mean']:.2f} < {target:.2f}" for p in covered if p["mean"] < target)
+    low = min(covered, key=lambda p: p["mean"])
+    return f"at {low['value']}: {low['mean']:.2f} ≥ {target:.2f}"
+
+
+def counts(vs: list[Verdict], slas: list[dict[str, Any]]) -> dict[str, int]:
+    """The verdict counts every report shows, in one vocabulary."""
+    out = {c: 0 for c in CATEGORIES}
+    for v in vs:
+        out[v.category] += 1
+    out["slas_missed"] = sum(1 for s in slas if s["status"] == "missed")
+    return out
+
+
 def gate(suites: list[dict[str, Any]], vs: list[Verdict], curve_list: list[dict[str, Any]],
          fail_under: float | None, include_drafts: bool) -> dict[str, Any]:
-    """The gate verdict per suite and for the run; `exit_code` follows SPEC §1."""
+    """The gate verdict per suite and for the run; `exit_code` follows SPEC §1 and §8.
+
+    A pass rate over no gated verdict is None (shown "—"), never 100%."""
     per_suite = []
-    all_passed = all_failed = 0
+    all_passed = all_failed = all_errors = 0
     any_fail = any_errors = False
+    slas = sla_verdicts(curve_list)
     for s in suites:
         mine = [v for v in vs if v.suite == s["path"]]
         gated = [v for v in mine if (v.gated or (include_drafts and v.draft and not v.xfail and not v.curve))]
         passed = sum(1 for v in gated if v.status == "passed")
         failed = sum(1 for v in gated if v.status == "failed")
         errors = sum(1 for v in mine if v.status == "error" and (include_drafts or not v.draft))
-        rate = passed / (passed + failed) if passed + failed else 1.0
+        rate = passed / (passed + failed) if passed + failed else None
         min_rate = fail_under if fail_under is not None else s["min_pass_rate"]
-        critical = [v.test_id + " @ " + v.provider for v in gated if v.status == "failed" and v.critical_failed]
-        sla_missed = [f"{c['test']} @ {c['provider']}: at {x['at']} min {x['min_score']}"
-                      for c in curve_list if c["suite"] == s["path"] for x in c["sla"] if not x["passed"] and not x["no_data"]]
+        # a critical failure gates wherever it happens, curve points included (never drafts or xfail)
+        critical = [v.test_id + " @ " + v.provider for v in mine
+                    if v.status == "failed" and v.critical_failed and (v in gated or v.curve)]
+        sla_missed = [f"{x['id']}: {x['text']}" for x in slas if x["suite"] == s["path"] and x["status"] == "missed"]
         reasons = []
-        if rate < min_rate:
+        if rate is not None and rate < min_rate:
             reasons.append(f"pass rate {rate:.2%} < {min_rate:.2%}")
         if critical:
             reasons.append("critical assertion failed: " + ", ".join(critical))
@@ -98,32 +141,50 @@ def gate(suites: list[dict[str, Any]], vs: list[Verdict], curve_list: list[dict[
         too_many_errors = errors > s["max_errors"]
         per_suite.append({"suite": s["path"], "passed": passed, "failed": failed, "errors": errors,
                           "pass_rate": rate, "min_pass_rate": min_rate, "max_errors": s["max_errors"],
-                          "ok": not reasons, "reasons": reasons, "errors_exceeded": too_many_errors})
-        all_passed, all_failed = all_passed + passed, all_failed + failed
+                          "ok": not reasons, "reasons": reasons, "errors_exceeded": too_many_errors,
+                          "counts": counts(mine, [x for x in slas if x["suite"] == s["path"]])})
+        all_passed, all_failed, all_errors = all_passed + passed, all_failed + failed, all_errors + errors
         any_fail = any_fail or bool(reasons)
         any_errors = any_errors or too_many_errors
-    overall = all_passed / (all_passed + all_failed) if all_passed + all_failed else 1.0
+    overall = all_passed / (all_passed + all_failed) if all_passed + all_failed else None
     reasons = [f"{p['suite']}: {r}" for p in per_suite for r in p["reasons"]]
-    if fail_under is not None and overall < fail_under:
+    if fail_under is not None and overall is not None and overall < fail_under:
         any_fail = True
         reasons.append(f"run pass rate {overall:.2%} < --fail-under {fail_under:.2%}")
-    exit_code = 1 if any_fail else 3 if any_errors else 0
+    no_verdict = overall is None and all_errors > 0  # SPEC §8: whatever max_errors says
+    exit_code = 1 if any_fail else 3 if any_errors or no_verdict else 0
     if exit_code == 3:
         reasons.extend(f"{p['suite']}: {p['errors']} errors > max_errors {p['max_errors']}"
                        for p in per_suite if p["errors_exceeded"])
+        if no_verdict:
+            reasons.append(f"no gated verdict was reached: {all_errors} error{'s' if all_errors != 1 else ''}")
     return {"passed": exit_code == 0, "exit_code": exit_code, "pass_rate": overall, "fail_under": fail_under,
             "include_drafts": include_drafts, "reasons": reasons, "suites": per_suite}
 
 
-def summary(records: list[dict[str, Any]], vs: list[Verdict]) -> dict[str, Any]:
-    counts = {s: 0 for s in ("passed", "failed", "error", "skipped", "xfailed", "xpassed")}
+def metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `metric:` scoreboard: per suite × provider × metric, mean score and passed / total."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        counts[r["status"]] += 1
-    vcounts = {s: 0 for s in counts}
-    for v in vs:
-        vcounts[v.status] += 1
+        for a in r.get("assertions", []):
+            if a.get("metric"):
+                groups[(r["suite"], r["provider"], str(a["metric"]))].append(a)
+    out = []
+    for (suite, provider, metric), results in groups.items():
+        scores = [a["score"] for a in results if a.get("score") is not None]
+        out.append({"suite": suite, "provider": provider, "metric": metric,
+                    "mean": round(sum(scores) / len(scores), 6) if scores else None,
+                    "passed": sum(1 for a in results if a.get("pass") is True), "total": len(results)})
+    return out
+
+
+def summary(records: list[dict[str, Any]], vs: list[Verdict], slas: list[dict[str, Any]]) -> dict[str, Any]:
+    by_status = {s: 0 for s in ("passed", "failed", "error", "skipped", "xfailed", "xpassed")}
+    for r in records:
+        by_status[r["status"]] += 1
     return {
-        "records": len(records), "by_status": counts, "verdicts": len(vs), "verdicts_by_status": vcounts,
+        **counts(vs, slas), "slas": len(slas),
+        "records": len(records), "by_status": by_status, "verdicts": len(vs),
         "calls": sum(r.get("calls", 0) for r in records),
         "cached_calls": sum(r.get("cached_calls", 0) for r in records),
         "tokens": sum(r.get("tokens") or 0 for r in records),
@@ -133,17 +194,19 @@ def summary(records: list[dict[str, Any]], vs: list[Verdict]) -> dict[str, Any]:
         "strategy_cost": round(sum(r.get("strategy_cost") or 0.0 for r in records), 6),
         "judge_calls": sum(r.get("judge_calls") or 0 for r in records),
         "judge_cost": round(sum(r.get("judge_cost") or 0.0 for r in records), 6),
+        "metrics": metrics(records),
     }
 
 
 def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool) -> dict[str, Any]:
     """Fill `verdicts`, `curves`, `summary` and `gate` of a run from its records."""
     records = run["results"]
-    vs = verdicts(records)
+    vs = verdicts(records, include_drafts)
     cs = curves(records)
     run["verdicts"] = [v.to_json() for v in vs]
     run["curves"] = cs
-    run["summary"] = summary(records, vs)
+    run["slas"] = sla_verdicts(cs)
+    run["summary"] = summary(records, vs, run["slas"])
     run["gate"] = gate(run["suites"], vs, cs, fail_under, include_drafts)
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks

@@ -26,6 +26,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "base_id": instance.base_id,
         "test": test.id,
         "name": test.name,
+        "description": test.description,
         "suite": str(instance.suite.path),
         "provider": instance.provider.id,
         "repeat": instance.repeat,
@@ -39,6 +40,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "draft": test.draft,
         "xfail": test.xfail,
         "curve": test.curve,
+        "measured": bool(test.curve),  # a curve point: a measurement, shown as `measured`, never FAIL
         "sla": test.sla,
         # free text (what the system said, reasons, errors) is redacted; ids and paths are structure
         "assertions": redact([r.to_json() for r in results], instance.suite.secrets),

@@ -9,6 +9,22 @@ from typing import Any
 from evalspec.assertions.evaluate import AssertionResult
 
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+# The words every report counts verdicts (and the live bar conversations) with, in display order.
+CATEGORIES = ("passed", "failed", "error", "xfailed", "xpassed", "measured", "drafts", "skipped")
+
+
+def category(status: str, curve: bool, draft: bool, gated_drafts: bool = False) -> str:
+    """How a verdict (or one conversation) is counted and shown: a curve point is `measured` whatever
+    its status, unless it reached no measurement at all (`error`); a draft is `drafts` unless drafts gate."""
+    if curve:
+        return "error" if status == "error" else "measured"
+    if draft and not gated_drafts:
+        return "drafts"
+    return status
+
+
+def record_category(record: dict[str, Any], gated_drafts: bool = False) -> str:
+    return category(record["status"], bool(record.get("curve")), bool(record.get("draft")), gated_drafts)
 
 
 def test_score(results: list[AssertionResult]) -> float | None:
@@ -59,9 +75,16 @@ class Verdict:
     xfail: bool
     curve: bool
     records: list[int] = field(default_factory=list)
+    category: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return self.curve
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "records"}
+        out = {k: v for k, v in self.__dict__.items() if k != "records"}
+        out["measured"] = self.curve
+        return out
 
 
 def combine_repeats(records: list[dict[str, Any]], rule: str | float) -> tuple[str, int, float, bool]:

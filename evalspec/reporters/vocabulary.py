@@ -1,0 +1,99 @@
+"""The words and figures every report shares, written once: verdict counts, pass rate, the gate
+headline, curve and SLA lines, the failing verdicts. Console, HTML, Markdown and JUnit render these,
+so their counts cannot disagree (SPEC §9)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
+                ("xpassed", "xpassed"), ("measured", "measured"), ("drafts", "drafts"),
+                ("slas_missed", "SLAs missed"))
+# C0/C1 controls (ESC starts terminal sequences) and bidi overrides; tab and newline are kept
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def strip_controls(text: Any) -> str:
+    """Nothing from the system under test can act on the reader's terminal (SPEC §8)."""
+    return CONTROL.sub("", str(text))
+
+
+def one_line(text: Any) -> str:
+    return " ".join(strip_controls(text).split())
+
+
+def ensure_current(run: dict[str, Any]) -> dict[str, Any]:
+    """A run.json written before the shared vocabulary gets its counts recomputed from its records."""
+    if "slas" in run and "measured" in run.get("summary", {}):
+        return run
+    from evalspec.results.aggregate import finalize
+
+    gate = run.get("gate", {})
+    return finalize(run, gate.get("fail_under"), bool(gate.get("include_drafts")))
+
+
+def count_items(counts: dict[str, Any]) -> list[tuple[str, int]]:
+    """(label, count) in display order; `skipped` only when something was skipped."""
+    items = [(label, int(counts.get(key, 0))) for key, label in COUNT_LABELS]
+    if counts.get("skipped"):
+        items.insert(5, ("skipped", int(counts["skipped"])))
+    return items
+
+
+def counts_text(counts: dict[str, Any]) -> str:
+    return " · ".join(f"{n} {label}" for label, n in count_items(counts))
+
+
+def pass_rate_text(rate: float | None) -> str:
+    """No gated verdict reached: "—", never 100%."""
+    return "—" if rate is None else f"{rate:.0%}"
+
+
+def gate_headline(gate: dict[str, Any]) -> str:
+    return {0: "gate passed", 1: "gate failed", 3: "gate: errors left tests without a verdict"}.get(
+        gate["exit_code"], f"exit {gate['exit_code']}")
+
+
+def suite_gate_word(s: dict[str, Any]) -> str:
+    return "failed" if not s["ok"] else "errors" if s.get("errors_exceeded") else "ok"
+
+
+def conversations_text(n: int) -> str:
+    return f"{n} conversation{'s' if n != 1 else ''}"
+
+
+def curve_text(c: dict[str, Any], slas: list[dict[str, Any]]) -> str:
+    """Points, half-life and failure point spelled out, so a met SLA never reads as a contradiction."""
+    pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: —"
+                    for p in c["points"])
+    parts = [f"{c['variable']} → mean score {pts}"]
+    parts.append(f"half-life {c['half_life']} (first mean < 0.5)" if c["half_life"] is not None
+                 else "half-life: not reached")
+    parts.append(f"failure point {c['failure_point']} (first value where most samples fail)"
+                 if c["failure_point"] is not None else "failure point: not reached")
+    for s in slas:
+        if s["suite"] == c["suite"] and s["test"] == c["test"] and s["provider"] == c["provider"]:
+            parts.append(f"SLA {s['status']}: {s['text']}")
+    return " · ".join(parts)
+
+
+def verdict_records(run: dict[str, Any], v: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in run["results"] if r["suite"] == v["suite"] and r["base_id"] == v["test_id"]
+            and r["provider"] == v["provider"]]
+
+
+def failing(run: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Failed and errored verdicts (and measured points that failed a critical assertion), critical first,
+    each with the records that show why (the failing repeats)."""
+    out = []
+    for v in run["verdicts"]:
+        if v["category"] in ("failed", "error") or (v["category"] == "measured" and v["critical_failed"]):
+            recs = [r for r in verdict_records(run, v) if r["status"] in ("failed", "error")]
+            out.append((v, recs))
+    out.sort(key=lambda item: (not item[0]["critical_failed"], item[0]["category"] == "error"))
+    return out
+
+
+def repeats_text(v: dict[str, Any]) -> str:
+    return f" ({v['n'] - v['passed']} of {v['n']} repeats failed)" if v["n"] > 1 else ""
