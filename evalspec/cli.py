@@ -55,6 +55,10 @@ def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
 class _Group(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("standalone_mode", True)
@@ -219,8 +223,8 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...]) -> None:
     suites = load_suites(list(expand_paths(list(paths))), _parse_vars(var_pairs))
     plan = build_plan(suites)
     tests = sum(len(s.tests) for s in suites)
-    click.echo(f"ok: {len(suites)} suite{'s' if len(suites) != 1 else ''}, {tests} tests, "
-               f"{len(plan)} conversations planned")
+    click.echo(f"ok: {_count(len(suites), 'suite')}, {_count(tests, 'test')}, "
+               f"{_count(len(plan), 'conversation')} planned")
 
 
 @main.command()

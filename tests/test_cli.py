@@ -138,6 +138,11 @@ def test_validate_and_schema_commands(in_tmp: Path, root: Path) -> None:
     assert code == 0 and "memory-recall" in out and "not-before" in out
 
 
+def test_validate_counts_in_singular_and_plural(in_tmp: Path) -> None:
+    code, out = invoke("validate", str(suite(in_tmp, PASSING)))
+    assert code == 0 and "ok: 1 suite, 1 test, 1 conversation planned" in out, out
+
+
 def test_var_overrides_suite_vars(in_tmp: Path) -> None:
     body = """\
 vars: {model: 追风}
