@@ -261,14 +261,19 @@ def list_(what: str) -> None:
 
 
 @main.command()
-@click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
+@click.argument("run_jsons", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--html", "html_path", type=click.Path(dir_okay=False))
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False))
 @click.option("--md", "md_path", type=click.Path(dir_okay=False))
-def report(run_json: str, html_path: str | None, junit_path: str | None, md_path: str | None) -> None:
-    """Re-render reports from run.json."""
+def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | None, md_path: str | None) -> None:
+    """Re-render reports from run.json; several run.json files: a trend (--html), runs in time order."""
     from evalspec.reporters.console import print_summary
 
+    if len(run_jsons) > 1:
+        from evalspec.reporters.trend_command import trend_command
+
+        sys.exit(trend_command(list(run_jsons), html_path, junit_path, md_path))
+    run_json = run_jsons[0]
     data = json.loads(Path(run_json).read_text(encoding="utf-8"))
     written = _write_reports(data, html_path, junit_path, md_path)
     print_summary(Console(highlight=False, soft_wrap=True), data, written, quiet=True)
