@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_action_inputs_and_gate() -> None:
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
-    assert set(action["inputs"]) == {"suites", "fail-under", "args", "python-version", "comment"}
+    assert set(action["inputs"]) == {"suites", "fail-under", "args", "python-version", "comment", "baseline"}
     assert action["inputs"]["comment"]["default"] == "true"
     steps = action["runs"]["steps"]
     run_step = next(s for s in steps if s.get("id") == "run")
