@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 from rich.table import Table
 
-from evalspec.diff.compare import CATEGORIES
+from evalspec.diff.compare import CATEGORIES, SCORE_DELTA
 
 STYLE = {"regressed": "red", "new failing": "red", "new error": "yellow", "flaky": "yellow", "fixed": "green",
          "recovered": "green", "still failing": "magenta", "new": "cyan", "removed": "dim", "unchanged": "dim"}
@@ -53,7 +53,7 @@ def _note(row: dict[str, Any]) -> str:
         bits.append("measured point, not gated")
     if row["critical_new"]:
         bits.append("critical rule newly failed")
-    if row["score_delta"] is not None:
+    if row["score_delta"] is not None and abs(row["score_delta"]) >= SCORE_DELTA - 1e-9:
         bits.append(f"score {_num(row['base']['score'])} → {_num(row['head']['score'])} ({row['score_delta']:+.2f})")
     return "; ".join(bits)
 
@@ -73,8 +73,9 @@ def print_diff(console: Console, diff: dict[str, Any]) -> None:
                           rich_escape(r["provider"]), f"{_status(r['base'])} → {_status(r['head'])}",
                           rich_escape("; ".join(x for x in (r["problem"], _note(r)) if x)))
         console.print(table)
+    listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
     for s in diff["score_changes"]:
-        if not any(r["test_id"] == s["test_id"] and r["category"] != "unchanged" for r in rows):
+        if (s["suite"], s["test_id"], s["provider"]) not in listed:
             console.print(f"score {rich_escape(s['test_id'])} @ {rich_escape(s['provider'])}: "
                           f"{_num(s['base'])} → {_num(s['head'])} ({s['delta']:+.2f})")
     for line in curve_lines(diff):
@@ -130,8 +131,10 @@ def markdown_lines(diff: dict[str, Any], limit: int = 50) -> list[str]:
                        f"{_status(r['base'])} → {_status(r['head'])} | {_md(text)[:300]} |")
         if len(rows) > limit:
             out.append(f"\n… and {len(rows) - limit} more changes (see the HTML report)")
+    listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
     extra = [f"- score {_md(s['test_id'])} @ {_md(s['provider'])}: {_num(s['base'])} → {_num(s['head'])} "
-             f"({s['delta']:+.2f})" for s in diff["score_changes"]]
+             f"({s['delta']:+.2f})" for s in diff["score_changes"]
+             if (s["suite"], s["test_id"], s["provider"]) not in listed]
     extra += [f"- {_md(line)}" for line in curve_lines(diff)]
     if extra:
         out += ["", *extra[:limit]]
@@ -165,8 +168,10 @@ def html_section(diff: dict[str, Any]) -> Markup:
                              f"<td>{escape(r['provider'])}</td><td>{escape(_status(r['base']))} → "
                              f"{escape(_status(r['head']))}</td><td>{escape(text)}</td></tr>")
             parts.append("</table>")
+        listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
         items = [f"score {s['test_id']} @ {s['provider']}: {_num(s['base'])} → {_num(s['head'])} ({s['delta']:+.2f})"
-                 for s in diff["score_changes"]] + curve_lines(diff) + provider_lines(diff)
+                 for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in listed]
+        items += curve_lines(diff) + provider_lines(diff)
         if items:
             parts.append("<ul>" + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>")
     parts.append("</section>")

@@ -162,3 +162,14 @@ def test_a_baseline_that_is_not_a_run_json_is_exit_2(project: Path) -> None:
     (project / "s.yaml").write_text(suite_text(["steady"]), encoding="utf-8")
     code, out = invoke("run", "s.yaml", "--baseline", "bad.json")
     assert code == 2 and "bad.json" in out and "results" in out
+
+
+def test_a_critical_rule_that_newly_failed_blocks_even_in_a_test_that_already_failed(project: Path) -> None:
+    side(project, "base", ["still"], "--no-cache")
+    critical = suite_text(["still"]).replace("[{equals: ok}]", "[{equals: ok}, {not-contains: bad, severity: critical}]")
+    (project / "s.yaml").write_text(critical, encoding="utf-8")
+    (project / "mode.txt").write_text("head")
+    code, out = invoke("run", "s.yaml", "-o", "head.json", "--baseline", "base.json", "--gate", "regressions")
+    head = json.loads((project / "head.json").read_text(encoding="utf-8"))
+    assert code == 1, out
+    assert head["gate"]["reasons"] == ["s.yaml: critical assertion newly failed: still @ bot"]
