@@ -83,9 +83,9 @@ class ModelProvider:
 
     async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
         sent, usage = await self.strategy.build(self.system, messages, context)
-        return strategy_metadata(await self._chat(sent), usage)
+        return strategy_metadata(await self._chat(sent, context), usage)
 
-    async def _chat(self, sent: list[dict[str, Any]]) -> ProviderResponse:
+    async def _chat(self, sent: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
         if self.lean:
             if self._client is None:
                 base = self.api_base or "https://api.openai.com/v1"

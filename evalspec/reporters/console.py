@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evalspec.config.model import describe_provider
+from evalspec.reporters.attacks import print_attacks
 from evalspec.reporters.findings import Excerpt, Finding, findings
 from evalspec.reporters.vocabulary import (
     conversations_text,
@@ -188,6 +189,7 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
         mean = f"{m['mean']:.2f}" if m["mean"] is not None else "—"
         console.print(f"metric [bold]{escape(one_line(m['metric']))}[/] @ {escape(one_line(m['provider']))} "
                       f"[dim]({escape(one_line(m['suite']))})[/]: mean {mean}, {m['passed']}/{m['total']} passed")
+    print_attacks(console, run)
     summ = run["summary"]
     console.print(f"{conversations_text(summ['records'])} · {summ['calls']} calls + {summ['cached_calls']} from cache · "
                   f"{summ['tokens']} tokens · ${summ['cost']:.4f}"

@@ -13,6 +13,7 @@ from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from evalspec.config.model import describe_provider
+from evalspec.reporters.attacks import html_section as attacks_html
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"]
 
@@ -40,6 +41,7 @@ details.test summary{padding:10px 14px;cursor:pointer}.chat{padding:8px 16px 16p
 <p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
 <ul>{% for r in run.gate.reasons %}<li>{{ r }}</li>{% endfor %}</ul>
 {{ baseline_section }}
+{{ attacks_section }}
 <div class="cards">{% for status, n in cards.items() %}<div class="card"><b class="{{ status }}">{{ n }}</b>{{ status }}</div>{% endfor %}
 <div class="card"><b>{{ measured }}</b>not gated (curve points, drafts)</div>
 <div class="card"><b>{{ run.summary.calls }}</b>calls ({{ run.summary.cached_calls }} cached)</div>
@@ -152,7 +154,7 @@ def render_html(run: dict[str, Any]) -> str:
     gated = [v for v in run["verdicts"] if not v["curve"] and not v["draft"]]
     cards = {s: sum(1 for v in gated if v["status"] == s) for s in ("passed", "failed", "error", "xfailed", "xpassed")}
     return template.render(
-        run=run, gate_text=text, baseline_section=_baseline_section(run), charts=_charts(run), cards=cards, measured=len(run["verdicts"]) - len(gated),
+        run=run, gate_text=text, baseline_section=_baseline_section(run), attacks_section=attacks_html(run), charts=_charts(run), cards=cards, measured=len(run["verdicts"]) - len(gated),
         statuses=sorted({r["status"] for r in run["results"]}),
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),
         providers=sorted({r["provider"] for r in run["results"]}),

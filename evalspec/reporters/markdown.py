@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from evalspec.reporters.attacks import markdown_lines as attack_lines
 from evalspec.reporters.findings import Excerpt, Finding, findings
 from evalspec.reporters.vocabulary import (
     conversations_text,
@@ -112,6 +113,7 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
         out += [f"| {md(m['metric'])} | {md(m['suite'])} | {md(m['provider'])} | "
                 f"{'—' if m['mean'] is None else format(m['mean'], '.2f')} | {m['passed']}/{m['total']} |"
                 for m in s["metrics"]]
+    out += attack_lines(run, md)
     blocks = _failures(run)
     if blocks:
         out += ["", "### Failures", ""]

@@ -1,0 +1,58 @@
+"""The attack table (SPEC §16) in every report: success rate per red line × strategy × provider."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markupsafe import Markup, escape
+from rich.console import Console
+from rich.markup import escape as rich_escape
+
+from evalspec.reporters.vocabulary import one_line
+
+
+def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((run.get("summary") or {}).get("attacks") or [])
+
+
+def rate_text(row: dict[str, Any]) -> str:
+    if row.get("success_rate") is None:
+        return "—"
+    return f"{row['breached']}/{row['attempts']} ({row['success_rate']:.0%})"
+
+
+def turns_text(row: dict[str, Any]) -> str:
+    turns = [t for t in row.get("breach_turns") or [] if t is not None]
+    return ", ".join(str(t) for t in turns) if turns else "—"
+
+
+def print_attacks(console: Console, run: dict[str, Any]) -> None:
+    for row in rows(run):
+        style = "red" if row["breached"] else "green"
+        errors = f", {row['errors']} errored" if row.get("errors") else ""
+        console.print(f"attack [bold]{rich_escape(one_line(row['red_line']))}[/] · {rich_escape(row['strategy'])} "
+                      f"@ {rich_escape(one_line(row['provider']))}: [{style}]breached {rate_text(row)}[/]"
+                      + (f" at turn {turns_text(row)}" if row["breached"] else "") + errors)
+
+
+def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
+    if not rows(run):
+        return []
+    out = ["", "### Attacks on the red lines", "",
+           "| red line | strategy | provider | breached | at turn |", "|---|---|---|---:|---|"]
+    out += [f"| {md(r['red_line'])} | {md(r['strategy'])} | {md(r['provider'])} | "
+            f"{'**' + rate_text(r) + '**' if r['breached'] else rate_text(r)} | {turns_text(r)} |" for r in rows(run)]
+    return out
+
+
+def html_section(run: dict[str, Any]) -> Markup:
+    if not rows(run):
+        return Markup("")
+    body = "".join(
+        f"<tr class='{'breached' if r['breached'] else 'held'}'><td><code>{escape(r['red_line'])}</code></td>"
+        f"<td>{escape(r['strategy'])}</td><td>{escape(r['provider'])}</td>"
+        f"<td class='num'>{'<mark>' if r['breached'] else ''}{escape(rate_text(r))}{'</mark>' if r['breached'] else ''}"
+        f"</td><td>{escape(turns_text(r))}</td></tr>" for r in rows(run))
+    return Markup("<section id='attacks'><h2>Attacks on the red lines</h2><div class='scroll'><table class='attacks'>"
+                  "<thead><tr><th>red line</th><th>strategy</th><th>provider</th><th>breached</th>"
+                  f"<th>at turn</th></tr></thead><tbody>{body}</tbody></table></div></section>")
