@@ -29,8 +29,12 @@ def _num(v: Any, fmt: str = "{:.2f}") -> str:
     return "—" if v is None else fmt.format(v)
 
 
-def _signed(v: Any, fmt: str = "{:+.2f}") -> str:
-    return "" if v is None else fmt.format(v)
+def _figure(head: Any, delta: Any, fmt: str, unit: str = "", prefix: str = "") -> str:
+    """`13 ms (+9)`, or `—` when HEAD has no figure."""
+    if head is None:
+        return "—"
+    shown = f"{prefix}{fmt.format(head)}{unit}"
+    return shown if delta is None else f"{shown} ({fmt.replace('{:', '{:+').format(delta)})"
 
 
 def headline(diff: dict[str, Any]) -> str:
@@ -101,11 +105,11 @@ def provider_lines(diff: dict[str, Any]) -> list[str]:
     out = []
     for p in diff["providers"]:
         b, h, d = p["base"] or {}, p["head"] or {}, p["delta"]
-        out.append(f"{p['provider']}: latency mean {_num(h.get('latency_mean'), '{:.0f}')} ms "
-                   f"({_signed(d['latency_mean'], '{:+.0f}')}), p95 {_num(h.get('latency_p95'), '{:.0f}')} ms "
-                   f"({_signed(d['latency_p95'], '{:+.0f}')}), tokens/conversation {_num(h.get('tokens'), '{:.0f}')} "
-                   f"({_signed(d['tokens'], '{:+.0f}')}), cost/conversation ${_num(h.get('cost'), '{:.4f}')} "
-                   f"({_signed(d['cost'], '{:+.4f}')})" + ("" if b else " (new provider)"))
+        out.append(f"{p['provider']}: latency mean {_figure(h.get('latency_mean'), d['latency_mean'], '{:.0f}', ' ms')}, "
+                   f"p95 {_figure(h.get('latency_p95'), d['latency_p95'], '{:.0f}', ' ms')}, "
+                   f"tokens/conversation {_figure(h.get('tokens'), d['tokens'], '{:.0f}')}, "
+                   f"cost/conversation {_figure(h.get('cost'), d['cost'], '{:.4f}', prefix='$')}"
+                   + ("" if b else " (new provider)"))
     return out
 
 
@@ -142,11 +146,10 @@ def markdown_lines(diff: dict[str, Any], limit: int = 50) -> list[str]:
         out += ["", "| provider | latency mean | p95 | tokens / conv. | cost / conv. |", "|---|---:|---:|---:|---:|"]
         for p in diff["providers"]:
             h, d = p["head"] or {}, p["delta"]
-            out.append(f"| {_md(p['provider'])} | {_num(h.get('latency_mean'), '{:.0f}')} ms "
-                       f"{_signed(d['latency_mean'], '({:+.0f})')} | {_num(h.get('latency_p95'), '{:.0f}')} ms "
-                       f"{_signed(d['latency_p95'], '({:+.0f})')} | {_num(h.get('tokens'), '{:.0f}')} "
-                       f"{_signed(d['tokens'], '({:+.0f})')} | ${_num(h.get('cost'), '{:.4f}')} "
-                       f"{_signed(d['cost'], '({:+.4f})')} |")
+            out.append(f"| {_md(p['provider'])} | {_figure(h.get('latency_mean'), d['latency_mean'], '{:.0f}', ' ms')} | "
+                       f"{_figure(h.get('latency_p95'), d['latency_p95'], '{:.0f}', ' ms')} | "
+                       f"{_figure(h.get('tokens'), d['tokens'], '{:.0f}')} | "
+                       f"{_figure(h.get('cost'), d['cost'], '{:.4f}', prefix='$')} |")
     return out
 
 

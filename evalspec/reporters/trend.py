@@ -69,7 +69,7 @@ def trend_series(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def line_chart(chart: dict[str, Any], labels: list[str], width: int = 720, height: int = 280) -> Markup:
     """One line per series, one point per run that has a value (x = run, in time order)."""
-    pad_l, pad_r, pad_t, pad_b = 48, 16, 16, 40
+    pad_l, pad_r, pad_t, pad_b = 56, 56, 16, 40
     values = [v for vs in chart["series"].values() for v in vs if v is not None]
     top = 1.0 if chart["unit"] == "rate" else max(values, default=1.0) * 1.1 or 1.0
     n = len(labels)
@@ -118,7 +118,7 @@ def _table(chart: dict[str, Any], labels: list[str]) -> Markup:
 def render_trend(runs: list[dict[str, Any]]) -> str:
     """The trend page of several runs, put in time order (`started_at`)."""
     ordered = sorted(runs, key=lambda r: str(r.get("started_at") or ""))
-    labels = [str(r.get("started_at") or "")[:16].replace("T", " ") or str(r.get("run_id")) for r in ordered]
+    labels = [str(r.get("started_at") or "")[5:19].replace("T", " ") or str(r.get("run_id")) for r in ordered]
     charts = []
     for chart in trend_series(ordered):
         charts.append(Markup(f"<h2>{escape(chart['title'])}</h2>") + line_chart(chart, labels) + _table(chart, labels))
