@@ -49,6 +49,9 @@ def load_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
     path = Path(path)
     shown = str(path)
     try:
+        if path.exists() and not path.is_file():
+            kind = "a folder" if path.is_dir() else "not a regular file (a pipe, socket or device)"
+            raise ConfigError([Problem(shown, None, "", f"is {kind}: give a suite .yaml file")])
         raw_bytes = path.read_bytes()
         text = raw_bytes.decode("utf-8")
     except FileNotFoundError:

@@ -1,4 +1,10 @@
-"""YAML loading that keeps the line of every key and item, so errors can point at them."""
+"""YAML loading that keeps the line of every key and item, so errors can point at them.
+
+Aliases are expanded by walking the composed node graph; before that walk the size of the expansion
+is computed once per node (so a "billion laughs" file is refused without being expanded), and merge
+keys (`<<: *base`) are resolved here rather than by PyYAML, so local keys override merged ones
+instead of counting as duplicates.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,10 @@ PathKey = tuple[str | int, ...]
 
 # libyaml's parser when PyYAML was built with it (several times faster); marks are kept either way
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+#: nodes that aliases may add to one file (SPEC §8); a larger expansion is refused
+MAX_ALIAS_NODES = 10_000
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def format_path(path: PathKey) -> str:
@@ -54,6 +64,8 @@ def load_yaml(text: str, file: str) -> tuple[Any, LineMap]:
         if node is None:
             return None, lines
         problems: list[Problem] = []
+        if message := _alias_problem(node):
+            raise ConfigError([Problem(file, None, "", message)])
         data = _build(loader, node, (), lines, problems)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -72,25 +84,87 @@ def load_yaml(text: str, file: str) -> tuple[Any, LineMap]:
     return data, lines
 
 
+def _alias_problem(root: yaml.Node) -> str | None:
+    """Why the alias expansion of `root` is refused (too large, or an alias inside itself), or None."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise _RecursiveAlias(node.start_mark.line + 1)
+        active.add(key)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        total = 1 + sum(size(child) for child in children)
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        expanded = size(root) - len(sizes)
+    except _RecursiveAlias as exc:
+        return f"an alias refers to the node that contains it (line {exc.line}): YAML that contains itself cannot be expanded"
+    except RecursionError:
+        return "the YAML is nested too deeply"
+    if expanded > MAX_ALIAS_NODES:
+        return (f"too many aliases: expanding them would add {expanded:,} nodes (at most {MAX_ALIAS_NODES:,} "
+                f"per file); write the repeated part out, or use fewer nested aliases")
+    return None
+
+
+class _RecursiveAlias(Exception):
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
+def _pairs(node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node, bool]]:
+    """The (key, value, merged) pairs of a mapping, merge keys resolved: merged pairs first, in YAML's
+    order of precedence (an earlier merged mapping wins over a later one); local pairs last."""
+    merged: list[tuple[yaml.Node, yaml.Node, bool]] = []
+    local: list[tuple[yaml.Node, yaml.Node, bool]] = []
+    for key_node, value_node in node.value:
+        if key_node.tag != _MERGE_TAG:
+            local.append((key_node, value_node, False))
+            continue
+        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        for source in sources:
+            if not isinstance(source, yaml.MappingNode):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "'<<' merges a mapping (or a list of mappings), e.g. '<<: *base'", source.start_mark)
+            merged.extend((k, v, True) for k, v, _ in _pairs(source))
+    return merged + local
+
+
 def _build(loader: Any, node: yaml.Node, path: PathKey, lines: LineMap,
            problems: list[Problem]) -> Any:
     lines.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
+        chosen: dict[str, tuple[yaml.Node, yaml.Node, bool]] = {}
+        for key_node, value_node, merged in _pairs(node):
             key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
             if not isinstance(key, (str, int, float, bool)) or key is None:
                 problems.append(Problem(lines.file, key_node.start_mark.line + 1, format_path(path),
                                         f"keys must be plain strings, got {key!r}"))
                 continue
             key = str(key) if not isinstance(key, str) else key
-            child = (*path, key)
-            if key in out:
-                problems.append(Problem(lines.file, key_node.start_mark.line + 1, format_path(child),
-                                        f"duplicate key '{key}'"))
-            lines.lines[child] = key_node.start_mark.line + 1
-            out[key] = _build(loader, value_node, child, lines, problems)
+            if key in chosen:
+                if merged:
+                    continue  # an earlier merged mapping wins over a later one
+                if not chosen[key][2]:
+                    problems.append(Problem(lines.file, key_node.start_mark.line + 1, format_path((*path, key)),
+                                            f"duplicate key '{key}'"))
+                del chosen[key]  # a local key overrides a merged one
+            chosen[key] = (key_node, value_node, merged)
+        out: dict[str, Any] = {}
+        for key, (key_node, value_node, _) in chosen.items():
+            lines.lines[(*path, key)] = key_node.start_mark.line + 1
+            out[key] = _build(loader, value_node, (*path, key), lines, problems)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(loader, item, (*path, i), lines, problems) for i, item in enumerate(node.value)]
