@@ -157,14 +157,15 @@ def _build(loader: Any, node: yaml.Node, path: PathKey, lines: LineMap,
                 if merged:
                     continue  # an earlier merged mapping wins over a later one
                 if not chosen[key][2]:
-                    problems.append(Problem(lines.file, key_node.start_mark.line + 1, format_path((*path, key)),
+                    problems.append(Problem(lines.file, key_node.start_mark.line + 1, format_path(path + (key,)),
                                             f"duplicate key '{key}'"))
                 del chosen[key]  # a local key overrides a merged one
             chosen[key] = (key_node, value_node, merged)
         out: dict[str, Any] = {}
         for key, (key_node, value_node, _) in chosen.items():
-            lines.lines[(*path, key)] = key_node.start_mark.line + 1
-            out[key] = _build(loader, value_node, (*path, key), lines, problems)
+            child = (*path, key)
+            lines.lines[child] = key_node.start_mark.line + 1
+            out[key] = _build(loader, value_node, child, lines, problems)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(loader, item, (*path, i), lines, problems) for i, item in enumerate(node.value)]
