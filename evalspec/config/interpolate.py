@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import TemplateError
+
+from evalspec.config.templating import ENVIRONMENT, render_limited
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
@@ -19,12 +20,9 @@ class TemplateProblem(Exception):
     """A template could not be rendered (unknown variable, syntax)."""
 
 
-_env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-
-
 @lru_cache(maxsize=4096)
 def _compile(source: str) -> Any:
-    return _env.from_string(source)
+    return ENVIRONMENT.from_string(source)
 
 
 def is_template(text: str) -> bool:
@@ -36,9 +34,19 @@ def render_text(text: str, variables: Mapping[str, Any]) -> str:
     if not is_template(text):
         return text
     try:
-        return str(_compile(text).render(**variables))
+        return render_limited(_compile(text), dict(variables))
     except TemplateError as exc:
-        raise TemplateProblem(f"template {text!r}: {exc.message or exc}") from None
+        raise TemplateProblem(f"template {_short(text)}: {exc.message or exc}") from None
+    except MemoryError:
+        raise TemplateProblem(f"template {_short(text)}: ran out of memory") from None
+    except RecursionError:
+        raise TemplateProblem(f"template {_short(text)}: recursion too deep") from None
+    except Exception as exc:  # a template's own arithmetic or a filter's error (1/0, int('x'), ...)
+        raise TemplateProblem(f"template {_short(text)}: {type(exc).__name__}: {exc}") from None
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 120 else repr(text[:117] + "...")
 
 
 def render_value(value: Any, variables: Mapping[str, Any]) -> Any:
