@@ -161,7 +161,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     except ConfigError:
         reporter.stop()
         raise
-    data = asyncio.run(attach_baseline(data, base, gate_mode, confirm, suites, plan, jobs))
+    data = asyncio.run(attach_baseline(data, base, gate_mode, confirm, suites, plan, jobs,
+                                       None if quiet else lambda text: err_console.print(f"[dim]{escape(text)}[/]")))
     out = Path(output) if output else run_dir / "run.json"
     write_json(out, data)
     written = {"run.json": str(out)}

@@ -3,6 +3,7 @@ the run, then diff, confirm and gate after it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,8 @@ def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None
 
 
 async def attach_baseline(run: dict[str, Any], baseline: Baseline, cli_mode: str | None, confirm: int,
-                          suites: list[Suite], plan: list[Instance], concurrency: int) -> dict[str, Any]:
+                          suites: list[Suite], plan: list[Instance], concurrency: int,
+                          notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The run with its `baseline` key and, where asked for, the regressions gate."""
     if not wants_baseline(baseline, suites, cli_mode):
         return run
@@ -51,5 +53,5 @@ async def attach_baseline(run: dict[str, Any], baseline: Baseline, cli_mode: str
         return apply_baseline(run, no_baseline(baseline.note), cli_mode)
     diff = compare_runs(baseline.data, run, baseline.source)
     diff["confirm"] = confirm
-    diff = await confirm_regressions(diff, suites, plan, confirm, concurrency)
+    diff = await confirm_regressions(diff, suites, plan, confirm, concurrency, notify)
     return apply_baseline(run, diff, cli_mode)

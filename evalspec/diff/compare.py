@@ -63,8 +63,10 @@ def category(base: str | None, head: str | None) -> str:
 
 def _groups(run: dict[str, Any]) -> dict[Key, list[dict[str, Any]]]:
     groups: dict[Key, list[dict[str, Any]]] = defaultdict(list)
+    suites: dict[str, str] = {}  # a run has few suites and many records
     for r in run.get("results", []):
-        groups[(suite_key(r["suite"]), r.get("base_id") or r["test_id"], r["provider"])].append(r)
+        suite = suites.get(r["suite"]) or suites.setdefault(r["suite"], suite_key(r["suite"]))
+        groups[(suite, r.get("base_id") or r["test_id"], r["provider"])].append(r)
     return groups
 
 

@@ -5,6 +5,7 @@ If any replay passes, the verdict is `flaky`: shown, not blocking."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from evalspec.config.model import Suite
@@ -27,11 +28,14 @@ def _targets(plan: list[Instance], rows: list[dict[str, Any]]) -> dict[int, list
 
 
 async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: list[Instance], times: int,
-                              concurrency: int) -> dict[str, Any]:
+                              concurrency: int, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Replay every blocking verdict `times` times; one passing replay makes it `flaky`."""
     targets = _targets(plan, diff["rows"])
     if times < 1 or not targets:
         return diff
+    if notify:
+        notify(f"confirming {len(targets)} regression{'s' if len(targets) != 1 else ''}: "
+               f"{times} replay{'s' if times != 1 else ''} each, without caches")
     pool = ProviderPool(suites, cache_dir=None)
     slots = asyncio.Semaphore(max(1, concurrency))
 

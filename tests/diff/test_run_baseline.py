@@ -90,6 +90,7 @@ def test_regressions_gate_blocks_a_deterministic_regression_and_not_a_flaky_one(
     assert 'name="baseline.regressed" value="1"' in (project / "junit.xml").read_text(encoding="utf-8")
     assert 'data-change="flaky"' in (project / "report.html").read_text(encoding="utf-8")
     assert "flaky" in out and "regressed" in out
+    assert "confirming 2 regressions: 2 replays each, without caches" in out
 
 
 def test_without_the_deterministic_regression_the_regressions_gate_passes(project: Path) -> None:
