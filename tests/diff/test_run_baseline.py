@@ -174,3 +174,17 @@ def test_a_critical_rule_that_newly_failed_blocks_even_in_a_test_that_already_fa
     head = json.loads((project / "head.json").read_text(encoding="utf-8"))
     assert code == 1, out
     assert head["gate"]["reasons"] == ["s.yaml: critical assertion newly failed: still @ bot"]
+
+
+def test_only_suites_that_ask_for_it_are_gated_on_regressions(project: Path) -> None:
+    (project / "mode.txt").write_text("base")
+    (project / "s.yaml").write_text(suite_text(["still"], "gate: {mode: regressions}\n"), encoding="utf-8")
+    (project / "t.yaml").write_text(suite_text(["fixed"]), encoding="utf-8")
+    invoke("run", "s.yaml", "t.yaml", "-o", "base.json", "--no-cache")
+    (project / "mode.txt").write_text("head")
+    (project / "t.yaml").write_text(suite_text(["still"]), encoding="utf-8")  # t.yaml: a new failing test
+    code, out = invoke("run", "s.yaml", "t.yaml", "-o", "head.json", "--baseline", "base.json")
+    head = json.loads((project / "head.json").read_text(encoding="utf-8"))
+    modes = {s["suite"]: (s.get("mode", "pass_rate"), s["ok"]) for s in head["gate"]["suites"]}
+    assert modes == {"s.yaml": ("regressions", True), "t.yaml": ("pass_rate", False)}
+    assert code == 1, out
