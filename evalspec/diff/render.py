@@ -161,7 +161,9 @@ def html_section(diff: dict[str, Any]) -> Markup:
         rows = sorted((r for r in diff["rows"] if r["category"] != "unchanged"),
                       key=lambda r: (not r["blocking"], CATEGORIES.index(r["category"])))
         if rows:
-            parts.append("<table><tr><th>change</th><th>test</th><th>provider</th><th>base → head</th>"
+            # its own scroll box: a narrow screen scrolls the table, never the page
+            parts.append('<div style="overflow-x:auto;max-width:100%"><table style="word-break:break-word">'
+                         "<tr><th>change</th><th>test</th><th>provider</th><th>base → head</th>"
                          "<th>first problem / note</th></tr>")
             for r in rows:
                 css = "failed" if r["blocking"] else "passed" if r["category"] in ("fixed", "recovered") else "skipped"
@@ -170,13 +172,14 @@ def html_section(diff: dict[str, Any]) -> Markup:
                              f"<td>{escape(r['name'])} <span class=\"meta\">{escape(r['test_id'])}</span></td>"
                              f"<td>{escape(r['provider'])}</td><td>{escape(_status(r['base']))} → "
                              f"{escape(_status(r['head']))}</td><td>{escape(text)}</td></tr>")
-            parts.append("</table>")
+            parts.append("</table></div>")
         listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
         items = [f"score {s['test_id']} @ {s['provider']}: {_num(s['base'])} → {_num(s['head'])} ({s['delta']:+.2f})"
                  for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in listed]
         items += curve_lines(diff) + provider_lines(diff)
         if items:
-            parts.append("<ul>" + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>")
+            parts.append('<ul style="word-break:break-word">' + "".join(f"<li>{escape(i)}</li>" for i in items)
+                         + "</ul>")
     parts.append("</section>")
     return Markup("".join(parts))
 
