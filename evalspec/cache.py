@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -22,6 +23,8 @@ class ResponseCache:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / "responses.sqlite"
         self._lock = threading.Lock()
+        # replies may quote secrets: the file is its owner's only (sqlite gives -wal/-shm the same mode)
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -29,9 +32,16 @@ class ResponseCache:
         self._db.commit()
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored value, or None; an entry that is not a JSON object (a damaged file) is a miss."""
         with self._lock:
             row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if not row:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         with self._lock:

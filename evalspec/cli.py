@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ Exit codes:
   2  usage or config error: nothing was run
   3  no gated test failed, but errors (provider, judge, timeout)
      exceeded gate.max_errors
-  130 interrupted: finished tests are kept; --resume RUN_DIR completes the run
+  130 interrupted (Ctrl-C), 143 terminated (SIGTERM): finished tests are
+      kept; --resume RUN_DIR completes the run
 """
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -111,6 +113,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     from evalspec.config.loader import load_suites
     from evalspec.diff.attach import attach_baseline, find_baseline
     from evalspec.executors import RayConfig
+    from evalspec.interrupts import Interrupted, run_interruptible
     from evalspec.plan import Selection, build_plan
     from evalspec.reporters.console import ConsoleReporter
     from evalspec.runner import RunOptions, new_run_id, run_plan
@@ -150,14 +153,15 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
                          ray=RayConfig([str(f.resolve()) for f in files], cli_vars, selection, address)
                          if executor == "ray" else None)
     try:
-        data = asyncio.run(run_plan(suites, plan, options))
-    except KeyboardInterrupt:
+        data = run_interruptible(run_plan(suites, plan, options))
+    except (Interrupted, KeyboardInterrupt) as exc:
         reporter.stop()
         args = shlex.join(sys.argv[1:])
-        err_console.print(f"\ninterrupted: finished tests are kept in {run_dir / 'journal.jsonl'}.\n"
+        what = "terminated" if isinstance(exc, Interrupted) and exc.signum == signal.SIGTERM else "interrupted"
+        err_console.print(f"\n{what}: finished tests are kept in {run_dir / 'journal.jsonl'}.\n"
                           f"resume with: evalspec {args} --resume {run_dir}" if "--resume" not in args else
-                          f"\ninterrupted: resume again with: evalspec {args}")
-        sys.exit(ExitCode.INTERRUPTED)
+                          f"\n{what}: resume again with: evalspec {args}")
+        sys.exit(exc.exit_code if isinstance(exc, Interrupted) else ExitCode.INTERRUPTED)
     except ConfigError:
         reporter.stop()
         raise

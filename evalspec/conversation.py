@@ -8,7 +8,7 @@ from typing import Any
 
 from evalspec.errors import ProviderError
 from evalspec.plan import Instance
-from evalspec.providers.base import ProviderResponse
+from evalspec.providers.base import ProviderResponse, clean_text
 
 CallFn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
 
@@ -21,6 +21,8 @@ class Transcript:
     calls: int = 0
     cached_calls: int = 0
     attack: dict[str, Any] | None = None  # an attack attempt's strategy, red lines and breach (SPEC §16)
+    failed_calls: int = 0
+    retries: int = 0
 
     def history(self) -> list[dict[str, Any]]:
         """The OpenAI-style history the system under test sees."""
@@ -33,7 +35,7 @@ def user_message(text: str, turn: int | None, **flags: Any) -> dict[str, Any]:
 
 
 def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": response.content, "turn": turn,
+    msg: dict[str, Any] = {"role": "assistant", "content": clean_text(response.content), "turn": turn,
                            "latency_ms": round(response.latency_ms, 3) if response.latency_ms is not None else None,
                            "tokens": response.tokens, "cost": response.cost}
     if response.prompt_tokens is not None:

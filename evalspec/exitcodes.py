@@ -16,3 +16,5 @@ class ExitCode(enum.IntEnum):
     TOO_MANY_ERRORS = 3
     #: interrupted (Ctrl-C); finished tests are in the journal, `--resume` completes the run
     INTERRUPTED = 130
+    #: terminated (SIGTERM, how CI cancels a job); kept and resumable like an interruption
+    TERMINATED = 143

@@ -44,9 +44,11 @@ def load_callable(ref: str, base_dir: Path) -> Callable[..., Any]:
                 raise LoadError(f"{ref!r}: cannot import {path}")
             module = importlib.util.module_from_spec(spec)
             sys.modules[mod_name] = module
+            if str(path.parent) not in sys.path:  # its sibling modules import as they would from a script
+                sys.path.insert(0, str(path.parent))
             try:
                 spec.loader.exec_module(module)
-            except Exception as exc:
+            except BaseException as exc:  # user code: SystemExit at import time is a load error too
                 del sys.modules[mod_name]
                 raise LoadError(f"{ref!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
     else:

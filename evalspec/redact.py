@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
 from typing import Any
 
 MASK = "***"
+SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 MIN_SECRET_LENGTH = 6  # shorter values are not credentials, and masking them would mangle ordinary text
 
 
@@ -43,3 +47,50 @@ def collect_provider_secrets(config: dict[str, Any], secrets: set[str]) -> None:
                 parts = value.split(None, 1)
                 if len(parts) == 2 and len(parts[1]) >= 4:
                     secrets.add(parts[1])
+
+
+def _model_names(suite: Any) -> list[str]:
+    """Every model string a suite may call: providers, judge, simulator, embedder, per-test and
+    per-assertion models."""
+    specs = [*suite.providers, suite.judge, suite.simulator, suite.embedder]
+    names = [str(s.config.get("model")) for s in specs if s is not None and s.kind == "model"]
+    for test in suite.tests:
+        raws = [a.provider for a in test.asserts] + [a.provider for t in test.conversation for a in t.asserts]
+        if test.simulate is not None:
+            raws.append(test.simulate.model)
+        for raw in raws:
+            if isinstance(raw, str):
+                names.append(raw)
+            elif isinstance(raw, dict) and isinstance(raw.get("model"), str):
+                names.append(raw["model"])
+    return names
+
+
+def implicit_secrets(model_names: list[str], environ: Mapping[str, str]) -> set[str]:
+    """Keys a model call takes from the environment without the suite naming them: the provider's
+    `*_API_KEY` (and its other secret-named variables), and `OPENAI_API_KEY`, which the lean
+    OpenAI-compatible client sends to any endpoint that has no `api_key`."""
+    from evalspec.providers.model_provider import KEY_ENV, split_model
+
+    if not model_names:
+        return set()
+    names = {"OPENAI_API_KEY"}
+    for model in model_names:
+        prefix, _ = split_model(model)
+        if prefix in KEY_ENV:
+            names.add(KEY_ENV[prefix])
+        stem = {"bedrock": "AWS", "sagemaker": "AWS", "vertex_ai": "VERTEX"}.get(prefix, prefix.upper())
+        names.update(n for n in environ if n.startswith(stem + "_") and SECRET_ENV_NAME.search(n))
+    return {environ[n] for n in names if environ.get(n)}
+
+
+def run_secrets(suites: list[Any], environ: Mapping[str, str] | None = None) -> set[str]:
+    """The secrets of a whole run: every suite's own plus the keys taken implicitly from the environment."""
+    env = environ if environ is not None else os.environ
+    out: set[str] = set()
+    for suite in suites:
+        out |= suite.secrets
+        out |= implicit_secrets(_model_names(suite), env)
+    from evalspec.config.suggest import slugify
+
+    return out | {slugify(s) for s in out}  # a secret in a test name also reaches its id, slugified

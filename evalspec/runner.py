@@ -21,11 +21,13 @@ from evalspec.errors import EvalspecError
 from evalspec.executors import RayConfig, RayExecutor
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext, ProviderResponse
-from evalspec.providers.calls import CacheMiss, ProviderCaller
+from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
+from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import finalize
-from evalspec.results.journal import Journal, read_journal
+from evalspec.results.journal import Journal, check_unchanged, read_journal, write_manifest
 from evalspec.results.record import make_record
+from evalspec.usercode import describe
 
 ResultCallback = Callable[[dict[str, Any]], None]
 
@@ -60,10 +62,14 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
     """Play every instance of `plan` and return the run (the content of run.json)."""
     run_dir = options.run_dir or Path(".evalspec/runs") / new_run_id()
     journal_path = run_dir / "journal.jsonl"
+    secrets = run_secrets(suites)
     done: dict[str, dict[str, Any]] = {}
     if options.resume:
+        check_unchanged(suites, run_dir)
         done = {r["key"]: r for r in read_journal(journal_path)}
-    todo = [inst for inst in plan if inst.key not in done]
+    write_manifest(suites, run_dir)
+    stored_key = {inst.key: redact(inst.key, secrets) for inst in plan}  # the journal holds redacted keys
+    todo = [inst for inst in plan if stored_key[inst.key] not in done]
     if options.on_start:
         options.on_start(len(plan), len(plan) - len(todo))
     pool = ProviderPool(suites, cache_dir=options.cache_dir if options.use_cache else None)
@@ -86,6 +92,7 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
                 record = await executor.run(inst, position[inst.key])
             else:
                 record = await run_instance(inst, pool)
+        record = redact(record, secrets)  # every field, with the secrets of every suite of the run
         journal.write(record)
         fresh[inst.key] = record
         if options.on_result:
@@ -98,16 +105,30 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
         await pool.aclose()
         if executor is not None:
             await executor.aclose()
-    records = [fresh.get(inst.key) or done[inst.key] for inst in plan if inst.key in fresh or inst.key in done]
+    records = [fresh.get(inst.key) or done[stored_key[inst.key]] for inst in plan
+               if inst.key in fresh or stored_key[inst.key] in done]
     run = {
         "evalspec_version": __version__,
         "run_id": run_dir.name,
         "started_at": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
         "duration_s": round(time.time() - started, 3),
-        "suites": [suite_meta(s) for s in suites],
+        "suites": redact([suite_meta(s) for s in suites], secrets),
         "results": records,
     }
     return finalize(run, options.fail_under, options.include_drafts)
+
+
+def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Replies longer than `limit` characters are stored cut, with a marker (they were graded whole)."""
+    out = []
+    for m in messages:
+        text = m.get("content")
+        if m.get("role") == "assistant" and isinstance(text, str) and len(text) > limit:
+            m = {**m, "content": text[:limit] + f"\n…[cut by evalspec: {len(text):,} characters, the first "
+                                                 f"{limit:,} kept (options.max_reply_chars)]",
+                 "original_chars": len(text)}
+        out.append(m)
+    return out
 
 
 async def grade_with(pool: ProviderPool, inst: Instance, messages: list[dict[str, Any]]) -> list[AssertionResult]:
@@ -148,6 +169,7 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
 async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
     """One conversation, graded; every failure is captured into the record, never raised."""
     start = time.perf_counter()
+    stats = CallStats()
 
     def caller(**mode: bool) -> CallFn:
         thread_id = uuid.uuid4().hex
@@ -155,7 +177,7 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
         async def call(messages: list[dict[str, Any]], turn: int) -> ProviderResponse:
             ctx = CallContext(thread_id=thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
                               repeat=inst.repeat)
-            return await provider.call(messages, ctx, **mode)
+            return await provider.call(messages, ctx, stats=stats, **mode)
 
         return call
 
@@ -167,6 +189,8 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
             results = await grade_with(pool, inst, transcript.messages)
     except EvalspecError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))
-    except Exception as exc:  # a bug must cost one test, not the run: it is reported as that test's error
-        transcript = Transcript(stop_reason="error", error=f"internal error: {type(exc).__name__}: {exc}")
+    except (Exception, SystemExit) as exc:  # a bug must cost one test, not the run: it is that test's error
+        transcript = Transcript(stop_reason="error", error=f"internal error: {describe(exc)}")
+    transcript.failed_calls, transcript.retries = stats.failed, stats.retries
+    transcript.messages = cap_replies(transcript.messages, int(inst.suite.option("max_reply_chars")))
     return make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)

@@ -6,15 +6,17 @@ sees any assertion or rubric. `max_turns` counts user messages sent, `opening` a
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from evalspec.assertions.base import search
+from evalspec.assertions.base import regex_time_limit, search
 from evalspec.assertions.graded import format_transcript
 from evalspec.conversation import CallFn, Transcript, assistant_message, user_message
-from evalspec.errors import EvalspecError, ProviderError
+from evalspec.errors import EvalspecError, GradingError, ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext
 from evalspec.providers.factory import ProviderPool
+from evalspec.usercode import UserCodeError, in_thread
 
 
 def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
@@ -83,16 +85,29 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
         transcript.cached_calls += int(response.cached)
         transcript.messages.append(assistant_message(response, turn))
         try:
-            if any(search(p, response.content) for p in patterns):
+            if patterns and await _matches_off_loop(patterns, response.content, float(suite.option("grade_timeout"))):
                 transcript.stop_reason = "assistant_matches"
                 return transcript
             if goal_met and judge is not None and await _goal_met(judge, sim.goal, transcript.messages):
                 transcript.stop_reason = "goal_met"
                 return transcript
-        except EvalspecError as exc:
+        except (EvalspecError, UserCodeError) as exc:
             transcript.stop_reason, transcript.error = "error", f"stop condition: {exc}"
             return transcript
     return transcript
+
+
+async def _matches_off_loop(patterns: list[str], text: str, limit: float) -> bool:
+    """`assistant_matches` patterns are checked on a worker thread, within the grading time limit."""
+
+    def matches() -> bool:
+        with regex_time_limit(limit):
+            return any(search(p, text) for p in patterns)
+
+    try:
+        return await asyncio.wait_for(in_thread(matches), limit + 1)
+    except asyncio.TimeoutError:
+        raise GradingError(f"assistant_matches timed out after {limit:g}s (options.grade_timeout)") from None
 
 
 async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> bool:

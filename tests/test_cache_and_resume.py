@@ -13,6 +13,7 @@ from pathlib import Path
 from servers import OpenAIServer
 
 from evalspec import run
+from evalspec.results.journal import read_journal
 from evalspec.runner import RunOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,3 +150,43 @@ def test_ctrl_c_keeps_finished_tests_and_says_how_to_resume(in_tmp: Path) -> Non
     resumed = subprocess.run([sys.executable, "-m", "evalspec", "run", str(path), "--resume", str(journal.parent),
                               "-o", "out.json"], cwd=in_tmp, capture_output=True, text=True, timeout=60, env=env)
     assert resumed.returncode == 0 and f"resuming: {kept} of 8 already finished" in resumed.stdout
+
+
+def test_sigterm_is_handled_like_ctrl_c_exit_143_with_the_resume_hint(in_tmp: Path) -> None:
+    path = slow_suite(in_tmp)
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    run_dir = in_tmp / "runs" / "r"
+    run_dir.mkdir(parents=True)
+    (run_dir / "journal.jsonl").write_text("")
+    proc = subprocess.Popen([sys.executable, "-m", "evalspec", "run", str(path), "-j", "1", "--resume", str(run_dir)],
+                            cwd=in_tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _wait_for_journal(run_dir / "journal.jsonl", 2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143, out + err
+    assert "terminated" in err and "--resume" in err
+    assert len(read_journal(run_dir / "journal.jsonl")) >= 2
+
+
+def test_resume_after_the_suite_changed_exits_2_naming_the_file(in_tmp: Path) -> None:
+    path = slow_suite(in_tmp, n=2)
+    data = run([path], options=RunOptions(run_dir=in_tmp / "r")).data
+    assert data["gate"]["exit_code"] == 0
+    path.write_text(path.read_text().replace("user: hi", "user: hello"))
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", str(path), "--resume", "r"], cwd=in_tmp,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "s.yaml" in proc.stderr and "changed since" in proc.stderr and "evalspec grade" in proc.stderr
+
+
+def test_a_torn_last_journal_line_is_skipped_and_the_next_record_starts_a_new_line(in_tmp: Path) -> None:
+    path = slow_suite(in_tmp, n=3)
+    run_dir = in_tmp / "r"
+    run([path], options=RunOptions(run_dir=run_dir))
+    journal = run_dir / "journal.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    journal.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2], encoding="utf-8")  # killed mid-write
+    data = run([path], options=RunOptions(run_dir=run_dir, resume=True)).data
+    assert [r["test_id"] for r in data["results"]] == ["t0", "t1", "t2"]
+    assert [r["test_id"] for r in read_journal(journal)] == ["t0", "t1", "t2"]
+    assert all(r["status"] == "passed" for r in data["results"])

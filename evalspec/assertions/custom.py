@@ -17,7 +17,7 @@ from evalspec.loading import load_callable
 async def python_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """fn(output, context) returns bool, float, or {pass, score, reason}."""
     fn = load_callable(str(spec.value), ctx.suite_dir)
-    context = {"transcript": ctx.transcript, "turn": reply.turn, "vars": dict(ctx.vars), "test_id": ctx.test_id,
+    context = {"transcript": [dict(m) for m in ctx.transcript], "turn": reply.turn, "vars": dict(ctx.vars), "test_id": ctx.test_id,
                "labels": dict(ctx.labels)}
     result: Any = fn(reply.text, context)
     if inspect.isawaitable(result):
@@ -29,7 +29,12 @@ async def python_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -
     if isinstance(result, (int, float)):
         return Check(float(result) >= threshold, float(result), f"{spec.value} returned {result}", evidence)
     if isinstance(result, dict) and ("pass" in result or "score" in result):
-        score = float(result.get("score", 1.0 if result.get("pass") else 0.0))
-        passed = bool(result["pass"]) if "pass" in result else score >= threshold
+        verdict = result.get("pass")
+        if type(verdict) is int and verdict in (0, 1):
+            verdict = bool(verdict)
+        if "pass" in result and not isinstance(verdict, bool):
+            raise GradingError(f"{spec.value} returned pass={verdict!r}; expected true or false")
+        score = float(result.get("score", 1.0 if verdict else 0.0))
+        passed = verdict if isinstance(verdict, bool) else score >= threshold
         return Check(passed, score, str(result.get("reason", "")), evidence)
     raise GradingError(f"{spec.value} returned {type(result).__name__}; expected bool, float or {{pass, score, reason}}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -10,6 +11,7 @@ from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
 from evalspec.assertions.registry import resolve_type
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import EvalspecError, GradingError
+from evalspec.usercode import describe
 
 
 @dataclass
@@ -86,7 +88,14 @@ async def _call(fn: Any, *args: Any) -> Check:
         result = await result
     if not isinstance(result, Check):
         raise GradingError(f"check returned {type(result).__name__}, not a Check")
+    if not isinstance(result.passed, bool) or not _finite(result.score):
+        raise GradingError(f"check returned pass={result.passed!r} score={result.score!r}: "
+                           "expected a bool and a finite number")
     return result
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _negate(check: Check) -> Check:
@@ -117,8 +126,8 @@ async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
             checks = [await _call(atype.fn, reply, spec, ctx) for reply in select_replies(spec, ctx)]
     except (EvalspecError, TimeoutError) as exc:
         return replace(base, error=str(exc) or type(exc).__name__)
-    except Exception as exc:  # a user's python check or a library blew up: report, don't crash the run
-        return replace(base, error=f"{type(exc).__name__}: {exc}")
+    except (Exception, SystemExit) as exc:  # a user's python check or a library blew up: report, don't crash
+        return replace(base, error=describe(exc))
     if spec.negate:
         checks = [_negate(c) for c in checks]
     result = combine(base, spec.scope, checks)

@@ -9,6 +9,7 @@ from typing import Any
 
 from evalspec.assertions.base import EmbedFn, GradingContext, JudgeFn
 from evalspec.assertions.evaluate import AssertionResult, evaluate
+from evalspec.assertions.offloop import evaluate_off_loop
 from evalspec.assertions.registry import resolve_type
 from evalspec.config.model import AssertionSpec
 from evalspec.plan import Instance
@@ -31,8 +32,10 @@ def needs_model(spec: AssertionSpec) -> bool:
 
 async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: JudgeFn | None = None,
                 embed: EmbedFn | None = None,
-                judge_for: Callable[[Any], JudgeFn | None] | None = None) -> list[AssertionResult]:
-    """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own."""
+                judge_for: Callable[[Any], JudgeFn | None] | None = None,
+                grade_timeout: float | None = None) -> list[AssertionResult]:
+    """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own.
+    Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's)."""
     ctx = GradingContext(transcript=transcript, labels=instance.labels, vars=instance.vars,
                          test_id=instance.test_id, turn=None, suite_dir=instance.suite.path.parent,
                          judge=judge, embed=embed)
@@ -40,8 +43,10 @@ async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: Jud
     results: dict[int, AssertionResult] = {}
     deterministic = [(i, s) for i, s in enumerate(specs) if not needs_model(s)]
     graded = [(i, s) for i, s in enumerate(specs) if needs_model(s)]
-    for i, spec in deterministic:
-        results[i] = await evaluate(spec, ctx)
+    limit = float(grade_timeout if grade_timeout is not None else instance.suite.option("grade_timeout"))
+    if deterministic:
+        checked = await evaluate_off_loop([s for _, s in deterministic], ctx, limit)
+        results.update({i: r for (i, _), r in zip(deterministic, checked)})
     red_line = next((r for r in results.values() if r.passed is False and r.severity == "critical"), None)
     if graded and red_line is not None:
         for i, spec in graded:

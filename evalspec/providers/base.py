@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,11 +35,34 @@ class ProviderResponse:
                 "cost": self.cost, "tool_calls": self.tool_calls, "metadata": self.metadata}
 
     @classmethod
-    def from_cache(cls, data: dict[str, Any]) -> ProviderResponse:
+    def from_cache(cls, data: dict[str, Any]) -> ProviderResponse | None:
+        """The cached response; None when the entry holds no reply (a miss, never an empty reply)."""
+        if not isinstance(data.get("content"), str) and not data.get("tool_calls"):
+            return None
         return cls(content=str(data.get("content") or ""), latency_ms=data.get("latency_ms"),
                    tokens=data.get("tokens"), prompt_tokens=data.get("prompt_tokens"),
                    completion_tokens=data.get("completion_tokens"), cost=data.get("cost"),
                    tool_calls=data.get("tool_calls"), metadata=data.get("metadata") or {}, cached=True)
+
+
+def clean_text(text: str) -> str:
+    """Text that can be written as UTF-8: lone surrogates (from a user's code) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def json_safe(value: Any) -> Any:
+    """`value` as plain JSON data (what cannot be serialised becomes its repr), so a user's odd
+    metadata can never stop the journal or the cache from being written."""
+    if value is None:
+        return None
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=True, default=repr, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)[:1000]
 
 
 class Provider(Protocol):

@@ -34,9 +34,12 @@ class CacheMiss(Exception):
 
 
 class CallStats:
+    """Requests made: `calls` answered, `failed` not (each attempt counts), `retries` re-attempts."""
+
     def __init__(self) -> None:
         self.calls = 0
         self.cached = 0
+        self.failed = 0
         self.retries = 0
 
 
@@ -44,12 +47,14 @@ class ProviderCaller:
     """Wraps a provider with the cache, `max_concurrency`, `rpm`, a per-call time-out and retries."""
 
     def __init__(self, provider: Provider, *, cache: ResponseCache | None, timeout: float, retries: int,
-                 max_concurrency: int | None, rpm: float | None, stats: CallStats, stateful: bool = False) -> None:
+                 max_concurrency: int | None, rpm: float | None, stats: CallStats, stateful: bool = False,
+                 max_retry_wait: float = 60.0) -> None:
         self.provider = provider
         self.id = provider.id
         self.cache = cache
         self.stateful = stateful
         self.timeout, self.retries, self.stats = timeout, retries, stats
+        self.max_retry_wait = max_retry_wait
         self._slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._limiter = RateLimiter(rpm) if rpm else None
         self._identity: dict[str, Any] | None = None
@@ -60,34 +65,50 @@ class ProviderCaller:
         return cache_key(self._identity, messages, context.repeat, extra)
 
     async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None, *,
-                   read: bool = True, write: bool = True, cache_only: bool = False) -> ProviderResponse:
-        """Answer from the cache when allowed, else call (with limits, time-out and retries)."""
+                   read: bool = True, write: bool = True, cache_only: bool = False,
+                   stats: CallStats | None = None) -> ProviderResponse:
+        """Answer from the cache when allowed, else call (with limits, time-out and retries).
+        `stats`, when given, counts this call's requests too (one conversation's share)."""
+        counters = [self.stats] + ([stats] if stats is not None else [])
         key = self.key(messages, context, extra) if self.cache is not None else ""
         if (read or cache_only) and self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
-                self.stats.cached += 1
-                return ProviderResponse.from_cache(hit)
+            cached = ProviderResponse.from_cache(hit) if hit is not None else None
+            if cached is not None:
+                for c in counters:
+                    c.cached += 1
+                return cached
         if cache_only:
             raise CacheMiss(self.id)
-        response = await self._call_with_retries(messages, context)
+        response = await self._call_with_retries(messages, context, counters)
         if write and self.cache is not None:
             self.cache.put(key, response.to_cache())
         return response
 
-    async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext,
+                                 counters: list[CallStats]) -> ProviderResponse:
         attempt = 0
         while True:
             try:
-                return await self._call_once(messages, context)
+                response = await self._call_once(messages, context)
             except ProviderError as exc:
+                for c in counters:
+                    c.failed += 1
                 if not exc.retryable or attempt >= self.retries:
                     suffix = f" (after {attempt + 1} attempts)" if attempt else ""
                     raise ProviderError(f"{self.id}: {exc}{suffix}") from exc
+                if exc.retry_after is not None and exc.retry_after > self.max_retry_wait:
+                    raise ProviderError(f"{self.id}: {exc} (Retry-After {exc.retry_after:g}s is longer than "
+                                        f"options.max_retry_wait {self.max_retry_wait:g}s; not retried)") from exc
                 delay = exc.retry_after if exc.retry_after is not None else backoff(attempt)
                 attempt += 1
-                self.stats.retries += 1
-                await asyncio.sleep(delay)
+                for c in counters:
+                    c.retries += 1
+                await asyncio.sleep(min(delay, self.max_retry_wait))
+                continue
+            for c in counters:
+                c.calls += 1
+            return response
 
     async def _call_once(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
         if self._slots:
@@ -95,7 +116,6 @@ class ProviderCaller:
         try:
             if self._limiter:
                 await self._limiter.wait()
-            self.stats.calls += 1
             try:
                 return await asyncio.wait_for(self.provider.respond(messages, context), self.timeout)
             except asyncio.TimeoutError:

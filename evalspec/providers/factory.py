@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,38 @@ def build_provider(spec: ProviderSpec, suite: Suite) -> Provider:
 
 
 def _with_source_hash(provider: PythonProvider, base_dir: Path) -> PythonProvider:
-    """A python provider's cache identity includes its file's content, so an edit is a cache miss."""
+    """A python provider's cache identity covers its file and the `.py` files of its folder tree, so
+    editing the provider or a module it imports is a cache miss."""
     target = provider.ref.rpartition(":")[0]
     if target.endswith(".py"):
         path = (base_dir / target).resolve()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
-        identity = {"python": provider.ref, "sha256": digest}
+        identity = {"python": provider.ref, "sha256": source_digest(path) if path.is_file() else "missing"}
         provider.cache_identity = lambda: identity  # type: ignore[method-assign]
     return provider
+
+
+SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", "venv", "env"}
+MAX_SOURCE_FILES = 1000
+
+
+def source_digest(path: Path) -> str:
+    """sha256 over `path` and the `.py` files under its folder (up to 1,000, hidden and virtualenv
+    folders skipped), each named by its relative path."""
+    root = path.parent
+    digest = hashlib.sha256(b"entry:" + path.name.encode() + b"\0" + path.read_bytes())
+    files: list[Path] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        files.extend(Path(folder) / n for n in sorted(names) if n.endswith(".py"))
+        if len(files) >= MAX_SOURCE_FILES:
+            break
+    for file in files[:MAX_SOURCE_FILES]:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            data = b"<unreadable>"
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()
 
 
 class ProviderPool:
@@ -71,7 +96,7 @@ class ProviderPool:
                 timeout=float(cfg.get("timeout") or suite.option("timeout")),
                 retries=int(cfg.get("retries", suite.option("retries"))),
                 max_concurrency=spec.max_concurrency, rpm=spec.rpm, stats=self.stats,
-                stateful=_stateful(spec))
+                stateful=_stateful(spec), max_retry_wait=float(suite.option("max_retry_wait")))
             self._callers[key] = caller
         return caller
 

@@ -79,11 +79,18 @@ class HttpProvider:
             if self._expr is not None:
                 raise ProviderError(f"{self.id}: response is not JSON, cannot apply '{self.path}': "
                                     f"{response.text[:200]!r}") from None
+            if not response.content.strip():
+                raise ProviderError(f"{self.id}: no reply: the response body is empty "
+                                    f"(HTTP {response.status_code})") from None
             return response.text
         if self._expr is not None:
             value = self._expr.search(data)
             if value is None:
-                raise ProviderError(f"{self.id}: response path '{self.path}' found nothing in {str(data)[:200]}")
+                raise ProviderError(f"{self.id}: no reply: response path '{self.path}' found nothing in "
+                                    f"{str(data)[:200]}")
+            if isinstance(value, (dict, list)):
+                raise ProviderError(f"{self.id}: response path '{self.path}' found {type(value).__name__}, "
+                                    f"not text: {str(value)[:200]}")
             return value if isinstance(value, str) else str(value)
         if isinstance(data, str):
             return data

@@ -23,7 +23,7 @@ from evalspec.config.suggest import did_you_mean
 from evalspec.errors import ProviderError
 from evalspec.providers.base import CallContext, ProviderResponse
 from evalspec.providers.history import ContextStrategy, strategy_metadata
-from evalspec.providers.openai_compat import OpenAICompatClient, price_map
+from evalspec.providers.openai_compat import OpenAICompatClient, price_map, reply_content
 
 KEY_ENV = {
     "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
@@ -108,14 +108,18 @@ class ModelProvider:
         except Exception as exc:
             raise litellm_error(litellm, exc, self.model) from exc
         latency = (time.perf_counter() - start) * 1000
-        message = response.choices[0].message
+        try:
+            message = response.choices[0].message
+        except (AttributeError, IndexError, TypeError):
+            raise ProviderError(f"{self.model}: no choices in response") from None
         usage = getattr(response, "usage", None)
         try:
             cost = float(litellm.completion_cost(completion_response=response))
         except Exception:
             cost = None
         tool_calls = [t.model_dump() if hasattr(t, "model_dump") else t for t in (message.tool_calls or [])]
-        return ProviderResponse(content=message.content or "", latency_ms=latency,
+        content, _ = reply_content(message.content, tool_calls, self.model)
+        return ProviderResponse(content=content, latency_ms=latency,
                                 tokens=getattr(usage, "total_tokens", None),
                                 prompt_tokens=getattr(usage, "prompt_tokens", None),
                                 completion_tokens=getattr(usage, "completion_tokens", None),

@@ -88,6 +88,26 @@ def transport_error(exc: httpx.HTTPError, what: str) -> ProviderError:
     return ProviderError(f"{what}: {type(exc).__name__}: {exc}", retryable=False)
 
 
+def count(value: Any) -> int | None:
+    """A token count from a server: a non-negative int, else unknown."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def reply_content(content: Any, tool_calls: Any, model: str) -> tuple[str, list[Any] | None]:
+    """A chat message's text and tool calls. `content: null` without tool calls is a missing reply:
+    an error, never '' (SPEC §8). A list of content parts is joined."""
+    calls = list(tool_calls) if isinstance(tool_calls, list) and tool_calls else None
+    if isinstance(content, list):
+        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    if content is None:
+        if calls:
+            return "", calls
+        raise ProviderError(f"{model}: no reply: the message's content is null and it made no tool calls")
+    if not isinstance(content, str):
+        raise ProviderError(f"{model}: the message's content is {type(content).__name__}, not text")
+    return content, calls
+
+
 def make_client(timeout: float = 600.0) -> httpx.AsyncClient:
     """An httpx client with pooled keep-alive connections, sized for high concurrency.
 
@@ -134,13 +154,16 @@ class OpenAICompatClient:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
             raise ProviderError(f"{model}: no choices in response: {json.dumps(data)[:200]}") from None
-        usage = data.get("usage") or {}
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        total = usage.get("total_tokens") or ((prompt or 0) + (completion or 0) if prompt is not None else None)
-        return ProviderResponse(content=message.get("content") or "", latency_ms=latency, tokens=total,
+        if not isinstance(message, dict):
+            raise ProviderError(f"{model}: the choice's message is {type(message).__name__}, not an object")
+        content, tool_calls = reply_content(message.get("content"), message.get("tool_calls"), model)
+        usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
+        prompt, completion = count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
+        total = count(usage.get("total_tokens")) or ((prompt or 0) + (completion or 0) if prompt is not None else None)
+        return ProviderResponse(content=content, latency_ms=latency, tokens=total,
                                 prompt_tokens=prompt, completion_tokens=completion,
-                                cost=price(model, prompt, completion), tool_calls=message.get("tool_calls"),
-                                metadata={"model": data.get("model", model), "client": "openai-compatible"})
+                                cost=price(model, prompt, completion), tool_calls=tool_calls,
+                                metadata={"model": str(data.get("model", model)), "client": "openai-compatible"})
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         data = await self.post("/embeddings", {"model": model, "input": texts}, model)

@@ -1,17 +1,22 @@
-"""`python: FILE.py:function` — a function (sync or async) is the system under test."""
+"""`python: FILE.py:function` — a function (sync or async) is the system under test.
+
+The function runs through `evalspec.usercode`: whatever it raises (`SystemExit` included) is this
+call's error, a sync function that hangs is abandoned on its thread, and a reply that is missing
+(`None`, a dict without `content`) is an error, never an empty string.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 from evalspec.errors import ProviderError
 from evalspec.loading import LoadError, load_callable
-from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.base import CallContext, ProviderResponse, json_safe
 from evalspec.providers.history import ContextStrategy, strategy_metadata
+from evalspec.usercode import UserCodeError, call_user, describe
 
 
 class PythonProvider:
@@ -29,6 +34,8 @@ class PythonProvider:
             self._fn = load_callable(self.ref, self.base_dir)
         except LoadError as exc:
             raise ProviderError(str(exc)) from exc
+        except BaseException as exc:  # importing user code may even sys.exit()
+            raise ProviderError(f"{self.ref!r}: importing failed: {describe(exc)}") from None
 
     async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
         if self._fn is None:
@@ -38,25 +45,45 @@ class PythonProvider:
                "turn": context.turn, "repeat": context.repeat}
         start = time.perf_counter()
         try:
-            if inspect.iscoroutinefunction(self._fn):
-                result = await self._fn([dict(m) for m in sent], ctx)
-            else:
-                result = await asyncio.to_thread(self._fn, [dict(m) for m in sent], ctx)
-        except Exception as exc:
-            raise ProviderError(f"{self.ref} raised {type(exc).__name__}: {exc}") from exc
+            result = await call_user(self._fn, [dict(m) for m in sent], ctx)
+        except UserCodeError as exc:
+            raise ProviderError(f"{self.ref} raised {exc}") from None
         latency = (time.perf_counter() - start) * 1000
         return strategy_metadata(to_response(result, latency, self.ref), usage)
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _money(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return None
+
+
 def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
+    """A python provider's return value as a response; a missing reply is an error (SPEC §8)."""
     if isinstance(result, str):
-        return ProviderResponse(result, latency)
-    if isinstance(result, dict) and isinstance(result.get("content"), (str, type(None))):
-        usage = result.get("usage") or {}
-        tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
-        return ProviderResponse(result.get("content") or "", latency, tokens=tokens,
-                                prompt_tokens=usage.get("prompt_tokens") if isinstance(usage, dict) else None,
-                                completion_tokens=usage.get("completion_tokens") if isinstance(usage, dict) else None,
-                                cost=result.get("cost"), tool_calls=result.get("tool_calls"),
-                                metadata=result.get("metadata") or {})
-    raise ProviderError(f"{where} returned {type(result).__name__}; expected a string or a dict with 'content'")
+        return ProviderResponse(str(result), latency)
+    if result is None:
+        raise ProviderError(f"{where} returned None: no reply (return a string or a dict with 'content')")
+    if not isinstance(result, dict):
+        raise ProviderError(f"{where} returned {type(result).__name__}; expected a string or a dict with 'content'")
+    content = result.get("content")
+    tool_calls = result.get("tool_calls")
+    if tool_calls is not None and not isinstance(tool_calls, list):
+        raise ProviderError(f"{where} returned 'tool_calls' as {type(tool_calls).__name__}; expected a list")
+    if content is None and not tool_calls:
+        keys = ", ".join(map(repr, list(result)[:8])) or "none"
+        raise ProviderError(f"{where} returned no reply: the dict has no 'content' (keys: {keys})")
+    if content is not None and not isinstance(content, str):
+        raise ProviderError(f"{where} returned 'content' as {type(content).__name__}; expected a string")
+    usage = result.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    metadata = result.get("metadata")
+    return ProviderResponse(str(content or ""), latency, tokens=_count(usage.get("total_tokens")),
+                            prompt_tokens=_count(usage.get("prompt_tokens")),
+                            completion_tokens=_count(usage.get("completion_tokens")),
+                            cost=_money(result.get("cost")), tool_calls=json_safe(tool_calls) or None,
+                            metadata=json_safe(metadata) if isinstance(metadata, dict) else {})

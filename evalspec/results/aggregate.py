@@ -187,6 +187,8 @@ def summary(records: list[dict[str, Any]], vs: list[Verdict], slas: list[dict[st
         "records": len(records), "by_status": by_status, "verdicts": len(vs),
         "calls": sum(r.get("calls", 0) for r in records),
         "cached_calls": sum(r.get("cached_calls", 0) for r in records),
+        "failed_calls": sum(r.get("failed_calls", 0) for r in records),
+        "retries": sum(r.get("retries", 0) for r in records),
         "tokens": sum(r.get("tokens") or 0 for r in records),
         "cost": round(sum(r.get("cost") or 0.0 for r in records), 6),
         "strategy_calls": sum(r.get("strategy_calls") or 0 for r in records),

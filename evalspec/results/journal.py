@@ -13,6 +13,9 @@ class Journal:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = path.open("a", encoding="utf-8")
+        if _ends_torn(path):  # a crash cut the last line: the next record starts on a line of its own
+            self._file.write("\n")
+            self._file.flush()
 
     def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -23,16 +26,61 @@ class Journal:
         self._file.close()
 
 
+def _ends_torn(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
+
+
+RECORD_FIELDS = {"key": str, "test_id": str, "base_id": str, "name": str, "suite": str, "provider": str,
+                 "status": str}
+STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
 def read_journal(path: Path) -> list[dict[str, Any]]:
-    """Records of a journal; a line cut short by a crash is ignored."""
+    """Records of a journal; a line cut short by a crash (or not a record at all) is skipped,
+    so its test runs again."""
     if not path.exists():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_bytes().decode("utf-8", "replace").splitlines():
         try:
             item = json.loads(line)
         except ValueError:
             continue
-        if isinstance(item, dict) and "key" in item:
+        if (isinstance(item, dict) and all(isinstance(item.get(k), t) for k, t in RECORD_FIELDS.items())
+                and item["status"] in STATUSES):
             out.append(item)
     return out
+
+
+MANIFEST = "suites.json"
+
+
+def write_manifest(suites: list[Any], run_dir: Path) -> None:
+    """Record which suite files (by sha256) a run was started with, unless already recorded."""
+    path = run_dir / MANIFEST
+    if path.exists():
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    data = [{"path": str(s.path), "resolved": str(Path(s.path).resolve()), "sha256": s.sha256} for s in suites]
+    path.write_text(json.dumps({"suites": data}, ensure_ascii=False, indent=2), encoding="utf-8")
+
+
+def check_unchanged(suites: list[Any], run_dir: Path) -> None:
+    """`--resume` must not mix verdicts of two versions of a suite: exit 2 naming the changed files."""
+    from evalspec.errors import ConfigError, Problem
+
+    try:
+        recorded = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))["suites"]
+        started = {str(r["resolved"]): str(r["sha256"]) for r in recorded}
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # a run from before manifests: nothing to compare with
+    changed = [s for s in suites if started.get(str(Path(s.path).resolve()), s.sha256) != s.sha256]
+    if changed:
+        raise ConfigError([Problem(str(s.path), None, "", f"changed since {run_dir} was started (sha256 differs); "
+                                   "--resume would mix verdicts of two versions. Re-grade the old transcripts "
+                                   "with `evalspec grade`, or rerun without --resume") for s in changed])

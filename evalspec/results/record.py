@@ -51,6 +51,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "duration_ms": round(duration_ms, 3),
         "calls": transcript.calls,
         "cached_calls": transcript.cached_calls,
+        "failed_calls": transcript.failed_calls,
+        "retries": transcript.retries,
         "tokens": sum(tokens) if tokens else None,
         "cost": sum(costs) if costs else None,
         **usage_fields(replies),

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +57,43 @@ def test_async_function_with_usage_cost_and_tool_calls(tmp_path: Path) -> None:
 def test_a_result_that_is_not_text_is_an_error(tmp_path: Path) -> None:
     record = go(tmp_path, "wrong")["results"][0]
     assert record["status"] == "error" and "returned int" in record["error"]
+
+
+def test_siblings_import_without_pythonpath_and_editing_one_is_a_cache_miss(tmp_path: Path) -> None:
+    bot_dir = tmp_path / "bots"
+    (bot_dir / "lib").mkdir(parents=True)
+    (bot_dir / "bot.py").write_text("from lib.answers import answer\n\ndef respond(messages, context):\n"
+                                    "    return answer()\n")
+    (bot_dir / "lib" / "answers.py").write_text("def answer():\n    return '旧的回答'\n")
+    (tmp_path / "s.yaml").write_text("providers: [{id: p, python: bots/bot.py:respond}]\n"
+                                     "tests:\n  - id: t\n    conversation: [{user: 你好}]\n", encoding="utf-8")
+    script = ("import sys, json; from pathlib import Path; from evalspec import run; "
+              "from evalspec.runner import RunOptions; "
+              "r = run([Path('s.yaml')], options=RunOptions(run_dir=Path(sys.argv[1]))); "
+              "print(json.dumps(r.results[0]['transcript'][1]['content']))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    first = subprocess.run([sys.executable, "-c", script, "r1"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert json.loads(first.stdout.strip().splitlines()[-1]) == "旧的回答", first.stderr
+    (bot_dir / "lib" / "answers.py").write_text("def answer():\n    return '新的回答'\n")
+    second = subprocess.run([sys.executable, "-c", script, "r2"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert json.loads(second.stdout.strip().splitlines()[-1]) == "新的回答", second.stderr
+
+
+def test_replies_longer_than_max_reply_chars_are_stored_cut_but_graded_whole(tmp_path: Path) -> None:
+    (tmp_path / "bot.py").write_text("def respond(messages, context):\n    return 'x' * 5000 + '结尾'\n")
+    (tmp_path / "s.yaml").write_text("""\
+providers: [{id: p, python: bot.py:respond}]
+options: {max_reply_chars: 100, cache: false}
+tests:
+  - id: t
+    conversation:
+      - user: 你好
+        assert: [{contains: 结尾}]
+""", encoding="utf-8")
+    record = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "r", use_cache=False)).results[0]
+    reply = record["transcript"][1]
+    assert record["status"] == "passed"
+    assert reply["content"].startswith("x" * 100) and "5,002 characters" in reply["content"]
+    assert len(reply["content"]) < 200 and reply["original_chars"] == 5002

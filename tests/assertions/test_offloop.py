@@ -1,0 +1,70 @@
+"""Grading runs off the event loop with a time limit: a slow check never makes healthy calls time out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from servers import OpenAIServer, Reply, chat_body
+
+from evalspec import run
+from evalspec.runner import RunOptions
+
+
+def test_slow_regexes_do_not_make_healthy_provider_calls_time_out(tmp_path: Path) -> None:
+    def replies(request: dict[str, object], n: int) -> Reply:
+        last = str(request["messages"][-1]["content"])  # type: ignore[index]
+        text = "a" * 40 + "b" if last.startswith("slow") else "好的"
+        return Reply(body=chat_body(text), delay=0.05)
+
+    slow = "".join(f"""\
+  - id: slow{i}
+    conversation:
+      - user: slow {i}
+        assert: [{{regex: "^(a|a)*$"}}]
+""" for i in range(4))
+    healthy = "".join(f"""\
+  - id: ok{i}
+    conversation:
+      - user: 你好 {i}
+      - user: 再见 {i}
+        assert: [{{contains: 好的}}]
+""" for i in range(20))
+    path = tmp_path / "s.yaml"
+    with OpenAIServer(replies) as server:
+        path.write_text(f"""\
+providers:
+  - id: m
+    model: openai/m
+    api_base: {server.base}
+    api_key: sk-local-000
+options: {{timeout: 1, retries: 0, cache: false, grade_timeout: 3}}
+tests:
+{slow}{healthy}""", encoding="utf-8")
+        data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False, concurrency=24)).data
+    by_id = {r["test_id"]: r for r in data["results"]}
+    assert all(by_id[f"ok{i}"]["status"] == "passed" for i in range(20)), \
+        [(r["test_id"], r["error"]) for r in data["results"] if r["status"] != "passed"][:5]
+    for i in range(4):
+        record = by_id[f"slow{i}"]
+        assert record["status"] == "error" and "timed out" in record["error"], record["error"]
+
+
+def test_a_python_assertion_that_hangs_is_an_error_after_grade_timeout_and_later_checks_still_run(
+        tmp_path: Path) -> None:
+    (tmp_path / "checks.py").write_text("import time\n\ndef hang(output, context):\n    time.sleep(3600)\n"
+                                        "\ndef ok(output, context):\n    return '好' in output\n")
+    (tmp_path / "bot.py").write_text("def respond(messages, context):\n    return '好的'\n")
+    (tmp_path / "s.yaml").write_text("""\
+providers: [{id: p, python: bot.py:respond}]
+options: {grade_timeout: 0.5, cache: false}
+tests:
+  - id: t
+    conversation:
+      - user: 你好
+        assert: [{python: "checks.py:hang"}, {python: "checks.py:ok"}, {contains: 好的}]
+""", encoding="utf-8")
+    record = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).results[0]
+    hang, ok, contains = record["assertions"]
+    assert record["status"] == "error"
+    assert "timed out after 0.5s (options.grade_timeout)" in hang["error"]
+    assert ok["pass"] is True and contains["pass"] is True

@@ -1,0 +1,78 @@
+"""Secrets never reach an output: implicit env keys, `${TOKEN}` in names, across all suites of a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from servers import OpenAIServer, Reply, chat_body
+
+from evalspec.redact import implicit_secrets
+
+KEY = "sk-implicit-0123456789abcdef"
+TOKEN = "bot-token-9876543210"
+
+
+def echo_auth(request: dict[str, Any], n: int, server: list[OpenAIServer]) -> Reply:
+    return Reply(body=chat_body(f"your header was {server[0].auth[-1]}"))
+
+
+def test_implicit_key_and_env_token_are_masked_in_every_output_of_every_suite(tmp_path: Path) -> None:
+    holder: list[OpenAIServer] = []
+    with OpenAIServer(lambda r, n: echo_auth(r, n, holder)) as server:
+        holder.append(server)
+        # suite a uses the key implicitly (no api_key); suite b names the token in a test name
+        (tmp_path / "a.yaml").write_text(f"""\
+description: uses OPENAI_API_KEY from the environment
+providers:
+  - id: m
+    model: openai/m
+    api_base: {server.base}
+tests:
+  - id: leak
+    conversation:
+      - user: what is my key?
+        assert: [{{contains: nothing-like-this}}]
+""", encoding="utf-8")
+        (tmp_path / "b.yaml").write_text(f"""\
+description: "token ${{BOT_TOKEN}} in the description"
+providers:
+  - id: m
+    model: openai/m
+    api_base: {server.base}
+    api_key: sk-local-000
+tests:
+  - name: "login with ${{BOT_TOKEN}}"
+    description: "uses ${{BOT_TOKEN}}"
+    conversation:
+      - user: "say {KEY}"
+        assert: [{{contains: "{KEY}-not-there"}}]
+""", encoding="utf-8")
+        env = {**os.environ, "OPENAI_API_KEY": KEY, "BOT_TOKEN": TOKEN, "PYTHONIOENCODING": "utf-8"}
+        proc = subprocess.run([sys.executable, "-m", "evalspec", "run", "a.yaml", "b.yaml", "-o", "out/run.json",
+                               "--html", "out/r.html", "--junit", "out/r.xml", "--md", "out/r.md", "--no-cache"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert server.auth[0] == f"Bearer {KEY}"  # it really was sent, and echoed back
+    outputs = {"console": proc.stdout + proc.stderr}
+    outputs.update({p.name: p.read_text(encoding="utf-8") for p in (tmp_path / "out").iterdir()})
+    outputs.update({str(p.relative_to(tmp_path)): p.read_text(encoding="utf-8")
+                    for p in (tmp_path / ".evalspec" / "runs").glob("*/*")})
+    assert len(outputs) >= 6
+    leaks = [name for name, text in outputs.items() if KEY in text or TOKEN in text]
+    assert not leaks, leaks
+    data = json.loads(outputs["run.json"])
+    assert "***" in data["results"][0]["transcript"][1]["content"]
+    assert data["results"][1]["name"] == "login with ***"
+
+
+def test_implicit_secrets_are_the_provider_keys_a_model_call_would_read() -> None:
+    env = {"OPENAI_API_KEY": "sk-openai-123456", "ANTHROPIC_API_KEY": "sk-ant-1234567", "PORT": "8080123",
+           "AWS_SECRET_ACCESS_KEY": "aws-secret-123456"}
+    assert implicit_secrets(["anthropic/claude"], env) == {"sk-openai-123456", "sk-ant-1234567"}
+    assert implicit_secrets(["bedrock/claude"], env) == {"sk-openai-123456", "aws-secret-123456"}
+    assert implicit_secrets([], env) == set()
