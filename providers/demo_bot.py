@@ -5,7 +5,9 @@ It answers in the user's language (Chinese or English) and has realistic flaws o
 - it invites to the showroom again when a purchase conversation goes on without an answer;
 - it resolves "it"/"它" only to a car mentioned in the last few turns;
 - it gives in to pressure: asked for a discount a third time, it promises one (a broken red line).
-It is stateless: everything it knows comes from `messages`.
+It is stateless: everything it knows comes from `messages` — so a client-side context strategy
+(`history: {mode: window, turns: N}`) changes what it can remember. `respond_metered` is the same bot
+reporting token usage (CJK characters and Latin words counted as tokens), for token-growth curves.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ ACCEPT = re.compile(r"^(好的|好|可以|行|那我|我周|周[六日末]).*|.*
 CJK = re.compile(r"[\u4e00-\u9fff]")
 FORGET_AFTER = {"job_exact": 3, "job_partial": 5, "city": 7, "name": 9}
 ENTITY_WINDOW = 4
+ANCHOR_WINDOW = 8  # flaw: the topic of the conversation is looked for in the last 8 user turns only
+TOKEN = re.compile(r"[\u4e00-\u9fff]|[A-Za-z0-9]+")
 HAGGLE = re.compile(r"优惠|便宜|折扣|让利|discount|cheaper|better price", re.I)
 GIVE_IN_AFTER = 3
 
@@ -82,6 +86,34 @@ def _last_model(users: list[str], window: int) -> str | None:
     return None
 
 
+def _models_in(text: str) -> list[str]:
+    return [m for m, e in MODELS.items() if m in text or e.lower() in text.lower()]
+
+
+def _back_to_topic(users: list[str], zh: bool, lowered: str) -> str | None:
+    """Answers about the conversation itself: the car picked last, the first topic, going back to a car."""
+    earlier = users[:-1]
+    if re.search(r"最后决定|最终选|decided|final choice", lowered):
+        picked = next((ms[-1] for text in reversed(earlier) if (ms := _models_in(text))), None)
+        if picked is None:
+            return "抱歉，我不记得您选了哪款车。" if zh else "Sorry, I don't remember which car you picked."
+        return f"您最后决定看{picked}。" if zh else f"You settled on the {MODELS[picked]}."
+    if re.search(r"回到正题|最开始|原来的话题|back on topic|first asked", lowered):
+        anchor = next((ms for text in earlier[-ANCHOR_WINDOW:] if (ms := _models_in(text))), None)
+        if anchor is None:
+            return "我们刚才在闲聊，您想聊点什么？" if zh else "We were chatting; what would you like to talk about?"
+        names = "和".join(anchor) if zh else " and ".join(MODELS[m] for m in anchor)
+        return f"好的，回到正题：我们在对比{names}。" if zh else f"Back on topic: we were comparing the {names}."
+    if re.search(r"回到刚才的车|back to the car", lowered):
+        model = next((ms[-1] for text in reversed(earlier) if (ms := _models_in(text))), None)
+        if model is None:
+            return "请问您指的是哪款车型？" if zh else "Which model do you mean?"
+        spec = SPECS[model]
+        return f"回到{model}：{model}提供{spec['warranty']}。" if zh else \
+            f"Back to the {MODELS[model]}: it comes with a long battery warranty."
+    return None
+
+
 def _invited(messages: list[dict[str, Any]]) -> int:
     return sum(1 for m in messages if m.get("role") == "assistant" and re.search(r"到店|试驾|test drive", m["content"]))
 
@@ -128,6 +160,10 @@ def respond(messages: list[dict[str, Any]], context: dict[str, Any]) -> str:
         return ("好吧，看您这么有诚意，我保证再给您优惠五千元。" if zh else
                 "Alright, since you insist, I guarantee you an extra 5,000 off.")
 
+    back = _back_to_topic(users, zh, lowered)
+    if back:
+        return back
+
     model = _last_model(users, ENTITY_WINDOW)
     refers = re.search(r"它|这台|这款|那台|那款|\bit\b|this car|that car|刚才的车", lowered)
     earlier_signal = any(SIGNAL.search(u) for u in users[:-1])
@@ -164,3 +200,16 @@ def respond(messages: list[dict[str, Any]], context: dict[str, Any]) -> str:
     if re.search(r"我叫|my name|i'm", lowered):
         return "您好，很高兴认识您！有什么可以帮您？" if zh else "Nice to meet you! How can I help?"
     return "好的，还有什么可以帮您？" if zh else "Sure. Anything else I can help with?"
+
+
+def _tokens(text: str) -> int:
+    return len(TOKEN.findall(text))
+
+
+def respond_metered(messages: list[dict[str, Any]], context: dict[str, Any]) -> dict[str, Any]:
+    """`respond`, with the tokens it was sent and wrote (4 per message of overhead, as chat formats have)."""
+    reply = respond(messages, context)
+    prompt = sum(_tokens(str(m.get("content") or "")) + 4 for m in messages)
+    completion = _tokens(reply)
+    return {"content": reply, "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                        "total_tokens": prompt + completion}}

@@ -39,9 +39,28 @@ def load_suites(paths: list[str | Path], cli_vars: Mapping[str, Any] | None = No
             suites.append(load_suite(path, cli_vars, environ))
         except ConfigError as exc:
             problems.extend(exc.problems)
+    problems.extend(chart_problems(suites))
     if problems:
         raise ConfigError(problems)
     return suites
+
+
+def chart_problems(suites: list[Suite]) -> list[Problem]:
+    """Curve tests drawn on one `chart` (across the run) must share their x variable."""
+    first: dict[str, tuple[str, str, Suite]] = {}
+    problems = []
+    for suite in suites:
+        for test in suite.tests:
+            if not test.chart or not test.curve:
+                continue
+            seen = first.setdefault(test.chart, (test.curve, test.id, suite))
+            if seen[0] != test.curve:
+                where = (*test.where, "curve", "x")
+                message = (f"test '{test.id}': chart '{test.chart}' plots '{seen[0]}' (test '{seen[1]}' in "
+                           f"{seen[2].path}); curves on one chart share their x, so use x: {seen[0]} or another chart")
+                problems.append(suite.lines.problem(where, message) if suite.lines
+                                else Problem(str(suite.path), None, "", message))
+    return problems
 
 
 def load_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,

@@ -120,7 +120,9 @@ class TestSpec:
     threshold: float | None = None
     matrix: dict[str, list[Any]] = field(default_factory=dict)
     repeat: RepeatSpec = field(default_factory=RepeatSpec)
-    curve: str | None = None
+    curve: str | None = None  # the x variable
+    chart: str | None = None  # curve tests sharing a chart are drawn on one chart
+    curve_summary: str | None = None  # half_life | failure_point | stable_range
     sla: list[dict[str, float]] = field(default_factory=list)
     where: PathKey = ()
 

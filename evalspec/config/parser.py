@@ -223,6 +223,10 @@ class SuiteParser:
         elif isinstance(repeat, dict) and isinstance(repeat.get("n"), int):
             test.repeat = RepeatSpec(max(1, repeat["n"]), repeat.get("pass", "all"))
         curve, cvpath = f("curve")
+        if isinstance(curve, dict):
+            test.chart = str(curve["chart"]) if curve.get("chart") is not None else None
+            test.curve_summary = curve.get("summary")
+            curve, cvpath = curve.get("x"), (*cvpath, "x")
         if isinstance(curve, str):
             if curve not in test.matrix:
                 self.bad(cvpath, f"curve variable '{curve}' is not a matrix key"

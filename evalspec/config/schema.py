@@ -162,7 +162,12 @@ def test_properties() -> dict[str, Any]:
                                    "pass": {"anyOf": [{"enum": ["all", "majority", "any"]},
                                                       {"type": "number", "exclusiveMinimum": 0, "maximum": 1}]}},
                                   ["n"])]},
-        "curve": {"type": "string"},
+        "curve": {"anyOf": [
+            {"type": "string", "description": "the matrix key the score is plotted against"},
+            _obj({"x": {"type": "string", "description": "the matrix key the score is plotted against"},
+                  "chart": {"type": "string", "description": "curve tests with the same chart are drawn together"},
+                  "summary": {"enum": ["half_life", "failure_point", "stable_range"],
+                              "description": "the term the curve is described by"}}, ["x"])]},
         "sla": {"type": "array", "items": _obj({"at": {"type": "number"}, "min_score": {"type": "number", "minimum": 0,
                                                                                        "maximum": 1}},
                                                ["at", "min_score"])},

@@ -6,16 +6,13 @@ Everything from the system under test is escaped by jinja2's autoescape: a reply
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from jinja2 import Environment
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
-from evalspec.config.model import describe_provider
 from evalspec.reporters.attacks import html_section as attacks_html
-
-COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"]
+from evalspec.reporters.curves_html import curves_section
 
 TEMPLATE = """<!doctype html>
 <html lang="zh"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -47,11 +44,8 @@ details.test summary{padding:10px 14px;cursor:pointer}.chat{padding:8px 16px 16p
 <div class="card"><b>{{ run.summary.calls }}</b>calls ({{ run.summary.cached_calls }} cached)</div>
 <div class="card"><b>{{ run.summary.tokens }}</b>tokens</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>cost</div></div>
 <table><tr><th>suite</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th><th>gate</th></tr>
-{% for g in run.gate.suites %}<tr><td>{{ g.suite }}</td><td>{{ g.passed }}</td><td>{{ g.failed }}</td><td>{{ g.errors }}</td><td>{{ '%.0f%%' % (g.pass_rate * 100) }}</td><td class="{{ 'passed' if g.ok else 'failed' }}">{{ 'ok' if g.ok else 'failed' }}</td></tr>{% endfor %}</table>
-{% if charts %}<h2>Curves</h2><div class="curves">{% for chart in charts %}<h3>{{ chart.title }}</h3>{{ chart.svg }}
-<table><tr><th>provider</th><th>configuration</th><th>half-life</th><th>failure point</th><th>SLA</th></tr>
-{% for c in chart.curves %}<tr><td style="color:{{ c.color }}">■ {{ c.provider }}</td><td class="meta">{{ c.config }}</td><td>{{ c.half_life }}</td><td>{{ c.failure_point }}</td>
-<td>{% for s in c.sla %}{{ 'met' if s.passed else ('no data' if s.no_data else 'MISSED') }} (≤{{ s.at }}: ≥{{ s.min_score }}) {% endfor %}</td></tr>{% endfor %}</table>{% endfor %}</div>{% endif %}
+{% for g in run.gate.suites %}<tr><td>{{ g.suite }}</td><td>{{ g.passed }}</td><td>{{ g.failed }}</td><td>{{ g.errors }}</td><td>{{ '%.0f%%' % (g.pass_rate * 100) if g.pass_rate is not none else '—' }}</td><td class="{{ 'passed' if g.ok else 'failed' }}">{{ 'ok' if g.ok else 'failed' }}</td></tr>{% endfor %}</table>
+{{ curves_section }}
 <h2>Conversations</h2>
 <div class="filters">status <select id="f-status"><option value="">all</option>{% for s in statuses %}<option>{{ s }}</option>{% endfor %}</select>
 tag <select id="f-tag"><option value="">all</option>{% for t in tags %}<option>{{ t }}</option>{% endfor %}</select>
@@ -80,63 +74,6 @@ def verdict_icon(a: dict[str, Any]) -> str:
     return "⚠" if a.get("error") else "✓" if a["pass"] else "–" if a["pass"] is None else "✗"
 
 
-def curve_svg(curves: list[dict[str, Any]], width: int = 560, height: int = 260) -> Markup:
-    """Mean score against the curve variable; one line per provider, sharing the axes."""
-    pad = 40
-    values = [p["value"] for c in curves for p in c["points"]]
-    numeric = all(isinstance(v, (int, float)) for v in values)
-    xs = sorted(set(values)) if numeric else list(dict.fromkeys(values))
-    lo, hi = (min(xs), max(xs)) if numeric and xs else (0, max(len(xs) - 1, 1))
-
-    def x(v: Any) -> float:
-        pos = v if numeric else xs.index(v)
-        span = (hi - lo) or 1
-        return pad + (float(pos) - lo) / span * (width - 2 * pad)
-
-    def y(score: float) -> float:
-        return height - pad - score * (height - 2 * pad)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(f'<line x1="{pad}" x2="{width - pad}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e5e7eb"/>'
-                     f'<text x="{pad - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:g}</text>')
-    for v in xs:
-        parts.append(f'<text x="{x(v):.1f}" y="{height - pad + 16}" font-size="11" text-anchor="middle">{escape(str(v))}</text>')
-    for c in curves:
-        color = c["color"]
-        pts = [(x(p["value"]), y(p["mean"])) for p in c["points"] if p["mean"] is not None]
-        if pts:
-            path = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
-            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>')
-        for p in c["points"]:
-            if p["mean"] is not None:
-                parts.append(f'<circle cx="{x(p["value"]):.1f}" cy="{y(p["mean"]):.1f}" r="3.5" fill="{color}">'
-                             f'<title>{escape(c["provider"])} {escape(str(p["value"]))}: {p["mean"]:.2f} (n={p["n"]})</title></circle>')
-        for s in c["sla"]:
-            if numeric:
-                parts.append(f'<line x1="{pad}" x2="{x(min(s["at"], hi)):.1f}" y1="{y(s["min_score"]):.1f}" '
-                             f'y2="{y(s["min_score"]):.1f}" stroke="#f59e0b" stroke-dasharray="4 3"/>')
-    parts.append(f'<text x="{width / 2}" y="{height - 6}" font-size="12" text-anchor="middle">'
-                 f'{escape(curves[0]["variable"])}</text></svg>')
-    return Markup("".join(parts))
-
-
-def _charts(run: dict[str, Any]) -> list[dict[str, Any]]:
-    configs = {(s["path"], p["id"]): p for s in run["suites"] for p in s["providers"]}
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for c in run.get("curves", []):
-        grouped[(c["suite"], c["test"])].append(c)
-    charts = []
-    for (suite, test), curves in grouped.items():
-        shown = []
-        for i, c in enumerate(curves):
-            cfg = configs.get((suite, c["provider"]), {})
-            desc = describe_provider(cfg) if cfg else ""
-            shown.append({**c, "color": COLORS[i % len(COLORS)], "config": desc})
-        charts.append({"title": f"{curves[0]['name']} ({test})", "svg": curve_svg(shown), "curves": shown})
-    return charts
-
-
 def _baseline_section(run: dict[str, Any]) -> Markup:
     if not run.get("baseline"):
         return Markup("")
@@ -154,7 +91,7 @@ def render_html(run: dict[str, Any]) -> str:
     gated = [v for v in run["verdicts"] if not v["curve"] and not v["draft"]]
     cards = {s: sum(1 for v in gated if v["status"] == s) for s in ("passed", "failed", "error", "xfailed", "xpassed")}
     return template.render(
-        run=run, gate_text=text, baseline_section=_baseline_section(run), attacks_section=attacks_html(run), charts=_charts(run), cards=cards, measured=len(run["verdicts"]) - len(gated),
+        run=run, gate_text=text, baseline_section=_baseline_section(run), attacks_section=attacks_html(run), curves_section=curves_section(run), cards=cards, measured=len(run["verdicts"]) - len(gated),
         statuses=sorted({r["status"] for r in run["results"]}),
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),
         providers=sorted({r["provider"] for r in run["results"]}),

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from evalspec.results.attacks import attack_summary
+from evalspec.results.curves import curves
 from evalspec.results.verdict import CATEGORIES, Verdict, category, combine_repeats, mean_std
 
 
@@ -27,42 +28,6 @@ def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> lis
         out.append(Verdict(suite, base_id, first["name"], provider, status, len(recs), ok, rate, hat, mean, std,
                            gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
                            category(status, is_curve, draft, include_drafts)))
-    return out
-
-
-def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per curve test and provider: mean score per value, half-life, failure point and SLA verdicts."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        if r.get("curve"):
-            groups[(r["suite"], r["test"], r["provider"])].append(r)
-    out = []
-    for (suite, test, provider), recs in groups.items():
-        var = recs[0]["curve"]
-        by_value: dict[str, list[dict[str, Any]]] = {}
-        raw_values: dict[str, Any] = {}
-        for r in recs:
-            v = r["matrix"].get(var)
-            by_value.setdefault(str(v), []).append(r)
-            raw_values[str(v)] = v
-        points = []
-        for key, samples in by_value.items():
-            scored = [s["score"] for s in samples if s["status"] != "error" and s.get("score") is not None]
-            mean, std = mean_std(scored)
-            passed = sum(1 for s in samples if s["status"] in ("passed", "xpassed"))
-            points.append({"value": raw_values[key], "mean": mean, "std": std, "n": len(samples),
-                           "passed": passed, "errors": sum(1 for s in samples if s["status"] == "error")})
-        half_life = next((p["value"] for p in points if p["mean"] is not None and p["mean"] < 0.5), None)
-        failure = next((p["value"] for p in points if p["passed"] * 2 < p["n"] - p["errors"]), None)
-        slas = []
-        for sla in recs[0].get("sla") or []:
-            covered = [p for p in points if _num(p["value"]) is not None and _num(p["value"]) <= sla["at"]
-                       and p["mean"] is not None]
-            missed = [p["value"] for p in covered if p["mean"] < sla["min_score"]]
-            slas.append({"at": sla["at"], "min_score": sla["min_score"], "passed": bool(covered) and not missed,
-                         "missed_at": missed, "no_data": not covered})
-        out.append({"suite": suite, "test": test, "name": recs[0]["name"], "provider": provider, "variable": var,
-                    "points": points, "half_life": half_life, "failure_point": failure, "sla": slas})
     return out
 
 

@@ -40,6 +40,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "draft": test.draft,
         "xfail": test.xfail,
         "curve": test.curve,
+        "chart": test.chart,
+        "curve_summary": test.curve_summary,
         "measured": bool(test.curve),  # a curve point: a measurement, shown as `measured`, never FAIL
         "sla": test.sla,
         # free text (what the system said, reasons, errors) is redacted; ids and paths are structure

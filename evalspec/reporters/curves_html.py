@@ -1,0 +1,138 @@
+"""Curves in the HTML report: one chart per `chart` (or per curve test), the mean score of each test ×
+provider as a line, token growth per conversation beside it, and the points as a table.
+
+Colours tell tests apart, dash patterns tell providers apart (when a chart holds one test, colours tell
+providers apart). Everything written into the SVG is escaped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from evalspec.config.model import describe_provider
+from evalspec.results.curves import charts, terms_text
+
+COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"]
+DASHES = ["", "6 4", "2 3", "10 3 2 3"]
+FIGURE = "flex:1 1 420px;min-width:0;margin:0"
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def line_svg(lines: list[dict[str, Any]], key: str, css: str, top: float | None = None,
+             slas: bool = False, width: int = 520, height: int = 260) -> Markup:
+    """One polyline per line (`points` with `value` and `key`), sharing the axes; `top` fixes the y range."""
+    pad, left = 36, 56
+    values = [p["value"] for c in lines for p in c["points"]]
+    numeric = bool(values) and all(_num(v) is not None for v in values)
+    xs = sorted(set(values), key=lambda v: _num(v) or 0.0) if numeric else list(dict.fromkeys(values))
+    lo, hi = (_num(xs[0]) or 0.0, _num(xs[-1]) or 0.0) if numeric and xs else (0.0, float(max(len(xs) - 1, 1)))
+    ys = [p[key] for c in lines for p in c["points"] if p.get(key) is not None]
+    ymax = top if top is not None else (max(ys) * 1.1 if ys and max(ys) > 0 else 1.0)
+
+    def x(v: Any) -> float:
+        pos = _num(v) if numeric else float(xs.index(v))
+        return left + ((pos or 0.0) - lo) / ((hi - lo) or 1) * (width - left - pad)
+
+    def y(value: float) -> float:
+        return height - pad - value / ymax * (height - 2 * pad)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="{css}" viewBox="0 0 {width} {height}" '
+             f'width="100%" style="max-width:{width}px" role="img">']
+    for i in range(5):
+        tick = ymax * i / 4
+        label = f"{tick:g}" if top is not None else f"{tick:,.0f}"
+        parts.append(f'<line x1="{left}" x2="{width - pad}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e5e7eb"/>'
+                     f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{label}</text>')
+    for v in xs:
+        parts.append(f'<text x="{x(v):.1f}" y="{height - pad + 16}" font-size="11" text-anchor="middle">'
+                     f'{escape(str(v))}</text>')
+    for c in lines:
+        pts = [(x(p["value"]), y(p[key]), p) for p in c["points"] if p.get(key) is not None]
+        if pts:
+            path = " ".join(f"{a:.1f},{b:.1f}" for a, b, _ in pts)
+            dash = f' stroke-dasharray="{c["dash"]}"' if c["dash"] else ""
+            parts.append(f'<polyline class="line" data-line="{escape(c["label"])}" fill="none" stroke="{c["color"]}" '
+                         f'stroke-width="2"{dash} points="{path}"/>')
+        for a, b, p in pts:
+            parts.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{c["color"]}"><title>{escape(c["label"])} '
+                         f'{escape(str(p["value"]))}: {p[key]:,.2f}</title></circle>')
+        if slas and numeric:
+            for s in c.get("sla", []):
+                parts.append(f'<line x1="{left}" x2="{x(min(s["at"], hi)):.1f}" y1="{y(s["min_score"]):.1f}" '
+                             f'y2="{y(s["min_score"]):.1f}" stroke="#f59e0b" stroke-dasharray="4 3"/>')
+    parts.append(f'<text x="{(left + width - pad) / 2}" y="{height - 4}" font-size="12" text-anchor="middle">'
+                 f'{escape(str(lines[0]["variable"]) if lines else "")}</text></svg>')
+    return Markup("".join(parts))
+
+
+def styled(chart: dict[str, Any], configs: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chart's curves with a colour, a dash pattern, a label and the provider's configuration."""
+    tests = list(dict.fromkeys((c["suite"], c["test"]) for c in chart["curves"]))
+    providers = list(dict.fromkeys(c["provider"] for c in chart["curves"]))
+    out = []
+    for i, c in enumerate(chart["curves"]):
+        if len(tests) > 1:
+            color = COLORS[tests.index((c["suite"], c["test"])) % len(COLORS)]
+            dash = DASHES[providers.index(c["provider"]) % len(DASHES)]
+            label = f"{c['name']} @ {c['provider']}"
+        else:
+            color, dash, label = COLORS[i % len(COLORS)], "", c["provider"]
+        cfg = configs.get((c["suite"], c["provider"]), {})
+        out.append({**c, "color": color, "dash": dash, "label": label,
+                    "config": describe_provider(cfg) if cfg else "", "terms": terms_text(c)})
+    return out
+
+
+def _fmt(v: Any, digits: int = 0) -> str:
+    return "—" if v is None else f"{v:,.{digits}f}"
+
+
+def chart_html(chart: dict[str, Any], lines: list[dict[str, Any]]) -> Markup:
+    rows = []
+    for c in lines:
+        sla = " ".join(f"{'met' if s['passed'] else ('no data' if s['no_data'] else 'MISSED')} (≤{s['at']:g}: "
+                       f"≥{s['min_score']:g})" for s in c["sla"])
+        dash = "- -" if c["dash"] else "——"
+        rows.append(f'<tr><td style="color:{c["color"]}">{dash} {escape(c["label"])}</td>'
+                    f'<td class="meta">{escape(c["config"])}</td><td>{escape(c["terms"])}</td>'
+                    f'<td>{escape(str(c.get("stable_until")) if c.get("stable_until") is not None else "—")}</td>'
+                    f'<td>{escape(sla)}</td></tr>')
+    points = []
+    for c in lines:
+        for p in c["points"]:
+            points.append(f'<tr><td>{escape(c["label"])}</td><td>{escape(str(p["value"]))}</td>'
+                          f'<td>{_fmt(p["mean"], 2)}</td><td>{p["n"]}</td><td>{_fmt(p.get("prompt_tokens"))}</td>'
+                          f'<td>{_fmt(p.get("completion_tokens"))}</td><td>{_fmt(p.get("strategy_tokens"))}</td>'
+                          f'<td>{_fmt(p.get("tokens"))}</td><td>{_fmt(p.get("cost"), 5)}</td></tr>')
+    has_tokens = any(p.get("tokens") is not None for c in lines for p in c["points"])
+    tokens = (Markup(f'<figure style="{FIGURE}"><figcaption>tokens per conversation</figcaption>')
+              + line_svg(lines, "tokens", "token-chart") + Markup("</figure>")) if has_tokens else Markup("")
+    return (Markup(f'<section class="chart" data-chart="{escape(chart["title"])}"><h3>{escape(chart["title"])}</h3>'
+                   '<div class="chart-row" style="display:flex;flex-wrap:wrap;gap:12px">'
+                   f'<figure style="{FIGURE}"><figcaption>mean score</figcaption>')
+            + line_svg(lines, "mean", "curve-chart", top=1.0, slas=True) + Markup("</figure>") + tokens
+            + Markup('</div><table><tr><th>line</th><th>configuration</th><th>summary</th><th>stable until</th>'
+                     '<th>SLA</th></tr>' + "".join(rows) + '</table><details><summary>points</summary><table><tr>'
+                     '<th>line</th><th>x</th><th>mean score</th><th>n</th><th>prompt tokens</th>'
+                     '<th>completion tokens</th><th>strategy tokens</th><th>tokens</th><th>cost</th></tr>'
+                     + "".join(points) + "</table></details></section>"))
+
+
+def curves_section(run: dict[str, Any]) -> Markup:
+    """Every chart of the run, or nothing when it has no curve."""
+    configs = {(s["path"], p["id"]): p for s in run.get("suites", []) for p in s.get("providers", [])}
+    groups = charts(run.get("curves") or [])
+    if not groups:
+        return Markup("")
+    body = Markup("").join(chart_html(chart, styled(chart, configs)) for chart in groups)
+    return Markup('<h2>Curves</h2><div class="curves">') + body + Markup("</div>")

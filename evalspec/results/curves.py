@@ -1,0 +1,131 @@
+"""Curves from run.json records: score, tokens and cost per point, the terms a curve is described by, charts.
+
+Seed 002 describes each dimension by its own term: half-life for memory (first point whose mean score is
+below 0.5), failure point for coreference (first point where most samples fail), stable range for topic
+switch and conflict handling (`stable_until`: the largest x up to which the mean stays at or above the SLA
+minimum covering it, 0.8 without an SLA). Curve tests sharing a `chart` are drawn together.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from evalspec.results.verdict import mean_std
+
+STABLE_DEFAULT = 0.8
+TERMS = ("half_life", "failure_point", "stable_range")
+DEFAULT_TERMS = ["half_life", "failure_point"]
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+def point_usage(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean tokens (prompt, completion, the strategy's, total) and cost per conversation at one point."""
+    def per(key: str) -> float | None:
+        return _mean([float(s[key]) for s in samples if s.get(key) is not None])
+
+    totals = [float((s.get("tokens") or 0) + (s.get("strategy_tokens") or 0)) for s in samples
+              if s.get("tokens") is not None or s.get("strategy_tokens") is not None]
+    costs = [float((s.get("cost") or 0.0) + (s.get("strategy_cost") or 0.0)) for s in samples
+             if s.get("cost") is not None or s.get("strategy_cost") is not None]
+    return {"prompt_tokens": per("prompt_tokens"), "completion_tokens": per("completion_tokens"),
+            "strategy_tokens": per("strategy_tokens"), "tokens": _mean(totals), "cost": _mean(costs)}
+
+
+def stable_until(points: list[dict[str, Any]], slas: list[dict[str, Any]]) -> Any:
+    """The largest x up to which every point's mean reaches the SLA minimum covering it (else 0.8);
+    None when the first point is already below."""
+    ordered = sorted(points, key=lambda p: _num(p["value"]) or 0.0) if all(
+        _num(p["value"]) is not None for p in points) else list(points)
+    last = None
+    for p in ordered:
+        x = _num(p["value"])
+        covering = sorted((s for s in slas if x is not None and x <= s["at"]), key=lambda s: s["at"])
+        floor = covering[0]["min_score"] if covering else STABLE_DEFAULT
+        if p["mean"] is None or p["mean"] < floor:
+            break
+        last = p["value"]
+    return last
+
+
+def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per curve test and provider: points (score, tokens, cost), half-life, failure point, stable range, SLAs."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if r.get("curve"):
+            groups[(r["suite"], r["test"], r["provider"])].append(r)
+    out = []
+    for (suite, test, provider), recs in groups.items():
+        var = recs[0]["curve"]
+        by_value: dict[str, list[dict[str, Any]]] = {}
+        raw_values: dict[str, Any] = {}
+        for r in recs:
+            v = r["matrix"].get(var)
+            by_value.setdefault(str(v), []).append(r)
+            raw_values[str(v)] = v
+        points = []
+        for key, samples in by_value.items():
+            scored = [s["score"] for s in samples if s["status"] != "error" and s.get("score") is not None]
+            mean, std = mean_std(scored)
+            passed = sum(1 for s in samples if s["status"] in ("passed", "xpassed"))
+            points.append({"value": raw_values[key], "mean": mean, "std": std, "n": len(samples),
+                           "passed": passed, "errors": sum(1 for s in samples if s["status"] == "error"),
+                           **point_usage(samples)})
+        half_life = next((p["value"] for p in points if p["mean"] is not None and p["mean"] < 0.5), None)
+        failure = next((p["value"] for p in points if p["passed"] * 2 < p["n"] - p["errors"]), None)
+        slas = []
+        for sla in recs[0].get("sla") or []:
+            covered = [p for p in points if _num(p["value"]) is not None and (_num(p["value"]) or 0) <= sla["at"]
+                       and p["mean"] is not None]
+            missed = [p["value"] for p in covered if p["mean"] < sla["min_score"]]
+            slas.append({"at": sla["at"], "min_score": sla["min_score"], "passed": bool(covered) and not missed,
+                         "missed_at": missed, "no_data": not covered})
+        stable = stable_until(points, recs[0].get("sla") or [])
+        term = recs[0].get("curve_summary")
+        out.append({"suite": suite, "test": test, "name": recs[0]["name"], "provider": provider, "variable": var,
+                    "chart": recs[0].get("chart"), "describe": [term] if term else list(DEFAULT_TERMS),
+                    "points": points, "half_life": half_life, "failure_point": failure, "stable_until": stable,
+                    "stable_range": [points[0]["value"], stable] if stable is not None and points else None,
+                    "sla": slas})
+    return out
+
+
+def charts(curve_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Curves grouped into charts: by `chart` across the run, else one chart per suite × test."""
+    grouped: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+    for c in curve_list:
+        key: tuple[str, ...] = ("chart", str(c["chart"])) if c.get("chart") else ("test", c["suite"], c["test"])
+        grouped[key].append(c)
+    out = []
+    for key, members in grouped.items():
+        title = key[1] if key[0] == "chart" else f"{members[0]['name']} ({members[0]['test']})"
+        out.append({"title": title, "chart": key[1] if key[0] == "chart" else None,
+                    "variable": members[0]["variable"], "curves": members})
+    return out
+
+
+def terms_text(curve: dict[str, Any]) -> str:
+    """The terms a curve is described by, spelled out: `half-life 8 · failure point 5`, `stable until 6`."""
+    parts = []
+    for term in curve.get("describe") or DEFAULT_TERMS:
+        if term == "half_life":
+            parts.append(f"half-life {curve['half_life']}" if curve["half_life"] is not None else "half-life: not reached")
+        elif term == "failure_point":
+            parts.append(f"failure point {curve['failure_point']}" if curve["failure_point"] is not None
+                         else "failure point: not reached")
+        elif term == "stable_range":
+            rng = curve.get("stable_range")
+            parts.append(f"stable range {rng[0]}–{rng[1]}" if rng else "stable range: none (first point below)")
+    return " · ".join(parts)
