@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalspec.agent import CallFn, ToolKit, play_turn, wire_message
 from evalspec.errors import ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import ProviderResponse, clean_text
 
-CallFn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
+__all__ = ["CallFn", "Transcript", "assistant_message", "run_scripted", "user_message"]
 
 
 @dataclass
@@ -25,8 +25,8 @@ class Transcript:
     retries: int = 0
 
     def history(self) -> list[dict[str, Any]]:
-        """The OpenAI-style history the system under test sees."""
-        return [{"role": m["role"], "content": m["content"]} for m in self.messages if not m.get("not_sent")]
+        """The OpenAI-style history the system under test sees (tool calls and results included)."""
+        return [wire_message(m) for m in self.messages if not m.get("not_sent")]
 
 
 def user_message(text: str, turn: int | None, **flags: Any) -> dict[str, Any]:
@@ -51,8 +51,14 @@ def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
     return msg
 
 
-async def run_scripted(instance: Instance, call: CallFn) -> Transcript:
-    """Send each user turn and record the reply; the first provider failure ends the conversation."""
+def tool_context(instance: Instance, call: CallFn) -> dict[str, Any]:
+    """What a `tool_results` python function gets besides the call's arguments."""
+    return {"thread_id": getattr(call, "thread_id", None), "test_id": instance.test_id, "vars": dict(instance.vars)}
+
+
+async def run_scripted(instance: Instance, call: CallFn, kit: ToolKit | None = None) -> Transcript:
+    """Send each user turn and record the reply (after its tool rounds); the first provider failure
+    ends the conversation."""
     transcript = Transcript()
     for planned in instance.turns:
         if planned.role == "assistant":
@@ -64,11 +70,8 @@ async def run_scripted(instance: Instance, call: CallFn) -> Transcript:
         if not planned.call:
             continue
         try:
-            response = await call(transcript.history(), planned.turn)
+            await play_turn(call, transcript, planned.turn, kit, tool_context(instance, call))
         except ProviderError as exc:
             transcript.stop_reason, transcript.error = "error", f"turn {planned.turn}: {exc}"
             break
-        transcript.calls += int(not response.cached)
-        transcript.cached_calls += int(response.cached)
-        transcript.messages.append(assistant_message(response, planned.turn))
     return transcript

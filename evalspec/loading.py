@@ -28,10 +28,29 @@ def split_ref(ref: str) -> tuple[str, str]:
 
 def load_callable(ref: str, base_dir: Path) -> Callable[..., Any]:
     target, name = split_ref(ref)
-    base_dir = base_dir.resolve()
-    key = (str(base_dir), ref)
+    key = (str(base_dir.resolve()), ref)
     if key in _cache:
         return _cache[key]
+    fn: Callable[..., Any] | None = getattr(load_module(ref, base_dir), name, None)
+    if fn is None or not callable(fn):
+        raise LoadError(f"{ref!r}: {target} has no function {name!r}")
+    _cache[key] = fn
+    return fn
+
+
+def load_attribute(ref: str, base_dir: Path) -> Any:
+    """`FILE.py:NAME` or `module:NAME` naming any value (a list of tools, say)."""
+    target, name = split_ref(ref)
+    module = load_module(ref, base_dir)
+    if not hasattr(module, name):
+        raise LoadError(f"{ref!r}: {target} has no attribute {name!r}")
+    return getattr(module, name)
+
+
+def load_module(ref: str, base_dir: Path) -> Any:
+    """The module of `FILE.py:NAME` (relative to `base_dir`) or `module:NAME`, imported once."""
+    target, _ = split_ref(ref)
+    base_dir = base_dir.resolve()
     if target.endswith(".py"):
         path = (base_dir / target).resolve()
         if not path.is_file():
@@ -51,13 +70,8 @@ def load_callable(ref: str, base_dir: Path) -> Callable[..., Any]:
             except BaseException as exc:  # user code: SystemExit at import time is a load error too
                 del sys.modules[mod_name]
                 raise LoadError(f"{ref!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
-    else:
-        try:
-            module = importlib.import_module(target)
-        except Exception as exc:
-            raise LoadError(f"{ref!r}: cannot import module {target!r}: {exc}") from exc
-    fn: Callable[..., Any] | None = getattr(module, name, None)
-    if fn is None or not callable(fn):
-        raise LoadError(f"{ref!r}: {target} has no function {name!r}")
-    _cache[key] = fn
-    return fn
+        return module
+    try:
+        return importlib.import_module(target)
+    except Exception as exc:
+        raise LoadError(f"{ref!r}: cannot import module {target!r}: {exc}") from exc

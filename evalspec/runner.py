@@ -27,6 +27,7 @@ from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import finalize
 from evalspec.results.journal import Journal, check_unchanged, read_journal, write_manifest
 from evalspec.results.record import make_record
+from evalspec.teardown import run_teardown
 from evalspec.usercode import describe
 
 ResultCallback = Callable[[dict[str, Any]], None]
@@ -140,6 +141,7 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
                caller: Callable[..., CallFn]) -> Transcript:
     """A stateful server's conversation is replayed from the cache only when every turn is cached;
     otherwise it runs live from the start with a new thread id."""
+    kit = pool.toolkit(inst.provider, inst.suite)
     if inst.test.attack is not None:
         from evalspec.attack import run_attack
 
@@ -154,32 +156,41 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
 
         if provider.stateful and provider.cache is not None:
             try:
-                return await run_simulated(inst, caller(cache_only=True), pool)
+                return await run_simulated(inst, caller(cache_only=True), pool, kit=kit)
             except CacheMiss:
-                return await run_simulated(inst, caller(read=False), pool, replay=False)
-        return await run_simulated(inst, caller(), pool)
+                return await run_simulated(inst, caller(read=False), pool, replay=False, kit=kit)
+        return await run_simulated(inst, caller(), pool, kit=kit)
     if provider.stateful and provider.cache is not None:
         try:
-            return await run_scripted(inst, caller(cache_only=True))
+            return await run_scripted(inst, caller(cache_only=True), kit)
         except CacheMiss:
-            return await run_scripted(inst, caller(read=False))
-    return await run_scripted(inst, caller())
+            return await run_scripted(inst, caller(read=False), kit)
+    return await run_scripted(inst, caller(), kit)
+
+
+class Caller:
+    """The system under test as one conversation calls it: one thread id for all of its turns."""
+
+    def __init__(self, inst: Instance, provider: ProviderCaller, mode: dict[str, bool], stats: CallStats) -> None:
+        self.inst, self.provider, self.mode, self.stats = inst, provider, mode, stats
+        self.thread_id = uuid.uuid4().hex
+
+    async def __call__(self, messages: list[dict[str, Any]], turn: int) -> ProviderResponse:
+        inst = self.inst
+        ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
+                          repeat=inst.repeat)
+        return await self.provider.call(messages, ctx, stats=self.stats, **self.mode)
 
 
 async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
     """One conversation, graded; every failure is captured into the record, never raised."""
     start = time.perf_counter()
     stats = CallStats()
+    callers: list[Caller] = []
 
     def caller(**mode: bool) -> CallFn:
-        thread_id = uuid.uuid4().hex
-
-        async def call(messages: list[dict[str, Any]], turn: int) -> ProviderResponse:
-            ctx = CallContext(thread_id=thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
-                              repeat=inst.repeat)
-            return await provider.call(messages, ctx, stats=stats, **mode)
-
-        return call
+        callers.append(Caller(inst, provider, mode, stats))
+        return callers[-1]
 
     results: list[AssertionResult] = []
     try:
@@ -193,4 +204,8 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
         transcript = Transcript(stop_reason="error", error=f"internal error: {describe(exc)}")
     transcript.failed_calls, transcript.retries = stats.failed, stats.retries
     transcript.messages = cap_replies(transcript.messages, int(inst.suite.option("max_reply_chars")))
-    return make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)
+    record = make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)
+    if inst.provider.config.get("teardown"):
+        thread_id = callers[-1].thread_id if callers else None
+        record["teardown"] = redact(await run_teardown(inst, thread_id, record["transcript"]), inst.suite.secrets)
+    return record

@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from evalspec.agent import ToolKit, play_turn
 from evalspec.assertions.base import regex_time_limit, search
 from evalspec.assertions.graded import format_transcript
-from evalspec.conversation import CallFn, Transcript, assistant_message, user_message
+from evalspec.conversation import CallFn, Transcript, assistant_message, tool_context, user_message
 from evalspec.errors import EvalspecError, GradingError, ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext
@@ -33,12 +34,15 @@ def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
 
 
 def flipped(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The conversation from the simulated user's side."""
+    """The conversation from the simulated user's side: tool calls and results are not shown (a real
+    user does not see them), nor the rounds before a turn's reply."""
     flip = {"user": "assistant", "assistant": "user"}
-    return [{"role": flip[m["role"]], "content": m["content"]} for m in messages if m["role"] in flip]
+    return [{"role": flip[m["role"]], "content": m["content"]} for m in messages
+            if m["role"] in flip and not m.get("intermediate")]
 
 
-async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True) -> Transcript:
+async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True,
+                        kit: ToolKit | None = None) -> Transcript:
     sim = inst.test.simulate
     assert sim is not None
     suite = inst.suite
@@ -77,15 +81,12 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
         turn += 1
         transcript.messages.append(user_message(text, turn))
         try:
-            response = await call(transcript.history(), turn)
+            reply = await play_turn(call, transcript, turn, kit, tool_context(inst, call))
         except ProviderError as exc:
             transcript.stop_reason, transcript.error = "error", f"turn {turn}: {exc}"
             return transcript
-        transcript.calls += int(not response.cached)
-        transcript.cached_calls += int(response.cached)
-        transcript.messages.append(assistant_message(response, turn))
         try:
-            if patterns and await _matches_off_loop(patterns, response.content, float(suite.option("grade_timeout"))):
+            if patterns and await _matches_off_loop(patterns, reply["content"], float(suite.option("grade_timeout"))):
                 transcript.stop_reason = "assistant_matches"
                 return transcript
             if goal_met and judge is not None and await _goal_met(judge, sim.goal, transcript.messages):

@@ -86,14 +86,22 @@ class GradingContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def replies(self) -> list[dict[str, Any]]:
-        """Assistant replies that answer a user turn (injected history excluded)."""
-        return [m for m in self.transcript if m["role"] == "assistant" and not m.get("injected")]
+        """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds
+        before it and injected history are excluded)."""
+        return [m for m in self.transcript if m["role"] == "assistant" and not m.get("injected")
+                and not m.get("intermediate")]
 
     def reply_for_turn(self, turn: int) -> dict[str, Any] | None:
         for m in self.transcript:
-            if m["role"] == "assistant" and m.get("turn") == turn:
+            if m["role"] == "assistant" and m.get("turn") == turn and not m.get("intermediate"):
                 return m
         return None
+
+    def tool_calls(self, turn: int | None = None) -> list[tuple[int | None, dict[str, Any]]]:
+        """(turn, call) for every tool call in the transcript, or only those made during `turn`."""
+        return [(m.get("turn"), c) for m in self.transcript
+                if m["role"] == "assistant" and not m.get("injected") and (turn is None or m.get("turn") == turn)
+                for c in m.get("tool_calls") or []]
 
     def user_turns(self) -> int:
         return sum(1 for m in self.transcript if m["role"] == "user" and not m.get("not_sent"))

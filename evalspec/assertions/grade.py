@@ -38,7 +38,7 @@ async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: Jud
     Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's)."""
     ctx = GradingContext(transcript=transcript, labels=instance.labels, vars=instance.vars,
                          test_id=instance.test_id, turn=None, suite_dir=instance.suite.path.parent,
-                         judge=judge, embed=embed)
+                         judge=judge, embed=embed, extra={"tools": instance.provider.config.get("tools")})
     specs = instance_assertions(instance)
     results: dict[int, AssertionResult] = {}
     deterministic = [(i, s) for i, s in enumerate(specs) if not needs_model(s)]

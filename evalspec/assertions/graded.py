@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from evalspec.agent import tool_lines
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
 from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
@@ -29,9 +30,10 @@ JUDGE_SYSTEM = (
 def format_transcript(transcript: list[dict[str, Any]]) -> str:
     lines = []
     for m in transcript:
-        if m["role"] in ("user", "assistant"):
+        if m["role"] in ("user", "assistant") and (m["content"] or not m.get("tool_calls")):
             who = "User" if m["role"] == "user" else "Assistant"
             lines.append(f"[turn {m.get('turn')}] {who}: {m['content']}")
+        lines.extend(tool_lines(m))  # the judge sees the agent's tool calls and their results
     return "\n".join(lines)
 
 

@@ -97,6 +97,9 @@ def _schema_message(err: jsonschema.ValidationError, context: str) -> str:
         return f"unknown key '{found[0]}' in '{context}'{found[1]}"
     if err.validator == "required":
         return f"'{context}' {err.message}"
+    if err.validator == "oneOf" and all(isinstance(o, dict) and o.get("required") for o in err.validator_value):
+        keys = " or ".join(f"'{o['required'][0]}'" for o in err.validator_value)
+        return f"'{context}' needs {keys} (exactly one)"
     return f"{context}: {err.message}"
 
 

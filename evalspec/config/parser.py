@@ -131,9 +131,24 @@ class SuiteParser:
         history_wrong = history_problem(raw.get("history"), kind)
         if history_wrong:
             self.bad((*path, "history"), f"provider '{pid}': {history_wrong}")
+        self._tool_keys(raw, kind, path)
         config = {k: v for k, v in raw.items() if k not in ("id", "max_concurrency", "rpm")}
         return ProviderSpec(id=pid, kind=cast(ProviderKind, kind), config=config, where=path,
                             max_concurrency=raw.get("max_concurrency"), rpm=raw.get("rpm"))
+
+    def _tool_keys(self, raw: dict[str, Any], kind: str, path: PathKey) -> None:
+        """Tool results are answered only for model providers; each names a declared tool."""
+        for key in ("tool_results", "max_tool_rounds"):
+            if key in raw and kind != "model":
+                self.bad((*path, key), f"'{key}' is for model providers: {kind} providers report their tool "
+                         "calls (they are recorded, not answered)")
+        tools, results = raw.get("tools"), raw.get("tool_results")
+        if isinstance(tools, list) and isinstance(results, dict):
+            names = [t.get("function", t).get("name") for t in tools if isinstance(t, dict)]
+            for name in results:
+                if name not in names:
+                    self.bad((*path, "tool_results", name), f"tool_results for '{name}', which is not in `tools`"
+                             + (did_you_mean(str(name), [str(n) for n in names]) or f" (tools: {', '.join(map(str, names))})"))
 
     def _model_ref(self, raw: Any, path: PathKey, role: str) -> ProviderSpec | None:
         if isinstance(raw, str):

@@ -35,6 +35,7 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
         "response": {"type": "string", "description": "JMESPath into the JSON response"},
         "stateful": {"type": "boolean"},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "tool_calls": {"type": "string", "description": "JMESPath to the tool calls the bot reports"},
     }, ["url"])
     props: dict[str, Any] = {
         "id": {"type": "string", "minLength": 1},
@@ -61,11 +62,33 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "retries": {"type": "integer", "minimum": 0},
         "vars": {"type": "object"},
+        **tool_properties(),
     }
     schema = _obj(props, ["id"] if needs_id else None)
     if not for_validation:
         schema["oneOf"] = [{"required": ["python"]}, {"required": ["model"]}, {"required": ["http"]}]
     return schema
+
+
+def tool_properties() -> dict[str, Any]:
+    """Provider keys for agents (SPEC §13)."""
+    function = _obj({"name": {"type": "string", "minLength": 1}, "description": {"type": "string"},
+                     "parameters": {"type": "object", "description": "the arguments' JSON Schema"},
+                     "strict": {"type": "boolean"}}, ["name"])
+    tool = _obj({"type": {"const": "function"}, "function": function}, ["function"])
+    return {
+        "tools": {"anyOf": [{"type": "array", "items": tool},
+                            {"type": "string", "pattern": ":", "description": "FILE.py:NAME naming a list of tools"}],
+                  "description": "OpenAI function tools the system may call"},
+        "tool_results": {"type": "object", "description": "model providers: the result of each tool, by name",
+                         "additionalProperties": {
+                             "anyOf": [_obj({"python": {"type": "string", "pattern": ":"}}, ["python"]), {}],
+                             "description": "a fixed value, a template over the call ({{ args.NAME }}), "
+                                            "or {python: FILE.py:function} called as fn(args, context)"}},
+        "max_tool_rounds": {"type": "integer", "minimum": 1,
+                            "description": "model providers: tool rounds allowed in one user turn (default 5)"},
+        "teardown": {"type": "string", "description": "FILE.py:function called as fn(context) after each conversation"},
+    }
 
 
 def assertion_schema(for_validation: bool) -> dict[str, Any]:
@@ -77,12 +100,13 @@ def assertion_schema(for_validation: bool) -> dict[str, Any]:
     all_options: dict[str, Any] = {}
     for name in sorted(REGISTRY):
         all_options.update(REGISTRY[name].options)
-    full = _obj({"type": {"enum": names + [f"not-{n}" for n in names]}, "value": {}, **common, **all_options},
+    negatable = [n for n in names if not n.startswith("not-")]  # `not-tool-called` is a type of its own
+    full = _obj({"type": {"enum": names + [f"not-{n}" for n in negatable]}, "value": {}, **common, **all_options},
                 ["type"], title="full form")
     forms: list[dict[str, Any]] = [full]
     for name in names:
         t = REGISTRY[name]
-        for written in (name, f"not-{name}"):
+        for written in (name, f"not-{name}") if name in negatable else (name,):
             forms.append(_obj({written: {"$ref": f"#/$defs/value_{name}"}, **common, **t.options}, [written],
                               title=written))
     return {"anyOf": forms}

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from evalspec.agent import ToolKit, load_tools, tool_problems, toolkit_for
 from evalspec.assertions.base import EmbedFn, JudgeFn
 from evalspec.assertions.grade import instance_assertions, needs_model
 from evalspec.assertions.registry import resolve_type
@@ -32,7 +33,7 @@ def build_provider(spec: ProviderSpec, suite: Suite) -> Provider:
     if spec.kind == "model":
         from evalspec.providers.model_provider import ModelProvider
 
-        return ModelProvider(spec.id, spec.config, suite.vars)
+        return ModelProvider(spec.id, spec.config, suite.vars, tools=load_tools(spec.config.get("tools"), base_dir))
     from evalspec.providers.http_provider import HttpProvider
 
     return HttpProvider(spec.id, spec.config, suite.vars)
@@ -83,6 +84,7 @@ class ProviderPool:
         self._callers: dict[tuple[str, str], ProviderCaller] = {}
         self._judges: dict[str, JudgeFn] = {}
         self._embedders: dict[str, EmbedFn | None] = {}
+        self._toolkits: dict[tuple[str, str], ToolKit] = {}
 
     def get(self, spec: ProviderSpec, suite: Suite) -> ProviderCaller:
         key = (str(suite.path), spec.id + "@" + str(spec.where))
@@ -99,6 +101,13 @@ class ProviderPool:
                 stateful=_stateful(spec), max_retry_wait=float(suite.option("max_retry_wait")))
             self._callers[key] = caller
         return caller
+
+    def toolkit(self, spec: ProviderSpec, suite: Suite) -> ToolKit:
+        """How `spec`'s tool calls are handled (answered from `tool_results` for model providers)."""
+        key = (str(suite.path), spec.id + "@" + str(spec.where))
+        if key not in self._toolkits:
+            self._toolkits[key] = toolkit_for(spec, suite.path.parent, suite.vars)
+        return self._toolkits[key]
 
     def judge_fn(self, suite: Suite) -> JudgeFn | None:
         """The suite's judge, or None when it has none."""
@@ -195,6 +204,9 @@ def _stateful(spec: ProviderSpec) -> bool:
 
 def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
     """What stops `spec` from working, found without calling it."""
+    tools = tool_problems(spec, suite.path.parent)
+    if tools:
+        return tools
     if spec.kind == "python":
         provider = PythonProvider(spec.id, str(spec.config["python"]), suite.path.parent)
         try:

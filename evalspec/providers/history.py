@@ -85,11 +85,17 @@ def exchanges(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [g for g in groups if g[0].get("role") == "user" and any(m.get("role") == "assistant" for m in g[1:])]
 
 
+def split_current(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the exchanges before this turn, this turn: its user message and its tool rounds so far, SPEC §13)."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages) - 1)
+    return messages[:last_user], messages[last_user:]
+
+
 def window(messages: list[dict[str, Any]], turns: int) -> list[dict[str, Any]]:
-    """The last `turns` complete exchanges + the new user message."""
-    *prior, new = messages
+    """The last `turns` complete exchanges + the new user message (with this turn's tool rounds so far)."""
+    prior, current = split_current(messages)
     kept = exchanges(prior)[-turns:] if turns > 0 else []
-    return [m for group in kept for m in group] + [new]
+    return [m for group in kept for m in group] + current
 
 
 @dataclass
@@ -158,7 +164,7 @@ class ContextStrategy:
         else:
             body = window(messages, self.turns or 0)
         if self.mode in NEEDS_MODEL:
-            *prior, _ = messages
+            prior, _ = split_current(messages)
             done = exchanges(prior)
             folded = done[: max(0, len(done) - (self.turns or 0))] if self.mode == "summary" else done
             state = await self._fold(folded, context, usage)

@@ -32,6 +32,7 @@ class HttpProvider:
         self.stateful = bool(self.http.get("stateful"))
         self.path = self.http.get("response")
         self._expr = jmespath.compile(self.path) if self.path else None
+        self._calls_expr = jmespath.compile(self.http["tool_calls"]) if self.http.get("tool_calls") else None
         self._client: httpx.AsyncClient | None = None
 
     def cache_identity(self) -> dict[str, Any]:
@@ -70,7 +71,20 @@ class HttpProvider:
         if response.status_code >= 400:
             raise status_error(response, f"{self.id} ({url})")
         return ProviderResponse(content=self._extract(response), latency_ms=latency,
-                                metadata={"status": response.status_code})
+                                tool_calls=self._tool_calls(response), metadata={"status": response.status_code})
+
+    def _tool_calls(self, response: httpx.Response) -> list[Any] | None:
+        """The calls the bot reports (`tool_calls:` JMESPath); nothing found means no calls."""
+        if self._calls_expr is None:
+            return None
+        try:
+            found = self._calls_expr.search(response.json())
+        except ValueError:
+            return None
+        if found is not None and not isinstance(found, list):
+            raise ProviderError(f"{self.id}: tool_calls path '{self.http['tool_calls']}' found "
+                                f"{type(found).__name__}, expected a list of calls")
+        return found or None
 
     def _extract(self, response: httpx.Response) -> str:
         try:
@@ -115,9 +129,10 @@ def http_problems(config: dict[str, Any]) -> list[str]:
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             problems.append(f"malformed URL {url!r}: expected http(s)://host[:port]/path")
-    if http.get("response"):
-        try:
-            jmespath.compile(http["response"])
-        except jmespath.exceptions.JMESPathError as exc:
-            problems.append(f"bad JMESPath in `response`: {exc}")
+    for key in ("response", "tool_calls"):
+        if http.get(key):
+            try:
+                jmespath.compile(http[key])
+            except jmespath.exceptions.JMESPathError as exc:
+                problems.append(f"bad JMESPath in `{key}`: {exc}")
     return problems

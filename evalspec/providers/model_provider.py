@@ -62,8 +62,10 @@ def use_lean_client(config: dict[str, Any]) -> bool:
 
 
 class ModelProvider:
-    def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None) -> None:
+    def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None,
+                 tools: list[dict[str, Any]] | None = None) -> None:
         self.id = pid
+        self.tools = tools
         self.config = config
         self.model = str(config["model"])
         try:
@@ -78,24 +80,28 @@ class ModelProvider:
         self._client: OpenAICompatClient | None = None
 
     def cache_identity(self) -> dict[str, Any]:
-        return {"model": self.model, "system": self.system or None, "params": self.params,
-                "history": self.strategy.identity(), "api_base": self.api_base}
+        identity = {"model": self.model, "system": self.system or None, "params": self.params,
+                    "history": self.strategy.identity(), "api_base": self.api_base}
+        if self.tools:
+            identity["tools"] = self.tools
+        return identity
 
     async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
         sent, usage = await self.strategy.build(self.system, messages, context)
         return strategy_metadata(await self._chat(sent, context), usage)
 
     async def _chat(self, sent: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        params = {**self.params, **({"tools": self.tools} if self.tools else {}), **(context.params or {})}
         if self.lean:
             if self._client is None:
                 base = self.api_base or "https://api.openai.com/v1"
                 self._client = OpenAICompatClient(base, self.api_key or os.environ.get("OPENAI_API_KEY"))
-            return await self._client.chat(split_model(self.model)[1], sent, {**self.params, **(context.params or {})})
-        return await self._litellm(sent, context.params or {})
+            return await self._client.chat(split_model(self.model)[1], sent, params)
+        return await self._litellm(sent, params)
 
     async def _litellm(self, sent: list[dict[str, Any]], params: dict[str, Any]) -> ProviderResponse:
         litellm = import_litellm()
-        kwargs: dict[str, Any] = {"model": self.model, "messages": sent, "num_retries": 0, **self.params, **params}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": sent, "num_retries": 0, **params}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:

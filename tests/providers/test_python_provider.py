@@ -49,7 +49,7 @@ def test_async_function_with_usage_cost_and_tool_calls(tmp_path: Path) -> None:
     replies = [m for m in record["transcript"] if m["role"] == "assistant"]
     assert replies[1]["content"] == "turn 2 of t (星途)"
     assert replies[0]["tokens"] == 10 and replies[0]["cost"] == 0.002
-    assert replies[0]["tool_calls"][0]["function"]["name"] == "lookup"
+    assert replies[0]["tool_calls"] == [{"id": "call_1_1", "name": "lookup", "arguments": {}}]
     assert record["tokens"] == 20 and record["cost"] == 0.004
     assert record["status"] == "passed", record["assertions"]
 

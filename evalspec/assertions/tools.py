@@ -1,0 +1,199 @@
+"""Tool-call assertions (SPEC §13): which tools an agent called, how often, in what order, with what arguments.
+
+On a reply scope they read the calls made during that turn (its tool rounds included); on
+`conversation` (their default at test level) every call of the transcript.
+`tool-sequence` has agentevals' four trajectory-match modes, with the agent's calls compared to
+`calls` as the reference: `strict` (the same calls in the same order), `unordered` (the same calls,
+each matched once, in any order), `subset` (the agent called nothing outside the reference),
+`superset` (the agent called at least every reference call).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import regex
+
+from evalspec.agent import call_text, load_tools, tool_schema
+from evalspec.assertions.base import REGEX_TIMEOUT_S, Check, Evidence, GradingContext, Reply
+from evalspec.assertions.registry import assertion
+from evalspec.config.model import AssertionSpec
+from evalspec.errors import GradingError, ProviderError
+
+Call = tuple[int | None, dict[str, Any]]
+
+NAME = {"type": "string", "minLength": 1}
+ARGS = {"type": "object", "description": "expected arguments, a subset match ('re:...' is a full-match regex)"}
+CALL_REF = {"anyOf": [NAME, {"type": "object", "required": ["name"], "additionalProperties": False,
+                             "properties": {"name": NAME, "args": ARGS}}]}
+MODES = ["strict", "unordered", "subset", "superset"]
+
+
+def calls_for(reply: Reply, ctx: GradingContext) -> list[Call]:
+    """The calls an assertion reads on this reply's scope."""
+    return ctx.tool_calls(None if reply.whole_conversation else reply.turn)
+
+
+def _where(reply: Reply) -> str:
+    return "in the conversation" if reply.whole_conversation else f"in turn {reply.turn}"
+
+
+def value_matches(expected: Any, actual: Any) -> bool:
+    """Subset match: mappings recursively by key; 're:' strings as full-match regexes; else equality."""
+    if isinstance(expected, str) and expected.startswith("re:"):
+        text = actual if isinstance(actual, str) else call_text({"name": "", "arguments": actual})[1:-1]
+        try:
+            return regex.fullmatch(expected[3:], text, timeout=REGEX_TIMEOUT_S) is not None
+        except TimeoutError:
+            raise GradingError(f"regex {expected[3:]!r} timed out after {REGEX_TIMEOUT_S}s") from None
+        except regex.error as exc:
+            raise GradingError(f"bad regex {expected[3:]!r}: {exc}") from None
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and value_matches(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return expected is actual
+    return bool(expected == actual)
+
+
+def call_matches(ref: Any, call: dict[str, Any]) -> bool:
+    """A reference (a tool name, or {name, args}) matches a call."""
+    if isinstance(ref, str):
+        return bool(call["name"] == ref)
+    return bool(call["name"] == ref["name"]) and value_matches(ref.get("args") or {}, call["arguments"])
+
+
+def _evidence(calls: list[Call]) -> list[Evidence]:
+    return [Evidence(turn, call_text(c)) for turn, c in calls]
+
+
+@assertion("tool-called", default_scope="conversation", patterns=(), value={
+    "anyOf": [NAME, {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+        "name": NAME, "args": ARGS,
+        "count": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                  "properties": {"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}}},
+    }}]})
+def tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
+    """The tool `name` was called (with `args`, a subset match) between count.min (default 1) and count.max times."""
+    ref = {"name": spec.value} if isinstance(spec.value, str) else spec.value
+    count = ref.get("count") or {"min": 1}
+    lo, hi = count.get("min", 0), count.get("max")
+    calls = calls_for(reply, ctx)
+    hits = [(t, c) for t, c in calls if call_matches(ref, c)]
+    n = len(hits)
+    wanted = ref["name"] + (f" with {call_text({'name': '', 'arguments': ref['args']})[1:-1]}" if ref.get("args") else "")
+    bounds = f"at least {lo}" if hi is None else (f"exactly {lo}" if lo == hi else f"{lo} to {hi}")
+    if lo <= n and (hi is None or n <= hi):
+        return Check.of(True, f"{wanted} called {n} time(s) {_where(reply)} (expected {bounds})", _evidence(hits))
+    same_name = [(t, c) for t, c in calls if c["name"] == ref["name"]]
+    shown = hits if n else (same_name or calls)
+    note = "" if n or not same_name else f"; {len(same_name)} call(s) to {ref['name']} with other arguments"
+    return Check.of(False, f"{wanted} called {n} time(s) {_where(reply)}, expected {bounds}{note}"
+                    + ("" if calls else " (no tool calls)"), _evidence(shown))
+
+
+@assertion("not-tool-called", default_scope="conversation",
+           value={"anyOf": [NAME, {"type": "array", "items": NAME, "minItems": 1}]})
+def not_tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
+    """None of the named tools was called."""
+    names = [spec.value] if isinstance(spec.value, str) else list(spec.value)
+    hits = [(t, c) for t, c in calls_for(reply, ctx) if c["name"] in names]
+    if hits:
+        return Check.of(False, f"{hits[0][1]['name']} was called {_where(reply)}"
+                        + (f" (turn {hits[0][0]})" if reply.whole_conversation else ""), _evidence(hits))
+    return Check.of(True, f"{', '.join(names)} not called {_where(reply)}")
+
+
+@assertion("tool-sequence", default_scope="conversation", options={"mode": {"enum": MODES}}, value={
+    "type": "object", "required": ["calls"], "additionalProperties": False, "properties": {
+        "calls": {"type": "array", "items": CALL_REF}, "mode": {"enum": MODES}}})
+def tool_sequence(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
+    """The agent's calls match `calls` as a trajectory: strict | unordered | subset | superset (agentevals' modes)."""
+    mode = spec.value.get("mode") or spec.options.get("mode") or "strict"
+    refs = list(spec.value["calls"])
+    calls = calls_for(reply, ctx)
+    actual = [c for _, c in calls]
+    names = ", ".join(c["name"] for c in actual) or "no calls"
+    expected = ", ".join(r if isinstance(r, str) else r["name"] for r in refs) or "no calls"
+    if mode == "strict":
+        ok = len(actual) == len(refs) and all(call_matches(r, c) for r, c in zip(refs, actual, strict=True))
+        missing = "" if ok else _first_difference(refs, actual)
+    elif mode == "superset":
+        left = _unmatched(refs, actual)
+        ok, missing = not left, f"missing {_ref_text(left[0])}" if left else ""
+    elif mode == "subset":
+        extra = _unmatched_calls(refs, actual)
+        ok, missing = not extra, f"{call_text(extra[0])} is outside the reference" if extra else ""
+    else:
+        left, extra = _unmatched(refs, actual), _unmatched_calls(refs, actual)
+        ok = not left and not extra
+        missing = f"missing {_ref_text(left[0])}" if left else (f"unexpected {call_text(extra[0])}" if extra else "")
+    reason = f"{mode}: called [{names}] vs reference [{expected}]"
+    return Check.of(ok, reason if ok else f"{reason}: {missing}", _evidence(calls))
+
+
+def _ref_text(ref: Any) -> str:
+    return ref if isinstance(ref, str) else call_text({"name": ref["name"], "arguments": ref.get("args")})
+
+
+def _pairing(refs: list[Any], calls: list[dict[str, Any]]) -> tuple[list[Any], set[int]]:
+    """Match each reference to a distinct call (agentevals' superset matching); unmatched refs, used calls."""
+    used: set[int] = set()
+    left = []
+    for ref in refs:
+        index = next((i for i, c in enumerate(calls) if i not in used and call_matches(ref, c)), None)
+        if index is None:
+            left.append(ref)
+        else:
+            used.add(index)
+    return left, used
+
+
+def _unmatched(refs: list[Any], calls: list[dict[str, Any]]) -> list[Any]:
+    return _pairing(refs, calls)[0]
+
+
+def _unmatched_calls(refs: list[Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Calls that no distinct reference entry accounts for (the agent went outside the reference)."""
+    used: set[int] = set()
+    extra = []
+    for call in calls:
+        index = next((i for i, r in enumerate(refs) if i not in used and call_matches(r, call)), None)
+        if index is None:
+            extra.append(call)
+        else:
+            used.add(index)
+    return extra
+
+
+def _first_difference(refs: list[Any], calls: list[dict[str, Any]]) -> str:
+    for i, (ref, call) in enumerate(zip(refs, calls, strict=False), 1):
+        if not call_matches(ref, call):
+            return f"call {i} is {call_text(call)}, expected {_ref_text(ref)}"
+    if len(calls) > len(refs):
+        return f"unexpected call {len(refs) + 1}: {call_text(calls[len(refs)])}"
+    return f"missing call {len(calls) + 1}: {_ref_text(refs[len(calls)])}"
+
+
+@assertion("tool-args-valid", default_scope="conversation", value_required=False,
+           value={"anyOf": [{"type": "boolean"}, {"type": "null"}, {"type": "object", "maxProperties": 0}]})
+def tool_args_valid(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
+    """Every call's arguments validate against the declared tool's JSON Schema (an undeclared tool fails)."""
+    try:
+        tools = load_tools(ctx.extra.get("tools"), ctx.suite_dir)
+    except ProviderError as exc:
+        raise GradingError(str(exc)) from None
+    calls = calls_for(reply, ctx)
+    bad: list[Evidence] = []
+    for turn, call in calls:
+        schema = tool_schema(tools, call["name"])
+        if schema is None:
+            bad.append(Evidence(turn, call_text(call), "not a declared tool" if tools else "the provider declares no tools"))
+            continue
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(call["arguments"]), key=lambda e: list(e.path))
+        if errors:
+            at = "/".join(str(p) for p in errors[0].absolute_path)
+            bad.append(Evidence(turn, call_text(call), (f"{at}: " if at else "") + errors[0].message))
+    if bad:
+        return Check.of(False, f"{len(bad)} of {len(calls)} call(s) invalid: {bad[0].text}: {bad[0].note}", bad)
+    return Check.of(True, f"{len(calls)} call(s) {_where(reply)} match their declared schema", _evidence(calls))
