@@ -29,6 +29,40 @@ def chat_body(content: str, model: str = "test-model", prompt_tokens: int = 10, 
                       "total_tokens": prompt_tokens + completion_tokens}}
 
 
+def tool_call_body(calls: list[tuple[str, Any]], content: str | None = None, prefix: str = "call") -> dict[str, Any]:
+    """A chat completion that asks for tool calls: [(name, arguments)], arguments as an object or raw text."""
+    body = chat_body(content or "")
+    body["choices"][0]["message"] = {"role": "assistant", "content": content, "tool_calls": [
+        {"id": f"{prefix}_{i}", "type": "function",
+         "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}
+        for i, (name, args) in enumerate(calls, 1)]}
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    return body
+
+
+class AgentScript:
+    """A scripted agent: `plan[user message]` is a list of rounds, each a list of (tool, arguments).
+
+    Round k of a turn is answered when k assistant messages follow the turn's user message; after the
+    last round the answer is `done: ` + the tool results of the turn, joined by ` | `. Deterministic in
+    the request, so a cached rerun and both clients see the same conversation.
+    """
+
+    def __init__(self, plan: dict[str, list[list[tuple[str, Any]]]]) -> None:
+        self.plan = plan
+
+    def __call__(self, request: dict[str, Any], n: int) -> Reply:
+        messages = request["messages"]
+        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        after = messages[last_user + 1:]
+        rounds = self.plan.get(messages[last_user]["content"], [])
+        done = sum(1 for m in after if m["role"] == "assistant")
+        if done < len(rounds):
+            return Reply(body=tool_call_body(rounds[done], prefix=f"call_{last_user}_{done}"))
+        results = [str(m["content"]) for m in after if m["role"] == "tool"]
+        return Reply(body=chat_body("done: " + " | ".join(results) if results else f"echo: {messages[last_user]['content']}"))
+
+
 def echo(request: dict[str, Any], n: int) -> Reply:
     """Answers `echo: <last user message>`; embeddings are made from character counts."""
     if "input" in request:
