@@ -10,7 +10,7 @@ import pytest
 from servers import AgentScript, OpenAIServer
 
 from evalspec import run
-from evalspec.providers.model_provider import window
+from evalspec.providers.history import window
 from evalspec.runner import RunOptions
 
 CLIENTS = ["lean", "litellm"]

@@ -75,7 +75,7 @@ def _evidence(calls: list[Call]) -> list[Evidence]:
     }}]})
 def tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The tool `name` was called (with `args`, a subset match) between count.min (default 1) and count.max times."""
-    ref = {"name": spec.value} if isinstance(spec.value, str) else spec.value
+    ref: dict[str, Any] = {"name": spec.value} if isinstance(spec.value, str) else dict(spec.value)
     count = ref.get("count") or {"min": 1}
     lo, hi = count.get("min", 0), count.get("max")
     calls = calls_for(reply, ctx)

@@ -97,8 +97,9 @@ def _schema_message(err: jsonschema.ValidationError, context: str) -> str:
         return f"unknown key '{found[0]}' in '{context}'{found[1]}"
     if err.validator == "required":
         return f"'{context}' {err.message}"
-    if err.validator == "oneOf" and all(isinstance(o, dict) and o.get("required") for o in err.validator_value):
-        keys = " or ".join(f"'{o['required'][0]}'" for o in err.validator_value)
+    options = err.validator_value if err.validator == "oneOf" and isinstance(err.validator_value, list) else []
+    if options and all(isinstance(o, dict) and o.get("required") for o in options):
+        keys = " or ".join(f"'{o['required'][0]}'" for o in options)
         return f"'{context}' needs {keys} (exactly one)"
     return f"{context}: {err.message}"
 
