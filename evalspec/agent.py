@@ -190,9 +190,9 @@ class TurnLog(Protocol):
     def history(self) -> list[dict[str, Any]]: ...
 
 
-def _figures(response: ProviderResponse) -> dict[str, Any]:
-    return {"latency_ms": round(response.latency_ms, 3) if response.latency_ms is not None else None,
-            "tokens": response.tokens, "cost": response.cost}
+FIGURES = ("latency_ms", "tokens", "cost", "prompt_tokens", "completion_tokens",
+           "strategy_tokens", "strategy_cost", "strategy_calls")
+MessageFn = Callable[[ProviderResponse, int], dict[str, Any]]
 
 
 def _total(values: list[Any]) -> Any:
@@ -200,45 +200,47 @@ def _total(values: list[Any]) -> Any:
     return sum(known) if known else None
 
 
-async def play_turn(call: CallFn, log: TurnLog, turn: int, kit: ToolKit | None,
-                    context: dict[str, Any] | None = None) -> dict[str, Any]:
+async def play_turn(call: CallFn, log: TurnLog, turn: int, kit: ToolKit | None, context: dict[str, Any],
+                    assistant_message: MessageFn) -> dict[str, Any]:
     """Get the reply to user turn `turn` (already in `log`), answering tool calls round by round.
 
     Returns the turn's reply (its last assistant message), whose latency, tokens and cost are the
-    sums over the turn's rounds. A provider error, a call with no result or one round too many raises
-    ProviderError after the offending message has been recorded.
+    sums over the turn's rounds (each round's own figures are kept in its `rounds` list). A provider
+    error, a call with no result or one round too many raises ProviderError after the offending
+    message has been recorded.
     """
     rounds: list[dict[str, Any]] = []
     while True:
         response = await call(log.history(), turn)
         log.calls += int(not response.cached)
         log.cached_calls += int(response.cached)
-        figures = _figures(response)
-        rounds.append(figures)
         calls = normalize_calls(response.tool_calls, turn)
-        message: dict[str, Any] = {"role": "assistant", "content": response.content, "turn": turn, **figures}
-        if response.cached:
-            message["cached"] = True
+        message = assistant_message(response, turn)
+        message.pop("tool_calls", None)
         if calls:
             message["tool_calls"] = [{k: c[k] for k in ("id", "name", "arguments")} for c in calls]
+        rounds.append({k: message[k] for k in FIGURES if k in message})
         answering = bool(calls) and kit is not None and kit.answers
         if not answering:
             if len(rounds) > 1:
-                message.update({k: _total([r[k] for r in rounds]) for k in ("latency_ms", "tokens", "cost")})
+                keys = [k for k in FIGURES if any(k in r for r in rounds)]
+                message.update({k: _total([r.get(k) for r in rounds]) for k in keys})
                 if message["latency_ms"] is not None:
                     message["latency_ms"] = round(message["latency_ms"], 3)
-                message["rounds"] = rounds  # each model call's latency, tokens and cost
+                message["rounds"] = rounds
             log.messages.append(message)
             log.messages.extend(_tool_message(c, result_text(c["result"]), turn) for c in calls if "result" in c)
             return message
         assert kit is not None
+        for k in FIGURES:  # the turn's figures are summed on its reply; a round carries none of its own
+            message.pop(k, None)
         message.update({"latency_ms": None, "tokens": None, "cost": None, "intermediate": True})
         log.messages.append(message)
         if len(rounds) > kit.max_rounds:
             raise ProviderError(f"the model still called tools after {kit.max_rounds} rounds "
                                 f"(max_tool_rounds: {kit.max_rounds})")
         for c in calls:
-            result = await kit.answer(c, {**(context or {}), "turn": turn})
+            result = await kit.answer(c, {**context, "turn": turn})
             log.messages.append(_tool_message(c, result, turn))
 
 

@@ -70,7 +70,7 @@ async def run_scripted(instance: Instance, call: CallFn, kit: ToolKit | None = N
         if not planned.call:
             continue
         try:
-            await play_turn(call, transcript, planned.turn, kit, tool_context(instance, call))
+            await play_turn(call, transcript, planned.turn, kit, tool_context(instance, call), assistant_message)
         except ProviderError as exc:
             transcript.stop_reason, transcript.error = "error", f"turn {planned.turn}: {exc}"
             break

@@ -81,7 +81,7 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
         turn += 1
         transcript.messages.append(user_message(text, turn))
         try:
-            reply = await play_turn(call, transcript, turn, kit, tool_context(inst, call))
+            reply = await play_turn(call, transcript, turn, kit, tool_context(inst, call), assistant_message)
         except ProviderError as exc:
             transcript.stop_reason, transcript.error = "error", f"turn {turn}: {exc}"
             return transcript
