@@ -226,3 +226,43 @@ tests:
     assert py["status"] == "passed", py["error"]  # an empty reply is allowed when the turn made tool calls
     assert roles(py) == [("user", 1), ("assistant", 1), ("tool", 1)]
     assert py["transcript"][2]["content"] == '{"ok": true}'
+
+
+def test_tool_keys_are_checked_before_any_call(tmp_path: Path) -> None:
+    from evalspec.errors import ConfigError
+    from evalspec.loading import LoadError
+
+    (tmp_path / "bot.py").write_text("def respond(m, c):\n    return 'hi'\n", encoding="utf-8")
+    (tmp_path / "s.yaml").write_text("""\
+providers:
+  - id: py
+    python: bot.py:respond
+    tool_results: {lookup: 1}
+  - id: m
+    model: openai/x
+    api_base: http://127.0.0.1:9/v1
+    tools: [{type: function, function: {name: lookup_stock}}]
+    tool_results: {lookup_stok: 1}
+tests:
+  - id: t
+    conversation: [{user: hi}]
+""", encoding="utf-8")
+    with pytest.raises(ConfigError) as bad:
+        run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run", use_cache=False))
+    text = str(bad.value)
+    assert "'tool_results' is for model providers" in text
+    assert "tool_results for 'lookup_stok', which is not in `tools` (did you mean 'lookup_stock'?)" in text
+    (tmp_path / "s.yaml").write_text("""\
+providers:
+  - id: m
+    model: openai/x
+    api_base: http://127.0.0.1:9/v1
+    tools: tools.py:TOOLS
+    tool_results: {lookup: {python: "tools.py:nothing"}}
+tests:
+  - id: t
+    conversation: [{user: hi}]
+""", encoding="utf-8")
+    with pytest.raises((ConfigError, LoadError)) as missing:
+        run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run2", use_cache=False))
+    assert "tools.py" in str(missing.value) and "does not exist" in str(missing.value)

@@ -11,6 +11,7 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
+from evalspec.reporters import tools
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.curves_html import curves_section
 
@@ -32,6 +33,7 @@ details.test summary{padding:10px 14px;cursor:pointer}.chat{padding:8px 16px 16p
 .user{background:#e0e7ff;margin-left:auto}.assistant{background:#f3f4f6}.injected{border:1px dashed #9ca3af}
 .meta{font-size:12px;color:#6b7280}.verdict{font-size:13px;margin:2px 0 2px 12px}.gate{font-weight:bold}
 .curves svg{background:#fff;border-radius:8px;box-shadow:0 1px 2px #0002}
+{{ tool_css }}
 </style></head><body>
 <header><h1>evalspec report</h1><div class="meta" style="color:#d1d5db">run {{ run.run_id }} · {{ run.started_at }} · evalspec {{ run.evalspec_version }}</div></header>
 <main>
@@ -52,9 +54,9 @@ tag <select id="f-tag"><option value="">all</option>{% for t in tags %}<option>{
 provider <select id="f-provider"><option value="">all</option>{% for p in providers %}<option>{{ p }}</option>{% endfor %}</select></div>
 {% for r in run.results %}<details class="test" data-status="{{ r.status }}" data-provider="{{ r.provider }}" data-tags="|{{ r.tags|join('|') }}|" {% if r.status in ('failed', 'error') and not r.curve %}open{% endif %}>
 <summary><b class="{{ r.status }}">{{ r.status }}</b> {{ r.test_id }} <span class="meta">@ {{ r.provider }} · {{ r.name }} · score {{ '%.2f' % r.score if r.score is not none else '–' }} · {{ r.suite }}{% if r.xfail %} · xfail: {{ r.xfail }}{% endif %}{% if r.curve %} · curve point{% endif %}</span></summary>
-<div class="chat">{% if r.error %}<p class="error">error: {{ r.error }}</p>{% endif %}
-{% for m in r.transcript %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ m.role }}{% if m.turn %} · turn {{ m.turn }}{% endif %}{% if m.filler %} · filler{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · golden history{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · cached{% endif %}</div>{{ m.content }}</div>
-{% if m.role == 'assistant' %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}<div class="verdict {{ verdict_class(a) }}">{{ verdict_icon(a) }} {{ a.type }}: {{ a.error or a.reason }}</div>{% endfor %}{% endif %}{% endfor %}
+<div class="chat">{% if r.error %}<p class="error">error: {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
+{% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ m.role }}{% if m.turn %} · turn {{ m.turn }}{% endif %}{% if m.filler %} · filler{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · golden history{% endif %}{% if m.intermediate %} · tool round{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · cached{% endif %}</div>{{ m.content }}{{ tool_cards(m, r.transcript) }}</div>
+{% if m.role == 'assistant' and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}<div class="verdict {{ verdict_class(a) }}">{{ verdict_icon(a) }} {{ a.type }}: {{ a.error or a.reason }}</div>{% endfor %}{% endif %}{% endfor %}
 {% for a in r.assertions if a.turn is none %}<div class="verdict {{ verdict_class(a) }}">{{ verdict_icon(a) }} {{ a.type }} <span class="meta">[{{ a.scope }}]</span>: {{ a.error or a.reason }}{% for e in a.evidence[:3] if e.text %} <span class="meta">· turn {{ e.turn }}: {{ e.text }}</span>{% endfor %}</div>{% endfor %}
 <p class="meta">stop: {{ r.stop_reason }} · {{ r.calls }} calls · {{ '%.2f' % (r.duration_ms / 1000) }} s</p></div></details>{% endfor %}
 </main>
@@ -84,7 +86,8 @@ def _baseline_section(run: dict[str, Any]) -> Markup:
 
 def render_html(run: dict[str, Any]) -> str:
     env = Environment(autoescape=True, trim_blocks=False)
-    env.globals.update(verdict_class=verdict_class, verdict_icon=verdict_icon)
+    env.globals.update(verdict_class=verdict_class, verdict_icon=verdict_icon, tool_cards=tools.calls_html,
+                       tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html, tool_css=Markup(tools.CSS))
     template = env.from_string(TEMPLATE)
     gate = run["gate"]
     text = {0: "gate passed", 1: "gate failed", 3: "gate: too many errors"}[gate["exit_code"]]

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from evalspec.reporters import tools
 from evalspec.reporters.findings import findings
 from evalspec.reporters.vocabulary import count_items, ensure_current, one_line, pass_rate_text
 
@@ -27,6 +28,8 @@ def failure_text(record: dict[str, Any]) -> str:
         lines += [f"    {x.key}: expected {x.expected}, found {x.found or 'nothing'}" for x in f.facts]
         lines += [f"    reply, turn {x.turn}: {one_line(x.before)}[{one_line(x.match)}]{one_line(x.after)}"
                   if x.match else f"    reply, turn {x.turn}: {one_line(x.text)}" for x in f.excerpts]
+    lines += [f"    {line}" for line in tools.failing_calls_text(record)]
+    lines += [t for t in [tools.teardown_text(record)] if t]
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from evalspec.reporters import tools
 from evalspec.reporters.attacks import markdown_lines as attack_lines
 from evalspec.reporters.findings import Excerpt, Finding, findings
 from evalspec.reporters.vocabulary import (
@@ -75,6 +76,9 @@ def _failures(run: dict[str, Any]) -> list[list[str]]:
         lines = [head]
         for f in findings(recs[0]) if recs else []:
             lines += finding_lines(f)
+        if recs:
+            lines += [f"    - {md(line)}" for line in tools.failing_calls_text(recs[0])]
+            lines += [f"    - {md(t)}" for t in [tools.teardown_text(recs[0])] if t]
         blocks.append(lines)
     return blocks
 
