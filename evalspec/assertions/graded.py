@@ -11,6 +11,7 @@ from typing import Any
 
 from evalspec.agent import tool_lines
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
+from evalspec.assertions.coherence import COHERENCE_VALUE, coherence
 from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
@@ -132,25 +133,7 @@ async def similar(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
                  [Evidence(reply.turn, f"{sim:.3f}")], {"similarity": sim})
 
 
-@assertion("topic-coherence", kind="conversation", value={
-    "type": ["object", "null"], "additionalProperties": False,
-    "properties": {"min_adjacent": {"type": "number"}, "max_drift": {"type": "number"}},
-}, value_required=False, needs="embedder")
+@assertion("topic-coherence", kind="conversation", value=COHERENCE_VALUE, value_required=False, needs="embedder")
 async def topic_coherence(spec: AssertionSpec, ctx: GradingContext) -> Check:
-    """Adjacent replies stay similar and the last does not drift far from the first."""
-    if ctx.embed is None:
-        raise GradingError("'topic-coherence' needs an embedder: set `embedder:` in the suite")
-    texts = [m["content"] for m in ctx.replies()]
-    if len(texts) < 2:
-        return Check(True, 1.0, "fewer than two replies")
-    vectors = await ctx.embed(texts)
-    adjacent = [cosine(vectors[i], vectors[i + 1]) for i in range(len(vectors) - 1)]
-    mean = sum(adjacent) / len(adjacent)
-    variance = sum((x - mean) ** 2 for x in adjacent) / len(adjacent)
-    drift = 1 - cosine(vectors[0], vectors[-1])
-    value = spec.value or {}
-    ok = mean >= value.get("min_adjacent", 0.0) and drift <= value.get("max_drift", 1.0)
-    worst = min(range(len(adjacent)), key=adjacent.__getitem__)
-    return Check(ok, max(0.0, min(1.0, mean)), f"adjacent mean {mean:.3f}, variance {variance:.4f}, drift {drift:.3f}",
-                 [Evidence(worst + 2, f"lowest adjacent similarity {adjacent[worst]:.3f}")],
-                 {"adjacent_mean": mean, "adjacent_variance": variance, "drift": drift, "adjacent": adjacent})
+    """Adjacent messages stay similar, the last does not drift far from the first, no reply repeats the last."""
+    return await coherence(spec, ctx, cosine)

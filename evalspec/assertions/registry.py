@@ -85,4 +85,4 @@ def load_builtin_assertions() -> None:
     if _loaded:
         return
     _loaded = True
-    from evalspec.assertions import custom, graded, memory, session, text, tools  # noqa: F401
+    from evalspec.assertions import custom, efficiency, graded, memory, session, text, tools  # noqa: F401

@@ -1,0 +1,69 @@
+"""Topic coherence over embeddings (seed 001): adjacent similarity, head–tail similarity, repetition.
+
+`include` picks the messages: the assistant's replies (default), the user's messages, or both sides in
+order. Figures recorded: every adjacent similarity, their mean and variance, head–tail similarity
+(first vs last message) and drift (1 − head–tail). `min_adjacent` and `max_drift` catch a conversation
+that wanders; `max_adjacent` catches a bot repeating itself (adjacent replies more similar than it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evalspec.assertions.base import Check, Evidence, GradingContext
+from evalspec.config.model import AssertionSpec
+from evalspec.errors import GradingError
+
+COHERENCE_VALUE: dict[str, Any] = {
+    "type": ["object", "null"], "additionalProperties": False,
+    "properties": {
+        "include": {"enum": ["assistant", "user", "both"], "description": "whose messages (default assistant)"},
+        "min_adjacent": {"type": "number", "description": "lowest allowed mean similarity of adjacent messages"},
+        "max_drift": {"type": "number", "description": "highest allowed 1 − similarity(first, last)"},
+        "max_adjacent": {"type": "number", "description": "highest allowed similarity of two adjacent messages"},
+    },
+}
+
+
+def coherence_texts(ctx: GradingContext, include: str) -> list[tuple[int | None, str]]:
+    """(turn, text) of the messages `include` names, in conversation order."""
+    out = []
+    for m in ctx.transcript:
+        role = m.get("role")
+        if role == "assistant" and include in ("assistant", "both") and not m.get("injected") and m.get("content") or role == "user" and include in ("user", "both") and not m.get("not_sent"):
+            out.append((m.get("turn"), str(m["content"])))
+    return out
+
+
+async def coherence(spec: AssertionSpec, ctx: GradingContext, cosine: Callable[[list[float], list[float]], float]) -> Check:
+    if ctx.embed is None:
+        raise GradingError("'topic-coherence' needs an embedder: set `embedder:` in the suite")
+    value = spec.value if isinstance(spec.value, dict) else {}
+    include = str(value.get("include", "assistant"))
+    items = coherence_texts(ctx, include)
+    if len(items) < 2:
+        return Check(True, 1.0, f"fewer than two messages ({include})")
+    vectors = await ctx.embed([text for _, text in items])
+    adjacent = [cosine(vectors[i], vectors[i + 1]) for i in range(len(vectors) - 1)]
+    mean = sum(adjacent) / len(adjacent)
+    variance = sum((x - mean) ** 2 for x in adjacent) / len(adjacent)
+    head_tail = cosine(vectors[0], vectors[-1])
+    drift = 1 - head_tail
+    worst = min(range(len(adjacent)), key=adjacent.__getitem__)
+    closest = max(range(len(adjacent)), key=adjacent.__getitem__)
+    problems, evidence = [], [Evidence(items[worst + 1][0], f"lowest adjacent similarity {adjacent[worst]:.3f}")]
+    if mean < value.get("min_adjacent", 0.0):
+        problems.append(f"adjacent mean {mean:.3f} < {value['min_adjacent']}")
+    if drift > value.get("max_drift", 1.0):
+        problems.append(f"drift {drift:.3f} > {value['max_drift']}")
+    if "max_adjacent" in value and adjacent[closest] > value["max_adjacent"]:
+        problems.append(f"adjacent similarity {adjacent[closest]:.3f} > {value['max_adjacent']} (repetition)")
+        evidence.insert(0, Evidence(items[closest + 1][0], items[closest + 1][1][:160],
+                                    f"{adjacent[closest]:.3f} similar to the message before"))
+    reason = (f"{include}: adjacent mean {mean:.3f}, variance {variance:.4f}, head–tail {head_tail:.3f}, "
+              f"drift {drift:.3f}, max adjacent {adjacent[closest]:.3f}")
+    return Check(not problems, max(0.0, min(1.0, mean)), "; ".join(problems) + (" — " if problems else "") + reason,
+                 evidence, {"include": include, "adjacent_mean": mean, "adjacent_variance": variance,
+                            "head_tail": head_tail, "drift": drift, "max_adjacent": adjacent[closest],
+                            "adjacent": adjacent})

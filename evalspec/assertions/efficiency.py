@@ -1,0 +1,73 @@
+"""Efficiency (seed 001): how often the user had to correct the assistant.
+
+A correction is a user turn (scripted or simulated; fillers and golden history excluded) that opens a
+clause with a correcting phrase: 不对, 不是, 我说的是, 错了, "no,", "that's not", "I said". A phrase
+counts only where a clause starts (the message start, or after punctuation), so 是不是 / 对不对 are
+questions, not corrections. Score = 1 − corrections / user turns; `min` (default 0.8) is the threshold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from evalspec.assertions.base import Check, Evidence, GradingContext, snippet
+from evalspec.assertions.registry import assertion
+from evalspec.config.model import AssertionSpec
+
+CORRECTING_PHRASES: tuple[str, ...] = ("不对", "不是", "我说的是", "错了", "no,", "that's not", "I said")
+CLAUSE_START = r"(?:^|(?<=[.。！？!?，,；;：:…\n]))\s*[\"'“‘「（(]?\s*"
+DEFAULT_MIN = 0.8
+
+
+def _phrase_pattern(phrase: str) -> str:
+    text = "['’]".join(str(regex.escape(part)) for part in phrase.strip().replace("’", "'").split("'"))
+    if regex.search(r"[\p{Latin}\p{N}]$", phrase.strip()):
+        text += r"(?![\p{Latin}\p{N}])"
+    return text
+
+
+def correcting_phrase(text: str, phrases: list[str] | tuple[str, ...]) -> str | None:
+    """The correcting phrase that opens a clause of `text`, or None."""
+    alternatives = "|".join(_phrase_pattern(p) for p in sorted(phrases, key=len, reverse=True) if p.strip())
+    if not alternatives:
+        return None
+    found = regex.search(CLAUSE_START + f"({alternatives})", text, regex.IGNORECASE)
+    return str(found.group(1)) if found else None
+
+
+def user_turns(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """User messages the person (or simulated user) wrote: no fillers, golden history or unsent markers."""
+    return [m for m in transcript if m.get("role") == "user" and not m.get("filler") and not m.get("history")
+            and not m.get("not_sent")]
+
+
+def _efficiency(spec: AssertionSpec, ctx: GradingContext) -> Check:
+    value = spec.value if isinstance(spec.value, dict) else {}
+    phrases = [str(p) for p in value.get("phrases") or CORRECTING_PHRASES]
+    minimum = float(value.get("min", spec.threshold if spec.threshold is not None else DEFAULT_MIN))
+    turns = user_turns(ctx.transcript)
+    if not turns:
+        return Check(True, 1.0, "no user turns")
+    evidence = []
+    for m in turns:
+        phrase = correcting_phrase(str(m.get("content") or ""), phrases)
+        if phrase:
+            evidence.append(Evidence(m.get("turn"), snippet(str(m["content"]), 120), f"correction: {phrase}"))
+    score = 1 - len(evidence) / len(turns)
+    reason = f"{len(evidence)} of {len(turns)} user turns correct the assistant (efficiency {score:.2f}, min {minimum:g})"
+    return Check(score >= minimum, score, reason, evidence,
+                 {"corrections": len(evidence), "user_turns": len(turns), "min": minimum})
+
+
+_efficiency.__doc__ = ("1 − corrections / user turns; a correction opens a clause with one of: "
+                       + ", ".join(p if regex.search(r"\p{Han}", p) else f'"{p}"' for p in CORRECTING_PHRASES)
+                       + " (`phrases` replaces them).")
+efficiency = assertion(
+    "efficiency", kind="conversation", value_required=False,
+    value={"type": ["object", "null"], "additionalProperties": False, "properties": {
+        "min": {"type": "number", "minimum": 0, "maximum": 1, "description": "the lowest passing score (0.8)"},
+        "phrases": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
+                    "description": "correcting phrases that replace the built-in zh/en list"}}},
+)(_efficiency)
