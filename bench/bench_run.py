@@ -4,6 +4,7 @@ Prints wall time, calls, calls/s, CPU time and peak RSS of the whole `evalspec r
 (5 turns × 50 ms × ceil(100/50) = 0.5 s), and the same job with the cache warm.
 
     python bench/bench_run.py [--client lean|litellm] [--kind model|http] [--conversations 100] [--turns 5]
+                              [--tool-rounds N]   (model: N tool rounds per turn, answered from tool_results)
 """
 
 from __future__ import annotations
@@ -29,9 +30,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_suite(path: Path, base: str, kind: str, client: str, conversations: int, turns: int) -> None:
+TOOLS = ("    tools: [{type: function, function: {name: lookup, parameters: {type: object, required: [query],"
+         " properties: {query: {type: string}}}}}]\n"
+         "    tool_results: {lookup: '查到：{{ args.query }}'}\n")
+
+
+def write_suite(path: Path, base: str, kind: str, client: str, conversations: int, turns: int,
+                tool_rounds: int = 0) -> None:
     if kind == "model":
         provider = f"  - id: m\n    model: openai/bench-model\n    client: {client}\n    api_base: {base}/v1\n"
+        if tool_rounds:
+            provider += TOOLS + f"    max_tool_rounds: {tool_rounds}\n"
     else:
         provider = f"  - id: m\n    http: {{url: '{base}/bot', response: reply}}\n"
     lines = ["providers:", provider.rstrip("\n"), "tests:"]
@@ -41,6 +50,9 @@ def write_suite(path: Path, base: str, kind: str, client: str, conversations: in
         lines.extend(f"      - user: 第{i}段对话的第{t}个问题" for t in range(1, turns + 1))
         lines.append("    assert:")
         lines.append("      - {contains: 收到, scope: each_turn}")
+        if kind == "model" and tool_rounds:
+            lines.append(f"      - tool-called: {{name: lookup, count: {{min: {turns * tool_rounds}}}}}")
+            lines.append("      - type: tool-args-valid")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -68,11 +80,13 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--latency-ms", type=float, default=50)
+    parser.add_argument("--tool-rounds", type=int, default=0, help="model provider: tool rounds per turn")
     args = parser.parse_args()
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, str(HERE / "loopback_server.py"), str(port), str(args.latency_ms)])
+    server = subprocess.Popen([sys.executable, str(HERE / "loopback_server.py"), str(port), str(args.latency_ms),
+                               str(args.tool_rounds)])
     try:
         deadline = time.time() + 20
         while True:
@@ -85,14 +99,17 @@ def main() -> None:
                 time.sleep(0.05)
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            write_suite(work / "bench.yaml", base, args.kind, args.client, args.conversations, args.turns)
+            write_suite(work / "bench.yaml", base, args.kind, args.client, args.conversations, args.turns,
+                        args.tool_rounds)
             evalspec = [sys.executable, "-m", "evalspec", "run", "bench.yaml", "-j", str(args.jobs), "-q",
                         "-o", "run.json"]
-            ideal = args.turns * args.latency_ms / 1000 * math.ceil(args.conversations / args.jobs)
+            calls_per_turn = 1 + (args.tool_rounds if args.kind == "model" else 0)
+            ideal = args.turns * calls_per_turn * args.latency_ms / 1000 * math.ceil(args.conversations / args.jobs)
             print(f"job: {args.conversations} conversations x {args.turns} turns, -j {args.jobs}, "
                   f"{args.latency_ms:g} ms latency, provider {args.kind}"
-                  + (f" (client {args.client})" if args.kind == "model" else " (httpx)"))
-            print(f"ideal (turns x latency x ceil(conversations/jobs)): {ideal:.2f} s")
+                  + (f" (client {args.client})" if args.kind == "model" else " (httpx)")
+                  + (f", {args.tool_rounds} tool round(s) per turn" if args.tool_rounds and args.kind == "model" else ""))
+            print(f"ideal (turns x calls per turn x latency x ceil(conversations/jobs)): {ideal:.2f} s")
             for label in ("cold cache", "warm cache"):
                 before = server_calls(base)
                 figures = timed_run(evalspec, work)

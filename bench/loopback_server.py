@@ -1,6 +1,8 @@
 """A loopback OpenAI-compatible chat server (and a plain HTTP chatbot) that answers after a fixed latency.
 
-Run as a separate process by bench_run.py: `python bench/loopback_server.py PORT LATENCY_MS`.
+Run as a separate process by bench_run.py: `python bench/loopback_server.py PORT LATENCY_MS [TOOL_ROUNDS]`.
+With TOOL_ROUNDS > 0, a request that declares `tools` is answered with a `lookup` tool call until the
+turn has had that many rounds, then with text (an agent turn of TOOL_ROUNDS + 1 model calls).
 """
 
 from __future__ import annotations
@@ -19,7 +21,19 @@ async def chat(request: web.Request) -> web.Response:
     body = await request.json()
     STATS["calls"] += 1
     await asyncio.sleep(request.app["latency"])
-    last = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+    messages = body["messages"]
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    last = messages[last_user]["content"]
+    rounds = sum(1 for m in messages[last_user + 1:] if m["role"] == "assistant")
+    if body.get("tools") and rounds < request.app["tool_rounds"]:
+        call = {"id": f"call_{last_user}_{rounds}", "type": "function",
+                "function": {"name": "lookup", "arguments": json.dumps({"query": last}, ensure_ascii=False)}}
+        return web.json_response({
+            "id": "bench", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                         "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+        })
     return web.json_response({
         "id": "bench", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": f"收到：{last}"}, "finish_reason": "stop"}],
@@ -42,6 +56,7 @@ def main() -> None:
     port, latency_ms = int(sys.argv[1]), float(sys.argv[2])
     app = web.Application()
     app["latency"] = latency_ms / 1000
+    app["tool_rounds"] = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     app.add_routes([web.post("/v1/chat/completions", chat), web.post("/bot", bot), web.get("/stats", stats)])
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=512)
 
