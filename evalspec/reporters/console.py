@@ -101,7 +101,7 @@ def make_console() -> Console:
 
 
 def _finding_line(f: Finding) -> str:
-    text = f"{f.where}: {f.rule}" + (" [critical]" if f.critical else "")
+    text = f.where + (f": {f.rule}" if f.rule else "") + (" [critical]" if f.critical else "")
     return one_line(text + ": " + (f.error or f.reason))
 
 
@@ -112,7 +112,8 @@ def _excerpt_markup(x: Excerpt) -> str:
 
 def print_finding(console: Console, f: Finding) -> None:
     critical = " [red bold]critical[/]" if f.critical else ""
-    console.print(f"    {escape(f.where)} · {escape(one_line(f.rule))}{critical}")
+    rule = f" · {escape(one_line(f.rule))}" if f.rule else ""
+    console.print(f"    {escape(f.where)}{rule}{critical}")
     if f.error:
         console.print(f"      [yellow]error:[/] {escape(one_line(f.error))}")
     elif f.facts:

@@ -136,10 +136,10 @@ def _facts(a: dict[str, Any]) -> list[Fact]:
                      bool(f.get("score") == 1)) for f in details["facts"]]
     if "entity" in details:
         d = details["entity"]
-        facts = [Fact("expected", " / ".join(map(str, d["expected"])), str(d.get("found") or ""),
+        facts = [Fact("entity", " / ".join(map(str, d["expected"])), str(d.get("found") or ""),
                       bool(d.get("found")) and not d.get("distractors"))]
         if d.get("distractors"):
-            facts.append(Fact("must not name", " / ".join(map(str, d.get("not", []))),
+            facts.append(Fact("distractor", "none of " + " / ".join(map(str, d.get("not", []))),
                               ", ".join(map(str, d["distractors"])), False))
         return facts
     return []
@@ -155,17 +155,19 @@ def _where(a: dict[str, Any], excerpts: list[Excerpt]) -> str:
     return ("turn " if len(turns) == 1 else "turns ") + ", ".join(map(str, turns))
 
 
+def explain(record: dict[str, Any], a: dict[str, Any]) -> Finding:
+    """One failing or erroring assertion of `record`, explained."""
+    shown = _excerpts(record, a) if not a.get("error") else []
+    return Finding(rule_text(a), a.get("severity") == "critical" and a.get("pass") is False,
+                   _where(a, shown), str(a.get("reason") or ""), a.get("error"), shown, _facts(a))
+
+
 def findings(record: dict[str, Any]) -> list[Finding]:
     """Every failing or erroring assertion of a record, explained; a conversation error comes first."""
     out = []
     if record.get("error") and not any(a.get("error") for a in record.get("assertions", [])):
-        out.append(Finding("conversation", False, _last_turn(record), "", error=str(record["error"])))
-    for a in record.get("assertions", []):
-        if a.get("pass") is not False and not a.get("error"):
-            continue
-        shown = _excerpts(record, a) if not a.get("error") else []
-        out.append(Finding(rule_text(a), a.get("severity") == "critical" and a.get("pass") is False,
-                           _where(a, shown), str(a.get("reason") or ""), a.get("error"), shown, _facts(a)))
+        out.append(Finding("", False, _last_turn(record), "", error=str(record["error"])))
+    out += [explain(record, a) for a in record.get("assertions", []) if a.get("pass") is False or a.get("error")]
     return out
 
 

@@ -6,64 +6,123 @@ Everything from the system under test is escaped by jinja2's autoescape: a reply
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from jinja2 import Environment
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from evalspec.reporters import tools
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.curves_html import curves_section
+from evalspec.reporters.findings import Excerpt, Finding, explain, findings, rule_text
+from evalspec.reporters.vocabulary import (
+    count_items,
+    ensure_current,
+    failing,
+    gate_headline,
+    pass_rate_text,
+    repeats_text,
+    suite_gate_word,
+    verdict_records,
+)
+from evalspec.results.verdict import CATEGORIES
 
 TEMPLATE = """<!doctype html>
 <html lang="zh"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>evalspec report {{ run.run_id }}</title>
 <style>
-body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937}
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937;overflow-wrap:anywhere}
 header{background:#111827;color:#fff;padding:16px 24px}header h1{margin:0;font-size:20px}
-main{padding:16px 24px;max-width:1200px}.cards{display:flex;gap:12px;flex-wrap:wrap}
-.card{background:#fff;border-radius:8px;padding:12px 16px;box-shadow:0 1px 2px #0002;min-width:110px}
+main{padding:16px 24px;max-width:1200px}.cards{display:flex;gap:10px;flex-wrap:wrap}
+.card{background:#fff;border-radius:8px;padding:10px 14px;box-shadow:0 1px 2px #0002;min-width:96px;flex:0 1 auto}
 .card b{display:block;font-size:22px}.passed{color:#15803d}.failed{color:#b91c1c}.error{color:#b45309}
-.xfailed{color:#7e22ce}.xpassed{color:#0e7490}.skipped{color:#6b7280}
-table{border-collapse:collapse;background:#fff;width:100%;margin:12px 0}td,th{padding:6px 8px;border-bottom:1px solid #e5e7eb;text-align:left;font-size:14px}
-.filters{margin:16px 0;display:flex;gap:8px;flex-wrap:wrap;align-items:center}select{padding:4px}
+.xfailed{color:#7e22ce}.xpassed{color:#0e7490}.skipped,.drafts{color:#6b7280}.measured{color:#6b7280}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;background:#fff;width:100%;margin:12px 0}td,th{padding:6px 8px;border-bottom:1px solid #e5e7eb;text-align:left;font-size:14px;overflow-wrap:normal}
+td.n,th.n{text-align:right}
+.filters{margin:16px 0;display:flex;gap:8px;flex-wrap:wrap;align-items:center}select{padding:4px;max-width:100%}
 details.test{background:#fff;border-radius:8px;margin:8px 0;box-shadow:0 1px 2px #0002}
 details.test summary{padding:10px 14px;cursor:pointer}.chat{padding:8px 16px 16px}
 .msg{max-width:75%;padding:8px 12px;border-radius:12px;margin:6px 0;white-space:pre-wrap;word-break:break-word}
 .user{background:#e0e7ff;margin-left:auto}.assistant{background:#f3f4f6}.injected{border:1px dashed #9ca3af}
 .meta{font-size:12px;color:#6b7280}.verdict{font-size:13px;margin:2px 0 2px 12px}.gate{font-weight:bold}
+.desc{margin:4px 0 8px;color:#374151}
+.failure{background:#fff;border-left:4px solid #b91c1c;border-radius:6px;padding:8px 12px;margin:8px 0;box-shadow:0 1px 2px #0002}
+.failure.error{border-left-color:#b45309}.failure ul{margin:4px 0;padding-left:18px}
+.rule{font-family:ui-monospace,monospace;font-size:13px;background:#f3f4f6;padding:0 4px;border-radius:4px}
+.critical{background:#b91c1c;color:#fff;border-radius:4px;padding:0 5px;font-size:12px;font-weight:bold}
+.excerpt{white-space:pre-wrap;background:#f9fafb;border-radius:6px;padding:4px 8px;margin:4px 0}
+mark{background:#fde68a;color:inherit;padding:0 1px}
 .curves svg{background:#fff;border-radius:8px;box-shadow:0 1px 2px #0002}
+h2{font-size:18px;margin:20px 0 8px}
+@media (max-width:600px){main{padding:10px}header{padding:12px}.msg{max-width:94%}.card{min-width:0;flex:1 1 80px;padding:8px}
+.card b{font-size:18px}td,th{padding:4px 5px;font-size:12px}.chat{padding:6px 8px 10px}}
 {{ tool_css }}
 </style></head><body>
 <header><h1>evalspec report</h1><div class="meta" style="color:#d1d5db">run {{ run.run_id }} · {{ run.started_at }} · evalspec {{ run.evalspec_version }}</div></header>
 <main>
-<p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
+<p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }} · pass rate <span id="pass-rate">{{ pass_rate(run.gate.pass_rate) }}</span></p>
 <ul>{% for r in run.gate.reasons %}<li>{{ r }}</li>{% endfor %}</ul>
 {{ baseline_section }}
 {{ attacks_section }}
-<div class="cards">{% for status, n in cards.items() %}<div class="card"><b class="{{ status }}">{{ n }}</b>{{ status }}</div>{% endfor %}
-<div class="card"><b>{{ measured }}</b>not gated (curve points, drafts)</div>
+<div class="cards" id="counts">{% for label, n in counts %}<div class="card" data-count="{{ label }}"><b class="{{ label.split()[0] if label != 'SLAs missed' else ('failed' if n else 'passed') }}">{{ n }}</b>{{ label }}</div>{% endfor %}
 <div class="card"><b>{{ run.summary.calls }}</b>calls ({{ run.summary.cached_calls }} cached)</div>
 <div class="card"><b>{{ run.summary.tokens }}</b>tokens</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>cost</div></div>
-<table><tr><th>suite</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th><th>gate</th></tr>
-{% for g in run.gate.suites %}<tr><td>{{ g.suite }}</td><td>{{ g.passed }}</td><td>{{ g.failed }}</td><td>{{ g.errors }}</td><td>{{ '%.0f%%' % (g.pass_rate * 100) if g.pass_rate is not none else '—' }}</td><td class="{{ 'passed' if g.ok else 'failed' }}">{{ 'ok' if g.ok else 'failed' }}</td></tr>{% endfor %}</table>
-{{ curves_section }}
+<div class="scroll"><table><tr><th>suite</th>{% for label, _ in counts %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">pass rate</th><th>gate</th></tr>
+{% for g in run.gate.suites %}<tr><td>{{ g.suite }}</td>{% for _, n in count_items(g.counts) %}<td class="n">{{ n }}</td>{% endfor %}<td class="n">{{ pass_rate(g.pass_rate) }}</td><td class="{{ 'passed' if suite_gate_word(g) == 'ok' else 'failed' }}">{{ suite_gate_word(g) }}</td></tr>{% endfor %}</table></div>
+{% if run.slas %}<h2>SLAs</h2><div class="scroll"><table><tr><th>SLA</th><th>verdict</th><th>measured vs target</th></tr>
+{% for x in run.slas %}<tr data-sla="{{ x.id }}"><td>{{ x.id }}</td><td class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ x.status }}</td><td>{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
+{% if run.summary.metrics %}<h2>Metrics</h2><div class="scroll"><table><tr><th>metric</th><th>suite</th><th>provider</th><th class="n">mean</th><th class="n">passed</th></tr>
+{% for m in run.summary.metrics %}<tr><td>{{ m.metric }}</td><td>{{ m.suite }}</td><td>{{ m.provider }}</td><td class="n">{{ '—' if m.mean is none else '%.2f' % m.mean }}</td><td class="n">{{ m.passed }}/{{ m.total }}</td></tr>{% endfor %}</table></div>{% endif %}
+{% if failures %}<h2 id="failures">Failures first</h2>
+{% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ f.v.category }}</b>{% if f.v.critical_failed %} <span class="critical">critical</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">conversation ↓</a>
+{% if f.description %}<div class="desc">{{ f.description }}</div>{% endif %}
+<ul>{% for x in f.findings %}<li>{{ finding_html(x) }}</li>{% endfor %}</ul></div>{% endfor %}{% endif %}
+<div class="scroll">{{ curves_section }}</div>
 <h2>Conversations</h2>
 <div class="filters">status <select id="f-status"><option value="">all</option>{% for s in statuses %}<option>{{ s }}</option>{% endfor %}</select>
 tag <select id="f-tag"><option value="">all</option>{% for t in tags %}<option>{{ t }}</option>{% endfor %}</select>
-provider <select id="f-provider"><option value="">all</option>{% for p in providers %}<option>{{ p }}</option>{% endfor %}</select></div>
-{% for r in run.results %}<details class="test" data-status="{{ r.status }}" data-provider="{{ r.provider }}" data-tags="|{{ r.tags|join('|') }}|" {% if r.status in ('failed', 'error') and not r.curve %}open{% endif %}>
-<summary><b class="{{ r.status }}">{{ r.status }}</b> {{ r.test_id }} <span class="meta">@ {{ r.provider }} · {{ r.name }} · score {{ '%.2f' % r.score if r.score is not none else '–' }} · {{ r.suite }}{% if r.xfail %} · xfail: {{ r.xfail }}{% endif %}{% if r.curve %} · curve point{% endif %}</span></summary>
-<div class="chat">{% if r.error %}<p class="error">error: {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
-{% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ m.role }}{% if m.turn %} · turn {{ m.turn }}{% endif %}{% if m.filler %} · filler{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · golden history{% endif %}{% if m.intermediate %} · tool round{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · cached{% endif %}</div>{{ m.content }}{{ tool_cards(m, r.transcript) }}</div>
-{% if m.role == 'assistant' and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}<div class="verdict {{ verdict_class(a) }}">{{ verdict_icon(a) }} {{ a.type }}: {{ a.error or a.reason }}</div>{% endfor %}{% endif %}{% endfor %}
-{% for a in r.assertions if a.turn is none %}<div class="verdict {{ verdict_class(a) }}">{{ verdict_icon(a) }} {{ a.type }} <span class="meta">[{{ a.scope }}]</span>: {{ a.error or a.reason }}{% for e in a.evidence[:3] if e.text %} <span class="meta">· turn {{ e.turn }}: {{ e.text }}</span>{% endfor %}</div>{% endfor %}
-<p class="meta">stop: {{ r.stop_reason }} · {{ r.calls }} calls · {{ '%.2f' % (r.duration_ms / 1000) }} s</p></div></details>{% endfor %}
+provider <select id="f-provider"><option value="">all</option>{% for p in providers %}<option>{{ p }}</option>{% endfor %}</select>
+<span class="meta"><span id="shown">{{ tests|length }}</span> of {{ tests|length }} shown</span></div>
+{% for t in tests %}{% set v = t.v %}<details class="test" id="{{ t.anchor }}" data-status="{{ v.category }}" data-provider="{{ v.provider }}" data-tags="|{{ t.tags|join('|') }}|" {% if v.category in ('failed', 'error') %}open{% endif %}>
+<summary><b class="{{ v.category }}">{{ v.category }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }} · score {{ '%.2f' % v.score_mean if v.score_mean is not none else '—' }}{{ t.repeats }} · {{ v.suite }}{% if t.xfail %} · xfail: {{ t.xfail }}{% endif %}{% if v.measured %} · curve point (measurement){% endif %}</span></summary>
+<div class="chat">{% if t.description %}<p class="desc">{{ t.description }}</p>{% endif %}
+{% for r in t.records %}{% if t.records|length > 1 %}<p class="meta">repeat {{ r.repeat }} · <b class="{{ 'measured' if v.measured and r.status != 'error' else r.status }}">{{ 'measured' if v.measured and r.status != 'error' else r.status }}</b></p>{% endif %}
+{% if r.error %}<p class="error">error: {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
+{% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ m.role }}{% if m.turn %} · turn {{ m.turn }}{% endif %}{% if m.filler %} · filler{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · golden history{% endif %}{% if m.intermediate %} · tool round{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · cached{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}</div>
+{% if m.role == 'assistant' and not m.injected and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{% endif %}{% endfor %}
+{% for a in r.assertions if a.turn is none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}
+<p class="meta">stop: {{ r.stop_reason }} · {{ r.calls }} calls · {{ '%.2f' % ((r.duration_ms or 0) / 1000) }} s</p>{% endfor %}</div></details>{% endfor %}
 </main>
 <script>
-(function(){var s=document.getElementById('f-status'),t=document.getElementById('f-tag'),p=document.getElementById('f-provider');
-function apply(){document.querySelectorAll('details.test').forEach(function(d){var ok=(!s.value||d.dataset.status===s.value)&&(!p.value||d.dataset.provider===p.value)&&(!t.value||d.dataset.tags.indexOf('|'+t.value+'|')>=0);d.style.display=ok?'':'none';});}
-[s,t,p].forEach(function(e){e.addEventListener('change',apply);});})();
+(function(){
+var sel={status:document.getElementById('f-status'),tag:document.getElementById('f-tag'),provider:document.getElementById('f-provider')};
+function fromHash(){
+  location.hash.replace(/^#/,'').split('&').forEach(function(kv){
+    var i=kv.indexOf('=');if(i<0)return;
+    var k=decodeURIComponent(kv.slice(0,i)),v=decodeURIComponent(kv.slice(i+1).replace(/\\+/g,' '));
+    var s=sel[k];if(!s)return;
+    if(!Array.prototype.some.call(s.options,function(o){return o.value===v;})){var o=document.createElement('option');o.value=o.textContent=v;s.appendChild(o);}
+    s.value=v;});
+}
+function toHash(){
+  var parts=[];Object.keys(sel).forEach(function(k){if(sel[k].value)parts.push(k+'='+encodeURIComponent(sel[k].value));});
+  var h=parts.length?'#'+parts.join('&'):location.pathname+location.search;
+  try{history.replaceState(null,'',h);}catch(e){location.hash=parts.join('&');}
+}
+function apply(){
+  var shown=0,s=sel.status.value,t=sel.tag.value,p=sel.provider.value;
+  document.querySelectorAll('details.test').forEach(function(d){
+    var ok=(!s||d.dataset.status===s)&&(!p||d.dataset.provider===p)&&(!t||d.dataset.tags.indexOf('|'+t+'|')>=0);
+    d.hidden=!ok;if(ok)shown++;});
+  document.getElementById('shown').textContent=shown;
+}
+fromHash();apply();
+Object.keys(sel).forEach(function(k){sel[k].addEventListener('change',function(){toHash();apply();});});
+window.addEventListener('hashchange',function(){fromHash();apply();});
+})();
 </script></body></html>
 """
 
@@ -84,18 +143,98 @@ def _baseline_section(run: dict[str, Any]) -> Markup:
     return html_section(run["baseline"])
 
 
+def _marks(record: dict[str, Any]) -> dict[Any, list[str]]:
+    """Per turn, the texts that failing assertions blame in that turn's reply."""
+    out: dict[Any, list[str]] = defaultdict(list)
+    for f in findings(record):
+        for x in f.excerpts:
+            if x.match:
+                out[x.turn].append(x.match)
+    return out
+
+
+def marked(m: dict[str, Any], marks: dict[Any, list[str]]) -> Markup:
+    """A message, escaped, with the text a failing assertion blames in `<mark>`."""
+    content = str(m.get("content", ""))
+    needles = marks.get(m.get("turn"), []) if m.get("role") == "assistant" and not m.get("injected") else []
+    spans: list[tuple[int, int]] = []
+    for needle in needles:
+        at = content.casefold().find(needle.casefold())
+        if at >= 0 and all(at + len(needle) <= a or at >= b for a, b in spans):
+            spans.append((at, at + len(needle)))
+    out, pos = [], 0
+    for a, b in sorted(spans):
+        out += [str(escape(content[pos:a])), f"<mark>{escape(content[a:b])}</mark>"]
+        pos = b
+    out.append(str(escape(content[pos:])))
+    return Markup("".join(out))
+
+
+def excerpt_html(x: Excerpt) -> Markup:
+    mark = Markup("<mark>{}</mark>").format(x.match) if x.match else Markup("")
+    return Markup('<div class="excerpt"><span class="meta">reply, turn {}:</span> {}{}{}</div>').format(
+        x.turn, x.before, mark, x.after)
+
+
+def finding_html(f: Finding) -> Markup:
+    parts = [Markup('{} · <span class="rule">{}</span>').format(f.where, f.rule) if f.rule else Markup("{}").format(f.where)]
+    if f.critical:
+        parts.append(Markup(' <span class="critical">critical</span>'))
+    if f.error:
+        parts.append(Markup('<div class="error">error: {}</div>').format(f.error))
+    elif f.facts:
+        parts += [Markup("<div>{}: expected <b>{}</b>, found {}</div>").format(
+            x.key, x.expected, Markup("<b>{}</b>").format(x.found) if x.found else Markup("<i>nothing</i>"))
+            for x in f.facts]
+    elif f.reason:
+        parts.append(Markup('<div class="meta">{}</div>').format(f.reason))
+    parts += [excerpt_html(x) for x in f.excerpts]
+    return Markup("").join(parts)
+
+
+def verdict_line(record: dict[str, Any], a: dict[str, Any], measured: bool) -> Markup:
+    css = "measured" if measured and not a.get("error") else verdict_class(a)
+    if a.get("pass") is False or a.get("error"):
+        f = explain(record, a)
+        body = Markup("{} {}").format(verdict_icon(a), finding_html(Finding(f.rule, f.critical, f.where, f.reason,
+                                                                             f.error, [], f.facts)))
+    else:
+        body = Markup('{} <span class="rule">{}</span>: {}').format(verdict_icon(a), rule_text(a), a.get("reason") or "")
+    return Markup('<div class="verdict {}">{}</div>').format(css, body)
+
+
 def render_html(run: dict[str, Any]) -> str:
+    run = ensure_current(run)
     env = Environment(autoescape=True, trim_blocks=False)
-    env.globals.update(verdict_class=verdict_class, verdict_icon=verdict_icon, tool_cards=tools.calls_html,
-                       tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html, tool_css=Markup(tools.CSS))
+    cache: dict[int, dict[Any, list[str]]] = {}
+
+    def marked_in(record: dict[str, Any], m: dict[str, Any]) -> Markup:
+        if id(record) not in cache:
+            cache[id(record)] = _marks(record)
+        return marked(m, cache[id(record)])
+
+    env.globals.update(verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_items=count_items,
+                       pass_rate=pass_rate_text, suite_gate_word=suite_gate_word,
+                       tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html,
+                       tool_css=Markup(tools.CSS))
     template = env.from_string(TEMPLATE)
-    gate = run["gate"]
-    text = {0: "gate passed", 1: "gate failed", 3: "gate: too many errors"}[gate["exit_code"]]
-    gated = [v for v in run["verdicts"] if not v["curve"] and not v["draft"]]
-    cards = {s: sum(1 for v in gated if v["status"] == s) for s in ("passed", "failed", "error", "xfailed", "xpassed")}
+    anchors = {id(v): f"v-{i}" for i, v in enumerate(run["verdicts"])}
+    tests = []
+    for v in run["verdicts"]:
+        recs = verdict_records(run, v)
+        first = recs[0] if recs else {}
+        tests.append({"v": v, "records": recs, "anchor": anchors[id(v)], "repeats": repeats_text(v),
+                      "tags": sorted({t for r in recs for t in r.get("tags", [])}),
+                      "xfail": first.get("xfail"), "description": first.get("description")})
+    failures = [{"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
+                 "description": recs[0].get("description") if recs else "",
+                 "findings": findings(recs[0]) if recs else []} for v, recs in failing(run)]
+    present = {v["category"] for v in run["verdicts"]}
     return template.render(
-        run=run, gate_text=text, baseline_section=_baseline_section(run), attacks_section=attacks_html(run), curves_section=curves_section(run), cards=cards, measured=len(run["verdicts"]) - len(gated),
-        statuses=sorted({r["status"] for r in run["results"]}),
+        run=run, gate_text=gate_headline(run["gate"]), baseline_section=_baseline_section(run),
+        attacks_section=attacks_html(run), curves_section=curves_section(run),
+        counts=count_items(run["summary"]), failures=failures, tests=tests,
+        statuses=[c for c in CATEGORIES if c in present],
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),
         providers=sorted({r["provider"] for r in run["results"]}),
     )

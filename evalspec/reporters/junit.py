@@ -23,7 +23,7 @@ def failure_text(record: dict[str, Any]) -> str:
     """Each failing assertion: where, the rule, severity, reason or expected/found, the reply excerpt."""
     lines = []
     for f in findings(record):
-        lines.append(f"{f.where}: {f.rule}" + (" [critical]" if f.critical else "")
+        lines.append(f.where + (f": {f.rule}" if f.rule else "") + (" [critical]" if f.critical else "")
                      + f": {one_line(f.error or f.reason)}")
         lines += [f"    {x.key}: expected {x.expected}, found {x.found or 'nothing'}" for x in f.facts]
         lines += [f"    reply, turn {x.turn}: {one_line(x.before)}[{one_line(x.match)}]{one_line(x.after)}"

@@ -46,7 +46,8 @@ def _excerpt(x: Excerpt) -> str:
 
 
 def finding_lines(f: Finding) -> list[str]:
-    head = f"  - {f.where} · `{one_line(f.rule).replace('`', 'ˋ')}`" + (" · **critical**" if f.critical else "")
+    rule = f" · `{one_line(f.rule).replace('`', 'ˋ')}`" if f.rule else ""
+    head = f"  - {f.where}{rule}" + (" · **critical**" if f.critical else "")
     lines = [head]
     if f.error:
         lines.append(f"    - error: {md(f.error)}")

@@ -11,6 +11,7 @@ COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), 
                 ("xpassed", "xpassed"), ("measured", "measured"), ("drafts", "drafts"),
                 ("slas_missed", "SLAs missed"))
 # C0/C1 controls (ESC starts terminal sequences) and bidi overrides; tab and newline are kept
+WHITESPACE = re.compile(r"\s+")
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -20,7 +21,8 @@ def strip_controls(text: Any) -> str:
 
 
 def one_line(text: Any) -> str:
-    return " ".join(strip_controls(text).split())
+    """Controls stripped, runs of whitespace (newlines too) made one space; edges kept for excerpts."""
+    return WHITESPACE.sub(" ", strip_controls(text))
 
 
 def ensure_current(run: dict[str, Any]) -> dict[str, Any]:
