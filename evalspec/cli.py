@@ -266,22 +266,35 @@ def list_(what: str) -> None:
 
 
 @main.command()
-@click.argument("run_jsons", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("run_jsons", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--html", "html_path", type=click.Path(dir_okay=False))
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False))
 @click.option("--md", "md_path", type=click.Path(dir_okay=False))
 def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | None, md_path: str | None) -> None:
-    """Re-render reports from run.json; several run.json files: a trend (--html), runs in time order."""
-    from evalspec.reporters.console import print_summary
+    """Re-render reports from run.json (no path: the latest run in .evalspec/runs/);
+    several run.json files: a trend (--html), runs in time order."""
+    from evalspec.reporters.console import make_console, print_summary
 
     if len(run_jsons) > 1:
         from evalspec.reporters.trend_command import trend_command
 
         sys.exit(trend_command(list(run_jsons), html_path, junit_path, md_path))
-    run_json = run_jsons[0]
+    run_json = run_jsons[0] if run_jsons else _latest_run(Path(".evalspec/runs"))
     data = json.loads(Path(run_json).read_text(encoding="utf-8"))
     written = _write_reports(data, html_path, junit_path, md_path)
-    print_summary(Console(highlight=False, soft_wrap=True), data, written, quiet=True)
+    console = make_console()
+    if not run_jsons:
+        console.print(f"[dim]latest run: {escape(str(run_json))}[/]")
+    print_summary(console, data, written, quiet=True)
+
+
+def _latest_run(runs: Path) -> str:
+    """The newest .evalspec/runs/<run-id>/run.json (by modification time); exit 2 when there is none."""
+    found = sorted(runs.glob("*/run.json"), key=lambda p: (p.stat().st_mtime, p.parent.name))
+    if not found:
+        err_console.print(f"error: no run found in {runs}/ (run `evalspec run` first, or give RUN.json)")
+        sys.exit(ExitCode.CONFIG_ERROR)
+    return str(found[-1])
 
 
 @main.command(name="diff")

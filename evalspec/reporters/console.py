@@ -134,7 +134,8 @@ def print_failures(console: Console, run: dict[str, Any]) -> None:
         console.print("[bold]Failures and errors[/]")
     for v, recs in problems:
         word = v["category"]
-        console.print(f"[{STYLE[word]}]{word}[/] [bold]{escape(one_line(v['name']))}[/] "
+        critical = " [red bold]critical[/]" if v["critical_failed"] else ""
+        console.print(f"[{STYLE[word]}]{word}[/]{critical} [bold]{escape(one_line(v['name']))}[/] "
                       f"[dim]{escape(one_line(v['test_id']))} @ {escape(one_line(v['provider']))}"
                       f"{repeats_text(v)}[/]")
         for f in findings(recs[0]) if recs else []:

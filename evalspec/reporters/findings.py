@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalspec.reporters.vocabulary import strip_controls
+
 EXCERPT_CHARS = 300
 RULE_CHARS = 120
 
@@ -115,7 +117,7 @@ def _excerpts(record: dict[str, Any], a: dict[str, Any]) -> list[Excerpt]:
             reply = by_turn.get(a["turn"])
         if reply is None:
             continue
-        content = str(reply.get("content", ""))
+        content = strip_controls(reply.get("content", ""))
         shown = excerpt(content, needle if _blames(str(e.get("note") or ""), needle, content) else "",
                         reply.get("turn"))
         key = (shown.turn, shown.match)
@@ -125,7 +127,7 @@ def _excerpts(record: dict[str, Any], a: dict[str, Any]) -> list[Excerpt]:
         if len(out) == 3:
             break
     if not out and a.get("turn") is not None and a["turn"] in by_turn:
-        out.append(excerpt(str(by_turn[a["turn"]].get("content", "")), "", a["turn"]))
+        out.append(excerpt(strip_controls(by_turn[a["turn"]].get("content", "")), "", a["turn"]))
     return out
 
 

@@ -23,6 +23,7 @@ from evalspec.reporters.vocabulary import (
     gate_headline,
     pass_rate_text,
     repeats_text,
+    strip_controls,
     suite_gate_word,
     verdict_records,
 )
@@ -33,7 +34,7 @@ TEMPLATE = """<!doctype html>
 <title>evalspec report {{ run.run_id }}</title>
 <style>
 *{box-sizing:border-box}
-body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937;overflow-wrap:anywhere}
+body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937;overflow-wrap:break-word}
 header{background:#111827;color:#fff;padding:16px 24px}header h1{margin:0;font-size:20px}
 main{padding:16px 24px;max-width:1200px}.cards{display:flex;gap:10px;flex-wrap:wrap}
 .card{background:#fff;border-radius:8px;padding:10px 14px;box-shadow:0 1px 2px #0002;min-width:96px;flex:0 1 auto}
@@ -55,9 +56,9 @@ details.test summary{padding:10px 14px;cursor:pointer}.chat{padding:8px 16px 16p
 .critical{background:#b91c1c;color:#fff;border-radius:4px;padding:0 5px;font-size:12px;font-weight:bold}
 .excerpt{white-space:pre-wrap;background:#f9fafb;border-radius:6px;padding:4px 8px;margin:4px 0}
 mark{background:#fde68a;color:inherit;padding:0 1px}
-.curves svg{background:#fff;border-radius:8px;box-shadow:0 1px 2px #0002}
+.curves svg{max-width:100%;height:auto;background:#fff;border-radius:8px;box-shadow:0 1px 2px #0002}
 h2{font-size:18px;margin:20px 0 8px}
-@media (max-width:600px){main{padding:10px}header{padding:12px}.msg{max-width:94%}.card{min-width:0;flex:1 1 80px;padding:8px}
+@media (max-width:600px){main{padding:10px}header{padding:12px}.msg{max-width:94%}.card{flex:1 1 80px;padding:8px}
 .card b{font-size:18px}td,th{padding:4px 5px;font-size:12px}.chat{padding:6px 8px 10px}}
 {{ tool_css }}
 </style></head><body>
@@ -155,7 +156,7 @@ def _marks(record: dict[str, Any]) -> dict[Any, list[str]]:
 
 def marked(m: dict[str, Any], marks: dict[Any, list[str]]) -> Markup:
     """A message, escaped, with the text a failing assertion blames in `<mark>`."""
-    content = str(m.get("content", ""))
+    content = strip_controls(m.get("content", ""))
     needles = marks.get(m.get("turn"), []) if m.get("role") == "assistant" and not m.get("injected") else []
     spans: list[tuple[int, int]] = []
     for needle in needles:

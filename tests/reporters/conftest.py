@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.reporters.golden import fixed
+
+
+@pytest.fixture
+def fixed_run() -> dict[str, Any]:
+    return fixed()
