@@ -297,6 +297,26 @@ def _latest_run(runs: Path) -> str:
     return str(found[-1])
 
 
+@main.command(name="github-comment")
+@click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
+def github_comment(run_json: str) -> None:
+    """Create or update this pull request's evalspec comment (found by a hidden marker).
+
+    Reads GITHUB_API_URL, GITHUB_REPOSITORY, GITHUB_EVENT_PATH and GITHUB_TOKEN, as any Action step does.
+    Exit 0 when the comment is up to date (or the event is not a pull request), 1 when GitHub refused."""
+    from evalspec.github import GitHubError, NotAPullRequest, comment_run
+
+    try:
+        action, url = comment_run(Path(run_json), os.environ)
+    except NotAPullRequest as exc:
+        click.echo(f"not a pull request ({exc}): no comment")
+        return
+    except GitHubError as exc:
+        err_console.print(f"error: {escape(str(exc))}")
+        sys.exit(1)
+    click.echo(f"{action} the pull-request comment {url}".rstrip())
+
+
 @main.command(name="diff")
 @click.argument("base_json", type=click.Path(exists=True, dir_okay=False))
 @click.argument("head_json", type=click.Path(exists=True, dir_okay=False))

@@ -25,14 +25,14 @@ def respond(messages, context):
     return "您好，请问有什么可以帮您？"
 '''
 
-SUITE = '''# yaml-language-server: $schema=https://evalspec.dev/schema/suite.schema.json
+SUITE = '''# yaml-language-server: $schema=../schema/suite.schema.json
 description: My first evalspec suite
 providers:
   - id: my-bot
     python: ../providers/my_bot.py:respond
 defaults:
   assert:
-    - not-regex: "1[3-9]\\\\d{9}"      # never a phone number, in any turn
+    - not-regex: '1[3-9]\\d{9}'      # never a phone number, in any turn
       scope: each_turn
       severity: critical
 tests:
@@ -56,35 +56,43 @@ tests:
       - within: {pattern: 到店|试驾, after: price}
 '''
 
-WORKFLOW = '''name: evalspec
+# The action by its path on GitHub (action.yml at the root of this repository); README shows the same workflow.
+ACTION = "evalspec/evalspec@main"
+
+WORKFLOW = f'''name: evalspec
 on:
   pull_request:
   push:
     branches: [main]
 permissions:
-  contents: read
-  pull-requests: write
+  contents: read         # check out the suites
+  actions: read          # `baseline: auto` reads the base branch's report artifact
+  pull-requests: write   # one summary comment on the pull request, updated on every push
 jobs:
-  conversations:
+  evalspec:
     runs-on: ubuntu-latest
     steps:
       - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
-        with: {python-version: "3.11"}
-      - run: pip install evalspec
-      - run: evalspec run suites/*.yaml --junit evalspec.xml --md evalspec.md --html evalspec.html
-      - if: always()
-        run: cat evalspec.md >> "$GITHUB_STEP_SUMMARY"
-      - if: always()
-        uses: actions/upload-artifact@v4
-        with: {name: evalspec-report, path: "evalspec.*\\n.evalspec/runs/"}
+      - uses: {ACTION}
+        with:
+          suites: suites/*.yaml
+          # baseline: auto   # gate on regressions against the base branch instead of the pass rate
 '''
 
 FILES = {
     Path("suites") / "example.yaml": SUITE,
+    Path("schema") / "suite.schema.json": "",  # generated when written: editors validate suites offline
     Path("providers") / "my_bot.py": BOT,
     Path(".github") / "workflows" / "evalspec.yml": WORKFLOW,
 }
+
+
+def _schema_text() -> str:
+    import json
+
+    from evalspec.config.schema import suite_schema
+
+    return json.dumps(suite_schema(), ensure_ascii=False, indent=2) + "\n"
 
 
 def scaffold(directory: Path) -> list[Path]:
@@ -96,6 +104,6 @@ def scaffold(directory: Path) -> list[Path]:
     for rel, text in FILES.items():
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(text or _schema_text(), encoding="utf-8")
         created.append(path)
     return created

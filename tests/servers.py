@@ -125,7 +125,7 @@ class LoopbackServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            do_POST = do_GET = do_PUT = _serve  # noqa: N815
+            do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
