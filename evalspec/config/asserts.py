@@ -9,8 +9,9 @@ import regex
 
 from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
 from evalspec.config.interpolate import is_template
+from evalspec.config.messages import describe_kinds, schema_problems
 from evalspec.config.model import AssertionSpec
-from evalspec.config.suggest import did_you_mean, unknown_key
+from evalspec.config.suggest import did_you_mean
 from evalspec.config.yamlfile import LineMap, PathKey
 from evalspec.errors import Problem
 
@@ -67,6 +68,7 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
             else:
                 bad(f"unknown key '{key}' for '{name}'{hint}", (*path, key))
     vpath = (*path, "value") if type_key == "type" else (*path, type_key)
+    value = _without_option_names(atype, name, value, vpath, lines, problems)
     spec = AssertionSpec(type=atype.name, negate=negate, value=value, where=path, value_where=vpath, turn=under_turn)
     _check_value(atype, value, value_given, vpath, lines, problems)
     _check_common(spec, item, atype, path, lines, problems, under_turn)
@@ -74,9 +76,45 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
     for key, sub in atype.options.items():
         if key in item:
             for err in jsonschema.Draft202012Validator(sub).iter_errors(item[key]):
-                bad(f"{key}: {err.message}", (*path, key))
+                for where, message in schema_problems(err, key):
+                    bad(message, (*path, key, *where))
     _check_patterns(atype, value, vpath, lines, problems)
     return spec
+
+
+def _declared_keys(schema: Any) -> set[str]:
+    """The keys a value schema names itself (`after`, `max`, ...), through anyOf/oneOf."""
+    if not isinstance(schema, dict):
+        return set()
+    keys = set(schema.get("properties") or {})
+    for sub in (*schema.get("anyOf", ()), *schema.get("oneOf", ())):
+        keys |= _declared_keys(sub)
+    return keys
+
+
+def _without_option_names(atype: AssertionType, name: str, value: Any, path: PathKey, lines: LineMap,
+                          problems: list[Problem]) -> Any:
+    """SPEC §3: option names are reserved, never read as part of a value. One written inside the value
+    (`memory-recall: {job: 测试工程师, fuzzy: false}`) is reported and left out of it."""
+    if not isinstance(value, dict):
+        return value
+    options = {o: t for t in REGISTRY.values() for o in t.options}
+    reserved = (set(options) | set(COMMON_KEYS)) - {"type", "value"} - _declared_keys(atype.value_schema)
+    misplaced = [k for k in value if k in reserved]
+    for key in misplaced:
+        if key in atype.options or key in COMMON_KEYS:
+            sub = atype.options.get(key)
+            wrong = sub is not None and any(jsonschema.Draft202012Validator(sub).iter_errors(value[key]))
+            takes = f" ({key} takes {describe_kinds(sub)}, got {value[key]!r})" if wrong else ""
+            message = (f"'{key}' is an option of '{name}', not part of its value: write it on its own line "
+                       f"beside '{name}:' (same indentation){takes}")
+        else:
+            owners = sorted(n for n, t in REGISTRY.items() if key in t.options)
+            own = f"; the options of '{name}' are {', '.join(atype.options)}" if atype.options else ""
+            message = (f"'{key}' is a reserved option name (an option of {', '.join(owners[:3])}), so it cannot be "
+                       f"part of the value of '{name}'{own}")
+        problems.append(lines.problem((*path, key), message))
+    return {k: v for k, v in value.items() if k not in misplaced} if misplaced else value
 
 
 def _check_value(atype: AssertionType, value: Any, given: bool, path: PathKey, lines: LineMap,
@@ -88,20 +126,8 @@ def _check_value(atype: AssertionType, value: Any, given: bool, path: PathKey, l
     if isinstance(value, str) and is_template(value) and atype.value_schema.get("type") != "string":
         return  # checked after rendering
     for err in sorted(jsonschema.Draft202012Validator(atype.value_schema).iter_errors(value), key=lambda e: e.path):
-        where = (*path, *err.absolute_path)
-        problems.append(lines.problem(where, _schema_message(err, atype.name)))
-
-
-def _schema_message(err: jsonschema.ValidationError, context: str) -> str:
-    if found := unknown_key(err):
-        return f"unknown key '{found[0]}' in '{context}'{found[1]}"
-    if err.validator == "required":
-        return f"'{context}' {err.message}"
-    options = err.validator_value if err.validator == "oneOf" and isinstance(err.validator_value, list) else []
-    if options and all(isinstance(o, dict) and o.get("required") for o in options):
-        keys = " or ".join(f"'{o['required'][0]}'" for o in options)
-        return f"'{context}' needs {keys} (exactly one)"
-    return f"{context}: {err.message}"
+        for where, message in schema_problems(err, atype.name):
+            problems.append(lines.problem((*path, *where), message))
 
 
 def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionType, path: PathKey,

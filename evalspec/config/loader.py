@@ -11,10 +11,10 @@ from typing import Any
 import jsonschema
 
 from evalspec.config.interpolate import ENV_PATTERN, SECRET_NAME
+from evalspec.config.messages import schema_problems
 from evalspec.config.model import Suite
 from evalspec.config.parser import SuiteParser
 from evalspec.config.schema import suite_schema
-from evalspec.config.suggest import did_you_mean, unknown_key
 from evalspec.config.yamlfile import LineMap, PathKey, load_yaml
 from evalspec.errors import ConfigError, Problem
 
@@ -84,8 +84,8 @@ def load_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
     suite = Suite(path=path, sha256=hashlib.sha256(raw_bytes).hexdigest(), lines=lines)
     data = _interpolate(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
     for err in _validator().iter_errors(data):
-        extra, message = _message(err)
-        problems.append(lines.problem((*err.absolute_path, *extra), message))
+        for where, message in schema_problems(err):
+            problems.append(lines.problem(where, message))
     SuiteParser(suite, data, lines, problems, dict(cli_vars or {})).parse()
     if problems:
         problems.sort(key=lambda p: (p.line or 0, p.path))
@@ -123,20 +123,3 @@ def _interpolate(value: Any, path: PathKey, environ: Mapping[str, str], lines: L
         return str(result)
 
     return ENV_PATTERN.sub(sub, value)
-
-
-def _message(err: jsonschema.ValidationError) -> tuple[tuple[str, ...], str]:
-    """(extra path to the offending key, message) for one schema error."""
-    if found := unknown_key(err):
-        return (found[0],), f"unknown key '{found[0]}'{found[1]}"
-    if err.validator == "required":
-        return (), err.message.replace("is a required property", "is required")
-    if err.validator in ("anyOf", "oneOf") and err.context:
-        best = jsonschema.exceptions.best_match(err.context)
-        return (), best.message
-    if err.validator == "enum":
-        options: list[Any] = list(err.validator_value) if isinstance(err.validator_value, list) else []
-        return (), f"{err.instance!r} is not one of {options}" + did_you_mean(str(err.instance), [str(v) for v in options])
-    return (), err.message
-
-

@@ -347,8 +347,8 @@ class SuiteParser:
         specs: list[AssertionSpec] = list(test.asserts) + [a for t in test.conversation for a in t.asserts]
         for spec in specs:
             for ref, where in turn_refs(spec):
-                if isinstance(ref, bool):
-                    self.bad(where, f"turn reference {ref!r} is not a number or label")
+                if isinstance(ref, bool) or not isinstance(ref, (int, str)):
+                    self.bad(where, f"turn reference {ref!r} is not a turn number or a label")
                 elif isinstance(ref, int):
                     if ref < 1:
                         self.bad(where, f"turn {ref} is out of range: turns are numbered from 1")

@@ -196,9 +196,9 @@ tests:
 """)
     found = "\n".join(problems(path))
     assert "unknown key 'afterr' in 'within' (did you mean 'after'?)" in found
-    assert "'within' 'after' is a required property" in found
-    assert "word-count" in found and "-1 is less than the minimum" in found
-    assert "memory-recall" in found
+    assert "within needs 'after'" in found
+    assert "word-count: min must be at least 0, got -1" in found
+    assert "memory-recall needs at least 1 entry" in found
 
 
 def test_bad_regex_in_session_rule_and_filter_pool(tmp_path: Path) -> None:
