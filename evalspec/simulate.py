@@ -17,6 +17,7 @@ from evalspec.errors import EvalspecError, GradingError, ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext
 from evalspec.providers.factory import ProviderPool
+from evalspec.scripted_user import load_scripted_user, next_message
 from evalspec.usercode import UserCodeError, in_thread
 
 
@@ -46,10 +47,11 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
     sim = inst.test.simulate
     assert sim is not None
     suite = inst.suite
+    scripted_user = load_scripted_user(inst) if sim.python else None
     spec = sim.model or suite.simulator
-    if spec is None:
+    if spec is None and scripted_user is None:
         raise ProviderError("a simulated user needs a model: set `simulator:` in the suite or `simulate.model`")
-    simulator = pool.get(spec, suite)
+    simulator = pool.get(spec, suite) if spec is not None and scripted_user is None else None
     judge = pool.judge_fn(suite)
     marker = next((str(c["user_says"]) for c in sim.stop_when if "user_says" in c), None)
     patterns = [str(c["assistant_matches"]) for c in sim.stop_when if "assistant_matches" in c]
@@ -61,7 +63,18 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
     while turn < sim.max_turns:
         if turn < len(scripted):
             text = scripted[turn]
+        elif scripted_user is not None:
+            try:
+                said = await next_message(scripted_user, inst, transcript.messages, turn + 1)
+            except ProviderError as exc:
+                transcript.stop_reason, transcript.error = "error", str(exc)
+                return transcript
+            if said is None:
+                transcript.stop_reason = "user_says"
+                return transcript
+            text = said
         else:
+            assert simulator is not None
             context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn + 1, vars=inst.vars,
                                   repeat=inst.repeat)
             try:

@@ -88,6 +88,7 @@ class SimulateSpec:
     fixed: list[str] = field(default_factory=list)
     stop_when: list[dict[str, Any]] = field(default_factory=list)
     model: Any = None
+    python: str | None = None  # a scripted user: FILE.py:function called as fn(transcript, context) -> str | None
 
 
 @dataclass

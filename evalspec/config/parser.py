@@ -316,10 +316,18 @@ class SuiteParser:
                 msg = regex_problem(cond["assistant_matches"])
                 if msg:
                     self.bad((*path, "stop_when", k, "assistant_matches"), msg)
-        if not all(isinstance(raw.get(k), t) for k, t in (("persona", str), ("goal", str), ("max_turns", int))):
+        python = raw.get("python")
+        if isinstance(python, str) and ":" not in python:
+            self.bad((*path, "python"), f"'{python}' is not FILE.py:function or module:function")
+        if python is None:
+            for key in ("persona", "goal"):
+                if key not in raw:
+                    self.bad(path, f"a simulated user needs '{key}' (or 'python: FILE.py:function', a scripted user)")
+        if not isinstance(raw.get("max_turns"), int) or not all(isinstance(raw.get(k, ""), str) for k in ("persona", "goal")):
             return None
         model = raw.get("model")
-        return SimulateSpec(persona=raw["persona"], goal=raw["goal"], max_turns=raw["max_turns"],
+        return SimulateSpec(persona=raw.get("persona", ""), goal=raw.get("goal", ""), max_turns=raw["max_turns"],
+                            python=python if isinstance(python, str) else None,
                             opening=raw.get("opening"), fixed=list(raw.get("fixed") or []),
                             stop_when=list(raw.get("stop_when") or []),
                             model=self._model_ref(model, (*path, "model"), "simulator") if model else None)

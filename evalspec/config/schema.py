@@ -169,7 +169,9 @@ def test_properties() -> dict[str, Any]:
             "max_turns": {"type": "integer", "minimum": 1, "maximum": 50},
             "stop_when": {"type": "array", "items": stop},
             "model": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]},
-        }, ["persona", "goal", "max_turns"]),
+            "python": {"type": "string", "description": "a scripted user: FILE.py:function called as "
+                                                        "fn(transcript, context) -> next message, or None to stop"},
+        }, ["max_turns"]),
         "attack": _obj({
             "goal": {"type": "string", "minLength": 1},
             "strategy": {"enum": ["crescendo", "persona", "goat", "mischievous"]},

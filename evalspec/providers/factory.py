@@ -171,7 +171,9 @@ class ProviderPool:
                           f"assertion '{spec.name}' in {inst.test_id}")
             if inst.test.attack is not None and inst.test.attack.python is None:
                 check(inst.test.attack.model or suite.simulator, suite, "simulator", f"attack test {inst.test_id}")
-            if inst.test.simulate is not None:
+            if inst.test.simulate is not None and inst.test.simulate.python:
+                problems.extend(scripted_user_problems(inst))
+            elif inst.test.simulate is not None:
                 check(inst.test.simulate.model or suite.simulator, suite, "simulator", f"simulated test {inst.test_id}")
                 if any(c.get("goal_met") for c in inst.test.simulate.stop_when):
                     check(suite.judge, suite, "judge", f"stop_when goal_met in {inst.test_id}")
@@ -226,3 +228,15 @@ def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
 
     return http_problems(spec.config)
 
+
+def scripted_user_problems(inst: Instance) -> list[Problem]:
+    """A python simulated user that cannot be loaded, found before any call."""
+    from evalspec.scripted_user import load_scripted_user
+
+    try:
+        load_scripted_user(inst)
+    except ProviderError as exc:
+        where = inst.suite.lines.problem((*inst.test.where, "simulate", "python"), "") if inst.suite.lines else None
+        return [Problem(str(inst.suite.path), where.line if where else None, where.path if where else "",
+                        f"{inst.test_id}: {exc}")]
+    return []
