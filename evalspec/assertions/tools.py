@@ -44,7 +44,7 @@ def value_matches(expected: Any, actual: Any) -> bool:
     if isinstance(expected, str) and expected.startswith("re:"):
         text = actual if isinstance(actual, str) else call_text({"name": "", "arguments": actual})[1:-1]
         try:
-            return regex.fullmatch(expected[3:], text, timeout=REGEX_TIMEOUT_S) is not None
+            return regex.fullmatch(expected[3:], text, timeout=REGEX_TIMEOUT_S, concurrent=True) is not None
         except TimeoutError:
             raise GradingError(f"regex {expected[3:]!r} timed out after {REGEX_TIMEOUT_S}s") from None
         except regex.error as exc:

@@ -37,7 +37,7 @@ providers:
     model: openai/m
     api_base: {server.base}
     api_key: sk-local-000
-options: {{timeout: 1, retries: 0, cache: false, grade_timeout: 3}}
+options: {{timeout: 5, retries: 0, cache: false, grade_timeout: 2}}
 tests:
 {slow}{healthy}""", encoding="utf-8")
         data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False, concurrency=24)).data
@@ -68,3 +68,27 @@ tests:
     assert record["status"] == "error"
     assert "timed out after 0.5s (options.grade_timeout)" in hang["error"]
     assert ok["pass"] is True and contains["pass"] is True
+
+
+def test_a_slow_regex_frees_the_gil_so_other_threads_keep_running() -> None:
+    import threading
+    import time
+
+    from evalspec.assertions.base import regex_time_limit, search
+    from evalspec.errors import GradingError
+
+    def slow() -> None:
+        with regex_time_limit(1.0):
+            try:
+                search("^(a|a)*$", "a" * 40 + "b")
+            except GradingError:
+                pass
+
+    worker = threading.Thread(target=slow)
+    worker.start()
+    longest, last = 0.0, time.monotonic()
+    while worker.is_alive():
+        time.sleep(0.01)
+        now = time.monotonic()
+        longest, last = max(longest, now - last), now
+    assert longest < 0.5  # a regex holding the GIL freezes this thread for the whole second
