@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from evalspec.github import GitHub, GitHubError
+
 ARTIFACT = "evalspec-report"
 
 
@@ -32,15 +34,6 @@ def _workflow(env: Mapping[str, str]) -> str:
     raise NoBaseline("GITHUB_WORKFLOW_REF does not name a workflow file")
 
 
-def _get(client: httpx.Client, url: str, **params: Any) -> Any:
-    response = client.get(url, params=params or None)
-    if response.status_code == 404:
-        raise NoBaseline(f"GitHub answered 404 for {url}")
-    if response.status_code >= 400:
-        raise NoBaseline(f"GitHub answered {response.status_code} for {url}: {response.text[:200]}")
-    return response.json()
-
-
 def _run_json_from_zip(content: bytes) -> dict[str, Any]:
     try:
         with zipfile.ZipFile(io.BytesIO(content)) as archive:
@@ -55,33 +48,28 @@ def _run_json_from_zip(content: bytes) -> dict[str, Any]:
     return data
 
 
-def fetch_baseline(env: Mapping[str, str], timeout: float = 30.0) -> tuple[dict[str, Any], str]:
-    """(run.json, where it came from); raises NoBaseline saying why there is none."""
+def fetch_baseline(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
+    """(run.json, where it came from); raises NoBaseline (or GitHubError) saying why there is none."""
     base = env.get("GITHUB_BASE_REF")
-    repo = env.get("GITHUB_REPOSITORY")
-    token = env.get("GITHUB_TOKEN")
     if not base:
         raise NoBaseline("not a pull request (GITHUB_BASE_REF is not set)")
-    if not repo or not token:
-        raise NoBaseline("GITHUB_REPOSITORY and GITHUB_TOKEN are needed to find the base branch's run")
-    api = env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-               "X-GitHub-Api-Version": "2022-11-28"}
+    github = GitHub.from_env(env)
+    repo = f"/repos/{github.repository}/actions"
     workflow = _workflow(env)
-    with httpx.Client(headers=headers, timeout=timeout, follow_redirects=True) as client:
-        runs = _get(client, f"{api}/repos/{repo}/actions/workflows/{workflow}/runs",
-                    branch=base, status="completed", per_page=1).get("workflow_runs") or []
-        if not runs:
+    with github._client() as client:
+        runs = (github.request(client, "GET", f"{repo}/workflows/{workflow}/runs",
+                               params={"branch": base, "status": "completed", "per_page": 1}) or {})
+        if not runs.get("workflow_runs"):
             raise NoBaseline(f"no completed run of {workflow} on {base} yet")
-        run = runs[0]
-        artifacts = _get(client, f"{api}/repos/{repo}/actions/runs/{run['id']}/artifacts",
-                         name=ARTIFACT).get("artifacts") or []
-        artifact = next((a for a in artifacts if a.get("name") == ARTIFACT), None)
+        run = runs["workflow_runs"][0]
+        listed = github.request(client, "GET", f"{repo}/runs/{run['id']}/artifacts", params={"name": ARTIFACT}) or {}
+        artifact = next((a for a in listed.get("artifacts") or [] if a.get("name") == ARTIFACT), None)
         if artifact is None:
             raise NoBaseline(f"run {run['id']} on {base} has no {ARTIFACT} artifact")
         if artifact.get("expired"):
             raise NoBaseline(f"the {ARTIFACT} artifact of run {run['id']} on {base} has expired")
-        response = client.get(f"{api}/repos/{repo}/actions/artifacts/{artifact['id']}/zip")
+        # the archive is a redirect to storage elsewhere; httpx drops the token when the host changes
+        response = client.get(f"{repo}/artifacts/{artifact['id']}/zip", follow_redirects=True)
         if response.status_code >= 400:
             raise NoBaseline(f"downloading the {ARTIFACT} artifact failed: GitHub answered {response.status_code}")
         data = _run_json_from_zip(response.content)
@@ -92,8 +80,8 @@ def fetch_auto_baseline(env: Mapping[str, str] | None = None) -> tuple[dict[str,
     """(run.json or None, a note: where it came from, or why there is none). Never raises."""
     try:
         data, source = fetch_baseline(os.environ if env is None else env)
-    except NoBaseline as exc:
+    except (NoBaseline, GitHubError) as exc:
         return None, str(exc)
-    except httpx.HTTPError as exc:
-        return None, f"the GitHub API could not be reached: {exc}"
+    except httpx.HTTPError as exc:  # during the artifact download
+        return None, f"downloading the {ARTIFACT} artifact failed: {exc}"
     return data, source
