@@ -4,8 +4,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from evalspec.api import RunResult, run  # noqa: E402
+from evalspec.api import Run, RunResult, arun, run  # noqa: E402
 from evalspec.assertions.registry import assertion  # noqa: E402
 from evalspec.config import Suite, load_suite  # noqa: E402
 
-__all__ = ["RunResult", "Suite", "__version__", "assertion", "load_suite", "run"]
+__all__ = ["Run", "RunResult", "Suite", "__version__", "arun", "assertion", "load_suite", "run"]

@@ -1,35 +1,82 @@
-"""The Python API: `run(paths)` does what `evalspec run` does and returns the run."""
+"""The Python API: `run(suites, **options) -> Run` and `await arun(...)`; the CLI is a layer over them.
+
+    >>> import evalspec
+    >>> result = evalspec.run(["suites/*.yaml"], concurrency=4, use_cache=False)
+    >>> result.exit_code, result.summary["pass_rate"]
+
+`arun` works inside a running event loop; `run` does too (it plays the run on a worker thread then).
+Neither changes the objects it is given.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import dataclasses
 import glob
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalspec.config.loader import load_suites
+from evalspec.config.model import Suite
 from evalspec.errors import ConfigError, Problem
 from evalspec.plan import Selection, build_plan
 from evalspec.runner import RunOptions, new_run_id, run_plan
 
+SuiteLike = str | Path | Suite
+OPTION_NAMES = tuple(f.name for f in dataclasses.fields(RunOptions))
 
-@dataclass
-class RunResult:
-    """A finished run: its run.json data, where it was written, and the exit code."""
+
+@dataclass(frozen=True)
+class Run:
+    """A finished run: the content of run.json (`to_json()`), where it was written, and typed views of it."""
 
     data: dict[str, Any]
-    path: Path | None
+    path: Path | None = None
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """One record per test instance × provider × repeat, in plan order."""
+        return list(self.data["results"])
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return dict(self.data["summary"])
+
+    @property
+    def gate(self) -> dict[str, Any]:
+        return dict(self.data["gate"])
 
     @property
     def exit_code(self) -> int:
         return int(self.data["gate"]["exit_code"])
 
     @property
-    def results(self) -> list[dict[str, Any]]:
-        return list(self.data["results"])
+    def results(self) -> list[dict[str, Any]]:  # the v1 name of `records`
+        return self.records
+
+    def to_json(self) -> dict[str, Any]:
+        """The run.json content (a deep copy: changing it leaves this run alone)."""
+        copied: dict[str, Any] = json.loads(json.dumps(self.data, ensure_ascii=False))
+        return copied
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> Run:
+        """A run read back from its run.json."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError([Problem(str(path), None, "", f"not a readable run.json: {exc}")]) from None
+        if not isinstance(data, dict) or not {"results", "summary", "gate"} <= set(data):
+            raise ConfigError([Problem(str(path), None, "", "not a run.json: needs results, summary and gate")])
+        return cls(data, path)
+
+
+RunResult = Run  # the v1 name
 
 
 def expand_paths(patterns: Sequence[str]) -> list[Path]:
@@ -58,16 +105,69 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     tmp.replace(path)
 
 
-def run(paths: Sequence[str | Path] = ("suites/*.yaml",), *, output: str | Path | None = None,
-        selection: Selection | None = None, variables: Mapping[str, Any] | None = None,
-        options: RunOptions | None = None) -> RunResult:
-    """Load, plan, play and grade; write run.json. Config problems raise ConfigError."""
-    suites = load_suites(list(expand_paths([str(p) for p in paths])), variables)
-    plan = build_plan(suites, selection)
-    options = options or RunOptions()
-    if options.run_dir is None:
-        options.run_dir = Path(".evalspec/runs") / new_run_id()
-    data = asyncio.run(run_plan(suites, plan, options))
-    out = Path(output) if output else options.run_dir / "run.json"
+def load(suites: SuiteLike | Sequence[SuiteLike], variables: Mapping[str, Any] | None = None) -> list[Suite]:
+    """Paths and globs loaded (with `variables`), `Suite` objects kept as they are, in the order given."""
+    items: list[SuiteLike] = [suites] if isinstance(suites, (str, Path, Suite)) else list(suites)
+    files = {id(item): expand_paths([str(item)]) for item in items if not isinstance(item, Suite)}
+    every = list(dict.fromkeys(p for paths in files.values() for p in paths))
+    by_path = dict(zip(every, load_suites(list(every), variables))) if every else {}
+    out: list[Suite] = []
+    for item in items:
+        for suite in [item] if isinstance(item, Suite) else [by_path[p] for p in files[id(item)]]:
+            if all(suite is not o for o in out):
+                out.append(suite)
+    return out
+
+
+def make_options(options: RunOptions | None, overrides: Mapping[str, Any]) -> RunOptions:
+    """A new RunOptions: `options` (untouched) with keyword overrides; unknown names are a TypeError."""
+    unknown = sorted(set(overrides) - set(OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"unknown run option(s) {', '.join(unknown)}; valid: {', '.join(OPTION_NAMES)}")
+    base = options or RunOptions()
+    chosen = dataclasses.replace(base, **overrides)
+    if chosen.run_dir is None:
+        chosen = dataclasses.replace(chosen, run_dir=Path(".evalspec/runs") / new_run_id())
+    return chosen
+
+
+async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, output: str | Path | None = None,
+               selection: Selection | None = None, variables: Mapping[str, Any] | None = None,
+               options: RunOptions | None = None, baseline: str | None = None, gate: str | None = None,
+               confirm: int = 2, on_progress: Callable[[str], None] | None = None, **overrides: Any) -> Run:
+    """Load, plan, play and grade; diff against `baseline` when given; write run.json.
+
+    `overrides` are RunOptions fields (concurrency, run_dir, use_cache, fail_under, ...). Config problems
+    raise ConfigError before anything runs."""
+    from evalspec.diff.attach import attach_baseline, find_baseline
+
+    loaded = load(suites, variables)
+    plan = build_plan(loaded, selection)
+    if not plan:
+        raise ConfigError([Problem(", ".join(str(s.path) for s in loaded), None, "",
+                                   "no test matches the selection (filter/tags/providers); nothing was run")])
+    if options is None and "concurrency" not in overrides:
+        overrides = {**overrides, "concurrency": max(int(s.option("concurrency")) for s in loaded)}
+    chosen = make_options(options, overrides)
+    base = find_baseline(baseline)
+    data = await run_plan(loaded, plan, chosen)
+    data = await attach_baseline(data, base, gate, confirm, loaded, plan, chosen.concurrency, on_progress)
+    assert chosen.run_dir is not None
+    out = Path(output) if output else chosen.run_dir / "run.json"
     write_json(out, data)
-    return RunResult(data, out)
+    return Run(data, out)
+
+
+def run(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, output: str | Path | None = None,
+        selection: Selection | None = None, variables: Mapping[str, Any] | None = None,
+        options: RunOptions | None = None, baseline: str | None = None, gate: str | None = None,
+        confirm: int = 2, on_progress: Callable[[str], None] | None = None, **overrides: Any) -> Run:
+    """`arun` for synchronous code; inside a running event loop it plays on a worker thread."""
+    job = arun(suites, output=output, selection=selection, variables=variables, options=options,
+               baseline=baseline, gate=gate, confirm=confirm, on_progress=on_progress, **overrides)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(job)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, job).result()

@@ -109,14 +109,12 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     """Run suites (default: suites/*.yaml) and gate on the result."""
     import regex
 
-    from evalspec.api import expand_paths, write_json
-    from evalspec.config.loader import load_suites
-    from evalspec.diff.attach import attach_baseline, find_baseline
+    from evalspec.api import arun, expand_paths, load
     from evalspec.executors import RayConfig
     from evalspec.interrupts import Interrupted, run_interruptible
-    from evalspec.plan import Selection, build_plan
+    from evalspec.plan import Selection
     from evalspec.reporters.console import ConsoleReporter
-    from evalspec.runner import RunOptions, new_run_id, run_plan
+    from evalspec.runner import RunOptions, new_run_id
 
     if executor == "ray":
         try:
@@ -132,28 +130,26 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         except regex.error as exc:
             raise click.BadParameter(f"bad regex {filter_!r}: {exc}", param_hint="--filter") from None
     cli_vars = _parse_vars(var_pairs)
-    files = expand_paths(list(paths))
-    suites = load_suites(list(files), cli_vars)
+    patterns = list(paths) or ["suites/*.yaml"]
+    suites = load(patterns, cli_vars)
     selection = Selection(filter_, list(tags), list(providers), repeat)
-    plan = build_plan(suites, selection)
-    if not plan:
-        err_console.print("error: no test matches the selection (--filter/--tag/--provider); nothing was run.")
-        sys.exit(ExitCode.CONFIG_ERROR)
     _check_writable([p for p in (output, html_path, junit_path, md_path) if p])
-    base = find_baseline(baseline)
     run_dir = Path(resume_dir) if resume_dir else Path(".evalspec/runs") / new_run_id()
     if resume_dir and not (run_dir / "journal.jsonl").exists():
         err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
         sys.exit(ExitCode.CONFIG_ERROR)
     reporter = ConsoleReporter(quiet=quiet)
-    jobs = concurrency or max(int(s.option("concurrency")) for s in suites)
-    options = RunOptions(concurrency=jobs, run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
+    options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites),
+                         run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
                          fail_under=fail_under, include_drafts=include_drafts,
                          on_start=reporter.on_start, on_result=reporter.on_result,
-                         ray=RayConfig([str(f.resolve()) for f in files], cli_vars, selection, address)
-                         if executor == "ray" else None)
+                         ray=RayConfig([str(f.resolve()) for f in expand_paths(patterns)], cli_vars, selection,
+                                       address) if executor == "ray" else None)
     try:
-        data = run_interruptible(run_plan(suites, plan, options))
+        result = run_interruptible(arun(suites, output=output, selection=selection, options=options,
+                                        baseline=baseline, gate=gate_mode, confirm=confirm,
+                                        on_progress=None if quiet else
+                                        lambda text: err_console.print(f"[dim]{escape(text)}[/]")))
     except (Interrupted, KeyboardInterrupt) as exc:
         reporter.stop()
         args = shlex.join(sys.argv[1:])
@@ -165,14 +161,10 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     except ConfigError:
         reporter.stop()
         raise
-    data = asyncio.run(attach_baseline(data, base, gate_mode, confirm, suites, plan, jobs,
-                                       None if quiet else lambda text: err_console.print(f"[dim]{escape(text)}[/]")))
-    out = Path(output) if output else run_dir / "run.json"
-    write_json(out, data)
-    written = {"run.json": str(out)}
-    written.update(_write_reports(data, html_path, junit_path, md_path))
-    reporter.on_finish(data, written)
-    sys.exit(data["gate"]["exit_code"])
+    written = {"run.json": str(result.path)}
+    written.update(_write_reports(result.data, html_path, junit_path, md_path))
+    reporter.on_finish(result.data, written)
+    sys.exit(result.exit_code)
 
 
 def _check_writable(paths: list[str]) -> None:

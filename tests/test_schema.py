@@ -43,7 +43,7 @@ def test_editor_schema_rejects_a_typo() -> None:
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(public) == ["RunResult", "Suite", "__version__", "assertion", "load_suite", "run"]
+    assert sorted(public) == ["Run", "RunResult", "Suite", "__version__", "arun", "assertion", "load_suite", "run"]
 
 
 def test_catalogue_names_from_the_spec_are_registered() -> None:
