@@ -10,7 +10,6 @@ per result, all with the turn's number; the turn's reply is its last assistant m
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -117,6 +116,7 @@ class ToolKit:
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     base_dir: Path = Path(".")
     vars: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 60.0
 
     async def answer(self, call: dict[str, Any], context: dict[str, Any]) -> str:
         """The result for one call, from `tool_results`: a fixed value, a template over `args`, or python."""
@@ -136,24 +136,28 @@ class ToolKit:
             raise ProviderError(f"tool_results.{name}: {exc}") from None
 
     async def _python(self, ref: str, args: Any, context: dict[str, Any]) -> Any:
+        """The user's function, off the loop and under the call time-out (it cannot end or hang the run)."""
+        from evalspec.usercode import UserCodeError, call_user
+
         try:
             fn = load_callable(ref, self.base_dir)
         except LoadError as exc:
             raise ProviderError(f"tool_results: {exc}") from None
         try:
-            if inspect.iscoroutinefunction(fn):
-                return await fn(args, context)
-            return await asyncio.to_thread(fn, args, context)
-        except Exception as exc:
-            raise ProviderError(f"tool_results: {ref} raised {type(exc).__name__}: {exc}") from exc
+            return await asyncio.wait_for(call_user(fn, args, context), self.timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise ProviderError(f"tool_results: {ref} timed out after {self.timeout:g}s") from None
+        except UserCodeError as exc:
+            raise ProviderError(f"tool_results: {ref} raised {exc}") from exc
 
 
-def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: dict[str, Any] | None = None) -> ToolKit:
+def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: dict[str, Any] | None = None,
+                timeout: float = 60.0) -> ToolKit:
     config = spec.config
     return ToolKit(answers=spec.kind == "model", tools=load_tools(config.get("tools"), base_dir),
                    results=dict(config.get("tool_results") or {}),
                    max_rounds=int(config.get("max_tool_rounds", DEFAULT_MAX_TOOL_ROUNDS)),
-                   base_dir=base_dir, vars=dict(variables or {}))
+                   base_dir=base_dir, vars=dict(variables or {}), timeout=timeout)
 
 
 def tool_problems(spec: ProviderSpec, base_dir: Path) -> list[str]:

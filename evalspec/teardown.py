@@ -8,11 +8,11 @@ test id, provider id, vars and the transcript. A teardown that fails is reported
 from __future__ import annotations
 
 import asyncio
-import inspect
 from typing import Any
 
 from evalspec.loading import LoadError, load_callable
 from evalspec.plan import Instance
+from evalspec.usercode import UserCodeError, call_user
 
 
 async def run_teardown(inst: Instance, thread_id: str | None, transcript: list[dict[str, Any]]) -> dict[str, Any]:
@@ -23,16 +23,11 @@ async def run_teardown(inst: Instance, thread_id: str | None, transcript: list[d
     timeout = float(inst.provider.config.get("timeout") or inst.suite.option("timeout"))
     try:
         fn = load_callable(ref, inst.suite.path.parent)
-        if inspect.iscoroutinefunction(fn):
-            await asyncio.wait_for(fn(context), timeout)
-        else:
-            await asyncio.wait_for(asyncio.to_thread(fn, context), timeout)
+        await asyncio.wait_for(call_user(fn, context), timeout)
     except LoadError as exc:
         return {"ok": False, "function": ref, "error": str(exc)}
     except (TimeoutError, asyncio.TimeoutError):
         return {"ok": False, "function": ref, "error": f"{ref} timed out after {timeout:g}s"}
-    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
-        if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
-            raise
-        return {"ok": False, "function": ref, "error": f"{ref} raised {type(exc).__name__}: {exc}"}
+    except UserCodeError as exc:  # anything the user's code raised, SystemExit included
+        return {"ok": False, "function": ref, "error": f"{ref} raised {exc}"}
     return {"ok": True, "function": ref}

@@ -266,3 +266,13 @@ tests:
     with pytest.raises((ConfigError, LoadError)) as missing:
         run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run2", use_cache=False))
     assert "tools.py" in str(missing.value) and "does not exist" in str(missing.value)
+
+
+def test_a_tool_result_function_that_exits_makes_that_test_an_error_not_the_run(tmp_path: Path) -> None:
+    script = AgentScript({"订试驾": [[("book_test_drive", {"model": "瑶光", "time": "周六"})]]})
+    (tmp_path / "exits.py").write_text("import sys\n\ndef book(args, context):\n    sys.exit(3)\n", encoding="utf-8")
+    results = RESULTS.replace("tools.py:book", "exits.py:book")
+    with OpenAIServer(script) as server:
+        record = go(agent_suite(tmp_path, server, "lean", ["订试驾"], results=results), tmp_path)
+    assert record["status"] == "error"
+    assert "turn 1: tool_results: exits.py:book raised SystemExit(3)" in record["error"]

@@ -106,7 +106,8 @@ class ProviderPool:
         """How `spec`'s tool calls are handled (answered from `tool_results` for model providers)."""
         key = (str(suite.path), spec.id + "@" + str(spec.where))
         if key not in self._toolkits:
-            self._toolkits[key] = toolkit_for(spec, suite.path.parent, suite.vars)
+            timeout = float(spec.config.get("timeout") or suite.option("timeout"))
+            self._toolkits[key] = toolkit_for(spec, suite.path.parent, suite.vars, timeout)
         return self._toolkits[key]
 
     def judge_fn(self, suite: Suite) -> JudgeFn | None:
