@@ -113,3 +113,15 @@ def cancel_bookings(context: dict[str, Any]) -> None:
     """Teardown: cancel the test drives booked during this conversation."""
     with _lock:
         BOOKINGS.pop(str(context.get("thread_id")), None)
+
+
+# -- the same showroom as tool results for a model agent (examples/agent_model.yaml) ---------------
+
+def stock_result(args: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    """`tool_results: {lookup_stock: {python: ...}}`: called as fn(args, context)."""
+    return lookup_stock(str(args.get("model")), str(args.get("city") or "北京"))
+
+
+def booking_result(args: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    """`tool_results: {book_test_drive: {python: ...}}`: books in this conversation's thread."""
+    return book_test_drive(str(context.get("thread_id")), str(args.get("model")), str(args.get("time")))
