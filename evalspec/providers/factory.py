@@ -18,6 +18,7 @@ from evalspec.plan import Instance
 from evalspec.providers.base import Provider
 from evalspec.providers.calls import CallStats, ProviderCaller
 from evalspec.providers.history import attach_strategy, strategy_model
+from evalspec.providers.local_embedder import is_local, local_problems, make_local_embedder
 from evalspec.providers.python_provider import PythonProvider
 
 
@@ -131,7 +132,9 @@ class ProviderPool:
         key = str(suite.path)
         if key not in self._embedders:
             self._embedders[key] = None
-            if suite.embedder is not None:
+            if is_local(suite.embedder):
+                self._embedders[key] = make_local_embedder(self.cache)
+            elif suite.embedder is not None:
                 from evalspec.providers.model_provider import make_embedder
 
                 self._embedders[key] = make_embedder(suite.embedder, self.cache)
@@ -207,6 +210,8 @@ def _stateful(spec: ProviderSpec) -> bool:
 
 def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
     """What stops `spec` from working, found without calling it."""
+    if is_local(spec):
+        return local_problems()
     tools = tool_problems(spec, suite.path.parent)
     if tools:
         return tools
