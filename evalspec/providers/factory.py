@@ -53,6 +53,7 @@ def _with_source_hash(provider: PythonProvider, base_dir: Path) -> PythonProvide
 
 SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", "venv", "env"}
 MAX_SOURCE_FILES = 1000
+MAX_WALKED_ENTRIES = 20_000  # a provider beside a large data folder must not make every run slow
 
 
 def source_digest(path: Path) -> str:
@@ -61,10 +62,12 @@ def source_digest(path: Path) -> str:
     root = path.parent
     digest = hashlib.sha256(b"entry:" + path.name.encode() + b"\0" + path.read_bytes())
     files: list[Path] = []
+    walked = 0
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
         files.extend(Path(folder) / n for n in sorted(names) if n.endswith(".py"))
-        if len(files) >= MAX_SOURCE_FILES:
+        walked += len(names) + len(dirs)
+        if len(files) >= MAX_SOURCE_FILES or walked >= MAX_WALKED_ENTRIES:
             break
     for file in files[:MAX_SOURCE_FILES]:
         try:

@@ -21,6 +21,11 @@ import httpx
 from evalspec.errors import ProviderError
 from evalspec.providers.base import ProviderResponse
 
+try:  # imported with this module (before the run's first call), never on the event loop mid-run: it takes ~1 s
+    from httpx_aiohttp import AiohttpTransport
+except ImportError:  # pragma: no cover - httpx-aiohttp is a dependency
+    AiohttpTransport = None  # type: ignore[misc,assignment]
+
 
 @lru_cache(maxsize=1)
 def price_map() -> dict[str, Any]:
@@ -115,9 +120,7 @@ def make_client(timeout: float = 600.0) -> httpx.AsyncClient:
     httpcore's pool spends ~15 ms of CPU per call at 50 connections, aiohttp's about 1 ms.
     """
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-    try:
-        from httpx_aiohttp import AiohttpTransport
-    except ImportError:  # pragma: no cover - httpx-aiohttp is a dependency
+    if AiohttpTransport is None:  # pragma: no cover - httpx-aiohttp is a dependency
         return httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits, trust_env=False)
     return httpx.AsyncClient(transport=AiohttpTransport(limits=limits, trust_env=False),
                              timeout=httpx.Timeout(timeout), trust_env=False)
