@@ -140,7 +140,8 @@ class ProviderPool:
             elif suite.embedder is not None:
                 from evalspec.providers.model_provider import make_embedder
 
-                self._embedders[key] = make_embedder(suite.embedder, self.cache)
+                self._embedders[key] = make_embedder(suite.embedder, self.cache,
+                                                     float(suite.embedder.config.get("timeout") or suite.option("timeout")))
         return self._embedders[key]
 
     async def preflight(self, instances: list[Instance]) -> None:

@@ -7,6 +7,7 @@ imported on first use (it takes seconds) with `LITELLM_LOCAL_MODEL_COST_MAP=True
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -202,17 +203,30 @@ def model_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
-def make_embedder(spec: ProviderSpec, cache: ResponseCache | None) -> Any:
-    """An async `embed(texts) -> vectors` for the suite's `embedder`, cached like any call."""
+def make_embedder(spec: ProviderSpec, cache: ResponseCache | None, timeout: float = 60.0) -> Any:
+    """An async `embed(texts) -> vectors` for the suite's `embedder`, cached like any call, and
+    within `timeout` seconds like any call."""
     config = spec.config
     model = str(config["model"])
-    client: OpenAICompatClient | None = None
 
     async def embed(texts: list[str]) -> list[list[float]]:
-        nonlocal client
         key = cache_key({"embedder": model, "api_base": config.get("api_base")}, [{"texts": texts}], 0)
-        if cache is not None and (hit := cache.get(key)) is not None:
+        if cache is not None and (hit := cache.get(key)) is not None and isinstance(hit.get("vectors"), list):
             return list(hit["vectors"])
+        try:
+            vectors = await asyncio.wait_for(fetch(texts), timeout)
+        except asyncio.TimeoutError:
+            raise ProviderError(f"embedder {model}: timed out after {timeout:g}s") from None
+        if len(vectors) != len(texts):
+            raise ProviderError(f"embedder {model}: {len(vectors)} vectors for {len(texts)} texts")
+        if cache is not None:
+            cache.put(key, {"vectors": vectors})
+        return vectors
+
+    client: OpenAICompatClient | None = None
+
+    async def fetch(texts: list[str]) -> list[list[float]]:
+        nonlocal client
         if use_lean_client(config):
             if client is None:
                 client = OpenAICompatClient(config.get("api_base") or "https://api.openai.com/v1",
@@ -225,9 +239,10 @@ def make_embedder(spec: ProviderSpec, cache: ResponseCache | None) -> Any:
                 response = await litellm.aembedding(model=model, input=texts, **kwargs)
             except Exception as exc:
                 raise litellm_error(litellm, exc, model) from exc
-            vectors = [list(map(float, d["embedding"])) for d in response.data]
-        if cache is not None:
-            cache.put(key, {"vectors": vectors})
+            try:
+                vectors = [list(map(float, d["embedding"])) for d in response.data]
+            except (KeyError, TypeError, ValueError):
+                raise ProviderError(f"{model}: malformed embeddings response") from None
         return vectors
 
     return embed
