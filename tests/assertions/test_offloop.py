@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from servers import OpenAIServer, Reply, chat_body
@@ -78,11 +79,8 @@ def test_a_slow_regex_frees_the_gil_so_other_threads_keep_running() -> None:
     from evalspec.errors import GradingError
 
     def slow() -> None:
-        with regex_time_limit(1.0):
-            try:
-                search("^(a|a)*$", "a" * 40 + "b")
-            except GradingError:
-                pass
+        with regex_time_limit(1.0), contextlib.suppress(GradingError):
+            search("^(a|a)*$", "a" * 40 + "b")
 
     worker = threading.Thread(target=slow)
     worker.start()
