@@ -138,7 +138,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     if resume_dir and not (run_dir / "journal.jsonl").exists():
         err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
         sys.exit(ExitCode.CONFIG_ERROR)
-    reporter = ConsoleReporter(quiet=quiet)
+    reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts)
     options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites),
                          run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
                          fail_under=fail_under, include_drafts=include_drafts,

@@ -53,7 +53,8 @@ def contains_any(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Chec
     hits = [_s(v) for v in spec.value if _s(v) in reply.text]
     if hits:
         return Check.of(True, f"found {hits[0]!r}", [Evidence(reply.turn, hits[0])])
-    return Check.of(False, f"none of {[_s(v) for v in spec.value]} found", [Evidence(reply.turn, snippet(reply.text))])
+    return Check.of(False, f"none of {' / '.join(_s(v) for v in spec.value)} found",
+                    [Evidence(reply.turn, snippet(reply.text))])
 
 
 @assertion("contains-all", value=STR_LIST)
@@ -62,7 +63,7 @@ def contains_all(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Chec
     wanted = [_s(v) for v in spec.value]
     missing = [w for w in wanted if w not in reply.text]
     score = 1 - len(missing) / len(wanted)
-    reason = "all found" if not missing else f"missing {missing}"
+    reason = "all found" if not missing else f"missing {' / '.join(missing)}"
     return Check(not missing, score, reason, [Evidence(reply.turn, ", ".join(missing) or ", ".join(wanted), "missing" if missing else "")])
 
 

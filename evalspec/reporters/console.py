@@ -178,15 +178,16 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
 
         print_diff(console, run["baseline"])
     configs = {(s["path"], p["id"]): p for s in run["suites"] for p in s["providers"]}
+    described = list(dict.fromkeys((c["suite"], c["provider"]) for c in run.get("curves", [])))
+    for key in described:
+        if key in configs:
+            console.print(f"[dim]{escape(one_line(key[1]))}: {escape(one_line(describe_provider(configs[key])))}[/]")
     for c in run.get("curves", []):
-        config = configs.get((c["suite"], c["provider"]))
-        if config:
-            console.print(f"[dim]{escape(one_line(c['provider']))}: {escape(one_line(describe_provider(config)))}[/]")
         console.print(f"curve [bold]{escape(one_line(c['test']))}[/] @ {escape(one_line(c['provider']))}: "
-                      f"{escape(one_line(curve_text(c, run['slas'])))}")
+                      f"{escape(one_line(curve_text(c)))}")
     for sla in run["slas"]:
         style = {"met": "green", "missed": "red"}.get(sla["status"], "yellow")
-        console.print(f"[{style}]SLA {sla['status']}[/] {escape(one_line(sla['id']))}: {escape(one_line(sla['text']))}")
+        console.print(f"{escape(one_line(sla['id']))}: [{style}]{sla['status']}[/] — {escape(one_line(sla['text']))}")
     for m in run["summary"].get("metrics", []):
         mean = f"{m['mean']:.2f}" if m["mean"] is not None else "—"
         console.print(f"metric [bold]{escape(one_line(m['metric']))}[/] @ {escape(one_line(m['provider']))} "

@@ -65,7 +65,7 @@ def conversations_text(n: int) -> str:
     return f"{n} conversation{'s' if n != 1 else ''}"
 
 
-def curve_text(c: dict[str, Any], slas: list[dict[str, Any]]) -> str:
+def curve_text(c: dict[str, Any]) -> str:
     """Points, half-life and failure point spelled out, so a met SLA never reads as a contradiction."""
     pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: —"
                     for p in c["points"])
@@ -74,9 +74,6 @@ def curve_text(c: dict[str, Any], slas: list[dict[str, Any]]) -> str:
                  else "half-life: not reached")
     parts.append(f"failure point {c['failure_point']} (first value where most samples fail)"
                  if c["failure_point"] is not None else "failure point: not reached")
-    for s in slas:
-        if s["suite"] == c["suite"] and s["test"] == c["test"] and s["provider"] == c["provider"]:
-            parts.append(f"SLA {s['status']}: {s['text']}")
     return " · ".join(parts)
 
 
