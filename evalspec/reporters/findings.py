@@ -8,12 +8,14 @@ Read from run.json alone (reporters never re-grade), so an old run renders the s
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalspec.reporters.vocabulary import strip_controls
 
 EXCERPT_CHARS = 300
+TURN_PREFIX = re.compile(r"(turn \d+): ")
 RULE_CHARS = 120
 
 
@@ -168,7 +170,10 @@ def findings(record: dict[str, Any]) -> list[Finding]:
     """Every failing or erroring assertion of a record, explained; a conversation error comes first."""
     out = []
     if record.get("error") and not any(a.get("error") for a in record.get("assertions", [])):
-        out.append(Finding("", False, _last_turn(record), "", error=str(record["error"])))
+        error = str(record["error"])
+        at = TURN_PREFIX.match(error)
+        out.append(Finding("", False, at.group(1) if at else _last_turn(record), "",
+                           error=error[at.end():] if at else error))
     out += [explain(record, a) for a in record.get("assertions", []) if a.get("pass") is False or a.get("error")]
     return out
 

@@ -67,12 +67,12 @@ h2{font-size:18px;margin:20px 0 8px}
 <p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }} · pass rate <span id="pass-rate">{{ pass_rate(run.gate.pass_rate) }}</span></p>
 <ul>{% for r in run.gate.reasons %}<li>{{ r }}</li>{% endfor %}</ul>
 {{ baseline_section }}
-{{ attacks_section }}
 <div class="cards" id="counts">{% for label, n in counts %}<div class="card" data-count="{{ label }}"><b class="{{ label.split()[0] if label != 'SLAs missed' else ('failed' if n else 'passed') }}">{{ n }}</b>{{ label }}</div>{% endfor %}
 <div class="card"><b>{{ run.summary.calls }}</b>calls ({{ run.summary.cached_calls }} cached)</div>
 <div class="card"><b>{{ run.summary.tokens }}</b>tokens</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>cost</div></div>
 <div class="scroll"><table><tr><th>suite</th>{% for label, _ in counts %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">pass rate</th><th>gate</th></tr>
 {% for g in run.gate.suites %}<tr><td>{{ g.suite }}</td>{% for _, n in count_items(g.counts) %}<td class="n">{{ n }}</td>{% endfor %}<td class="n">{{ pass_rate(g.pass_rate) }}</td><td class="{{ 'passed' if suite_gate_word(g) == 'ok' else 'failed' }}">{{ suite_gate_word(g) }}</td></tr>{% endfor %}</table></div>
+{{ attacks_section }}
 {% if run.slas %}<h2>SLAs</h2><div class="scroll"><table><tr><th>SLA</th><th>verdict</th><th>measured vs target</th></tr>
 {% for x in run.slas %}<tr data-sla="{{ x.id }}"><td>{{ x.id }}</td><td class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ x.status }}</td><td>{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
 {% if run.summary.metrics %}<h2>Metrics</h2><div class="scroll"><table><tr><th>metric</th><th>suite</th><th>provider</th><th class="n">mean</th><th class="n">passed</th></tr>

@@ -43,7 +43,8 @@ def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:
     if status == "error":
         return None
     if r.get("curve"):
-        return f"measured: curve point ({status}, score {r['score'] if r.get('score') is not None else '—'}); gates only through its SLA"
+        score = f"{r['score']:.2f}" if r.get("score") is not None else "—"
+        return f"measured: curve point ({status}, score {score}); gates only through its SLA"
     if r.get("draft") and not gated_drafts:
         return f"draft ({status}): runs and is reported, never gates"
     if status == "xfailed":

@@ -148,7 +148,7 @@ def summary(records: list[dict[str, Any]], vs: list[Verdict], slas: list[dict[st
     for r in records:
         by_status[r["status"]] += 1
     return {
-        **counts(vs, slas), "slas": len(slas),
+        **counts(vs, slas),
         "records": len(records), "by_status": by_status, "verdicts": len(vs),
         "calls": sum(r.get("calls", 0) for r in records),
         "cached_calls": sum(r.get("cached_calls", 0) for r in records),
