@@ -190,3 +190,18 @@ def test_a_torn_last_journal_line_is_skipped_and_the_next_record_starts_a_new_li
     assert [r["test_id"] for r in data["results"]] == ["t0", "t1", "t2"]
     assert sorted(r["test_id"] for r in read_journal(journal)) == ["t0", "t1", "t2"]
     assert all(r["status"] == "passed" for r in data["results"])
+
+
+def test_first_ctrl_c_ends_a_run_whose_sync_provider_hangs(in_tmp: Path) -> None:
+    (in_tmp / "bot.py").write_text("import pathlib, time\n\ndef respond(messages, context):\n"
+                                   "    pathlib.Path('started').touch()\n    time.sleep(3600)\n")
+    (in_tmp / "s.yaml").write_text("providers: [{id: b, python: bot.py:respond}]\noptions: {timeout: 3600}\n"
+                                   "tests:\n  - id: t\n    conversation: [{user: hi}]\n")
+    proc = subprocess.Popen([sys.executable, "-m", "evalspec", "run", "s.yaml"], cwd=in_tmp,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (in_tmp / "started").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)  # before: the first Ctrl-C waited for the hung thread forever
+    assert proc.returncode == 130 and "--resume" in err, out + err
