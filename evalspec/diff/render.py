@@ -162,16 +162,16 @@ def html_section(diff: dict[str, Any]) -> Markup:
                       key=lambda r: (not r["blocking"], CATEGORIES.index(r["category"])))
         if rows:
             # its own scroll box: a narrow screen scrolls the table, never the page
-            parts.append('<div style="overflow-x:auto;max-width:100%"><table style="word-break:break-word">'
+            parts.append('<div style="overflow-x:auto;max-width:100%"><table>'
                          "<tr><th>change</th><th>test</th><th>provider</th><th>base → head</th>"
                          "<th>first problem / note</th></tr>")
             for r in rows:
                 css = "failed" if r["blocking"] else "passed" if r["category"] in ("fixed", "recovered") else "skipped"
                 text = "; ".join(x for x in (r["problem"], _note(r)) if x)
-                parts.append(f'<tr data-change="{escape(r["category"])}"><td class="{css}">{escape(r["category"])}</td>'
+                parts.append(f'<tr data-change="{escape(r["category"])}"><td class="{css}" style="white-space:nowrap">{escape(r["category"])}</td>'
                              f"<td>{escape(r['name'])} <span class=\"meta\">{escape(r['test_id'])}</span></td>"
                              f"<td>{escape(r['provider'])}</td><td>{escape(_status(r['base']))} → "
-                             f"{escape(_status(r['head']))}</td><td>{escape(text)}</td></tr>")
+                             f"{escape(_status(r['head']))}</td><td style='overflow-wrap:anywhere'>{escape(text)}</td></tr>")
             parts.append("</table></div>")
         listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
         items = [f"score {s['test_id']} @ {s['provider']}: {_num(s['base'])} → {_num(s['head'])} ({s['delta']:+.2f})"
