@@ -168,6 +168,19 @@ def summary_table(run: dict[str, Any]) -> Table:
     return table
 
 
+def metrics_table(metrics: list[dict[str, Any]]) -> Table:
+    """The `metric:` scoreboard: mean score and passed / total per suite × provider × metric."""
+    table = Table(title="metrics", box=box.SIMPLE_HEAD, show_lines=False)
+    for col in ("metric", "provider", "suite"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("mean", justify="right")
+    table.add_column("passed", justify="right")
+    for m in metrics:
+        table.add_row(escape(one_line(m["metric"])), escape(one_line(m["provider"])), escape(one_line(m["suite"])),
+                      "—" if m["mean"] is None else f"{m['mean']:.2f}", f"{m['passed']}/{m['total']}")
+    return table
+
+
 def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool = False) -> None:
     run = ensure_current(run)
     if not quiet:
@@ -188,10 +201,8 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
     for sla in run["slas"]:
         style = {"met": "green", "missed": "red"}.get(sla["status"], "yellow")
         console.print(f"{escape(one_line(sla['id']))}: [{style}]{sla['status']}[/] — {escape(one_line(sla['text']))}")
-    for m in run["summary"].get("metrics", []):
-        mean = f"{m['mean']:.2f}" if m["mean"] is not None else "—"
-        console.print(f"metric [bold]{escape(one_line(m['metric']))}[/] @ {escape(one_line(m['provider']))} "
-                      f"[dim]({escape(one_line(m['suite']))})[/]: mean {mean}, {m['passed']}/{m['total']} passed")
+    if run["summary"].get("metrics"):
+        console.print(metrics_table(run["summary"]["metrics"]))
     print_attacks(console, run)
     summ = run["summary"]
     console.print(f"{conversations_text(summ['records'])} · {summ['calls']} calls + {summ['cached_calls']} from cache · "
