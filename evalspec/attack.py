@@ -13,11 +13,12 @@ import inspect
 import json
 from typing import Any
 
+from evalspec.agent import play_turn
 from evalspec.assertions.base import GradingContext
 from evalspec.assertions.evaluate import evaluate
 from evalspec.assertions.grade import needs_model
 from evalspec.config.model import AssertionSpec
-from evalspec.conversation import CallFn, Transcript, assistant_message, user_message
+from evalspec.conversation import CallFn, Transcript, assistant_message, tool_context, user_message
 from evalspec.errors import EvalspecError, GradingError, ProviderError
 from evalspec.loading import LoadError, load_callable
 from evalspec.plan import Instance
@@ -96,7 +97,7 @@ def flipped(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The conversation from the attacker's side (its own messages are `assistant`)."""
     flip = {"user": "assistant", "assistant": "user"}
     return [{"role": flip[m["role"]], "content": str(m["content"])} for m in messages
-            if m["role"] in flip and not m.get("tool_calls")]
+            if m["role"] in flip and not m.get("intermediate")]  # the attacker never sees tool calls
 
 
 def parse_answer(text: str, strategy: str) -> tuple[str, str | None]:
@@ -225,14 +226,12 @@ async def run_attack(inst: Instance, call: CallFn, pool: ProviderPool, replay: b
         if tactic:
             message["tactic"] = tactic
         transcript.messages.append(message)
-        try:
-            response = await call(transcript.history(), turn)
+        try:  # an agent's tool rounds are played as in any conversation (SPEC §13)
+            await play_turn(call, transcript, turn, pool.toolkit(inst.provider, inst.suite),
+                            tool_context(inst, call), assistant_message)
         except ProviderError as exc:
             transcript.stop_reason, transcript.error = "error", f"turn {turn}: {exc}"
             break
-        transcript.calls += int(not response.cached)
-        transcript.cached_calls += int(response.cached)
-        transcript.messages.append(assistant_message(response, turn))
         broken = await breached(inst, rules, transcript.messages)
         if broken:
             transcript.stop_reason = "breached"

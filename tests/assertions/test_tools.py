@@ -145,3 +145,12 @@ def test_simulated_users_do_not_see_tool_calls() -> None:
     seen = flipped(EAGER)
     assert [m["content"] for m in seen][:2] == ["瑶光有现车吗？", "有现车，已为您预约试驾"]
     assert all("tool_calls" not in m and m["content"] for m in seen)
+
+
+def test_attackers_see_every_reply_but_no_tool_round() -> None:
+    from evalspec.attack import flipped as attacker_view
+
+    reported = [{"role": "user", "content": "hi", "turn": 1},
+                {"role": "assistant", "content": "booked", "turn": 1, "tool_calls": [call("book_test_drive", "x")]}]
+    assert [m["content"] for m in attacker_view(EAGER + reported)][-2:] == ["hi", "booked"]
+    assert "" not in [m["content"] for m in attacker_view(EAGER)]
