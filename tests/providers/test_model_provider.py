@@ -106,7 +106,9 @@ def test_hanging_server_times_out(tmp_path: Path) -> None:
         data = go(suite(tmp_path, server, "lean", extra="    timeout: 0.3\n    retries: 1"), tmp_path)
     record = data["results"][0]
     assert record["status"] == "error" and "timed out" in record["error"]
-    assert server.calls == 2
+    # counted on the client: under load the retry may time out before the server has even read it
+    assert (record["retries"], record["failed_calls"]) == (1, 2)
+    assert server.calls >= 1
 
 
 def test_unreachable_server_is_an_error(tmp_path: Path) -> None:
