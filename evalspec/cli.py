@@ -109,10 +109,11 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     """Run suites (default: suites/*.yaml) and gate on the result."""
     import regex
 
-    from evalspec.api import arun, expand_paths, load
+    from evalspec.api import arun, expand_paths
     from evalspec.executors import RayConfig
     from evalspec.interrupts import Interrupted, run_interruptible
     from evalspec.plan import Selection
+    from evalspec.preflight import prepare
     from evalspec.reporters.console import ConsoleReporter
     from evalspec.runner import RunOptions, new_run_id
 
@@ -131,8 +132,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
             raise click.BadParameter(f"bad regex {filter_!r}: {exc}", param_hint="--filter") from None
     cli_vars = _parse_vars(var_pairs)
     patterns = list(paths) or ["suites/*.yaml"]
-    suites = load(patterns, cli_vars)
     selection = Selection(filter_, list(tags), list(providers), repeat)
+    suites, _ = prepare(expand_paths(patterns), cli_vars, selection)  # the same checks as `validate`
     _check_writable([p for p in (output, html_path, junit_path, md_path) if p])
     run_dir = Path(resume_dir) if resume_dir else Path(".evalspec/runs") / new_run_id()
     if resume_dir and not (run_dir / "journal.jsonl").exists():
@@ -212,13 +213,12 @@ def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str 
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--var", "var_pairs", multiple=True, help="set/override a suite var: KEY=VALUE")
 def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...]) -> None:
-    """Schema + semantic checks; runs nothing."""
+    """Everything `run` checks before its first call (schema, labels, templates, python files,
+    providers, judges); every problem of every file at once; runs nothing."""
     from evalspec.api import expand_paths
-    from evalspec.config.loader import load_suites
-    from evalspec.plan import build_plan
+    from evalspec.preflight import prepare
 
-    suites = load_suites(list(expand_paths(list(paths))), _parse_vars(var_pairs))
-    plan = build_plan(suites)
+    suites, plan = prepare(list(expand_paths(list(paths))), _parse_vars(var_pairs))
     tests = sum(len(s.tests) for s in suites)
     click.echo(f"ok: {_count(len(suites), 'suite')}, {_count(tests, 'test')}, "
                f"{_count(len(plan), 'conversation')} planned")

@@ -65,32 +65,43 @@ def chart_problems(suites: list[Suite]) -> list[Problem]:
 
 def load_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
                environ: Mapping[str, str] | None = None) -> Suite:
+    suite, problems = check_suite(path, cli_vars, environ)
+    if problems or suite is None:
+        raise ConfigError(problems)
+    return suite
+
+
+def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
+                environ: Mapping[str, str] | None = None) -> tuple[Suite | None, list[Problem]]:
+    """The suite as far as it could be read, and every problem found in it. The suite is None only
+    when the file cannot be read or parsed as YAML (nothing later can be checked then)."""
     path = Path(path)
     shown = str(path)
     try:
         if path.exists() and not path.is_file():
             kind = "a folder" if path.is_dir() else "not a regular file (a pipe, socket or device)"
-            raise ConfigError([Problem(shown, None, "", f"is {kind}: give a suite .yaml file")])
+            return None, [Problem(shown, None, "", f"is {kind}: give a suite .yaml file")]
         raw_bytes = path.read_bytes()
         text = raw_bytes.decode("utf-8")
     except FileNotFoundError:
-        raise ConfigError([Problem(shown, None, "", "file not found")]) from None
+        return None, [Problem(shown, None, "", "file not found")]
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([Problem(shown, None, "", f"cannot read: {exc}")]) from None
-    data, lines = load_yaml(text, shown)
-    if not isinstance(data, dict):
-        raise ConfigError([Problem(shown, 1, "", "a suite file is a mapping with at least 'providers' and 'tests'")])
+        return None, [Problem(shown, None, "", f"cannot read: {exc}")]
     problems: list[Problem] = []
+    try:
+        data, lines = load_yaml(text, shown, problems)
+    except ConfigError as exc:
+        return None, exc.problems
+    if not isinstance(data, dict):
+        return None, [Problem(shown, 1, "", "a suite file is a mapping with at least 'providers' and 'tests'")]
     suite = Suite(path=path, sha256=hashlib.sha256(raw_bytes).hexdigest(), lines=lines)
     data = _interpolate(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
     for err in _validator().iter_errors(data):
         for where, message in schema_problems(err):
             problems.append(lines.problem(where, message))
     SuiteParser(suite, data, lines, problems, dict(cli_vars or {})).parse()
-    if problems:
-        problems.sort(key=lambda p: (p.line or 0, p.path))
-        raise ConfigError(_dedupe(problems))
-    return suite
+    problems.sort(key=lambda p: (p.line or 0, p.path))
+    return suite, _dedupe(problems)
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -352,6 +352,16 @@ class SuiteParser:
         """Labels must exist and turn numbers must be inside a scripted conversation."""
         labels = {t.label for t in test.conversation if t.label}
         length = scripted_length(test)
+        # a rule under a turn is graded right after that turn: it can only look back (SPEC §8)
+        entry_of_label: dict[str, tuple[int, TurnSpec]] = {}
+        entry_of_rule: dict[int, int] = {}
+        entry = 0
+        for t in test.conversation:
+            if t.kind == "user":
+                entry += 1
+                if t.label:
+                    entry_of_label[t.label] = (entry, t)
+                entry_of_rule.update({id(a): entry for a in t.asserts})
         specs: list[AssertionSpec] = list(test.asserts) + [a for t in test.conversation for a in t.asserts]
         for spec in specs:
             for ref, where in turn_refs(spec):
@@ -369,6 +379,11 @@ class SuiteParser:
                         hint = did_you_mean(ref, sorted(labels))
                         known = f"; labels in this test: {', '.join(sorted(labels))}" if labels and not hint else ""
                         self.bad(where, f"label '{ref}' does not exist{hint}{known}")
+                    elif id(spec) in entry_of_rule and entry_of_label[ref][0] > entry_of_rule[id(spec)]:
+                        line = self.lines.line(entry_of_label[ref][1].where)
+                        self.bad(where, f"label '{ref}' is on a later turn (line {line}): a rule under a turn is "
+                                        f"checked right after that turn, so it can only refer to labels at or before "
+                                        f"it; move the rule to the test's 'assert:'")
 
 
 def scripted_length(test: TestSpec) -> int | None:

@@ -55,8 +55,9 @@ class LineMap:
         return Problem(self.file, self.line(path), format_path(path), message)
 
 
-def load_yaml(text: str, file: str) -> tuple[Any, LineMap]:
-    """Parse `text`; duplicate keys are errors (YAML would silently keep the last)."""
+def load_yaml(text: str, file: str, found: list[Problem] | None = None) -> tuple[Any, LineMap]:
+    """Parse `text`; duplicate keys are errors (YAML would silently keep the last). Problems that leave
+    the data usable (duplicate or non-string keys) go to `found` when given, else they are raised."""
     lines = LineMap(file)
     loader = _Loader(text)
     try:
@@ -79,8 +80,10 @@ def load_yaml(text: str, file: str) -> tuple[Any, LineMap]:
         raise ConfigError([Problem(file, None, "", f"invalid YAML: {exc}")]) from None
     finally:
         loader.dispose()
-    if problems:
+    if problems and found is None:
         raise ConfigError(problems)
+    if found is not None:
+        found.extend(problems)
     return data, lines
 
 

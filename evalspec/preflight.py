@@ -1,0 +1,98 @@
+"""Everything checked before the first call, shared by `validate` and `run` (SPEC §8: `validate` ok ⇒
+`run` does not exit 2).
+
+Every problem of every file comes out in one round: a file whose schema or labels are wrong is still
+planned and preflighted, so its template, provider and judge problems are reported with the others.
+Only a file that cannot be read or parsed as YAML stops early, and only for itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evalspec.config.loader import chart_problems, check_suite
+from evalspec.config.model import Suite
+from evalspec.errors import ConfigError, Problem
+from evalspec.loading import LoadError, load_callable
+from evalspec.plan import Instance, Selection, build_plan
+
+
+def prepare(paths: list[Path], cli_vars: Mapping[str, Any] | None = None,
+            selection: Selection | None = None) -> tuple[list[Suite], list[Instance]]:
+    """Load, plan and preflight; raise one ConfigError with every problem found, or return the run."""
+    suites: list[Suite] = []
+    problems: list[Problem] = []
+    plan: list[Instance] = []
+    for path in paths:
+        suite, found = check_suite(path, cli_vars)
+        problems.extend(found)
+        if suite is None:
+            continue
+        suites.append(suite)
+        instances, planned = _plan(suite, selection, broken=bool(found))
+        plan.extend(instances)
+        problems.extend(_new(planned, problems))
+    problems.extend(chart_problems(suites))
+    problems.extend(_new(preflight_problems(plan, suites), problems))
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+    return suites, plan
+
+
+def _plan(suite: Suite, selection: Selection | None, broken: bool) -> tuple[list[Instance], list[Problem]]:
+    try:
+        return build_plan([suite], selection), []
+    except ConfigError as exc:
+        return [], exc.problems
+    except Exception:  # a suite that already has problems may be too incomplete to plan
+        if broken:
+            return [], []
+        raise
+
+
+def _new(found: list[Problem], known: list[Problem]) -> list[Problem]:
+    """Problems not already reported at the same place (plan checks repeat some of the loader's)."""
+    seen = {(p.file, p.line, p.path) for p in known}
+    return [p for p in found if (p.file, p.line, p.path) not in seen]
+
+
+def preflight_problems(plan: list[Instance], suites: list[Suite]) -> list[Problem]:
+    """Providers, judges, simulators and embedders that cannot work, and python checks that cannot
+    be imported — found without calling anything. Every provider of `suites` is checked, planned or
+    not (a test whose template is broken has no instance, but its provider is still checked)."""
+    from evalspec.assertions.grade import instance_assertions
+    from evalspec.providers.factory import PreflightError, ProviderPool, provider_problems
+
+    problems: list[Problem] = []
+    for suite in suites:
+        for spec in suite.providers:
+            for message in provider_problems(spec, suite):
+                problems.append(_at(suite, spec.where, f"provider '{spec.id}': {message}"))
+    pool = ProviderPool(suites, cache_dir=None)
+    try:
+        asyncio.run(pool.preflight(plan))
+    except PreflightError as exc:
+        problems.extend(exc.problems)
+    finally:
+        asyncio.run(pool.aclose())
+    checked: set[tuple[str, str]] = set()
+    for inst in plan:
+        for spec in instance_assertions(inst):
+            if spec.type != "python" or not isinstance(spec.value, str):
+                continue
+            key = (str(inst.suite.path.parent), spec.value)
+            if key in checked:
+                continue
+            checked.add(key)
+            try:
+                load_callable(spec.value, inst.suite.path.parent)
+            except LoadError as exc:
+                problems.append(_at(inst.suite, spec.value_where, f"python check: {exc}"))
+    return problems
+
+
+def _at(suite: Suite, path: Any, message: str) -> Problem:
+    return suite.lines.problem(path, message) if suite.lines else Problem(str(suite.path), None, "", message)
