@@ -80,17 +80,17 @@ def preflight_problems(plan: list[Instance], suites: list[Suite]) -> list[Proble
         asyncio.run(pool.aclose())
     checked: set[tuple[str, str]] = set()
     for inst in plan:
-        for spec in instance_assertions(inst):
-            if spec.type != "python" or not isinstance(spec.value, str):
+        for check in instance_assertions(inst):
+            if check.type != "python" or not isinstance(check.value, str):
                 continue
-            key = (str(inst.suite.path.parent), spec.value)
+            key = (str(inst.suite.path.parent), check.value)
             if key in checked:
                 continue
             checked.add(key)
             try:
-                load_callable(spec.value, inst.suite.path.parent)
+                load_callable(check.value, inst.suite.path.parent)
             except LoadError as exc:
-                problems.append(_at(inst.suite, spec.value_where, f"python check: {exc}"))
+                problems.append(_at(inst.suite, check.value_where, f"python check: {exc}"))
     return problems
 
 

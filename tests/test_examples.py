@@ -15,7 +15,8 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
-def test_example_validates(path: Path) -> None:
+def test_example_validates(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-example-not-used")  # validate checks a key is there, as run does
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 0, result.output
 
