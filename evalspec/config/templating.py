@@ -61,7 +61,7 @@ def _loop_budget(items: Any) -> Iterator[Any]:
     for item in items:
         _budget.steps += 1
         if _budget.steps > MAX_LOOP_STEPS:
-            raise TemplateLimit(f"loops ran more than {MAX_LOOP_STEPS:,} steps (nested loops?)")
+            raise TemplateLimit(f"loops ran more than {MAX_LOOP_STEPS:,} steps (the limit; nested loops?)")
         if _budget.steps % 256 == 0:
             _check_time()
         yield item
