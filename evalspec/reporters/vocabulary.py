@@ -74,6 +74,8 @@ def curve_text(c: dict[str, Any]) -> str:
                  else "half-life: not reached")
     parts.append(f"failure point {c['failure_point']} (first value where most samples fail)"
                  if c["failure_point"] is not None else "failure point: not reached")
+    if "stable_range" in (c.get("describe") or []):
+        parts.append(stable_text(c))
     return " · ".join(parts)
 
 
@@ -96,3 +98,10 @@ def failing(run: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, An
 
 def repeats_text(v: dict[str, Any]) -> str:
     return f" ({v['n'] - v['passed']} of {v['n']} repeats failed)" if v["n"] > 1 else ""
+
+
+def stable_text(c: dict[str, Any]) -> str:
+    """`stable until 6 (0.8, or the SLA minimum)`: the term seed 002 uses for topic switch and conflict."""
+    if c.get("stable_until") is None:
+        return "stable range: none (the first point is already below its minimum)"
+    return f"stable until {c['stable_until']} (mean ≥ the SLA minimum covering each point, else 0.8)"

@@ -129,3 +129,12 @@ def test_stable_until_is_the_last_x_before_the_score_drops_under_its_floor(
         means: list[float], slas: list[dict[str, float]], expected: Any) -> None:
     points = [{"value": x, "mean": m} for x, m in zip([1, 2, 3], means, strict=False)]
     assert stable_until(points, slas) == expected
+
+
+def test_the_console_names_the_stable_range_of_a_curve_described_by_it(two_suites: tuple[Path, dict[str, Any]]) -> None:
+    from evalspec.reporters.vocabulary import curve_text
+
+    _, data = two_suites
+    stable, half = data["curves"][1], data["curves"][3]
+    assert "stable until 3" in curve_text(stable, [])
+    assert "stable" not in curve_text(half, []) and "half-life" in curve_text(half, [])
