@@ -136,5 +136,5 @@ def test_the_console_names_the_stable_range_of_a_curve_described_by_it(two_suite
 
     _, data = two_suites
     stable, half = data["curves"][1], data["curves"][3]
-    assert "stable until 3" in curve_text(stable, [])
-    assert "stable" not in curve_text(half, []) and "half-life" in curve_text(half, [])
+    assert "stable until 3" in curve_text(stable)
+    assert "stable" not in curve_text(half) and "half-life" in curve_text(half)
