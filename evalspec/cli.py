@@ -224,12 +224,27 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...]) -> None:
                f"{_count(len(plan), 'conversation')} planned")
 
 
+PLUGIN_HELP = "also load this plugin (module or FILE.py; repeatable)"
+
+
+def _load_plugins(refs: tuple[str, ...]) -> None:
+    from evalspec.plugins import PluginError, load_plugin
+
+    for ref in refs:
+        try:
+            load_plugin(ref)
+        except PluginError as exc:
+            raise click.BadParameter(str(exc), param_hint="--plugin") from None
+
+
 @main.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write to FILE instead of stdout")
-def schema(output: str | None) -> None:
+@click.option("--plugin", "plugins", multiple=True, help=PLUGIN_HELP)
+def schema(output: str | None, plugins: tuple[str, ...]) -> None:
     """Print the suite JSON Schema."""
     from evalspec.config.schema import suite_schema
 
+    _load_plugins(plugins)
     text = json.dumps(suite_schema(), ensure_ascii=False, indent=2) + "\n"
     if output:
         Path(output).write_text(text, encoding="utf-8")
@@ -239,8 +254,10 @@ def schema(output: str | None) -> None:
 
 @main.command(name="list")
 @click.argument("what", type=click.Choice(["assertions", "providers"]))
-def list_(what: str) -> None:
+@click.option("--plugin", "plugins", multiple=True, help=PLUGIN_HELP)
+def list_(what: str, plugins: tuple[str, ...]) -> None:
     """What is registered, with one-line docs."""
+    _load_plugins(plugins)
     if what == "assertions":
         from evalspec.assertions.registry import REGISTRY, load_builtin_assertions
 
@@ -251,10 +268,12 @@ def list_(what: str) -> None:
             needs = f" [needs {t.needs}]" if t.needs else ""
             click.echo(f"{name:<{width}}  {t.kind:<12}  {t.doc}{needs}")
     else:
-        for name, doc in (("python", "FILE.py:function or module:function, called as respond(messages, context)"),
-                          ("model", "any litellm model string (openai/gpt-4o-mini, ...), with system/params/history"),
-                          ("http", "any HTTP chatbot: templated url/headers/body, JMESPath response, stateful or not")):
-            click.echo(f"{name:<7} {doc}")
+        from evalspec.providers.kinds import provider_kinds
+
+        kinds = provider_kinds()
+        width = max(len(n) for n in kinds)
+        for name, kind in kinds.items():
+            click.echo(f"{name:<{width}}  {kind.doc}" + ("" if kind.builtin else "  [plugin]"))
 
 
 @main.command()

@@ -36,6 +36,7 @@ class AssertionType:
     needs: Needs | None = None
     patterns: tuple[str, ...] = ()  # value keys (or "" for the value itself) that hold regexes
     turn_refs: tuple[str, ...] = ()  # value keys that reference a turn number or label
+    params: Any = None  # a dataclass whose fields are the value's keys (`spec.params` is an instance)
 
 
 REGISTRY: dict[str, AssertionType] = {}
@@ -45,13 +46,19 @@ def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None =
               value_required: bool = True, options: dict[str, dict[str, Any]] | None = None,
               default_scope: str = "last_response", default_threshold: float | None = None,
               needs: Needs | None = None, patterns: tuple[str, ...] = (),
-              turn_refs: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+              turn_refs: tuple[str, ...] = (), params: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a check function under `name` (its first docstring line is the one-line doc)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        if params is not None and value is None:
+            from evalspec.assertions.params import params_schema
+
+            schema: dict[str, Any] = params_schema(params)
+        else:
+            schema = value or {}
         REGISTRY[name] = AssertionType(
-            name=name, fn=fn, kind=kind, doc=doc, value_schema=value or {},
+            name=name, fn=fn, kind=kind, doc=doc, value_schema=schema, params=params,
             value_required=value_required, options=options or {},
             default_scope="conversation" if kind == "conversation" else default_scope,
             default_threshold=default_threshold, needs=needs, patterns=patterns, turn_refs=turn_refs,
@@ -86,3 +93,6 @@ def load_builtin_assertions() -> None:
         return
     _loaded = True
     from evalspec.assertions import custom, efficiency, graded, memory, session, text, tools  # noqa: F401
+    from evalspec.plugins import load_entry_points
+
+    load_entry_points()

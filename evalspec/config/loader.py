@@ -17,17 +17,30 @@ from evalspec.config.parser import SuiteParser
 from evalspec.config.schema import suite_schema
 from evalspec.config.yamlfile import LineMap, PathKey, load_yaml
 from evalspec.errors import ConfigError, Problem
+from evalspec.plugins import PluginError, load_plugin
+from evalspec.providers.kinds import provider_kinds
 
 __all__ = ["load_suite", "load_suites"]
 
-_VALIDATOR: jsonschema.Draft202012Validator | None = None
+_VALIDATORS: dict[tuple[str, ...], jsonschema.Draft202012Validator] = {}
 
 
 def _validator() -> jsonschema.Draft202012Validator:
-    global _VALIDATOR
-    if _VALIDATOR is None:
-        _VALIDATOR = jsonschema.Draft202012Validator(suite_schema(for_validation=True))
-    return _VALIDATOR
+    """The validation schema, rebuilt when a plugin registers a provider kind."""
+    key = tuple(provider_kinds())
+    if key not in _VALIDATORS:
+        _VALIDATORS[key] = jsonschema.Draft202012Validator(suite_schema(for_validation=True))
+    return _VALIDATORS[key]
+
+
+def _load_plugins(data: dict[str, Any], base_dir: Path, lines: LineMap, problems: list[Problem]) -> None:
+    plugins = data.get("plugins")
+    for i, ref in enumerate(plugins if isinstance(plugins, list) else []):
+        if isinstance(ref, str):
+            try:
+                load_plugin(ref, base_dir)
+            except PluginError as exc:
+                problems.append(lines.problem(("plugins", i), str(exc)))
 
 
 def load_suites(paths: list[str | Path], cli_vars: Mapping[str, Any] | None = None,
@@ -96,6 +109,7 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
         return None, [Problem(shown, 1, "", "a suite file is a mapping with at least 'providers' and 'tests'")]
     suite = Suite(path=path, sha256=hashlib.sha256(raw_bytes).hexdigest(), lines=lines)
     data = _interpolate(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
+    _load_plugins(data, path.parent, lines, problems)
     for err in _validator().iter_errors(data):
         for where, message in schema_problems(err):
             problems.append(lines.problem(where, message))

@@ -33,6 +33,17 @@ class AssertionSpec:
     def name(self) -> str:
         return ("not-" if self.negate else "") + self.type
 
+    @property
+    def params(self) -> Any:
+        """The value as the type's parameter dataclass (types registered with `params=`)."""
+        from evalspec.assertions.params import make_params
+        from evalspec.assertions.registry import resolve_type
+
+        resolved = resolve_type(self.type)
+        if resolved is None or resolved[0].params is None:
+            raise AttributeError(f"'{self.type}' declares no parameter dataclass")
+        return make_params(resolved[0].params, self.value)
+
 
 @dataclass
 class TurnSpec:
@@ -59,7 +70,7 @@ class ProviderSpec:
     """A system under test (or judge / simulator / embedder)."""
 
     id: str
-    kind: Literal["python", "model", "http"]
+    kind: str  # a registered provider kind: python, model, http or a plugin's
     config: dict[str, Any]
     where: PathKey = ()
     max_concurrency: int | None = None

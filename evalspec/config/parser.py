@@ -23,10 +23,9 @@ from evalspec.config.suggest import did_you_mean, slugify
 from evalspec.config.yamlfile import LineMap, PathKey
 from evalspec.errors import Problem
 from evalspec.providers.history import history_problem
+from evalspec.providers.kinds import provider_kinds
 from evalspec.redact import collect_provider_secrets
 
-PROVIDER_KINDS = ("python", "model", "http")
-ProviderKind = Literal["python", "model", "http"]
 TurnKind = Literal["user", "filler", "assistant"]
 
 
@@ -110,9 +109,10 @@ class SuiteParser:
     def _provider(self, raw: Any, path: PathKey, default_id: str | None = None) -> ProviderSpec | None:
         if not isinstance(raw, dict):
             return None
-        kinds = [k for k in PROVIDER_KINDS if k in raw]
+        known = list(provider_kinds())
+        kinds = [k for k in known if k in raw]
         if len(kinds) != 1:
-            self.bad(path, "a provider needs exactly one of 'python', 'model', 'http'"
+            self.bad(path, f"a provider needs exactly one of {', '.join(repr(k) for k in known)}"
                      + (f" (found {', '.join(kinds)})" if kinds else ""))
             return None
         kind = kinds[0]
@@ -133,7 +133,7 @@ class SuiteParser:
             self.bad((*path, "history"), f"provider '{pid}': {history_wrong}")
         self._tool_keys(raw, kind, path)
         config = {k: v for k, v in raw.items() if k not in ("id", "max_concurrency", "rpm")}
-        return ProviderSpec(id=pid, kind=cast(ProviderKind, kind), config=config, where=path,
+        return ProviderSpec(id=pid, kind=kind, config=config, where=path,
                             max_concurrency=raw.get("max_concurrency"), rpm=raw.get("rpm"))
 
     def _tool_keys(self, raw: dict[str, Any], kind: str, path: PathKey) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_builtin_assertions
+from evalspec.providers.kinds import provider_kinds
 
 SCHEMA_ID = "https://evalspec.dev/schema/suite.schema.json"
 
@@ -64,9 +65,11 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
         "vars": {"type": "object"},
         **tool_properties(),
     }
+    kinds = provider_kinds()
+    props.update({name: kind.schema for name, kind in kinds.items() if kind.schema is not None})
     schema = _obj(props, ["id"] if needs_id else None)
     if not for_validation:
-        schema["oneOf"] = [{"required": ["python"]}, {"required": ["model"]}, {"required": ["http"]}]
+        schema["oneOf"] = [{"required": [name]} for name in kinds]
     return schema
 
 
@@ -212,6 +215,9 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
         "additionalProperties": False,
         "properties": {
             "description": {"type": "string"},
+            "plugins": {"type": "array", "items": {"type": "string", "minLength": 1},
+                        "description": "modules or FILE.py (relative to the suite) that register assertion "
+                                       "types or provider kinds"},
             "tags": STRINGS,
             "vars": {"type": "object"},
             "providers": {"type": "array", "items": {"$ref": "#/$defs/provider"}, "minItems": 1},

@@ -18,6 +18,7 @@ from evalspec.plan import Instance
 from evalspec.providers.base import Provider
 from evalspec.providers.calls import CallStats, ProviderCaller
 from evalspec.providers.history import attach_strategy, strategy_model
+from evalspec.providers.kinds import provider_kinds
 from evalspec.providers.local_embedder import is_local, local_problems, make_local_embedder
 from evalspec.providers.python_provider import PythonProvider
 
@@ -27,6 +28,9 @@ class PreflightError(ConfigError):
 
 
 def build_provider(spec: ProviderSpec, suite: Suite) -> Provider:
+    kind = provider_kinds()[spec.kind]
+    if not kind.builtin:
+        return kind.build(spec, suite)
     base_dir = suite.path.parent
     if spec.kind == "python":
         provider = PythonProvider(spec.id, str(spec.config["python"]), base_dir)
@@ -202,7 +206,7 @@ def assertion_provider(raw: Any) -> ProviderSpec:
     if isinstance(raw, str):
         return ProviderSpec(id=f"judge:{raw}", kind="model", config={"model": raw})
     config = {k: v for k, v in dict(raw).items() if k not in ("id", "max_concurrency", "rpm")}
-    kind = next((k for k in ("model", "http", "python") if k in config), "model")
+    kind = next((k for k in provider_kinds() if k in config), "model")
     return ProviderSpec(id=str(raw.get("id") or f"judge:{config.get(kind)}"), kind=kind,  # type: ignore[arg-type]
                         config=config, max_concurrency=raw.get("max_concurrency"), rpm=raw.get("rpm"))
 
@@ -216,6 +220,9 @@ def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
     """What stops `spec` from working, found without calling it."""
     if is_local(spec):
         return local_problems()
+    kind = provider_kinds().get(spec.kind)
+    if kind is None or not kind.builtin:
+        return [f"unknown provider kind '{spec.kind}'"] if kind is None else kind.preflight(spec, suite)
     tools = tool_problems(spec, suite.path.parent)
     if tools:
         return tools

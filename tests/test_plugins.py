@@ -1,0 +1,160 @@
+"""Plugins add assertion types and provider kinds that validate, run, schema and list all know:
+from a file named in the suite, and from an installed package's entry points."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalspec.assertions.registry import REGISTRY, load_builtin_assertions
+from evalspec.cli import main
+from evalspec.providers.kinds import PROVIDER_KINDS, provider_kinds
+
+PLUGIN = '''
+from dataclasses import dataclass
+
+from evalspec import assertion
+from evalspec.assertions.base import Check, Evidence
+from evalspec.providers.base import ProviderResponse
+from evalspec.providers.kinds import provider_kind
+
+
+@dataclass
+class PoliteParams:
+    """Polite words the reply should use."""
+
+    words: list[str]
+    min: int = 1
+
+
+@assertion("polite", params=PoliteParams)
+def polite(reply, spec, ctx):
+    """The reply uses at least `min` of the polite words."""
+    p = spec.params
+    found = [w for w in p.words if w in reply.text]
+    return Check.of(len(found) >= p.min, f"found {found}", [Evidence(reply.turn, reply.text)])
+
+
+class Echo:
+    def __init__(self, pid, prefix):
+        self.id, self.prefix = pid, prefix
+
+    def cache_identity(self):
+        return {"echo": self.prefix}
+
+    async def respond(self, messages, context):
+        return ProviderResponse(self.prefix + messages[-1]["content"])
+
+
+@provider_kind("echo", doc="answers with a prefix and the user's message", schema={
+    "type": "object", "required": ["prefix"], "additionalProperties": False,
+    "properties": {"prefix": {"type": "string"}}})
+def build_echo(spec, suite):
+    return Echo(spec.id, spec.config["echo"]["prefix"])
+'''
+
+SUITE = """
+{plugins}providers:
+  - id: polite-bot
+    echo: {{prefix: "您好，请问 "}}
+tests:
+  - id: greets
+    conversation:
+      - user: 在吗
+        assert:
+          - polite: {{words: [您好, 请]}}
+  - id: thanks
+    conversation:
+      - user: hi
+        assert:
+          - polite: {{words: [谢谢], min: 1}}
+"""
+
+
+@pytest.fixture
+def clean_registries() -> Iterator[None]:
+    """A plugin registers into process-wide tables: give them back as they were."""
+    load_builtin_assertions()
+    provider_kinds()
+    assertions, kinds = dict(REGISTRY), dict(PROVIDER_KINDS)
+    yield
+    REGISTRY.clear()
+    REGISTRY.update(assertions)
+    PROVIDER_KINDS.clear()
+    PROVIDER_KINDS.update(kinds)
+    for name in [m for m in sys.modules if m.startswith("evalspec_plugin_")]:
+        del sys.modules[name]
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def test_a_plugin_file_named_in_the_suite_validates_runs_and_is_listed(
+        tmp_path: Path, clean_registries: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "checks.py").write_text(PLUGIN, encoding="utf-8")
+    suite = tmp_path / "s.yaml"
+    suite.write_text(SUITE.format(plugins="plugins: [checks.py]\n"), encoding="utf-8")
+    assert invoke("validate", str(suite)) == (0, "ok: 1 suite, 2 tests, 2 conversations planned\n")
+    code, out = invoke("run", str(suite), "-o", "run.json", "--no-cache")
+    assert code == 1, out
+    results = {r["test_id"]: r for r in json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["results"]}
+    assert results["greets"]["status"] == "passed" and results["thanks"]["status"] == "failed"
+    assert results["greets"]["transcript"][-1]["content"] == "您好，请问 在吗"
+    code, out = invoke("list", "assertions", "--plugin", "checks.py")
+    assert code == 0 and "polite" in out and "at least `min` of the polite words" in out
+    code, out = invoke("list", "providers", "--plugin", "checks.py")
+    assert "echo" in out and "[plugin]" in out
+    code, out = invoke("schema", "--plugin", "checks.py")
+    schema = json.loads(out)
+    value = schema["$defs"]["value_polite"]
+    assert value["required"] == ["words"] and value["properties"]["min"] == {"type": "integer", "default": 1}
+    assert schema["$defs"]["provider"]["properties"]["echo"]["required"] == ["prefix"]
+    assert {"required": ["echo"]} in schema["$defs"]["provider"]["oneOf"]
+
+
+def test_plugin_parameters_and_kinds_are_checked_like_built_in_ones(tmp_path: Path, clean_registries: None) -> None:
+    (tmp_path / "checks.py").write_text(PLUGIN, encoding="utf-8")
+    suite = tmp_path / "s.yaml"
+    text = SUITE.format(plugins="plugins: [checks.py, missing.py]\n").replace("words: [谢谢]", "wrds: [谢谢]")
+    suite.write_text(text.replace("echo: {prefix", "echo: {prefx"), encoding="utf-8")
+    code, out = invoke("validate", str(suite))
+    assert code == 2
+    assert "s.yaml:2" in out and "missing.py" in out and "does not exist" in out
+    assert "unknown key 'wrds'" in out and "did you mean 'words'" in out
+    assert "prefx" in out
+
+
+def test_an_installed_package_s_entry_points_are_known_without_naming_them(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "evalspec_demo_plugin").mkdir(parents=True)
+    (site / "evalspec_demo_plugin" / "__init__.py").write_text(PLUGIN, encoding="utf-8")
+    dist = site / "evalspec_demo_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: evalspec-demo-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[evalspec.assertions]\npolite = evalspec_demo_plugin\n\n"
+                                           "[evalspec.providers]\necho = evalspec_demo_plugin\n")
+    suite = tmp_path / "s.yaml"
+    suite.write_text(SUITE.format(plugins=""), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(site), "PYTHONIOENCODING": "utf-8"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "evalspec", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    assert cli("validate", str(suite)).returncode == 0
+    ran = cli("run", str(suite), "-o", "run.json", "--no-cache")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    statuses = [r["status"] for r in json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["results"]]
+    assert statuses == ["passed", "failed"]
+    assert "echo" in cli("list", "providers").stdout and "polite" in cli("list", "assertions").stdout
+    assert "value_polite" in json.loads(cli("schema").stdout)["$defs"]
