@@ -1,0 +1,116 @@
+"""Imports follow the data flow: a module imports only from its own layer or earlier ones.
+
+    base → config (the suite) → providers → assertions → plan → results → run → reporters → app
+
+Declarations every layer may read (the registries, the Provider protocol, the check types) sit in
+`base`. `KNOWN` lists today's backward imports, each a piece of structure still to fix; the test fails
+on any new one, so the list can only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "evalspec"
+LAYERS = ("base", "config", "providers", "assertions", "plan", "results", "run", "reporters", "app")
+
+# the first matching prefix decides; modules not listed are `app` (cli, api, importers, plugins, ...)
+PREFIXES = (
+    ("evalspec.errors", "base"), ("evalspec.exitcodes", "base"), ("evalspec.textutil", "base"),
+    ("evalspec.redact", "base"), ("evalspec.loading", "base"), ("evalspec.interrupts", "base"),
+    ("evalspec.assertions.registry", "base"), ("evalspec.assertions.params", "base"),
+    ("evalspec.assertions.base", "base"), ("evalspec.providers.base", "base"),
+    ("evalspec.plugins", "base"), ("evalspec.usercode", "base"),
+    ("evalspec.config", "config"), ("evalspec.fillers", "config"),
+    ("evalspec.providers", "providers"), ("evalspec.cache", "providers"), ("evalspec.agent", "providers"),
+    ("evalspec.scripted_user", "providers"),
+    ("evalspec.assertions", "assertions"),
+    ("evalspec.plan", "plan"),
+    ("evalspec.runner", "run"), ("evalspec.executors", "run"), ("evalspec.conversation", "run"),
+    ("evalspec.simulate", "run"), ("evalspec.replay", "run"), ("evalspec.attack", "run"),
+    ("evalspec.teardown", "run"),
+    ("evalspec.diff.files", "app"), ("evalspec.diff.confirm", "app"), ("evalspec.diff.github_baseline", "app"),
+    ("evalspec.diff.attach", "app"), ("evalspec.reporters.trend_command", "app"),
+    ("evalspec.results", "results"), ("evalspec.diff", "results"),
+    ("evalspec.reporters", "reporters"),
+)
+
+KNOWN = {
+    # the registry imports the built-in checks to fill itself
+    ("evalspec.assertions.registry", "evalspec.assertions"),
+    # the suite's parser and schema read provider kinds and context strategies (which should be
+    # declarations in `base`, with their builders behind them)
+    ("evalspec.config.loader", "evalspec.providers.kinds"),
+    ("evalspec.config.parser", "evalspec.providers.history"),
+    ("evalspec.config.parser", "evalspec.providers.kinds"),
+    ("evalspec.config.schema", "evalspec.providers.kinds"),
+    # preflight walks a conversation's assertions (which judge, which embedder) and its plan
+    ("evalspec.providers.factory", "evalspec.assertions.grade"),
+    ("evalspec.providers.factory", "evalspec.plan"),
+    ("evalspec.scripted_user", "evalspec.plan"),
+    # grading reads the planned instance (labels, turns) rather than a grading input of its own
+    ("evalspec.assertions.grade", "evalspec.plan"),
+    # redaction knows provider and suggestion details
+    ("evalspec.redact", "evalspec.config.suggest"),
+    ("evalspec.redact", "evalspec.providers.model_provider"),
+    # a record is built from the conversation's Transcript (a results type living in `run`)
+    ("evalspec.results.record", "evalspec.conversation"),
+}
+
+
+def layer(module: str) -> str:
+    if module == "evalspec":
+        return "base"  # `from evalspec import __version__`
+    for prefix, name in PREFIXES:
+        if module == prefix or module.startswith(prefix + "."):
+            return name
+    return "app"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """evalspec modules imported by `path` (in functions too; `if TYPE_CHECKING:` blocks excepted)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("evalspec"):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("evalspec")}
+    return found
+
+
+def backward_imports() -> set[tuple[str, str]]:
+    out = set()
+    for path in PACKAGE.rglob("*.py"):
+        source = module_name(path)
+        if source == "evalspec":
+            continue  # the public facade re-exports from every layer
+        for target in imports(path):
+            if LAYERS.index(layer(target)) > LAYERS.index(layer(source)):
+                out.add((source, target))
+    return out
+
+
+def test_no_module_imports_against_the_flow() -> None:
+    new = sorted(backward_imports() - KNOWN)
+    assert not new, "imports against the flow (" + " → ".join(LAYERS) + "):\n" + "\n".join(
+        f"  {s} ({layer(s)}) imports {t} ({layer(t)})" for s, t in new)
+
+
+def test_the_check_sees_a_backward_import(tmp_path: Path) -> None:
+    bad = tmp_path / "evalspec" / "reporters" / "leak.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("def f():\n    from evalspec.providers.factory import build_provider\n")
+    assert imports(bad) == {"evalspec.providers.factory"}
+    assert LAYERS.index(layer("evalspec.providers.factory")) < LAYERS.index(layer("evalspec.reporters.leak"))
+    assert LAYERS.index(layer("evalspec.reporters.html")) > LAYERS.index(layer("evalspec.results.record"))
