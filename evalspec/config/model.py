@@ -158,10 +158,6 @@ class Suite:
     secrets: set[str] = field(default_factory=set)
     lines: LineMap | None = None
 
-    @property
-    def name(self) -> str:
-        return str(self.path)
-
     def option(self, key: str) -> Any:
         return self.options.get(key, DEFAULT_OPTIONS[key])
 
