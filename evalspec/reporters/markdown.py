@@ -109,20 +109,21 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
         word = suite_gate_word(g)
         out.append(f"| {md(g['suite'])} | " + " | ".join(str(n) for _, n in count_items(g["counts"]))
                    + f" | {pass_rate_text(g['pass_rate'])} | {word if word == 'ok' else f'**{word}**'} |")
+    tail: list[str] = []
     if run["slas"]:
-        out += ["", "### SLAs", ""]
-        out += [f"- {'✅' if x['status'] == 'met' else '❌' if x['status'] == 'missed' else '⚠️'} "
-                f"{md(x['id'])}: **{x['status']}** — {md(x['text'])}" for x in run["slas"]]
+        tail += ["", "### SLAs", ""]
+        tail += [f"- {'✅' if x['status'] == 'met' else '❌' if x['status'] == 'missed' else '⚠️'} "
+                 f"{md(x['id'])}: **{x['status']}** — {md(x['text'])}" for x in run["slas"]]
     if s.get("metrics"):
-        out += ["", "### Metrics", "", "| metric | suite | provider | mean | passed |", "|---|---|---|---:|---:|"]
-        out += [f"| {md(m['metric'])} | {md(m['suite'])} | {md(m['provider'])} | "
-                f"{'—' if m['mean'] is None else format(m['mean'], '.2f')} | {m['passed']}/{m['total']} |"
-                for m in s["metrics"]]
-    out += attack_lines(run, md)
+        tail += ["", "### Metrics", "", "| metric | suite | provider | mean | passed |", "|---|---|---|---:|---:|"]
+        tail += [f"| {md(m['metric'])} | {md(m['suite'])} | {md(m['provider'])} | "
+                 f"{'—' if m['mean'] is None else format(m['mean'], '.2f')} | {m['passed']}/{m['total']} |"
+                 for m in s["metrics"]]
+    tail += attack_lines(run, md)
     blocks = _failures(run)
     if blocks:
         out += ["", "### Failures", ""]
-        used = sum(len(line) + 1 for line in out)
+        used = sum(len(line) + 1 for line in out + tail)
         for i, block in enumerate(blocks):
             size = sum(len(line) + 1 for line in block)
             if used + size > LIMIT - 200:
@@ -130,4 +131,5 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
                 break
             out += block
             used += size
+    out += tail
     return "\n".join(out) + "\n"
