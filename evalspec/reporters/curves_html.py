@@ -81,13 +81,14 @@ def styled(chart: dict[str, Any], configs: dict[tuple[str, str], dict[str, Any]]
     providers = list(dict.fromkeys(c["provider"] for c in chart["curves"]))
     out = []
     for i, c in enumerate(chart["curves"]):
+        cfg = configs.get((c["suite"], c["provider"]), {})
+        shown = str(cfg.get("label") or c["provider"])  # a provider's `label:` names its line
         if len(tests) > 1:
             color = COLORS[tests.index((c["suite"], c["test"])) % len(COLORS)]
             dash = DASHES[providers.index(c["provider"]) % len(DASHES)]
-            label = f"{c['name']} @ {c['provider']}"
+            label = f"{c['name']} @ {shown}"
         else:
-            color, dash, label = COLORS[i % len(COLORS)], "", c["provider"]
-        cfg = configs.get((c["suite"], c["provider"]), {})
+            color, dash, label = COLORS[i % len(COLORS)], "", shown
         out.append({**c, "color": color, "dash": dash, "label": label,
                     "config": describe_provider(cfg) if cfg else "", "terms": terms_text(c)})
     return out
