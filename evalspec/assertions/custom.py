@@ -6,7 +6,7 @@ import inspect
 from typing import Any
 
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
-from evalspec.assertions.registry import assertion
+from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
 from evalspec.loading import load_callable
@@ -22,7 +22,7 @@ async def python_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -
     result: Any = fn(reply.text, context)
     if inspect.isawaitable(result):
         result = await result
-    threshold = spec.threshold if spec.threshold is not None else 0.5
+    threshold = threshold_of(spec)
     evidence = [Evidence(reply.turn, reply.text[:160])]
     if isinstance(result, bool):
         return Check.of(result, f"{spec.value} returned {result}", evidence)

@@ -12,7 +12,7 @@ from typing import Any
 from evalspec.agent import tool_lines
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
 from evalspec.assertions.coherence import COHERENCE_VALUE, coherence
-from evalspec.assertions.registry import assertion
+from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
 
@@ -128,7 +128,7 @@ async def similar(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
         raise GradingError("'similar' needs an embedder: set `embedder:` in the suite")
     a, b = await ctx.embed([reply.text, str(spec.value)])
     sim = cosine(a, b)
-    threshold = spec.threshold if spec.threshold is not None else 0.8
+    threshold = threshold_of(spec)
     return Check(sim >= threshold, max(0.0, sim), f"similarity {sim:.3f} (threshold {threshold})",
                  [Evidence(reply.turn, f"{sim:.3f}")], {"similarity": sim})
 

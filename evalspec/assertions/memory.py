@@ -7,7 +7,7 @@ from typing import Any
 import regex
 
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply, snippet
-from evalspec.assertions.registry import assertion
+from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
 
 ALIASES = {"anyOf": [{"type": ["string", "number"]}, {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 1}]}
@@ -81,7 +81,7 @@ def memory_recall(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
         evidence.append(Evidence(reply.turn, hit, f"{key}: {how}") if hit
                         else Evidence(reply.turn, snippet(reply.text), f"{key}: missing"))
     total = sum(scores.values()) / len(scores)
-    threshold = spec.threshold if spec.threshold is not None else 1.0
+    threshold = threshold_of(spec)
     parts = ", ".join(f"{f['key']} {'found ' + repr(f['found']) if f['found'] else 'not found'}"
                       + (f" (partial: expected {'/'.join(f['expected'])})" if f["how"] == "fuzzy" else "")
                       for f in facts)

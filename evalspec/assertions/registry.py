@@ -78,6 +78,15 @@ def resolve_type(name: str) -> tuple[AssertionType, bool] | None:
     return None
 
 
+def threshold_of(spec: Any) -> float:
+    """An assertion's own `threshold`, else its type's `default_threshold` (0.5 when it declares none)."""
+    if spec.threshold is not None:
+        return float(spec.threshold)
+    resolved = resolve_type(spec.type)
+    default = resolved[0].default_threshold if resolved else None
+    return default if default is not None else 0.5
+
+
 def all_type_names() -> list[str]:
     load_builtin_assertions()
     return sorted(REGISTRY)
