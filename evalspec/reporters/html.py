@@ -72,15 +72,15 @@ h2{font-size:18px;margin:20px 0 8px}
 <div class="card"><b>{{ run.summary.tokens }}</b>tokens</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>cost</div></div>
 <div class="scroll"><table><tr><th>suite</th>{% for label, _ in counts %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">pass rate</th><th>gate</th></tr>
 {% for g in run.gate.suites %}<tr><td>{{ g.suite }}</td>{% for _, n in count_items(g.counts) %}<td class="n">{{ n }}</td>{% endfor %}<td class="n">{{ pass_rate(g.pass_rate) }}</td><td class="{{ 'passed' if suite_gate_word(g) == 'ok' else 'failed' }}">{{ suite_gate_word(g) }}</td></tr>{% endfor %}</table></div>
+{% if failures %}<h2 id="failures">Failures first</h2>
+{% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ f.v.category }}</b>{% if f.v.critical_failed %} <span class="critical">critical</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">conversation ↓</a>
+{% if f.description %}<div class="desc">{{ f.description }}</div>{% endif %}
+<ul>{% for x in f.findings %}<li>{{ finding_html(x) }}</li>{% endfor %}</ul></div>{% endfor %}{% endif %}
 {{ attacks_section }}
 {% if run.slas %}<h2>SLAs</h2><div class="scroll"><table><tr><th>SLA</th><th>verdict</th><th>measured vs target</th></tr>
 {% for x in run.slas %}<tr data-sla="{{ x.id }}"><td>{{ x.id }}</td><td class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ x.status }}</td><td>{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
 {% if run.summary.metrics %}<h2>Metrics</h2><div class="scroll"><table><tr><th>metric</th><th>suite</th><th>provider</th><th class="n">mean</th><th class="n">passed</th></tr>
 {% for m in run.summary.metrics %}<tr><td>{{ m.metric }}</td><td>{{ m.suite }}</td><td>{{ m.provider }}</td><td class="n">{{ '—' if m.mean is none else '%.2f' % m.mean }}</td><td class="n">{{ m.passed }}/{{ m.total }}</td></tr>{% endfor %}</table></div>{% endif %}
-{% if failures %}<h2 id="failures">Failures first</h2>
-{% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ f.v.category }}</b>{% if f.v.critical_failed %} <span class="critical">critical</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">conversation ↓</a>
-{% if f.description %}<div class="desc">{{ f.description }}</div>{% endif %}
-<ul>{% for x in f.findings %}<li>{{ finding_html(x) }}</li>{% endfor %}</ul></div>{% endfor %}{% endif %}
 <div class="scroll">{{ curves_section }}</div>
 <h2>Conversations</h2>
 <div class="filters">status <select id="f-status"><option value="">all</option>{% for s in statuses %}<option>{{ s }}</option>{% endfor %}</select>
