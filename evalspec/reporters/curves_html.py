@@ -12,6 +12,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from evalspec.config.model import describe_provider
+from evalspec.results.aggregate import sla_text
 from evalspec.results.curves import charts, terms_text
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"]
@@ -101,8 +102,9 @@ def _fmt(v: Any, digits: int = 0) -> str:
 def chart_html(chart: dict[str, Any], lines: list[dict[str, Any]]) -> Markup:
     rows = []
     for c in lines:
-        sla = " ".join(f"{'met' if s['passed'] else ('no data' if s['no_data'] else 'MISSED')} (≤{s['at']:g}: "
-                       f"≥{s['min_score']:g})" for s in c["sla"])
+        # the SLA verdict's own words, with the measured value beside the target (as in every report)
+        sla = "; ".join(f"{'met' if s['passed'] else ('no data' if s['no_data'] else 'missed')}: {sla_text(c, s)}"
+                        for s in c["sla"])
         dash = "- -" if c["dash"] else "——"
         rows.append(f'<tr><td style="color:{c["color"]}">{dash} {escape(c["label"])}</td>'
                     f'<td class="meta">{escape(c["config"])}</td><td>{escape(c["terms"])}</td>'
