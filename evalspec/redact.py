@@ -70,10 +70,9 @@ def implicit_secrets(model_names: list[str], environ: Mapping[str, str]) -> set[
     """Keys a model call takes from the environment without the suite naming them: the provider's
     `*_API_KEY` (and its other secret-named variables), and `OPENAI_API_KEY`, which the lean
     OpenAI-compatible client sends to any endpoint that has no `api_key`."""
-    from evalspec.providers.model_provider import KEY_ENV, split_model
-
     if not model_names:
         return set()
+    from evalspec.providers.model_provider import KEY_ENV, split_model  # after: a python-only run skips the import
     names = {"OPENAI_API_KEY"}
     for model in model_names:
         prefix, _ = split_model(model)
