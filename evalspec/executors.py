@@ -47,6 +47,27 @@ class ConversationWorker:
         return await run_instance(self.plan[index], self.pool)
 
 
+CONNECT_TIMEOUT = 5.0  # seconds to reach a cluster's head before giving up (exit 2)
+
+
+def check_reachable(address: str) -> None:
+    """An `--address` nobody answers at fails in seconds (ray.init would wait for it forever)."""
+    import socket
+
+    if address == "auto" or address.startswith("local"):
+        return  # ray finds (or refuses) the local cluster itself, quickly
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError([Problem("--address", None, "", f"{address!r}: expected HOST:PORT (or ray://HOST:PORT, "
+                                   "or auto)")])
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConfigError([Problem("--address", None, "", f"no Ray cluster answers at {address} "
+                                   f"({exc.strerror or exc}); start one with `ray start --head` or fix "
+                                   "the address")]) from None
+
+
 class RayExecutor:
     def __init__(self, config: RayConfig, concurrency: int, cache_dir: Path | None) -> None:
         try:
@@ -55,8 +76,14 @@ class RayExecutor:
             raise ConfigError([Problem("--executor ray", None, "", "ray is not installed: pip install 'evalspec[ray]'")]) from None
         self.ray: Any = ray
         if not ray.is_initialized():
-            ray.init(address=config.address, include_dashboard=False, log_to_driver=False,
-                     ignore_reinit_error=True)
+            if config.address:
+                check_reachable(config.address)
+            try:
+                ray.init(address=config.address, include_dashboard=False, log_to_driver=False,
+                         ignore_reinit_error=True)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ConfigError([Problem("--address", None, "", f"cannot join the Ray cluster "
+                                           f"{config.address or '(local)'}: {exc}")]) from None
         actors = max(1, min(int(self.ray.cluster_resources().get("CPU", 1)), concurrency))
         per_actor = max(1, math.ceil(concurrency / actors))
         remote: Any = ray.remote(num_cpus=0)(ConversationWorker)

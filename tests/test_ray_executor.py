@@ -30,3 +30,21 @@ def test_address_needs_the_ray_executor(in_tmp: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "evalspec", "run", str(ROOT / "suites" / "coreference.yaml"),
                            "--address", "127.0.0.1:6379"], cwd=in_tmp, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--address goes with --executor ray" in proc.stderr
+
+
+def test_an_address_where_no_cluster_answers_fails_within_seconds(in_tmp: Path) -> None:
+    pytest.importorskip("ray")
+    import socket
+    import time
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nobody listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", str(ROOT / "suites" / "coreference.yaml"),
+                           "--executor", "ray", "--address", f"127.0.0.1:{port}", "-q"], cwd=in_tmp,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in proc.stderr
+    assert time.monotonic() - start < 60  # seconds under load, not a hang
+    assert not list(in_tmp.glob(".evalspec/runs/*/journal.jsonl"))  # nothing was run
