@@ -154,7 +154,8 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
                 raise _RenderProblem((*entry.where, "filler"), f"filler count must be >= 0, got {count}")
             pool = [str(_render(p, variables, (*entry.where, "filler", "pool"))) for p in entry.pool or []]
             for text in pick_fillers(count, pool or None, seed=int(suite.option("seed")), test_id=test.id,
-                                     position=position, matrix=matrix, repeat=k):
+                                     position=position, matrix=matrix, repeat=k,
+                                     user_texts=[str(e.text) for e in test.conversation if e.kind == "user"]):
                 turn += 1
                 turns.append(PlannedTurn("user", text, turn, filler=True))
         else:
