@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import jsonschema
 
+from evalspec.config.hints import elsewhere
 from evalspec.config.suggest import did_you_mean
 
 PathKey = tuple[str | int, ...]
@@ -31,7 +32,7 @@ def schema_problems(err: jsonschema.ValidationError, context: str = "") -> Itera
         valid = f"; valid here: {', '.join(known)}" if 0 < len(known) <= 8 else ""
         for key in chosen.instance:
             if key not in known:
-                hint = did_you_mean(str(key), known)
+                hint = elsewhere(str(key), tuple(chosen.absolute_path)) or did_you_mean(str(key), known)
                 yield (*chosen.absolute_path, key), f"unknown key '{key}'{where}{hint or valid}"
         return
     yield tuple(chosen.absolute_path), _plain(chosen, context)

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from evalspec.config.yamlfixes import mend
 from evalspec.errors import ConfigError, Problem
 
 PathKey = tuple[str | int, ...]
@@ -57,16 +58,17 @@ class LineMap:
 
 def load_yaml(text: str, file: str, found: list[Problem] | None = None) -> tuple[Any, LineMap]:
     """Parse `text`; duplicate keys are errors (YAML would silently keep the last). Problems that leave
-    the data usable (duplicate or non-string keys) go to `found` when given, else they are raised."""
+    the data usable (duplicate keys, a mended full-width colon...) go to `found` when given, else they
+    are raised."""
     lines = LineMap(file)
+    text, problems = mend(text, file)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None, lines
-        problems: list[Problem] = []
         if message := _alias_problem(node):
-            raise ConfigError([Problem(file, None, "", message)])
+            raise ConfigError([*problems, Problem(file, None, "", message)])
         data = _build(loader, node, (), lines, problems)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -74,10 +76,9 @@ def load_yaml(text: str, file: str, found: list[Problem] | None = None) -> tuple
         msg = str(exc.problem or exc.context)
         if exc.context and exc.context_mark and exc.problem:
             msg += f" ({exc.context} started at line {exc.context_mark.line + 1})"
-
-        raise ConfigError([Problem(file, line, "", f"invalid YAML: {msg}")]) from None
+        raise ConfigError([*problems, Problem(file, line, "", f"invalid YAML: {msg}")]) from None
     except yaml.YAMLError as exc:
-        raise ConfigError([Problem(file, None, "", f"invalid YAML: {exc}")]) from None
+        raise ConfigError([*problems, Problem(file, None, "", f"invalid YAML: {exc}")]) from None
     finally:
         loader.dispose()
     if problems and found is None:
@@ -144,6 +145,17 @@ def _pairs(node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node, bool]]:
     return merged + local
 
 
+def _fullwidth_commas(node: yaml.SequenceNode, path: PathKey, lines: LineMap, problems: list[Problem]) -> None:
+    """`[瑶光，追风]` is one item: a full-width comma does not separate items (quote it when it is meant)."""
+    for i, item in enumerate(node.value):
+        if isinstance(item, yaml.ScalarNode) and not item.style and "，" in item.value:
+            parts = [p.strip() for p in item.value.split("，")]
+            problems.append(Problem(lines.file, item.start_mark.line + 1, format_path((*path, i)),
+                                    f"'{item.value}' is one item: the full-width comma '，' does not separate list "
+                                    f"items — write [{', '.join(parts)}], or quote it if the comma is part of the "
+                                    f"text: ['{item.value}']"))
+
+
 def _build(loader: Any, node: yaml.Node, path: PathKey, lines: LineMap,
            problems: list[Problem]) -> Any:
     lines.lines.setdefault(path, node.start_mark.line + 1)
@@ -171,5 +183,7 @@ def _build(loader: Any, node: yaml.Node, path: PathKey, lines: LineMap,
             out[key] = _build(loader, value_node, child, lines, problems)
         return out
     if isinstance(node, yaml.SequenceNode):
+        if node.flow_style:
+            _fullwidth_commas(node, path, lines, problems)
         return [_build(loader, item, (*path, i), lines, problems) for i, item in enumerate(node.value)]
     return loader.construct_object(node, deep=True)  # type: ignore[no-untyped-call]

@@ -1,0 +1,60 @@
+"""'indent it under ...': a key that is unknown where it is written but valid at another depth."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from evalspec.config.yamlfile import PathKey
+
+# where a mapping sits -> its name in a message, and how deep it is (to say "indent" or "move out")
+_PLACES = {"suite": ("the top level of the suite", 0), "provider": ("a provider", 1), "test": ("a test", 1),
+           "turn": ("a conversation turn", 2), "assertion": ("an assertion item ('- TYPE: value')", 3),
+           "simulate": ("'simulate:'", 2), "options": ("'options:'", 1), "gate": ("'gate:'", 1)}
+
+
+@lru_cache(maxsize=1)
+def _keys() -> dict[str, set[str]]:
+    from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_builtin_assertions
+    from evalspec.config.schema import suite_schema
+
+    load_builtin_assertions()
+    schema = suite_schema()
+    props = schema["properties"]
+    defs = schema["$defs"]
+    assertion = set(COMMON_KEYS) - {"type", "value"} | {o for t in REGISTRY.values() for o in t.options}
+    return {"suite": set(props), "provider": set(defs["provider"]["properties"]),
+            "test": set(defs["test"]["properties"]), "turn": set(defs["turn"]["properties"]),
+            "assertion": assertion, "simulate": set(defs["test"]["properties"]["simulate"]["properties"]),
+            "options": set(props["options"]["properties"]), "gate": set(props["gate"]["properties"])}
+
+
+def place_of(path: PathKey) -> str | None:
+    """The kind of mapping at `path` (the mapping that holds the key)."""
+    if not path:
+        return "suite"
+    last = path[-1]
+    parent = path[-2] if len(path) > 1 else None
+    if isinstance(last, int):
+        return {"providers": "provider", "targets": "provider", "tests": "test", "conversation": "turn",
+                "assert": "assertion"}.get(str(parent))
+    return {"defaults": "test", "simulate": "simulate", "options": "options", "gate": "gate"}.get(str(last))
+
+
+def elsewhere(key: str, path: PathKey) -> str:
+    """' — it belongs to ...: indent it under / move it out ...' or '' when the key is nowhere valid."""
+    here = place_of(path)
+    if here is None:
+        return ""
+    keys = _keys()
+    if key in keys.get(here, set()):
+        return ""
+    homes = [p for p in _PLACES if key in keys[p] and p != here]
+    if not homes:
+        return ""
+    depth = _PLACES[here][1]
+    deeper = [p for p in homes if _PLACES[p][1] > depth]
+    home = deeper[0] if deeper else homes[0]
+    name = _PLACES[home][0]
+    if _PLACES[home][1] > depth:
+        return f": '{key}' belongs to {name} — indent it under the {name.split(' (')[0].removeprefix('an ').removeprefix('a ')} it is for"
+    return f": '{key}' belongs to {name} — move it out (less indentation) to {name}"

@@ -1,0 +1,81 @@
+"""Validation speaks to people who are not programmers (SPEC §9): each YAML mistake a product manager
+made is named with its line and its fix, and all of them come out in one `validate` round."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from evalspec.cli import main
+
+BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
+HEAD = f"providers: [{{id: bot, python: '{BOT}:respond'}}]\ntests:\n  - id: t\n    conversation:\n"
+
+
+def validate(tmp_path: Path, body: str) -> tuple[int, list[str]]:
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + body, encoding="utf-8")
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    return result.exit_code, [line for line in result.output.splitlines() if line.startswith("error")]
+
+
+def test_a_full_width_colon_is_named_on_its_own_line_with_the_fix(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 能分期吗\n        label：问配置\n      - user: 好的\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:6: full-width colon '：' after 'label': YAML needs an ASCII "
+                      "colon and a space — write 'label: 问配置'"]
+
+
+def test_a_full_width_comma_in_a_list_is_not_silently_one_item(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 推荐哪台\n        assert:\n"
+                                      "          - refers-to: {expected: 凌云, not: [瑶光，追风]}\n")
+    assert code == 2
+    assert len(errors) == 1 and ":7: " in errors[0]
+    assert "'瑶光，追风' is one item: the full-width comma '，' does not separate list items — write [瑶光, 追风]" \
+        in errors[0]
+
+
+def test_a_quoted_full_width_comma_is_text_and_accepted(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 你好\n        assert:\n          - contains-any: ['你好，欢迎', hi]\n")
+    assert code == 0, errors
+
+
+def test_a_regex_escape_in_double_quotes_says_use_single_quotes(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 电话多少\n    assert:\n      - not-regex: \"1[3-9]\\d{9}\"\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:7: '\\d' inside double quotes is read by YAML, not by the regex: "
+                      "use single quotes — '1[3-9]\\d{9}'"]
+
+
+def test_a_key_valid_at_another_depth_says_where_to_indent_it(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 电话多少\n    assert:\n      - not-regex: '1[3-9]\\d{9}'\n"
+                                      "    scope: each_turn\n")
+    assert code == 2
+    assert len(errors) == 1 and ":8: tests[0].scope: unknown key 'scope'" in errors[0]
+    assert "'scope' belongs to an assertion item ('- TYPE: value') — indent it under the assertion item" in errors[0]
+
+
+def test_seven_different_typos_are_all_reported_in_one_round(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, """\
+      - user: 能分期吗
+        label：问配置
+      - user: 推荐哪台
+        asert:
+          - refers-to: {expected: 凌云, not: [瑶光，追风]}
+      - user: 电话多少
+    assert:
+      - not-regex: "1[3-9]\\d{9}"
+      - contians: 微信
+      - not-after: {pattern: 优惠, after: 问配值}
+    scope: each_turn
+""")
+    assert code == 2
+    text = "\n".join(errors)
+    expected = ["full-width colon '：' after 'label'", "unknown key 'asert' (did you mean 'assert'?)",
+                "'瑶光，追风' is one item", "inside double quotes is read by YAML, not by the regex: use single quotes",
+                "unknown assertion type 'contians' (did you mean 'contains'?)",
+                "label '问配值' does not exist (did you mean '问配置'?)", "'scope' belongs to an assertion item"]
+    missing = [e for e in expected if e not in text]
+    assert not missing, (missing, text)
+    assert len(errors) == len(expected), text
