@@ -11,6 +11,7 @@ from evalspec.config.loader import load_suites
 from evalspec.conversation import Transcript
 from evalspec.plan import Instance, build_plan
 from evalspec.providers.factory import ProviderPool
+from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import finalize
 from evalspec.results.record import make_record
 from evalspec.runner import grade_with, run_instance
@@ -23,7 +24,8 @@ def _instances(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
     warnings = [f"{s.path}: changed since the run; using the suite as it is now"
                 for s, meta in zip(suites, run["suites"]) if s.sha256 != meta["sha256"]]
     plan = build_plan(suites)
-    return {inst.key: inst for inst in plan}, warnings
+    secrets = run_secrets(suites)  # records hold keys redacted with the secrets of the whole run
+    return {redact(inst.key, secrets): inst for inst in plan}, warnings
 
 
 async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str, Any], list[str]]:
@@ -43,7 +45,8 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
                                     error=record["error"] if record["stop_reason"] == "error" else None,
                                     calls=record.get("calls", 0), cached_calls=record.get("cached_calls", 0))
             results = [] if transcript.error else await grade_with(pool, inst, transcript.messages)
-            out.append(make_record(inst, transcript, results, record.get("duration_ms", 0.0)))
+            out.append(redact(make_record(inst, transcript, results, record.get("duration_ms", 0.0)),
+                              run_secrets([inst.suite])))
     finally:
         await pool.aclose()
     regraded = {**run, "results": out}
@@ -72,7 +75,7 @@ async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tup
 
     async def replay(inst: Instance) -> dict[str, Any]:
         async with slots:
-            return await run_instance(inst, pool)
+            return dict(redact(await run_instance(inst, pool), run_secrets(suites)))
 
     rows = []
     try:

@@ -68,6 +68,12 @@ tests:
     data = json.loads(outputs["run.json"])
     assert "***" in data["results"][0]["transcript"][1]["content"]
     assert data["results"][1]["name"] == "login with ***"
+    # re-grading the recorded transcripts keeps every secret masked and finds every record again
+    graded = subprocess.run([sys.executable, "-m", "evalspec", "grade", "out/run.json", "-o", "out/graded.json"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    text = (tmp_path / "out" / "graded.json").read_text(encoding="utf-8")
+    assert KEY not in text and TOKEN not in text and KEY not in graded.stdout + graded.stderr
+    assert "no longer in the suite" not in graded.stdout + graded.stderr
 
 
 def test_implicit_secrets_are_the_provider_keys_a_model_call_would_read() -> None:
