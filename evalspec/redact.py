@@ -72,7 +72,10 @@ def implicit_secrets(model_names: list[str], environ: Mapping[str, str]) -> set[
     OpenAI-compatible client sends to any endpoint that has no `api_key`."""
     if not model_names:
         return set()
-    from evalspec.providers.model_provider import KEY_ENV, split_model  # after: a python-only run skips the import
+    from evalspec.providers.model_provider import (  # after: a python-only run skips the import
+        KEY_ENV,
+        split_model,
+    )
     names = {"OPENAI_API_KEY"}
     for model in model_names:
         prefix, _ = split_model(model)

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 SYNC_EVERY = 1.0  # seconds between fsyncs
 
 
