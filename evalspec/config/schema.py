@@ -62,7 +62,6 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
         "rpm": {"type": "number", "exclusiveMinimum": 0},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "retries": {"type": "integer", "minimum": 0},
-        "vars": {"type": "object"},
         **tool_properties(),
     }
     kinds = provider_kinds()
