@@ -135,13 +135,19 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     selection = Selection(filter_, list(tags), list(providers), repeat)
     suites, _ = prepare(expand_paths(patterns), cli_vars, selection)  # the same checks as `validate`
     _check_writable([p for p in (output, html_path, junit_path, md_path) if p])
+    # absolute from here on: user code that changes directory must not move evalspec's own files
+    cwd = os.getcwd()
+    output = str(Path(output).absolute()) if output else None
+    baseline = str(Path(baseline).absolute()) if baseline and baseline != "auto" else baseline
     run_dir = Path(resume_dir) if resume_dir else Path(".evalspec/runs") / new_run_id()
+    shown_run_dir, run_dir = run_dir, run_dir.absolute()
     if resume_dir and not (run_dir / "journal.jsonl").exists():
         err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
         sys.exit(ExitCode.CONFIG_ERROR)
     reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts)
     options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites),
                          run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
+                         cache_dir=Path(".evalspec/cache").absolute(),
                          fail_under=fail_under, include_drafts=include_drafts,
                          on_start=reporter.on_start, on_result=reporter.on_result,
                          ray=RayConfig([str(f.resolve()) for f in expand_paths(patterns)], cli_vars, selection,
@@ -152,6 +158,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
                                         on_progress=None if quiet else
                                         lambda text: err_console.print(f"[dim]{escape(text)}[/]")))
     except (Interrupted, KeyboardInterrupt) as exc:
+        os.chdir(cwd)
+        run_dir = shown_run_dir
         reporter.stop()
         args = shlex.join(sys.argv[1:])
         what = "terminated" if isinstance(exc, Interrupted) and exc.signum == signal.SIGTERM else "interrupted"
@@ -160,9 +168,11 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
                           f"\n{what}: resume again with: evalspec {args}")
         sys.exit(exc.exit_code if isinstance(exc, Interrupted) else ExitCode.INTERRUPTED)
     except ConfigError:
+        os.chdir(cwd)
         reporter.stop()
         raise
-    written = {"run.json": str(result.path)}
+    os.chdir(cwd)
+    written = {"run.json": os.path.relpath(result.path) if result.path else ""}
     written.update(_write_reports(result.data, html_path, junit_path, md_path))
     reporter.on_finish(result.data, written)
     sys.exit(result.exit_code)

@@ -61,3 +61,18 @@ def test_a_failing_teardown_is_reported_beside_the_verdict_and_never_changes_it(
                                   "error": "bot.py:broken raised RuntimeError: the booking API is down"}
     assert data["gate"]["exit_code"] == 1  # the failing assertion, not the teardown
     assert "teardown failed: bot.py:broken raised RuntimeError" in failure_text(failed)
+
+
+def test_a_failing_teardown_of_a_passing_test_shows_in_the_console_and_markdown(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from evalspec.reporters.console import print_summary
+    from evalspec.reporters.markdown import render_markdown
+
+    data = go(tmp_path, "broken", expect="再见")
+    assert [r["status"] for r in data["results"]] == ["passed", "passed"]
+    markdown = render_markdown(data, env={})
+    assert "### Teardowns that failed" in markdown and markdown.count("the booking API is down") == 2
+    console = Console(record=True, width=200, color_system=None)
+    print_summary(console, data, {})
+    assert console.export_text().count("teardown failed: bot.py:broken raised RuntimeError") == 2

@@ -75,6 +75,8 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
     if tool_calls is not None and not isinstance(tool_calls, list):
         raise ProviderError(f"{where} returned 'tool_calls' as {type(tool_calls).__name__}; expected a list")
     if content is None and not tool_calls:
+        if "content" in result:
+            raise ProviderError(f"{where} returned no reply: 'content' is None and there are no tool calls")
         keys = ", ".join(map(repr, list(result)[:8])) or "none"
         raise ProviderError(f"{where} returned no reply: the dict has no 'content' (keys: {keys})")
     if content is not None and not isinstance(content, str):

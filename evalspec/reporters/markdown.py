@@ -120,6 +120,10 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
                  f"{'—' if m['mean'] is None else format(m['mean'], '.2f')} | {m['passed']}/{m['total']} |"
                  for m in s["metrics"]]
     tail += attack_lines(run, md)
+    if torn := tools.failed_teardowns(run):
+        tail += ["", "### Teardowns that failed", ""]
+        tail += [f"- **{md(r['name'])}** (`{one_line(r['test_id']).replace('`', 'ˋ')}` @ {md(r['provider'])}): "
+                 f"{md(text)}" for r, text in torn]
     blocks = _failures(run)
     if blocks:
         out += ["", "### Failures", ""]

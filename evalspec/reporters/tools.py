@@ -81,6 +81,11 @@ def teardown_text(record: dict[str, Any]) -> str | None:
     return None
 
 
+def failed_teardowns(run: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """Every record whose teardown failed, passed ones included: what an agent did may still be in place."""
+    return [(r, text) for r in run.get("results", []) if (text := teardown_text(r))]
+
+
 def teardown_html(record: dict[str, Any]) -> Markup:
     text = teardown_text(record)
     return Markup('<p class="teardown error">⚠ {}</p>').format(text) if text else Markup("")

@@ -100,3 +100,9 @@ def test_summary_counts_completed_failed_calls_and_retries(tmp_path: Path) -> No
     assert server.calls == 2
     assert (summary["calls"], summary["failed_calls"], summary["retries"]) == (1, 1, 1)
     assert data["results"][0]["status"] == "passed"
+
+
+def test_a_none_content_is_named_as_such(tmp_path: Path) -> None:
+    (tmp_path / "bot.py").write_text("def respond(messages, context):\n    return {'content': None}\n")
+    record = go(tmp_path, "    python: bot.py:respond")["results"][0]
+    assert "'content' is None" in record["error"] and "has no 'content'" not in record["error"]
