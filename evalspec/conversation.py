@@ -23,6 +23,7 @@ class Transcript:
     attack: dict[str, Any] | None = None  # an attack attempt's strategy, red lines and breach (SPEC §16)
     failed_calls: int = 0
     retries: int = 0
+    judge_calls: int = 0  # judge calls made while playing (a simulated user's goal_met)
 
     def history(self) -> list[dict[str, Any]]:
         """The OpenAI-style history the system under test sees (tool calls and results included)."""

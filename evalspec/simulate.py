@@ -7,6 +7,7 @@ sees any assertion or rubric. `max_turns` counts user messages sent, `opening` a
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from evalspec.agent import ToolKit, play_turn
@@ -17,8 +18,12 @@ from evalspec.errors import EvalspecError, GradingError, ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext
 from evalspec.providers.factory import ProviderPool
+from evalspec.providers.structured import SIMULATOR_MAX_TOKENS, call_structured
 from evalspec.scripted_user import load_scripted_user, next_message
 from evalspec.usercode import UserCodeError, in_thread
+
+MESSAGE_SCHEMA = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"],
+                  "additionalProperties": False}
 
 
 def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
@@ -28,6 +33,7 @@ def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
         f"Your goal: {goal}",
         "Write only your next message to the assistant: no role labels, no quotes, no explanations. "
         "Use the language of your persona.",
+        'Answer with a JSON object: {"message": "<your next message>"}.',
     ]
     if marker:
         lines.append(f"When your goal is achieved, or you give up, reply with exactly {marker} and nothing else.")
@@ -74,16 +80,18 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
                 return transcript
             text = said
         else:
-            assert simulator is not None
+            assert simulator is not None and spec is not None
             context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn + 1, vars=inst.vars,
                                   repeat=inst.repeat)
             try:
-                answer = await simulator.call([{"role": "system", "content": system}, *flipped(transcript.messages)],
-                                              context, extra={"seed": suite.option("seed")}, read=replay)
+                answer = await call_structured(
+                    simulator, [{"role": "system", "content": system}, *flipped(transcript.messages)], context,
+                    name="user_message", schema=MESSAGE_SCHEMA, seed=suite.option("seed"), read=replay,
+                    max_tokens=int(spec.config.get("max_tokens") or SIMULATOR_MAX_TOKENS))
             except ProviderError as exc:
                 transcript.stop_reason, transcript.error = "error", f"simulator: {exc}"
                 return transcript
-            text = answer.content.strip()
+            text = message_text(answer.content)
             if marker and marker in text:
                 transcript.messages.append(user_message(text, None, not_sent=True))
                 transcript.stop_reason = "user_says"
@@ -102,9 +110,12 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
             if patterns and await _matches_off_loop(patterns, reply["content"], float(suite.option("grade_timeout"))):
                 transcript.stop_reason = "assistant_matches"
                 return transcript
-            if goal_met and judge is not None and await _goal_met(judge, sim.goal, transcript.messages):
-                transcript.stop_reason = "goal_met"
-                return transcript
+            if goal_met and judge is not None:
+                met, cached = await _goal_met(judge, sim.goal, transcript.messages)
+                transcript.judge_calls += int(not cached)
+                if met:
+                    transcript.stop_reason = "goal_met"
+                    return transcript
         except (EvalspecError, UserCodeError) as exc:
             transcript.stop_reason, transcript.error = "error", f"stop condition: {exc}"
             return transcript
@@ -124,9 +135,23 @@ async def _matches_off_loop(patterns: list[str], text: str, limit: float) -> boo
         raise GradingError(f"assistant_matches timed out after {limit:g}s (options.grade_timeout)") from None
 
 
-async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> bool:
+def message_text(content: str) -> str:
+    """The simulated user's message: the `message` of a JSON answer, else the answer as written."""
+    text = content.strip()
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+        if isinstance(value, dict) and isinstance(value.get("message"), str):
+            return str(value["message"]).strip()
+    return text
+
+
+async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> tuple[bool, bool]:
+    """(goal met, answer came from the cache)."""
     prompt = (f"The user's goal: {goal}\n\nConversation:\n{format_transcript(messages)}\n\n"
               "Has the user's goal been achieved by now? Answer with a JSON object "
               '{"reason": "...", "pass": true or false}.')
     verdict = await judge([{"role": "user", "content": prompt}], {"sample": 0})
-    return verdict.get("pass") is True
+    return verdict.get("pass") is True, bool((verdict.get("_judge") or {}).get("cached"))

@@ -66,6 +66,9 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
     }
     kinds = provider_kinds()
     props.update({name: kind.schema for name, kind in kinds.items() if kind.schema is not None})
+    if not needs_id:  # a judge, simulator or embedder
+        props["max_tokens"] = {"type": "integer", "minimum": 1,
+                               "description": "cap on a judge's / simulated user's answer (default 512 / 256)"}
     schema = _obj(props, ["id"] if needs_id else None)
     if not for_validation:
         schema["oneOf"] = [{"required": [name]} for name in kinds]

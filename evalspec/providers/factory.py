@@ -132,7 +132,7 @@ class ProviderPool:
         if judge is None:
             from evalspec.providers.judge import make_judge
 
-            judge = self._judges[key] = make_judge(self.get(spec, suite))
+            judge = self._judges[key] = make_judge(self.get(spec, suite), spec.config.get("max_tokens"))
         return judge
 
     def embed_fn(self, suite: Suite) -> EmbedFn | None:
@@ -193,6 +193,10 @@ class ProviderPool:
             raise PreflightError(list(dict.fromkeys(problems)))
 
     async def aclose(self) -> None:
+        for embed in self._embedders.values():
+            close = getattr(embed, "aclose", None)
+            if close is not None:
+                await close()
         for caller in self._callers.values():
             close = getattr(caller.provider, "aclose", None)
             if close is not None:

@@ -245,4 +245,12 @@ def make_embedder(spec: ProviderSpec, cache: ResponseCache | None, timeout: floa
                 raise ProviderError(f"{model}: malformed embeddings response") from None
         return vectors
 
+    async def aclose() -> None:
+        """Close the HTTP client (the pool calls it, so no "Unclosed client session" is left behind)."""
+        nonlocal client
+        if client is not None:
+            await client.aclose()
+            client = None
+
+    embed.aclose = aclose  # type: ignore[attr-defined]
     return embed

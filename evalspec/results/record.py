@@ -58,7 +58,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "tokens": sum(tokens) if tokens else None,
         "cost": sum(costs) if costs else None,
         **usage_fields(replies),
-        "judge_calls": sum(1 for u in judge_usage if u and not u.get("cached")),
+        "judge_calls": sum(1 for u in judge_usage if u and not u.get("cached")) + transcript.judge_calls,
         "judge_cost": sum(judge_cost) if judge_cost else None,
     }
     if transcript.attack is not None:
