@@ -146,8 +146,10 @@ def make_options(options: RunOptions | None, overrides: Mapping[str, Any]) -> Ru
 async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, output: str | Path | None = None,
                selection: Selection | None = None, variables: Mapping[str, Any] | None = None,
                options: RunOptions | None = None, baseline: str | None = None, gate: str | None = None,
-               confirm: int = 2, on_progress: Callable[[str], None] | None = None, **overrides: Any) -> Run:
-    """Load, plan, play and grade; diff against `baseline` when given; write run.json.
+               confirm: int = 2, on_progress: Callable[[str], None] | None = None, judge_sample: float | None = None,
+               seed: int = 0, **overrides: Any) -> Run:
+    """Load, plan, play and grade; diff against `baseline` when given; a judge's second opinion on
+    `judge_sample` of the rule verdicts when given (picked by `seed`); write run.json.
 
     `overrides` are RunOptions fields (concurrency, run_dir, use_cache, fail_under, ...). Config problems
     raise ConfigError before anything runs."""
@@ -162,8 +164,16 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
         overrides = {**overrides, "concurrency": max(int(s.option("concurrency")) for s in loaded)}
     chosen = make_options(options, overrides)
     base = find_baseline(baseline)
+    if judge_sample:
+        from evalspec.second_opinion import needs_judges
+
+        needs_judges(loaded)
     data = await run_plan(loaded, plan, chosen)
     data = await attach_baseline(data, base, gate, confirm, loaded, plan, chosen.concurrency, on_progress)
+    from evalspec.second_opinion import after_grading
+
+    data = await after_grading(data, {i.key: i for i in plan}, loaded, judge_sample, seed,
+                               chosen.cache_dir if chosen.use_cache else None)
     assert chosen.run_dir is not None
     out = Path(output) if output else chosen.run_dir / "run.json"
     write_json(out, data)
@@ -173,10 +183,12 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
 def run(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, output: str | Path | None = None,
         selection: Selection | None = None, variables: Mapping[str, Any] | None = None,
         options: RunOptions | None = None, baseline: str | None = None, gate: str | None = None,
-        confirm: int = 2, on_progress: Callable[[str], None] | None = None, **overrides: Any) -> Run:
+        confirm: int = 2, on_progress: Callable[[str], None] | None = None, judge_sample: float | None = None,
+        seed: int = 0, **overrides: Any) -> Run:
     """`arun` for synchronous code; inside a running event loop it plays on a worker thread."""
     job = arun(suites, output=output, selection=selection, variables=variables, options=options,
-               baseline=baseline, gate=gate, confirm=confirm, on_progress=on_progress, **overrides)
+               baseline=baseline, gate=gate, confirm=confirm, on_progress=on_progress, judge_sample=judge_sample,
+               seed=seed, **overrides)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from evalspec import __version__
+from evalspec.cli_judges import after_grading, judge_eval_command, judge_sample_options, triage_command
 from evalspec.errors import ConfigError
 from evalspec.exitcodes import ExitCode
 
@@ -101,11 +102,13 @@ def main() -> None:
               help="regressions: only what got worse than --baseline fails the run")
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="replays (no cache) before a verdict is called regressed")
+@judge_sample_options
 def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit_path: str | None,
         md_path: str | None, concurrency: int | None, repeat: int | None, filter_: str | None,
         tags: tuple[str, ...], providers: tuple[str, ...], fail_under: float | None, include_drafts: bool,
         no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
-        address: str | None, baseline: str | None, gate_mode: str | None, confirm: int) -> None:
+        address: str | None, baseline: str | None, gate_mode: str | None, confirm: int,
+        judge_sample: float | None, seed: int) -> None:
     """Run suites (default: suites/*.yaml) and gate on the result."""
     import regex
 
@@ -155,6 +158,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     try:
         result = run_interruptible(arun(suites, output=output, selection=selection, options=options,
                                         baseline=baseline, gate=gate_mode, confirm=confirm,
+                                        judge_sample=judge_sample, seed=seed,
                                         on_progress=None if quiet else
                                         lambda text: err_console.print(f"[dim]{escape(text)}[/]")))
     except (Interrupted, KeyboardInterrupt) as exc:
@@ -357,16 +361,27 @@ def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | 
 @click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here instead of replacing RUN.json")
 @click.option("--no-cache", is_flag=True, help="do not use the cache for judge and embedder calls")
-def grade(run_json: str, output: str | None, no_cache: bool) -> None:
+@judge_sample_options
+def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float | None, seed: int) -> None:
     """Re-run assertions on the recorded transcripts (no calls to the systems under test)."""
     from evalspec.api import write_json
-    from evalspec.replay import regrade
+    from evalspec.replay import _instances, regrade
     from evalspec.reporters.console import print_summary
+    from evalspec.triage import keep_attributions
 
     data = json.loads(Path(run_json).read_text(encoding="utf-8"))
-    regraded, warnings = asyncio.run(regrade(data, None if no_cache else Path(".evalspec/cache")))
+    cache_dir = None if no_cache else Path(".evalspec/cache")
+    regraded, warnings = asyncio.run(regrade(data, cache_dir))
     for w in warnings:
         err_console.print(f"warning: {escape(w)}")
+    keep_attributions(data, regraded)
+    instances, _ = _instances(regraded)
+    suites = list({id(i.suite): i.suite for i in instances.values()}.values())
+    if judge_sample:
+        from evalspec.second_opinion import needs_judges
+
+        needs_judges(suites)
+    regraded = after_grading(regraded, instances, suites, judge_sample, seed, cache_dir)
     out = Path(output or run_json)
     write_json(out, regraded)
     print_summary(Console(highlight=False, soft_wrap=True), regraded, {"run.json": str(out)})
@@ -384,6 +399,7 @@ def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> Non
     Exit 1 when any failure reproduced, 3 when replays only errored, else 0 (all flaky)."""
     from evalspec.api import write_json
     from evalspec.replay import rerun_failed
+    from evalspec.triage import attribute_reruns
 
     data = json.loads(Path(run_json).read_text(encoding="utf-8"))
     rows, warnings = asyncio.run(rerun_failed(data, times, concurrency))
@@ -398,6 +414,8 @@ def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> Non
                       f"[dim]{', '.join(row['statuses'])}[/]")
     out = Path(run_json).with_name("rerun.json")
     write_json(out, {"run": str(run_json), "times": times, "results": rows})
+    if attribute_reruns(data, rows):
+        write_json(Path(run_json), data)  # reproduced -> bot_defect, flaky -> model_fluctuation, error -> infrastructure
     console.print(f"[dim]rerun.json: {escape(str(out))}[/]")
     labels = {r["label"] for r in rows}
     sys.exit(1 if "reproduced" in labels else 3 if labels == {"error"} else 0)
@@ -419,6 +437,8 @@ from evalspec.importers.commands import export, import_  # noqa: E402
 
 main.add_command(import_)
 main.add_command(export)
+main.add_command(judge_eval_command)
+main.add_command(triage_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

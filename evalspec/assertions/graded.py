@@ -1,12 +1,14 @@
 """Model-graded and embedding-based assertions.
 
-The judge answers with a JSON verdict (`{"reason": ..., "pass": true|false}`); scores are computed
-here from the verdicts (share of passing samples), never read from prose.
+The judge answers with a JSON verdict (`{"reason": ..., "pass": true|false}`, or `{"reason": ..., "level":
+<name>}` for a graded rubric with `levels:`); scores are computed here from the verdicts (share of passing
+samples, or the majority level's score), never read from prose.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from evalspec.agent import tool_lines
@@ -16,9 +18,17 @@ from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
 
+LEVELS = {"type": "object", "minProperties": 2, "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
+          "description": "graded rubric: ordered level name -> score; the judge answers one level name"}
 JUDGE_OPTIONS: dict[str, dict[str, Any]] = {
-    "rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15},
+    "rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15}, "levels": LEVELS,
     "reference": {"type": "string", "description": "a reference answer shown to the judge (e.g. a golden reply)"}}
+# seed 002's graded rubrics: conflict handling 100/80/40/0, topic drift 100/70/30/0
+DEFAULT_LEVELS: dict[str, dict[str, float]] = {
+    "follows-correction": {"立即纠正": 1.0, "确认后纠正": 0.8, "部分纠正": 0.4, "不纠正": 0.0},
+    "stays-on-topic": {"全程锚定": 1.0, "轻微发散但能拉回": 0.7, "明显漂移": 0.3, "完全偏离": 0.0},
+}
+LEVEL_THRESHOLD = 0.5
 NO_VALUE = {"type": ["null", "boolean", "string"]}
 
 JUDGE_SYSTEM = (
@@ -44,10 +54,54 @@ def with_reference(spec: AssertionSpec, prompt: str) -> str:
     return f"{prompt}\n\nReference answer (for comparison, not to be copied):\n{reference}" if reference else prompt
 
 
+def levels_of(spec: AssertionSpec) -> dict[str, float] | None:
+    """The assertion's graded levels (`levels: default` -> the seed's levels for its type), or None."""
+    levels = spec.options.get("levels")
+    if levels == "default":
+        return DEFAULT_LEVELS[spec.type]
+    return {str(k): float(v) for k, v in levels.items()} if isinstance(levels, dict) else None
+
+
+async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
+                  levels: dict[str, float]) -> Check:
+    """A graded rubric: each sample answers one level; the majority level wins (a tie: the lower score)."""
+    assert ctx.judge is not None
+    from evalspec.providers.structured import verdict_schema
+
+    names = list(levels)
+    schema = verdict_schema("level", {"type": "string", "enum": names})
+    listing = "\n".join(f"- {name}" for name in names)
+    system = JUDGE_SYSTEM.replace('"pass": true or false', '"level": "<one level name, exactly as written>"')
+    question = f"{prompt}\n\nChoose the one level that fits best, answering its name exactly as written:\n{listing}"
+    samples = int(spec.options.get("samples", 1))
+    verdicts = []
+    for i in range(samples):
+        answer = await ctx.judge([{"role": "system", "content": system}, {"role": "user", "content": question}],
+                                 {"sample": i, "schema": schema, "name": "graded_verdict"})
+        level = answer.get("level")
+        if not isinstance(level, str) or level.strip() not in levels:
+            raise GradingError(f"judge answered level {level!r}, which is not one of: {', '.join(names)}")
+        answer["level"] = level.strip()
+        verdicts.append(answer)
+    counts = Counter(v["level"] for v in verdicts)
+    top = max(counts.values())
+    chosen = min((name for name, c in counts.items() if c == top), key=lambda name: levels[name])
+    score = levels[chosen]
+    threshold = spec.threshold if spec.threshold is not None else LEVEL_THRESHOLD
+    why = str(next(v.get("reason", "") for v in verdicts if v["level"] == chosen))
+    reason = f"{chosen} ({score:g}): {why}" if samples == 1 else \
+        f"{counts[chosen]}/{samples} samples chose {chosen} ({score:g}): {why}"
+    return Check(score >= threshold, score, reason, [Evidence(turn, reason)],
+                 {"verdicts": verdicts, "level": chosen, "levels": levels})
+
+
 async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None) -> Check:
     prompt = with_reference(spec, prompt)
     if ctx.judge is None:
         raise GradingError(f"'{spec.type}' needs a judge: set `judge:` in the suite")
+    levels = levels_of(spec)
+    if levels is not None:
+        return await _graded(spec, ctx, prompt, turn, levels)
     samples = int(spec.options.get("samples", 1))
     verdicts = []
     for i in range(samples):
@@ -66,7 +120,10 @@ async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: 
 
 
 async def judge_reply(spec: AssertionSpec, ctx: GradingContext, reply: Reply, criterion: str) -> Check:
-    history = format_transcript(ctx.transcript)
+    messages = ctx.transcript
+    if not reply.whole_conversation and reply.turn is not None:  # each_turn / {turns}: stop at the turn under review
+        messages = [m for m in messages if (m.get("turn") or 0) <= reply.turn]
+    history = format_transcript(messages)
     if reply.whole_conversation:
         prompt = f"Criterion: {criterion}\n\nConversation:\n{history}\n\nDoes the assistant meet the criterion over the conversation?"
     else:
@@ -90,6 +147,11 @@ async def llm_rubric(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> 
 
 def _judged(name: str, criterion: str, value: dict[str, Any] | None = None,
             options: dict[str, dict[str, Any]] | None = None, value_required: bool = False) -> None:
+    if name in DEFAULT_LEVELS:
+        options = {**(options or {}), "levels": {"anyOf": [{"const": "default"}, LEVELS],
+                                                 "description": "graded rubric; `default`: "
+                                                 + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_LEVELS[name].items())}}
+
     async def check(spec: AssertionSpec, ctx: GradingContext) -> Check:
         text = criterion.format(value=spec.value, role=spec.options.get("role") or spec.value,
                                 window=spec.options.get("window", 5))

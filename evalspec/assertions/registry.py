@@ -13,7 +13,7 @@ from typing import Any, Literal
 Kind = Literal["reply", "conversation"]
 Needs = Literal["judge", "embedder"]
 
-COMMON_KEYS = ("type", "value", "scope", "threshold", "weight", "metric", "severity", "provider")
+COMMON_KEYS = ("type", "value", "scope", "threshold", "weight", "metric", "severity", "provider", "description")
 
 
 @dataclass(frozen=True)

@@ -175,6 +175,11 @@ def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionTyp
         spec.metric = str(item["metric"])
     if "provider" in item:
         spec.provider = item["provider"]
+    if "description" in item:
+        if isinstance(item["description"], str):
+            spec.description = item["description"]
+        else:
+            bad("description", f"description must be text, got {item['description']!r}")
 
 
 def _check_patterns(atype: AssertionType, value: Any, path: PathKey, lines: LineMap, problems: list[Problem]) -> None:

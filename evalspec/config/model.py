@@ -28,6 +28,7 @@ class AssertionSpec:
     where: PathKey = ()
     value_where: PathKey = ()
     turn: int | None = None  # set for assertions attached to a turn
+    description: str | None = None  # what the rule is meant to catch (shown to a second-opinion judge)
 
     @property
     def name(self) -> str:

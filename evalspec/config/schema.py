@@ -128,6 +128,7 @@ def assertion_defs() -> dict[str, Any]:
         "assertion_weight": {"type": "number", "minimum": 0},
         "assertion_metric": {"type": "string"},
         "assertion_severity": {"enum": ["critical", "major", "minor"]},
+        "assertion_description": {"type": "string", "description": "what the rule is meant to catch"},
         "assertion_provider": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]},
     }
     for name, t in sorted(REGISTRY.items()):

@@ -14,6 +14,7 @@ from rich.table import Table
 from evalspec.config.model import describe_provider
 from evalspec.reporters.attacks import print_attacks
 from evalspec.reporters.findings import Excerpt, Finding, findings
+from evalspec.reporters.judging import print_judging
 from evalspec.reporters.tools import failed_teardowns
 from evalspec.reporters.vocabulary import (
     conversations_text,
@@ -208,6 +209,7 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
     for r, text in failed_teardowns(run):
         console.print(f"[yellow]{escape(one_line(text))}[/] · {escape(one_line(r['test_id']))} @ "
                       f"{escape(one_line(r['provider']))} (the verdict stands; what the test did may still be in place)")
+    print_judging(console, run)
     summ = run["summary"]
     console.print(f"{conversations_text(summ['records'])} · {summ['calls']} calls + {summ['cached_calls']} from cache · "
                   f"{summ['tokens']} tokens · ${summ['cost']:.4f}"

@@ -16,6 +16,7 @@ from evalspec.reporters import tools
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.curves_html import curves_section
 from evalspec.reporters.findings import Excerpt, Finding, explain, findings, rule_text
+from evalspec.reporters.judging import html_section as judging_html
 from evalspec.reporters.vocabulary import (
     count_items,
     ensure_current,
@@ -76,7 +77,7 @@ h2{font-size:18px;margin:20px 0 8px}
 {% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ f.v.category }}</b>{% if f.v.critical_failed %} <span class="critical">critical</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">conversation ↓</a>
 {% if f.description %}<div class="desc">{{ f.description }}</div>{% endif %}
 <ul>{% for x in f.findings %}<li>{{ finding_html(x) }}</li>{% endfor %}</ul></div>{% endfor %}{% endif %}
-{{ attacks_section }}
+{{ attacks_section }}{{ judging_section }}
 {% if run.slas %}<h2>SLAs</h2><div class="scroll"><table><tr><th>SLA</th><th>verdict</th><th>measured vs target</th></tr>
 {% for x in run.slas %}<tr data-sla="{{ x.id }}"><td>{{ x.id }}</td><td class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ x.status }}</td><td>{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
 {% if run.summary.metrics %}<h2>Metrics</h2><div class="scroll"><table><tr><th>metric</th><th>suite</th><th>provider</th><th class="n">mean</th><th class="n">passed</th></tr>
@@ -233,7 +234,7 @@ def render_html(run: dict[str, Any]) -> str:
     present = {v["category"] for v in run["verdicts"]}
     return template.render(
         run=run, gate_text=gate_headline(run["gate"]), baseline_section=_baseline_section(run),
-        attacks_section=attacks_html(run), curves_section=curves_section(run),
+        attacks_section=attacks_html(run), judging_section=judging_html(run), curves_section=curves_section(run),
         counts=count_items(run["summary"]), failures=failures, tests=tests,
         statuses=[c for c in CATEGORIES if c in present],
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),

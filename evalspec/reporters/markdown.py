@@ -14,6 +14,7 @@ from typing import Any
 from evalspec.reporters import tools
 from evalspec.reporters.attacks import markdown_lines as attack_lines
 from evalspec.reporters.findings import Excerpt, Finding, findings
+from evalspec.reporters.judging import markdown_lines as judging_lines
 from evalspec.reporters.vocabulary import (
     conversations_text,
     count_items,
@@ -124,6 +125,8 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
         tail += ["", "### Teardowns that failed", ""]
         tail += [f"- **{md(r['name'])}** (`{one_line(r['test_id']).replace('`', 'ˋ')}` @ {md(r['provider'])}): "
                  f"{md(text)}" for r, text in torn]
+    judging = judging_lines(run, md)
+    tail += ['', *judging] if judging else []
     blocks = _failures(run)
     if blocks:
         out += ["", "### Failures", ""]

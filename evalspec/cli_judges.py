@@ -1,0 +1,124 @@
+"""The judge commands of the command line: `judge-eval` and `triage` (SPEC §11)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from evalspec.errors import ConfigError, Problem
+
+
+def judge_spec(judge: str | None, suite: str | None) -> Any:
+    """The judge of `--judge MODEL` (a model string or a YAML mapping like `{model: ..., api_base: ...}`)
+    or of `--suite FILE`'s `judge:` block."""
+    from evalspec.config.loader import load_suites
+    from evalspec.providers.factory import assertion_provider
+
+    if (judge is None) == (suite is None):
+        raise click.UsageError("give the judge: --judge MODEL or --suite FILE (one of them)")
+    if suite is not None:
+        loaded = load_suites([suite])[0]
+        if loaded.judge is None:
+            raise ConfigError([Problem(suite, None, "", "the suite has no `judge:` block")])
+        return loaded, loaded.judge, None
+    try:
+        raw = yaml.safe_load(str(judge))
+    except yaml.YAMLError:
+        raw = judge
+    if not isinstance(raw, (str, dict)) or (isinstance(raw, dict) and "model" not in raw):
+        raise click.BadParameter("a model string or a mapping with `model:`", param_hint="--judge")
+    return None, assertion_provider(raw), raw
+
+
+@click.command(name="judge-eval")
+@click.argument("labels", type=click.Path(exists=True, dir_okay=False))
+@click.option("--judge", help="the judge model: a litellm model string or a YAML mapping {model: ..., api_base: ...}")
+@click.option("--suite", type=click.Path(exists=True, dir_okay=False), help="use this suite's `judge:` block")
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
+              help="answers per item; with more than one, self-consistency is measured")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the figures and every answer as JSON")
+@click.option("--min-agreement", type=click.FloatRange(0, 1), help="exit 1 when agreement is below this")
+@click.option("--no-cache", is_flag=True, help="do not read or write the response cache")
+@click.option("-j", "--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+def judge_eval_command(labels: str, judge: str | None, suite: str | None, samples: int, output: str | None,
+                       min_agreement: float | None, no_cache: bool, concurrency: int) -> None:
+    """Measure a judge against labelled transcripts: agreement, Cohen's kappa, confusion matrix, per-type
+    agreement and (with --samples K) self-consistency. Exit 1 when --min-agreement is not reached."""
+    from evalspec.config.model import Suite
+    from evalspec.judge_eval import judge_eval, load_labels, render
+    from evalspec.providers.factory import ProviderPool, provider_problems
+
+    items = load_labels(Path(labels))
+    loaded, spec, raw = judge_spec(judge, suite)
+    owner = loaded or Suite(path=Path(labels).resolve(), sha256="")
+    problems = provider_problems(spec, owner)
+    if problems:
+        raise ConfigError([Problem(str(judge or suite), None, "", f"judge: {p}") for p in problems])
+
+    async def go() -> dict[str, Any]:
+        pool = ProviderPool([owner], None if no_cache else Path(".evalspec/cache"))
+        try:
+            fn = pool.judge_for(owner, raw) if loaded is None else pool.judge_fn(owner)
+            assert fn is not None
+            return await judge_eval(items, fn, samples, concurrency)
+        finally:
+            await pool.aclose()
+
+    report = asyncio.run(go())
+    report["judge"] = spec.redacted(owner.secrets)
+    click.echo(render(report))
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    agreement = report["agreement"]
+    if min_agreement is not None and (agreement is None or agreement < min_agreement):
+        click.echo(f"agreement below --min-agreement {min_agreement:.1%}")
+        sys.exit(1)
+
+
+@click.command(name="triage")
+@click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
+@click.argument("test_id")
+@click.option("--provider", help="only this provider's records (default: every provider's)")
+@click.option("--as", "cls", required=True,
+              type=click.Choice(["bot_defect", "model_fluctuation", "rule_misjudgment", "infrastructure", "pending_fact"]),
+              help="the failure's attribution")
+@click.option("--note", help="why (kept with the call)")
+def triage_command(run_json: str, test_id: str, provider: str | None, cls: str, note: str | None) -> None:
+    """Record a person's attribution of a failure in RUN.json and .evalspec/triage.jsonl; later runs copy it
+    for the same suite, test and provider while the test's status stays the same."""
+    from evalspec.api import write_json
+    from evalspec.triage import TRIAGE_FILE, TriageError, triage
+
+    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    try:
+        records = triage(data, test_id, provider, cls, note)
+    except TriageError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    write_json(Path(run_json), data)
+    for r in records:
+        click.echo(f"{cls:<18} {r['test_id']} @ {r['provider']} (repeat {r['repeat']}, {r['status']})")
+    click.echo(f"recorded in {run_json} and {TRIAGE_FILE}")
+
+
+def judge_sample_options(fn: Any) -> Any:
+    """`--judge-sample RATE` and `--seed N` (for `run` and `grade`)."""
+    fn = click.option("--seed", type=int, default=0, show_default=True, help="which verdicts --judge-sample picks")(fn)
+    return click.option("--judge-sample", type=click.FloatRange(0, 1, min_open=True),
+                        help="ask the judge for a second opinion on this share of the rule verdicts "
+                             "(never changes one; run.json judge_review)")(fn)
+
+
+def after_grading(data: dict[str, Any], instances: dict[str, Any], suites: list[Any], rate: float | None, seed: int,
+                  cache_dir: Path | None) -> dict[str, Any]:
+    """`second_opinion.after_grading` for the synchronous `grade` command."""
+    from evalspec.second_opinion import after_grading as run_after_grading
+
+    return asyncio.run(run_after_grading(data, instances, suites, rate, seed, cache_dir))
