@@ -381,6 +381,7 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
         from evalspec.second_opinion import needs_judges
 
         needs_judges(suites)
+    regraded.pop("judge_review", None)  # an earlier second opinion judged verdicts that may have changed
     regraded = after_grading(regraded, instances, suites, judge_sample, seed, cache_dir)
     out = Path(output or run_json)
     write_json(out, regraded)

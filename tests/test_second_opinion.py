@@ -85,6 +85,9 @@ def test_a_disagreeing_second_opinion_flags_the_type_and_suggests_rule_misjudgme
     html = (in_tmp / "report.html").read_text(encoding="utf-8")
     assert "contains" in md and "flagged" in md.lower() and "83" in md
     assert "flagged" in html.lower()
+    invoke("report", "run.json", "--junit", "junit.xml")
+    junit = (in_tmp / "junit.xml").read_text(encoding="utf-8")
+    assert 'name="evalspec.judge_review.flagged" value="contains"' in junit
 
 
 def test_grade_samples_ceil_rate_times_n_reproducibly_by_seed(in_tmp: Path) -> None:

@@ -106,3 +106,15 @@ def html_section(run: dict[str, Any]) -> Markup:
                         for cls, names in groups)
         parts.append(f"<h2>Failures by attribution</h2><ul>{items}</ul>")
     return Markup("".join(parts))
+
+
+def junit_properties(run: dict[str, Any]) -> dict[str, str]:
+    """JUnit `<property>`s: the second opinion's agreement and flagged types, failures per attribution."""
+    props: dict[str, str] = {}
+    review = run.get("judge_review")
+    if review:
+        props["evalspec.judge_review.agreement"] = _pct(review.get("agreement"))
+        props["evalspec.judge_review.flagged"] = ", ".join(review.get("flagged") or []) or "none"
+    for cls, names in attribution_groups(run):
+        props[f"evalspec.attribution.{cls}"] = str(len(names))
+    return props

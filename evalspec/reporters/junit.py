@@ -65,6 +65,10 @@ def _properties(el: ET.Element, counts: dict[str, Any], pass_rate: float | None,
 
         for name, value in junit_properties(run["baseline"]).items():
             ET.SubElement(props, "property", name=name, value=clean(value))
+    from evalspec.reporters.judging import junit_properties as judging_properties
+
+    for name, value in judging_properties(run).items():
+        ET.SubElement(props, "property", name=name, value=clean(value))
 
 
 def _sla_case(el: ET.Element, sla: dict[str, Any]) -> str:
