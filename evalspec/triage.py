@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.errors import EvalspecError
+from evalspec.results.attribution import ATTRIBUTABLE, CLASSES, by_attribution  # noqa: F401  (re-exported)
 
-CLASSES = ("bot_defect", "model_fluctuation", "rule_misjudgment", "infrastructure", "pending_fact")
 RERUN_CLASS = {"reproduced": "bot_defect", "flaky": "model_fluctuation", "error": "infrastructure"}
 TRIAGE_FILE = Path(".evalspec") / "triage.jsonl"
-ATTRIBUTABLE = ("failed", "error")
 
 
 class TriageError(EvalspecError):
@@ -111,13 +110,3 @@ def keep_attributions(before: dict[str, Any], after: dict[str, Any]) -> None:
         for key in ("attribution", "attribution_by", "triage"):
             if key in prior and key not in record:
                 record[key] = prior[key]
-
-
-def by_attribution(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Failed and errored records grouped by attribution (class order, then `unattributed`)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for cls in (*CLASSES, "unattributed"):
-        members = [r for r in records if r["status"] in ATTRIBUTABLE and (r.get("attribution") or "unattributed") == cls]
-        if members:
-            groups[cls] = members
-    return groups

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from evalspec.reporters.vocabulary import one_line
-from evalspec.triage import by_attribution
+from evalspec.results.attribution import by_attribution
 
 FLAG_TEXT = "flagged: the judge disagrees with more than 10% of its verdicts (at least 5 sampled)"
 

@@ -1,0 +1,18 @@
+"""The five failure attribution classes (SPEC §11) and failures grouped by them, from run.json records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CLASSES = ("bot_defect", "model_fluctuation", "rule_misjudgment", "infrastructure", "pending_fact")
+ATTRIBUTABLE = ("failed", "error")
+
+
+def by_attribution(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Failed and errored records grouped by attribution (class order, then `unattributed`)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cls in (*CLASSES, "unattributed"):
+        members = [r for r in records if r["status"] in ATTRIBUTABLE and (r.get("attribution") or "unattributed") == cls]
+        if members:
+            groups[cls] = members
+    return groups
