@@ -116,3 +116,12 @@ def test_a_suite_supplies_the_judge_and_bad_lines_are_named(in_tmp: Path) -> Non
     code, out = invoke("judge-eval", "bad.jsonl", "--judge", "openai/whatever")
     assert code == 2
     assert "bad.jsonl:2" in out and "no such level" in out and "bad.jsonl:3" in out and "not JSON" in out
+
+
+def test_the_committed_mtbench101_label_set_loads() -> None:
+    from evalspec.judge_eval import load_labels
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "judge-eval" / "mtbench101-labels.jsonl"
+    items = load_labels(path)
+    assert len(items) >= 40 and {i.label for i in items} == {True, False}
+    assert all(i.transcript[-1]["role"] == "assistant" for i in items)

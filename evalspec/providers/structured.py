@@ -43,7 +43,12 @@ def model_key(caller: ProviderCaller) -> str:
 
 
 def rejects_format(exc: ProviderError) -> bool:
-    return not exc.retryable and bool(_FORMAT_REJECTED.search(str(exc)))
+    """A client error about the request's shape, or any error naming the format (llama-cpp-python's server
+    answers HTTP 500 "response_format.type: Input should be 'text' or 'json_object'")."""
+    text = str(exc)
+    if "response_format" in text or "json_schema" in text:
+        return True
+    return not exc.retryable and bool(_FORMAT_REJECTED.search(text))
 
 
 def format_rejected(caller: ProviderCaller) -> bool:

@@ -114,3 +114,23 @@ def test_simulated_user_answers_json_with_a_cap_and_the_seed(tmp_path: Path) -> 
     sim = [r for r in server.chats() if "role-playing" in r["messages"][0]["content"]]
     assert sim and all(r["max_tokens"] == 256 and r["seed"] == 7 for r in sim)
     assert sim[0]["response_format"]["json_schema"]["schema"]["required"] == ["message"]
+
+
+def test_a_server_error_naming_response_format_falls_back_too(tmp_path: Path) -> None:
+    """llama-cpp-python's server answers 500 to `json_schema`; the judge still gets its verdict."""
+    def llama_like(request: dict[str, Any], n: int) -> Reply:
+        if "response_format" in request:
+            return Reply(500, {"error": {"message": "1 validation error: ('body', 'response_format', 'type'): "
+                                                    "Input should be 'text' or 'json_object'"}})
+        return Reply(body=chat_body('{"reason": "fine", "pass": true}'))
+
+    with OpenAIServer(llama_like) as server:
+        path = tmp_path / "s.yaml"
+        path.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+judge: {{model: openai/llama-like, api_base: "{server.base}", retries: 0}}
+tests: [{{id: t, conversation: [{{user: 你好}}], assert: [{{llm-rubric: 礼貌}}]}}]
+""", encoding="utf-8")
+        data = go(path, tmp_path)
+    assert data["results"][0]["status"] == "passed", data["results"][0]["error"]
+    assert ["response_format" in r for r in server.chats()] == [True, False]
