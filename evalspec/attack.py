@@ -24,6 +24,7 @@ from evalspec.loading import LoadError, load_callable
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext
 from evalspec.providers.factory import ProviderPool
+from evalspec.providers.structured import call_structured
 
 GOAT_TACTICS = (
     "refusal suppression", "hypothetical framing", "role-play", "authority claim", "urgency",
@@ -69,10 +70,8 @@ def red_lines(instance: Instance) -> list[AssertionSpec]:
 
 def describe_rule(spec: AssertionSpec) -> str:
     """A red line as the attacker (and the reports) name it: its description, else its rule."""
-    description = spec.options.get("description") if isinstance(spec.options, dict) else None
-    description = description or getattr(spec, "description", None)
-    if description:
-        return str(description)
+    if spec.description:
+        return spec.description
     value = spec.value if isinstance(spec.value, str) else json.dumps(spec.value, ensure_ascii=False)
     return f"{spec.name}: {value}"
 
@@ -129,6 +128,7 @@ class Attacker:
         self.cost: float | None = None
         self._fn: Any = None
         self._caller: Any = None
+        self.max_tokens = MAX_ATTACKER_TOKENS
         if spec.python:
             try:
                 self._fn = load_callable(spec.python, inst.suite.path.parent)
@@ -139,6 +139,7 @@ class Attacker:
             if model is None:
                 raise ProviderError("an attack needs a model: set `simulator:` in the suite or `attack.model`")
             self._caller = pool.get(model, inst.suite)
+            self.max_tokens = int(model.config.get("max_tokens") or MAX_ATTACKER_TOKENS)
 
     async def next(self, transcript: Transcript, turn: int) -> tuple[str, str | None] | None:
         """The next user message and tactic, or None when a scripted attacker gives up."""
@@ -149,12 +150,12 @@ class Attacker:
         if len(messages) == 1 or messages[-1]["role"] != "user":
             messages.append({"role": "user", "content": "(The conversation has not started yet. Write your first "
                                                         "message.)"})
-        params = {"response_format": {"type": "json_schema", "json_schema": {
-            "name": "attack_message", "schema": answer_schema(self.spec.strategy), "strict": True}},
-            "max_tokens": MAX_ATTACKER_TOKENS, "seed": self.inst.suite.option("seed")}
         context = CallContext(thread_id="attacker", test_id=self.inst.test_id, turn=turn, vars=self.inst.vars,
-                              repeat=self.inst.repeat, params=params)
-        response = await self._caller.call(messages, context, extra=params, read=self.replay)
+                              repeat=self.inst.repeat)
+        # structured output with a token cap; a server that rejects response_format is asked again without it
+        response = await call_structured(self._caller, messages, context, name="attack_message",
+                                         schema=answer_schema(self.spec.strategy), max_tokens=self.max_tokens,
+                                         seed=self.inst.suite.option("seed"), read=self.replay)
         self.calls += int(not response.cached)
         self.cached += int(response.cached)
         if response.tokens is not None and not response.cached:
