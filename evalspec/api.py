@@ -24,6 +24,7 @@ from evalspec.config.loader import load_suites
 from evalspec.config.model import Suite
 from evalspec.errors import ConfigError, Problem
 from evalspec.plan import Selection, build_plan
+from evalspec.results.stream import JournalRecords, to_plain
 from evalspec.runner import RunOptions, new_run_id, run_plan
 
 SuiteLike = str | Path | Suite
@@ -60,7 +61,7 @@ class Run:
 
     def to_json(self) -> dict[str, Any]:
         """The run.json content (a deep copy: changing it leaves this run alone)."""
-        copied: dict[str, Any] = json.loads(json.dumps(self.data, ensure_ascii=False))
+        copied: dict[str, Any] = json.loads(json.dumps(self.data, ensure_ascii=False, default=to_plain))
         return copied
 
     @classmethod
@@ -107,7 +108,7 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
         fh.write("{")
         for i, (key, value) in enumerate(data.items()):
             fh.write(("," if i else "") + "\n" + json.dumps(key, ensure_ascii=False) + ": ")
-            if isinstance(value, list) and value:
+            if isinstance(value, (list, JournalRecords)) and value:
                 for j, item in enumerate(value):  # item by item: never the whole file as one string
                     fh.write(("[\n" if j == 0 else ",\n") + json.dumps(item, ensure_ascii=False))
                 fh.write("\n]")

@@ -152,7 +152,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
                          run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
                          cache_dir=Path(".evalspec/cache").absolute(),
                          fail_under=fail_under, include_drafts=include_drafts,
-                         on_start=reporter.on_start, on_result=reporter.on_result,
+                         on_start=reporter.on_start, on_result=reporter.on_result, stream_results=True,
                          ray=RayConfig([str(f.resolve()) for f in expand_paths(patterns)], cli_vars, selection,
                                        address) if executor == "ray" else None)
     try:

@@ -25,8 +25,9 @@ from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import finalize
-from evalspec.results.journal import Journal, check_unchanged, read_journal, write_manifest
+from evalspec.results.journal import Journal, check_unchanged, scan_journal, write_manifest
 from evalspec.results.record import make_record
+from evalspec.results.stream import JournalRecords, light
 from evalspec.teardown import run_teardown
 from evalspec.usercode import describe
 
@@ -45,6 +46,7 @@ class RunOptions:
     on_start: Callable[[int, int], None] | None = None
     on_result: ResultCallback | None = None
     ray: RayConfig | None = None  # set to run the conversations on a Ray cluster
+    stream_results: bool = False  # True: run["results"] reads the journal on demand (the CLI: flat memory)
 
 
 def new_run_id() -> str:
@@ -64,10 +66,10 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
     run_dir = options.run_dir or Path(".evalspec/runs") / new_run_id()
     journal_path = run_dir / "journal.jsonl"
     secrets = run_secrets(suites)
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (journal offset, light record)
     if options.resume:
         check_unchanged(suites, run_dir)
-        done = {r["key"]: r for r in read_journal(journal_path)}
+        done = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
     write_manifest(suites, run_dir)
     stored_key = {inst.key: redact(inst.key, secrets) for inst in plan}  # the journal holds redacted keys
     todo = [inst for inst in plan if stored_key[inst.key] not in done]
@@ -83,40 +85,43 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
         if options.ray is not None else None
     journal = Journal(journal_path)
     started = time.time()
-    conversations = asyncio.Semaphore(max(1, options.concurrency))
-    fresh: dict[str, dict[str, Any]] = {}
     position = {inst.key: i for i, inst in enumerate(plan)}
+    queue = iter(todo)
 
     async def play_one(inst: Instance) -> None:
-        async with conversations:
-            if executor is not None:
-                record = await executor.run(inst, position[inst.key])
-            else:
-                record = await run_instance(inst, pool)
+        if executor is not None:
+            record = await executor.run(inst, position[inst.key])
+        else:
+            record = await run_instance(inst, pool)
         record = redact(record, secrets)  # every field, with the secrets of every suite of the run
-        journal.write(record)
-        fresh[inst.key] = record
+        done[stored_key[inst.key]] = (journal.write(record), light(record))  # the transcript stays on disk
         if options.on_result:
             options.on_result(record)
 
+    async def worker() -> None:  # `concurrency` workers, not a task per conversation: memory stays flat
+        for inst in queue:
+            await play_one(inst)
+
     try:
-        await asyncio.gather(*(play_one(inst) for inst in todo))
+        await asyncio.gather(*(worker() for _ in range(max(1, min(options.concurrency, len(todo))))))
     finally:
         journal.close()
         await pool.aclose()
         if executor is not None:
             await executor.aclose()
-    records = [fresh.get(inst.key) or done[stored_key[inst.key]] for inst in plan
-               if inst.key in fresh or stored_key[inst.key] in done]
+    kept = [done[stored_key[inst.key]] for inst in plan if stored_key[inst.key] in done]
     run = {
         "evalspec_version": __version__,
         "run_id": run_dir.name,
         "started_at": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
         "duration_s": round(time.time() - started, 3),
         "suites": redact([suite_meta(s) for s in suites], secrets),
-        "results": records,
+        "results": [lite for _, lite in kept],
     }
-    return finalize(run, options.fail_under, options.include_drafts)
+    run = finalize(run, options.fail_under, options.include_drafts)  # aggregates from the light records
+    records = JournalRecords(journal_path, [offset for offset, _ in kept])
+    run["results"] = records if options.stream_results else list(records)
+    return run
 
 
 def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +22,22 @@ class Journal:
         self.path = path
         self._synced = time.monotonic()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("a", encoding="utf-8")
+        self._file = path.open("ab")
         if _ends_torn(path):  # a crash cut the last line: the next record starts on a line of its own
-            self._file.write("\n")
+            self._file.write(b"\n")
             self._file.flush()
+        self.size = path.stat().st_size
 
-    def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+    def write(self, record: dict[str, Any]) -> int:
+        """Append `record`; returns the byte offset its line starts at."""
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        offset = self.size
+        self._file.write(line)
+        self.size += len(line)
         self._file.flush()
         if time.monotonic() - self._synced >= SYNC_EVERY:
             self.sync()
+        return offset
 
     def sync(self) -> None:
         os.fsync(self._file.fileno())
@@ -60,18 +67,24 @@ STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 def read_journal(path: Path) -> list[dict[str, Any]]:
     """Records of a journal; a line cut short by a crash (or not a record at all) is skipped,
     so its test runs again."""
+    return [record for _, record in scan_journal(path)]
+
+
+def scan_journal(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, record) of every valid line of a journal, one line in memory at a time."""
     if not path.exists():
-        return []
-    out = []
-    for line in path.read_bytes().decode("utf-8", "replace").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if (isinstance(item, dict) and all(isinstance(item.get(k), t) for k, t in RECORD_FIELDS.items())
-                and item["status"] in STATUSES):
-            out.append(item)
-    return out
+        return
+    offset = 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            start, offset = offset, offset + len(raw)
+            try:
+                item = json.loads(raw.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if (isinstance(item, dict) and all(isinstance(item.get(k), t) for k, t in RECORD_FIELDS.items())
+                    and item["status"] in STATUSES):
+                yield start, item
 
 
 MANIFEST = "suites.json"

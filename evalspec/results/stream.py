@@ -1,0 +1,75 @@
+"""A large run without every transcript in memory (SPEC §15).
+
+While a run plays, each finished record goes to the journal and only its light form (no transcript,
+no assertion details) stays in memory for the aggregates. Afterwards `run["results"]` is a
+`JournalRecords`: the full records in plan order, read back from the journal one at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+HEAVY = frozenset({"transcript", "assertions", "description", "error", "teardown", "key", "test_id", "tags",
+                   "threshold", "duration_ms", "stop_reason", "measured"})
+ALWAYS = frozenset({"suite", "base_id", "test", "name", "provider", "status", "score", "matrix", "curve"})
+
+
+def light(record: dict[str, Any]) -> dict[str, Any]:
+    """What the aggregates (verdicts, curves, metrics, summary, attacks) read of a record: no transcript,
+    no assertion details, and no field that is empty (they read those with `.get`)."""
+    out = {k: sys.intern(v) if isinstance(v, str) else v for k, v in record.items()
+           if k not in HEAVY and (k in ALWAYS or v not in (None, False, 0, [], {}))}
+    metrics = [{"metric": a["metric"], "score": a.get("score"), "pass": a.get("pass")}
+               for a in record.get("assertions", []) if a.get("metric")]
+    if metrics:
+        out["assertions"] = metrics
+    return out
+
+
+class JournalRecords(Sequence[dict[str, Any]]):
+    """Records at known byte offsets of a journal, loaded on access; iterating reads the file once."""
+
+    def __init__(self, path: Path, offsets: list[int]) -> None:
+        self.path, self.offsets = path, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        with self.path.open("rb") as fh:
+            return _read_at(fh, self.offsets[index])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        with self.path.open("rb") as fh:
+            for offset in self.offsets:
+                yield _read_at(fh, offset)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _read_at(fh: Any, offset: int) -> dict[str, Any]:
+    fh.seek(offset)
+    record: dict[str, Any] = json.loads(fh.readline())
+    return record
+
+
+def to_plain(value: Any) -> Any:
+    """`json.dumps(default=...)`: a JournalRecords is written as the list it stands for."""
+    if isinstance(value, JournalRecords):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
