@@ -32,6 +32,7 @@ from evalspec.teardown import run_teardown
 from evalspec.usercode import describe
 
 ResultCallback = Callable[[dict[str, Any]], None]
+STREAM_ABOVE = 5000  # records: with stream_results, a larger run's results are read from the journal on demand
 
 
 @dataclass
@@ -120,7 +121,8 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
     }
     run = finalize(run, options.fail_under, options.include_drafts)  # aggregates from the light records
     records = JournalRecords(journal_path, [offset for offset, _ in kept])
-    run["results"] = records if options.stream_results else list(records)
+    # reporters still scan the results once per verdict: a small run keeps them in memory
+    run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
     return run
 
 
