@@ -97,6 +97,8 @@ def main() -> None:
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="where conversations run")
 @click.option("--address", help="ray cluster address (with --executor ray)")
+@click.option("--html-all", "html_all", is_flag=True,
+              help="embed every transcript in the HTML (a large run summarises passing ones beyond 1,000)")
 @click.option("--baseline", help="BASE.json (or 'auto': the base branch's run on GitHub) to diff against")
 @click.option("--gate", "gate_mode", type=click.Choice(["pass_rate", "regressions"]),
               help="regressions: only what got worse than --baseline fails the run")
@@ -108,7 +110,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         tags: tuple[str, ...], providers: tuple[str, ...], fail_under: float | None, include_drafts: bool,
         no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
         address: str | None, baseline: str | None, gate_mode: str | None, confirm: int,
-        judge_sample: float | None, seed: int) -> None:
+        judge_sample: float | None, seed: int, html_all: bool) -> None:
     """Run suites (default: suites/*.yaml) and gate on the result."""
     import regex
 
@@ -177,7 +179,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         raise
     os.chdir(cwd)
     written = {"run.json": os.path.relpath(result.path) if result.path else ""}
-    written.update(_write_reports(result.data, html_path, junit_path, md_path))
+    written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all))
     reporter.on_finish(result.data, written)
     sys.exit(result.exit_code)
 
@@ -201,7 +203,7 @@ def _check_writable(paths: list[str]) -> None:
 
 
 def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str | None,
-                   md_path: str | None) -> dict[str, str]:
+                   md_path: str | None, html_all: bool = False) -> dict[str, str]:
     written = {}
     if junit_path:
         from evalspec.reporters.junit import write_junit
@@ -218,7 +220,7 @@ def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str 
         from evalspec.reporters.html import render_html
 
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(render_html(data), encoding="utf-8")
+        Path(html_path).write_text(render_html(data, html_all=html_all), encoding="utf-8")
         written["html"] = html_path
     return written
 
@@ -295,7 +297,10 @@ def list_(what: str, plugins: tuple[str, ...]) -> None:
 @click.option("--html", "html_path", type=click.Path(dir_okay=False))
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False))
 @click.option("--md", "md_path", type=click.Path(dir_okay=False))
-def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | None, md_path: str | None) -> None:
+@click.option("--html-all", "html_all", is_flag=True,
+              help="embed every transcript in the HTML (a large run summarises passing ones beyond 1,000)")
+def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | None, md_path: str | None,
+           html_all: bool) -> None:
     """Re-render reports from run.json (no path: the latest run in .evalspec/runs/);
     several run.json files: a trend (--html), runs in time order."""
     from evalspec.reporters.console import make_console, print_summary
@@ -306,7 +311,7 @@ def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | 
         sys.exit(trend_command(list(run_jsons), html_path, junit_path, md_path))
     run_json = run_jsons[0] if run_jsons else _latest_run(Path(".evalspec/runs"))
     data = json.loads(Path(run_json).read_text(encoding="utf-8"))
-    written = _write_reports(data, html_path, junit_path, md_path)
+    written = _write_reports(data, html_path, junit_path, md_path, html_all)
     console = make_console()
     if not run_jsons:
         console.print(f"[dim]latest run: {escape(str(run_json))}[/]")

@@ -90,7 +90,7 @@ provider <select id="f-provider"><option value="">all</option>{% for p in provid
 <span class="meta"><span id="shown">{{ tests|length }}</span> of {{ tests|length }} shown</span></div>
 {% for t in tests %}{% set v = t.v %}<details class="test" id="{{ t.anchor }}" data-status="{{ v.category }}" data-provider="{{ v.provider }}" data-tags="|{{ t.tags|join('|') }}|" {% if v.category in ('failed', 'error') %}open{% endif %}>
 <summary><b class="{{ v.category }}">{{ v.category }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }} · score {{ '%.2f' % v.score_mean if v.score_mean is not none else '—' }}{{ t.repeats }} · {{ v.suite }}{% if t.xfail %} · xfail: {{ t.xfail }}{% endif %}{% if v.measured %} · curve point (measurement){% endif %}</span></summary>
-<div class="chat">{% if t.description %}<p class="desc">{{ t.description }}</p>{% endif %}
+<div class="chat">{% if t.description %}<p class="desc">{{ t.description }}</p>{% endif %}{% if t.summarised %}<p class="meta summarised">transcript not embedded in a large report (--html-all embeds every transcript)</p>{% endif %}
 {% for r in t.records %}{% if t.records|length > 1 %}<p class="meta">repeat {{ r.repeat }} · <b class="{{ 'measured' if v.measured and r.status != 'error' else r.status }}">{{ 'measured' if v.measured and r.status != 'error' else r.status }}</b></p>{% endif %}
 {% if r.error %}<p class="error">error: {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
 {% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ m.role }}{% if m.turn %} · turn {{ m.turn }}{% endif %}{% if m.filler %} · filler{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · golden history{% endif %}{% if m.intermediate %} · tool round{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · cached{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}</div>
@@ -205,7 +205,12 @@ def verdict_line(record: dict[str, Any], a: dict[str, Any], measured: bool) -> M
     return Markup('<div class="verdict {}">{}</div>').format(css, body)
 
 
-def render_html(run: dict[str, Any]) -> str:
+FULL_PASSING = 1000  # a large run embeds every failing conversation, and the first 1,000 others in full
+
+
+def render_html(run: dict[str, Any], html_all: bool = False) -> str:
+    """The self-contained report. Beyond the first FULL_PASSING conversations that did not fail, a
+    conversation is summarised (id, score) unless `html_all` (SPEC §15: `--html-all`)."""
     run = ensure_current(run)
     env = Environment(autoescape=True, trim_blocks=False)
     cache: dict[int, dict[Any, list[str]]] = {}
@@ -222,10 +227,14 @@ def render_html(run: dict[str, Any]) -> str:
     template = env.from_string(TEMPLATE)
     anchors = {id(v): f"v-{i}" for i, v in enumerate(run["verdicts"])}
     tests = []
+    kept = 0
     for v in run["verdicts"]:
         recs = verdict_records(run, v)
         first = recs[0] if recs else {}
-        tests.append({"v": v, "records": recs, "anchor": anchors[id(v)], "repeats": repeats_text(v),
+        full = html_all or v["category"] in ("failed", "error") or kept < FULL_PASSING
+        kept += int(v["category"] not in ("failed", "error"))
+        tests.append({"v": v, "records": recs if full else [], "summarised": not full,
+                      "anchor": anchors[id(v)], "repeats": repeats_text(v),
                       "tags": sorted({t for r in recs for t in r.get("tags", [])}),
                       "xfail": first.get("xfail"), "description": first.get("description")})
     failures = [{"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
