@@ -13,20 +13,11 @@ from markupsafe import Markup, escape
 
 from evalspec.config.model import describe_provider
 from evalspec.results.aggregate import sla_text
-from evalspec.results.curves import charts, terms_text
+from evalspec.results.curves import as_number, charts, terms_text
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"]
 DASHES = ["", "6 4", "2 3", "10 3 2 3"]
 FIGURE = "flex:1 1 420px;min-width:0;margin:0"
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def line_svg(lines: list[dict[str, Any]], key: str, css: str, top: float | None = None,
@@ -34,14 +25,14 @@ def line_svg(lines: list[dict[str, Any]], key: str, css: str, top: float | None 
     """One polyline per line (`points` with `value` and `key`), sharing the axes; `top` fixes the y range."""
     pad, left = 36, 56
     values = [p["value"] for c in lines for p in c["points"]]
-    numeric = bool(values) and all(_num(v) is not None for v in values)
-    xs = sorted(set(values), key=lambda v: _num(v) or 0.0) if numeric else list(dict.fromkeys(values))
-    lo, hi = (_num(xs[0]) or 0.0, _num(xs[-1]) or 0.0) if numeric and xs else (0.0, float(max(len(xs) - 1, 1)))
+    numeric = bool(values) and all(as_number(v) is not None for v in values)
+    xs = sorted(set(values), key=lambda v: as_number(v) or 0.0) if numeric else list(dict.fromkeys(values))
+    lo, hi = (as_number(xs[0]) or 0.0, as_number(xs[-1]) or 0.0) if numeric and xs else (0.0, float(max(len(xs) - 1, 1)))
     ys = [p[key] for c in lines for p in c["points"] if p.get(key) is not None]
     ymax = top if top is not None else (max(ys) * 1.1 if ys and max(ys) > 0 else 1.0)
 
     def x(v: Any) -> float:
-        pos = _num(v) if numeric else float(xs.index(v))
+        pos = as_number(v) if numeric else float(xs.index(v))
         return left + ((pos or 0.0) - lo) / ((hi - lo) or 1) * (width - left - pad)
 
     def y(value: float) -> float:

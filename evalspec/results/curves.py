@@ -18,7 +18,8 @@ TERMS = ("half_life", "failure_point", "stable_range")
 DEFAULT_TERMS = ["half_life", "failure_point"]
 
 
-def _num(v: Any) -> float | None:
+def as_number(v: Any) -> float | None:
+    """A curve value as a number (booleans are not numbers), or None."""
     if isinstance(v, bool):
         return None
     try:
@@ -47,11 +48,11 @@ def point_usage(samples: list[dict[str, Any]]) -> dict[str, Any]:
 def stable_until(points: list[dict[str, Any]], slas: list[dict[str, Any]]) -> Any:
     """The largest x up to which every point's mean reaches the SLA minimum covering it (else 0.8);
     None when the first point is already below."""
-    ordered = sorted(points, key=lambda p: _num(p["value"]) or 0.0) if all(
-        _num(p["value"]) is not None for p in points) else list(points)
+    ordered = sorted(points, key=lambda p: as_number(p["value"]) or 0.0) if all(
+        as_number(p["value"]) is not None for p in points) else list(points)
     last = None
     for p in ordered:
-        x = _num(p["value"])
+        x = as_number(p["value"])
         covering = sorted((s for s in slas if x is not None and x <= s["at"]), key=lambda s: s["at"])
         floor = covering[0]["min_score"] if covering else STABLE_DEFAULT
         if p["mean"] is None or p["mean"] < floor:
@@ -87,7 +88,7 @@ def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         failure = next((p["value"] for p in points if p["passed"] * 2 < p["n"] - p["errors"]), None)
         slas = []
         for sla in recs[0].get("sla") or []:
-            covered = [p for p in points if _num(p["value"]) is not None and (_num(p["value"]) or 0) <= sla["at"]
+            covered = [p for p in points if as_number(p["value"]) is not None and (as_number(p["value"]) or 0) <= sla["at"]
                        and p["mean"] is not None]
             missed = [p["value"] for p in covered if p["mean"] < sla["min_score"]]
             slas.append({"at": sla["at"], "min_score": sla["min_score"], "passed": bool(covered) and not missed,
