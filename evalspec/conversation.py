@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from evalspec.agent import CallFn, ToolKit, play_turn, wire_message
+from evalspec.agent import CallFn, ToolKit, play_turn
 from evalspec.errors import ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import ProviderResponse, clean_text
+from evalspec.results.transcript import Transcript  # re-exported: the loops build it
 
 __all__ = ["CallFn", "Transcript", "assistant_message", "run_scripted", "user_message"]
-
-
-@dataclass
-class Transcript:
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    stop_reason: str = "completed"
-    error: str | None = None
-    calls: int = 0
-    cached_calls: int = 0
-    attack: dict[str, Any] | None = None  # an attack attempt's strategy, red lines and breach (SPEC §16)
-    failed_calls: int = 0
-    retries: int = 0
-    judge_calls: int = 0  # judge calls made while playing (a simulated user's goal_met)
-
-    def history(self) -> list[dict[str, Any]]:
-        """The OpenAI-style history the system under test sees (tool calls and results included)."""
-        return [wire_message(m) for m in self.messages if not m.get("not_sent")]
 
 
 def user_message(text: str, turn: int | None, **flags: Any) -> dict[str, Any]:

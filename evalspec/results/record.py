@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult
-from evalspec.conversation import Transcript
 from evalspec.plan import Instance
 from evalspec.redact import redact
+from evalspec.results.transcript import Transcript
 from evalspec.results.verdict import decide
 
 

@@ -54,8 +54,6 @@ KNOWN = {
     # redaction knows provider and suggestion details
     ("evalspec.redact", "evalspec.config.suggest"),
     ("evalspec.redact", "evalspec.providers.model_provider"),
-    # a record is built from the conversation's Transcript (a results type living in `run`)
-    ("evalspec.results.record", "evalspec.conversation"),
 }
 
 

@@ -1,0 +1,31 @@
+"""A played conversation as the run hands it to results: its messages, why it stopped, and its call counts.
+
+The conversation loops (scripted, simulated, attack, replay) fill it; `results.record` turns it into
+run.json's record. It lives in `results` so the record reads it without importing the run layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalspec.agent import wire_message
+
+__all__ = ["Transcript"]
+
+
+@dataclass
+class Transcript:
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = "completed"
+    error: str | None = None
+    calls: int = 0
+    cached_calls: int = 0
+    attack: dict[str, Any] | None = None  # an attack attempt's strategy, red lines and breach (SPEC §16)
+    failed_calls: int = 0
+    retries: int = 0
+    judge_calls: int = 0  # judge calls made while playing (a simulated user's goal_met)
+
+    def history(self) -> list[dict[str, Any]]:
+        """The OpenAI-style history the system under test sees (tool calls and results included)."""
+        return [wire_message(m) for m in self.messages if not m.get("not_sent")]
