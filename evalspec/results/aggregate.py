@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from evalspec.results.attacks import attack_summary
-from evalspec.results.curves import curves
+from evalspec.results.curves import binding_point, covered_points, curves
 from evalspec.results.verdict import CATEGORIES, Verdict, category, combine_repeats, mean_std
 
 
@@ -31,13 +31,6 @@ def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> lis
     return out
 
 
-def _num(v: Any) -> float | None:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
-
-
 def sla_verdicts(curve_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One verdict per curve test × provider with an `sla`: met only when every entry holds."""
     out = []
@@ -54,15 +47,15 @@ def sla_verdicts(curve_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def sla_text(curve: dict[str, Any], sla: dict[str, Any]) -> str:
-    """The measured value beside the target: `at 5: 0.67 < 0.80` (missed) or the lowest covered point (met)."""
+    """The measured value beside the target: `at 5: 0.67 < 0.80` for each point below it (missed), or the
+    point the SLA is measured by (met)."""
     target = sla["min_score"]
-    if sla["no_data"]:
+    covered = covered_points(curve["points"], sla["at"])
+    if sla["no_data"] or not covered:
         return f"no measured point at or below {sla['at']:g} (target ≥ {target:.2f})"
-    covered = [p for p in curve["points"] if p["mean"] is not None and _num(p["value"]) is not None
-               and (_num(p["value"]) or 0) <= sla["at"]]
     if not sla["passed"]:
         return "; ".join(f"at {p['value']}: {p['mean']:.2f} < {target:.2f}" for p in covered if p["mean"] < target)
-    low = min(covered, key=lambda p: p["mean"])
+    low = binding_point(covered)
     return f"at {low['value']}: {low['mean']:.2f} ≥ {target:.2f}"
 
 

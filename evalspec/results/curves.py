@@ -28,6 +28,19 @@ def as_number(v: Any) -> float | None:
         return None
 
 
+def covered_points(points: list[dict[str, Any]], at: float) -> list[dict[str, Any]]:
+    """The measured points an SLA entry `at` covers (numeric value <= at, a mean score), by value: the one
+    reading of curve values that SLA verdicts and their text share."""
+    covered = [p for p in points if p["mean"] is not None and (x := as_number(p["value"])) is not None and x <= at]
+    return sorted(covered, key=lambda p: as_number(p["value"]) or 0.0)
+
+
+def binding_point(covered: list[dict[str, Any]]) -> dict[str, Any]:
+    """The covered point an SLA is measured by: the lowest mean; on a tie the furthest value (the SLA
+    holds up to there, which is what a reader checks it for)."""
+    return min(reversed(covered), key=lambda p: p["mean"])
+
+
 def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
@@ -88,8 +101,7 @@ def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         failure = next((p["value"] for p in points if p["passed"] * 2 < p["n"] - p["errors"]), None)
         slas = []
         for sla in recs[0].get("sla") or []:
-            covered = [p for p in points if as_number(p["value"]) is not None and (as_number(p["value"]) or 0) <= sla["at"]
-                       and p["mean"] is not None]
+            covered = covered_points(points, sla["at"])
             missed = [p["value"] for p in covered if p["mean"] < sla["min_score"]]
             slas.append({"at": sla["at"], "min_score": sla["min_score"], "passed": bool(covered) and not missed,
                          "missed_at": missed, "no_data": not covered})
