@@ -91,5 +91,5 @@ tests:
                      "'nme' is undefined",
                      "a.yaml:8: tests[0].assert[0].contians: unknown assertion type 'contians'",
                      "provider 'gone': 'gone.py:respond': file",  # found only by the preflight
-                     "b.yaml:2: invalid YAML"):
+                     "b.yaml:2: the '[' at line 1 is never closed: end it with ']'"):
         assert expected in out, (expected, out)

@@ -30,7 +30,10 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
         problems.append(lines.problem(at, msg))
 
     if not isinstance(item, dict):
-        bad(f"an assertion must be a mapping like '- contains: text', got {item!r}")
+        if isinstance(item, str) and resolve_type(item) is not None:
+            bad(f"'{item}' needs a value after a colon: write '- {item}: true'")
+        else:
+            bad(f"an assertion must be a mapping like '- contains: text', got {item!r}")
         return None
     if "type" in item:
         name = item["type"]

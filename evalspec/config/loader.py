@@ -110,10 +110,13 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
     suite = Suite(path=path, sha256=hashlib.sha256(raw_bytes).hexdigest(), lines=lines)
     data = _interpolate(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
     _load_plugins(data, path.parent, lines, problems)
-    for err in _validator().iter_errors(data):
-        for where, message in schema_problems(err):
-            problems.append(lines.problem(where, message))
+    schema_found = [lines.problem(where, message) for err in _validator().iter_errors(data)
+                    for where, message in schema_problems(err)]
+    parsed_from = len(problems)
     SuiteParser(suite, data, lines, problems, dict(cli_vars or {})).parse()
+    # one mistake, one message: where the parser names a problem, the schema's words for it are dropped
+    named = {(p.line, p.path) for p in problems[parsed_from:]}
+    problems += [p for p in schema_found if (p.line, p.path) not in named]
     problems.sort(key=lambda p: (p.line or 0, p.path))
     return suite, _dedupe(problems)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from evalspec.config.yamlerrors import plain_yaml_error
 from evalspec.config.yamlfixes import mend
 from evalspec.errors import ConfigError, Problem
 
@@ -71,12 +72,8 @@ def load_yaml(text: str, file: str, found: list[Problem] | None = None) -> tuple
             raise ConfigError([*problems, Problem(file, None, "", message)])
         data = _build(loader, node, (), lines, problems)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        msg = str(exc.problem or exc.context)
-        if exc.context and exc.context_mark and exc.problem:
-            msg += f" ({exc.context} started at line {exc.context_mark.line + 1})"
-        raise ConfigError([*problems, Problem(file, line, "", f"invalid YAML: {msg}")]) from None
+        line, message = plain_yaml_error(exc, text)
+        raise ConfigError([*problems, Problem(file, line, "", message)]) from None
     except yaml.YAMLError as exc:
         raise ConfigError([*problems, Problem(file, None, "", f"invalid YAML: {exc}")]) from None
     finally:

@@ -5,6 +5,7 @@ Before parsing, two mistakes that would stop YAML with parser jargon ("could not
 of the file is still checked in the same round:
 - a full-width colon after a key (`label：问配置`, typed with a Chinese input method);
 - a `\\d`-style regex escape inside double quotes (`"1[3-9]\\d{9}"`), which YAML reads as its own escape.
+- a full-width comma or colon between the entries of a `{...}` flow mapping (`{name: 张三，city: 北京}`);
 Line numbers are kept. (A full-width comma inside `[...]` parses, as one item: `yamlfile` reports it.)
 """
 
@@ -18,6 +19,9 @@ _FULLWIDTH_KEY = re.compile(r"^(\s*(?:-\s+)*)([A-Za-z_][A-Za-z0-9_.:-]*?)[ \t]*�
 _DOUBLE_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _YAML_ESCAPES = set('0abtnvfre "/\\N_LPxuU\t')
 _BAD_ESCAPE = re.compile(r"\\(.)")
+# after a full-width comma inside {...}: the next entry's key and its colon (YAML would fail on it)
+_NEXT_KEY = re.compile(r"[ \t]*([^\s,{}\[\]:：，'\"#]+)[ \t]*[:：](?=[ \t]|$|[}\]])")
+_FLOW_KEY = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*：")
 
 
 def mend(text: str, file: str) -> tuple[str, list[Problem]]:
@@ -36,6 +40,7 @@ def mend(text: str, file: str) -> tuple[str, list[Problem]]:
             block_indent = indent
         line = _mend_colon(line, number, file, problems)
         line = _mend_escapes(line, number, file, problems)
+        line = _mend_flow_mapping(line, number, file, problems)
         out.append(line)
     return "\n".join(out), problems
 
@@ -71,3 +76,47 @@ def _mend_escapes(line: str, number: int, file: str, problems: list[Problem]) ->
         return single
 
     return _DOUBLE_QUOTED.sub(fix, line)
+
+
+def _mend_flow_mapping(line: str, number: int, file: str, problems: list[Problem]) -> str:
+    """`{name: 张三，city: 北京}` -> `{name: 张三, city: 北京}`; `{name：张三}` -> `{name: 张三}` (outside quotes)."""
+    if "{" not in line or ("，" not in line and "：" not in line):
+        return line
+    out: list[str] = []
+    stack: list[str] = []
+    found: list[str] = []
+    quote, i = "", 0
+    while i < len(line):
+        ch = line[i]
+        i += 1
+        in_mapping = bool(stack) and stack[-1] == "{"
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 1 or line[i - 2] in " \t"):
+            out.append(line[i - 1:])
+            break
+        elif ch in "{[":
+            stack.append(ch)
+        elif ch in "}]" and stack:
+            stack.pop()
+        elif ch == "，" and in_mapping and _NEXT_KEY.match(line, i):
+            found.append("comma '，'")
+            ch = ","
+        out.append(ch)
+        if not quote and ch in "{," and stack and stack[-1] == "{" and (key := _FLOW_KEY.match(line, i)):
+            found.append("colon '：'")
+            out.append((" " if ch == "," else "") + key.group(1) + ": ")
+            i = key.end()
+            while i < len(line) and line[i] in " \t":
+                i += 1
+        elif ch == "," and found and i < len(line) and line[i] not in " \t":
+            out.append(" ")
+    if not found:
+        return line
+    fixed = "".join(out)
+    what = " and ".join(dict.fromkeys(f"a full-width {f}" for f in found))
+    problems.append(Problem(file, number, "", f"{what} inside {{…}}: YAML needs an ASCII comma between entries and "
+                                              f"an ASCII colon and a space after each key — write '{fixed.strip()}'"))
+    return fixed

@@ -79,3 +79,58 @@ def test_seven_different_typos_are_all_reported_in_one_round(tmp_path: Path) -> 
     missing = [e for e in expected if e not in text]
     assert not missing, (missing, text)
     assert len(errors) == len(expected), text
+
+
+def test_a_full_width_comma_between_mapping_entries_is_named_with_the_fix_and_the_rest_is_still_checked(
+        tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 我叫张三，在北京\n      - user: 还记得吗？\n        assert:\n"
+                                      "          - memory-recall: {name: 张三，city: 北京}\n          - contians: 张三\n")
+    assert code == 2
+    assert errors[0] == (f"error {tmp_path / 's.yaml'}:8: a full-width comma '，' inside {{…}}: YAML needs an ASCII "
+                         "comma between entries and an ASCII colon and a space after each key — write "
+                         "'- memory-recall: {name: 张三, city: 北京}'")
+    assert len(errors) == 2 and "unknown assertion type 'contians'" in errors[1]
+
+
+def test_a_full_width_comma_inside_a_mapping_value_is_text_and_accepted(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 推荐哪台\n        assert:\n          - refers-to: {expected: 凌云，瑶光}\n")
+    assert code == 0, errors
+
+
+def test_a_key_one_space_off_says_how_many_spaces_to_write(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 电话多少\n       assert:\n          - contains: 电话\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:6: 'assert:' is indented 7 spaces, inside the list that starts "
+                      "at line 5 ('- user: 电话多少'), whose items have their keys at 8 spaces: indent it 8 spaces to "
+                      "add it to the item above, or write '- assert:' with its '- ' at 6 spaces to start a new item"]
+
+
+def test_a_list_item_out_of_line_is_told_to_line_up_with_the_item_above(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 你好\n     - user: 再见\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:6: the list item '- user: 再见' is indented 5 spaces, but the item "
+                      "above it (line 5, '- user: 你好') starts at 6 spaces: line its '- ' up with that item (6 spaces)"]
+
+
+def test_a_key_indented_deeper_than_its_sibling_is_not_read_as_text(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 你好\n          label: 问候\n")
+    assert code == 2
+    assert len(errors) == 1 and ":6: " in errors[0]
+    assert ("'label: 问候' is indented 10 spaces, deeper than the line above (line 5, '- user: 你好'), so YAML reads "
+            "it as part of that value: indent it 8 spaces to make it a key beside 'user'") in errors[0]
+
+
+def test_a_colon_inside_a_text_says_to_quote_it(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 注意: 明天开门\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:5: the text after 'user:' contains ': ', which YAML reads as "
+                      "another key: quote the text — user: '注意: 明天开门'"]
+
+
+def test_a_check_named_without_a_value_is_one_problem_with_the_fix(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 查订单\n        assert:\n          - tool-args-valid\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:7: tests[0].conversation[0].assert[0]: 'tool-args-valid' needs a "
+                      "value after a colon: write '- tool-args-valid: true'"]
+    code, errors = validate(tmp_path, "      - user: 查订单\n        assert:\n          - tool-args-valid: true\n")
+    assert code == 0, errors
