@@ -8,8 +8,9 @@ from typing import Any
 
 import regex
 
+from evalspec.assertions.patterns import regex_problem
 from evalspec.assertions.registry import resolve_type
-from evalspec.config.asserts import regex_problem, turn_refs
+from evalspec.config.asserts import turn_refs
 from evalspec.config.interpolate import TemplateProblem, render_text, render_value
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
 from evalspec.config.suggest import did_you_mean

@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 from evalspec.agent import ToolKit, play_turn
-from evalspec.assertions.base import regex_time_limit, search
 from evalspec.assertions.graded import format_transcript
+from evalspec.assertions.patterns import regex_time_limit, search
 from evalspec.conversation import CallFn, Transcript, assistant_message, tool_context, user_message
 from evalspec.errors import EvalspecError, GradingError, ProviderError
 from evalspec.plan import Instance

@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from evalspec.errors import GradingError
-
-REGEX_TIMEOUT_S = 30.0  # options.grade_timeout's default; grading sets the suite's own
-_regex_limit: contextvars.ContextVar[float] = contextvars.ContextVar("regex_limit", default=REGEX_TIMEOUT_S)
-
-
-@contextlib.contextmanager
-def regex_time_limit(seconds: float) -> Iterator[None]:
-    """Regexes matched inside this block stop after `seconds` (a catastrophic pattern is an error)."""
-    token = _regex_limit.set(seconds)
-    try:
-        yield
-    finally:
-        _regex_limit.reset(token)
 
 
 @dataclass
@@ -117,22 +100,6 @@ class GradingContext:
         if isinstance(ref, str) and ref.isdigit():
             return int(ref)
         raise GradingError(f"unknown turn label {ref!r}")
-
-
-def compile_pattern(pattern: str, flags: int = 0) -> Any:
-    """Compile with the `regex` module (Unicode-aware, supports \\p{Han}); raises regex.error."""
-    return regex.compile(pattern, flags)
-
-
-def search(pattern: str, text: str, flags: int = 0) -> Any:
-    """`regex.search` with a time-out; a catastrophic pattern becomes a GradingError."""
-    limit = _regex_limit.get()
-    try:
-        return compile_pattern(pattern, flags).search(text, timeout=limit, concurrent=True)  # frees the GIL
-    except TimeoutError:
-        raise GradingError(f"regex {pattern!r} timed out after {limit:g}s") from None
-    except regex.error as exc:
-        raise GradingError(f"bad regex {pattern!r}: {exc}") from None
 
 
 def snippet(text: str, limit: int = 160) -> str:

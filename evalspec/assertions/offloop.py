@@ -12,8 +12,9 @@ import asyncio
 import threading
 from dataclasses import replace
 
-from evalspec.assertions.base import GradingContext, regex_time_limit
+from evalspec.assertions.base import GradingContext
 from evalspec.assertions.evaluate import AssertionResult, evaluate
+from evalspec.assertions.patterns import regex_time_limit
 from evalspec.config.model import AssertionSpec
 from evalspec.usercode import WORKERS, describe, post
 

@@ -10,6 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evalspec.assertions.params import REGEX, TURN_REF, marked_keys, options_schema, value_schema
+from evalspec.assertions.params import value_required as params_value_required
+
 Kind = Literal["reply", "conversation"]
 Needs = Literal["judge", "embedder"]
 
@@ -47,21 +50,23 @@ def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None =
               default_scope: str = "last_response", default_threshold: float | None = None,
               needs: Needs | None = None, patterns: tuple[str, ...] = (),
               turn_refs: tuple[str, ...] = (), params: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a check function under `name` (its first docstring line is the one-line doc)."""
+    """Register a check function under `name` (its first docstring line is the one-line doc).
+
+    `params`, a dataclass, declares the value, the options, the regexes and the turn references at once
+    (see `params`); plugins may instead give the value's JSON Schema (`value=`) and `options=`."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        if params is not None and value is None:
-            from evalspec.assertions.params import params_schema
-
-            schema: dict[str, Any] = params_schema(params)
-        else:
-            schema = value or {}
+        declared: dict[str, Any] = {"value_schema": value or {}, "value_required": value_required,
+                                    "options": options or {}, "patterns": patterns, "turn_refs": turn_refs}
+        if params is not None:  # everything the loader and the schema need comes from the dataclass
+            declared = {"value_schema": value_schema(params), "value_required": params_value_required(params),
+                        "options": options_schema(params), "patterns": marked_keys(params, REGEX),
+                        "turn_refs": marked_keys(params, TURN_REF)}
         REGISTRY[name] = AssertionType(
-            name=name, fn=fn, kind=kind, doc=doc, value_schema=schema, params=params,
-            value_required=value_required, options=options or {},
+            name=name, fn=fn, kind=kind, doc=doc, params=params,
             default_scope="conversation" if kind == "conversation" else default_scope,
-            default_threshold=default_threshold, needs=needs, patterns=patterns, turn_refs=turn_refs,
+            default_threshold=default_threshold, needs=needs, **declared,
         )
         return fn
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from evalspec.agent import call_text
-from evalspec.assertions.base import Check, Evidence, GradingContext, search
+from evalspec.assertions.base import Check, Evidence, GradingContext
+from evalspec.assertions.patterns import search
 from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
 

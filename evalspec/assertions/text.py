@@ -3,18 +3,74 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
 import jmespath
 import jsonschema
 
-from evalspec.assertions.base import Check, Evidence, GradingContext, Reply, search, snippet
+from evalspec.assertions.base import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.assertions.params import UNSET, Keywords, Regex
+from evalspec.assertions.patterns import search
 from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
 from evalspec.textutil import count_words, levenshtein
 
-STR = {"type": ["string", "number"]}
-STR_LIST = {"type": "array", "items": STR, "minItems": 1}
+Text = str | float  # a number written in YAML counts as its text
+
+
+@dataclass(frozen=True)
+class TextParams:  # equals, contains, icontains, starts-with: the value is the text
+    value_field: ClassVar[str] = "text"
+    text: Text
+
+
+@dataclass(frozen=True)
+class TextsParams:  # contains-any, contains-all
+    value_field: ClassVar[str] = "texts"
+    texts: Annotated[list[Text], Keywords(minItems=1)]
+
+
+@dataclass(frozen=True)
+class RegexParams:
+    value_field: ClassVar[str] = "pattern"
+    pattern: Regex
+
+
+@dataclass(frozen=True)
+class JsonParams:  # is-json, contains-json
+    value_field: ClassVar[str] = "schema"
+    schema: Annotated[dict[str, Any] | bool | None,
+                      Keywords(description="optional JSON Schema the JSON must match")] = None
+
+
+@dataclass(frozen=True)
+class JmespathParams:
+    expr: str
+    equals: Any = UNSET
+    matches: Regex | None = None
+
+
+@dataclass(frozen=True)
+class CountRange:  # word-count, turn-count
+    schema_extra: ClassVar[dict[str, Any]] = {"minProperties": 1}
+    min: Annotated[int, Keywords(minimum=0)] | None = None
+    max: Annotated[int, Keywords(minimum=0)] | None = None
+
+    def holds(self, n: int) -> bool:
+        return (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
+
+
+@dataclass(frozen=True)
+class LevenshteinParams:
+    value: Text
+    max: Annotated[int, Keywords(minimum=0)]
+
+
+@dataclass(frozen=True)
+class LimitParams:  # latency (ms), cost (USD), tokens
+    value_field: ClassVar[str] = "limit"
+    limit: Annotated[float, Keywords(minimum=0)]
 
 
 def _s(value: Any) -> str:
@@ -26,62 +82,65 @@ def _found(reply: Reply, needle: str, found: bool) -> Check:
     return Check.of(found, f"{'found' if found else 'did not find'} {needle!r}", ev)
 
 
-@assertion("equals", value=STR)
+@assertion("equals", params=TextParams)
 def equals(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply equals the value (surrounding whitespace ignored)."""
-    ok = reply.text.strip() == _s(spec.value).strip()
-    return Check.of(ok, "equal" if ok else f"expected {_s(spec.value)!r}", [Evidence(reply.turn, snippet(reply.text))])
+    text = _s(spec.params.text)
+    ok = reply.text.strip() == text.strip()
+    return Check.of(ok, "equal" if ok else f"expected {text!r}", [Evidence(reply.turn, snippet(reply.text))])
 
 
-@assertion("contains", value=STR)
+@assertion("contains", params=TextParams)
 def contains(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains the value (case-sensitive)."""
-    needle = _s(spec.value)
+    needle = _s(spec.params.text)
     return _found(reply, needle, needle in reply.text)
 
 
-@assertion("icontains", value=STR)
+@assertion("icontains", params=TextParams)
 def icontains(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains the value, ignoring case."""
-    needle = _s(spec.value)
+    needle = _s(spec.params.text)
     return _found(reply, needle, needle.casefold() in reply.text.casefold())
 
 
-@assertion("contains-any", value=STR_LIST)
+@assertion("contains-any", params=TextsParams)
 def contains_any(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains at least one of the values."""
-    hits = [_s(v) for v in spec.value if _s(v) in reply.text]
+    wanted = [_s(v) for v in spec.params.texts]
+    hits = [w for w in wanted if w in reply.text]
     if hits:
         return Check.of(True, f"found {hits[0]!r}", [Evidence(reply.turn, hits[0])])
-    return Check.of(False, f"none of {' / '.join(_s(v) for v in spec.value)} found",
-                    [Evidence(reply.turn, snippet(reply.text))])
+    return Check.of(False, f"none of {' / '.join(wanted)} found", [Evidence(reply.turn, snippet(reply.text))])
 
 
-@assertion("contains-all", value=STR_LIST)
+@assertion("contains-all", params=TextsParams)
 def contains_all(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains every value; the score is the share found."""
-    wanted = [_s(v) for v in spec.value]
+    wanted = [_s(v) for v in spec.params.texts]
     missing = [w for w in wanted if w not in reply.text]
     score = 1 - len(missing) / len(wanted)
     reason = "all found" if not missing else f"missing {' / '.join(missing)}"
     return Check(not missing, score, reason, [Evidence(reply.turn, ", ".join(missing) or ", ".join(wanted), "missing" if missing else "")])
 
 
-@assertion("starts-with", value=STR)
+@assertion("starts-with", params=TextParams)
 def starts_with(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply starts with the value (leading whitespace ignored)."""
-    ok = reply.text.lstrip().startswith(_s(spec.value))
-    return Check.of(ok, "starts with it" if ok else f"does not start with {_s(spec.value)!r}",
+    text = _s(spec.params.text)
+    ok = reply.text.lstrip().startswith(text)
+    return Check.of(ok, "starts with it" if ok else f"does not start with {text!r}",
                     [Evidence(reply.turn, snippet(reply.text, 60))])
 
 
-@assertion("regex", value={"type": "string"}, patterns=("",))
+@assertion("regex", params=RegexParams)
 def regex_match(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply matches the regular expression (`regex` module, with a time-out)."""
-    match = search(spec.value, reply.text)
+    pattern = spec.params.pattern
+    match = search(pattern, reply.text)
     if match:
         return Check.of(True, f"matched {match.group(0)!r}", [Evidence(reply.turn, match.group(0))])
-    return Check.of(False, f"no match for /{spec.value}/", [Evidence(reply.turn, snippet(reply.text))])
+    return Check.of(False, f"no match for /{pattern}/", [Evidence(reply.turn, snippet(reply.text))])
 
 
 def _parse_json(text: str) -> tuple[bool, Any]:
@@ -109,78 +168,65 @@ def _json_check(reply: Reply, spec: AssertionSpec, found: tuple[bool, Any]) -> C
     ok, value = found
     if not ok:
         return Check.of(False, "no valid JSON", [Evidence(reply.turn, snippet(reply.text))])
-    if isinstance(spec.value, dict) and spec.value:
-        errors = sorted(jsonschema.Draft202012Validator(spec.value).iter_errors(value), key=str)
+    schema = spec.params.schema
+    if isinstance(schema, dict) and schema:
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=str)
         if errors:
             return Check.of(False, f"JSON does not match the schema: {errors[0].message}",
                             [Evidence(reply.turn, snippet(reply.text))])
     return Check.of(True, "valid JSON", [Evidence(reply.turn, snippet(reply.text, 80))])
 
 
-JSON_SCHEMA_VALUE = {"type": ["object", "boolean", "null"], "description": "optional JSON Schema the JSON must match"}
-
-
-@assertion("is-json", value=JSON_SCHEMA_VALUE, value_required=False)
+@assertion("is-json", params=JsonParams)
 def is_json(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The whole reply is valid JSON (optionally matching a JSON Schema given as value)."""
     return _json_check(reply, spec, _parse_json(reply.text.strip()))
 
 
-@assertion("contains-json", value=JSON_SCHEMA_VALUE, value_required=False)
+@assertion("contains-json", params=JsonParams)
 def contains_json(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains a JSON object or array (optionally matching a JSON Schema)."""
     return _json_check(reply, spec, _extract_json(reply.text))
 
 
-@assertion("jmespath", value={
-    "type": "object", "required": ["expr"], "additionalProperties": False,
-    "properties": {"expr": {"type": "string"}, "equals": {}, "matches": {"type": "string"}},
-}, patterns=("matches",))
+@assertion("jmespath", params=JmespathParams)
 def jmespath_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A JMESPath expression over the JSON reply equals a value or matches a regex."""
     ok, data = _extract_json(reply.text)
     if not ok:
         return Check.of(False, "reply is not JSON", [Evidence(reply.turn, snippet(reply.text))])
-    result = jmespath.search(spec.value["expr"], data)
+    p: JmespathParams = spec.params
+    result = jmespath.search(p.expr, data)
     shown = _s(result)
-    if "equals" in spec.value:
-        passed = result == spec.value["equals"]
-        reason = f"{spec.value['expr']} = {shown}" + ("" if passed else f", expected {_s(spec.value['equals'])}")
-    elif "matches" in spec.value:
-        passed = result is not None and search(spec.value["matches"], shown) is not None
-        reason = f"{spec.value['expr']} = {shown}" + ("" if passed else f", does not match /{spec.value['matches']}/")
+    if p.equals is not UNSET:
+        passed = result == p.equals
+        reason = f"{p.expr} = {shown}" + ("" if passed else f", expected {_s(p.equals)}")
+    elif p.matches is not None:
+        passed = result is not None and search(p.matches, shown) is not None
+        reason = f"{p.expr} = {shown}" + ("" if passed else f", does not match /{p.matches}/")
     else:
         passed = result not in (None, False, [], {}, "")
-        reason = f"{spec.value['expr']} = {shown}"
+        reason = f"{p.expr} = {shown}"
     return Check.of(passed, reason, [Evidence(reply.turn, shown)])
 
 
-@assertion("word-count", value={
-    "type": "object", "additionalProperties": False, "minProperties": 1,
-    "properties": {"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}},
-})
+@assertion("word-count", params=CountRange)
 def word_count(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Word count within {min, max}; each CJK character counts as one word."""
-    n = count_words(reply.text)
-    lo, hi = spec.value.get("min"), spec.value.get("max")
-    ok = (lo is None or n >= lo) and (hi is None or n <= hi)
-    return Check(ok, 1.0 if ok else 0.0, f"{n} words (min {lo}, max {hi})",
+    n, bounds = count_words(reply.text), spec.params
+    ok = bounds.holds(n)
+    return Check(ok, 1.0 if ok else 0.0, f"{n} words (min {bounds.min}, max {bounds.max})",
                  [Evidence(reply.turn, snippet(reply.text, 80), f"{n} words")], {"words": n})
 
 
-@assertion("levenshtein", value={
-    "type": "object", "required": ["value", "max"], "additionalProperties": False,
-    "properties": {"value": STR, "max": {"type": "integer", "minimum": 0}},
-})
+@assertion("levenshtein", params=LevenshteinParams)
 def levenshtein_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Edit distance between the reply and value is at most max."""
-    d = levenshtein(reply.text.strip(), _s(spec.value["value"]).strip())
-    ok = d <= spec.value["max"]
-    return Check(ok, 1.0 if ok else 0.0, f"edit distance {d} (max {spec.value['max']})",
+    p: LevenshteinParams = spec.params
+    d = levenshtein(reply.text.strip(), _s(p.value).strip())
+    ok = d <= p.max
+    return Check(ok, 1.0 if ok else 0.0, f"edit distance {d} (max {p.max})",
                  [Evidence(reply.turn, snippet(reply.text, 80))], {"distance": d})
-
-
-NUMBER = {"type": "number", "minimum": 0}
 
 
 def _at_most(reply: Reply, measured: float | None, limit: float, unit: str) -> Check:
@@ -191,19 +237,19 @@ def _at_most(reply: Reply, measured: float | None, limit: float, unit: str) -> C
     return Check(ok, 1.0 if ok else 0.0, f"{shown} (max {limit:g})", [Evidence(reply.turn, shown)], {unit: measured})
 
 
-@assertion("latency", value=NUMBER)
+@assertion("latency", params=LimitParams)
 def latency(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply took at most value milliseconds."""
-    return _at_most(reply, reply.latency_ms, float(spec.value), "ms")
+    return _at_most(reply, reply.latency_ms, float(spec.params.limit), "ms")
 
 
-@assertion("cost", value=NUMBER)
+@assertion("cost", params=LimitParams)
 def cost(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply cost at most value (USD); on `conversation` scope, the total."""
-    return _at_most(reply, reply.cost, float(spec.value), "USD")
+    return _at_most(reply, reply.cost, float(spec.params.limit), "USD")
 
 
-@assertion("tokens", value=NUMBER)
+@assertion("tokens", params=LimitParams)
 def tokens(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply used at most value tokens; on `conversation` scope, the total."""
-    return _at_most(reply, reply.tokens, float(spec.value), "tokens")
+    return _at_most(reply, reply.tokens, float(spec.params.limit), "tokens")

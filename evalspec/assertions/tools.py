@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
-import regex
 
 from evalspec.agent import call_text, load_tools, tool_schema
-from evalspec.assertions.base import REGEX_TIMEOUT_S, Check, Evidence, GradingContext, Reply
+from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
+from evalspec.assertions.patterns import fullmatch
 from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError, ProviderError
@@ -43,12 +43,7 @@ def value_matches(expected: Any, actual: Any) -> bool:
     """Subset match: mappings recursively by key; 're:' strings as full-match regexes; else equality."""
     if isinstance(expected, str) and expected.startswith("re:"):
         text = actual if isinstance(actual, str) else call_text({"name": "", "arguments": actual})[1:-1]
-        try:
-            return regex.fullmatch(expected[3:], text, timeout=REGEX_TIMEOUT_S, concurrent=True) is not None
-        except TimeoutError:
-            raise GradingError(f"regex {expected[3:]!r} timed out after {REGEX_TIMEOUT_S}s") from None
-        except regex.error as exc:
-            raise GradingError(f"bad regex {expected[3:]!r}: {exc}") from None
+        return fullmatch(expected[3:], text) is not None
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and value_matches(v, actual[k]) for k, v in expected.items())
     if isinstance(expected, bool) or isinstance(actual, bool):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
-import regex
 
+from evalspec.assertions.patterns import regex_problem
 from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
 from evalspec.config.interpolate import is_template
 from evalspec.config.messages import describe_kinds, schema_problems
@@ -29,6 +29,7 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
     def bad(msg: str, at: PathKey = path) -> None:
         problems.append(lines.problem(at, msg))
 
+    found_before = len(problems)
     if not isinstance(item, dict):
         if isinstance(item, str) and resolve_type(item) is not None:
             bad(f"'{item}' needs a value after a colon: write '- {item}: true'")
@@ -82,7 +83,20 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
                 for where, message in schema_problems(err, key):
                     bad(message, (*path, key, *where))
     _check_patterns(atype, value, vpath, lines, problems)
+    if len(problems) == found_before and not _templated(value):
+        try:
+            spec.params  # noqa: B018 -- made here, once: parameters that cannot be built are a load error
+        except (TypeError, ValueError) as exc:
+            bad(f"'{name}': {exc}", vpath)
     return spec
+
+
+def _templated(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return isinstance(value, str) and is_template(value)
 
 
 def _declared_keys(schema: Any) -> set[str]:
@@ -197,14 +211,6 @@ def _check_patterns(atype: AssertionType, value: Any, path: PathKey, lines: Line
             message = regex_problem(pattern)
             if message:
                 problems.append(lines.problem(where, message))
-
-
-def regex_problem(pattern: str) -> str | None:
-    try:
-        regex.compile(pattern)
-    except regex.error as exc:
-        return f"bad regex {pattern!r}: {exc}"
-    return None
 
 
 def turn_refs(spec: AssertionSpec) -> list[tuple[Any, PathKey]]:

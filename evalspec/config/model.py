@@ -34,16 +34,24 @@ class AssertionSpec:
     def name(self) -> str:
         return ("not-" if self.negate else "") + self.type
 
+    parsed: Any = field(default=None, init=False, repr=False, compare=False)  # `params`, once made
+
     @property
     def params(self) -> Any:
-        """The value as the type's parameter dataclass (types registered with `params=`)."""
-        from evalspec.assertions.params import make_params
-        from evalspec.assertions.registry import resolve_type
+        """The value and options as the type's parameter dataclass (made once per value; a rendered copy
+        makes its own); the value itself for a plugin type declared by a JSON Schema."""
+        if self.parsed is None:
+            from evalspec.assertions.params import make_params
+            from evalspec.assertions.registry import resolve_type
 
-        resolved = resolve_type(self.type)
-        if resolved is None or resolved[0].params is None:
-            raise AttributeError(f"'{self.type}' declares no parameter dataclass")
-        return make_params(resolved[0].params, self.value)
+            resolved = resolve_type(self.type)
+            declared = resolved[0].params if resolved else None
+            self.parsed = self.value if declared is None else make_params(declared, self.value, self.options)
+        return self.parsed
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without `parsed` (a plugin's dataclass may not import where the spec is unpickled)."""
+        return {**self.__dict__, "parsed": None}
 
 
 @dataclass

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any, Literal, cast
 from urllib.parse import urlparse
 
-from evalspec.config.asserts import parse_assertion, regex_problem, turn_refs
+from evalspec.assertions.patterns import regex_problem
+from evalspec.config.asserts import parse_assertion, turn_refs
 from evalspec.config.interpolate import is_template
 from evalspec.config.model import (
     AssertionSpec,

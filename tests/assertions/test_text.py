@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import check, transcript
 
-from evalspec.assertions.base import regex_time_limit
+from evalspec.assertions.patterns import regex_time_limit
 
 CASES = [
     # (assertion yaml, reply that passes, reply that fails)

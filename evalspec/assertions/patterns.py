@@ -1,0 +1,67 @@
+"""Regexes written in suites: one owner for compiling, checking and matching them.
+
+The `regex` module (Unicode-aware: `\\p{Han}`, full-width text), each pattern compiled once per
+process, matched with a time-out that frees the GIL: a catastrophic pattern is an error naming it,
+never a hung run. Load-time checks (`regex_problem`) and grading (`search`, `fullmatch`) share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import regex
+
+from evalspec.errors import GradingError
+
+REGEX_TIMEOUT_S = 30.0  # options.grade_timeout's default; grading sets the suite's own
+_regex_limit: contextvars.ContextVar[float] = contextvars.ContextVar("regex_limit", default=REGEX_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def regex_time_limit(seconds: float) -> Iterator[None]:
+    """Regexes matched inside this block stop after `seconds` (a catastrophic pattern is an error)."""
+    token = _regex_limit.set(seconds)
+    try:
+        yield
+    finally:
+        _regex_limit.reset(token)
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_pattern(pattern: str, flags: int = 0) -> Any:
+    """Compile with the `regex` module (once per pattern); raises regex.error."""
+    return regex.compile(pattern, flags)
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why `pattern` is no valid regex, or None: the load-time check."""
+    try:
+        compile_pattern(pattern)
+    except regex.error as exc:
+        return f"bad regex {pattern!r}: {exc}"
+    return None
+
+
+def _match(how: str, pattern: str, text: str, flags: int) -> Any:
+    limit = _regex_limit.get()
+    try:
+        compiled = compile_pattern(pattern, flags)
+        return getattr(compiled, how)(text, timeout=limit, concurrent=True)  # concurrent: frees the GIL
+    except TimeoutError:
+        raise GradingError(f"regex {pattern!r} timed out after {limit:g}s") from None
+    except regex.error as exc:
+        raise GradingError(f"bad regex {pattern!r}: {exc}") from None
+
+
+def search(pattern: str, text: str, flags: int = 0) -> Any:
+    """The first match of `pattern` in `text`, within the time limit; a bad or slow pattern is a GradingError."""
+    return _match("search", pattern, text, flags)
+
+
+def fullmatch(pattern: str, text: str, flags: int = 0) -> Any:
+    """`text` matched as a whole by `pattern`, within the time limit."""
+    return _match("fullmatch", pattern, text, flags)
