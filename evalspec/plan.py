@@ -10,7 +10,7 @@ import regex
 
 from evalspec.assertions.patterns import regex_problem
 from evalspec.assertions.registry import resolve_type
-from evalspec.config.asserts import turn_refs
+from evalspec.assertions.turnrefs import ref_problem, turn_refs
 from evalspec.config.interpolate import TemplateProblem, render_text, render_value
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
 from evalspec.config.suggest import did_you_mean
@@ -191,9 +191,7 @@ def _check_rendered(specs: list[AssertionSpec], labels: dict[str, int], length: 
         if length == 0:
             continue  # a simulated conversation: its length is not known in advance
         for ref, where in turn_refs(spec):
-            if isinstance(ref, bool):
-                continue
-            if isinstance(ref, int) and ref > length:
-                raise _RenderProblem(where, f"turn {ref} is out of range: the conversation has {length} user turns")
-            if isinstance(ref, str) and ref not in labels and not ref.isdigit():
-                raise _RenderProblem(where, f"label '{ref}' does not exist")
+            if isinstance(ref, str) and ref.isdigit():
+                ref = int(ref)  # a rendered template gives text
+            if not isinstance(ref, bool) and (message := ref_problem(ref, labels, length)):
+                raise _RenderProblem(where, message)

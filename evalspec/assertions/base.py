@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalspec.errors import GradingError
+from evalspec.assertions.turnrefs import resolve_turn
 
 
 @dataclass
@@ -91,15 +91,7 @@ class GradingContext:
 
     def resolve_turn(self, ref: Any) -> int:
         """A turn number or a label -> turn number."""
-        if isinstance(ref, bool):
-            raise GradingError(f"turn reference {ref!r} is not a number or label")
-        if isinstance(ref, int):
-            return ref
-        if isinstance(ref, str) and ref in self.labels:
-            return self.labels[ref]
-        if isinstance(ref, str) and ref.isdigit():
-            return int(ref)
-        raise GradingError(f"unknown turn label {ref!r}")
+        return resolve_turn(ref, self.labels)
 
 
 def snippet(text: str, limit: int = 160) -> str:

@@ -2,15 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
 
 import regex
 
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.assertions.params import Key, Keywords, Option
 from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
 
-ALIASES = {"anyOf": [{"type": ["string", "number"]}, {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 1}]}
+Alias = str | float
+Aliases = Alias | Annotated[list[Alias], Keywords(minItems=1)]  # one name, or several for the same thing
+
+
+@dataclass(frozen=True)
+class RecallParams:
+    value_field: ClassVar[str] = "facts"
+    facts: Annotated[dict[str, Aliases], Keywords(minProperties=1)]
+    fuzzy: Annotated[bool, Option()] = True
+    partial_credit: Annotated[float, Option(), Keywords(minimum=0, maximum=1)] = 0.5
+
+
+@dataclass(frozen=True)
+class RefersParams:
+    short_field: ClassVar[str] = "expected"
+    short_first: ClassVar[bool] = False
+    expected: Aliases
+    distractors: Annotated[Aliases | None, Key("not")] = None
+
+
+@dataclass(frozen=True)
+class ClarifyParams:
+    value_field: ClassVar[str] = "enabled"
+    enabled: bool | None | dict[str, Any] = None
+    mode: Annotated[Literal["judge", "heuristic"], Option()] = "judge"
+    rubric: Annotated[str | None, Option()] = None
+    samples: Annotated[int | None, Option(), Keywords(minimum=1, maximum=15)] = None
+    levels: None = field(default=None, init=False)  # a judged check without graded levels or reference
+    reference: None = field(default=None, init=False)
 CJK_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]{2,}")
 LATIN_WORD = regex.compile(r"[\p{Latin}\p{N}]{3,}")
 WORD_CHAR = r"[\p{Latin}\p{N}_]"
@@ -62,19 +92,15 @@ def recall_key(text: str, expected: Any, fuzzy: bool, partial: float) -> tuple[f
     return 0.0, "", "missing"
 
 
-@assertion("memory-recall", value={"type": "object", "minProperties": 1, "additionalProperties": ALIASES},
-           options={"fuzzy": {"type": "boolean", "default": True},
-                    "partial_credit": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5}},
-           default_threshold=1.0)
+@assertion("memory-recall", params=RecallParams, default_threshold=1.0)
 def memory_recall(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Each remembered fact scores 1 (exact), partial credit (fuzzy) or 0; score = mean."""
-    fuzzy = bool(spec.options.get("fuzzy", True))
-    partial = float(spec.options.get("partial_credit", 0.5))
+    p: RecallParams = spec.params
     scores: dict[str, float] = {}
     evidence: list[Evidence] = []
-    facts = []
-    for key, expected in spec.value.items():
-        score, hit, how = recall_key(reply.text, expected, fuzzy, partial)
+    facts: list[dict[str, Any]] = []
+    for key, expected in p.facts.items():
+        score, hit, how = recall_key(reply.text, expected, p.fuzzy, p.partial_credit)
         scores[key] = score
         facts.append({"key": key, "expected": _aliases(expected), "found": hit or None, "how": how, "score": score})
         # evidence is what the reply said (the hit), never the expected value standing in for it
@@ -89,15 +115,11 @@ def memory_recall(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
                  {"keys": scores, "facts": facts})
 
 
-@assertion("refers-to", value={"anyOf": [
-    {"type": "object", "required": ["expected"], "additionalProperties": False,
-     "properties": {"expected": ALIASES, "not": ALIASES}},
-    ALIASES,
-]})
+@assertion("refers-to", params=RefersParams)
 def refers_to(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply names the right entity (an alias) and none of the distractors."""
-    value = spec.value if isinstance(spec.value, dict) else {"expected": spec.value}
-    expected, distractors = _aliases(value["expected"]), _aliases(value.get("not", []))
+    p: RefersParams = spec.params
+    expected, distractors = _aliases(p.expected), _aliases(p.distractors or [])
     hit = next((h for a in expected if (h := mentions(reply.text, a))), None)
     wrong = [h for d in distractors if (h := mentions(reply.text, d))]
     details = {"entity": {"expected": expected, "not": distractors, "found": hit, "distractors": wrong}}
@@ -118,13 +140,11 @@ CLARIFY_PHRASES = regex.compile(
 )
 
 
-@assertion("asks-clarification", value={"type": ["boolean", "null", "object"]}, value_required=False,
-           options={"mode": {"enum": ["judge", "heuristic"], "default": "judge"},
-                    "rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15}},
-           needs="judge")
+@assertion("asks-clarification", params=ClarifyParams, needs="judge")
 async def asks_clarification(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply asks the user to clarify (judge; `mode: heuristic` uses ? and phrases)."""
-    if spec.options.get("mode") == "heuristic":
+    p: ClarifyParams = spec.params
+    if p.mode == "heuristic":
         question = "?" in reply.text or "？" in reply.text
         phrase = CLARIFY_PHRASES.search(reply.text)
         score = (0.5 if question else 0.0) + (0.5 if phrase else 0.0)
@@ -135,5 +155,5 @@ async def asks_clarification(reply: Reply, spec: AssertionSpec, ctx: GradingCont
 
     return await judge_reply(
         spec, ctx, reply,
-        spec.options.get("rubric") or "The assistant's reply asks the user a question to clarify an ambiguous "
+        p.rubric or "The assistant's reply asks the user a question to clarify an ambiguous "
         "or underspecified request instead of guessing.")

@@ -5,7 +5,8 @@ Every check, built-in or plugin, declares its parameters this way and reads them
 How the YAML value maps onto the fields:
 - by default the value is a mapping of the fields (`jmespath: {expr: ..., equals: ...}`);
 - `value_field = "NAME"`: the value is that one field (`contains: 退款`, `memory-recall: {name: 张三}`);
-- `short_field = "NAME"`: the value is the mapping, or just that field (`tool-called: search`).
+- `short_field = "NAME"`: the value is the mapping, or just that field (`tool-called: search`);
+  `short_first = False` lists the mapping first in the schema.
 Fields marked `Option` are the type's own sibling keys (`fuzzy: false` beside `memory-recall:`);
 `Option(in_value=True)` ones may be written either way (the value's wins). `Keywords(...)` adds JSON
 Schema keywords (minimum, description, ...); `Key("not")` names a YAML key that is no Python name.
@@ -219,7 +220,8 @@ def value_schema(cls: Any) -> dict[str, Any]:
         return fields[whole].schema(whole=True)
     short = getattr(cls, "short_field", None)
     if short is not None:
-        return {"anyOf": [fields[short].schema(), params_schema(cls)]}
+        forms = [fields[short].schema(), params_schema(cls)]
+        return {"anyOf": forms if getattr(cls, "short_first", True) else forms[::-1]}
     return params_schema(cls)
 
 

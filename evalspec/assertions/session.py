@@ -6,41 +6,61 @@ to turn X and every later turn. Injected (`assistant:`) history is never checked
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
 from evalspec.agent import call_text
 from evalspec.assertions.base import Check, Evidence, GradingContext
+from evalspec.assertions.params import Keywords, Regex, TurnRef
 from evalspec.assertions.patterns import search
 from evalspec.assertions.registry import assertion
+from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
 
-TURN_REF = {"type": ["integer", "string"], "description": "a turn number (1-based) or a label"}
+
+@dataclass(frozen=True, kw_only=True)
+class RuleParams:  # `pattern` (a regex over replies) or `tool` (a tool name, SPEC §13)
+    schema_extra: ClassVar[dict[str, Any]] = {"oneOf": [{"required": ["pattern"]}, {"required": ["tool"]}]}
+    pattern: Annotated[Regex, Keywords(minLength=1)] | None = None
+    tool: Annotated[str, Keywords(minLength=1, description="a tool name instead of a pattern")] | None = None
+
+    def what(self) -> str:
+        return f"tool {self.tool}" if self.tool is not None else f"/{self.pattern}/"
 
 
-def _rule(required: list[str], **props: Any) -> dict[str, Any]:
-    """A rule's value: `pattern` (a regex over replies) or `tool` (a tool name, SPEC §13), plus `props`."""
-    return {"type": "object", "required": required, "additionalProperties": False,
-            "oneOf": [{"required": ["pattern"]}, {"required": ["tool"]}],
-            "properties": {"pattern": {"type": "string", "minLength": 1},
-                           "tool": {"type": "string", "minLength": 1, "description": "a tool name instead of a pattern"},
-                           **props}}
+@dataclass(frozen=True, kw_only=True)
+class NotBeforeParams(RuleParams):
+    turn: TurnRef
 
 
-def _what(value: dict[str, Any]) -> str:
-    return f"tool {value['tool']}" if "tool" in value else f"/{value['pattern']}/"
+@dataclass(frozen=True, kw_only=True)
+class WithinParams(RuleParams):
+    after: TurnRef
+    turns: Annotated[int, Keywords(minimum=1)] = 1
 
 
-def _matches(ctx: GradingContext, value: dict[str, Any], turns: range | None = None) -> list[Evidence]:
+@dataclass(frozen=True, kw_only=True)
+class AtMostParams(RuleParams):
+    count: Annotated[int, Keywords(minimum=0)]
+    after: TurnRef | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotAfterParams(RuleParams):
+    after: TurnRef
+
+
+def _matches(ctx: GradingContext, rule: RuleParams, turns: range | None = None) -> list[Evidence]:
     """Replies (within `turns`, if given) that match the rule's pattern, or the calls to its tool, as evidence."""
-    if "tool" in value:
+    if rule.tool is not None:
         return [Evidence(turn, call_text(call)) for turn, call in ctx.tool_calls()
-                if call["name"] == value["tool"] and turn is not None and (turns is None or turn in turns)]
+                if call["name"] == rule.tool and turn is not None and (turns is None or turn in turns)]
     hits = []
     for m in ctx.replies():
         turn = m.get("turn")
         if turn is None or (turns is not None and turn not in turns):
             continue
-        found = search(value["pattern"], m["content"])
+        found = search(str(rule.pattern), m["content"])
         if found:
             hits.append(Evidence(turn, found.group(0)))
     return hits
@@ -51,66 +71,61 @@ def _last_turn(ctx: GradingContext) -> int:
     return max(turns, default=0)
 
 
-@assertion("not-before", kind="conversation", value=_rule(["turn"], turn=TURN_REF),
-           patterns=("pattern",), turn_refs=("turn",))
+@assertion("not-before", kind="conversation", params=NotBeforeParams)
 def not_before(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """No reply to a turn before `turn` matches the pattern (premature offer)."""
-    limit = ctx.resolve_turn(spec.value["turn"])
-    hits = _matches(ctx, spec.value, range(1, limit))
+    rule: NotBeforeParams = spec.params
+    limit = ctx.resolve_turn(rule.turn)
+    hits = _matches(ctx, rule, range(1, limit))
     if hits:
-        return Check.of(False, f"turn {hits[0].turn} matched {_what(spec.value)} before turn {limit}", hits)
+        return Check.of(False, f"turn {hits[0].turn} matched {rule.what()} before turn {limit}", hits)
     return Check.of(True, f"no reply before turn {limit} matched")
 
 
-@assertion("within", kind="conversation",
-           value=_rule(["after"], after=TURN_REF, turns={"type": "integer", "minimum": 1}),
-           patterns=("pattern",), turn_refs=("after",))
+@assertion("within", kind="conversation", params=WithinParams)
 def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """One of the replies to turns after .. after+turns-1 matches (closing window)."""
-    start = ctx.resolve_turn(spec.value["after"])
-    end = min(start + int(spec.value.get("turns", 1)) - 1, _last_turn(ctx))
+    rule: WithinParams = spec.params
+    start = ctx.resolve_turn(rule.after)
+    end = min(start + rule.turns - 1, _last_turn(ctx))
     window = range(start, end + 1)
-    hits = _matches(ctx, spec.value, window)
+    hits = _matches(ctx, rule, window)
     if hits:
         return Check.of(True, f"turn {hits[0].turn} matched", hits[:1])
     shown = [Evidence(t, (ctx.reply_for_turn(t) or {}).get("content", "")[:160], "no match") for t in window]
     span = f"turn {start}" if start == end else f"turns {start}-{end}"
-    return Check.of(False, f"no reply in {span} matched {_what(spec.value)}", shown)
+    return Check.of(False, f"no reply in {span} matched {rule.what()}", shown)
 
 
-@assertion("at-most", kind="conversation",
-           value=_rule(["count"], count={"type": "integer", "minimum": 0}, after=TURN_REF),
-           patterns=("pattern",), turn_refs=("after",))
+@assertion("at-most", kind="conversation", params=AtMostParams)
 def at_most(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """At most `count` replies (from `after` on, if given) match (no repeated offer)."""
-    start = ctx.resolve_turn(spec.value["after"]) if "after" in spec.value else 1
-    hits = _matches(ctx, spec.value, range(start, 10**9))
-    limit = int(spec.value["count"])
-    what = "calls to " + spec.value["tool"] if "tool" in spec.value else "replies matched"
+    rule: AtMostParams = spec.params
+    start = ctx.resolve_turn(rule.after) if rule.after is not None else 1
+    hits = _matches(ctx, rule, range(start, 10**9))
+    limit = rule.count
+    what = f"calls to {rule.tool}" if rule.tool is not None else "replies matched"
     if len(hits) > limit:
         return Check.of(False, f"{len(hits)} {what} (at most {limit}): turns "
                         + ", ".join(str(h.turn) for h in hits), hits)
     return Check.of(True, f"{len(hits)} {what} (at most {limit})", hits)
 
 
-@assertion("not-after", kind="conversation", value=_rule(["after"], after=TURN_REF),
-           patterns=("pattern",), turn_refs=("after",))
+@assertion("not-after", kind="conversation", params=NotAfterParams)
 def not_after(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """No reply from `after` on matches (no new pitch after acceptance)."""
-    start = ctx.resolve_turn(spec.value["after"])
-    hits = _matches(ctx, spec.value, range(start, 10**9))
+    rule: NotAfterParams = spec.params
+    start = ctx.resolve_turn(rule.after)
+    hits = _matches(ctx, rule, range(start, 10**9))
     if hits:
-        return Check.of(False, f"turn {hits[0].turn} matched {_what(spec.value)} at or after turn {start}", hits)
+        return Check.of(False, f"turn {hits[0].turn} matched {rule.what()} at or after turn {start}", hits)
     return Check.of(True, f"no reply from turn {start} on matched")
 
 
-@assertion("turn-count", kind="conversation", value={
-    "type": "object", "additionalProperties": False, "minProperties": 1,
-    "properties": {"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}},
-})
+@assertion("turn-count", kind="conversation", params=CountRange)
 def turn_count(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The number of user turns is within {min, max}."""
-    n = ctx.user_turns()
-    lo, hi = spec.value.get("min"), spec.value.get("max")
-    ok = (lo is None or n >= lo) and (hi is None or n <= hi)
-    return Check(ok, 1.0 if ok else 0.0, f"{n} user turns (min {lo}, max {hi})", [Evidence(n, f"{n} turns")])
+    n, bounds = ctx.user_turns(), spec.params
+    ok = bounds.holds(n)
+    return Check(ok, 1.0 if ok else 0.0, f"{n} user turns (min {bounds.min}, max {bounds.max})",
+                 [Evidence(n, f"{n} turns")])

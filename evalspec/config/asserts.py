@@ -211,18 +211,3 @@ def _check_patterns(atype: AssertionType, value: Any, path: PathKey, lines: Line
             message = regex_problem(pattern)
             if message:
                 problems.append(lines.problem(where, message))
-
-
-def turn_refs(spec: AssertionSpec) -> list[tuple[Any, PathKey]]:
-    """Every turn reference in `spec` (session-rule keys and `{turns: ...}` scopes) with its path."""
-    refs: list[tuple[Any, PathKey]] = []
-    resolved = resolve_type(spec.type)
-    if resolved and isinstance(spec.value, dict):
-        for key in resolved[0].turn_refs:
-            if key in spec.value:
-                refs.append((spec.value[key], (*spec.value_where, key)))
-    if isinstance(spec.scope, dict):
-        for i, ref in enumerate(spec.scope["turns"]):
-            refs.append((ref, (*spec.where, "scope", "turns", i)))
-    return refs
-

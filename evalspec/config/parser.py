@@ -8,7 +8,8 @@ from typing import Any, Literal, cast
 from urllib.parse import urlparse
 
 from evalspec.assertions.patterns import regex_problem
-from evalspec.config.asserts import parse_assertion, turn_refs
+from evalspec.assertions.turnrefs import ref_problem, turn_refs
+from evalspec.config.asserts import parse_assertion
 from evalspec.config.interpolate import is_template
 from evalspec.config.model import (
     AssertionSpec,
@@ -366,25 +367,17 @@ class SuiteParser:
         specs: list[AssertionSpec] = list(test.asserts) + [a for t in test.conversation for a in t.asserts]
         for spec in specs:
             for ref, where in turn_refs(spec):
-                if isinstance(ref, bool) or not isinstance(ref, (int, str)):
-                    self.bad(where, f"turn reference {ref!r} is not a turn number or a label")
-                elif isinstance(ref, int):
-                    if ref < 1:
-                        self.bad(where, f"turn {ref} is out of range: turns are numbered from 1")
-                    elif length is not None and ref > length:
-                        self.bad(where, f"turn {ref} is out of range: the conversation has {length} user turns")
-                elif isinstance(ref, str) and not is_template(ref):
-                    if test.simulate is not None or test.attack is not None:
-                        self.bad(where, f"label '{ref}' cannot be used with a simulated user (no labels)")
-                    elif ref not in labels:
-                        hint = did_you_mean(ref, sorted(labels))
-                        known = f"; labels in this test: {', '.join(sorted(labels))}" if labels and not hint else ""
-                        self.bad(where, f"label '{ref}' does not exist{hint}{known}")
-                    elif id(spec) in entry_of_rule and entry_of_label[ref][0] > entry_of_rule[id(spec)]:
-                        line = self.lines.line(entry_of_label[ref][1].where)
-                        self.bad(where, f"label '{ref}' is on a later turn (line {line}): a rule under a turn is "
-                                        f"checked right after that turn, so it can only refer to labels at or before "
-                                        f"it; move the rule to the test's 'assert:'")
+                if isinstance(ref, str) and is_template(ref):
+                    continue  # checked once rendered
+                if isinstance(ref, str) and (test.simulate is not None or test.attack is not None):
+                    self.bad(where, f"label '{ref}' cannot be used with a simulated user (no labels)")
+                elif message := ref_problem(ref, labels, length):
+                    self.bad(where, message)
+                elif isinstance(ref, str) and id(spec) in entry_of_rule and entry_of_label[ref][0] > entry_of_rule[id(spec)]:
+                    line = self.lines.line(entry_of_label[ref][1].where)
+                    self.bad(where, f"label '{ref}' is on a later turn (line {line}): a rule under a turn is "
+                                    f"checked right after that turn, so it can only refer to labels at or before "
+                                    f"it; move the rule to the test's 'assert:'")
 
 
 def scripted_length(test: TestSpec) -> int | None:

@@ -21,7 +21,8 @@ PREFIXES = (
     ("evalspec.redact", "base"), ("evalspec.loading", "base"), ("evalspec.interrupts", "base"),
     ("evalspec.assertions.registry", "base"), ("evalspec.assertions.params", "base"),
     ("evalspec.assertions.base", "base"), ("evalspec.assertions.patterns", "base"),
-    ("evalspec.providers.base", "base"),
+    ("evalspec.assertions.turnrefs", "base"), ("evalspec.providers.base", "base"),
+    ("evalspec.config.suggest", "base"),  # pure string helpers (did-you-mean, slugs): no evalspec imports
     ("evalspec.plugins", "base"), ("evalspec.usercode", "base"),
     ("evalspec.config", "config"), ("evalspec.fillers", "config"),
     ("evalspec.providers", "providers"), ("evalspec.cache", "providers"), ("evalspec.agent", "providers"),
@@ -52,8 +53,7 @@ KNOWN = {
     ("evalspec.scripted_user", "evalspec.plan"),
     # grading reads the planned instance (labels, turns) rather than a grading input of its own
     ("evalspec.assertions.grade", "evalspec.plan"),
-    # redaction knows provider and suggestion details
-    ("evalspec.redact", "evalspec.config.suggest"),
+    # redaction knows provider details
     ("evalspec.redact", "evalspec.providers.model_provider"),
 }
 
