@@ -18,7 +18,7 @@ def judge_spec(judge: str | None, suite: str | None) -> Any:
     """The judge of `--judge MODEL` (a model string or a YAML mapping like `{model: ..., api_base: ...}`)
     or of `--suite FILE`'s `judge:` block."""
     from evalspec.config.loader import load_suites
-    from evalspec.providers.factory import assertion_provider
+    from evalspec.config.providers import model_ref
 
     if (judge is None) == (suite is None):
         raise click.UsageError("give the judge: --judge MODEL or --suite FILE (one of them)")
@@ -33,7 +33,7 @@ def judge_spec(judge: str | None, suite: str | None) -> Any:
         raw = judge
     if not isinstance(raw, (str, dict)) or (isinstance(raw, dict) and "model" not in raw):
         raise click.BadParameter("a model string or a mapping with `model:`", param_hint="--judge")
-    return None, assertion_provider(raw), raw
+    return None, model_ref(raw), raw
 
 
 @click.command(name="judge-eval")

@@ -8,7 +8,6 @@ Only a file that cannot be read or parsed as YAML stops early, and only for itse
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -64,20 +63,15 @@ def preflight_problems(plan: list[Instance], suites: list[Suite]) -> list[Proble
     be imported — found without calling anything. Every provider of `suites` is checked, planned or
     not (a test whose template is broken has no instance, but its provider is still checked)."""
     from evalspec.assertions.grade import instance_assertions
-    from evalspec.providers.factory import PreflightError, ProviderPool, provider_problems
+    from evalspec.plan_preflight import plan_problems
+    from evalspec.providers.factory import provider_problems
 
     problems: list[Problem] = []
     for suite in suites:
         for spec in suite.providers:
             for message in provider_problems(spec, suite):
                 problems.append(_at(suite, spec.where, f"provider '{spec.id}': {message}"))
-    pool = ProviderPool(suites, cache_dir=None)
-    try:
-        asyncio.run(pool.preflight(plan))
-    except PreflightError as exc:
-        problems.extend(exc.problems)
-    finally:
-        asyncio.run(pool.aclose())
+    problems.extend(plan_problems(plan))
     checked: set[tuple[str, str]] = set()
     for inst in plan:
         for check in instance_assertions(inst):

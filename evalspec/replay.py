@@ -10,6 +10,7 @@ from typing import Any
 from evalspec.config.loader import load_suites
 from evalspec.conversation import Transcript
 from evalspec.plan import Instance, build_plan
+from evalspec.plan_preflight import check_plan
 from evalspec.providers.factory import ProviderPool
 from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import finalize
@@ -83,7 +84,7 @@ async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tup
         for r, inst in targets:
             if inst is None:
                 warnings.append(f"{r['test_id']} @ {r['provider']}: no longer in the suite; skipped")
-        await pool.preflight([inst for _, inst in targets if inst is not None])
+        check_plan([inst for _, inst in targets if inst is not None])
         for r, inst in targets:
             if inst is None:
                 continue

@@ -20,6 +20,7 @@ from evalspec.conversation import CallFn, Transcript, run_scripted
 from evalspec.errors import EvalspecError
 from evalspec.executors import RayConfig, RayExecutor
 from evalspec.plan import Instance
+from evalspec.plan_preflight import check_plan
 from evalspec.providers.base import CallContext, ProviderResponse
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
@@ -78,7 +79,7 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
         options.on_start(len(plan), len(plan) - len(todo))
     pool = ProviderPool(suites, cache_dir=options.cache_dir if options.use_cache else None)
     try:
-        await pool.preflight(todo)
+        check_plan(todo)
     except BaseException:
         await pool.aclose()
         raise

@@ -85,6 +85,13 @@ class ProviderSpec:
     max_concurrency: int | None = None
     rpm: float | None = None
 
+    @property
+    def stateful(self) -> bool:
+        """The system keeps the conversation itself: only the new message is sent (its kind decides)."""
+        from evalspec.providers.kinds import is_stateful
+
+        return is_stateful(self.config, self.kind)
+
     def redacted(self, secrets: set[str]) -> dict[str, Any]:
         from evalspec.redact import redact
 
@@ -186,7 +193,9 @@ def describe_provider(config: dict[str, Any]) -> str:
         return " · ".join(parts)
     if "http" in config:
         http = config["http"] or {}
-        return f"http {http.get('url')}" + (" (stateful)" if http.get("stateful") else "")
+        from evalspec.providers.kinds import is_stateful
+
+        return f"http {http.get('url')}" + (" (stateful)" if is_stateful(config, "http") else "")
     return f"python {config.get('python')}" + (f" · history {config['context']}" if config.get("context", "full") != "full" else "")
 
 

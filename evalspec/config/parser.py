@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Literal, cast
-from urllib.parse import urlparse
 
 from evalspec.assertions.patterns import regex_problem
 from evalspec.assertions.turnrefs import ref_problem, turn_refs
@@ -21,11 +20,10 @@ from evalspec.config.model import (
     TestSpec,
     TurnSpec,
 )
+from evalspec.config.providers import mapping_problems, model_ref, provider_spec
 from evalspec.config.suggest import did_you_mean, slugify
 from evalspec.config.yamlfile import LineMap, PathKey
 from evalspec.errors import Problem
-from evalspec.providers.history import history_problem
-from evalspec.providers.kinds import provider_kinds
 from evalspec.redact import collect_provider_secrets
 
 TurnKind = Literal["user", "filler", "assistant"]
@@ -111,50 +109,21 @@ class SuiteParser:
     def _provider(self, raw: Any, path: PathKey, default_id: str | None = None) -> ProviderSpec | None:
         if not isinstance(raw, dict):
             return None
-        known = list(provider_kinds())
-        kinds = [k for k in known if k in raw]
-        if len(kinds) != 1:
-            self.bad(path, f"a provider needs exactly one of {', '.join(repr(k) for k in known)}"
-                     + (f" (found {', '.join(kinds)})" if kinds else ""))
-            return None
-        kind = kinds[0]
         pid = raw.get("id", default_id)
+        kind, found = mapping_problems(raw, pid)
+        if kind is None:
+            for sub, message in found:
+                self.bad((*path, *sub), message)
+            return None
         if not isinstance(pid, str) or not pid:
             return None
-        if kind == "python" and isinstance(raw["python"], str) and ":" not in raw["python"]:
-            self.bad((*path, "python"), f"'{raw['python']}' is not FILE.py:function or module:function")
-        if kind == "http" and isinstance(raw["http"], dict):
-            url = raw["http"].get("url")
-            if isinstance(url, str) and not is_template(url):
-                parsed = urlparse(url)
-                if parsed.scheme not in ("http", "https") or not parsed.netloc:
-                    self.bad((*path, "http", "url"),
-                             f"provider '{raw.get('id')}': malformed URL {url!r}: expected http(s)://host[:port]/path")
-        history_wrong = history_problem(raw.get("history"), kind)
-        if history_wrong:
-            self.bad((*path, "history"), f"provider '{pid}': {history_wrong}")
-        self._tool_keys(raw, kind, path)
-        config = {k: v for k, v in raw.items() if k not in ("id", "max_concurrency", "rpm")}
-        return ProviderSpec(id=pid, kind=kind, config=config, where=path,
-                            max_concurrency=raw.get("max_concurrency"), rpm=raw.get("rpm"))
-
-    def _tool_keys(self, raw: dict[str, Any], kind: str, path: PathKey) -> None:
-        """Tool results are answered only for model providers; each names a declared tool."""
-        for key in ("tool_results", "max_tool_rounds"):
-            if key in raw and kind != "model":
-                self.bad((*path, key), f"'{key}' is for model providers: {kind} providers report their tool "
-                         "calls (they are recorded, not answered)")
-        tools, results = raw.get("tools"), raw.get("tool_results")
-        if isinstance(tools, list) and isinstance(results, dict):
-            names = [t.get("function", t).get("name") for t in tools if isinstance(t, dict)]
-            for name in results:
-                if name not in names:
-                    self.bad((*path, "tool_results", name), f"tool_results for '{name}', which is not in `tools`"
-                             + (did_you_mean(str(name), [str(n) for n in names]) or f" (tools: {', '.join(map(str, names))})"))
+        for sub, message in found:
+            self.bad((*path, *sub), message)
+        return provider_spec(raw, kind, pid, path)
 
     def _model_ref(self, raw: Any, path: PathKey, role: str) -> ProviderSpec | None:
         if isinstance(raw, str):
-            return ProviderSpec(id=role, kind="model", config={"model": raw}, where=path)
+            return model_ref(raw, role, path)
         spec = self._provider(raw, path, default_id=role)
         if spec is not None:
             collect_provider_secrets(spec.config, self.suite.secrets)
@@ -301,8 +270,7 @@ class SuiteParser:
             else:
                 spec.text = str(raw["assistant"] or "")
                 for p in self.suite.providers:
-                    if p.kind == "http" and isinstance(p.config.get("http"), dict) and p.config["http"].get("stateful") \
-                            and (test.providers is None or p.id in test.providers):
+                    if p.stateful and (test.providers is None or p.id in test.providers):
                         self.bad((*tpath, "assistant"), f"'assistant:' history cannot be sent to stateful HTTP provider '{p.id}'")
                         break
             test.conversation.append(spec)

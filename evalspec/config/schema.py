@@ -28,44 +28,20 @@ def _obj(properties: dict[str, Any], required: list[str] | None = None, **extra:
 
 
 def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, Any]:
-    http = _obj({
-        "url": {"type": "string", "minLength": 1},
-        "method": {"enum": ["POST", "PUT", "GET", "PATCH", "post", "put", "get", "patch"]},
-        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-        "body": {"description": "JSON body template ({{ message }}, {{ thread_id }}, {{ messages }}, vars)"},
-        "response": {"type": "string", "description": "JMESPath into the JSON response"},
-        "stateful": {"type": "boolean"},
-        "timeout": {"type": "number", "exclusiveMinimum": 0},
-        "tool_calls": {"type": "string", "description": "JMESPath to the tool calls the bot reports"},
-    }, ["url"])
-    props: dict[str, Any] = {
-        "id": {"type": "string", "minLength": 1},
-        "label": {"type": "string"},
-        "python": {"type": "string", "description": "FILE.py:function (relative to the suite) or module:function"},
-        "model": {"type": "string", "description": "any litellm model string"},
-        "client": {"enum": ["auto", "litellm", "lean"],
-                   "description": "model calls: auto (lean client for OpenAI-compatible endpoints), litellm, lean"},
-        "http": http,
-        "system": {"type": "string"},
-        "params": {"type": "object"},
-        "api_base": {"type": "string"},
-        "api_key": {"type": "string"},
-        "history": _obj({
-            "mode": {"enum": ["full", "window", "summary", "facts"],
-                     "description": "full (default) | window: the last `turns` exchanges | summary: older exchanges "
-                                    "folded into a running summary | facts: facts the user stated, as a list"},
-            "turns": {"type": "integer", "minimum": 0, "description": "complete exchanges kept verbatim"},
-            "model": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}],
-                      "description": "the model that writes the summary or facts (default: the provider's own)"},
-            "max_tokens": {"type": "integer", "minimum": 1, "description": "cap on each summary/facts call"}}),
+    """A provider mapping: its id, each registered kind's key and the keys the kinds read (from the
+    kind registry), then the keys every provider has."""
+    kinds = provider_kinds()
+    props: dict[str, Any] = {"id": {"type": "string", "minLength": 1}, "label": {"type": "string"}}
+    props.update({name: kind.schema for name, kind in kinds.items()})
+    for kind in kinds.values():
+        props.update({key: value for key, value in kind.keys.items() if key not in props})
+    props.update({
         "max_concurrency": {"type": "integer", "minimum": 1},
         "rpm": {"type": "number", "exclusiveMinimum": 0},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "retries": {"type": "integer", "minimum": 0},
         **tool_properties(),
-    }
-    kinds = provider_kinds()
-    props.update({name: kind.schema for name, kind in kinds.items() if kind.schema is not None})
+    })
     if not needs_id:  # a judge, simulator or embedder
         props["max_tokens"] = {"type": "integer", "minimum": 1,
                                "description": "cap on a judge's / simulated user's answer (default 512 / 256)"}

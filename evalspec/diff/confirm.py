@@ -11,6 +11,7 @@ from typing import Any
 from evalspec.config.model import Suite
 from evalspec.diff.compare import finish, suite_key
 from evalspec.plan import Instance
+from evalspec.plan_preflight import check_plan
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.verdict import combine_repeats
 from evalspec.runner import run_instance
@@ -48,7 +49,7 @@ async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: l
         return combine_repeats(list(records), instances[0].test.repeat.rule)[0]
 
     try:
-        await pool.preflight([inst for insts in targets.values() for inst in insts])
+        check_plan([inst for insts in targets.values() for inst in insts])
         for i, instances in targets.items():
             row = diff["rows"][i]
             for _ in range(times):

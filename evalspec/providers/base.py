@@ -77,3 +77,13 @@ class Provider(Protocol):
     def cache_identity(self) -> dict[str, Any]:
         """The configuration that decides the answer (the cache key's provider part)."""
         ...
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with an endpoint URL (a provider's `http.url`, a model's `api_base`), or None."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        return f"malformed URL {url!r}: expected http(s)://host[:port]/path"
+    return None

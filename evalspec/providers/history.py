@@ -23,14 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from evalspec.errors import ProviderError
 from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.strategies import NEEDS_MODEL
 
 if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec, Suite
     from evalspec.providers.calls import ProviderCaller
 
-MODES = ("full", "window", "summary", "facts")
-NEEDS_TURNS = ("window", "summary", "facts")
-NEEDS_MODEL = ("summary", "facts")
 DEFAULT_MAX_TOKENS = {"summary": 500, "facts": 400}
 MEMO_SIZE = 4096
 
@@ -55,22 +53,6 @@ SCHEMAS = {
               "required": ["facts"], "additionalProperties": False},
 }
 HEADINGS = {"summary": "Summary of the earlier conversation:", "facts": "Facts the user has stated:"}
-
-
-def history_problem(history: Any, kind: str) -> str | None:
-    """What is wrong with a provider's `history:` (beyond its schema), or None."""
-    if not isinstance(history, dict):
-        return None
-    mode = history.get("mode", "full")
-    if mode in NEEDS_TURNS and "turns" not in history:
-        return f"history mode '{mode}' needs 'turns' (complete exchanges to keep verbatim)"
-    if kind == "http" and mode != "full":
-        return "history applies to model: and python: providers; an http provider keeps its own context"
-    if mode in NEEDS_MODEL and kind == "python" and not history.get("model"):
-        return f"history mode '{mode}' on a python provider needs 'model' (the model that writes the {mode})"
-    if mode not in NEEDS_MODEL and ("model" in history or "max_tokens" in history):
-        return f"history 'model' and 'max_tokens' go with mode summary or facts, not '{mode}'"
-    return None
 
 
 def exchanges(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -132,7 +114,6 @@ class ContextStrategy:
     max_tokens: int | None = None
     model: Any = None  # the `history.model` as written (a model string or a provider mapping)
     caller: ProviderCaller | None = None
-    plain_caller: ProviderCaller | None = None  # without response_format, for servers that reject it
     _memo: OrderedDict[str, Any] = field(default_factory=OrderedDict)
 
     @classmethod
@@ -197,12 +178,13 @@ class ContextStrategy:
         messages = [{"role": "system", "content": SUMMARY_SYSTEM if self.mode == "summary" else FACTS_SYSTEM},
                     {"role": "user", "content": prompt}]
         ctx = CallContext(thread_id="history", test_id=context.test_id, turn=context.turn, repeat=context.repeat)
+        from evalspec.providers.structured import call_structured
+
         try:
-            response = await self.caller.call(messages, ctx)
+            response = await call_structured(self.caller, messages, ctx, name=self.mode, schema=SCHEMAS[self.mode],
+                                             max_tokens=self.max_tokens or DEFAULT_MAX_TOKENS[self.mode])
         except ProviderError as exc:
-            if self.plain_caller is None or "response_format" not in str(exc):
-                raise ProviderError(f"history {self.mode}: {exc}") from exc
-            response = await self.plain_caller.call(messages, ctx)
+            raise ProviderError(f"history {self.mode}: {exc}") from exc
         usage.add(response)
         return parse_state(self.mode, response.content)
 
@@ -242,28 +224,21 @@ def render_state(mode: str, state: Any) -> str:
     return HEADINGS["facts"] + "\n" + "\n".join(f"- {f}" for f in state)
 
 
-def response_format(mode: str) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": mode, "strict": True, "schema": SCHEMAS[mode]}}
-
-
-def strategy_model_spec(spec: ProviderSpec, strategy: ContextStrategy, structured: bool = True) -> ProviderSpec:
-    """The model that writes the summary or facts: `history.model`, else the provider's own model."""
+def strategy_model_spec(spec: ProviderSpec, strategy: ContextStrategy) -> ProviderSpec:
+    """The model that writes the summary or facts: `history.model`, else the provider's own model
+    (its calls ask for structured output and carry `max_tokens` through `call_structured`)."""
     from evalspec.config.model import ProviderSpec
-    from evalspec.providers.factory import assertion_provider
+    from evalspec.config.providers import model_ref
 
     if strategy.model:
-        base = assertion_provider(strategy.model)
+        base = model_ref(strategy.model)
         config = dict(base.config)
     else:
         config = {k: v for k, v in spec.config.items() if k in ("model", "api_base", "api_key", "client", "timeout")}
         base = ProviderSpec(id="", kind="model", config=config)
-    params = {k: v for k, v in dict(config.get("params") or {}).items() if k not in ("response_format", "max_tokens")}
-    params["max_tokens"] = strategy.max_tokens
-    if structured:
-        params["response_format"] = response_format(strategy.mode)
-    config["params"] = params
-    suffix = "" if structured else ":plain"
-    return ProviderSpec(id=f"{spec.id}:history{suffix}", kind=base.kind, config=config,
+    config["params"] = {k: v for k, v in dict(config.get("params") or {}).items()
+                        if k not in ("response_format", "max_tokens")}
+    return ProviderSpec(id=f"{spec.id}:history", kind=base.kind, config=config,
                         where=(*spec.where, "history"), max_concurrency=base.max_concurrency, rpm=base.rpm)
 
 
@@ -282,7 +257,6 @@ def attach_strategy(provider: Any, spec: ProviderSpec, suite: Suite, get_caller:
     strategy = ContextStrategy.from_config(spec.config)
     if strategy.mode in NEEDS_MODEL:
         strategy.caller = get_caller(strategy_model_spec(spec, strategy), suite)
-        strategy.plain_caller = get_caller(strategy_model_spec(spec, strategy, structured=False), suite)
     provider.strategy = strategy
     if spec.kind == "python" and strategy.mode != "full":  # a model provider's identity has its strategy already
         base_identity = provider.cache_identity

@@ -8,16 +8,19 @@ thread id stable within one conversation; otherwise the whole history goes as `m
 from __future__ import annotations
 
 import time
-from typing import Any
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import jmespath
 
 from evalspec.config.interpolate import TemplateProblem, is_template, render_value
 from evalspec.errors import ProviderError
-from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.base import CallContext, ProviderResponse, url_problem
+from evalspec.providers.kinds import provider_kind
 from evalspec.providers.openai_compat import make_client, status_error, transport_error
+
+if TYPE_CHECKING:
+    from evalspec.config.model import ProviderSpec, Suite
 
 GUESSES = ("content", "reply", "response", "answer", "message", "text", "output", "choices[0].message.content",
            "data.reply", "data.content")
@@ -29,7 +32,7 @@ class HttpProvider:
         self.http = dict(config["http"])
         self.vars = dict(variables or {})
         self.method = str(self.http.get("method", "POST")).upper()
-        self.stateful = bool(self.http.get("stateful"))
+        self.stateful = http_stateful(config)
         self.path = self.http.get("response")
         self._expr = jmespath.compile(self.path) if self.path else None
         self._calls_expr = jmespath.compile(self.http["tool_calls"]) if self.http.get("tool_calls") else None
@@ -119,16 +122,41 @@ class HttpProvider:
             await self._client.aclose()
 
 
+# -- the `http` kind -----------------------------------------------------------------------------
+
+HTTP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "string", "minLength": 1},
+        "method": {"enum": ["POST", "PUT", "GET", "PATCH", "post", "put", "get", "patch"]},
+        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+        "body": {"description": "JSON body template ({{ message }}, {{ thread_id }}, {{ messages }}, vars)"},
+        "response": {"type": "string", "description": "JMESPath into the JSON response"},
+        "stateful": {"type": "boolean"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "tool_calls": {"type": "string", "description": "JMESPath to the tool calls the bot reports"},
+    },
+    "additionalProperties": False,
+    "required": ["url"],
+}
+
+
+def http_url_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """A written (not templated) URL that is not http(s)://host/..., with its key."""
+    url = raw["http"].get("url") if isinstance(raw["http"], dict) else None
+    wrong = url_problem(url) if isinstance(url, str) and not is_template(url) else None
+    return [(("http", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
+
+
 def http_problems(config: dict[str, Any]) -> list[str]:
+    """A missing or malformed URL, or a JMESPath that does not compile, found before any call."""
     http = config.get("http") or {}
     url = http.get("url")
     problems = []
     if not isinstance(url, str) or not url:
         return ["http needs a `url`"]
-    if not is_template(url):
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            problems.append(f"malformed URL {url!r}: expected http(s)://host[:port]/path")
+    if not is_template(url) and (wrong := url_problem(url)):
+        problems.append(wrong)
     for key in ("response", "tool_calls"):
         if http.get(key):
             try:
@@ -136,3 +164,15 @@ def http_problems(config: dict[str, Any]) -> list[str]:
             except jmespath.exceptions.JMESPathError as exc:
                 problems.append(f"bad JMESPath in `{key}`: {exc}")
     return problems
+
+
+def http_stateful(config: dict[str, Any]) -> bool:
+    http = config.get("http")
+    return isinstance(http, dict) and bool(http.get("stateful"))
+
+
+@provider_kind("http", schema=HTTP_SCHEMA, check=http_url_problems, stateful=http_stateful,
+               preflight=lambda spec, suite: http_problems(spec.config),
+               doc="any HTTP chatbot: templated url/headers/body, JMESPath response, stateful or not")
+def build_http(spec: ProviderSpec, suite: Suite) -> HttpProvider:
+    return HttpProvider(spec.id, spec.config, suite.vars)

@@ -7,12 +7,17 @@ builder, preflight and doc, so that parser, schema, factory and `evalspec list` 
                    doc="answers with the user's message")
     def build_echo(spec, suite):          # spec.config["echo"] is the value written in the suite
         return EchoProvider(spec.id, spec.config["echo"])   # anything with `id`, `respond`, `cache_identity`
+
+The built-in kinds register the same way, each in the module that implements it (`BUILTIN`); this
+table imports those modules on first use, as it imports plugins' entry points, so that the suite's
+parser and schema (which read names, schemas and config checks) stand before the providers layer.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,66 +26,88 @@ if TYPE_CHECKING:
 
 Builder = Callable[["ProviderSpec", "Suite"], "Provider"]
 Preflight = Callable[["ProviderSpec", "Suite"], list[str]]
+# config-time problems of one provider mapping: (key path under the provider, message)
+ConfigCheck = Callable[[dict[str, Any]], list[tuple[tuple[str, ...], str]]]
+
+# kind -> the module that registers it; their order is the order of the suite schema's `oneOf`
+BUILTIN = {"python": "evalspec.providers.python_provider", "model": "evalspec.providers.model_provider",
+           "http": "evalspec.providers.http_provider"}
 
 
 def _no_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
     return []
 
 
+def _no_config_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    return []
+
+
+def _never(config: dict[str, Any]) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class ProviderKind:
-    """A registered provider kind: `schema` is the JSON Schema of the value under the kind's key
-    (None for the built-in kinds, whose schema config/schema.py writes)."""
+    """A registered provider kind.
+
+    `schema` is the JSON Schema of the value under the kind's key; `keys` the other provider keys the
+    kind reads (`system`, `history`, ...) with theirs; `check` finds what a schema cannot in a provider
+    mapping (reported with the line); `preflight` what stops a built provider from working, without
+    calling it; `stateful` says whether the system keeps the conversation itself (only the new message
+    is sent, and `assistant:` history cannot be)."""
 
     name: str
     doc: str
-    schema: dict[str, Any] | None
+    schema: dict[str, Any]
     build: Builder
     preflight: Preflight = _no_problems
+    keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    check: ConfigCheck = _no_config_problems
+    stateful: Callable[[dict[str, Any]], bool] = _never
     builtin: bool = False
 
 
 PROVIDER_KINDS: dict[str, ProviderKind] = {}
+_loaded_builtin = False
 
 
 def provider_kind(name: str, *, schema: dict[str, Any] | None, doc: str = "", preflight: Preflight | None = None,
-                  builtin: bool = False) -> Callable[[Builder], Builder]:
-    """Register a builder `(spec, suite) -> Provider` under the suite key `name`."""
+                  keys: dict[str, dict[str, Any]] | None = None, check: ConfigCheck | None = None,
+                  stateful: Callable[[dict[str, Any]], bool] | None = None) -> Callable[[Builder], Builder]:
+    """Register a builder `(spec, suite) -> Provider` under the suite key `name` (`schema` None: any value)."""
 
     def register(build: Builder) -> Builder:
         text = doc or ((build.__doc__ or "").strip().splitlines() or [""])[0]
-        PROVIDER_KINDS[name] = ProviderKind(name, text, schema, build, preflight or _no_problems, builtin)
+        PROVIDER_KINDS[name] = ProviderKind(
+            name, text, schema if schema is not None else {}, build, preflight or _no_problems, dict(keys or {}),
+            check or _no_config_problems, stateful or _never, builtin=BUILTIN.get(name) == build.__module__)
         return build
 
     return register
 
 
 def provider_kinds() -> dict[str, ProviderKind]:
-    """Every kind: the built-in ones first, then plugins installed as `evalspec.providers` entry points."""
+    """Every kind: the built-in ones first, then plugins (installed as `evalspec.providers` entry points
+    or named by a suite's `plugins:`)."""
+    global _loaded_builtin
+    if not _loaded_builtin:
+        _loaded_builtin = True
+        for module in BUILTIN.values():
+            importlib.import_module(module)
     from evalspec.plugins import load_entry_points
 
     load_entry_points()
-    return PROVIDER_KINDS
+    builtin = {name: PROVIDER_KINDS[name] for name in BUILTIN if name in PROVIDER_KINDS}
+    return {**builtin, **PROVIDER_KINDS}
 
 
-# -- the built-in kinds ------------------------------------------------------------------------
-
-# The built-in kinds: their value schemas are written in config/schema.py (next to the keys they share:
-# system, history, tools, ...) and their builders and checks in providers/factory.py.
-
-def _builtin_build(spec: ProviderSpec, suite: Suite) -> Provider:
-    from evalspec.providers.factory import build_provider
-
-    return build_provider(spec, suite)
+def kind_of(config: dict[str, Any]) -> str | None:
+    """The kind a provider mapping (as written, or as recorded in run.json) names, or None."""
+    return next((name for name in provider_kinds() if name in config), None)
 
 
-def _builtin_preflight(spec: ProviderSpec, suite: Suite) -> list[str]:
-    from evalspec.providers.factory import provider_problems
-
-    return provider_problems(spec, suite)
-
-
-for _name, _doc in (("python", "FILE.py:function or module:function, called as respond(messages, context)"),
-                    ("model", "any litellm model string (openai/gpt-4o-mini, ...), with system/params/history"),
-                    ("http", "any HTTP chatbot: templated url/headers/body, JMESPath response, stateful or not")):
-    provider_kind(_name, schema=None, doc=_doc, preflight=_builtin_preflight, builtin=True)(_builtin_build)
+def is_stateful(config: dict[str, Any], kind: str | None = None) -> bool:
+    """Whether the system a provider mapping (or a recorded one) describes keeps the conversation itself
+    (SPEC §2.1 `stateful: true`): its kind's registry entry decides."""
+    entry = provider_kinds().get(kind or kind_of(config) or "")
+    return entry is not None and entry.stateful(config)

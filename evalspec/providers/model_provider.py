@@ -14,17 +14,21 @@ import os
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING, Any
 
 from evalspec.cache import ResponseCache, cache_key
 from evalspec.config.interpolate import TemplateProblem, render_text
 from evalspec.config.model import ProviderSpec
 from evalspec.config.suggest import did_you_mean
 from evalspec.errors import ProviderError
-from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.base import CallContext, ProviderResponse, url_problem
 from evalspec.providers.history import ContextStrategy, strategy_metadata
+from evalspec.providers.kinds import provider_kind
 from evalspec.providers.openai_compat import OpenAICompatClient, price_map, reply_content
+from evalspec.providers.strategies import HISTORY_KEY
+
+if TYPE_CHECKING:
+    from evalspec.config.model import Suite
 
 KEY_ENV = {
     "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
@@ -55,11 +59,20 @@ def split_model(model: str) -> tuple[str, str]:
 
 
 def use_lean_client(config: dict[str, Any]) -> bool:
+    """Whether calls for a model config go through the lean client (else litellm): `client:`, else
+    OpenAI-compatible endpoints (an `api_base`, or OpenAI itself)."""
     choice = config.get("client", "auto")
     if choice in ("litellm", "lean"):
         return bool(choice == "lean")
     prefix, _ = split_model(str(config["model"]))
     return prefix in ("openai", "hosted_vllm", "lm_studio") and ("api_base" in config or prefix == "openai")
+
+
+def open_lean_client(config: dict[str, Any]) -> OpenAICompatClient:
+    """The lean client for a model config: its `api_base` (default OpenAI's) and `api_key` (default
+    the OPENAI_API_KEY environment variable)."""
+    return OpenAICompatClient(config.get("api_base") or "https://api.openai.com/v1",
+                              config.get("api_key") or os.environ.get("OPENAI_API_KEY"))
 
 
 class ModelProvider:
@@ -95,8 +108,7 @@ class ModelProvider:
         params = {**self.params, **({"tools": self.tools} if self.tools else {}), **(context.params or {})}
         if self.lean:
             if self._client is None:
-                base = self.api_base or "https://api.openai.com/v1"
-                self._client = OpenAICompatClient(base, self.api_key or os.environ.get("OPENAI_API_KEY"))
+                self._client = open_lean_client(self.config)
             return await self._client.chat(split_model(self.model)[1], sent, params)
         return await self._litellm(sent, params)
 
@@ -185,10 +197,8 @@ def model_problems(config: dict[str, Any]) -> list[str]:
         return ["no model given"]
     problems = []
     base = config.get("api_base")
-    if base is not None:
-        parsed = urlparse(str(base))
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            problems.append(f"api_base {base!r} is not an http(s) URL")
+    if base is not None and (wrong := url_problem(str(base))):
+        problems.append(f"api_base: {wrong}")
     prefix, _ = split_model(model)
     known = litellm_providers()
     if "/" in model and known and prefix not in known and prefix not in KEY_ENV and prefix not in NO_KEY:
@@ -229,8 +239,7 @@ def make_embedder(spec: ProviderSpec, cache: ResponseCache | None, timeout: floa
         nonlocal client
         if use_lean_client(config):
             if client is None:
-                client = OpenAICompatClient(config.get("api_base") or "https://api.openai.com/v1",
-                                            config.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+                client = open_lean_client(config)
             vectors = await client.embed(split_model(model)[1], texts)
         else:
             litellm = import_litellm()
@@ -254,3 +263,39 @@ def make_embedder(spec: ProviderSpec, cache: ResponseCache | None, timeout: floa
 
     embed.aclose = aclose  # type: ignore[attr-defined]
     return embed
+
+
+# -- the `model` kind ----------------------------------------------------------------------------
+
+MODEL_KEYS: dict[str, dict[str, Any]] = {
+    "client": {"enum": ["auto", "litellm", "lean"],
+               "description": "model calls: auto (lean client for OpenAI-compatible endpoints), litellm, lean"},
+    "system": {"type": "string"},
+    "params": {"type": "object"},
+    "api_base": {"type": "string"},
+    "api_key": {"type": "string"},
+    "history": HISTORY_KEY,
+}
+
+
+def model_preflight(spec: ProviderSpec, suite: Suite) -> list[str]:
+    """A local embedder that is not installed, a system prompt that does not render, a missing key or a
+    malformed endpoint, found before any call."""
+    from evalspec.providers.local_embedder import is_local, local_problems
+
+    if is_local(spec):
+        return local_problems()
+    try:
+        ModelProvider(spec.id, spec.config, suite.vars)
+    except ProviderError as exc:
+        return [str(exc)]
+    return model_problems(spec.config)
+
+
+@provider_kind("model", schema={"type": "string", "description": "any litellm model string"},
+               doc="any litellm model string (openai/gpt-4o-mini, ...), with system/params/history",
+               keys=MODEL_KEYS, preflight=model_preflight)
+def build_model(spec: ProviderSpec, suite: Suite) -> ModelProvider:
+    from evalspec.agent import load_tools
+
+    return ModelProvider(spec.id, spec.config, suite.vars, tools=load_tools(spec.config.get("tools"), suite.path.parent))

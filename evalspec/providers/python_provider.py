@@ -7,16 +7,23 @@ call's error, a sync function that hangs is abandoned on its thread, and a reply
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalspec.errors import ProviderError
 from evalspec.loading import LoadError, load_callable
 from evalspec.providers.base import CallContext, ProviderResponse, json_safe
 from evalspec.providers.history import ContextStrategy, strategy_metadata
+from evalspec.providers.kinds import provider_kind
+from evalspec.providers.strategies import HISTORY_KEY
 from evalspec.usercode import UserCodeError, call_user, describe
+
+if TYPE_CHECKING:
+    from evalspec.config.model import ProviderSpec, Suite
 
 
 class PythonProvider:
@@ -89,3 +96,65 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
                             completion_tokens=_count(usage.get("completion_tokens")),
                             cost=_money(result.get("cost")), tool_calls=json_safe(tool_calls) or None,
                             metadata=json_safe(metadata) if isinstance(metadata, dict) else {})
+
+
+# -- the `python` kind ---------------------------------------------------------------------------
+
+def python_ref_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    ref = raw["python"]
+    if isinstance(ref, str) and ":" not in ref:
+        return [(("python",), f"'{ref}' is not FILE.py:function or module:function")]
+    return []
+
+
+def python_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
+    """A function that cannot be imported, found before any call."""
+    try:
+        PythonProvider(spec.id, str(spec.config["python"]), suite.path.parent).load()
+    except ProviderError as exc:
+        return [str(exc)]
+    return []
+
+
+@provider_kind("python", schema={"type": "string",
+                                 "description": "FILE.py:function (relative to the suite) or module:function"},
+               doc="FILE.py:function or module:function, called as respond(messages, context)",
+               keys={"history": HISTORY_KEY}, check=python_ref_problems, preflight=python_problems)
+def build_python(spec: ProviderSpec, suite: Suite) -> PythonProvider:
+    """A python provider whose cache identity covers its file and the `.py` files of its folder tree, so
+    editing the provider or a module it imports is a cache miss."""
+    base_dir = suite.path.parent
+    provider = PythonProvider(spec.id, str(spec.config["python"]), base_dir)
+    target = provider.ref.rpartition(":")[0]
+    if target.endswith(".py"):
+        path = (base_dir / target).resolve()
+        identity = {"python": provider.ref, "sha256": source_digest(path) if path.is_file() else "missing"}
+        provider.cache_identity = lambda: identity  # type: ignore[method-assign]
+    return provider
+
+
+SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", "venv", "env"}
+MAX_SOURCE_FILES = 1000
+MAX_WALKED_ENTRIES = 20_000  # a provider beside a large data folder must not make every run slow
+
+
+def source_digest(path: Path) -> str:
+    """sha256 over `path` and the `.py` files under its folder (up to 1,000, hidden and virtualenv
+    folders skipped), each named by its relative path."""
+    root = path.parent
+    digest = hashlib.sha256(b"entry:" + path.name.encode() + b"\0" + path.read_bytes())
+    files: list[Path] = []
+    walked = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        files.extend(Path(folder) / n for n in sorted(names) if n.endswith(".py"))
+        walked += len(names) + len(dirs)
+        if len(files) >= MAX_SOURCE_FILES or walked >= MAX_WALKED_ENTRIES:
+            break
+    for file in files[:MAX_SOURCE_FILES]:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            data = b"<unreadable>"
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()

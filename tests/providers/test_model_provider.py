@@ -139,7 +139,7 @@ def test_malformed_api_base_is_a_preflight_error(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text("providers:\n  - id: gpt\n    model: openai/x\n    api_base: localhost:8000\n"
                     "tests:\n  - id: t\n    conversation: [{user: hi}]\n")
-    with pytest.raises(ConfigError, match="api_base 'localhost:8000' is not an http"):
+    with pytest.raises(ConfigError, match="api_base: malformed URL 'localhost:8000': expected http"):
         go(path, tmp_path)
 
 

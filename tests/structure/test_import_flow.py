@@ -22,13 +22,14 @@ PREFIXES = (
     ("evalspec.assertions.registry", "base"), ("evalspec.assertions.params", "base"),
     ("evalspec.assertions.base", "base"), ("evalspec.assertions.patterns", "base"),
     ("evalspec.assertions.turnrefs", "base"), ("evalspec.providers.base", "base"),
+    ("evalspec.providers.kinds", "base"), ("evalspec.providers.strategies", "base"),
     ("evalspec.config.suggest", "base"),  # pure string helpers (did-you-mean, slugs): no evalspec imports
     ("evalspec.plugins", "base"), ("evalspec.usercode", "base"),
     ("evalspec.config", "config"), ("evalspec.fillers", "config"),
     ("evalspec.providers", "providers"), ("evalspec.cache", "providers"), ("evalspec.agent", "providers"),
     ("evalspec.scripted_user", "providers"),
     ("evalspec.assertions", "assertions"),
-    ("evalspec.plan", "plan"),
+    ("evalspec.plan", "plan"), ("evalspec.plan_preflight", "plan"),
     ("evalspec.runner", "run"), ("evalspec.executors", "run"), ("evalspec.conversation", "run"),
     ("evalspec.simulate", "run"), ("evalspec.replay", "run"), ("evalspec.attack", "run"),
     ("evalspec.teardown", "run"),
@@ -41,15 +42,6 @@ PREFIXES = (
 KNOWN = {
     # the registry imports the built-in checks to fill itself
     ("evalspec.assertions.registry", "evalspec.assertions"),
-    # the suite's parser and schema read provider kinds and context strategies (which should be
-    # declarations in `base`, with their builders behind them)
-    ("evalspec.config.loader", "evalspec.providers.kinds"),
-    ("evalspec.config.parser", "evalspec.providers.history"),
-    ("evalspec.config.parser", "evalspec.providers.kinds"),
-    ("evalspec.config.schema", "evalspec.providers.kinds"),
-    # preflight walks a conversation's assertions (which judge, which embedder) and its plan
-    ("evalspec.providers.factory", "evalspec.assertions.grade"),
-    ("evalspec.providers.factory", "evalspec.plan"),
     ("evalspec.scripted_user", "evalspec.plan"),
     # grading reads the planned instance (labels, turns) rather than a grading input of its own
     ("evalspec.assertions.grade", "evalspec.plan"),
