@@ -58,6 +58,30 @@ class Echo:
     "properties": {"prefix": {"type": "string"}}})
 def build_echo(spec, suite):
     return Echo(spec.id, spec.config["echo"]["prefix"])
+
+
+class Relay(Echo):
+    """A system that keeps the conversation itself; says how many messages it was sent."""
+
+    async def respond(self, messages, context):
+        return ProviderResponse(f"{self.prefix}{len(messages)}")
+
+
+def relay_target(raw):
+    target = raw["relay"].get("to", "")
+    return [] if target.startswith("bot-") else [(("relay", "to"), f"{target!r} does not start with bot-")]
+
+
+def relay_greeting(spec, suite):
+    return ["the greeting 'fail' cannot be sent"] if spec.config.get("greeting") == "fail" else []
+
+
+@provider_kind("relay", doc="hands the message to another bot that keeps the conversation", schema={
+    "type": "object", "required": ["to"], "additionalProperties": False, "properties": {"to": {"type": "string"}}},
+    keys={"greeting": {"type": "string"}}, check=relay_target, preflight=relay_greeting,
+    stateful=lambda config: True)
+def build_relay(spec, suite):
+    return Relay(spec.id, spec.config.get("greeting", ""))
 '''
 
 SUITE = """
@@ -132,6 +156,44 @@ def test_plugin_parameters_and_kinds_are_checked_like_built_in_ones(tmp_path: Pa
     assert "s.yaml:2" in out and "missing.py" in out and "does not exist" in out
     assert "unknown key 'wrds'" in out and "did you mean 'words'" in out
     assert "prefx" in out
+
+
+RELAY_SUITE = """
+plugins: [checks.py]
+providers:
+  - id: r
+    relay: {{to: {to}}}
+    greeting: {greeting}
+tests:
+  - id: t
+    conversation:
+      - user: hi{history}
+      - user: again
+        assert:
+          - contains: "{expected}"
+"""
+
+
+def test_a_plugin_kind_s_own_keys_checks_preflight_and_statefulness_work_like_built_in_ones(
+        tmp_path: Path, clean_registries: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "checks.py").write_text(PLUGIN, encoding="utf-8")
+    suite = tmp_path / "s.yaml"
+    suite.write_text(RELAY_SUITE.format(to="nobody", greeting="fail", expected="x",
+                                        history="\n      - assistant: earlier"), encoding="utf-8")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2
+    assert "s.yaml:5: providers[0].relay.to: 'nobody' does not start with bot-" in out
+    assert "provider 'r': the greeting 'fail' cannot be sent" in out
+    assert "'assistant:' history cannot be sent to stateful relay provider 'r'" in out
+    suite.write_text(RELAY_SUITE.format(to="bot-1", greeting="'n='", expected="n=", history=""), encoding="utf-8")
+    assert invoke("validate", "s.yaml") == (0, "ok: 1 suite, 1 test, 1 conversation planned\n")
+    code, out = invoke("run", "s.yaml", "-o", "run.json", "--no-cache")
+    assert code == 0, out
+    transcript = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["results"][0]["transcript"]
+    assert [m["content"] for m in transcript if m["role"] == "assistant"] == ["n=1", "n=3"]
+    props = json.loads(invoke("schema", "--plugin", "checks.py")[1])["$defs"]["provider"]["properties"]
+    assert props["greeting"] == {"type": "string"} and props["relay"]["required"] == ["to"]
 
 
 def test_an_installed_package_s_entry_points_are_known_without_naming_them(tmp_path: Path) -> None:

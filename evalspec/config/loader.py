@@ -26,8 +26,8 @@ _VALIDATORS: dict[tuple[str, ...], jsonschema.Draft202012Validator] = {}
 
 
 def _validator() -> jsonschema.Draft202012Validator:
-    """The validation schema, rebuilt when a plugin registers a provider kind."""
-    key = tuple(provider_kinds())
+    """The validation schema, rebuilt when a plugin registers (or re-registers) a provider kind."""
+    key = tuple(f"{name}#{id(kind)}" for name, kind in provider_kinds().items())
     if key not in _VALIDATORS:
         _VALIDATORS[key] = jsonschema.Draft202012Validator(suite_schema(for_validation=True))
     return _VALIDATORS[key]

@@ -271,7 +271,8 @@ class SuiteParser:
                 spec.text = str(raw["assistant"] or "")
                 for p in self.suite.providers:
                     if p.stateful and (test.providers is None or p.id in test.providers):
-                        self.bad((*tpath, "assistant"), f"'assistant:' history cannot be sent to stateful HTTP provider '{p.id}'")
+                        self.bad((*tpath, "assistant"), f"'assistant:' history cannot be sent to stateful "
+                                 f"{'HTTP' if p.kind == 'http' else p.kind} provider '{p.id}'")
                         break
             test.conversation.append(spec)
             under = (turn if turn is not None else user_entries) if kind == "user" else None

@@ -141,12 +141,14 @@ def test_a_python_provider_receives_the_messages_the_strategy_built(tmp_path: Pa
     assert all(r["model"] == "small" for r in strategy_requests(server))
 
 
-def test_a_server_that_rejects_response_format_gets_the_plain_request(tmp_path: Path) -> None:
+def test_a_server_that_rejects_response_format_gets_the_plain_request_from_then_on(tmp_path: Path) -> None:
     with strategy_server(rejects_response_format=True) as server:
-        data = go(suite(tmp_path, model_provider(server, "{mode: summary, turns: 0}"), turns=2), tmp_path)
+        data = go(suite(tmp_path, model_provider(server, "{mode: summary, turns: 0}"), turns=3), tmp_path)
     assert data["results"][0]["status"] == "passed", data["results"][0]["error"]
     plain = [r for r in strategy_requests(server) if "response_format" not in r]
-    assert len(plain) == 1 and plain[0]["max_tokens"] == 500
+    structured = [r for r in strategy_requests(server) if "response_format" in r]
+    assert len(plain) == 2 and all(r["max_tokens"] == 500 for r in plain)
+    assert len(structured) == 1, "the rejection is remembered for the model: asked once, not on every fold"
 
 
 @pytest.mark.parametrize(("provider", "message"), [
