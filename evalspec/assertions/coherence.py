@@ -9,21 +9,24 @@ that wanders; `max_adjacent` catches a bot repeating itself (adjacent replies mo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
 
 from evalspec.assertions.base import Check, Evidence, GradingContext
+from evalspec.assertions.params import Keywords
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
 
-COHERENCE_VALUE: dict[str, Any] = {
-    "type": ["object", "null"], "additionalProperties": False,
-    "properties": {
-        "include": {"enum": ["assistant", "user", "both"], "description": "whose messages (default assistant)"},
-        "min_adjacent": {"type": "number", "description": "lowest allowed mean similarity of adjacent messages"},
-        "max_drift": {"type": "number", "description": "highest allowed 1 − similarity(first, last)"},
-        "max_adjacent": {"type": "number", "description": "highest allowed similarity of two adjacent messages"},
-    },
-}
+
+@dataclass(frozen=True)
+class CoherenceParams:
+    schema_extra: ClassVar[dict[str, Any]] = {"type": ["object", "null"]}  # `topic-coherence:` alone is fine
+    include: Annotated[Literal["assistant", "user", "both"],
+                       Keywords(description="whose messages (default assistant)")] = "assistant"
+    min_adjacent: Annotated[float, Keywords(description="lowest allowed mean similarity of adjacent messages")] = 0.0
+    max_drift: Annotated[float, Keywords(description="highest allowed 1 − similarity(first, last)")] = 1.0
+    max_adjacent: Annotated[float, Keywords(description="highest allowed similarity of two adjacent messages")] \
+        | None = None
 
 
 def coherence_texts(ctx: GradingContext, include: str) -> list[tuple[int | None, str]]:
@@ -39,8 +42,8 @@ def coherence_texts(ctx: GradingContext, include: str) -> list[tuple[int | None,
 async def coherence(spec: AssertionSpec, ctx: GradingContext, cosine: Callable[[list[float], list[float]], float]) -> Check:
     if ctx.embed is None:
         raise GradingError("'topic-coherence' needs an embedder: set `embedder:` in the suite")
-    value = spec.value if isinstance(spec.value, dict) else {}
-    include = str(value.get("include", "assistant"))
+    p: CoherenceParams = spec.params
+    include = p.include
     items = coherence_texts(ctx, include)
     if len(items) < 2:
         return Check(True, 1.0, f"fewer than two messages ({include})")
@@ -53,12 +56,12 @@ async def coherence(spec: AssertionSpec, ctx: GradingContext, cosine: Callable[[
     worst = min(range(len(adjacent)), key=adjacent.__getitem__)
     closest = max(range(len(adjacent)), key=adjacent.__getitem__)
     problems, evidence = [], [Evidence(items[worst + 1][0], f"lowest adjacent similarity {adjacent[worst]:.3f}")]
-    if mean < value.get("min_adjacent", 0.0):
-        problems.append(f"adjacent mean {mean:.3f} < {value['min_adjacent']}")
-    if drift > value.get("max_drift", 1.0):
-        problems.append(f"drift {drift:.3f} > {value['max_drift']}")
-    if "max_adjacent" in value and adjacent[closest] > value["max_adjacent"]:
-        problems.append(f"adjacent similarity {adjacent[closest]:.3f} > {value['max_adjacent']} (repetition)")
+    if mean < p.min_adjacent:
+        problems.append(f"adjacent mean {mean:.3f} < {p.min_adjacent}")
+    if drift > p.max_drift:
+        problems.append(f"drift {drift:.3f} > {p.max_drift}")
+    if p.max_adjacent is not None and adjacent[closest] > p.max_adjacent:
+        problems.append(f"adjacent similarity {adjacent[closest]:.3f} > {p.max_adjacent} (repetition)")
         evidence.insert(0, Evidence(items[closest + 1][0], items[closest + 1][1][:160],
                                     f"{adjacent[closest]:.3f} similar to the message before"))
     reason = (f"{include}: adjacent mean {mean:.3f}, variance {variance:.4f}, head–tail {head_tail:.3f}, "

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
+from evalspec.assertions.params import Keywords
 from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
 from evalspec.loading import load_callable
 
 
-@assertion("python", value={"type": "string", "pattern": r"^.+:[A-Za-z_][A-Za-z0-9_]*$"},
-           default_threshold=0.5)
+@dataclass(frozen=True)
+class PythonParams:
+    value_field: ClassVar[str] = "function"
+    function: Annotated[str, Keywords(pattern=r"^.+:[A-Za-z_][A-Za-z0-9_]*$")]  # FILE.py:NAME or module:NAME
+
+
+@assertion("python", params=PythonParams, default_threshold=0.5)
 async def python_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """fn(output, context) returns bool, float, or {pass, score, reason}."""
-    fn = load_callable(str(spec.value), ctx.suite_dir)
+    name = spec.params.function
+    fn = load_callable(name, ctx.suite_dir)
     context = {"transcript": [dict(m) for m in ctx.transcript], "turn": reply.turn, "vars": dict(ctx.vars), "test_id": ctx.test_id,
                "labels": dict(ctx.labels)}
     result: Any = fn(reply.text, context)
@@ -25,16 +33,16 @@ async def python_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -
     threshold = threshold_of(spec)
     evidence = [Evidence(reply.turn, reply.text[:160])]
     if isinstance(result, bool):
-        return Check.of(result, f"{spec.value} returned {result}", evidence)
+        return Check.of(result, f"{name} returned {result}", evidence)
     if isinstance(result, (int, float)):
-        return Check(float(result) >= threshold, float(result), f"{spec.value} returned {result}", evidence)
+        return Check(float(result) >= threshold, float(result), f"{name} returned {result}", evidence)
     if isinstance(result, dict) and ("pass" in result or "score" in result):
         verdict = result.get("pass")
         if type(verdict) is int and verdict in (0, 1):
             verdict = bool(verdict)
         if "pass" in result and not isinstance(verdict, bool):
-            raise GradingError(f"{spec.value} returned pass={verdict!r}; expected true or false")
+            raise GradingError(f"{name} returned pass={verdict!r}; expected true or false")
         score = float(result.get("score", 1.0 if verdict else 0.0))
         passed = verdict if isinstance(verdict, bool) else score >= threshold
         return Check(passed, score, str(result.get("reason", "")), evidence)
-    raise GradingError(f"{spec.value} returned {type(result).__name__}; expected bool, float or {{pass, score, reason}}")
+    raise GradingError(f"{name} returned {type(result).__name__}; expected bool, float or {{pass, score, reason}}")

@@ -8,17 +8,27 @@ questions, not corrections. Score = 1 − corrections / user turns; `min` (defau
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
 import regex
 
 from evalspec.assertions.base import Check, Evidence, GradingContext, snippet
+from evalspec.assertions.params import Keywords
 from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
 
 CORRECTING_PHRASES: tuple[str, ...] = ("不对", "不是", "我说的是", "错了", "no,", "that's not", "I said")
 CLAUSE_START = r"(?:^|(?<=[.。！？!?，,；;：:…\n]))\s*[\"'“‘「（(]?\s*"
 DEFAULT_MIN = 0.8
+
+
+@dataclass(frozen=True)
+class EfficiencyParams:
+    schema_extra: ClassVar[dict[str, Any]] = {"type": ["object", "null"]}  # `efficiency:` alone is fine
+    min: Annotated[float, Keywords(minimum=0, maximum=1, description="the lowest passing score (0.8)")] | None = None
+    phrases: Annotated[list[Annotated[str, Keywords(minLength=1)]], Keywords(
+        minItems=1, description="correcting phrases that replace the built-in zh/en list")] | None = None
 
 
 def _phrase_pattern(phrase: str) -> str:
@@ -44,9 +54,9 @@ def user_turns(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _efficiency(spec: AssertionSpec, ctx: GradingContext) -> Check:
-    value = spec.value if isinstance(spec.value, dict) else {}
-    phrases = [str(p) for p in value.get("phrases") or CORRECTING_PHRASES]
-    minimum = float(value.get("min", spec.threshold if spec.threshold is not None else DEFAULT_MIN))
+    p: EfficiencyParams = spec.params
+    phrases = list(p.phrases or CORRECTING_PHRASES)
+    minimum = p.min if p.min is not None else spec.threshold if spec.threshold is not None else DEFAULT_MIN
     turns = user_turns(ctx.transcript)
     if not turns:
         return Check(True, 1.0, "no user turns")
@@ -64,10 +74,4 @@ def _efficiency(spec: AssertionSpec, ctx: GradingContext) -> Check:
 _efficiency.__doc__ = ("1 − corrections / user turns; a correction opens a clause with one of: "
                        + ", ".join(p if regex.search(r"\p{Han}", p) else f'"{p}"' for p in CORRECTING_PHRASES)
                        + " (`phrases` replaces them).")
-efficiency = assertion(
-    "efficiency", kind="conversation", value_required=False,
-    value={"type": ["object", "null"], "additionalProperties": False, "properties": {
-        "min": {"type": "number", "minimum": 0, "maximum": 1, "description": "the lowest passing score (0.8)"},
-        "phrases": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
-                    "description": "correcting phrases that replace the built-in zh/en list"}}},
-)(_efficiency)
+efficiency = assertion("efficiency", kind="conversation", params=EfficiencyParams)(_efficiency)

@@ -10,7 +10,7 @@ from typing import Any
 from evalspec.assertions.base import EmbedFn, GradingContext, JudgeFn
 from evalspec.assertions.evaluate import AssertionResult, evaluate
 from evalspec.assertions.offloop import evaluate_off_loop
-from evalspec.assertions.registry import resolve_type
+from evalspec.assertions.registry import model_needed
 from evalspec.config.model import AssertionSpec
 from evalspec.plan import Instance
 
@@ -21,13 +21,7 @@ def instance_assertions(instance: Instance) -> list[AssertionSpec]:
 
 
 def needs_model(spec: AssertionSpec) -> bool:
-    resolved = resolve_type(spec.type)
-    if resolved is None:
-        return False
-    atype = resolved[0]
-    if atype.name == "asks-clarification" and spec.options.get("mode") == "heuristic":
-        return False
-    return atype.needs is not None
+    return model_needed(spec) is not None
 
 
 async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: JudgeFn | None = None,

@@ -9,27 +9,93 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
 
 from evalspec.agent import tool_lines
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
-from evalspec.assertions.coherence import COHERENCE_VALUE, coherence
+from evalspec.assertions.coherence import CoherenceParams, coherence
+from evalspec.assertions.params import Keywords, Option
 from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError
 
-LEVELS = {"type": "object", "minProperties": 2, "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
-          "description": "graded rubric: ordered level name -> score; the judge answers one level name"}
-JUDGE_OPTIONS: dict[str, dict[str, Any]] = {
-    "rubric": {"type": "string"}, "samples": {"type": "integer", "minimum": 1, "maximum": 15}, "levels": LEVELS,
-    "reference": {"type": "string", "description": "a reference answer shown to the judge (e.g. a golden reply)"}}
+Levels = Annotated[dict[str, Annotated[float, Keywords(minimum=0, maximum=1)]], Keywords(
+    minProperties=2, description="graded rubric: ordered level name -> score; the judge answers one level name")]
 # seed 002's graded rubrics: conflict handling 100/80/40/0, topic drift 100/70/30/0
 DEFAULT_LEVELS: dict[str, dict[str, float]] = {
     "follows-correction": {"立即纠正": 1.0, "确认后纠正": 0.8, "部分纠正": 0.4, "不纠正": 0.0},
     "stays-on-topic": {"全程锚定": 1.0, "轻微发散但能拉回": 0.7, "明显漂移": 0.3, "完全偏离": 0.0},
 }
 LEVEL_THRESHOLD = 0.5
-NO_VALUE = {"type": ["null", "boolean", "string"]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeParams:  # the options every judged check shares
+    rubric: Annotated[str | None, Option()] = None
+    samples: Annotated[int | None, Option(), Keywords(minimum=1, maximum=15)] = None
+    levels: Annotated[Levels | None, Option()] = None
+    reference: Annotated[str | None, Option(), Keywords(
+        description="a reference answer shown to the judge (e.g. a golden reply)")] = None
+
+    def criterion_vars(self) -> dict[str, Any]:
+        """What a built-in criterion's `{...}` placeholders read."""
+        return {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RubricParams(JudgeParams):  # llm-rubric: the value is the rubric
+    value_field: ClassVar[str] = "criterion"
+    criterion: Annotated[str, Keywords(minLength=1)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoalParams(JudgeParams):  # trajectory:goal-success
+    value_field: ClassVar[str] = "value"
+    value: Annotated[str, Keywords(minLength=1)]
+
+    def criterion_vars(self) -> dict[str, Any]:
+        return {"value": self.value}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationJudgeParams(JudgeParams):  # a judged conversation check that takes no value
+    value_field: ClassVar[str] = "value"
+    value: None | bool | str = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelevanceParams(ConversationJudgeParams):
+    window: Annotated[int, Option(), Keywords(minimum=1)] = 5
+
+    def criterion_vars(self) -> dict[str, Any]:
+        return {"window": self.window}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoleParams(JudgeParams):
+    value_field: ClassVar[str] = "value"
+    value: str | None = None
+    role: Annotated[str | None, Option()] = None
+
+    def criterion_vars(self) -> dict[str, Any]:
+        return {"role": self.role or self.value}
+
+
+def _levels_option(name: str) -> Any:
+    """`levels:` of a type with the seed's graded rubric: a rubric of one's own, or `default` for the seed's."""
+    shown = ", ".join(f"{k} {v:g}" for k, v in DEFAULT_LEVELS[name].items())
+    return Annotated[Literal["default"] | Levels | None, Option(), Keywords(description=f"graded rubric; `default`: {shown}")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CorrectionParams(ConversationJudgeParams):
+    levels: _levels_option("follows-correction") = None  # type: ignore[valid-type]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopicParams(ConversationJudgeParams):
+    levels: _levels_option("stays-on-topic") = None  # type: ignore[valid-type]
 
 JUDGE_SYSTEM = (
     "You are a strict, impartial evaluator of conversations between a user and an AI assistant. "
@@ -48,16 +114,22 @@ def format_transcript(transcript: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def judging(spec: AssertionSpec) -> JudgeParams:
+    """A judged check's options (a plugin check that calls the judge helpers gets the defaults)."""
+    params = spec.params
+    return params if isinstance(params, JudgeParams) else JudgeParams()
+
+
 def with_reference(spec: AssertionSpec, prompt: str) -> str:
     """The judge sees an assertion's `reference:` answer, when it has one."""
-    reference = spec.options.get("reference")
+    reference = judging(spec).reference
     return f"{prompt}\n\nReference answer (for comparison, not to be copied):\n{reference}" if reference else prompt
 
 
 def levels_of(spec: AssertionSpec) -> dict[str, float] | None:
     """The assertion's graded levels (`levels: default` -> the seed's levels for its type), or None."""
-    levels = spec.options.get("levels")
-    if levels == "default":
+    levels = judging(spec).levels
+    if isinstance(levels, str):  # `default` (the types with the seed's levels declare it)
         return DEFAULT_LEVELS[spec.type]
     return {str(k): float(v) for k, v in levels.items()} if isinstance(levels, dict) else None
 
@@ -73,7 +145,7 @@ async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: i
     listing = "\n".join(f"- {name}" for name in names)
     system = JUDGE_SYSTEM.replace('"pass": true or false', '"level": "<one level name, exactly as written>"')
     question = f"{prompt}\n\nChoose the one level that fits best, answering its name exactly as written:\n{listing}"
-    samples = int(spec.options.get("samples", 1))
+    samples = judging(spec).samples or 1
     verdicts = []
     for i in range(samples):
         answer = await ctx.judge([{"role": "system", "content": system}, {"role": "user", "content": question}],
@@ -102,7 +174,7 @@ async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: 
     levels = levels_of(spec)
     if levels is not None:
         return await _graded(spec, ctx, prompt, turn, levels)
-    samples = int(spec.options.get("samples", 1))
+    samples = judging(spec).samples or 1
     verdicts = []
     for i in range(samples):
         messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
@@ -133,47 +205,37 @@ async def judge_reply(spec: AssertionSpec, ctx: GradingContext, reply: Reply, cr
 
 
 async def judge_conversation(spec: AssertionSpec, ctx: GradingContext, criterion: str) -> Check:
-    prompt = f"Criterion: {spec.options.get('rubric') or criterion}\n\nConversation:\n{format_transcript(ctx.transcript)}\n\n" \
+    prompt = f"Criterion: {judging(spec).rubric or criterion}\n\nConversation:\n{format_transcript(ctx.transcript)}\n\n" \
              "Does the assistant meet the criterion?"
     return await _verdict(spec, ctx, prompt, ctx.turn)
 
 
-@assertion("llm-rubric", value={"type": "string", "minLength": 1}, options=JUDGE_OPTIONS,
-           default_scope="conversation", needs="judge")
+@assertion("llm-rubric", params=RubricParams, default_scope="conversation", needs="judge")
 async def llm_rubric(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A judge checks the reply (or the conversation) against a rubric."""
-    return await judge_reply(spec, ctx, reply, spec.options.get("rubric") or str(spec.value))
+    p: RubricParams = spec.params
+    return await judge_reply(spec, ctx, reply, p.rubric or p.criterion)
 
 
-def _judged(name: str, criterion: str, value: dict[str, Any] | None = None,
-            options: dict[str, dict[str, Any]] | None = None, value_required: bool = False) -> None:
-    if name in DEFAULT_LEVELS:
-        options = {**(options or {}), "levels": {"anyOf": [{"const": "default"}, LEVELS],
-                                                 "description": "graded rubric; `default`: "
-                                                 + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_LEVELS[name].items())}}
-
+def _judged(name: str, criterion: str, params: type[JudgeParams] = ConversationJudgeParams) -> None:
     async def check(spec: AssertionSpec, ctx: GradingContext) -> Check:
-        text = criterion.format(value=spec.value, role=spec.options.get("role") or spec.value,
-                                window=spec.options.get("window", 5))
-        return await judge_conversation(spec, ctx, text)
+        return await judge_conversation(spec, ctx, criterion.format(**judging(spec).criterion_vars()))
 
     check.__doc__ = criterion.split(".")[0].format(value="<value>", role="<role>", window="N") + "."
-    assertion(name, kind="conversation", value=value or NO_VALUE, value_required=value_required,
-              options={**JUDGE_OPTIONS, **(options or {})}, needs="judge")(check)
+    assertion(name, kind="conversation", params=params, needs="judge")(check)
 
 
-_judged("trajectory:goal-success", "Over the whole conversation, the user's goal is achieved: {value}.",
-        value={"type": "string", "minLength": 1}, value_required=True)
+_judged("trajectory:goal-success", "Over the whole conversation, the user's goal is achieved: {value}.", GoalParams)
 _judged("conversation-relevance", "Each assistant reply is relevant to the last {window} turns of the conversation.",
-        options={"window": {"type": "integer", "minimum": 1, "default": 5}})
+        RelevanceParams)
 _judged("knowledge-retention", "The assistant retains facts the user gave earlier and never asks again for, "
         "or contradicts, information already provided.")
-_judged("role-adherence", "The assistant stays in its assigned role throughout: {role}.",
-        value={"type": ["string", "null"]}, options={"role": {"type": "string"}})
+_judged("role-adherence", "The assistant stays in its assigned role throughout: {role}.", RoleParams)
 _judged("coherence", "The assistant never contradicts itself across turns.")
 _judged("follows-correction", "After the user changes an instruction, goal, constraint or premise, the assistant "
-        "follows the newest one, and points out when the new statement contradicts an earlier premise.")
-_judged("stays-on-topic", "The assistant does not drift away from the user's first request.")
+        "follows the newest one, and points out when the new statement contradicts an earlier premise.",
+        CorrectionParams)
+_judged("stays-on-topic", "The assistant does not drift away from the user's first request.", TopicParams)
 _judged("rejects-false-premise", "When the user states a false premise, the assistant points it out instead of accepting it.")
 
 
@@ -183,19 +245,25 @@ def cosine(a: list[float], b: list[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-@assertion("similar", value={"type": "string", "minLength": 1}, default_threshold=0.8, needs="embedder")
+@dataclass(frozen=True)
+class SimilarParams:
+    value_field: ClassVar[str] = "text"
+    text: Annotated[str, Keywords(minLength=1)]
+
+
+@assertion("similar", params=SimilarParams, default_threshold=0.8, needs="embedder")
 async def similar(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Cosine similarity between the reply and the value (default threshold 0.8)."""
     if ctx.embed is None:
         raise GradingError("'similar' needs an embedder: set `embedder:` in the suite")
-    a, b = await ctx.embed([reply.text, str(spec.value)])
+    a, b = await ctx.embed([reply.text, spec.params.text])
     sim = cosine(a, b)
     threshold = threshold_of(spec)
     return Check(sim >= threshold, max(0.0, sim), f"similarity {sim:.3f} (threshold {threshold})",
                  [Evidence(reply.turn, f"{sim:.3f}")], {"similarity": sim})
 
 
-@assertion("topic-coherence", kind="conversation", value=COHERENCE_VALUE, value_required=False, needs="embedder")
+@assertion("topic-coherence", kind="conversation", params=CoherenceParams, needs="embedder")
 async def topic_coherence(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Adjacent messages stay similar, the last does not drift far from the first, no reply repeats the last."""
     return await coherence(spec, ctx, cosine)

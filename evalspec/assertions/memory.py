@@ -41,6 +41,9 @@ class ClarifyParams:
     samples: Annotated[int | None, Option(), Keywords(minimum=1, maximum=15)] = None
     levels: None = field(default=None, init=False)  # a judged check without graded levels or reference
     reference: None = field(default=None, init=False)
+
+    def uses_model(self) -> bool:
+        return self.mode == "judge"
 CJK_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]{2,}")
 LATIN_WORD = regex.compile(r"[\p{Latin}\p{N}]{3,}")
 WORD_CHAR = r"[\p{Latin}\p{N}_]"

@@ -92,6 +92,16 @@ def threshold_of(spec: Any) -> float:
     return default if default is not None else 0.5
 
 
+def model_needed(spec: Any) -> Needs | None:
+    """The model an assertion needs (judge or embedder), or None: its type's, unless its parameters say
+    this use needs none (their `uses_model()`: `asks-clarification` with `mode: heuristic`)."""
+    resolved = resolve_type(spec.type)
+    if resolved is None or resolved[0].needs is None:
+        return None
+    uses_model = getattr(spec.params, "uses_model", None)
+    return resolved[0].needs if uses_model is None or uses_model() else None
+
+
 def all_type_names() -> list[str]:
     load_builtin_assertions()
     return sorted(REGISTRY)

@@ -10,24 +10,57 @@ each matched once, in any order), `subset` (the agent called nothing outside the
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
 
 import jsonschema
 
 from evalspec.agent import call_text, load_tools, tool_schema
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
+from evalspec.assertions.params import Keywords, Option
 from evalspec.assertions.patterns import fullmatch
 from evalspec.assertions.registry import assertion
+from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import GradingError, ProviderError
 
 Call = tuple[int | None, dict[str, Any]]
 
-NAME = {"type": "string", "minLength": 1}
-ARGS = {"type": "object", "description": "expected arguments, a subset match ('re:...' is a full-match regex)"}
-CALL_REF = {"anyOf": [NAME, {"type": "object", "required": ["name"], "additionalProperties": False,
-                             "properties": {"name": NAME, "args": ARGS}}]}
-MODES = ["strict", "unordered", "subset", "superset"]
+Name = Annotated[str, Keywords(minLength=1)]
+Args = Annotated[dict[str, Any], Keywords(description="expected arguments, a subset match ('re:...' is a full-match regex)")]
+Mode = Literal["strict", "unordered", "subset", "superset"]
+
+
+@dataclass(frozen=True)
+class CallRef:  # a call the agent should make: its tool, and the arguments it should carry
+    name: Name
+    args: Args | None = None
+
+
+@dataclass(frozen=True)
+class ToolCalledParams:
+    short_field: ClassVar[str] = "name"
+    name: Name
+    args: Args | None = None
+    count: CountRange | None = None
+
+
+@dataclass(frozen=True)
+class NotCalledParams:
+    value_field: ClassVar[str] = "names"
+    names: Name | Annotated[list[Name], Keywords(minItems=1)]
+
+
+@dataclass(frozen=True)
+class SequenceParams:
+    calls: list[Name | CallRef]
+    mode: Annotated[Mode | None, Option(in_value=True)] = None
+
+
+@dataclass(frozen=True)
+class ArgsValidParams:  # the value says nothing: `tool-args-valid:` or `tool-args-valid: true`
+    value_field: ClassVar[str] = "enabled"
+    enabled: bool | None | Annotated[dict[str, Any], Keywords(maxProperties=0)] = None
 
 
 def calls_for(reply: Reply, ctx: GradingContext) -> list[Call]:
@@ -51,47 +84,43 @@ def value_matches(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
-def call_matches(ref: Any, call: dict[str, Any]) -> bool:
+def call_matches(ref: str | CallRef, call: dict[str, Any]) -> bool:
     """A reference (a tool name, or {name, args}) matches a call."""
     if isinstance(ref, str):
         return bool(call["name"] == ref)
-    return bool(call["name"] == ref["name"]) and value_matches(ref.get("args") or {}, call["arguments"])
+    return bool(call["name"] == ref.name) and value_matches(ref.args or {}, call["arguments"])
 
 
 def _evidence(calls: list[Call]) -> list[Evidence]:
     return [Evidence(turn, call_text(c)) for turn, c in calls]
 
 
-@assertion("tool-called", default_scope="conversation", patterns=(), value={
-    "anyOf": [NAME, {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
-        "name": NAME, "args": ARGS,
-        "count": {"type": "object", "additionalProperties": False, "minProperties": 1,
-                  "properties": {"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}}},
-    }}]})
+@assertion("tool-called", default_scope="conversation", params=ToolCalledParams)
 def tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The tool `name` was called (with `args`, a subset match) between count.min (default 1) and count.max times."""
-    ref: dict[str, Any] = {"name": spec.value} if isinstance(spec.value, str) else dict(spec.value)
-    count = ref.get("count") or {"min": 1}
-    lo, hi = count.get("min", 0), count.get("max")
+    p: ToolCalledParams = spec.params
+    ref = CallRef(p.name, p.args)
+    count = p.count or CountRange(min=1)
+    lo, hi = count.min or 0, count.max
     calls = calls_for(reply, ctx)
     hits = [(t, c) for t, c in calls if call_matches(ref, c)]
     n = len(hits)
-    wanted = ref["name"] + (f" with {call_text({'name': '', 'arguments': ref['args']})[1:-1]}" if ref.get("args") else "")
+    wanted = ref.name + (f" with {call_text({'name': '', 'arguments': ref.args})[1:-1]}" if ref.args else "")
     bounds = f"at least {lo}" if hi is None else (f"exactly {lo}" if lo == hi else f"{lo} to {hi}")
     if lo <= n and (hi is None or n <= hi):
         return Check.of(True, f"{wanted} called {n} time(s) {_where(reply)} (expected {bounds})", _evidence(hits))
-    same_name = [(t, c) for t, c in calls if c["name"] == ref["name"]]
+    same_name = [(t, c) for t, c in calls if c["name"] == ref.name]
     shown = hits if n else (same_name or calls)
-    note = "" if n or not same_name else f"; {len(same_name)} call(s) to {ref['name']} with other arguments"
+    note = "" if n or not same_name else f"; {len(same_name)} call(s) to {ref.name} with other arguments"
     return Check.of(False, f"{wanted} called {n} time(s) {_where(reply)}, expected {bounds}{note}"
                     + ("" if calls else " (no tool calls)"), _evidence(shown))
 
 
-@assertion("not-tool-called", default_scope="conversation",
-           value={"anyOf": [NAME, {"type": "array", "items": NAME, "minItems": 1}]})
+@assertion("not-tool-called", default_scope="conversation", params=NotCalledParams)
 def not_tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """None of the named tools was called."""
-    names = [spec.value] if isinstance(spec.value, str) else list(spec.value)
+    given = spec.params.names
+    names = [given] if isinstance(given, str) else list(given)
     hits = [(t, c) for t, c in calls_for(reply, ctx) if c["name"] in names]
     if hits:
         return Check.of(False, f"{hits[0][1]['name']} was called {_where(reply)}"
@@ -99,17 +128,16 @@ def not_tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> C
     return Check.of(True, f"{', '.join(names)} not called {_where(reply)}")
 
 
-@assertion("tool-sequence", default_scope="conversation", options={"mode": {"enum": MODES}}, value={
-    "type": "object", "required": ["calls"], "additionalProperties": False, "properties": {
-        "calls": {"type": "array", "items": CALL_REF}, "mode": {"enum": MODES}}})
+@assertion("tool-sequence", default_scope="conversation", params=SequenceParams)
 def tool_sequence(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The agent's calls match `calls` as a trajectory: strict | unordered | subset | superset (agentevals' modes)."""
-    mode = spec.value.get("mode") or spec.options.get("mode") or "strict"
-    refs = list(spec.value["calls"])
+    p: SequenceParams = spec.params
+    mode = p.mode or "strict"
+    refs = list(p.calls)
     calls = calls_for(reply, ctx)
     actual = [c for _, c in calls]
     names = ", ".join(c["name"] for c in actual) or "no calls"
-    expected = ", ".join(r if isinstance(r, str) else r["name"] for r in refs) or "no calls"
+    expected = ", ".join(r if isinstance(r, str) else r.name for r in refs) or "no calls"
     if mode == "strict":
         ok = len(actual) == len(refs) and all(call_matches(r, c) for r, c in zip(refs, actual, strict=True))
         missing = "" if ok else _first_difference(refs, actual)
@@ -127,8 +155,8 @@ def tool_sequence(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
     return Check.of(ok, reason if ok else f"{reason}: {missing}", _evidence(calls))
 
 
-def _ref_text(ref: Any) -> str:
-    return ref if isinstance(ref, str) else call_text({"name": ref["name"], "arguments": ref.get("args")})
+def _ref_text(ref: str | CallRef) -> str:
+    return ref if isinstance(ref, str) else call_text({"name": ref.name, "arguments": ref.args})
 
 
 def _pairing(refs: list[Any], calls: list[dict[str, Any]]) -> tuple[list[Any], set[int]]:
@@ -170,8 +198,7 @@ def _first_difference(refs: list[Any], calls: list[dict[str, Any]]) -> str:
     return f"missing call {len(calls) + 1}: {_ref_text(refs[len(calls)])}"
 
 
-@assertion("tool-args-valid", default_scope="conversation", value_required=False,
-           value={"anyOf": [{"type": "boolean"}, {"type": "null"}, {"type": "object", "maxProperties": 0}]})
+@assertion("tool-args-valid", default_scope="conversation", params=ArgsValidParams)
 def tool_args_valid(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Every call's arguments validate against the declared tool's JSON Schema (an undeclared tool fails)."""
     try:
