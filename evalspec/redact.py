@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from evalspec.providers.model_keys import KEY_ENV, split_model
+
 MASK = "***"
 SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 MIN_SECRET_LENGTH = 6  # shorter values are not credentials, and masking them would mangle ordinary text
@@ -50,19 +52,23 @@ def collect_provider_secrets(config: dict[str, Any], secrets: set[str]) -> None:
 
 
 def _model_names(suite: Any) -> list[str]:
-    """Every model string a suite may call: providers, judge, simulator, embedder, per-test and
-    per-assertion models."""
-    specs = [*suite.providers, suite.judge, suite.simulator, suite.embedder]
-    names = [str(s.config.get("model")) for s in specs if s is not None and s.kind == "model"]
+    """Every model string a suite may call: providers and their history models, judge, simulator,
+    embedder, each test's simulate and attack model and each assertion's provider."""
+    refs: list[Any] = [*suite.providers, suite.judge, suite.simulator, suite.embedder]
     for test in suite.tests:
-        raws = [a.provider for a in test.asserts] + [a.provider for t in test.conversation for a in t.asserts]
-        if test.simulate is not None:
-            raws.append(test.simulate.model)
-        for raw in raws:
-            if isinstance(raw, str):
-                names.append(raw)
-            elif isinstance(raw, dict) and isinstance(raw.get("model"), str):
-                names.append(raw["model"])
+        refs += [a.provider for a in test.asserts] + [a.provider for t in test.conversation for a in t.asserts]
+        refs += [part.model for part in (test.simulate, test.attack) if part is not None]
+    names: list[str] = []
+    for ref in refs:  # a reference is a model string, a provider mapping or a parsed ProviderSpec
+        if isinstance(ref, str):
+            names.append(ref)
+            continue
+        config = ref if isinstance(ref, dict) else getattr(ref, "config", None)
+        if isinstance(config, dict):
+            if isinstance(config.get("model"), str):
+                names.append(config["model"])
+            if isinstance(config.get("history"), dict):
+                refs.append(config["history"].get("model"))
     return names
 
 
@@ -72,10 +78,6 @@ def implicit_secrets(model_names: list[str], environ: Mapping[str, str]) -> set[
     OpenAI-compatible client sends to any endpoint that has no `api_key`."""
     if not model_names:
         return set()
-    from evalspec.providers.model_provider import (  # after: a python-only run skips the import
-        KEY_ENV,
-        split_model,
-    )
     names = {"OPENAI_API_KEY"}
     for model in model_names:
         prefix, _ = split_model(model)

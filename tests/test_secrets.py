@@ -82,3 +82,28 @@ def test_implicit_secrets_are_the_provider_keys_a_model_call_would_read() -> Non
     assert implicit_secrets(["anthropic/claude"], env) == {"sk-openai-123456", "sk-ant-1234567"}
     assert implicit_secrets(["bedrock/claude"], env) == {"sk-openai-123456", "aws-secret-123456"}
     assert implicit_secrets([], env) == set()
+
+
+def test_a_run_s_implicit_secrets_cover_simulator_attacker_and_history_models(tmp_path: Path) -> None:
+    from evalspec.config.loader import load_suite
+    from evalspec.redact import run_secrets
+
+    (tmp_path / "bot.py").write_text("def respond(m, c):\n    return 'ok'\n", encoding="utf-8")
+    path = tmp_path / "s.yaml"
+    path.write_text("""\
+providers:
+  - id: py
+    python: bot.py:respond
+    history: {mode: summary, turns: 1, model: mistral/small}
+tests:
+  - id: sim
+    simulate: {persona: p, goal: g, max_turns: 2, model: groq/llama}
+  - id: attack
+    attack: {goal: g, strategy: crescendo, max_turns: 2, model: {model: deepseek/chat, api_base: "http://127.0.0.1:1/v1"}}
+    assert: [{not-contains: x}]
+""", encoding="utf-8")
+    env = {"MISTRAL_API_KEY": "mistral-key-123", "GROQ_API_KEY": "groq-key-123", "DEEPSEEK_API_KEY": "ds-key-123",
+           "COHERE_API_KEY": "cohere-key-123"}
+    secrets = run_secrets([load_suite(path)], env)
+    assert {"mistral-key-123", "groq-key-123", "ds-key-123"} <= secrets
+    assert "cohere-key-123" not in secrets

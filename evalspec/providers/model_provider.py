@@ -24,21 +24,12 @@ from evalspec.errors import ProviderError
 from evalspec.providers.base import CallContext, ProviderResponse, url_problem
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.kinds import provider_kind
+from evalspec.providers.model_keys import KEY_ENV, NO_KEY, split_model
 from evalspec.providers.openai_compat import OpenAICompatClient, price_map, reply_content
 from evalspec.providers.strategies import HISTORY_KEY
 
 if TYPE_CHECKING:
     from evalspec.config.model import Suite
-
-KEY_ENV = {
-    "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
-    "mistral": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
-    "azure": "AZURE_API_KEY", "together_ai": "TOGETHERAI_API_KEY", "openrouter": "OPENROUTER_API_KEY",
-    "cohere": "COHERE_API_KEY", "xai": "XAI_API_KEY", "fireworks_ai": "FIREWORKS_AI_API_KEY",
-    "dashscope": "DASHSCOPE_API_KEY", "moonshot": "MOONSHOT_API_KEY", "zai": "ZAI_API_KEY",
-}
-NO_KEY = {"ollama", "ollama_chat", "vllm", "hosted_vllm", "lm_studio", "llamafile", "huggingface"}
-
 
 def import_litellm() -> Any:
     """Import litellm quietly and without network access at import time."""
@@ -50,12 +41,6 @@ def import_litellm() -> Any:
     litellm.suppress_debug_info = True
     litellm.drop_params = True
     return litellm
-
-
-def split_model(model: str) -> tuple[str, str]:
-    """`openai/gpt-4o-mini` -> ("openai", "gpt-4o-mini"); an unprefixed name is OpenAI's."""
-    prefix, sep, name = model.partition("/")
-    return (prefix, name) if sep else ("openai", model)
 
 
 def use_lean_client(config: dict[str, Any]) -> bool:

@@ -23,6 +23,7 @@ PREFIXES = (
     ("evalspec.assertions.base", "base"), ("evalspec.assertions.patterns", "base"),
     ("evalspec.assertions.turnrefs", "base"), ("evalspec.providers.base", "base"),
     ("evalspec.providers.kinds", "base"), ("evalspec.providers.strategies", "base"),
+    ("evalspec.providers.model_keys", "base"),
     ("evalspec.config.suggest", "base"),  # pure string helpers (did-you-mean, slugs): no evalspec imports
     ("evalspec.plugins", "base"), ("evalspec.usercode", "base"),
     ("evalspec.config", "config"), ("evalspec.fillers", "config"),
@@ -45,8 +46,6 @@ KNOWN = {
     ("evalspec.scripted_user", "evalspec.plan"),
     # grading reads the planned instance (labels, turns) rather than a grading input of its own
     ("evalspec.assertions.grade", "evalspec.plan"),
-    # redaction knows provider details
-    ("evalspec.redact", "evalspec.providers.model_provider"),
 }
 
 
