@@ -275,9 +275,9 @@ def list_(what: str, plugins: tuple[str, ...]) -> None:
     """What is registered, with one-line docs."""
     _load_plugins(plugins)
     if what == "assertions":
-        from evalspec.assertions.registry import REGISTRY, load_builtin_assertions
+        from evalspec.assertions.registry import REGISTRY, load_installed_plugins
 
-        load_builtin_assertions()
+        load_installed_plugins()
         width = max(len(n) for n in REGISTRY)
         for name in sorted(REGISTRY):
             t = REGISTRY[name]

@@ -8,7 +8,7 @@ from typing import Any
 
 import regex
 
-from evalspec.assertions.patterns import regex_problem
+from evalspec.assertions.patterns import regex_problem, written_patterns
 from evalspec.assertions.registry import resolve_type
 from evalspec.assertions.turnrefs import ref_problem, turn_refs
 from evalspec.config.interpolate import TemplateProblem, render_text, render_value
@@ -184,10 +184,9 @@ def _check_rendered(specs: list[AssertionSpec], labels: dict[str, int], length: 
         resolved = resolve_type(spec.type)
         if resolved is None:
             continue
-        for key in resolved[0].patterns:
-            pattern = spec.value if key == "" else spec.value.get(key) if isinstance(spec.value, dict) else None
-            if isinstance(pattern, str) and (msg := regex_problem(pattern)):
-                raise _RenderProblem(spec.value_where, msg)
+        for pattern, where in written_patterns(resolved[0], spec.value, spec.value_where):
+            if msg := regex_problem(pattern):
+                raise _RenderProblem(where, msg)
         if length == 0:
             continue  # a simulated conversation: its length is not known in advance
         for ref, where in turn_refs(spec):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalspec.assertions.registry import REGISTRY, load_builtin_assertions
+from evalspec.assertions.registry import REGISTRY, load_installed_plugins
 from evalspec.cli import main
 from evalspec.providers.kinds import PROVIDER_KINDS, provider_kinds
 
@@ -105,7 +105,7 @@ tests:
 @pytest.fixture
 def clean_registries() -> Iterator[None]:
     """A plugin registers into process-wide tables: give them back as they were."""
-    load_builtin_assertions()
+    load_installed_plugins()
     provider_kinds()
     assertions, kinds = dict(REGISTRY), dict(PROVIDER_KINDS)
     yield

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from evalspec.assertions import builtin  # noqa: F401  (grading sees the built-in checks, however it is reached)
 from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
 from evalspec.assertions.registry import resolve_type
 from evalspec.config.model import AssertionSpec

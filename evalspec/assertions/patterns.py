@@ -15,6 +15,7 @@ from typing import Any
 
 import regex
 
+from evalspec.assertions.registry import AssertionType
 from evalspec.errors import GradingError
 
 REGEX_TIMEOUT_S = 30.0  # options.grade_timeout's default; grading sets the suite's own
@@ -65,3 +66,14 @@ def search(pattern: str, text: str, flags: int = 0) -> Any:
 def fullmatch(pattern: str, text: str, flags: int = 0) -> Any:
     """`text` matched as a whole by `pattern`, within the time limit."""
     return _match("fullmatch", pattern, text, flags)
+
+
+def written_patterns(atype: AssertionType, value: Any, path: tuple[Any, ...]) -> list[tuple[str, tuple[Any, ...]]]:
+    """The regexes an assertion's value holds (the keys its parameters type `Regex`), with their paths."""
+    found: list[tuple[str, tuple[Any, ...]]] = []
+    for key in atype.patterns:
+        pattern, where = (value, path) if key == "" else (value.get(key), (*path, key)) if isinstance(value, dict) \
+            else (None, path)
+        if isinstance(pattern, str):
+            found.append((pattern, where))
+    return found

@@ -1,5 +1,8 @@
 """The assertion registry: `@assertion(name, ...)` registers a check under its YAML name.
 
+A pure declaration: it imports no check. `evalspec.assertions.builtin` registers the built-in ones
+(imported by `import evalspec` and by grading), plugins their own.
+
 Each registered type declares the JSON Schema of its value and of its own options; the
 suite schema (`schema/suite.schema.json`) is generated from these declarations.
 """
@@ -75,7 +78,7 @@ def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None =
 
 def resolve_type(name: str) -> tuple[AssertionType, bool] | None:
     """`not-regex` -> (regex, negated). Names that start with `not-` themselves win."""
-    load_builtin_assertions()
+    load_installed_plugins()
     if name in REGISTRY:
         return REGISTRY[name], False
     if name.startswith("not-") and name[4:] in REGISTRY:
@@ -103,20 +106,13 @@ def model_needed(spec: Any) -> Needs | None:
 
 
 def all_type_names() -> list[str]:
-    load_builtin_assertions()
+    load_installed_plugins()
     return sorted(REGISTRY)
 
 
-_loaded = False
-
-
-def load_builtin_assertions() -> None:
-    """Import the modules whose decorators fill the registry."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from evalspec.assertions import custom, efficiency, graded, memory, session, text, tools  # noqa: F401
+def load_installed_plugins() -> None:
+    """Add the types of installed plugins (entry points) to the registry, once. The built-in checks are
+    registered by `evalspec.assertions.builtin`, which `import evalspec` imports."""
     from evalspec.plugins import load_entry_points
 
     load_entry_points()

@@ -6,7 +6,7 @@ from typing import Any
 
 import jsonschema
 
-from evalspec.assertions.patterns import regex_problem
+from evalspec.assertions.patterns import regex_problem, written_patterns
 from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
 from evalspec.config.interpolate import is_template
 from evalspec.config.messages import describe_kinds, schema_problems
@@ -200,14 +200,6 @@ def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionTyp
 
 
 def _check_patterns(atype: AssertionType, value: Any, path: PathKey, lines: LineMap, problems: list[Problem]) -> None:
-    for key in atype.patterns:
-        if key == "":
-            pattern, where = value, path
-        elif isinstance(value, dict):
-            pattern, where = value.get(key), (*path, key)
-        else:
-            continue
-        if isinstance(pattern, str) and not is_template(pattern):
-            message = regex_problem(pattern)
-            if message:
-                problems.append(lines.problem(where, message))
+    for pattern, where in written_patterns(atype, value, path):
+        if not is_template(pattern) and (message := regex_problem(pattern)):
+            problems.append(lines.problem(where, message))

@@ -14,10 +14,10 @@ _PLACES = {"suite": ("the top level of the suite", 0), "provider": ("a provider"
 
 @lru_cache(maxsize=1)
 def _keys() -> dict[str, set[str]]:
-    from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_builtin_assertions
+    from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
     from evalspec.config.schema import suite_schema
 
-    load_builtin_assertions()
+    load_installed_plugins()
     schema = suite_schema()
     props = schema["properties"]
     defs = schema["$defs"]

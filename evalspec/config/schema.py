@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_builtin_assertions
+from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 from evalspec.providers.kinds import provider_kinds
 
 SCHEMA_ID = "https://evalspec.dev/schema/suite.schema.json"
@@ -75,7 +75,7 @@ def tool_properties() -> dict[str, Any]:
 def assertion_schema(for_validation: bool) -> dict[str, Any]:
     if for_validation:
         return {"type": "object"}
-    load_builtin_assertions()
+    load_installed_plugins()
     common = {key: {"$ref": f"#/$defs/assertion_{key}"} for key in COMMON_KEYS if key not in ("type", "value")}
     names = sorted(REGISTRY)
     all_options: dict[str, Any] = {}
@@ -95,7 +95,7 @@ def assertion_schema(for_validation: bool) -> dict[str, Any]:
 
 def assertion_defs() -> dict[str, Any]:
     """Shared pieces of the assertion forms, referenced to keep the schema small."""
-    load_builtin_assertions()
+    load_installed_plugins()
     defs: dict[str, Any] = {
         "assertion_scope": {"anyOf": [
             {"enum": ["turn", "each_turn", "any_turn", "last_response", "conversation"]},

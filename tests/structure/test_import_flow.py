@@ -41,8 +41,6 @@ PREFIXES = (
 )
 
 KNOWN = {
-    # the registry imports the built-in checks to fill itself
-    ("evalspec.assertions.registry", "evalspec.assertions"),
     ("evalspec.scripted_user", "evalspec.plan"),
     # grading reads the planned instance (labels, turns) rather than a grading input of its own
     ("evalspec.assertions.grade", "evalspec.plan"),

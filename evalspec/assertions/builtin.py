@@ -1,0 +1,7 @@
+"""The built-in checks. Importing this module registers them: the registry is a table that imports no
+check, filled by the modules that declare checks (these, and plugins'). `import evalspec` imports it,
+and so does grading, so every command and the API see the built-in types."""
+
+from evalspec.assertions import custom, efficiency, graded, memory, session, text, tools  # noqa: F401
+
+BUILTIN_MODULES = (custom, efficiency, graded, memory, session, text, tools)
