@@ -8,12 +8,14 @@ The function is called before each user turn as `fn(transcript, context)` — th
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalspec.errors import ProviderError
 from evalspec.loading import LoadError, load_callable
-from evalspec.plan import Instance
 from evalspec.usercode import UserCodeError, call_user
+
+if TYPE_CHECKING:
+    from evalspec.plan import Instance
 
 
 def load_scripted_user(inst: Instance) -> Any:

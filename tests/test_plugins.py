@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from evalspec.assertions.registry import REGISTRY, load_installed_plugins
 from evalspec.cli import main
+from evalspec.config.model import describe_provider
 from evalspec.providers.kinds import PROVIDER_KINDS, provider_kinds
 
 PLUGIN = '''
@@ -190,8 +191,9 @@ def test_a_plugin_kind_s_own_keys_checks_preflight_and_statefulness_work_like_bu
     assert invoke("validate", "s.yaml") == (0, "ok: 1 suite, 1 test, 1 conversation planned\n")
     code, out = invoke("run", "s.yaml", "-o", "run.json", "--no-cache")
     assert code == 0, out
-    transcript = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["results"][0]["transcript"]
-    assert [m["content"] for m in transcript if m["role"] == "assistant"] == ["n=1", "n=3"]
+    data = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert [m["content"] for m in data["results"][0]["transcript"] if m["role"] == "assistant"] == ["n=1", "n=3"]
+    assert describe_provider(data["suites"][0]["providers"][0]) == "relay {'to': 'bot-1'}"
     props = json.loads(invoke("schema", "--plugin", "checks.py")[1])["$defs"]["provider"]["properties"]
     assert props["greeting"] == {"type": "string"} and props["relay"]["required"] == ["to"]
 

@@ -97,7 +97,9 @@ class ProviderSpec:
 
         out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
         out.update({k: v for k, v in self.config.items() if k != self.kind})
-        if self.kind in ("model", "python"):
+        from evalspec.providers.kinds import takes_history
+
+        if takes_history(self.kind):
             out["context"] = describe_history(self.config.get("history"))
         if self.kind == "model" and self.config.get("system"):
             import hashlib
@@ -196,6 +198,9 @@ def describe_provider(config: dict[str, Any]) -> str:
         from evalspec.providers.kinds import is_stateful
 
         return f"http {http.get('url')}" + (" (stateful)" if is_stateful(config, "http") else "")
+    if "python" not in config:  # a plugin's kind: `redacted` writes its key right after the id
+        kind = next((k for k in config if k != "id"), "?")
+        return f"{kind} {config.get(kind)}"
     return f"python {config.get('python')}" + (f" · history {config['context']}" if config.get("context", "full") != "full" else "")
 
 

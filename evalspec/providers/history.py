@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalspec.errors import ProviderError
 from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.providers.kinds import takes_history
 from evalspec.providers.strategies import NEEDS_MODEL
 
 if TYPE_CHECKING:
@@ -245,20 +246,20 @@ def strategy_model_spec(spec: ProviderSpec, strategy: ContextStrategy) -> Provid
 def strategy_model(spec: ProviderSpec) -> ProviderSpec | None:
     """The model a provider's summary or facts strategy calls (for the preflight), or None."""
     strategy = ContextStrategy.from_config(spec.config)
-    if spec.kind not in ("model", "python") or strategy.mode not in NEEDS_MODEL:
+    if not takes_history(spec.kind) or strategy.mode not in NEEDS_MODEL:
         return None
     return strategy_model_spec(spec, strategy)
 
 
 def attach_strategy(provider: Any, spec: ProviderSpec, suite: Suite, get_caller: Any) -> None:
     """Give a model or python provider its context strategy (and, for summary/facts, the callers it needs)."""
-    if spec.kind not in ("model", "python"):
+    if not takes_history(spec.kind):
         return
     strategy = ContextStrategy.from_config(spec.config)
     if strategy.mode in NEEDS_MODEL:
         strategy.caller = get_caller(strategy_model_spec(spec, strategy), suite)
     provider.strategy = strategy
-    if spec.kind == "python" and strategy.mode != "full":  # a model provider's identity has its strategy already
+    if spec.kind != "model" and strategy.mode != "full":  # a model provider's identity has its strategy already
         base_identity = provider.cache_identity
         provider.cache_identity = lambda: {**base_identity(), "history": strategy.identity()}
 

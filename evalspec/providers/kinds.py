@@ -106,6 +106,12 @@ def kind_of(config: dict[str, Any]) -> str | None:
     return next((name for name in provider_kinds() if name in config), None)
 
 
+def takes_history(kind: str) -> bool:
+    """Whether a kind's providers take a client-side context strategy (`history:` among its keys)."""
+    entry = provider_kinds().get(kind)
+    return entry is not None and "history" in entry.keys
+
+
 def is_stateful(config: dict[str, Any], kind: str | None = None) -> bool:
     """Whether the system a provider mapping (or a recorded one) describes keeps the conversation itself
     (SPEC §2.1 `stateful: true`): its kind's registry entry decides."""

@@ -41,7 +41,6 @@ PREFIXES = (
 )
 
 KNOWN = {
-    ("evalspec.scripted_user", "evalspec.plan"),
     # grading reads the planned instance (labels, turns) rather than a grading input of its own
     ("evalspec.assertions.grade", "evalspec.plan"),
 }
