@@ -53,9 +53,11 @@ def _plan(suite: Suite, selection: Selection | None, broken: bool) -> tuple[list
 
 
 def _new(found: list[Problem], known: list[Problem]) -> list[Problem]:
-    """Problems not already reported at the same place (plan checks repeat some of the loader's)."""
+    """Problems not already reported at the same place, nor with the same words in the same file (plan
+    and preflight checks repeat some of the loader's: the loader names the key, the preflight its provider)."""
     seen = {(p.file, p.line, p.path) for p in known}
-    return [p for p in found if (p.file, p.line, p.path) not in seen]
+    said = {(p.file, p.message) for p in known}
+    return [p for p in found if (p.file, p.line, p.path) not in seen and (p.file, p.message) not in said]
 
 
 def preflight_problems(plan: list[Instance], suites: list[Suite]) -> list[Problem]:

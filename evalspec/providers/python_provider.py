@@ -103,7 +103,7 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
 def python_ref_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
     ref = raw["python"]
     if isinstance(ref, str) and ":" not in ref:
-        return [(("python",), f"'{ref}' is not FILE.py:function or module:function")]
+        return [(("python",), f"provider '{raw.get('id')}': '{ref}' is not FILE.py:function or module:function")]
     return []
 
 

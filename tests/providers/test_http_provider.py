@@ -139,3 +139,19 @@ def test_malformed_url_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="malformed URL 'localhost:8080/chat'"):
         go(tmp_path, "providers:\n  - id: b\n    http: {url: 'localhost:8080/chat'}\n"
                      "tests:\n  - id: t\n    conversation: [{user: hi}]\n")
+
+
+def test_validate_names_a_malformed_url_or_python_reference_once_at_its_key(tmp_path: Path) -> None:
+    from evalspec.preflight import prepare
+
+    path = tmp_path / "s.yaml"
+    path.write_text("providers:\n  - id: b\n    http: {url: 'localhost:8080/chat'}\n  - id: p\n    python: nocolon\n"
+                    "tests:\n  - id: t\n    conversation: [{user: hi}]\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        prepare([path])
+    lines = [str(p) for p in err.value.problems]
+    assert [line for line in lines if "malformed URL" in line] == [
+        f"{path}:3: providers[0].http.url: provider 'b': malformed URL 'localhost:8080/chat': "
+        "expected http(s)://host[:port]/path"]
+    assert [line for line in lines if "nocolon" in line] == [
+        f"{path}:5: providers[1].python: provider 'p': 'nocolon' is not FILE.py:function or module:function"]
