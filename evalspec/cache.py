@@ -43,10 +43,20 @@ class ResponseCache:
             return None
         return value if isinstance(value, dict) else None
 
+    async def aget(self, key: str) -> dict[str, Any] | None:
+        """`get` for callers on an event loop (a Ray worker's cache answers over the network)."""
+        return self.get(key)
+
     def put(self, key: str, value: dict[str, Any]) -> None:
+        self.put_many([(key, value)])
+
+    def put_many(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
+        """Store several entries in one transaction (a Ray worker's entries arrive with its result)."""
+        if not entries:
+            return
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-                             (key, json.dumps(value, ensure_ascii=False)))
+            self._db.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                                 [(key, json.dumps(value, ensure_ascii=False)) for key, value in entries])
             self._db.commit()
 
     def close(self) -> None:

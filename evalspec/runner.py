@@ -83,8 +83,8 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
     except BaseException:
         await pool.aclose()
         raise
-    executor = RayExecutor(options.ray, options.concurrency, options.cache_dir if options.use_cache else None) \
-        if options.ray is not None else None
+    executor = RayExecutor(options.ray, options.concurrency, options.cache_dir if options.use_cache else None,
+                           run_instance) if options.ray is not None else None
     journal = Journal(journal_path)
     started = time.time()
     position = {inst.key: i for i, inst in enumerate(plan)}

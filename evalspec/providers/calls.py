@@ -4,29 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from typing import Any
 
 from evalspec.cache import ResponseCache, cache_key
 from evalspec.errors import ProviderError
+from evalspec.limits import Limits, local_limits
 from evalspec.providers.base import CallContext, Provider, ProviderResponse
-
-
-class RateLimiter:
-    """At most `rpm` calls started per minute, evenly spaced."""
-
-    def __init__(self, rpm: float) -> None:
-        self.interval = 60.0 / rpm
-        self._next = 0.0
-        self._lock = asyncio.Lock()
-
-    async def wait(self) -> None:
-        async with self._lock:
-            now = time.monotonic()
-            delay = self._next - now
-            self._next = max(now, self._next) + self.interval
-        if delay > 0:
-            await asyncio.sleep(delay)
 
 
 class CacheMiss(Exception):
@@ -44,19 +27,19 @@ class CallStats:
 
 
 class ProviderCaller:
-    """Wraps a provider with the cache, `max_concurrency`, `rpm`, a per-call time-out and retries."""
+    """Wraps a provider with the cache, `max_concurrency`, `rpm`, a per-call time-out and retries.
+    `limits`, when given, replaces the caller's own `max_concurrency` and `rpm` (a cluster-wide limiter)."""
 
     def __init__(self, provider: Provider, *, cache: ResponseCache | None, timeout: float, retries: int,
                  max_concurrency: int | None, rpm: float | None, stats: CallStats, stateful: bool = False,
-                 max_retry_wait: float = 60.0) -> None:
+                 max_retry_wait: float = 60.0, limits: Limits | None = None) -> None:
         self.provider = provider
         self.id = provider.id
         self.cache = cache
         self.stateful = stateful
         self.timeout, self.retries, self.stats = timeout, retries, stats
         self.max_retry_wait = max_retry_wait
-        self._slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-        self._limiter = RateLimiter(rpm) if rpm else None
+        self._limits = limits if limits is not None else local_limits(max_concurrency, rpm)
         self._identity: dict[str, Any] | None = None
 
     def key(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None) -> str:
@@ -72,7 +55,7 @@ class ProviderCaller:
         counters = [self.stats] + ([stats] if stats is not None else [])
         key = self.key(messages, context, extra) if self.cache is not None else ""
         if (read or cache_only) and self.cache is not None:
-            hit = self.cache.get(key)
+            hit = await self.cache.aget(key)
             cached = ProviderResponse.from_cache(hit) if hit is not None else None
             if cached is not None:
                 for c in counters:
@@ -111,18 +94,15 @@ class ProviderCaller:
             return response
 
     async def _call_once(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
-        if self._slots:
-            await self._slots.acquire()
+        if self._limits is not None:
+            await self._limits.acquire()
         try:
-            if self._limiter:
-                await self._limiter.wait()
-            try:
-                return await asyncio.wait_for(self.provider.respond(messages, context), self.timeout)
-            except asyncio.TimeoutError:
-                raise ProviderError(f"timed out after {self.timeout:g}s", retryable=True) from None
+            return await asyncio.wait_for(self.provider.respond(messages, context), self.timeout)
+        except asyncio.TimeoutError:
+            raise ProviderError(f"timed out after {self.timeout:g}s", retryable=True) from None
         finally:
-            if self._slots:
-                self._slots.release()
+            if self._limits is not None:
+                self._limits.release()
 
 
 def backoff(attempt: int, base: float = 0.5, cap: float = 30.0) -> float:

@@ -3,6 +3,7 @@ them across a run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,14 @@ from evalspec.cache import ResponseCache
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.config.providers import model_ref
 from evalspec.errors import ConfigError
+from evalspec.limits import Limits
 from evalspec.providers.base import Provider
 from evalspec.providers.calls import CallStats, ProviderCaller
 from evalspec.providers.history import attach_strategy
 from evalspec.providers.kinds import provider_kinds
 from evalspec.providers.local_embedder import is_local, make_local_embedder
+
+LimitsFor = Callable[[Suite, ProviderSpec], Limits | None]
 
 
 class PreflightError(ConfigError):
@@ -39,9 +43,13 @@ def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
 class ProviderPool:
     """One caller per (suite, provider id); judges and embedders per suite."""
 
-    def __init__(self, suites: list[Suite], cache_dir: Path | None) -> None:
+    def __init__(self, suites: list[Suite], cache_dir: Path | None, *, cache: ResponseCache | None = None,
+                 limits_for: LimitsFor | None = None) -> None:
+        """`cache` and `limits_for` (a Ray worker's) replace the cache in `cache_dir` and the callers'
+        own `max_concurrency`/`rpm` limits."""
         self.suites = suites
-        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.cache = cache if cache is not None else ResponseCache(cache_dir) if cache_dir is not None else None
+        self.limits_for = limits_for
         self.stats = CallStats()
         self._callers: dict[tuple[str, str], ProviderCaller] = {}
         self._judges: dict[str, JudgeFn] = {}
@@ -60,7 +68,8 @@ class ProviderPool:
                 timeout=float(cfg.get("timeout") or suite.option("timeout")),
                 retries=int(cfg.get("retries", suite.option("retries"))),
                 max_concurrency=spec.max_concurrency, rpm=spec.rpm, stats=self.stats,
-                stateful=spec.stateful, max_retry_wait=float(suite.option("max_retry_wait")))
+                stateful=spec.stateful, max_retry_wait=float(suite.option("max_retry_wait")),
+                limits=self.limits_for(suite, spec) if self.limits_for is not None else None)
             self._callers[key] = caller
         return caller
 

@@ -25,7 +25,7 @@ PREFIXES = (
     ("evalspec.providers.kinds", "base"), ("evalspec.providers.strategies", "base"),
     ("evalspec.providers.model_keys", "base"),
     ("evalspec.config.suggest", "base"),  # pure string helpers (did-you-mean, slugs): no evalspec imports
-    ("evalspec.plugins", "base"), ("evalspec.usercode", "base"),
+    ("evalspec.plugins", "base"), ("evalspec.usercode", "base"), ("evalspec.limits", "base"),
     ("evalspec.config", "config"), ("evalspec.fillers", "config"),
     ("evalspec.providers", "providers"), ("evalspec.cache", "providers"), ("evalspec.agent", "providers"),
     ("evalspec.scripted_user", "providers"),

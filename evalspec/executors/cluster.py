@@ -1,0 +1,166 @@
+"""What runs on the Ray cluster: the conversation workers and the two services they share.
+
+- `LimitBroker`: one actor for the whole cluster holding each provider's `max_concurrency` slots and
+  `rpm` schedule; every worker asks it before each call starts, so the limits hold across workers.
+- `CacheReader`: an actor on the driver's node answering reads of the driver's response cache.
+- `ConversationWorker`: an actor that unpacks the suites' files, loads the suites and the plan once,
+  and plays the conversations it is handed; the cache entries a conversation wrote travel back with
+  its record, and the driver stores them.
+
+These classes are made remote by the executor (`ray.remote(...)(LimitBroker)`), so this module does
+not need ray to be imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from evalspec.cache import ResponseCache
+from evalspec.config.model import ProviderSpec, Suite
+from evalspec.executors.bundle import driver_path, mirrored, remove, unpack
+from evalspec.limits import Limits, RateLimiter
+from evalspec.plan import Instance, Selection
+from evalspec.providers.factory import ProviderPool
+
+PlayFn = Callable[[Instance, ProviderPool], Awaitable[dict[str, Any]]]
+CacheEntry = tuple[str, dict[str, Any]]
+_written: contextvars.ContextVar[list[CacheEntry] | None] = contextvars.ContextVar("_written", default=None)
+
+
+RATE_MARGIN = 1.01  # starts spaced 1% wider than 60/rpm: the network's jitter cannot push rpm+1 into a minute
+
+
+class ProviderBucket:
+    """One provider's limits inside the broker."""
+
+    def __init__(self, rpm: float | None, max_concurrency: int | None) -> None:
+        self.slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self.rate = RateLimiter(rpm / RATE_MARGIN) if rpm else None
+
+
+class LimitBroker:
+    """The cluster's limiter: `acquire` returns when a call to provider `key` may start."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[str, ProviderBucket] = {}
+
+    async def acquire(self, key: str, rpm: float | None, max_concurrency: int | None) -> None:
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            bucket = self.buckets[key] = ProviderBucket(rpm, max_concurrency)
+        if bucket.slots is not None:
+            await bucket.slots.acquire()
+        if bucket.rate is not None:
+            await bucket.rate.wait()
+
+    def release(self, key: str) -> None:
+        bucket = self.buckets.get(key)
+        if bucket is not None and bucket.slots is not None:
+            bucket.slots.release()
+
+
+class ClusterLimits:
+    """A worker's handle on one provider's limits in the broker (`Limits`)."""
+
+    def __init__(self, broker: Any, key: str, rpm: float | None, max_concurrency: int | None) -> None:
+        self.broker, self.key, self.rpm, self.max_concurrency = broker, key, rpm, max_concurrency
+
+    async def acquire(self) -> None:
+        await self.broker.acquire.remote(self.key, self.rpm, self.max_concurrency)
+
+    def release(self) -> None:
+        if self.max_concurrency:
+            self.broker.release.remote(self.key)
+
+
+class CacheReader:
+    """Reads of the driver's response cache, served from the driver's node."""
+
+    def __init__(self, cache_dir: str) -> None:
+        self.cache = ResponseCache(Path(cache_dir))
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.cache.get(key)
+
+
+class ShippingCache(ResponseCache):
+    """A worker's cache: reads ask the driver's cache; writes travel back with the conversation's record
+    (and are kept here a while, so this worker's later conversations see them before the driver has)."""
+
+    RECENT = 4096
+
+    def __init__(self, reader: Any) -> None:  # no sqlite file of its own
+        self.reader = reader
+        self.recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if key in self.recent:
+            return self.recent[key]
+        import ray
+
+        value: dict[str, Any] | None = ray.get(self.reader.get.remote(key))
+        return value
+
+    async def aget(self, key: str) -> dict[str, Any] | None:
+        if key in self.recent:
+            return self.recent[key]
+        value: dict[str, Any] | None = await self.reader.get.remote(key)
+        return value
+
+    def put_many(self, entries: list[CacheEntry]) -> None:
+        written = _written.get()
+        for key, value in entries:
+            self.recent[key] = value
+            self.recent.move_to_end(key)
+            if written is not None:
+                written.append((key, value))
+        while len(self.recent) > self.RECENT:
+            self.recent.popitem(last=False)
+
+    def close(self) -> None:
+        self.recent.clear()
+
+
+class ConversationWorker:
+    """A Ray actor: the suites' files unpacked, the suites and the plan loaded once; one conversation per
+    call, returned with the cache entries it wrote."""
+
+    def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: dict[str, Any], environ: dict[str, str],
+                 selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any) -> None:
+        from evalspec.config.loader import load_suites
+        from evalspec.plan import build_plan
+
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        self.root = unpack(bundle)
+        cwd = mirrored(self.root, driver_cwd)
+        os.chdir(cwd if cwd.is_dir() else self.root)  # relative paths in user code resolve as on the driver
+        self.suites = load_suites([mirrored(self.root, p) for p in suite_paths], cli_vars, environ)
+        self.plan = build_plan(self.suites, selection)
+        self.play, self.broker = play, broker
+        self.pool = ProviderPool(self.suites, None, cache=ShippingCache(reader) if reader is not None else None,
+                                 limits_for=self.limits_for)
+
+    def limits_for(self, suite: Suite, spec: ProviderSpec) -> Limits | None:
+        if not spec.rpm and not spec.max_concurrency:
+            return None
+        key = f"{driver_path(self.root, suite.path)}|{spec.id}@{spec.where}"  # the same on every worker
+        return ClusterLimits(self.broker, key, spec.rpm, spec.max_concurrency)
+
+    async def run(self, index: int) -> tuple[dict[str, Any], list[CacheEntry]]:
+        written: list[CacheEntry] = []
+        token = _written.set(written)
+        try:
+            record = await self.play(self.plan[index], self.pool)
+        finally:
+            _written.reset(token)
+        return record, written
+
+    async def close(self) -> None:
+        await self.pool.aclose()
+        remove(self.root)

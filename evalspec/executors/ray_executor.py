@@ -1,0 +1,139 @@
+"""`--executor ray`: the conversations of a run played by actors on a Ray cluster.
+
+The driver packs the suites' folders (`bundle`), starts one `LimitBroker` for the cluster, a
+`CacheReader` on its own node, and a few `ConversationWorker` actors spread over the nodes; it hands
+each conversation's index to a worker and gets back the record and the cache entries the conversation
+wrote. The driver keeps the journal, the cache, the order and the gate, exactly as in a local run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalspec.cache import ResponseCache
+from evalspec.errors import ConfigError, Problem
+from evalspec.executors import cluster
+from evalspec.executors.bundle import pack, suite_environ
+from evalspec.plan import Instance, Selection
+from evalspec.providers.factory import ProviderPool
+
+PlayFn = Callable[[Instance, ProviderPool], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class RayConfig:
+    paths: list[str]
+    cli_vars: dict[str, Any] = field(default_factory=dict)
+    selection: Selection = field(default_factory=Selection)
+    address: str | None = None
+
+
+CONNECT_TIMEOUT = 5.0  # seconds to reach a cluster's head before giving up (exit 2)
+CLOSE_TIMEOUT = 30.0  # seconds for the workers to clean up
+SERVICE_CONCURRENCY = 10_000  # calls the broker and the cache reader serve at once
+
+
+def check_reachable(address: str) -> None:
+    """An `--address` nobody answers at fails in seconds (ray.init would wait for it forever)."""
+    import socket
+
+    if address == "auto" or address.startswith("local"):
+        return  # ray finds (or refuses) the local cluster itself, quickly
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError([Problem("--address", None, "", f"{address!r}: expected HOST:PORT (or ray://HOST:PORT, "
+                                   "or auto)")])
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConfigError([Problem("--address", None, "", f"no Ray cluster answers at {address} "
+                                   f"({exc.strerror or exc}); start one with `ray start --head` or fix "
+                                   "the address")]) from None
+
+
+def connect(address: str | None) -> Any:
+    """ray, initialised: the cluster at `address`, or a new local one."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError([Problem("--executor ray", None, "", "ray is not installed: pip install 'evalspec[ray]'")]) from None
+    if not ray.is_initialized():
+        if address:
+            check_reachable(address)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ConfigError([Problem("--address", None, "", f"cannot join the Ray cluster "
+                                       f"{address or '(local)'}: {exc}")]) from None
+    return ray
+
+
+def worker_places(nodes: list[dict[str, Any]], concurrency: int) -> list[str]:
+    """The node of each worker: one per CPU of each live node, dealt round the nodes (so a short run uses
+    every node), at most `concurrency` in all."""
+    slots = [[n["NodeID"]] * max(1, int(n.get("Resources", {}).get("CPU", 1))) for n in nodes if n.get("Alive")]
+    dealt = [node for round_ in itertools.zip_longest(*slots) for node in round_ if node is not None]
+    return dealt[:max(1, concurrency)]
+
+
+class RayExecutor:
+    """Plays instances of the run's plan (by index) on the cluster with `play`, the runner's function
+    for one conversation (passed in, so this layer does not import the runner)."""
+
+    def __init__(self, config: RayConfig, concurrency: int, cache_dir: Path | None, play: PlayFn) -> None:
+        self.ray = ray = connect(config.address)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        paths = [Path(p).resolve() for p in config.paths]
+        bundle = ray.put(pack(paths))
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.broker = ray.remote(num_cpus=0, max_concurrency=SERVICE_CONCURRENCY)(cluster.LimitBroker).remote()
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
+        self.reader = ray.remote(num_cpus=0, max_concurrency=16)(cluster.CacheReader).options(
+            scheduling_strategy=here).remote(str(cache_dir.resolve())) if cache_dir is not None else None
+        places = worker_places(ray.nodes(), concurrency)
+        per_actor = max(1, math.ceil(concurrency / len(places)))
+        worker: Any = ray.remote(num_cpus=0)(cluster.ConversationWorker)
+        self.workers: list[Any] = [worker.options(
+            max_concurrency=per_actor, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+        ).remote(bundle, [str(p) for p in paths], config.cli_vars, suite_environ(paths), config.selection,
+                 os.getcwd(), play, self.broker, self.reader) for node in places]
+        self._next = 0
+
+    async def run(self, instance: Instance, index: int) -> dict[str, Any]:
+        """The record of `instance` (the plan's `index`-th), its cache entries stored in the driver's cache."""
+        worker = self.workers[self._next % len(self.workers)]
+        self._next += 1
+        try:
+            found: tuple[dict[str, Any], list[cluster.CacheEntry]] = await worker.run.remote(index)
+        except self.ray.exceptions.RayError as exc:
+            raise ConfigError([Problem("--executor ray", None, "", f"ray worker failed: {exc}")]) from exc
+        record, written = found
+        if record.get("test_id") != instance.test_id:
+            raise ConfigError([Problem("--executor ray", None, "", f"a worker planned {record.get('test_id')!r} "
+                                       f"where the driver planned {instance.test_id!r}: the suites differ")])
+        if self.cache is not None:
+            self.cache.put_many(written)
+        record["key"], record["suite"] = instance.key, str(instance.suite.path)
+        return record
+
+    async def aclose(self) -> None:
+        """Workers remove their unpacked files; then every actor this run started is ended."""
+        try:
+            await asyncio.wait_for(asyncio.gather(*(w.close.remote() for w in self.workers),
+                                                  return_exceptions=True), CLOSE_TIMEOUT)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            for actor in (*self.workers, self.broker, self.reader):
+                if actor is not None:
+                    self.ray.kill(actor)
+            if self.cache is not None:
+                self.cache.close()
