@@ -139,6 +139,22 @@ def rate(cluster: LocalCluster, calls: int, rpm: float, concurrency: int) -> Non
               f"(allowed {rpm * seconds / 60:g})")
 
 
+def broker_capacity(cluster: LocalCluster, calls: int) -> None:
+    """Acquires per second the cluster's limiter answers (a provider with an rpm it never reaches)."""
+    code = f"""
+import os, time, ray
+from evalspec.executors.cluster import LimitBroker
+ray.init(address={cluster.address!r}, log_to_driver=False)
+broker = ray.remote(num_cpus=0, max_concurrency=10_000)(LimitBroker).remote()
+ray.get(broker.acquire.remote("warm", 1e9, None))
+start = time.perf_counter()
+ray.get([broker.acquire.remote("p", 1e9, None) for _ in range({calls})])
+print(f"{{{calls} / (time.perf_counter() - start):.0f}}")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], env=cluster.env(), capture_output=True, text=True, check=True)
+    print(f"  the limiter answers {proc.stdout.strip()} acquires/s ({calls} at once, one driver asking)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", type=int, default=2000)
@@ -161,6 +177,7 @@ def main() -> None:
         throughput("ray, 2 nodes (1 CPU)", args.conversations, args.concurrency, two)
         print()
         rate(two, args.rate_calls, args.rpm, args.concurrency)
+        broker_capacity(two, 5000)
     finally:
         two.stop()
     print(json.dumps({"load_average": os.getloadavg()}))
