@@ -8,6 +8,7 @@ from typing import Any
 
 import regex
 
+from evalspec.assertions.grade import GradingInput
 from evalspec.assertions.patterns import regex_problem, written_patterns
 from evalspec.assertions.registry import resolve_type
 from evalspec.assertions.turnrefs import ref_problem, turn_refs
@@ -51,6 +52,18 @@ class Instance:
     @property
     def key(self) -> str:
         return f"{self.suite.path}::{self.test_id}::{self.provider.id}"
+
+
+def instance_assertions(instance: Instance) -> list[AssertionSpec]:
+    """Turn-attached assertions in turn order, then the test's own."""
+    return [a for t in instance.turns for a in t.asserts] + list(instance.asserts)
+
+
+def grading_input(instance: Instance) -> GradingInput:
+    """What grading reads of this conversation (grading does not read the plan)."""
+    return GradingInput(instance.test_id, instance_assertions(instance), instance.labels, instance.vars,
+                        instance.suite.path.parent, instance.provider.config.get("tools"),
+                        float(instance.suite.option("grade_timeout")))
 
 
 @dataclass

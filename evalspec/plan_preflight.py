@@ -6,12 +6,12 @@ check one provider each).
 
 from __future__ import annotations
 
-from evalspec.assertions.grade import instance_assertions, needs_model
+from evalspec.assertions.grade import needs_model
 from evalspec.assertions.registry import resolve_type
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.config.providers import model_ref
 from evalspec.errors import Problem, ProviderError
-from evalspec.plan import Instance
+from evalspec.plan import Instance, instance_assertions
 from evalspec.providers.factory import PreflightError, provider_problems
 from evalspec.providers.history import strategy_model
 

@@ -64,7 +64,7 @@ def preflight_problems(plan: list[Instance], suites: list[Suite]) -> list[Proble
     """Providers, judges, simulators and embedders that cannot work, and python checks that cannot
     be imported — found without calling anything. Every provider of `suites` is checked, planned or
     not (a test whose template is broken has no instance, but its provider is still checked)."""
-    from evalspec.assertions.grade import instance_assertions
+    from evalspec.plan import instance_assertions
     from evalspec.plan_preflight import plan_problems
     from evalspec.providers.factory import provider_problems
 

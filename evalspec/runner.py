@@ -19,7 +19,7 @@ from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted
 from evalspec.errors import EvalspecError
 from evalspec.executors import RayConfig, RayExecutor
-from evalspec.plan import Instance
+from evalspec.plan import Instance, grading_input
 from evalspec.plan_preflight import check_plan
 from evalspec.providers.base import CallContext, ProviderResponse
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
@@ -141,7 +141,7 @@ def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, An
 
 
 async def grade_with(pool: ProviderPool, inst: Instance, messages: list[dict[str, Any]]) -> list[AssertionResult]:
-    return await grade(inst, messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite),
+    return await grade(grading_input(inst), messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite),
                        judge_for=lambda raw: pool.judge_for(inst.suite, raw))
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.assertions.base import JudgeFn
-from evalspec.assertions.grade import instance_assertions, needs_model
+from evalspec.assertions.grade import needs_model
 from evalspec.assertions.graded import format_transcript
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.errors import ConfigError, EvalspecError, Problem
-from evalspec.plan import Instance
+from evalspec.plan import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
 

@@ -123,6 +123,7 @@ def test_turn_assertions_after_a_templated_filler_check_their_own_turn(tmp_path:
     import asyncio
 
     from evalspec.assertions.grade import grade
+    from evalspec.plan import grading_input
 
     body = """\
 tests:
@@ -144,5 +145,5 @@ tests:
         messages.append({"role": "user", "content": t.text, "turn": t.turn})
         reply = "您叫张三" if t.turn == 4 else "多云"
         messages.append({"role": "assistant", "content": reply, "turn": t.turn})
-    (result,) = asyncio.run(grade(inst, messages))
+    (result,) = asyncio.run(grade(grading_input(inst), messages))
     assert result.passed is True and result.turn == 4  # not the last reply ("多云")

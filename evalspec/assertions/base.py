@@ -66,7 +66,7 @@ class GradingContext:
     suite_dir: Path
     judge: JudgeFn | None = None
     embed: EmbedFn | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    tools: Any = None  # the provider's declared tools (a list, or FILE.py:NAME), for tool-args-valid
 
     def replies(self) -> list[dict[str, Any]]:
         """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds

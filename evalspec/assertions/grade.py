@@ -3,41 +3,50 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from evalspec.assertions.base import EmbedFn, GradingContext, JudgeFn
 from evalspec.assertions.evaluate import AssertionResult, evaluate
 from evalspec.assertions.offloop import evaluate_off_loop
+from evalspec.assertions.patterns import REGEX_TIMEOUT_S
 from evalspec.assertions.registry import model_needed
 from evalspec.config.model import AssertionSpec
-from evalspec.plan import Instance
 
 
-def instance_assertions(instance: Instance) -> list[AssertionSpec]:
-    """Turn-attached assertions in turn order, then the test's own."""
-    return [a for t in instance.turns for a in t.asserts] + list(instance.asserts)
+@dataclass(frozen=True)
+class GradingInput:
+    """What grading reads of a planned conversation (the planner builds it: `plan.grading_input`)."""
+
+    test_id: str
+    specs: list[AssertionSpec]  # turn-attached assertions in turn order, then the test's own
+    labels: Mapping[str, int]
+    vars: Mapping[str, Any]
+    suite_dir: Path
+    tools: Any = None  # the provider's declared tools, for tool-args-valid
+    grade_timeout: float = REGEX_TIMEOUT_S  # options.grade_timeout
 
 
 def needs_model(spec: AssertionSpec) -> bool:
     return model_needed(spec) is not None
 
 
-async def grade(instance: Instance, transcript: list[dict[str, Any]], judge: JudgeFn | None = None,
+async def grade(graded_input: GradingInput, transcript: list[dict[str, Any]], judge: JudgeFn | None = None,
                 embed: EmbedFn | None = None,
                 judge_for: Callable[[Any], JudgeFn | None] | None = None,
                 grade_timeout: float | None = None) -> list[AssertionResult]:
     """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own.
     Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's)."""
-    ctx = GradingContext(transcript=transcript, labels=instance.labels, vars=instance.vars,
-                         test_id=instance.test_id, turn=None, suite_dir=instance.suite.path.parent,
-                         judge=judge, embed=embed, extra={"tools": instance.provider.config.get("tools")})
-    specs = instance_assertions(instance)
+    given = graded_input
+    ctx = GradingContext(transcript=transcript, labels=given.labels, vars=given.vars, test_id=given.test_id,
+                         turn=None, suite_dir=given.suite_dir, judge=judge, embed=embed, tools=given.tools)
+    specs = given.specs
     results: dict[int, AssertionResult] = {}
     deterministic = [(i, s) for i, s in enumerate(specs) if not needs_model(s)]
     graded = [(i, s) for i, s in enumerate(specs) if needs_model(s)]
-    limit = float(grade_timeout if grade_timeout is not None else instance.suite.option("grade_timeout"))
+    limit = float(grade_timeout if grade_timeout is not None else given.grade_timeout)
     if deterministic:
         checked = await evaluate_off_loop([s for _, s in deterministic], ctx, limit)
         results.update({i: r for (i, _), r in zip(deterministic, checked)})

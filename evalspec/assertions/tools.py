@@ -202,7 +202,7 @@ def _first_difference(refs: list[Any], calls: list[dict[str, Any]]) -> str:
 def tool_args_valid(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Every call's arguments validate against the declared tool's JSON Schema (an undeclared tool fails)."""
     try:
-        tools = load_tools(ctx.extra.get("tools"), ctx.suite_dir)
+        tools = load_tools(ctx.tools, ctx.suite_dir)
     except ProviderError as exc:
         raise GradingError(str(exc)) from None
     calls = calls_for(reply, ctx)

@@ -99,17 +99,17 @@ TOOLS = [{"type": "function", "function": {"name": "book_test_drive", "parameter
 
 
 def test_tool_args_valid_checks_each_call_against_the_declared_schema() -> None:
-    result = check("type: tool-args-valid", EAGER, extra={"tools": TOOLS})
+    result = check("type: tool-args-valid", EAGER, tools=TOOLS)
     assert result.passed is False
     assert [(e.turn, e.note) for e in result.evidence] == [(1, "'time' is a required property")]
-    assert check("type: tool-args-valid", EAGER, turn=2, extra={"tools": TOOLS}).passed
+    assert check("type: tool-args-valid", EAGER, turn=2, tools=TOOLS).passed
 
 
 def test_tool_args_valid_fails_a_call_to_an_undeclared_tool_and_reads_tools_from_a_file(tmp_path: Path) -> None:
     (tmp_path / "agent_tools.py").write_text(f"TOOLS = {TOOLS[:1]!r}\n", encoding="utf-8")
-    result = check("tool-args-valid: true", EAGER, turn=3, suite_dir=tmp_path, extra={"tools": "agent_tools.py:TOOLS"})
+    result = check("tool-args-valid: true", EAGER, turn=3, suite_dir=tmp_path, tools="agent_tools.py:TOOLS")
     assert result.passed is False and result.evidence[-1].note == "not a declared tool"
-    none = check("tool-args-valid: true", EAGER, turn=2, extra={"tools": None})
+    none = check("tool-args-valid: true", EAGER, turn=2, tools=None)
     assert none.passed is False and none.evidence[0].note == "the provider declares no tools"
 
 

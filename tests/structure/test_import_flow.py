@@ -41,8 +41,6 @@ PREFIXES = (
 )
 
 KNOWN = {
-    # grading reads the planned instance (labels, turns) rather than a grading input of its own
-    ("evalspec.assertions.grade", "evalspec.plan"),
 }
 
 
