@@ -11,7 +11,7 @@ from typing import Any
 
 from evalspec.config.model import ProviderSpec
 from evalspec.config.suggest import did_you_mean
-from evalspec.providers.kinds import kind_of, provider_kinds
+from evalspec.providers.kinds import ProviderKind, kind_of, provider_kinds
 from evalspec.providers.strategies import history_problem
 
 RUN_KEYS = ("id", "max_concurrency", "rpm")  # read by the pool from the spec, not part of the config
@@ -51,7 +51,20 @@ def mapping_problems(raw: dict[str, Any], pid: Any) -> tuple[str | None, Found]:
     if wrong:
         found.append((("history",), f"provider '{pid}': {wrong}"))
     found.extend(_tool_key_problems(raw, kind))
+    found.extend(_other_kinds_keys(raw, kind, kinds))
     return kind, found
+
+
+def _other_kinds_keys(raw: dict[str, Any], kind: str, kinds: dict[str, ProviderKind]) -> Found:
+    """Keys another kind reads and this one does not (`system:` on an http provider) would be ignored
+    silently: each is named (`history:` has its own message)."""
+    found: Found = []
+    for key in raw:
+        owners = [name for name, k in kinds.items() if key in k.keys]
+        if owners and kind not in owners and key != "history":
+            found.append(((key,), f"'{key}' is for {' and '.join(f'{o}:' for o in owners)} providers; "
+                                  f"{kind}: providers do not read it"))
+    return found
 
 
 def _tool_key_problems(raw: dict[str, Any], kind: str) -> Found:
