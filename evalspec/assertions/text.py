@@ -14,7 +14,7 @@ from evalspec.assertions.params import UNSET, Keywords, Regex
 from evalspec.assertions.patterns import search
 from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
-from evalspec.textutil import count_words, levenshtein
+from evalspec.textutil import count_words, find_json, levenshtein
 
 Text = str | float  # a number written in YAML counts as its text
 
@@ -150,20 +150,6 @@ def _parse_json(text: str) -> tuple[bool, Any]:
         return False, None
 
 
-def _extract_json(text: str) -> tuple[bool, Any]:
-    ok, value = _parse_json(text.strip())
-    if ok:
-        return ok, value
-    decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch in "{[":
-            try:
-                return True, decoder.raw_decode(text, i)[0]
-            except ValueError:
-                continue
-    return False, None
-
-
 def _json_check(reply: Reply, spec: AssertionSpec, found: tuple[bool, Any]) -> Check:
     ok, value = found
     if not ok:
@@ -186,13 +172,13 @@ def is_json(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
 @assertion("contains-json", params=JsonParams)
 def contains_json(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains a JSON object or array (optionally matching a JSON Schema)."""
-    return _json_check(reply, spec, _extract_json(reply.text))
+    return _json_check(reply, spec, find_json(reply.text))
 
 
 @assertion("jmespath", params=JmespathParams)
 def jmespath_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A JMESPath expression over the JSON reply equals a value or matches a regex."""
-    ok, data = _extract_json(reply.text)
+    ok, data = find_json(reply.text)
     if not ok:
         return Check.of(False, "reply is not JSON", [Evidence(reply.turn, snippet(reply.text))])
     p: JmespathParams = spec.params

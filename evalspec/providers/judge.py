@@ -6,40 +6,22 @@ tolerant parser below still reads every answer, so a server that ignores or reje
 
 from __future__ import annotations
 
-import json
 from typing import Any
-
-import regex
 
 from evalspec.assertions.base import JudgeFn
 from evalspec.errors import GradingError
 from evalspec.providers.base import CallContext
 from evalspec.providers.calls import ProviderCaller
 from evalspec.providers.structured import JUDGE_MAX_TOKENS, call_structured, verdict_schema
-
-FENCE = regex.compile(r"```(?:json)?\s*(\{.*?\})\s*```", regex.DOTALL)
+from evalspec.textutil import find_json
 
 
 def parse_verdict(text: str) -> dict[str, Any]:
     """The first JSON object in `text` (bare, inside a code fence, or surrounded by prose)."""
-    candidates = [m.group(1) for m in FENCE.finditer(text)]
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-            if isinstance(value, dict):
-                return value
-        except ValueError:
-            continue
-    for i, ch in enumerate(text):
-        if ch == "{":
-            try:
-                value, _ = decoder.raw_decode(text, i)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
-    raise GradingError(f"judge answer is not a JSON verdict: {text.strip()[:200]!r}")
+    found, value = find_json(text, objects_only=True)
+    if not found:
+        raise GradingError(f"judge answer is not a JSON verdict: {text.strip()[:200]!r}")
+    return dict(value)
 
 
 PASS_SCHEMA = verdict_schema("pass", {"type": "boolean"})
