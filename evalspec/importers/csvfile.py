@@ -15,6 +15,7 @@ from typing import Any
 
 import regex
 
+from evalspec.assertions.patterns import regex_problem
 from evalspec.config.suggest import did_you_mean, slugify
 from evalspec.errors import ConfigError, Problem
 from evalspec.importers import ImportedSuite
@@ -84,7 +85,7 @@ def import_csv(path: Path) -> ImportedSuite:
             turn["label"] = cells["label"].strip()
         checks = [{CHECKS[col]: v} for col in CHECKS for v in split_cell(cells[col], col)]
         for check in checks:
-            if "regex" in next(iter(check)) and (bad := _regex_problem(next(iter(check.values())))):
+            if "regex" in next(iter(check)) and (bad := regex_problem(next(iter(check.values())))):
                 problems.append(Problem(shown, line, "", bad))
         if checks:
             turn["assert"] = checks
@@ -96,14 +97,6 @@ def import_csv(path: Path) -> ImportedSuite:
     ordered = [{k: t[k] for k in ("id", "name", "tags", "conversation") if k in t} for t in tests.values()]
     return ImportedSuite(filename=f"{path.stem}.yaml", data={"description": f"Imported from {path.name}",
                                                                "tests": ordered}, source=path.name)
-
-
-def _regex_problem(pattern: str) -> str | None:
-    try:
-        regex.compile(pattern)
-    except regex.error as exc:
-        return f"bad regex {pattern!r}: {exc}"
-    return None
 
 
 def export_csv(suite_path: Path) -> tuple[str, list[str]]:
