@@ -23,7 +23,7 @@ from typing import Any
 from evalspec.config.loader import load_suites
 from evalspec.config.model import Suite
 from evalspec.errors import ConfigError, Problem
-from evalspec.plan import Selection, build_plan
+from evalspec.plan import Plan, Selection
 from evalspec.results.stream import JournalRecords, to_plain
 from evalspec.runner import RunOptions, new_run_id, run_plan
 
@@ -148,16 +148,21 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
                selection: Selection | None = None, variables: Mapping[str, Any] | None = None,
                options: RunOptions | None = None, baseline: str | None = None, gate: str | None = None,
                confirm: int = 2, on_progress: Callable[[str], None] | None = None, judge_sample: float | None = None,
-               seed: int = 0, **overrides: Any) -> Run:
+               seed: int = 0, plan: Plan | None = None, **overrides: Any) -> Run:
     """Load, plan, play and grade; diff against `baseline` when given; a judge's second opinion on
     `judge_sample` of the rule verdicts when given (picked by `seed`); write run.json.
 
     `overrides` are RunOptions fields (concurrency, run_dir, use_cache, fail_under, ...). Config problems
-    raise ConfigError before anything runs."""
+    raise ConfigError before anything runs. `plan`: the checked plan of these suites from
+    `preflight.prepare` (then `selection` is the plan's own), so nothing is planned twice."""
     from evalspec.diff.attach import attach_baseline, find_baseline
 
     loaded = load(suites, variables)
-    plan = build_plan(loaded, selection)
+    if plan is None or not plan.checked:
+        plan = Plan(loaded, selection)
+        problems = plan.problems()
+        if problems:
+            raise ConfigError(problems)
     if not plan:
         raise ConfigError([Problem(", ".join(str(s.path) for s in loaded), None, "",
                                    "no test matches the selection (filter/tags/providers); nothing was run")])
@@ -173,7 +178,7 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
     data = await attach_baseline(data, base, gate, confirm, loaded, plan, chosen.concurrency, on_progress)
     from evalspec.second_opinion import after_grading
 
-    data = await after_grading(data, {i.key: i for i in plan}, loaded, judge_sample, seed,
+    data = await after_grading(data, {i.key: i for i in plan} if judge_sample else {}, loaded, judge_sample, seed,
                                chosen.cache_dir if chosen.use_cache else None)
     assert chosen.run_dir is not None
     out = Path(output) if output else chosen.run_dir / "run.json"
@@ -185,11 +190,11 @@ def run(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, output:
         selection: Selection | None = None, variables: Mapping[str, Any] | None = None,
         options: RunOptions | None = None, baseline: str | None = None, gate: str | None = None,
         confirm: int = 2, on_progress: Callable[[str], None] | None = None, judge_sample: float | None = None,
-        seed: int = 0, **overrides: Any) -> Run:
+        seed: int = 0, plan: Plan | None = None, **overrides: Any) -> Run:
     """`arun` for synchronous code; inside a running event loop it plays on a worker thread."""
     job = arun(suites, output=output, selection=selection, variables=variables, options=options,
                baseline=baseline, gate=gate, confirm=confirm, on_progress=on_progress, judge_sample=judge_sample,
-               seed=seed, **overrides)
+               seed=seed, plan=plan, **overrides)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -138,7 +138,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     cli_vars = _parse_vars(var_pairs)
     patterns = list(paths) or ["suites/*.yaml"]
     selection = Selection(filter_, list(tags), list(providers), repeat)
-    suites, _ = prepare(expand_paths(patterns), cli_vars, selection)  # the same checks as `validate`
+    suites, plan = prepare(expand_paths(patterns), cli_vars, selection)  # the same checks as `validate`
     _check_writable([p for p in (output, html_path, junit_path, md_path) if p])
     # absolute from here on: user code that changes directory must not move evalspec's own files
     cwd = os.getcwd()
@@ -158,7 +158,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
                          ray=RayConfig([str(f.resolve()) for f in expand_paths(patterns)], cli_vars, selection,
                                        address) if executor == "ray" else None)
     try:
-        result = run_interruptible(arun(suites, output=output, selection=selection, options=options,
+        result = run_interruptible(arun(suites, output=output, selection=selection, plan=plan, options=options,
                                         baseline=baseline, gate=gate_mode, confirm=confirm,
                                         judge_sample=judge_sample, seed=seed,
                                         on_progress=None if quiet else

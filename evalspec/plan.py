@@ -1,10 +1,11 @@
-"""The plan: tests × providers × matrix values × repeat, in suite order, fully rendered."""
+"""The plan: tests × providers × matrix values × repeat, in suite order, each instance rendered when reached."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 import regex
 
@@ -51,7 +52,7 @@ class Instance:
 
     @property
     def key(self) -> str:
-        return f"{self.suite.path}::{self.test_id}::{self.provider.id}"
+        return instance_key(self.suite, self.test_id, self.provider)
 
 
 def instance_assertions(instance: Instance) -> list[AssertionSpec]:
@@ -83,11 +84,13 @@ def instance_id(test_id: str, matrix: dict[str, Any], repeat: int, n: int) -> tu
     return base, (f"{base}#{repeat}" if n > 1 else base)
 
 
-def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[Instance]:
-    """Every instance to run, in suite order; template problems are ConfigErrors (nothing runs)."""
+Slot = tuple[Suite, TestSpec, ProviderSpec, dict[str, Any], int, str, str]  # suite, test, provider, matrix, k, base, id
+
+
+def plan_slots(suites: list[Suite], selection: Selection | None = None) -> Iterator[Slot]:
+    """What each instance of the plan is, in plan order, without rendering anything."""
     selection = selection or Selection()
     pattern = regex.compile(selection.filter) if selection.filter else None
-    instances, problems = [], []
     for suite in suites:
         for test in suite.tests:
             if selection.tags and not set(selection.tags) & (set(test.tags) | set(suite.tags)):
@@ -95,6 +98,8 @@ def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[
             providers = [p for p in suite.providers if test.providers is None or p.id in test.providers]
             if selection.providers:
                 providers = [p for p in providers if p.id in selection.providers]
+            if not providers:
+                continue
             keys = list(test.matrix)
             n = selection.repeat or test.repeat.n
             for values in itertools.product(*(test.matrix[k] for k in keys)):
@@ -104,14 +109,90 @@ def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[
                     if pattern and not (pattern.search(tid) or pattern.search(test.name)):
                         continue
                     for provider in providers:
-                        try:
-                            instances.append(_instance(suite, test, provider, matrix, k, base, tid))
-                        except _RenderProblem as exc:
-                            problems.append(suite.lines.problem(exc.path, exc.message) if suite.lines
-                                            else Problem(str(suite.path), None, "", exc.message))
+                        yield suite, test, provider, matrix, k, base, tid
+
+
+class Plan(Sequence[Instance]):
+    """Every instance to run, rendered when it is reached: iterating holds one instance at a time, so a
+    run of a million conversations keeps none of them in memory. Repeats of a test without fillers
+    share one rendering (their turns and assertions are the same)."""
+
+    def __init__(self, suites: list[Suite], selection: Selection | None = None, checked: bool = False) -> None:
+        self.suites, self.selection = suites, selection or Selection()
+        self.checked = checked  # its problems() were found empty (by `preflight.prepare`)
+        self._length = sum(1 for _ in plan_slots(suites, self.selection))
+        self._memo: tuple[Any, Instance] | None = None
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[Instance]:
+        for slot in plan_slots(self.suites, self.selection):
+            yield self._render(slot)
+
+    @overload
+    def __getitem__(self, index: int) -> Instance: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Instance]: ...
+
+    def __getitem__(self, index: int | slice) -> Instance | list[Instance]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        index = range(self._length)[index]
+        return self._render(next(itertools.islice(plan_slots(self.suites, self.selection), index, None)))
+
+    def keys(self) -> Iterator[str]:
+        """Each instance's key, in plan order, without rendering."""
+        for suite, _test, provider, *_, tid in plan_slots(self.suites, self.selection):
+            yield instance_key(suite, tid, provider)
+
+    def representatives(self) -> Iterator[Instance]:
+        """One instance per (suite, test, provider): what preflight checks (providers, judges, checks
+        are per test, never per repeat)."""
+        seen: set[tuple[int, int, int]] = set()
+        for slot in plan_slots(self.suites, self.selection):
+            mark = (id(slot[0]), id(slot[1]), id(slot[2]))
+            if mark not in seen:
+                seen.add(mark)
+                yield self._render(slot)
+
+    def problems(self) -> list[Problem]:
+        """Every template problem of every instance (rendering each once, keeping none)."""
+        problems = []
+        for slot in plan_slots(self.suites, self.selection):
+            try:
+                self._render(slot)
+            except _RenderProblem as exc:
+                suite = slot[0]
+                problems.append(suite.lines.problem(exc.path, exc.message) if suite.lines
+                                else Problem(str(suite.path), None, "", exc.message))
+        return list(dict.fromkeys(problems))
+
+    def _render(self, slot: Slot) -> Instance:
+        suite, test, provider, matrix, k, base, tid = slot
+        fillers = any(entry.kind == "filler" for entry in test.conversation)
+        memo_key = (id(suite), id(test), tuple(matrix.items()), k if fillers else 0)
+        if self._memo is not None and self._memo[0] == memo_key:
+            first = self._memo[1]
+            return Instance(suite, test, provider, tid, base, matrix, k, first.vars, first.turns, first.asserts,
+                            first.labels)
+        instance = _instance(suite, test, provider, matrix, k, base, tid)
+        self._memo = (memo_key, instance)
+        return instance
+
+
+def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[Instance]:
+    """Every instance to run, in suite order, as a list; template problems are ConfigErrors (nothing runs)."""
+    plan = Plan(suites, selection)
+    problems = plan.problems()
     if problems:
-        raise ConfigError(list(dict.fromkeys(problems)))
-    return instances
+        raise ConfigError(problems)
+    return list(plan)
+
+
+def instance_key(suite: Suite, test_id: str, provider: ProviderSpec) -> str:
+    return f"{suite.path}::{test_id}::{provider.id}"
 
 
 class _RenderProblem(Exception):

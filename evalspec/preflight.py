@@ -16,39 +16,43 @@ from evalspec.config.loader import chart_problems, check_suite
 from evalspec.config.model import Suite
 from evalspec.errors import ConfigError, Problem
 from evalspec.loading import LoadError, load_callable
-from evalspec.plan import Instance, Selection, build_plan
+from evalspec.plan import Plan, Selection
 
 
 def prepare(paths: list[Path], cli_vars: Mapping[str, Any] | None = None,
-            selection: Selection | None = None) -> tuple[list[Suite], list[Instance]]:
-    """Load, plan and preflight; raise one ConfigError with every problem found, or return the run."""
+            selection: Selection | None = None) -> tuple[list[Suite], Plan]:
+    """Load, plan and preflight; raise one ConfigError with every problem found, or return the suites
+    and their plan (checked: `api.arun(..., plan=)` plays it without planning again)."""
     suites: list[Suite] = []
     problems: list[Problem] = []
-    plan: list[Instance] = []
+    plannable: list[Suite] = []
     for path in paths:
         suite, found = check_suite(path, cli_vars)
         problems.extend(found)
         if suite is None:
             continue
         suites.append(suite)
-        instances, planned = _plan(suite, selection, broken=bool(found))
-        plan.extend(instances)
-        problems.extend(_new(planned, problems))
+        planned = _plan_problems(suite, selection, broken=bool(found))
+        if planned is not None:
+            plannable.append(suite)
+            problems.extend(_new(planned, problems))
     problems.extend(chart_problems(suites))
+    plan = Plan(plannable, selection, checked=True)
     problems.extend(_new(preflight_problems(plan, suites), problems))
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
     return suites, plan
 
 
-def _plan(suite: Suite, selection: Selection | None, broken: bool) -> tuple[list[Instance], list[Problem]]:
+def _plan_problems(suite: Suite, selection: Selection | None, broken: bool) -> list[Problem] | None:
+    """The template problems of `suite`'s plan; None when it cannot be planned (and has problems already)."""
     try:
-        return build_plan([suite], selection), []
+        return Plan([suite], selection).problems()
     except ConfigError as exc:
-        return [], exc.problems
+        return exc.problems
     except Exception:  # a suite that already has problems may be too incomplete to plan
         if broken:
-            return [], []
+            return None
         raise
 
 
@@ -60,7 +64,7 @@ def _new(found: list[Problem], known: list[Problem]) -> list[Problem]:
     return [p for p in found if (p.file, p.line, p.path) not in seen and (p.file, p.message) not in said]
 
 
-def preflight_problems(plan: list[Instance], suites: list[Suite]) -> list[Problem]:
+def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
     """Providers, judges, simulators and embedders that cannot work, and python checks that cannot
     be imported — found without calling anything. Every provider of `suites` is checked, planned or
     not (a test whose template is broken has no instance, but its provider is still checked)."""
@@ -73,9 +77,9 @@ def preflight_problems(plan: list[Instance], suites: list[Suite]) -> list[Proble
         for spec in suite.providers:
             for message in provider_problems(spec, suite):
                 problems.append(_at(suite, spec.where, f"provider '{spec.id}': {message}"))
-    problems.extend(plan_problems(plan))
+    problems.extend(plan_problems(list(plan.representatives())))
     checked: set[tuple[str, str]] = set()
-    for inst in plan:
+    for inst in plan if any(_has_python_check(t) for s in plan.suites for t in s.tests) else ():
         for check in instance_assertions(inst):
             if check.type != "python" or not isinstance(check.value, str):
                 continue
@@ -88,6 +92,10 @@ def preflight_problems(plan: list[Instance], suites: list[Suite]) -> list[Proble
             except LoadError as exc:
                 problems.append(_at(inst.suite, check.value_where, f"python check: {exc}"))
     return problems
+
+
+def _has_python_check(test: Any) -> bool:
+    return any(a.type == "python" for a in [*test.asserts, *(a for e in test.conversation for a in e.asserts)])
 
 
 def _at(suite: Suite, path: Any, message: str) -> Problem:

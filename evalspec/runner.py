@@ -7,7 +7,7 @@ import datetime as dt
 import secrets as pysecrets
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted
 from evalspec.errors import EvalspecError
 from evalspec.executors import RayConfig, RayExecutor
-from evalspec.plan import Instance, grading_input
+from evalspec.plan import Instance, Plan, grading_input
 from evalspec.plan_preflight import check_plan
 from evalspec.providers.base import CallContext, ProviderResponse
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
@@ -63,23 +63,26 @@ def suite_meta(suite: Suite) -> dict[str, Any]:
                if (spec := getattr(suite, role)) is not None}}
 
 
-async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOptions) -> dict[str, Any]:
-    """Play every instance of `plan` and return the run (the content of run.json)."""
+async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> dict[str, Any]:
+    """Play every instance of `plan` and return the run (the content of run.json).
+
+    The plan is walked once, lazily (a `Plan` renders each instance when a worker reaches it); what stays
+    in memory per conversation is its journal offset and light record, by plan position."""
     run_dir = options.run_dir or Path(".evalspec/runs") / new_run_id()
     journal_path = run_dir / "journal.jsonl"
     secrets = run_secrets(suites)
-    done: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (journal offset, light record)
+    before: dict[str, tuple[int, dict[str, Any]]] = {}  # stored key -> (journal offset, light record)
     if options.resume:
         check_unchanged(suites, run_dir)
-        done = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
+        before = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
     write_manifest(suites, run_dir)
-    stored_key = {inst.key: redact(inst.key, secrets) for inst in plan}  # the journal holds redacted keys
-    todo = [inst for inst in plan if stored_key[inst.key] not in done]
+    keys = plan.keys() if isinstance(plan, Plan) else (inst.key for inst in plan)
+    resumed = sum(1 for key in keys if redact(key, secrets) in before) if before else 0  # journal keys are redacted
     if options.on_start:
-        options.on_start(len(plan), len(plan) - len(todo))
+        options.on_start(len(plan), resumed)
     pool = ProviderPool(suites, cache_dir=options.cache_dir if options.use_cache else None)
     try:
-        check_plan(todo)
+        check_plan(list(plan.representatives()) if isinstance(plan, Plan) else list(plan))
     except BaseException:
         await pool.aclose()
         raise
@@ -87,41 +90,51 @@ async def run_plan(suites: list[Suite], plan: list[Instance], options: RunOption
                            run_instance) if options.ray is not None else None
     journal = Journal(journal_path)
     started = time.time()
-    position = {inst.key: i for i, inst in enumerate(plan)}
-    queue = iter(todo)
+    kept: list[tuple[int, dict[str, Any]] | None] = [None] * len(plan)  # by plan position
 
-    async def play_one(inst: Instance) -> None:
+    def pending() -> Iterator[tuple[int, Instance]]:
+        for position, inst in enumerate(plan):
+            earlier = before.get(redact(inst.key, secrets)) if before else None
+            if earlier is not None:
+                kept[position] = earlier
+            else:
+                yield position, inst
+
+    queue = pending()
+
+    async def play_one(position: int, inst: Instance) -> None:
         if executor is not None:
-            record = await executor.run(inst, position[inst.key])
+            record = await executor.run(inst, position)
         else:
             record = await run_instance(inst, pool)
         record = redact(record, secrets)  # every field, with the secrets of every suite of the run
-        done[stored_key[inst.key]] = (journal.write(record), light(record))  # the transcript stays on disk
+        kept[position] = (journal.write(record), light(record))  # the transcript stays on disk
         if options.on_result:
             options.on_result(record)
 
     async def worker() -> None:  # `concurrency` workers, not a task per conversation: memory stays flat
-        for inst in queue:
-            await play_one(inst)
+        for position, inst in queue:
+            await play_one(position, inst)
 
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(options.concurrency, len(todo))))))
+        await asyncio.gather(*(worker() for _ in range(max(1, min(options.concurrency, len(plan) - resumed)))))
     finally:
         journal.close()
         await pool.aclose()
         if executor is not None:
             await executor.aclose()
-    kept = [done[stored_key[inst.key]] for inst in plan if stored_key[inst.key] in done]
+    done = [entry for entry in kept if entry is not None]
+    kept.clear()
     run = {
         "evalspec_version": __version__,
         "run_id": run_dir.name,
         "started_at": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
         "duration_s": round(time.time() - started, 3),
         "suites": redact([suite_meta(s) for s in suites], secrets),
-        "results": [lite for _, lite in kept],
+        "results": [lite for _, lite in done],
     }
     run = finalize(run, options.fail_under, options.include_drafts)  # aggregates from the light records
-    records = JournalRecords(journal_path, [offset for offset, _ in kept])
+    records = JournalRecords(journal_path, [offset for offset, _ in done], run["results"])
     # reporters still scan the results once per verdict: a small run keeps them in memory
     run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
     return run

@@ -89,6 +89,8 @@ def read_triage(path: Path = TRIAGE_FILE) -> dict[tuple[str, str, str], dict[str
 def carry_over(run: dict[str, Any], path: Path = TRIAGE_FILE) -> int:
     """Copy earlier triages into this run's records with the same key and the same status; returns the count."""
     triages = read_triage(path)
+    if not triages:
+        return 0  # no pass over the records (a large run's are read back from the journal)
     count = 0
     for record in run["results"]:
         entry = triages.get(record_key(record))

@@ -3,7 +3,7 @@ the run, then diff, confirm and gate after it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None
 
 
 async def attach_baseline(run: dict[str, Any], baseline: Baseline, cli_mode: str | None, confirm: int,
-                          suites: list[Suite], plan: list[Instance], concurrency: int,
+                          suites: list[Suite], plan: Sequence[Instance], concurrency: int,
                           notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The run with its `baseline` key and, where asked for, the regressions gate."""
     if not wants_baseline(baseline, suites, cli_mode):

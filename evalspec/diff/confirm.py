@@ -5,7 +5,7 @@ If any replay passes, the verdict is `flaky`: shown, not blocking."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evalspec.config.model import Suite
@@ -17,7 +17,7 @@ from evalspec.results.verdict import combine_repeats
 from evalspec.runner import run_instance
 
 
-def _targets(plan: list[Instance], rows: list[dict[str, Any]]) -> dict[int, list[Instance]]:
+def _targets(plan: Sequence[Instance], rows: list[dict[str, Any]]) -> dict[int, list[Instance]]:
     """The plan's instances (every repeat) behind each row to confirm, by row index."""
     wanted = {(r["suite"], r["test_id"], r["provider"]): i for i, r in enumerate(rows) if r["blocking"]}
     out: dict[int, list[Instance]] = {}
@@ -28,7 +28,7 @@ def _targets(plan: list[Instance], rows: list[dict[str, Any]]) -> dict[int, list
     return out
 
 
-async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: list[Instance], times: int,
+async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: Sequence[Instance], times: int,
                               concurrency: int, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Replay every blocking verdict `times` times; one passing replay makes it `flaky`."""
     targets = _targets(plan, diff["rows"])

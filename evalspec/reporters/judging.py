@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from evalspec.reporters.vocabulary import one_line
-from evalspec.results.attribution import by_attribution
+from evalspec.results.attribution import ATTRIBUTABLE, by_attribution
 
 FLAG_TEXT = "flagged: the judge disagrees with more than 10% of its verdicts (at least 5 sampled)"
 
@@ -39,9 +39,11 @@ def review_headline(run: dict[str, Any]) -> str:
 def attribution_groups(run: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(class, ["test @ provider (by) ..."]) for failed/errored records, when any carries an attribution or a
     suggestion; else nothing (a run nobody attributed shows no extra section)."""
-    records = run["results"]
-    if not any(r.get("attribution") or r.get("attribution_suggested") for r in records):
+    from evalspec.results.stream import records_where
+
+    if not records_where(run["results"], lambda r: r.get("attribution") or r.get("attribution_suggested")):
         return []
+    records = records_where(run["results"], lambda r: r["status"] in ATTRIBUTABLE)
     out = []
     for cls, members in by_attribution(records).items():
         names = []

@@ -83,7 +83,9 @@ def teardown_text(record: dict[str, Any]) -> str | None:
 
 def failed_teardowns(run: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
     """Every record whose teardown failed, passed ones included: what an agent did may still be in place."""
-    return [(r, text) for r in run.get("results", []) if (text := teardown_text(r))]
+    from evalspec.results.stream import records_where
+
+    return [(r, text) for r in records_where(run.get("results", []), teardown_text) if (text := teardown_text(r))]
 
 
 def teardown_html(record: dict[str, Any]) -> Markup:

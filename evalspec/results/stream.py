@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -23,6 +23,9 @@ def light(record: dict[str, Any]) -> dict[str, Any]:
     no assertion details, and no field that is empty (they read those with `.get`)."""
     out = {k: sys.intern(v) if isinstance(v, str) else v for k, v in record.items()
            if k not in HEAVY and (k in ALWAYS or v not in (None, False, 0, [], {}))}
+    teardown = record.get("teardown")
+    if isinstance(teardown, dict) and teardown.get("ok") is False:  # the summary names failed teardowns
+        out["teardown"] = {"ok": False, "error": teardown.get("error")}
     metrics = [{"metric": a["metric"], "score": a.get("score"), "pass": a.get("pass")}
                for a in record.get("assertions", []) if a.get("metric")]
     if metrics:
@@ -31,10 +34,11 @@ def light(record: dict[str, Any]) -> dict[str, Any]:
 
 
 class JournalRecords(Sequence[dict[str, Any]]):
-    """Records at known byte offsets of a journal, loaded on access; iterating reads the file once."""
+    """Records at known byte offsets of a journal, loaded on access; iterating reads the file once.
+    `light` (when given) holds each record's light form, in the same order, for `where`."""
 
-    def __init__(self, path: Path, offsets: list[int]) -> None:
-        self.path, self.offsets = path, offsets
+    def __init__(self, path: Path, offsets: list[int], light: list[dict[str, Any]] | None = None) -> None:
+        self.path, self.offsets, self.light = path, offsets, light
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -60,6 +64,18 @@ class JournalRecords(Sequence[dict[str, Any]]):
         return isinstance(other, Sequence) and list(self) == list(other)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def records_where(records: Sequence[dict[str, Any]], keep: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
+    """The records for which `keep(record)` is true. `keep` must read only fields a light record keeps
+    (see `light`): streamed records are tested on their light form and only the kept ones are read back."""
+    if isinstance(records, JournalRecords) and records.light is not None:
+        chosen = [i for i, lite in enumerate(records.light) if keep(lite)]
+        if not chosen:
+            return []
+        with records.path.open("rb") as fh:
+            return [_read_at(fh, records.offsets[i]) for i in chosen]
+    return [r for r in records if keep(r)]
 
 
 def _read_at(fh: Any, offset: int) -> dict[str, Any]:
