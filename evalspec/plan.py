@@ -128,7 +128,18 @@ class Plan(Sequence[Instance]):
 
     def __iter__(self) -> Iterator[Instance]:
         for slot in plan_slots(self.suites, self.selection):
-            yield self._render(slot)
+            try:
+                yield self._render(slot)
+            except _RenderProblem as exc:
+                raise ConfigError([_problem(slot[0], exc)]) from None
+
+    def renderable(self) -> Iterator[Instance]:
+        """The instances that render (a broken one is left out: `problems()` reports it)."""
+        for slot in plan_slots(self.suites, self.selection):
+            try:
+                yield self._render(slot)
+            except _RenderProblem:
+                continue
 
     @overload
     def __getitem__(self, index: int) -> Instance: ...
@@ -151,11 +162,11 @@ class Plan(Sequence[Instance]):
         """One instance per (suite, test, provider): what preflight checks (providers, judges, checks
         are per test, never per repeat)."""
         seen: set[tuple[int, int, int]] = set()
-        for slot in plan_slots(self.suites, self.selection):
-            mark = (id(slot[0]), id(slot[1]), id(slot[2]))
+        for inst in self.renderable():
+            mark = (id(inst.suite), id(inst.test), id(inst.provider))
             if mark not in seen:
                 seen.add(mark)
-                yield self._render(slot)
+                yield inst
 
     def problems(self) -> list[Problem]:
         """Every template problem of every instance (rendering each once, keeping none)."""
@@ -164,9 +175,7 @@ class Plan(Sequence[Instance]):
             try:
                 self._render(slot)
             except _RenderProblem as exc:
-                suite = slot[0]
-                problems.append(suite.lines.problem(exc.path, exc.message) if suite.lines
-                                else Problem(str(suite.path), None, "", exc.message))
+                problems.append(_problem(slot[0], exc))
         return list(dict.fromkeys(problems))
 
     def _render(self, slot: Slot) -> Instance:
@@ -193,6 +202,11 @@ def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[
 
 def instance_key(suite: Suite, test_id: str, provider: ProviderSpec) -> str:
     return f"{suite.path}::{test_id}::{provider.id}"
+
+
+def _problem(suite: Suite, exc: _RenderProblem) -> Problem:
+    return suite.lines.problem(exc.path, exc.message) if suite.lines else Problem(str(suite.path), None, "",
+                                                                                  exc.message)
 
 
 class _RenderProblem(Exception):

@@ -79,7 +79,7 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
                 problems.append(_at(suite, spec.where, f"provider '{spec.id}': {message}"))
     problems.extend(plan_problems(list(plan.representatives())))
     checked: set[tuple[str, str]] = set()
-    for inst in plan if any(_has_python_check(t) for s in plan.suites for t in s.tests) else ():
+    for inst in plan.renderable() if any(_has_python_check(t) for s in plan.suites for t in s.tests) else ():
         for check in instance_assertions(inst):
             if check.type != "python" or not isinstance(check.value, str):
                 continue

@@ -1,20 +1,26 @@
 """Deterministic checks (regexes, fuzzy matching, python assertions) run off the event loop.
 
-A transcript's checks go to a daemon worker thread as one batch (one hop, not one per check, so
-throughput holds), and each check has `options.grade_timeout` seconds. A check that overruns is an
-`error` naming the limit; its thread is abandoned and the checks after it continue on a fresh one.
-Meanwhile the event loop keeps serving provider calls, so a slow regex never makes them time out.
+A transcript's checks go to a daemon worker thread as one batch and come back as one batch (one hop
+each way, not one per check, so throughput holds), and each check has `options.grade_timeout` seconds:
+a timer on the loop watches the check in progress. A check that overruns is an `error` naming the
+limit; its thread is abandoned and the checks after it continue on a fresh one. Meanwhile the event
+loop keeps serving provider calls, so a slow regex never makes them time out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
+import time
+from collections.abc import Coroutine
 from dataclasses import replace
+from typing import Any
 
 from evalspec.assertions.base import GradingContext
 from evalspec.assertions.evaluate import AssertionResult, evaluate
 from evalspec.assertions.patterns import regex_time_limit
+from evalspec.assertions.registry import resolve_type
 from evalspec.config.model import AssertionSpec
 from evalspec.usercode import WORKERS, describe, post
 
@@ -35,14 +41,70 @@ def _blank(spec: AssertionSpec) -> AssertionResult:
                            metric=spec.metric, threshold=spec.threshold, turn=spec.turn)
 
 
+def _plain(spec: AssertionSpec) -> bool:
+    """A built-in check written as a plain function: its coroutine finishes without ever waiting
+    (a plugin's plain function may hand back an awaitable: it gets the thread's loop)."""
+    resolved = resolve_type(spec.type)
+    if resolved is None or spec.type == "python":
+        return False
+    fn = resolved[0].fn
+    return getattr(fn, "__module__", "").startswith("evalspec.assertions.") and not inspect.iscoroutinefunction(fn)
+
+
+def _finish(coroutine: Coroutine[Any, Any, AssertionResult]) -> AssertionResult | None:
+    """Step a coroutine that never waits to its result without an event loop; None if it did wait."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        result: AssertionResult = stop.value
+        return result
+    coroutine.close()
+    return None
+
+
 def evaluate_here(spec: AssertionSpec, ctx: GradingContext, limit: float) -> AssertionResult:
     """Evaluate one check on this (worker) thread; anything it raises becomes its error."""
     try:
         with regex_time_limit(limit):
-            return _thread_loop().run_until_complete(evaluate(spec, ctx))
+            done = _finish(evaluate(spec, ctx)) if _plain(spec) else None
+            return done if done is not None else _thread_loop().run_until_complete(evaluate(spec, ctx))
     except BaseException as exc:  # user code in a check may raise anything, SystemExit too
         _local.loop = None  # the loop it escaped from is not trusted again
         return replace(_blank(spec), error=describe(exc))
+
+
+class _Batch:
+    """Checks evaluated in order on one worker thread; the loop reads `results` and `started`."""
+
+    def __init__(self, specs: list[AssertionSpec], ctx: GradingContext, limit: float,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.specs, self.ctx, self.limit, self.loop = specs, ctx, limit, loop
+        self.results: list[AssertionResult] = []
+        self.started = time.monotonic()  # when the check in progress started (queueing counts)
+        self.abandoned = False
+        self.finished: asyncio.Future[bool] = loop.create_future()  # True: all done; False: one overran
+
+    def run(self) -> None:
+        for spec in self.specs:
+            if self.abandoned:
+                return
+            self.started = time.monotonic()
+            self.results.append(evaluate_here(spec, self.ctx, self.limit))
+        post(self.loop, self._settle, True)
+
+    def _settle(self, complete: bool) -> None:
+        if not self.finished.done():
+            self.finished.set_result(complete)
+
+    def watch(self) -> None:
+        """The timer: settle as overrun once the check in progress has had its `limit`, else look again then."""
+        if self.finished.done():
+            return
+        due = self.started + self.limit - time.monotonic()
+        if due <= 0:
+            self._settle(False)
+        else:
+            self.loop.call_later(due, self.watch)
 
 
 async def evaluate_off_loop(specs: list[AssertionSpec], ctx: GradingContext,
@@ -51,27 +113,20 @@ async def evaluate_off_loop(specs: list[AssertionSpec], ctx: GradingContext,
     results: list[AssertionResult] = []
     loop = asyncio.get_running_loop()
     while len(results) < len(specs):
-        first = len(results)
-        finished: asyncio.Queue[AssertionResult] = asyncio.Queue()
-        abandoned = threading.Event()
-
-        def batch(start: int = first, out: asyncio.Queue[AssertionResult] = finished,
-                  stop: threading.Event = abandoned) -> None:
-            for spec in specs[start:]:
-                if stop.is_set():
-                    return
-                post(loop, out.put_nowait, evaluate_here(spec, ctx, limit))
-
-        WORKERS.submit(batch)
-        while len(results) < len(specs):
-            try:
-                results.append(await asyncio.wait_for(finished.get(), limit))
-            except asyncio.TimeoutError:
-                abandoned.set()
-                spec = specs[len(results)]
-                results.append(replace(_blank(spec), error=f"timed out after {limit:g}s (options.grade_timeout)"))
-                break
-            except BaseException:
-                abandoned.set()
-                raise
+        batch = _Batch(specs[len(results):], ctx, limit, loop)
+        WORKERS.submit(batch.run)
+        timer = loop.call_later(limit, batch.watch)
+        try:
+            complete = await batch.finished
+        except BaseException:
+            batch.abandoned = True
+            raise
+        finally:
+            timer.cancel()
+        batch.abandoned = True
+        got = list(batch.results)  # what finished in time; the thread may still append the overrun one
+        results.extend(got)
+        if not complete and len(results) < len(specs):
+            spec = specs[len(results)]
+            results.append(replace(_blank(spec), error=f"timed out after {limit:g}s (options.grade_timeout)"))
     return results

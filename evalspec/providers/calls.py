@@ -11,6 +11,8 @@ from evalspec.errors import ProviderError
 from evalspec.limits import Limits, local_limits
 from evalspec.providers.base import CallContext, Provider, ProviderResponse
 
+WITHIN = getattr(asyncio, "timeout", None)  # Python 3.11+
+
 
 class CacheMiss(Exception):
     """Raised by a cache-only call that finds nothing (stateful replay falls back to a live run)."""
@@ -97,6 +99,9 @@ class ProviderCaller:
         if self._limits is not None:
             await self._limits.acquire()
         try:
+            if WITHIN is not None:  # a deadline on this task: no task of its own per call (wait_for's)
+                async with WITHIN(self.timeout):
+                    return await self.provider.respond(messages, context)
             return await asyncio.wait_for(self.provider.respond(messages, context), self.timeout)
         except asyncio.TimeoutError:
             raise ProviderError(f"timed out after {self.timeout:g}s", retryable=True) from None
