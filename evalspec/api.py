@@ -109,8 +109,10 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
         for i, (key, value) in enumerate(data.items()):
             fh.write(("," if i else "") + "\n" + json.dumps(key, ensure_ascii=False) + ": ")
             if isinstance(value, (list, JournalRecords)) and value:
-                for j, item in enumerate(value):  # item by item: never the whole file as one string
-                    fh.write(("[\n" if j == 0 else ",\n") + json.dumps(item, ensure_ascii=False))
+                items = value.lines() if isinstance(value, JournalRecords) else \
+                    (json.dumps(item, ensure_ascii=False) for item in value)
+                for j, text in enumerate(items):  # item by item: never the whole file as one string
+                    fh.write(("[\n" if j == 0 else ",\n") + text)
                 fh.write("\n]")
             else:
                 fh.write(json.dumps(value, ensure_ascii=False))

@@ -10,9 +10,12 @@ abandoned, never awaited (a coroutine that swallows its cancellation cannot hold
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import queue
 import threading
+import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
@@ -41,33 +44,64 @@ def describe(exc: BaseException) -> str:
 
 
 class DaemonWorkers:
-    """Daemon threads that take work from one queue; a new one starts whenever none is idle,
-    so a thread stuck in user code never blocks later work or the process exit."""
+    """Daemon threads that take work from one queue, never joined.
+
+    Few threads serve many calls (each hand-over of the GIL between threads costs more than a short
+    call): a new thread starts when fewer than `FLOOR` exist, or when work waits and no job has
+    finished for `STALL` seconds (every thread may be stuck in user code), so a hung job never
+    blocks later work or the process exit."""
+
+    FLOOR = 2
+    STALL = 0.02  # seconds
 
     def __init__(self) -> None:
         self._work: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._idle = 0
         self._lock = threading.Lock()
+        self._idle = 0
+        self._waiting = 0  # jobs submitted and not yet taken
+        self._finished = 0
+        self._watching = False
         self.started = 0
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
-            spawn = self._idle == 0
-            if spawn:
-                self.started += 1
-            else:
-                self._idle -= 1
+            self._waiting += 1
+            spawn = self._idle < self._waiting and self.started < self.FLOOR
+            watch = not self._watching
+            self._watching = True
         self._work.put(job)
         if spawn:
-            threading.Thread(target=self._loop, name=f"evalspec-user-{self.started}", daemon=True).start()
+            self._spawn()
+        if watch:
+            threading.Thread(target=self._watch, name="evalspec-user-watch", daemon=True).start()
+
+    def _spawn(self) -> None:
+        with self._lock:
+            self.started += 1
+        threading.Thread(target=self._loop, name=f"evalspec-user-{self.started}", daemon=True).start()
+
+    def _watch(self) -> None:
+        seen = -1
+        while True:
+            time.sleep(self.STALL)
+            with self._lock:
+                stalled = self._waiting > self._idle and self._finished == seen
+                seen = self._finished
+            if stalled:
+                self._spawn()
 
     def _loop(self) -> None:
         while True:
+            with self._lock:
+                self._idle += 1
             job = self._work.get()
+            with self._lock:
+                self._idle -= 1
+                self._waiting -= 1
             with contextlib.suppress(BaseException):  # a job reports its own outcome; the worker lives on
                 job()
             with self._lock:
-                self._idle += 1
+                self._finished += 1
 
 
 WORKERS = DaemonWorkers()
@@ -82,10 +116,41 @@ def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
         future.set_exception(value)
 
 
+class _Inbox:
+    """Callbacks from worker threads to one event loop: one wake-up of the loop for a burst of them."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.items: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = collections.deque()
+        self.lock = threading.Lock()
+        self.armed = False
+
+    def post(self, callback: Callable[..., None], args: tuple[Any, ...]) -> None:
+        self.items.append((callback, args))
+        with self.lock:
+            if self.armed:
+                return
+            self.armed = True
+        self.loop.call_soon_threadsafe(self.drain)
+
+    def drain(self) -> None:
+        with self.lock:
+            self.armed = False
+        while self.items:
+            callback, args = self.items.popleft()
+            callback(*args)
+
+
+_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+
+
 def post(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
-    """`call_soon_threadsafe` that does nothing once the run's loop is gone."""
+    """`call_soon_threadsafe` (batched) that does nothing once the run's loop is gone."""
+    inbox = _inboxes.get(loop)
+    if inbox is None:
+        inbox = _inboxes.setdefault(loop, _Inbox(loop))
     with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(callback, *args)
+        inbox.post(callback, args)
 
 
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:

@@ -60,6 +60,14 @@ class JournalRecords(Sequence[dict[str, Any]]):
             for offset in self.offsets:
                 yield _read_at(fh, offset)
 
+    def lines(self) -> Iterator[str]:
+        """Each record as the JSON text the journal holds (what `json.dumps(record, ensure_ascii=False)`
+        gives): run.json copies these instead of decoding and encoding every record again."""
+        with self.path.open("rb") as fh:
+            for offset in self.offsets:
+                fh.seek(offset)
+                yield fh.readline().decode("utf-8").rstrip("\n")
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
 
