@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
@@ -153,6 +153,15 @@ class Plan(Sequence[Instance]):
         index = range(self._length)[index]
         return self._render(next(itertools.islice(plan_slots(self.suites, self.selection), index, None)))
 
+    def positions(self, keep: Callable[[int, str], bool]) -> Iterator[tuple[int, Instance]]:
+        """(position, instance) where `keep(position, key)` holds, rendering only those."""
+        for position, slot in enumerate(plan_slots(self.suites, self.selection)):
+            if keep(position, instance_key(slot[0], slot[6], slot[2])):
+                try:
+                    yield position, self._render(slot)
+                except _RenderProblem as exc:
+                    raise ConfigError([_problem(slot[0], exc)]) from None
+
     def keys(self) -> Iterator[str]:
         """Each instance's key, in plan order, without rendering."""
         for suite, _test, provider, *_, tid in plan_slots(self.suites, self.selection):
@@ -162,11 +171,16 @@ class Plan(Sequence[Instance]):
         """One instance per (suite, test, provider): what preflight checks (providers, judges, checks
         are per test, never per repeat)."""
         seen: set[tuple[int, int, int]] = set()
-        for inst in self.renderable():
-            mark = (id(inst.suite), id(inst.test), id(inst.provider))
-            if mark not in seen:
-                seen.add(mark)
-                yield inst
+        for slot in plan_slots(self.suites, self.selection):
+            mark = (id(slot[0]), id(slot[1]), id(slot[2]))
+            if mark in seen:
+                continue
+            try:
+                instance = self._render(slot)
+            except _RenderProblem:
+                continue  # `problems()` reports it; a later instance of the test may stand for it
+            seen.add(mark)
+            yield instance
 
     def problems(self) -> list[Problem]:
         """Every template problem of every instance (rendering each once, keeping none)."""
@@ -189,6 +203,13 @@ class Plan(Sequence[Instance]):
         instance = _instance(suite, test, provider, matrix, k, base, tid)
         self._memo = (memo_key, instance)
         return instance
+
+
+def positions(plan: Sequence[Instance], keep: Callable[[int, str], bool]) -> Iterator[tuple[int, Instance]]:
+    """`Plan.positions` for any sequence of instances (a list from `build_plan`, say)."""
+    if isinstance(plan, Plan):
+        return plan.positions(keep)
+    return ((position, inst) for position, inst in enumerate(plan) if keep(position, inst.key))
 
 
 def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[Instance]:

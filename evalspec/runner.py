@@ -7,7 +7,7 @@ import datetime as dt
 import secrets as pysecrets
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,9 @@ from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted
 from evalspec.errors import EvalspecError
 from evalspec.executors import RayConfig, RayExecutor
-from evalspec.plan import Instance, Plan, grading_input
+from evalspec.plan import Instance, Plan, grading_input, positions
 from evalspec.plan_preflight import check_plan
+from evalspec.processes import Children, Play, process_count
 from evalspec.providers.base import CallContext, ProviderResponse
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
@@ -49,6 +50,7 @@ class RunOptions:
     on_result: ResultCallback | None = None
     ray: RayConfig | None = None  # set to run the conversations on a Ray cluster
     stream_results: bool = False  # True: run["results"] reads the journal on demand (the CLI: flat memory)
+    processes: int | None = None  # None: several on a multi-core machine for a large run (see evalspec.processes)
 
 
 def new_run_id() -> str:
@@ -76,49 +78,66 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         check_unchanged(suites, run_dir)
         before = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
     write_manifest(suites, run_dir)
-    keys = plan.keys() if isinstance(plan, Plan) else (inst.key for inst in plan)
-    resumed = sum(1 for key in keys if redact(key, secrets) in before) if before else 0  # journal keys are redacted
+    kept: list[tuple[int, dict[str, Any]] | None] = [None] * len(plan)  # by plan position
+    if before:  # journal keys are redacted
+        keys = plan.keys() if isinstance(plan, Plan) else (inst.key for inst in plan)
+        for position, key in enumerate(keys):
+            kept[position] = before.get(redact(key, secrets))
+        before.clear()
+    resumed = sum(1 for entry in kept if entry is not None)
     if options.on_start:
         options.on_start(len(plan), resumed)
-    pool = ProviderPool(suites, cache_dir=options.cache_dir if options.use_cache else None)
+    cache_dir = options.cache_dir if options.use_cache else None
+    pool = ProviderPool(suites, cache_dir=cache_dir)
     try:
         check_plan(list(plan.representatives()) if isinstance(plan, Plan) else list(plan))
     except BaseException:
         await pool.aclose()
         raise
-    executor = RayExecutor(options.ray, options.concurrency, options.cache_dir if options.use_cache else None,
-                           run_instance) if options.ray is not None else None
+    executor = RayExecutor(options.ray, options.concurrency, cache_dir, run_instance) \
+        if options.ray is not None else None
     journal = Journal(journal_path)
     started = time.time()
-    kept: list[tuple[int, dict[str, Any]] | None] = [None] * len(plan)  # by plan position
 
-    def pending() -> Iterator[tuple[int, Instance]]:
-        for position, inst in enumerate(plan):
-            earlier = before.get(redact(inst.key, secrets)) if before else None
-            if earlier is not None:
-                kept[position] = earlier
-            else:
-                yield position, inst
+    def pending(index: int = 0, share: int = 1) -> Iterator[tuple[int, Instance]]:
+        return positions(plan, lambda position, _key: position % share == index and kept[position] is None)
 
-    queue = pending()
+    def keep(position: int, record: dict[str, Any], line: bytes | None = None) -> None:
+        offset = journal.write_line(line) if line is not None else journal.write(record)
+        kept[position] = (offset, light(record))  # the transcript stays on disk
+        if options.on_result:
+            options.on_result(record)
 
     async def play_one(position: int, inst: Instance) -> None:
         if executor is not None:
             record = await executor.run(inst, position)
         else:
             record = await run_instance(inst, pool)
-        record = redact(record, secrets)  # every field, with the secrets of every suite of the run
-        kept[position] = (journal.write(record), light(record))  # the transcript stays on disk
-        if options.on_result:
-            options.on_result(record)
+        keep(position, redact(record, secrets))  # every field, with the secrets of every suite of the run
 
-    async def worker() -> None:  # `concurrency` workers, not a task per conversation: memory stays flat
+    async def worker(queue: Iterator[tuple[int, Instance]]) -> None:  # `concurrency` of them: memory stays flat
         for position, inst in queue:
             await play_one(position, inst)
 
+    children = Children()
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(options.concurrency, len(plan) - resumed)))))
+        share = 1 if executor is not None else \
+            process_count(suites, len(plan) - resumed, options.concurrency, options.processes)
+        if share > 1:
+            def player() -> tuple[Play, Callable[[], Awaitable[None]]]:
+                own = ProviderPool(suites, cache_dir=cache_dir)
+
+                async def play(inst: Instance) -> dict[str, Any]:
+                    return redact(await run_instance(inst, own), secrets)  # type: ignore[no-any-return]
+                return play, own.aclose
+
+            fds = children.start(share, lambda index: pending(index, share), player, -(-options.concurrency // share))
+            await children.collect(fds, lambda position, line, record: keep(position, record, line))
+            children.reap()
+        queue = pending()  # what no child delivered (all of it in a one-process run)
+        await asyncio.gather(*(worker(queue) for _ in range(max(1, min(options.concurrency, len(plan) - resumed)))))
     finally:
+        children.stop()
         journal.close()
         await pool.aclose()
         if executor is not None:

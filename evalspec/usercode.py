@@ -55,6 +55,10 @@ class DaemonWorkers:
     STALL = 0.02  # seconds
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Start afresh (a forked child: the parent's threads, queue and lock state did not come along)."""
         self._work: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0

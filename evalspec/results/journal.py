@@ -30,7 +30,10 @@ class Journal:
 
     def write(self, record: dict[str, Any]) -> int:
         """Append `record`; returns the byte offset its line starts at."""
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        return self.write_line((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    def write_line(self, line: bytes) -> int:
+        """Append one record already encoded as a JSON line (ending in a newline); returns its offset."""
         offset = self.size
         self._file.write(line)
         self.size += len(line)

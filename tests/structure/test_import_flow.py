@@ -33,7 +33,7 @@ PREFIXES = (
     ("evalspec.plan", "plan"), ("evalspec.plan_preflight", "plan"),
     ("evalspec.runner", "run"), ("evalspec.executors", "run"), ("evalspec.conversation", "run"),
     ("evalspec.simulate", "run"), ("evalspec.replay", "run"), ("evalspec.attack", "run"),
-    ("evalspec.teardown", "run"),
+    ("evalspec.teardown", "run"), ("evalspec.processes", "run"),
     ("evalspec.diff.files", "app"), ("evalspec.diff.confirm", "app"), ("evalspec.diff.github_baseline", "app"),
     ("evalspec.diff.attach", "app"), ("evalspec.reporters.trend_command", "app"),
     ("evalspec.results", "results"), ("evalspec.diff", "results"),
