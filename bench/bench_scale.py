@@ -2,9 +2,12 @@
 
 Prints, per size: wall time, turns/s (turns / wall, start-up included), CPU time and peak RSS.
 
-    python bench/bench_scale.py [--sizes 1000 10000 100000] [-j 64] [--profile FILE]
+    python bench/bench_scale.py [--sizes 1000 10000 100000] [-j 64] [--processes N] [--profile FILE]
 
-`--profile FILE` runs the first size under cProfile and writes the top entries (cumulative) to FILE.
+`cpu s` is the CPU time of the run and every process it started (the steadier figure on a shared
+machine). `--processes 1` plays everything in the one process (the default lets evalspec fork one
+player per core for a large run). `--profile FILE` runs the first size under cProfile (the parent
+process only) and writes the top entries (cumulative) to FILE.
 """
 
 from __future__ import annotations
@@ -41,12 +44,14 @@ tests:
 """
 
 
-def measure(n: int, concurrency: int, profile: Path | None) -> dict[str, float]:
+def measure(n: int, concurrency: int, profile: Path | None, processes: int | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "bot.py").write_text(BOT, encoding="utf-8")
         (folder / "scale.yaml").write_text(SUITE.format(n=n), encoding="utf-8")
         run = ["-m", "evalspec", "run", "scale.yaml", "-q", "-j", str(concurrency), "-o", "run.json"]
+        if processes is not None:
+            run += ["--processes", str(processes)]
         if profile is not None:
             run = ["-m", "cProfile", "-o", str(folder / "prof.out"), *run]
         script = ("import resource, subprocess, sys, time, json\n"
@@ -68,13 +73,14 @@ def measure(n: int, concurrency: int, profile: Path | None) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("-j", "--concurrency", type=int, default=64)
+    parser.add_argument("--processes", type=int, default=None)
     parser.add_argument("--profile", type=Path, default=None)
     args = parser.parse_args()
     print(f"{'conversations':>13} {'turns':>7} {'wall s':>8} {'turns/s':>9} {'cpu s':>7} {'peak RSS MB':>12} {'rc':>3}")
     for i, n in enumerate(args.sizes):
-        f = measure(n, args.concurrency, args.profile if i == 0 else None)
+        f = measure(n, args.concurrency, args.profile if i == 0 else None, args.processes)
         turns = 3 * n
         print(f"{n:>13} {turns:>7} {f['wall']:>8.2f} {turns / f['wall']:>9.0f} {f['cpu']:>7.2f} "
               f"{f['rss_mb']:>12.0f} {int(f['rc']):>3}")

@@ -84,6 +84,9 @@ def main() -> None:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="write JUnit XML")
 @click.option("--md", "md_path", type=click.Path(dir_okay=False), help="write a Markdown summary")
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), help="conversations in flight at once (default 8)")
+@click.option("--processes", type=click.IntRange(min=1),
+              help="processes playing conversations (default: one per core for 2,000+ conversations without "
+                   "rpm/max_concurrency limits; 1: this process only)")
 @click.option("--repeat", type=click.IntRange(min=1), help="override every test's repeat count")
 @click.option("--filter", "filter_", help="only tests whose id or name matches this regex")
 @click.option("--tag", "tags", multiple=True, help="only tests with this tag (repeatable; any)")
@@ -106,7 +109,7 @@ def main() -> None:
               help="replays (no cache) before a verdict is called regressed")
 @judge_sample_options
 def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit_path: str | None,
-        md_path: str | None, concurrency: int | None, repeat: int | None, filter_: str | None,
+        md_path: str | None, concurrency: int | None, processes: int | None, repeat: int | None, filter_: str | None,
         tags: tuple[str, ...], providers: tuple[str, ...], fail_under: float | None, include_drafts: bool,
         no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
         address: str | None, baseline: str | None, gate_mode: str | None, confirm: int,
@@ -150,7 +153,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
         sys.exit(ExitCode.CONFIG_ERROR)
     reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts)
-    options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites),
+    options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites), processes=processes,
                          run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
                          cache_dir=Path(".evalspec/cache").absolute(),
                          fail_under=fail_under, include_drafts=include_drafts,
