@@ -38,5 +38,6 @@ def peak_rss_kb(folder: Path, n: int) -> int:
 def test_peak_memory_grows_far_slower_than_the_number_of_conversations(tmp_path: Path) -> None:
     small, large = peak_rss_kb(tmp_path, 2000), peak_rss_kb(tmp_path, 12000)
     per_conversation_kb = (large - small) / 10000
-    # holding every record (transcript and all) cost ~33 KB a conversation; streaming leaves the plan
-    assert per_conversation_kb < 10, f"{small} KB → {large} KB: {per_conversation_kb:.1f} KB per conversation"
+    # holding every record (transcript and all) cost ~33 KB a conversation, the eager plan ~4 KB; what is
+    # left is a light record and a journal offset per conversation (~1.5 KB measured)
+    assert per_conversation_kb < 4, f"{small} KB → {large} KB: {per_conversation_kb:.1f} KB per conversation"
