@@ -46,13 +46,13 @@ def describe(exc: BaseException) -> str:
 class DaemonWorkers:
     """Daemon threads that take work from one queue, never joined.
 
-    Few threads serve many calls (each hand-over of the GIL between threads costs more than a short
-    call): a new thread starts when fewer than `FLOOR` exist, or when work waits and no job has
-    finished for `STALL` seconds (every thread may be stuck in user code), so a hung job never
-    blocks later work or the process exit."""
+    Few threads serve many short calls (each hand-over of the GIL between threads costs more than a
+    short call): a new thread starts when fewer than `FLOOR` exist; beyond that, whenever the oldest
+    waiting job has waited `WAIT` seconds, as many start as jobs wait (calls that block on I/O, or a
+    thread stuck in user code), so a hung job never blocks later work or the process exit."""
 
     FLOOR = 2
-    STALL = 0.02  # seconds
+    WAIT = 0.01  # seconds
 
     def __init__(self) -> None:
         self.reset()
@@ -62,37 +62,36 @@ class DaemonWorkers:
         self._work: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
-        self._waiting = 0  # jobs submitted and not yet taken
-        self._finished = 0
+        self._queued: collections.deque[float] = collections.deque()  # when each waiting job was submitted
         self._watching = False
         self.started = 0
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
-            self._waiting += 1
-            spawn = self._idle < self._waiting and self.started < self.FLOOR
+            self._queued.append(time.monotonic())
+            spawn = self._idle < len(self._queued) and self.started < self.FLOOR
             watch = not self._watching
             self._watching = True
         self._work.put(job)
         if spawn:
-            self._spawn()
+            self._spawn(1)
         if watch:
             threading.Thread(target=self._watch, name="evalspec-user-watch", daemon=True).start()
 
-    def _spawn(self) -> None:
-        with self._lock:
-            self.started += 1
-        threading.Thread(target=self._loop, name=f"evalspec-user-{self.started}", daemon=True).start()
+    def _spawn(self, count: int) -> None:
+        for _ in range(count):
+            with self._lock:
+                self.started += 1
+            threading.Thread(target=self._loop, name=f"evalspec-user-{self.started}", daemon=True).start()
 
     def _watch(self) -> None:
-        seen = -1
         while True:
-            time.sleep(self.STALL)
+            time.sleep(self.WAIT / 2)
             with self._lock:
-                stalled = self._waiting > self._idle and self._finished == seen
-                seen = self._finished
-            if stalled:
-                self._spawn()
+                late = bool(self._queued) and time.monotonic() - self._queued[0] >= self.WAIT
+                missing = len(self._queued) - self._idle if late else 0
+            if missing > 0:
+                self._spawn(missing)
 
     def _loop(self) -> None:
         while True:
@@ -101,11 +100,9 @@ class DaemonWorkers:
             job = self._work.get()
             with self._lock:
                 self._idle -= 1
-                self._waiting -= 1
+                self._queued.popleft()
             with contextlib.suppress(BaseException):  # a job reports its own outcome; the worker lives on
                 job()
-            with self._lock:
-                self._finished += 1
 
 
 WORKERS = DaemonWorkers()
