@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import regex
@@ -10,6 +11,13 @@ import regex
 CJK_CHAR = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
 LATIN_WORD = regex.compile(r"[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*")
 JSON_FENCE = regex.compile(r"```(?:json)?\s*([\[{].*?[\]}])\s*```", regex.DOTALL)
+# C0/C1 controls (ESC starts terminal sequences) and bidi overrides; tab and newline are kept
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def strip_controls(text: object) -> str:
+    """Nothing from the system under test can act on the reader's terminal (SPEC §8)."""
+    return CONTROL.sub("", str(text))
 
 
 def count_words(text: str) -> int:

@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from evalspec.results.findings import first_failure
 from evalspec.results.verdict import combine_repeats, mean_std
 
 #: every category, in the order reports list them (the ones that block first)
@@ -83,18 +84,10 @@ def _side(records: list[dict[str, Any]] | None, rule: str | float) -> dict[str, 
 
 
 def first_problem(records: list[dict[str, Any]] | None) -> str:
-    """The first failing rule of the first failed (or errored) repeat: turn, rule and reason."""
+    """The first failure of the first failed (or errored) repeat, in the words every report uses."""
     for r in records or []:
-        if r["status"] == "error" and r.get("error"):
-            return f"error: {r['error']}"[:300]
-        if r["status"] not in ("failed", "xfailed"):
-            continue
-        for a in r.get("assertions", []):
-            if a.get("pass") is False:
-                turns = sorted({e["turn"] for e in a.get("evidence", []) if e.get("turn") is not None})
-                turn = a.get("turn") or (turns[0] if turns else None)
-                where = f"turn {turn}: " if turn else ""
-                return f"{where}{a['type']}: {a.get('reason', '')}"[:300]
+        if r["status"] in ("failed", "xfailed", "error") and (line := first_failure(r)):
+            return line[:300]
     return ""
 
 

@@ -13,21 +13,23 @@ from rich.table import Table
 
 from evalspec.config.model import describe_provider
 from evalspec.reporters.attacks import print_attacks
-from evalspec.reporters.findings import Excerpt, Finding, findings
 from evalspec.reporters.judging import print_judging
 from evalspec.reporters.tools import failed_teardowns
 from evalspec.reporters.vocabulary import (
+    METRIC_COLUMNS,
     conversations_text,
     count_items,
     curve_text,
     ensure_current,
     failing,
-    gate_headline,
+    gate_line,
+    metric_cells,
     one_line,
     pass_rate_text,
     repeats_text,
     suite_gate_word,
 )
+from evalspec.results.findings import Excerpt, Finding, findings, first_failure
 from evalspec.results.verdict import CATEGORIES, record_category
 
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim", "xfailed": "magenta",
@@ -78,8 +80,8 @@ class ConsoleReporter:
             score = f"{record['score']:.2f}" if record.get("score") is not None else "—"
             extra = ""
             if shown in ("failed", "error", "xfailed"):
-                first = findings(record)
-                extra = " — " + escape(_finding_line(first[0])) if first else ""
+                first = first_failure(record)
+                extra = " — " + escape(first) if first else ""
             elif shown == "drafts":
                 extra = f" [dim]({record['status']})[/]"
             self.console.print(f"[{STYLE[shown]}]{WORD.get(shown, shown):8}[/] {escape(one_line(record['test_id']))} "
@@ -100,11 +102,6 @@ def make_console() -> Console:
     """A terminal gets its own width; logs (CI) get 120 columns instead of 80."""
     probe = Console()
     return Console(highlight=False, soft_wrap=True, width=None if probe.is_terminal else 120)
-
-
-def _finding_line(f: Finding) -> str:
-    text = f.where + (f": {f.rule}" if f.rule else "") + (" [critical]" if f.critical else "")
-    return one_line(text + ": " + (f.error or f.reason))
 
 
 def _excerpt_markup(x: Excerpt) -> str:
@@ -171,15 +168,13 @@ def summary_table(run: dict[str, Any]) -> Table:
 
 
 def metrics_table(metrics: list[dict[str, Any]]) -> Table:
-    """The `metric:` scoreboard: mean score and passed / total per suite × provider × metric."""
+    """The `metric:` scoreboard (SPEC §9)."""
     table = Table(title="metrics", box=box.SIMPLE_HEAD, show_lines=False)
-    for col in ("metric", "provider", "suite"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("mean", justify="right")
-    table.add_column("passed", justify="right")
+    for col in METRIC_COLUMNS:
+        table.add_column(col, no_wrap=col in ("metric", "suite", "provider"),
+                         justify="right" if col in ("mean", "tests passed") else "left")
     for m in metrics:
-        table.add_row(escape(one_line(m["metric"])), escape(one_line(m["provider"])), escape(one_line(m["suite"])),
-                      "—" if m["mean"] is None else f"{m['mean']:.2f}", f"{m['passed']}/{m['total']}")
+        table.add_row(*[escape(one_line(cell)) for cell in metric_cells(m)])
     return table
 
 
@@ -217,7 +212,7 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
                   + f" · {run.get('duration_s', 0):.2f}s")
     gate = run["gate"]
     style = {0: "green", 1: "red"}.get(gate["exit_code"], "yellow")
-    console.print(f"[{style}]{gate_headline(gate)}[/] · pass rate {pass_rate_text(gate['pass_rate'])}"
+    console.print(f"[{style}]{gate_line(gate)}[/]"
                   + (": " + escape(one_line("; ".join(gate["reasons"]))) if gate["reasons"] else ""))
     for kind, path in paths.items():
         console.print(f"[dim]{kind}: {escape(path)}[/]")

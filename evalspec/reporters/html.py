@@ -15,20 +15,22 @@ from markupsafe import Markup, escape
 from evalspec.reporters import tools
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.curves_html import curves_section
-from evalspec.reporters.findings import Excerpt, Finding, explain, findings, rule_text
 from evalspec.reporters.judging import html_section as judging_html
 from evalspec.reporters.vocabulary import (
+    METRIC_COLUMNS,
     count_items,
     ensure_current,
     failing,
-    gate_headline,
+    gate_line,
+    metric_cells,
     pass_rate_text,
     repeats_text,
-    strip_controls,
     suite_gate_word,
     verdict_records,
 )
+from evalspec.results.findings import Excerpt, Finding, explain, findings, rule_text
 from evalspec.results.verdict import CATEGORIES
+from evalspec.textutil import strip_controls
 
 TEMPLATE = """<!doctype html>
 <html lang="zh"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -65,7 +67,7 @@ h2{font-size:18px;margin:20px 0 8px}
 </style></head><body>
 <header><h1>evalspec report</h1><div class="meta" style="color:#d1d5db">run {{ run.run_id }} · {{ run.started_at }} · evalspec {{ run.evalspec_version }}</div></header>
 <main>
-<p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }} · pass rate <span id="pass-rate">{{ pass_rate(run.gate.pass_rate) }}</span></p>
+<p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
 <ul>{% for r in run.gate.reasons %}<li>{{ r }}</li>{% endfor %}</ul>
 {{ baseline_section }}
 <div class="cards" id="counts">{% for label, n in counts %}<div class="card" data-count="{{ label }}"><b class="{{ label.split()[0] if label != 'SLAs missed' else ('failed' if n else 'passed') }}">{{ n }}</b>{{ label }}</div>{% endfor %}
@@ -80,8 +82,8 @@ h2{font-size:18px;margin:20px 0 8px}
 {{ attacks_section }}{{ judging_section }}
 {% if run.slas %}<h2>SLAs</h2><div class="scroll"><table><tr><th>SLA</th><th>verdict</th><th>measured vs target</th></tr>
 {% for x in run.slas %}<tr data-sla="{{ x.id }}"><td>{{ x.id }}</td><td class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ x.status }}</td><td>{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
-{% if run.summary.metrics %}<h2>Metrics</h2><div class="scroll"><table><tr><th>metric</th><th>suite</th><th>provider</th><th class="n">mean</th><th class="n">passed</th></tr>
-{% for m in run.summary.metrics %}<tr><td>{{ m.metric }}</td><td>{{ m.suite }}</td><td>{{ m.provider }}</td><td class="n">{{ '—' if m.mean is none else '%.2f' % m.mean }}</td><td class="n">{{ m.passed }}/{{ m.total }}</td></tr>{% endfor %}</table></div>{% endif %}
+{% if run.summary.metrics %}<h2>Metrics</h2><div class="scroll"><table><tr>{% for col in metric_columns %}<th{% if loop.index > 3 %} class="n"{% endif %}>{{ col }}</th>{% endfor %}</tr>
+{% for m in run.summary.metrics %}<tr>{% for cell in metric_cells(m) %}<td{% if loop.index > 3 %} class="n"{% endif %}>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table></div>{% endif %}
 <div class="scroll">{{ curves_section }}</div>
 <h2>Conversations</h2>
 <div class="filters">status <select id="f-status"><option value="">all</option>{% for s in statuses %}<option>{{ s }}</option>{% endfor %}</select>
@@ -205,6 +207,11 @@ def verdict_line(record: dict[str, Any], a: dict[str, Any], measured: bool) -> M
     return Markup('<div class="verdict {}">{}</div>').format(css, body)
 
 
+def _gate_html(gate: dict[str, Any]) -> Markup:
+    """The gate line, its pass rate in `#pass-rate` (the words are fixed: nothing from the run)."""
+    return Markup(gate_line(gate, lambda rate: f'<span id="pass-rate">{escape(rate)}</span>'))
+
+
 FULL_PASSING = 1000  # a large run embeds every failing conversation, and the first 1,000 others in full
 
 
@@ -220,7 +227,7 @@ def render_html(run: dict[str, Any], html_all: bool = False) -> str:
             cache[id(record)] = _marks(record)
         return marked(m, cache[id(record)])
 
-    env.globals.update(verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_items=count_items,
+    env.globals.update(metric_columns=METRIC_COLUMNS, metric_cells=metric_cells, verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_items=count_items,
                        pass_rate=pass_rate_text, suite_gate_word=suite_gate_word,
                        tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html,
                        tool_css=Markup(tools.CSS))
@@ -242,7 +249,7 @@ def render_html(run: dict[str, Any], html_all: bool = False) -> str:
                  "findings": findings(recs[0]) if recs else []} for v, recs in failing(run)]
     present = {v["category"] for v in run["verdicts"]}
     return template.render(
-        run=run, gate_text=gate_headline(run["gate"]), baseline_section=_baseline_section(run),
+        run=run, gate_text=_gate_html(run["gate"]), baseline_section=_baseline_section(run),
         attacks_section=attacks_html(run), judging_section=judging_html(run), curves_section=curves_section(run),
         counts=count_items(run["summary"]), failures=failures, tests=tests,
         statuses=[c for c in CATEGORIES if c in present],

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.reporters import tools
-from evalspec.reporters.findings import findings
-from evalspec.reporters.vocabulary import count_items, ensure_current, one_line, pass_rate_text
+from evalspec.reporters.vocabulary import count_items, ensure_current, gate_line, one_line, pass_rate_text
+from evalspec.results.findings import finding_line, findings
 
 ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -23,8 +23,7 @@ def failure_text(record: dict[str, Any]) -> str:
     """Each failing assertion: where, the rule, severity, reason or expected/found, the reply excerpt."""
     lines = []
     for f in findings(record):
-        lines.append(f.where + (f": {f.rule}" if f.rule else "") + (" [critical]" if f.critical else "")
-                     + f": {one_line(f.error or f.reason)}")
+        lines.append(finding_line(f))
         lines += [f"    {x.key}: expected {x.expected}, found {x.found or 'nothing'}" for x in f.facts]
         lines += [f"    reply, turn {x.turn}: {one_line(x.before)}[{one_line(x.match)}]{one_line(x.after)}"
                   if x.match else f"    reply, turn {x.turn}: {one_line(x.text)}" for x in f.excerpts]
@@ -60,6 +59,7 @@ def _properties(el: ET.Element, counts: dict[str, Any], pass_rate: float | None,
     for label, n in count_items(counts):
         ET.SubElement(props, "property", name=f"evalspec.{label.replace(' ', '_')}", value=str(n))
     ET.SubElement(props, "property", name="evalspec.pass_rate", value=pass_rate_text(pass_rate))
+    ET.SubElement(props, "property", name="evalspec.gate", value=gate_line(run["gate"]))
     if run.get("baseline"):
         from evalspec.diff.render import junit_properties
 
@@ -108,7 +108,8 @@ def build_junit(run: dict[str, Any]) -> ET.Element:
             skip = _skip_reason(r, gated_drafts)
             if status == "error":
                 counts["errors"] += 1
-                ET.SubElement(case, "error", message=clean((r.get("error") or message)[:500])).text = clean(message or r.get("error"))
+                first = message.splitlines()[0] if message else str(r.get("error") or "error")
+                ET.SubElement(case, "error", message=clean(first[:500])).text = clean(message or r.get("error"))
             elif skip is not None:
                 counts["skipped"] += 1
                 first = message.splitlines()[0] if message else ""

@@ -13,19 +13,22 @@ from typing import Any
 
 from evalspec.reporters import tools
 from evalspec.reporters.attacks import markdown_lines as attack_lines
-from evalspec.reporters.findings import Excerpt, Finding, findings
 from evalspec.reporters.judging import markdown_lines as judging_lines
 from evalspec.reporters.vocabulary import (
+    METRIC_COLUMNS,
     conversations_text,
     count_items,
+    counts_text,
     ensure_current,
     failing,
-    gate_headline,
+    gate_line,
+    metric_cells,
     one_line,
     pass_rate_text,
     repeats_text,
     suite_gate_word,
 )
+from evalspec.results.findings import Excerpt, Finding, findings
 
 MARKER = "<!-- evalspec-report -->"
 LIMIT = 60_000
@@ -89,9 +92,8 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
     run = ensure_current(run)
     env = os.environ if env is None else env
     gate, s = run["gate"], run["summary"]
-    out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_headline(gate)}", ""]
-    out.append(f"**pass rate {pass_rate_text(gate['pass_rate'])}** · "
-               + " · ".join(f"{n} {label}" for label, n in count_items(s)))
+    out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_line(gate)}", ""]
+    out.append(counts_text(s))
     out.append(f"{conversations_text(s['records'])} · {s['calls']} calls ({s['cached_calls']} cached) · "
                f"{s['tokens']} tokens · ${s['cost']:.4f}")
     if run.get("baseline"):
@@ -116,10 +118,8 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
         tail += [f"- {'✅' if x['status'] == 'met' else '❌' if x['status'] == 'missed' else '⚠️'} "
                  f"{md(x['id'])}: **{x['status']}** — {md(x['text'])}" for x in run["slas"]]
     if s.get("metrics"):
-        tail += ["", "### Metrics", "", "| metric | suite | provider | mean | passed |", "|---|---|---|---:|---:|"]
-        tail += [f"| {md(m['metric'])} | {md(m['suite'])} | {md(m['provider'])} | "
-                 f"{'—' if m['mean'] is None else format(m['mean'], '.2f')} | {m['passed']}/{m['total']} |"
-                 for m in s["metrics"]]
+        tail += ["", "### Metrics", "", "| " + " | ".join(METRIC_COLUMNS) + " |", "|---|---|---|---:|---:|"]
+        tail += ["| " + " | ".join(md(cell) for cell in metric_cells(m)) + " |" for m in s["metrics"]]
     tail += attack_lines(run, md)
     if torn := tools.failed_teardowns(run):
         tail += ["", "### Teardowns that failed", ""]

@@ -8,6 +8,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from evalspec.results.aggregate import metrics as metric_board
+
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"]
 
 PAGE = """<!doctype html>
@@ -27,19 +29,14 @@ td,th{{padding:4px 8px;border-bottom:1px solid #e5e7eb;text-align:right}}td:firs
 
 
 def _metric_rates(run: dict[str, Any]) -> dict[str, float]:
-    """Per metric: passed / total, from summary.metrics when present, else from the assertions."""
+    """Per metric: tests passed / tests, from summary.metrics (recomputed from the records when absent)."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     listed = (run.get("summary") or {}).get("metrics")
-    if isinstance(listed, list) and listed:
-        for m in listed:
-            totals[str(m["metric"])][0] += int(m.get("passed") or 0)
-            totals[str(m["metric"])][1] += int(m.get("total") or 0)
-    else:
-        for r in run.get("results", []):
-            for a in r.get("assertions", []):
-                if a.get("metric") and a.get("pass") is not None:
-                    totals[str(a["metric"])][0] += int(bool(a["pass"]))
-                    totals[str(a["metric"])][1] += 1
+    if not (isinstance(listed, list) and listed):
+        listed = metric_board(run.get("results", []))
+    for m in listed:
+        totals[str(m["metric"])][0] += int(m.get("passed") or 0)
+        totals[str(m["metric"])][1] += int(m.get("total") or 0)
     return {k: p / t for k, (p, t) in totals.items() if t}
 
 

@@ -5,19 +5,15 @@ so their counts cannot disagree (SPEC §9)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
+
+from evalspec.textutil import strip_controls
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
                 ("xpassed", "xpassed"), ("measured", "measured"), ("drafts", "drafts"),
                 ("slas_missed", "SLAs missed"))
-# C0/C1 controls (ESC starts terminal sequences) and bidi overrides; tab and newline are kept
 WHITESPACE = re.compile(r"\s+")
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def strip_controls(text: Any) -> str:
-    """Nothing from the system under test can act on the reader's terminal (SPEC §8)."""
-    return CONTROL.sub("", str(text))
 
 
 def one_line(text: Any) -> str:
@@ -57,8 +53,23 @@ def gate_headline(gate: dict[str, Any]) -> str:
         gate["exit_code"], f"exit {gate['exit_code']}")
 
 
+def gate_line(gate: dict[str, Any], rate: Callable[[str], str] = str) -> str:
+    """`gate failed · pass rate 25%`: the run's headline in every report (`rate` marks up the figure)."""
+    return f"{gate_headline(gate)} · pass rate {rate(pass_rate_text(gate['pass_rate']))}"
+
+
 def suite_gate_word(s: dict[str, Any]) -> str:
     return "failed" if not s["ok"] else "errors" if s.get("errors_exceeded") else "ok"
+
+
+METRIC_COLUMNS = ("metric", "suite", "provider", "mean", "tests passed")
+
+
+def metric_cells(m: dict[str, Any]) -> list[str]:
+    """One `summary.metrics` row as the scoreboard shows it: `tests passed` counts verdicts (test × provider,
+    repeats combined) that passed every check of the metric, out of those that reached one."""
+    return [str(m["metric"]), str(m["suite"]), str(m["provider"]),
+            "—" if m["mean"] is None else f"{m['mean']:.2f}", f"{m['passed']}/{m['total']}"]
 
 
 def conversations_text(n: int) -> str:

@@ -121,18 +121,29 @@ def gate(suites: list[dict[str, Any]], vs: list[Verdict], curve_list: list[dict[
 
 
 def metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The `metric:` scoreboard: per suite × provider × metric, mean score and passed / total."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    """The `metric:` scoreboard per suite × provider × metric: the mean score of its checks, and how many
+    verdicts (test instance × provider, repeats combined by the test's rule) passed every check of that
+    metric, out of those that reached a verdict on it — counted like every other summary figure (SPEC §9)."""
+    scores: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    repeats: dict[tuple[str, str, str], dict[str, list[dict[str, Any]]]] = defaultdict(dict)
     for r in records:
+        mine: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for a in r.get("assertions", []):
             if a.get("metric"):
-                groups[(r["suite"], r["provider"], str(a["metric"]))].append(a)
+                mine[str(a["metric"])].append(a)
+        for metric, checks in mine.items():
+            key = (r["suite"], r["provider"], metric)
+            scores[key] += [a["score"] for a in checks if a.get("score") is not None]
+            status = ("error" if any(a.get("error") or a.get("pass") is None for a in checks)
+                      else "passed" if all(a.get("pass") for a in checks) else "failed")
+            repeats[key].setdefault(r["base_id"], []).append({"status": status, "rule": r.get("repeat_rule", "all")})
     out = []
-    for (suite, provider, metric), results in groups.items():
-        scores = [a["score"] for a in results if a.get("score") is not None]
-        out.append({"suite": suite, "provider": provider, "metric": metric,
-                    "mean": round(sum(scores) / len(scores), 6) if scores else None,
-                    "passed": sum(1 for a in results if a.get("pass") is True), "total": len(results)})
+    for key, by_test in repeats.items():
+        decided = [combine_repeats(recs, recs[0]["rule"])[0] for recs in by_test.values()]
+        values = scores[key]
+        out.append({"suite": key[0], "provider": key[1], "metric": key[2],
+                    "mean": round(sum(values) / len(values), 6) if values else None,
+                    "passed": decided.count("passed"), "total": sum(1 for d in decided if d != "error")})
     return out
 
 

@@ -6,6 +6,7 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 from rich.console import Console
@@ -56,18 +57,41 @@ def test_a_major_failure_on_a_curve_point_is_only_measured(tmp_path: Path) -> No
     assert data["gate"]["exit_code"] == 0 and all(r["measured"] for r in data["results"])
 
 
-def test_metric_names_make_a_scoreboard(tmp_path: Path) -> None:
+def test_metric_names_make_a_scoreboard_of_tests_not_of_checks(tmp_path: Path) -> None:
     data = go(tmp_path, """\
 tests:
   - id: a
     conversation: [{user: hi, assert: [{contains: 好, metric: tone}, {contains: nope, metric: tone}]}]
   - id: b
     conversation: [{user: hi, assert: [{contains: 好, metric: privacy}]}]
+  - id: c
+    repeat: 3
+    conversation:
+      - user: hi
+        assert: [{contains: 好, metric: tone}, {contains: 好, metric: privacy}]
+      - user: again
+        assert: [{contains: 好, metric: tone}]
 """)
     board = {m["metric"]: m for m in data["summary"]["metrics"]}
+    # tone: test a fails one of its two tone checks, test c passes all six (three repeats × two turns)
     assert board["tone"] == {"suite": board["tone"]["suite"], "provider": "bot", "metric": "tone",
-                             "mean": 0.5, "passed": 1, "total": 2}
-    assert (board["privacy"]["passed"], board["privacy"]["total"]) == (1, 1)
+                             "mean": 0.875, "passed": 1, "total": 2}
+    assert (board["privacy"]["passed"], board["privacy"]["total"]) == (2, 2)
+
+
+def test_a_metric_counts_a_test_by_its_repeat_rule() -> None:
+    from evalspec.results.aggregate import metrics
+
+    def rec(i: int, ok: bool, rule: str) -> dict[str, Any]:
+        return {"suite": "s", "provider": "p", "base_id": f"t-{rule}", "repeat_rule": rule,
+                "assertions": [{"metric": "m", "pass": ok, "score": float(ok)}]}
+
+    runs = [rec(0, True, "majority"), rec(1, True, "majority"), rec(2, False, "majority"),
+            rec(0, True, "all"), rec(1, False, "all"),
+            {"suite": "s", "provider": "p", "base_id": "broken", "repeat_rule": "all",
+             "assertions": [{"metric": "m", "pass": None, "score": None}]}]
+    (board,) = metrics(runs)
+    assert (board["passed"], board["total"]) == (1, 2)  # the errored test reached no verdict on the metric
 
 
 def test_rerun_failed_does_not_replay_measured_points(tmp_path: Path) -> None:

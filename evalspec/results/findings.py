@@ -1,6 +1,7 @@
 """What every report says about a failing assertion: the turn, the rule as written, its severity when
 critical, and the reply as the bot wrote it — an excerpt around the matched text, which each format
-highlights its own way (bold in Markdown and console, `<mark>` in HTML).
+highlights its own way (bold in Markdown and console, `<mark>` in HTML) — and the one line that names
+a conversation's first failure (console progress, JUnit messages, the baseline diff's "first problem").
 
 Read from run.json alone (reporters never re-grade), so an old run renders the same way.
 """
@@ -12,9 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalspec.reporters.vocabulary import strip_controls
+from evalspec.textutil import strip_controls
 
 EXCERPT_CHARS = 300
+WHITESPACE = re.compile(r"\s+")
 TURN_PREFIX = re.compile(r"(turn \d+): ")
 RULE_CHARS = 120
 
@@ -181,3 +183,15 @@ def findings(record: dict[str, Any]) -> list[Finding]:
 def _last_turn(record: dict[str, Any]) -> str:
     turns = [m["turn"] for m in record.get("transcript", []) if isinstance(m.get("turn"), int)]
     return f"turn {max(turns)}" if turns else "before the first reply"
+
+
+def finding_line(f: Finding) -> str:
+    """`turn 2: not-regex: 1[3-9]\\d{9} [critical]: unexpected: matched '139…'` — one finding on one line."""
+    text = f.where + (f": {f.rule}" if f.rule else "") + (" [critical]" if f.critical else "")
+    return WHITESPACE.sub(" ", strip_controls(text + ": " + (f"error: {f.error}" if f.error else f.reason)))
+
+
+def first_failure(record: dict[str, Any]) -> str:
+    """The first finding of a failed, xfailed or errored conversation on one line ("" when there is none)."""
+    found = findings(record)
+    return finding_line(found[0]) if found else ""
