@@ -105,6 +105,9 @@ def test_exit_code_is_never_0_when_user_code_exits_raises_or_hangs(tmp_path: Pat
         assert [r["test_id"] for r in records] == WHERE[where]
         failures += [f"{where}/{r['test_id']}: {r['status']}: {r['error']}" for r in records
                      if r["status"] != "error" or NAMED[r["test_id"]] not in (r["error"] or "")]
+        # whatever the check raised (KeyboardInterrupt too), its result still names the function
+        failures += [f"{where}/{r['test_id']}: the python check lost its function: {a}" for r in records
+                     for a in r["assertions"] if a["type"] == "python" and a.get("value") != "user.py:check"]
     assert not failures, "\n".join(failures)
 
 

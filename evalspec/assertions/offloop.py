@@ -38,7 +38,7 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
 def _blank(spec: AssertionSpec) -> AssertionResult:
     scope = dict(spec.scope) if isinstance(spec.scope, dict) else spec.scope
     return AssertionResult(spec.name, scope, None, None, weight=spec.weight, severity=spec.severity,
-                           metric=spec.metric, threshold=spec.threshold, turn=spec.turn)
+                           metric=spec.metric, threshold=spec.threshold, turn=spec.turn, value=spec.value)
 
 
 def _plain(spec: AssertionSpec) -> bool:

@@ -107,6 +107,9 @@ def _blames(note: str, needle: str, reply: str) -> bool:
 
 
 def _excerpts(record: dict[str, Any], a: dict[str, Any]) -> list[Excerpt]:
+    """At most three excerpts; a check with facts (memory-recall, refers-to) shows each reply once, since
+    its fact lines already say what was found."""
+    per_reply = bool(_facts(a))
     replies = _replies(record)
     by_turn = {m.get("turn"): m for m in replies}
     out: list[Excerpt] = []
@@ -124,7 +127,7 @@ def _excerpts(record: dict[str, Any], a: dict[str, Any]) -> list[Excerpt]:
         content = strip_controls(reply.get("content", ""))
         shown = excerpt(content, needle if _blames(str(e.get("note") or ""), needle, content) else "",
                         reply.get("turn"))
-        key = (shown.turn, shown.match)
+        key = (shown.turn, "" if per_reply else shown.match)
         if key not in seen:
             seen.add(key)
             out.append(shown)
