@@ -28,6 +28,7 @@ from evalspec.reporters.vocabulary import (
     pass_rate_text,
     repeats_text,
     suite_gate_word,
+    verdict_records,
 )
 from evalspec.results.findings import Excerpt, Finding, findings, first_failure
 from evalspec.results.verdict import CATEGORIES, record_category
@@ -143,8 +144,7 @@ def print_failures(console: Console, run: dict[str, Any]) -> None:
         console.print()
         console.print("[bold]Known failures (xfail)[/]")
     for v in known:
-        recs = [r for r in run["results"] if r["suite"] == v["suite"] and r["base_id"] == v["test_id"]
-                and r["provider"] == v["provider"] and r["status"] == "xfailed"]
+        recs = [r for r in verdict_records(run, v) if r["status"] == "xfailed"]
         reason = one_line(recs[0]["xfail"]) if recs and recs[0].get("xfail") else ""
         console.print(f"[magenta]xfailed[/] [bold]{escape(one_line(v['name']))}[/] [dim]{escape(one_line(v['test_id']))}"
                       f" @ {escape(one_line(v['provider']))} — {escape(reason)}[/]")
