@@ -1,4 +1,5 @@
-"""A diff (run.json's `baseline` key) as console lines, Markdown and an HTML section.
+"""A diff (run.json's `baseline` key) as console lines, Markdown and an HTML section: a reporter (text
+from the run is made safe by the same helpers as the rest of each report).
 
 The reporters call these with the run's `baseline` value; `evalspec diff` calls them directly.
 """
@@ -13,6 +14,7 @@ from rich.markup import escape as rich_escape
 from rich.table import Table
 
 from evalspec.diff.compare import CATEGORIES, SCORE_DELTA
+from evalspec.reporters.markdown import md
 
 STYLE = {"regressed": "red", "new failing": "red", "new error": "yellow", "flaky": "yellow", "fixed": "green",
          "recovered": "green", "still failing": "magenta", "new": "cyan", "removed": "dim", "unchanged": "dim"}
@@ -113,15 +115,9 @@ def provider_lines(diff: dict[str, Any]) -> list[str]:
     return out
 
 
-def _md(text: Any) -> str:
-    """A Markdown table cell: pipes escaped, tags and @mentions neutralised."""
-    return (str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("@", "@\u200b"))
-
-
 def markdown_lines(diff: dict[str, Any], limit: int = 50) -> list[str]:
     """The PR comment's section: newly failing tests first, then every other change."""
-    out = [f"### {'Against the baseline' if diff.get('available') else 'No baseline'}", "", _md(headline(diff))]
+    out = [f"### {'Against the baseline' if diff.get('available') else 'No baseline'}", "", md(headline(diff))]
     if not diff.get("available"):
         return out
     rows = [r for r in diff["rows"] if r["category"] != "unchanged"]
@@ -131,22 +127,22 @@ def markdown_lines(diff: dict[str, Any], limit: int = 50) -> list[str]:
         for r in rows[:limit]:
             text = "; ".join(x for x in (r["problem"], _note(r)) if x)
             name = r["name"] if r["name"] == r["test_id"] else f"{r['name']} ({r['test_id']})"
-            out.append(f"| {ICON[r['category']]} **{r['category']}** | {_md(name)} | {_md(r['provider'])} | "
-                       f"{_status(r['base'])} → {_status(r['head'])} | {_md(text)[:300]} |")
+            out.append(f"| {ICON[r['category']]} **{r['category']}** | {md(name)} | {md(r['provider'])} | "
+                       f"{_status(r['base'])} → {_status(r['head'])} | {md(text[:300])} |")
         if len(rows) > limit:
             out.append(f"\n… and {len(rows) - limit} more changes (see the HTML report)")
     listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
-    extra = [f"- score {_md(s['test_id'])} @ {_md(s['provider'])}: {_num(s['base'])} → {_num(s['head'])} "
+    extra = [f"- score {md(s['test_id'])} @ {md(s['provider'])}: {_num(s['base'])} → {_num(s['head'])} "
              f"({s['delta']:+.2f})" for s in diff["score_changes"]
              if (s["suite"], s["test_id"], s["provider"]) not in listed]
-    extra += [f"- {_md(line)}" for line in curve_lines(diff)]
+    extra += [f"- {md(line)}" for line in curve_lines(diff)]
     if extra:
         out += ["", *extra[:limit]]
     if diff["providers"]:
         out += ["", "| provider | latency mean | p95 | tokens / conv. | cost / conv. |", "|---|---:|---:|---:|---:|"]
         for p in diff["providers"]:
             h, d = p["head"] or {}, p["delta"]
-            out.append(f"| {_md(p['provider'])} | {_figure(h.get('latency_mean'), d['latency_mean'], '{:.0f}', ' ms')} | "
+            out.append(f"| {md(p['provider'])} | {_figure(h.get('latency_mean'), d['latency_mean'], '{:.0f}', ' ms')} | "
                        f"{_figure(h.get('latency_p95'), d['latency_p95'], '{:.0f}', ' ms')} | "
                        f"{_figure(h.get('tokens'), d['tokens'], '{:.0f}')} | "
                        f"{_figure(h.get('cost'), d['cost'], '{:.4f}', prefix='$')} |")

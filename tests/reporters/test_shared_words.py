@@ -86,5 +86,15 @@ def test_every_report_names_each_first_failure_in_the_same_words(fixed_run: dict
         for part in (first.where, first.rule, *said):
             assert part in comment, (test_id, part)
             assert part in page, (test_id, part)
-    assert any(line.endswith(problems["no-phone"] + " |") or problems["no-phone"].replace("|", "\\|") in line
-               for line in markdown_lines(diff))
+    assert any(problems["no-phone"] in markdown_text(line) for line in markdown_lines(diff))
+
+
+def test_the_baseline_section_of_the_comment_is_made_safe_like_the_rest(fixed_run: dict[str, Any]) -> None:
+    head = copy.deepcopy(fixed_run)
+    for r in head["results"]:
+        if r["test_id"] == "no-phone":
+            r["name"] = "*urgent* <b>@sales-lead</b> [x](http://evil)"
+    diff = compare_runs(copy.deepcopy(fixed_run), head)
+    lines = "\n".join(markdown_lines(diff, limit=100))
+    assert "<b>" not in lines and "@sales-lead" not in lines
+    assert "\\*urgent\\* &lt;b&gt;@&#8203;sales-lead&lt;/b&gt; \\[x\\](http://evil)" in lines
