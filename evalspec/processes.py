@@ -38,9 +38,12 @@ Receive = Callable[[int, bytes, dict[str, Any]], None]
 
 def process_count(suites: list[Suite], conversations: int, concurrency: int, requested: int | None = None) -> int:
     """How many processes to play `conversations` on (1: this process alone)."""
+    if not hasattr(os, "fork"):
+        return 1  # Windows: one process, whatever was asked
     if requested is not None:
         return max(1, min(requested, conversations))
-    if not hasattr(os, "fork") or conversations < SMALLEST or concurrency < 2 or sys.platform == "emscripten":
+    # only Linux by default: on macOS a fork after threads have started is unsafe (CPython spawns there)
+    if sys.platform != "linux" or conversations < SMALLEST or concurrency < 2:
         return 1
     if any(_limited(spec) for suite in suites for spec in _specs(suite)):
         return 1
