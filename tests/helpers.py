@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from click.testing import CliRunner
 
 from evalspec.assertions.base import GradingContext
 from evalspec.assertions.evaluate import AssertionResult, evaluate
+from evalspec.cli import main
 from evalspec.config.asserts import parse_assertion
 from evalspec.config.model import AssertionSpec
 from evalspec.config.yamlfile import LineMap
@@ -41,3 +43,11 @@ def check(text: str, messages: list[dict[str, Any]], labels: dict[str, int] | No
     context = GradingContext(transcript=messages, labels=labels or {}, vars={}, test_id="t", turn=None,
                              suite_dir=suite_dir or Path("."), **ctx)
     return asyncio.run(evaluate(s, context))
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    """`evalspec ARGS` in this process: its exit code and output; an exception other than SystemExit is raised."""
+    result = CliRunner().invoke(main, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output

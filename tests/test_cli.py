@@ -10,9 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
-
-from evalspec.cli import main
+from helpers import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 BOT = ROOT / "providers" / "demo_bot.py"
@@ -24,13 +22,6 @@ def suite(tmp_path: Path, body: str, name: str = "s.yaml", head: str | None = No
     path.write_text((head if head is not None else f"providers:\n  - id: bot\n    python: {BOT}:respond\n") + body,
                     encoding="utf-8")
     return path
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
 
 
 PASSING = """\

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from helpers import invoke
 from servers import OpenAIServer, Reply, chat_body
 
-from evalspec.cli import main
 from evalspec.judge_eval import kappa
 
 
@@ -33,13 +32,6 @@ def by_marker(request: dict[str, Any], n: int) -> Reply:
 # 10 items: (label, judge) = 5 × (T, T), 1 × (T, F), 3 × (F, F), 1 × (F, T)
 # agreement 8/10 = 0.8; chance = (6·6 + 4·4) / 100 = 0.52; kappa = (0.8 - 0.52) / 0.48 = 0.583333
 HAND = [item("[ok] 可以分期", True)] * 5 + [item("不知道", True)] + [item("不知道", False)] * 3 + [item("[ok]", False)]
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
 
 
 def judge_arg(server: OpenAIServer) -> str:

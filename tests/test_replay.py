@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from evalspec.cli import main
+from helpers import invoke
 
 BOT = '''
 import os, threading
@@ -38,13 +36,6 @@ tests:
   - id: broken
     conversation: [{user: hi, assert: [{equals: "yes"}]}]
 """
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
 
 
 def setup(tmp: Path) -> Path:

@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from click.testing import CliRunner
+from helpers import invoke
 from servers import OpenAIServer, Reply, chat_body
-
-from evalspec.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BOT = ROOT / "providers" / "demo_bot.py"
@@ -44,13 +42,6 @@ def judge(disagree_with: str | None) -> OpenAIServer:
         agree = disagree_with is None or disagree_with not in prompt
         return Reply(body=chat_body(json.dumps({"reason": "我看了对话", "agree": agree})))
     return OpenAIServer(answer)
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
 
 
 def test_an_agreeing_second_opinion_flags_nothing_and_changes_no_verdict(in_tmp: Path) -> None:

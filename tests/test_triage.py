@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import jsonschema
-from click.testing import CliRunner
-
-from evalspec.cli import main
+from helpers import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_SCHEMA = json.loads((ROOT / "schema" / "run.schema.json").read_text(encoding="utf-8"))
@@ -31,13 +29,6 @@ def setup(tmp: Path, mode: str) -> Path:
     path.write_text("providers: [{id: bot, python: 'bot.py:respond'}]\n"
                     "tests: [{id: answer, conversation: [{user: hi, assert: [{equals: 'yes'}]}]}]\n", encoding="utf-8")
     return path
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
 
 
 def record(path: Path) -> dict[str, object]:

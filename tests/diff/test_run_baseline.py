@@ -9,9 +9,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
-
-from evalspec.cli import main
+from helpers import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_SCHEMA = json.loads((ROOT / "schema" / "run.schema.json").read_text(encoding="utf-8"))
@@ -44,13 +42,6 @@ def suite_text(ids: list[str], gate: str = "") -> str:
     tests = "".join(f"  - id: {i}\n    name: The {i} test\n    conversation:\n      - user: hi\n"
                     f"        assert: [{{equals: ok}}]\n" for i in ids)
     return f"providers:\n  - id: bot\n    python: bot.py:respond\n{gate}tests:\n{tests}"
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
 
 
 @pytest.fixture
