@@ -13,7 +13,6 @@ not need ray to be imported.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import os
 from collections import OrderedDict
@@ -24,7 +23,7 @@ from typing import Any
 from evalspec.cache import ResponseCache
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.executors.bundle import driver_path, mirrored, remove, unpack
-from evalspec.limits import Limits, RateLimiter
+from evalspec.limits import Limits, LocalLimits
 from evalspec.plan import Instance, Selection
 from evalspec.providers.factory import ProviderPool
 
@@ -36,33 +35,23 @@ _written: contextvars.ContextVar[list[CacheEntry] | None] = contextvars.ContextV
 RATE_MARGIN = 1.01  # starts spaced 1% wider than 60/rpm: the network's jitter cannot push rpm+1 into a minute
 
 
-class ProviderBucket:
-    """One provider's limits inside the broker."""
-
-    def __init__(self, rpm: float | None, max_concurrency: int | None) -> None:
-        self.slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-        self.rate = RateLimiter(rpm / RATE_MARGIN) if rpm else None
-
-
 class LimitBroker:
-    """The cluster's limiter: `acquire` returns when a call to provider `key` may start."""
+    """The cluster's limiter: `acquire` returns when a call to provider `key` may start. Each provider's
+    limits are the same `LocalLimits` a local run uses, held here once for every worker."""
 
     def __init__(self) -> None:
-        self.buckets: dict[str, ProviderBucket] = {}
+        self.buckets: dict[str, LocalLimits] = {}
 
     async def acquire(self, key: str, rpm: float | None, max_concurrency: int | None) -> None:
         bucket = self.buckets.get(key)
         if bucket is None:
-            bucket = self.buckets[key] = ProviderBucket(rpm, max_concurrency)
-        if bucket.slots is not None:
-            await bucket.slots.acquire()
-        if bucket.rate is not None:
-            await bucket.rate.wait()
+            bucket = self.buckets[key] = LocalLimits(max_concurrency, rpm / RATE_MARGIN if rpm else None)
+        await bucket.acquire()
 
     def release(self, key: str) -> None:
         bucket = self.buckets.get(key)
-        if bucket is not None and bucket.slots is not None:
-            bucket.slots.release()
+        if bucket is not None:
+            bucket.release()
 
 
 class ClusterLimits:
