@@ -24,6 +24,7 @@ from evalspec.errors import ConfigError, EvalspecError, Problem
 from evalspec.plan import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
+from evalspec.results.stream import update_record
 
 FLAG_MIN_SAMPLES = 5
 FLAG_DISAGREEMENT = 0.10
@@ -45,17 +46,18 @@ def _gated(record: dict[str, Any]) -> bool:
     return not (record.get("draft") or record.get("xfail") or record.get("curve")) and record["status"] != "skipped"
 
 
-def candidates(run: dict[str, Any], instances: dict[str, Instance]) -> list[tuple[dict[str, Any], int, AssertionSpec]]:
-    """(record, assertion index, spec) of every rule verdict in a gated record."""
+def candidates(run: dict[str, Any], instances: dict[str, Instance]) -> list[tuple[int, int, AssertionSpec]]:
+    """(record position, assertion index, spec) of every rule verdict in a gated record: positions, not
+    records, so a large run's records (read back from its journal) are not all held at once."""
     out = []
-    for record in run["results"]:
+    for position, record in enumerate(run["results"]):
         inst = instances.get(record["key"])
         if inst is None or not _gated(record):
             continue
         specs = instance_assertions(inst)
         for i, result in enumerate(record["assertions"]):
             if i < len(specs) and result.get("pass") is not None and not needs_model(specs[i]):
-                out.append((record, i, specs[i]))
+                out.append((position, i, specs[i]))
     return out
 
 
@@ -117,20 +119,21 @@ async def review(run: dict[str, Any], instances: dict[str, Instance], pool: Prov
     chosen = sorted(random.Random(seed).sample(range(len(pool_of)), k))
     slots = asyncio.Semaphore(max(1, concurrency))
 
+    records = run["results"]
+
     async def one(n: int) -> dict[str, Any]:
-        record, index, spec = pool_of[n]
-        judge = pool.judge_fn(instances[record["key"]].suite)
-        if judge is None:
-            raise ConfigError([Problem(record["suite"], None, "", "--judge-sample needs a judge: set `judge:`")])
+        position, index, spec = pool_of[n]
         async with slots:
-            return await _ask(judge, record, index, spec)
+            record = records[position]  # read back only while its question is asked
+            judge = pool.judge_fn(instances[record["key"]].suite)
+            if judge is None:
+                raise ConfigError([Problem(record["suite"], None, "", "--judge-sample needs a judge: set `judge:`")])
+            item = await _ask(judge, record, index, spec)
+            if item["agree"] is False and item["rule_pass"] is False and record["status"] in ("failed", "error"):
+                update_record(records, position, {"attribution_suggested": "rule_misjudgment"})
+            return item
 
     items = list(await asyncio.gather(*(one(n) for n in chosen)))
-    by_key = {r["key"]: r for r in run["results"]}
-    for item in items:
-        record = by_key[item["key"]]
-        if item["agree"] is False and item["rule_pass"] is False and record["status"] in ("failed", "error"):
-            record["attribution_suggested"] = "rule_misjudgment"
     run["judge_review"] = {"rate": rate, "seed": seed, "candidates": len(pool_of), **summarize(items), "items": items}
     return run
 

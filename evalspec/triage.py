@@ -16,6 +16,7 @@ from typing import Any
 
 from evalspec.errors import EvalspecError
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES, by_attribution  # noqa: F401  (re-exported)
+from evalspec.results.stream import update_record
 
 RERUN_CLASS = {"reproduced": "bot_defect", "flaky": "model_fluctuation", "error": "infrastructure"}
 TRIAGE_FILE = Path(".evalspec") / "triage.jsonl"
@@ -91,13 +92,14 @@ def carry_over(run: dict[str, Any], path: Path = TRIAGE_FILE) -> int:
     triages = read_triage(path)
     if not triages:
         return 0  # no pass over the records (a large run's are read back from the journal)
-    count = 0
-    for record in run["results"]:
+    records, count = run["results"], 0
+    for index, record in enumerate(records):
         entry = triages.get(record_key(record))
         if entry is None or record["status"] != entry.get("status") or record.get("attribution_by") == "triage":
             continue
-        record["attribution"], record["attribution_by"] = entry["as"], "triage"
-        record["triage"] = {k: entry.get(k) for k in ("as", "note", "at", "status", "run_id")} | {"carried": True}
+        update_record(records, index, {  # a large run's records are read back: set, not changed in place
+            "attribution": entry["as"], "attribution_by": "triage",
+            "triage": {k: entry.get(k) for k in ("as", "note", "at", "status", "run_id")} | {"carried": True}})
         count += 1
     return count
 

@@ -100,3 +100,26 @@ def test_judge_sample_without_a_judge_is_a_config_error(in_tmp: Path) -> None:
                     "[{user: 你好, assert: [{contains: 你好}]}]}]\n", encoding="utf-8")
     code, out = invoke("run", str(path), "--judge-sample", "0.2")
     assert code == 2 and "--judge-sample needs a judge" in out
+
+
+def test_a_suggested_attribution_reaches_run_json_and_reports_of_a_run_too_large_to_hold_in_memory(
+        in_tmp: Path) -> None:
+    from evalspec.runner import STREAM_ABOVE
+
+    with judge("2099") as server:
+        path = in_tmp / "s.yaml"  # more records than a run keeps in memory; only `year` has a rule to review
+        path.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+judge: {{model: openai/judge, api_base: "{server.base}"}}
+options: {{cache: false}}
+tests:
+  - {{id: filler, repeat: {STREAM_ABOVE}, conversation: [{{user: 你好}}]}}
+  - id: year
+    conversation: [{{user: 这台瑶光是哪年的车？, assert: [{{contains: "2099"}}]}}]
+""", encoding="utf-8")
+        invoke("run", str(path), "-q", "-j", "64", "-o", "run.json", "--judge-sample", "1", "--md", "report.md")
+    data = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))
+    assert len(data["results"]) == STREAM_ABOVE + 1 and data["judge_review"]["sampled"] == 1
+    year = next(r for r in data["results"] if r["test_id"] == "year")
+    assert year["status"] == "failed" and year["attribution_suggested"] == "rule_misjudgment"
+    assert "year @ bot — suggested: rule\\_misjudgment" in (in_tmp / "report.md").read_text(encoding="utf-8")

@@ -78,3 +78,26 @@ def test_triage_names_what_it_cannot_find(in_tmp: Path) -> None:
     assert code == 2 and "did you mean 'answer'" in out
     code, out = invoke("triage", "run.json", "answer", "--as", "bot_defect")
     assert code == 2 and "nothing to attribute" in out
+
+
+def test_a_triage_is_carried_over_into_a_run_too_large_to_hold_in_memory(in_tmp: Path) -> None:
+    from evalspec.runner import STREAM_ABOVE
+
+    setup(in_tmp, "fail")
+    suite = in_tmp / "big.yaml"  # more records than a run keeps in memory: they are read back from the journal
+    suite.write_text("providers: [{id: bot, python: 'bot.py:respond'}]\noptions: {cache: false}\ntests:\n"
+                     f"  - {{id: filler, repeat: {STREAM_ABOVE}, conversation: [{{user: hi}}]}}\n"
+                     "  - {id: answer, conversation: [{user: hi, assert: [{equals: 'yes'}]}]}\n", encoding="utf-8")
+    assert invoke("run", str(suite), "-q", "-j", "64", "-o", "run1.json")[0] == 1
+    code, out = invoke("triage", "run1.json", "answer", "--as", "pending_fact", "--note", "退款政策还没定")
+    assert code == 0, out
+
+    invoke("run", str(suite), "-q", "-j", "64", "-o", "run2.json", "--md", "run2.md")
+    data = json.loads((in_tmp / "run2.json").read_text(encoding="utf-8"))
+    assert len(data["results"]) == STREAM_ABOVE + 1
+    answer = next(r for r in data["results"] if r["test_id"] == "answer")
+    assert (answer["attribution"], answer["attribution_by"], answer["triage"]["carried"]) == \
+        ("pending_fact", "triage", True)
+    assert sum(1 for r in data["results"] if "attribution" in r) == 1
+    report = (in_tmp / "run2.md").read_text(encoding="utf-8")
+    assert "pending\\_fact** (1): answer @ bot (triage) — 退款政策还没定" in report

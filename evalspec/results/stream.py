@@ -2,7 +2,8 @@
 
 While a run plays, each finished record goes to the journal and only its light form (no transcript,
 no assertion details) stays in memory for the aggregates. Afterwards `run["results"]` is a
-`JournalRecords`: the full records in plan order, read back from the journal one at a time.
+`JournalRecords`: the full records in plan order, read back from the journal one at a time. What changes
+a record after the run (a carried-over triage, a suggested attribution) goes through `update_record`.
 """
 
 from __future__ import annotations
@@ -35,10 +36,19 @@ def light(record: dict[str, Any]) -> dict[str, Any]:
 
 class JournalRecords(Sequence[dict[str, Any]]):
     """Records at known byte offsets of a journal, loaded on access; iterating reads the file once.
-    `light` (when given) holds each record's light form, in the same order, for `where`."""
+    `light` (when given) holds each record's light form, in the same order, for `where`. A record read
+    back is a new dict each time: changes go through `update`, kept by position and applied on every read."""
 
     def __init__(self, path: Path, offsets: list[int], light: list[dict[str, Any]] | None = None) -> None:
         self.path, self.offsets, self.light = path, offsets, light
+        self.changes: dict[int, dict[str, Any]] = {}  # position -> fields set after the run (a few records)
+
+    def update(self, index: int, fields: dict[str, Any]) -> None:
+        """Set `fields` on the record at `index` (and on its light form, which keeps such small fields)."""
+        index = range(len(self))[index]
+        self.changes.setdefault(index, {}).update(fields)
+        if self.light is not None:
+            self.light[index].update(fields)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -52,19 +62,28 @@ class JournalRecords(Sequence[dict[str, Any]]):
     def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
+        index = range(len(self))[index]
         with self.path.open("rb") as fh:
-            return _read_at(fh, self.offsets[index])
+            return self._read(fh, index)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with self.path.open("rb") as fh:
-            for offset in self.offsets:
-                yield _read_at(fh, offset)
+            for index in range(len(self.offsets)):
+                yield self._read(fh, index)
+
+    def _read(self, fh: Any, index: int) -> dict[str, Any]:
+        record = _read_at(fh, self.offsets[index])
+        changed = self.changes.get(index)
+        return record if changed is None else record | changed
 
     def lines(self) -> Iterator[str]:
         """Each record as the JSON text the journal holds (what `json.dumps(record, ensure_ascii=False)`
         gives): run.json copies these instead of decoding and encoding every record again."""
         with self.path.open("rb") as fh:
-            for offset in self.offsets:
+            for index, offset in enumerate(self.offsets):
+                if index in self.changes:
+                    yield json.dumps(self._read(fh, index), ensure_ascii=False)
+                    continue
                 fh.seek(offset)
                 yield fh.readline().decode("utf-8").rstrip("\n")
 
@@ -82,8 +101,17 @@ def records_where(records: Sequence[dict[str, Any]], keep: Callable[[dict[str, A
         if not chosen:
             return []
         with records.path.open("rb") as fh:
-            return [_read_at(fh, records.offsets[i]) for i in chosen]
+            return [records._read(fh, i) for i in chosen]
     return [r for r in records if keep(r)]
+
+
+def update_record(records: Sequence[dict[str, Any]], index: int, fields: dict[str, Any]) -> None:
+    """Set `fields` on `records[index]`, whether the records are in memory or read back from a journal
+    (where changing the dict a read gave would change nothing)."""
+    if isinstance(records, JournalRecords):
+        records.update(index, fields)
+    else:
+        records[index].update(fields)
 
 
 def _read_at(fh: Any, offset: int) -> dict[str, Any]:

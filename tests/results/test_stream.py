@@ -1,0 +1,40 @@
+"""Records read back from the journal (a large run): a change made after the run shows on every read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evalspec.results.journal import Journal
+from evalspec.results.stream import JournalRecords, light, records_where, update_record
+
+
+def journal_records(tmp_path: Path, n: int) -> JournalRecords:
+    journal = Journal(tmp_path / "journal.jsonl")
+    records: list[dict[str, Any]] = [{"key": f"k{i}", "suite": "s.yaml", "test_id": f"t{i}", "base_id": f"t{i}",
+                                      "provider": "bot", "status": "failed" if i == 2 else "passed",
+                                      "transcript": [{"role": "user", "content": "你好"}]} for i in range(n)]
+    offsets = [journal.write(r) for r in records]
+    journal.close()
+    return JournalRecords(journal.path, offsets, [light(r) for r in records])
+
+
+def test_a_field_set_on_a_record_read_back_from_the_journal_shows_in_every_way_of_reading_it(tmp_path: Path) -> None:
+    records = journal_records(tmp_path, 4)
+    records[2]["attribution"] = "lost"  # a read gives a new dict: changing it changes nothing
+    update_record(records, 2, {"attribution": "bot_defect", "attribution_by": "triage"})
+    update_record(records, -1, {"attribution_suggested": "rule_misjudgment"})
+    assert records[2]["attribution"] == "bot_defect" and records[2]["transcript"][0]["content"] == "你好"
+    assert [r.get("attribution") for r in records] == [None, None, "bot_defect", None]
+    assert [json.loads(line).get("attribution_suggested") for line in records.lines()] == \
+        [None, None, None, "rule_misjudgment"]
+    chosen = records_where(records, lambda r: r.get("attribution"))
+    assert [r["key"] for r in chosen] == ["k2"] and chosen[0]["attribution_by"] == "triage"
+    assert records[1] == json.loads(list(records.lines())[1])  # untouched records are copied as journaled
+
+
+def test_a_field_set_on_records_in_memory_changes_the_record_itself() -> None:
+    records = [{"key": "k0", "status": "failed"}]
+    update_record(records, 0, {"attribution": "pending_fact"})
+    assert records == [{"key": "k0", "status": "failed", "attribution": "pending_fact"}]
