@@ -52,7 +52,7 @@ def judge_eval_command(labels: str, judge: str | None, suite: str | None, sample
     agreement and (with --samples K) self-consistency. Exit 1 when --min-agreement is not reached."""
     from evalspec.config.model import Suite
     from evalspec.judge_eval import judge_eval, load_labels, render
-    from evalspec.providers.factory import ProviderPool, provider_problems
+    from evalspec.providers.factory import ProviderPool, prepare_provider, provider_problems
 
     items = load_labels(Path(labels))
     loaded, spec, raw = judge_spec(judge, suite)
@@ -60,6 +60,7 @@ def judge_eval_command(labels: str, judge: str | None, suite: str | None, sample
     problems = provider_problems(spec, owner)
     if problems:
         raise ConfigError([Problem(str(judge or suite), None, "", f"judge: {p}") for p in problems])
+    prepare_provider(spec)
 
     async def go() -> dict[str, Any]:
         pool = ProviderPool([owner], None if no_cache else Path(".evalspec/cache"))

@@ -12,18 +12,26 @@ from evalspec.config.model import ProviderSpec, Suite
 from evalspec.config.providers import model_ref
 from evalspec.errors import Problem, ProviderError
 from evalspec.plan import Instance, instance_assertions
-from evalspec.providers.factory import PreflightError, provider_problems
+from evalspec.providers.factory import PreflightError, prepare_provider, provider_problems
 from evalspec.providers.history import strategy_model
 
 
 def check_plan(instances: list[Instance]) -> None:
-    """Raise PreflightError naming every provider, judge, simulator or embedder that cannot work."""
-    problems = plan_problems(instances)
+    """Raise PreflightError naming every provider, judge, simulator or embedder that cannot work;
+    else load what their first calls need (an HTTP transport), so that no call loads it mid-run."""
+    problems = plan_problems(instances, prepare=True)
     if problems:
         raise PreflightError(problems)
 
 
-def plan_problems(instances: list[Instance]) -> list[Problem]:
+def prepare_plan(instances: list[Instance]) -> None:
+    """Load what the first calls of a plan checked elsewhere need (a Ray worker's: the driver checked it)."""
+    plan_problems(instances, prepare=True)
+
+
+def plan_problems(instances: list[Instance], prepare: bool = False) -> list[Problem]:
+    """The problems of every model and system the plan's conversations use; with `prepare`, each one
+    without problems also loads what its first call needs (see `ProviderKind.prepare`)."""
     problems: list[Problem] = []
     checked: set[tuple[str, str]] = set()
 
@@ -36,9 +44,12 @@ def plan_problems(instances: list[Instance]) -> list[Problem]:
         if key in checked:
             return
         checked.add(key)
-        for message in provider_problems(spec, suite):
+        found = provider_problems(spec, suite)
+        for message in found:
             problems.append(Problem(str(suite.path), where.line if where else None, where.path if where else "",
                                     f"{role} '{spec.id}': {message}"))
+        if prepare and not found:
+            prepare_provider(spec)
 
     for inst in instances:
         suite = inst.suite

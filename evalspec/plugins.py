@@ -57,8 +57,9 @@ def load_entry_points() -> None:
     if _loaded_entry_points:
         return
     _loaded_entry_points = True
+    installed = entry_points()  # one scan of the installed distributions (each scan takes ~15 ms)
     for group in GROUPS:
-        for ep in entry_points(group=group):
+        for ep in installed.select(group=group):
             try:
                 ep.load()
             except Exception as exc:

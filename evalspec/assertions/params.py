@@ -179,8 +179,15 @@ class ParamField:
         return schema
 
 
+@functools.cache
+def _type_hints(cls: Any) -> dict[str, Any]:
+    """A parameter class's resolved hints, once per class: resolving them evaluates every annotation's
+    text, and each registration and loaded assertion reads them several times."""
+    return typing.get_type_hints(cls, include_extras=True)
+
+
 def param_fields(cls: Any) -> list[ParamField]:
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = _type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
         if not f.init:

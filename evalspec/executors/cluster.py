@@ -123,7 +123,8 @@ class ConversationWorker:
     def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: dict[str, Any], environ: dict[str, str],
                  selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any) -> None:
         from evalspec.config.loader import load_suites
-        from evalspec.plan import build_plan
+        from evalspec.plan import Plan, build_plan
+        from evalspec.plan_preflight import prepare_plan
 
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         self.root = unpack(bundle)
@@ -131,6 +132,7 @@ class ConversationWorker:
         os.chdir(cwd if cwd.is_dir() else self.root)  # relative paths in user code resolve as on the driver
         self.suites = load_suites([mirrored(self.root, p) for p in suite_paths], cli_vars, environ)
         self.plan = build_plan(self.suites, selection)
+        prepare_plan(list(Plan(self.suites, selection).representatives()))  # the HTTP transport: not mid-run
         self.play, self.broker = play, broker
         self.pool = ProviderPool(self.suites, None, cache=ShippingCache(reader) if reader is not None else None,
                                  limits_for=self.limits_for)

@@ -40,6 +40,13 @@ def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
     return tool_problems(spec, suite.path.parent) or kind.preflight(spec, suite)
 
 
+def prepare_provider(spec: ProviderSpec) -> None:
+    """Load, before a run's first call, what `spec`'s first call would otherwise load on the event loop."""
+    kind = provider_kinds().get(spec.kind)
+    if kind is not None:
+        kind.prepare(spec)
+
+
 class ProviderPool:
     """One caller per (suite, provider id); judges and embedders per suite."""
 

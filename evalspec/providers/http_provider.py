@@ -10,16 +10,17 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import jmespath
 
 from evalspec.config.interpolate import TemplateProblem, is_template, render_value
 from evalspec.errors import ProviderError
 from evalspec.providers.base import CallContext, ProviderResponse, url_problem
 from evalspec.providers.kinds import provider_kind
-from evalspec.providers.openai_compat import make_client, status_error, transport_error
+from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
+    import httpx
+
     from evalspec.config.model import ProviderSpec, Suite
 
 GUESSES = ("content", "reply", "response", "answer", "message", "text", "output", "choices[0].message.content",
@@ -59,6 +60,8 @@ class HttpProvider:
         return url, headers, body
 
     async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        import httpx  # loaded with the transport, before the run's first call: a look-up here
+
         url, headers, body = self._request(messages, context)
         if self._client is None:
             self._client = make_client()
@@ -171,8 +174,13 @@ def http_stateful(config: dict[str, Any]) -> bool:
     return isinstance(http, dict) and bool(http.get("stateful"))
 
 
+def prepare_http(spec: ProviderSpec) -> None:
+    """The transport, imported before the run's first call (not on the event loop mid-run)."""
+    load_transport()
+
+
 @provider_kind("http", schema=HTTP_SCHEMA, check=http_url_problems, stateful=http_stateful,
-               preflight=lambda spec, suite: http_problems(spec.config),
+               preflight=lambda spec, suite: http_problems(spec.config), prepare=prepare_http,
                doc="any HTTP chatbot: templated url/headers/body, JMESPath response, stateful or not")
 def build_http(spec: ProviderSpec, suite: Suite) -> HttpProvider:
     return HttpProvider(spec.id, spec.config, suite.vars)

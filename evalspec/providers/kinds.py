@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 Builder = Callable[["ProviderSpec", "Suite"], "Provider"]
 Preflight = Callable[["ProviderSpec", "Suite"], list[str]]
+Prepare = Callable[["ProviderSpec"], None]
 # config-time problems of one provider mapping: (key path under the provider, message)
 ConfigCheck = Callable[[dict[str, Any]], list[tuple[tuple[str, ...], str]]]
 
@@ -36,6 +37,10 @@ BUILTIN = {"python": "evalspec.providers.python_provider", "model": "evalspec.pr
 
 def _no_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
     return []
+
+
+def _nothing_to_prepare(spec: ProviderSpec) -> None:
+    return None
 
 
 def _no_config_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
@@ -53,7 +58,8 @@ class ProviderKind:
     `schema` is the JSON Schema of the value under the kind's key; `keys` the other provider keys the
     kind reads (`system`, `history`, ...) with theirs; `check` finds what a schema cannot in a provider
     mapping (reported with the line); `preflight` what stops a built provider from working, without
-    calling it; `stateful` says whether the system keeps the conversation itself (only the new message
+    calling it; `prepare` loads, before a run's first call, what the kind's first call would otherwise
+    load on the event loop (an HTTP transport: `validate` does not need it, so preflight leaves it); `stateful` says whether the system keeps the conversation itself (only the new message
     is sent, and `assistant:` history cannot be)."""
 
     name: str
@@ -65,6 +71,7 @@ class ProviderKind:
     check: ConfigCheck = _no_config_problems
     stateful: Callable[[dict[str, Any]], bool] = _never
     builtin: bool = False
+    prepare: Prepare = _nothing_to_prepare
 
 
 PROVIDER_KINDS: dict[str, ProviderKind] = {}
@@ -73,14 +80,16 @@ _loaded_builtin = False
 
 def provider_kind(name: str, *, schema: dict[str, Any] | None, doc: str = "", preflight: Preflight | None = None,
                   keys: dict[str, dict[str, Any]] | None = None, check: ConfigCheck | None = None,
-                  stateful: Callable[[dict[str, Any]], bool] | None = None) -> Callable[[Builder], Builder]:
+                  stateful: Callable[[dict[str, Any]], bool] | None = None,
+                  prepare: Prepare | None = None) -> Callable[[Builder], Builder]:
     """Register a builder `(spec, suite) -> Provider` under the suite key `name` (`schema` None: any value)."""
 
     def register(build: Builder) -> Builder:
         text = doc or ((build.__doc__ or "").strip().splitlines() or [""])[0]
         PROVIDER_KINDS[name] = ProviderKind(
             name, text, schema if schema is not None else {}, build, preflight or _no_problems, dict(keys or {}),
-            check or _no_config_problems, stateful or _never, builtin=BUILTIN.get(name) == build.__module__)
+            check or _no_config_problems, stateful or _never, builtin=BUILTIN.get(name) == build.__module__,
+            prepare=prepare or _nothing_to_prepare)
         return build
 
     return register

@@ -25,7 +25,7 @@ from evalspec.providers.base import CallContext, ProviderResponse, url_problem
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.kinds import provider_kind
 from evalspec.providers.model_keys import KEY_ENV, NO_KEY, split_model
-from evalspec.providers.openai_compat import OpenAICompatClient, price_map, reply_content
+from evalspec.providers.openai_compat import OpenAICompatClient, prepare_client, price_map, reply_content
 from evalspec.providers.strategies import HISTORY_KEY
 
 if TYPE_CHECKING:
@@ -277,9 +277,18 @@ def model_preflight(spec: ProviderSpec, suite: Suite) -> list[str]:
     return model_problems(spec.config)
 
 
+def model_prepare(spec: ProviderSpec) -> None:
+    """The lean client's transport and price map, loaded before the run's first call. litellm itself
+    stays imported on first use: a run answered from the cache never needs it (it takes seconds)."""
+    from evalspec.providers.local_embedder import is_local
+
+    if not is_local(spec) and use_lean_client(spec.config):
+        prepare_client()
+
+
 @provider_kind("model", schema={"type": "string", "description": "any litellm model string"},
                doc="any litellm model string (openai/gpt-4o-mini, ...), with system/params/history",
-               keys=MODEL_KEYS, preflight=model_preflight)
+               keys=MODEL_KEYS, preflight=model_preflight, prepare=model_prepare)
 def build_model(spec: ProviderSpec, suite: Suite) -> ModelProvider:
     from evalspec.agent import load_tools
 

@@ -14,17 +14,38 @@ import time
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from evalspec.errors import ProviderError
 from evalspec.providers.base import ProviderResponse
 
-try:  # imported with this module (before the run's first call), never on the event loop mid-run: it takes ~1 s
-    from httpx_aiohttp import AiohttpTransport
-except ImportError:  # pragma: no cover - httpx-aiohttp is a dependency
-    AiohttpTransport = None  # type: ignore[misc,assignment]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import httpx
+
+
+
+@lru_cache(maxsize=1)
+def load_transport() -> Callable[..., httpx.AsyncBaseTransport] | None:
+    """httpx and aiohttp's transport class for it (None when httpx-aiohttp is missing), imported once.
+
+    Importing them takes ~0.5 s (aiohttp builds its SSL contexts at import), so they are not imported
+    with this module, which every run loads; a run imports them before its first call instead (each
+    kind's `prepare`, from `plan_preflight.check_plan`), never on the event loop mid-run."""
+    import httpx  # noqa: F401
+    try:
+        from httpx_aiohttp import AiohttpTransport
+    except ImportError:  # pragma: no cover - httpx-aiohttp is a dependency
+        return None
+    return AiohttpTransport
+
+
+def prepare_client() -> None:
+    """Load what the client's first call would otherwise load on the event loop: the transport and
+    the price map (a 3 MB JSON file)."""
+    load_transport()
+    price_map()
 
 
 @lru_cache(maxsize=1)
@@ -82,6 +103,7 @@ def status_error(response: httpx.Response, what: str) -> ProviderError:
 
 
 def transport_error(exc: httpx.HTTPError, what: str) -> ProviderError:
+    import httpx  # loaded with the transport: a look-up here
     cause = exc.__cause__
     if isinstance(exc, httpx.ConnectTimeout) and cause is not None and "Timeout" not in type(cause).__name__:
         # aiohttp's transport reports a refused connection as ConnectTimeout; say what happened
@@ -119,10 +141,13 @@ def make_client(timeout: float = 600.0) -> httpx.AsyncClient:
     The transport is aiohttp's (package httpx-aiohttp) when installed: measured with bench/bench_run.py,
     httpcore's pool spends ~15 ms of CPU per call at 50 connections, aiohttp's about 1 ms.
     """
+    transport = load_transport()  # imports httpx, where no `prepare` did yet
+    import httpx
+
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-    if AiohttpTransport is None:  # pragma: no cover - httpx-aiohttp is a dependency
+    if transport is None:  # pragma: no cover - httpx-aiohttp is a dependency
         return httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits, trust_env=False)
-    return httpx.AsyncClient(transport=AiohttpTransport(limits=limits, trust_env=False),
+    return httpx.AsyncClient(transport=transport(limits=limits, trust_env=False),
                              timeout=httpx.Timeout(timeout), trust_env=False)
 
 
@@ -133,6 +158,8 @@ class OpenAICompatClient:
         self._client: httpx.AsyncClient | None = None
 
     async def post(self, path: str, payload: dict[str, Any], what: str) -> dict[str, Any]:
+        import httpx  # loaded with the transport: a look-up here
+
         if self._client is None:
             self._client = make_client()
         try:

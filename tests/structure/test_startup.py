@@ -1,0 +1,144 @@
+"""What `evalspec run` imports: a python-provider run loads no HTTP stack and no litellm, and a run that
+calls over HTTP loads its transport before its first call, never on the event loop mid-run.
+
+Each run is a real `python -m evalspec run` in a subprocess, started through a small probe that notes,
+for the watched modules, when they were first imported (how many tasks the event loop had then, and
+the functions on the stack) and, at exit, every module the process had loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from servers import ChatbotServer, OpenAIServer, Reply, chat_body
+
+# modules a python-provider run never needs: the HTTP stack (~0.5 s to import) and litellm (seconds)
+NOT_FOR_PYTHON = ("aiohttp", "httpx_aiohttp", "httpx", "litellm", "openai")
+TRANSPORT = ("httpx_aiohttp", "aiohttp", "httpx")
+
+PROBE = '''
+import asyncio, atexit, json, os, runpy, sys, traceback
+
+seen = {}
+watched = set(os.environ["PROBE_WATCH"].split(","))
+
+
+class Probe:
+    def find_spec(self, name, path=None, target=None):
+        if name in watched and name not in seen:
+            try:
+                tasks = len(asyncio.all_tasks())
+            except RuntimeError:  # no event loop running
+                tasks = 0
+            seen[name] = {"tasks": tasks, "stack": [f.name for f in traceback.extract_stack()]}
+        return None
+
+
+def dump():
+    with open(os.environ["PROBE_OUT"], "w") as out:
+        json.dump({"modules": sorted(sys.modules), "imports": seen}, out)
+
+
+sys.meta_path.insert(0, Probe())
+atexit.register(dump)
+sys.argv = ["evalspec", *sys.argv[1:]]
+runpy.run_module("evalspec", run_name="__main__", alter_sys=True)
+'''
+
+BOT = '''
+def respond(messages, context):
+    return "收到：" + messages[-1]["content"]
+'''
+
+
+def probe_run(folder: Path, suite: str, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`evalspec run suite.yaml` in a subprocess: (what the probe saw, run.json)."""
+    (folder / "probe.py").write_text(PROBE, encoding="utf-8")
+    (folder / "bot.py").write_text(BOT, encoding="utf-8")
+    (folder / "suite.yaml").write_text(suite, encoding="utf-8")
+    env = {**os.environ, "PROBE_OUT": str(folder / "probe.json"),
+           "PROBE_WATCH": ",".join(sorted({*NOT_FOR_PYTHON, *TRANSPORT}))}
+    done = subprocess.run([sys.executable, "probe.py", "run", "suite.yaml", "-q", "-o", "run.json",
+                           "--no-cache", *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads((folder / "probe.json").read_text(encoding="utf-8"))
+    return seen, json.loads((folder / "run.json").read_text(encoding="utf-8"))
+
+
+PYTHON_SUITE = """\
+providers:
+  - id: bot
+    python: bot.py:respond
+tests:
+  - id: greeting
+    repeat: 3
+    conversation:
+      - user: 你好
+      - user: 续航多少？
+        assert:
+          - contains: 收到
+          - not-regex: "1[3-9]\\\\d{9}"
+"""
+
+
+def test_a_python_provider_run_loads_no_http_stack_and_no_litellm(tmp_path: Path) -> None:
+    seen, run = probe_run(tmp_path, PYTHON_SUITE)
+    assert [r["status"] for r in run["results"]] == ["passed"] * 3
+    assert "evalspec.runner" in seen["modules"]  # the probe saw the whole run
+    assert [m for m in NOT_FOR_PYTHON if m in seen["modules"]] == []
+
+
+def assert_loaded_before_the_first_call(seen: dict[str, Any]) -> None:
+    for name in TRANSPORT:
+        first = seen["imports"].get(name)
+        assert first is not None, f"{name} was never imported"
+        # the run's own task at most: no conversation was being played
+        assert first["tasks"] <= 1, f"{name} imported with {first['tasks']} tasks on the loop: {first['stack']}"
+        assert "run_instance" not in first["stack"] and "respond" not in first["stack"], first["stack"]
+
+
+def test_an_http_provider_run_loads_its_transport_before_the_first_call(tmp_path: Path) -> None:
+    with ChatbotServer() as server:
+        seen, run = probe_run(tmp_path, f"""\
+providers:
+  - id: bot
+    http: {{url: "{server.url}/chat", body: {{session: "{{{{ thread_id }}}}", text: "{{{{ message }}}}"}},
+            response: data.reply, stateful: true}}
+tests:
+  - id: t
+    repeat: 4
+    conversation:
+      - user: 我叫张三
+      - user: 还记得我吗？
+        assert: [{{contains: 张三}}]
+""", "-j", "4")
+    assert [r["status"] for r in run["results"]] == ["passed"] * 4
+    assert len(server.requests) == 8
+    assert_loaded_before_the_first_call(seen)
+
+
+def test_a_judge_on_the_lean_client_loads_its_transport_before_the_first_call(tmp_path: Path) -> None:
+    verdict = json.dumps({"reason": "polite", "pass": True})
+    with OpenAIServer(lambda request, n: Reply(body=chat_body(verdict))) as server:
+        seen, run = probe_run(tmp_path, f"""\
+providers:
+  - id: bot
+    python: bot.py:respond
+judge: {{model: openai/judge, api_base: "{server.base}", api_key: test}}
+tests:
+  - id: t
+    repeat: 3
+    conversation:
+      - user: 你好
+    assert:
+      - llm-rubric: 回复有礼貌
+""", "-j", "3")
+    assert [r["status"] for r in run["results"]] == ["passed"] * 3
+    assert len(server.chats()) == 3
+    assert_loaded_before_the_first_call(seen)
+    assert "litellm" not in seen["modules"]
