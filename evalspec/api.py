@@ -24,6 +24,7 @@ from evalspec.config.loader import load_suites
 from evalspec.config.model import Suite
 from evalspec.errors import ConfigError, Problem
 from evalspec.plan import Plan, Selection
+from evalspec.results.journal import encode
 from evalspec.results.stream import JournalRecords, to_plain
 from evalspec.runner import RunOptions, new_run_id, run_plan
 
@@ -100,8 +101,9 @@ def expand_paths(patterns: Sequence[str]) -> list[Path]:
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """One top-level key per line and one list item (a record, a verdict) per line: readable with
-    grep and a diff, and written by the C encoder (`indent=2` goes through the pure-Python one)."""
+    """One top-level key per line and one list item (a record, a verdict) per line, each as the
+    journal encodes it: readable with grep and a diff, and fast (`indent=2` goes through the
+    pure-Python encoder)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
@@ -110,7 +112,7 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
             fh.write(("," if i else "") + "\n" + json.dumps(key, ensure_ascii=False) + ": ")
             if isinstance(value, (list, JournalRecords)) and value:
                 items = value.lines() if isinstance(value, JournalRecords) else \
-                    (json.dumps(item, ensure_ascii=False) for item in value)
+                    (encode(item).decode("utf-8") for item in value)
                 for j, text in enumerate(items):  # item by item: never the whole file as one string
                     fh.write(("[\n" if j == 0 else ",\n") + text)
                 fh.write("\n]")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import random
 import secrets as pysecrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,7 +213,7 @@ class Caller:
 
     def __init__(self, inst: Instance, provider: ProviderCaller, mode: dict[str, bool], stats: CallStats) -> None:
         self.inst, self.provider, self.mode, self.stats = inst, provider, mode, stats
-        self.thread_id = uuid.uuid4().hex
+        self.thread_id = f"{random.getrandbits(128):032x}"  # uuid4().hex without a system call per conversation
 
     async def __call__(self, messages: list[dict[str, Any]], turn: int) -> ProviderResponse:
         inst = self.inst

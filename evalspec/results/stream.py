@@ -8,11 +8,12 @@ a record after the run (a carried-over triage, a suggested attribution) goes thr
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
+
+from evalspec.results.journal import decode
 
 HEAVY = frozenset({"transcript", "assertions", "description", "error", "teardown", "key", "test_id", "tags",
                    "threshold", "duration_ms", "stop_reason", "measured"})
@@ -77,8 +78,8 @@ class JournalRecords(Sequence[dict[str, Any]]):
         return record if changed is None else record | changed
 
     def lines(self) -> Iterator[str]:
-        """Each record as the JSON text the journal holds (what `json.dumps(record, ensure_ascii=False)`
-        gives): run.json copies these instead of decoding and encoding every record again."""
+        """Each record as the JSON text the journal holds (`journal.encode(record)`): run.json copies
+        these instead of decoding and encoding every record again."""
         with self.path.open("rb") as fh:
             for index, offset in enumerate(self.offsets):
                 if index in self.changes:
@@ -116,7 +117,7 @@ def update_record(records: Sequence[dict[str, Any]], index: int, fields: dict[st
 
 def _read_at(fh: Any, offset: int) -> dict[str, Any]:
     fh.seek(offset)
-    record: dict[str, Any] = json.loads(fh.readline())
+    record: dict[str, Any] = decode(fh.readline())
     return record
 
 
