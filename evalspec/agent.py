@@ -213,7 +213,7 @@ async def play_turn(call: CallFn, log: TurnLog, turn: int, kit: ToolKit | None, 
     error, a call with no result or one round too many raises ProviderError after the offending
     message has been recorded.
     """
-    rounds: list[dict[str, Any]] = []
+    rounds: list[dict[str, Any]] = []  # each tool round's figures (a turn without tool rounds has none)
     while True:
         response = await call(log.history(), turn)
         log.calls += int(not response.cached)
@@ -223,8 +223,9 @@ async def play_turn(call: CallFn, log: TurnLog, turn: int, kit: ToolKit | None, 
         message.pop("tool_calls", None)
         if calls:
             message["tool_calls"] = [{k: c[k] for k in ("id", "name", "arguments")} for c in calls]
-        rounds.append({k: message[k] for k in FIGURES if k in message})
         answering = bool(calls) and kit is not None and kit.answers
+        if rounds or answering:
+            rounds.append({k: message[k] for k in FIGURES if k in message})
         if not answering:
             if len(rounds) > 1:
                 keys = [k for k in FIGURES if any(k in r for r in rounds)]

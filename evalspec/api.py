@@ -39,6 +39,10 @@ class Run:
     data: dict[str, Any]
     path: Path | None = None
 
+    def __repr__(self) -> str:  # a large run's full repr takes seconds (asyncio.run formats it twice)
+        gate, results = self.data.get("gate") or {}, self.data.get("results") or ()
+        return f"Run(records={len(results)}, exit_code={gate.get('exit_code')}, path={self.path!r})"
+
     @property
     def records(self) -> list[dict[str, Any]]:
         """One record per test instance × provider × repeat, in plan order."""

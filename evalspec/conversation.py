@@ -44,6 +44,7 @@ async def run_scripted(instance: Instance, call: CallFn, kit: ToolKit | None = N
     """Send each user turn and record the reply (after its tool rounds); the first provider failure
     ends the conversation."""
     transcript = Transcript()
+    context = tool_context(instance, call)
     for planned in instance.turns:
         if planned.role == "assistant":
             transcript.messages.append({"role": "assistant", "content": planned.text, "turn": planned.turn,
@@ -54,7 +55,7 @@ async def run_scripted(instance: Instance, call: CallFn, kit: ToolKit | None = N
         if not planned.call:
             continue
         try:
-            await play_turn(call, transcript, planned.turn, kit, tool_context(instance, call), assistant_message)
+            await play_turn(call, transcript, planned.turn, kit, context, assistant_message)
         except ProviderError as exc:
             transcript.stop_reason, transcript.error = "error", f"turn {planned.turn}: {exc}"
             break

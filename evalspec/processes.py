@@ -29,10 +29,11 @@ from evalspec.plan import Instance
 from evalspec.results.journal import decode, encode
 
 HEADER = struct.Struct("<II")  # plan position, length of the journal line that follows
+PIPE_READ = 1 << 16  # bytes per read: a Linux pipe holds 64 KiB (a larger request only costs a larger allocation)
 SMALLEST = 2000  # conversations: below this, forking costs more than it saves
 Play = Callable[[Instance], Awaitable[dict[str, Any]]]
 Player = Callable[[], tuple[Play, Callable[[], Awaitable[None]]]]  # made in the child: (play, close)
-Receive = Callable[[int, bytes, dict[str, Any]], None]
+Receive = Callable[[int, bytearray, dict[str, Any]], None]
 
 
 def process_count(suites: list[Suite], conversations: int, concurrency: int, requested: int | None = None) -> int:
@@ -94,7 +95,7 @@ class Children:
 
         def readable(fd: int) -> None:
             try:
-                data = os.read(fd, 1 << 20)
+                data = os.read(fd, PIPE_READ)
             except BlockingIOError:
                 return
             if not data:  # the child is done (or dead): a cut-off last frame is dropped, its test replayed
@@ -112,7 +113,7 @@ class Children:
                 end = start + HEADER.size + length
                 if end > len(buffer):
                     break
-                line = bytes(buffer[start + HEADER.size:end])
+                line = buffer[start + HEADER.size:end]
                 receive(position, line, decode(line))
                 start = end
             del buffer[:start]

@@ -102,7 +102,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     def pending(index: int = 0, share: int = 1) -> Iterator[tuple[int, Instance]]:
         return positions(plan, lambda position, _key: position % share == index and kept[position] is None)
 
-    def keep(position: int, record: dict[str, Any], line: bytes | None = None) -> None:
+    def keep(position: int, record: dict[str, Any], line: bytes | bytearray | None = None) -> None:
         offset = journal.write_line(line) if line is not None else journal.write(record)
         kept[position] = (offset, light(record))  # the transcript stays on disk
         if options.on_result:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import inspect
 import queue
 import threading
 import time
@@ -214,11 +215,22 @@ def _forget(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
+def _is_async(fn: Callable[..., Any]) -> bool:
+    try:
+        return _async_seen[fn]
+    except KeyError:
+        found = _async_seen[fn] = inspect.iscoroutinefunction(fn)
+        return found
+    except TypeError:  # an unhashable callable
+        return inspect.iscoroutinefunction(fn)
+
+
+_async_seen: weakref.WeakKeyDictionary[Callable[..., Any], bool] = weakref.WeakKeyDictionary()
+
+
 async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
     """Call a user's function, sync or async, off the run's critical path; raise UserCodeError on any failure."""
-    import inspect
-
-    if inspect.iscoroutinefunction(fn):
+    if _is_async(fn):
         try:
             coroutine = fn(*args)
         except BaseException as exc:

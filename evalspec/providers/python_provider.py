@@ -51,8 +51,8 @@ class PythonProvider:
         ctx = {"thread_id": context.thread_id, "vars": dict(context.vars), "test_id": context.test_id,
                "turn": context.turn, "repeat": context.repeat}
         start = time.perf_counter()
-        try:
-            result = await call_user(self._fn, [dict(m) for m in sent], ctx)
+        try:  # `sent` is the user's to change: every call's history is built afresh from the transcript
+            result = await call_user(self._fn, sent, ctx)
         except UserCodeError as exc:
             raise ProviderError(f"{self.ref} raised {exc}") from None
         latency = (time.perf_counter() - start) * 1000

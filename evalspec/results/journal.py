@@ -36,7 +36,7 @@ def encode(record: Any) -> bytes:
         return json.dumps(record, ensure_ascii=False).encode("utf-8")
 
 
-def decode(data: bytes | str) -> Any:
+def decode(data: bytes | bytearray | str) -> Any:
     """A JSON text as `json.loads` reads it (orjson first; the standard decoder for what orjson refuses,
     such as the NaN an older journal may hold)."""
     try:
@@ -61,7 +61,7 @@ class Journal:
         """Append `record`; returns the byte offset its line starts at."""
         return self.write_line(encode(record) + b"\n")
 
-    def write_line(self, line: bytes) -> int:
+    def write_line(self, line: bytes | bytearray) -> int:
         """Append one record already encoded as a JSON line (ending in a newline); returns its offset.
         On an event loop the line is flushed within `FLUSH_EVERY` seconds; elsewhere at once."""
         offset = self.size

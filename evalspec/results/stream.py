@@ -24,7 +24,7 @@ def light(record: dict[str, Any]) -> dict[str, Any]:
     """What the aggregates (verdicts, curves, metrics, summary, attacks) read of a record: no transcript,
     no assertion details, and no field that is empty (they read those with `.get`)."""
     out = {k: sys.intern(v) if isinstance(v, str) else v for k, v in record.items()
-           if k not in HEAVY and (k in ALWAYS or v not in (None, False, 0, [], {}))}
+           if k not in HEAVY and (v or k in ALWAYS or isinstance(v, str))}
     teardown = record.get("teardown")
     if isinstance(teardown, dict) and teardown.get("ok") is False:  # the summary names failed teardowns
         out["teardown"] = {"ok": False, "error": teardown.get("error")}
