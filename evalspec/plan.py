@@ -185,7 +185,11 @@ class Plan(Sequence[Instance]):
     def problems(self) -> list[Problem]:
         """Every template problem of every instance (rendering each once, keeping none)."""
         problems = []
+        last = None
         for slot in plan_slots(self.suites, self.selection):
+            if (key := _memo_key(slot)) == last:
+                continue  # another repeat of the instance just rendered: the same rendering
+            last = key
             try:
                 self._render(slot)
             except _RenderProblem as exc:
@@ -194,8 +198,7 @@ class Plan(Sequence[Instance]):
 
     def _render(self, slot: Slot) -> Instance:
         suite, test, provider, matrix, k, base, tid = slot
-        fillers = any(entry.kind == "filler" for entry in test.conversation)
-        memo_key = (id(suite), id(test), tuple(matrix.items()), k if fillers else 0)
+        memo_key = _memo_key(slot)
         if self._memo is not None and self._memo[0] == memo_key:
             first = self._memo[1]
             return Instance(suite, test, provider, tid, base, matrix, k, first.vars, first.turns, first.asserts,
@@ -203,6 +206,13 @@ class Plan(Sequence[Instance]):
         instance = _instance(suite, test, provider, matrix, k, base, tid)
         self._memo = (memo_key, instance)
         return instance
+
+
+def _memo_key(slot: Slot) -> tuple[Any, ...]:
+    """Slots with the same key render the same turns and assertions (repeats of a test without fillers)."""
+    suite, test, _provider, matrix, k, *_ = slot
+    fillers = any(entry.kind == "filler" for entry in test.conversation)
+    return id(suite), id(test), tuple(matrix.items()), k if fillers else 0
 
 
 def positions(plan: Sequence[Instance], keep: Callable[[int, str], bool]) -> Iterator[tuple[int, Instance]]:

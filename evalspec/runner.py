@@ -215,11 +215,11 @@ class Caller:
         self.inst, self.provider, self.mode, self.stats = inst, provider, mode, stats
         self.thread_id = f"{random.getrandbits(128):032x}"  # uuid4().hex without a system call per conversation
 
-    async def __call__(self, messages: list[dict[str, Any]], turn: int) -> ProviderResponse:
+    def __call__(self, messages: list[dict[str, Any]], turn: int) -> Awaitable[ProviderResponse]:
         inst = self.inst
         ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
                           repeat=inst.repeat)
-        return await self.provider.call(messages, ctx, stats=self.stats, **self.mode)
+        return self.provider.call(messages, ctx, stats=self.stats, **self.mode)
 
 
 async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
