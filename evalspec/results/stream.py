@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
-from evalspec.results.journal import decode
+from evalspec.results.journal import decode, encode
 
 HEAVY = frozenset({"transcript", "assertions", "description", "error", "teardown", "key", "test_id", "tags",
                    "threshold", "duration_ms", "stop_reason", "measured"})
@@ -83,7 +83,7 @@ class JournalRecords(Sequence[dict[str, Any]]):
         with self.path.open("rb") as fh:
             for index, offset in enumerate(self.offsets):
                 if index in self.changes:
-                    yield json.dumps(self._read(fh, index), ensure_ascii=False)
+                    yield encode(self._read(fh, index)).decode("utf-8")
                     continue
                 fh.seek(offset)
                 yield fh.readline().decode("utf-8").rstrip("\n")
