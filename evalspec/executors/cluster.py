@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -130,6 +131,8 @@ class ConversationWorker:
         self.root = unpack(bundle)
         cwd = mirrored(self.root, driver_cwd)
         os.chdir(cwd if cwd.is_dir() else self.root)  # relative paths in user code resolve as on the driver
+        if cwd.is_dir():  # `module:function` beside the driver's working directory: imported from the bundle
+            sys.path.insert(0, str(cwd))
         self.suites = load_suites([mirrored(self.root, p) for p in suite_paths], cli_vars, environ)
         self.plan = build_plan(self.suites, selection)
         prepare_plan(list(Plan(self.suites, selection).representatives()))  # the HTTP transport: not mid-run

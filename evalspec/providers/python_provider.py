@@ -33,7 +33,9 @@ class PythonProvider:
         self.strategy = ContextStrategy()  # `history:` is attached by the provider pool
 
     def cache_identity(self) -> dict[str, Any]:
-        return {"python": self.ref, "base": str(self.base_dir)}
+        # `module:function` is imported by name (sys.path), wherever the suite is: no path in the identity, so
+        # a Ray worker (the suite unpacked elsewhere) finds the driver's cached replies
+        return {"python": self.ref}
 
     def load(self) -> None:
         """Import the function now, so a bad reference stops the run before any call."""

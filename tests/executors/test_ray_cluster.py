@@ -185,3 +185,21 @@ def test_resume_after_the_driver_is_killed_skips_the_finished_conversations(
     run = json.loads((tmp_path / "run.json").read_text())
     assert [r["test_id"] for r in run["results"]] == [f"t{i:02d}" for i in range(12)]
     assert all(r["status"] == "passed" for r in run["results"])
+
+
+def test_a_module_function_provider_is_answered_from_the_drivers_cache_on_a_second_run(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    with BotServer() as server:
+        suite = write_suite(tmp_path, server.url, 4, "")
+        suite.write_text(suite.read_text().replace("python: bot.py:reply", "python: bot:reply"))  # module:function
+        folder = suite.parent  # the driver imports `bot` from its working directory
+        first = evalspec_run(cluster, folder, str(suite), "-j", "2", "-o", "first.json")
+        calls = list(server.calls)
+        again = evalspec_run(cluster, folder, str(suite), "-j", "2", "-o", "second.json")
+        after = len(server.calls)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(calls) == 4 and after == 4  # the second run made no call
+    assert [r["status"] for r in json.loads((folder / "second.json").read_text())["results"]] == ["passed"] * 4
+    for call in calls:  # the module, too, came with the task
+        assert not Path(call["file"]).resolve().is_relative_to(tmp_path.resolve()), call["file"]
