@@ -15,18 +15,27 @@ MIN_SECRET_LENGTH = 6  # shorter values are not credentials, and masking them wo
 
 
 def redact(value: Any, secrets: set[str]) -> Any:
-    """Replace every occurrence of every secret inside `value` (recursively)."""
-    secrets = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
-    if not secrets:
+    """Replace every occurrence of every secret inside `value` (recursively): the longest secrets first,
+    so a secret that contains another is masked whole. Without a secret, `value` itself comes back."""
+    ordered = sorted((s for s in secrets if len(s) >= MIN_SECRET_LENGTH), key=lambda s: (-len(s), s))
+    if not ordered:
         return value
+    return _masked(value, ordered)
+
+
+_UNMASKED = frozenset({int, float, bool, type(None)})  # no text inside: kept as they are, without a call
+
+
+def _masked(value: Any, ordered: list[str]) -> Any:
     if isinstance(value, str):
-        for secret in sorted(secrets, key=len, reverse=True):
-            value = value.replace(secret, MASK)
+        for secret in ordered:
+            if secret in value:
+                value = value.replace(secret, MASK)
         return value
     if isinstance(value, dict):
-        return {k: redact(v, secrets) for k, v in value.items()}
+        return {k: v if type(v) in _UNMASKED else _masked(v, ordered) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact(v, secrets) for v in value]
+        return [v if type(v) in _UNMASKED else _masked(v, ordered) for v in value]
     return value
 
 

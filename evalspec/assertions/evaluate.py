@@ -85,39 +85,47 @@ def select_replies(spec: AssertionSpec, ctx: GradingContext) -> list[Reply]:
 
 async def _call(fn: Any, *args: Any) -> Check:
     result = fn(*args)
-    if inspect.isawaitable(result):
+    if not isinstance(result, Check) and inspect.isawaitable(result):
         result = await result
     if not isinstance(result, Check):
         raise GradingError(f"check returned {type(result).__name__}, not a Check")
-    if not isinstance(result.passed, bool) or not _finite(result.score):
+    if result.passed is not True and result.passed is not False or not _finite(result.score):
         raise GradingError(f"check returned pass={result.passed!r} score={result.score!r}: "
                            "expected a bool and a finite number")
     return result
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)
+    return kind is int or isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _negate(check: Check) -> Check:
     """`not-` flips the verdict and the score; a failure says what was found that must not be there."""
     reason = check.reason if check.passed is False else f"unexpected: {check.reason}"
-    return replace(check, passed=not check.passed, score=1.0 - check.score, reason=reason)
+    if type(check) is not Check:  # a plugin's subclass keeps its own fields
+        return replace(check, passed=not check.passed, score=1.0 - check.score, reason=reason)
+    return Check(not check.passed, 1.0 - check.score, reason, check.evidence, check.details)
 
 
 def _scope_json(scope: Any) -> Any:
     return dict(scope) if isinstance(scope, dict) else scope
 
 
+def no_verdict(spec: AssertionSpec, error: str | None = None, reason: str = "") -> AssertionResult:
+    """The result of an assertion that reached no verdict: an `error`, or a `reason` it was not run."""
+    return AssertionResult(spec.name, _scope_json(spec.scope), None, None, reason, [], error, spec.weight,
+                           spec.severity, spec.metric, spec.threshold, spec.turn, spec.value)
+
+
 async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
     """Run one assertion; any failure to reach a verdict becomes `error`, never pass or fail."""
-    base = AssertionResult(spec.name, _scope_json(spec.scope), None, None, weight=spec.weight,
-                           severity=spec.severity, metric=spec.metric, threshold=spec.threshold, turn=spec.turn,
-                           value=spec.value)
     resolved = resolve_type(spec.type)
     if resolved is None:
-        return replace(base, error=f"unknown assertion type {spec.type!r}")
-    atype, _ = resolved
+        return no_verdict(spec, f"unknown assertion type {spec.type!r}")
+    atype = resolved[0]
     if spec.turn is not None:
         ctx = replace(ctx, transcript=[m for m in ctx.transcript if (m.get("turn") or 0) <= spec.turn], turn=spec.turn)
     try:
@@ -126,36 +134,39 @@ async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
         else:
             checks = [await _call(atype.fn, reply, spec, ctx) for reply in select_replies(spec, ctx)]
     except (EvalspecError, TimeoutError) as exc:
-        return replace(base, error=str(exc) or type(exc).__name__)
+        return no_verdict(spec, str(exc) or type(exc).__name__)
     except (Exception, SystemExit) as exc:  # a user's python check or a library blew up: report, don't crash
-        return replace(base, error=describe(exc))
+        return no_verdict(spec, describe(exc))
     if spec.negate:
         checks = [_negate(c) for c in checks]
-    result = combine(base, spec.scope, checks)
-    if spec.threshold is not None and result.score is not None:
-        # an explicit threshold turns the (scope-combined) score into the verdict
-        result = replace(result, passed=result.score >= spec.threshold)
-    return result
+    return combine(spec, checks)
 
 
-def combine(base: AssertionResult, scope: Any, checks: list[Check]) -> AssertionResult:
+def combine(spec: AssertionSpec, checks: list[Check]) -> AssertionResult:
+    """One verdict from the checks of the replies on the spec's scope; an explicit `threshold` turns the
+    combined score into the verdict."""
+    scope = spec.scope
     if scope == "any_turn":
         best = max(checks, key=lambda c: (c.passed, c.score))
         passed, score = any(c.passed for c in checks), max(c.score for c in checks)
         evidence = best.evidence if passed else [e for c in checks for e in c.evidence]
         reason = best.reason if passed else f"no reply passed ({len(checks)} checked): {checks[-1].reason}"
+    elif len(checks) == 1:
+        only = checks[0]
+        passed, score, evidence, reason = only.passed, (0 + only.score) / 1, list(only.evidence), only.reason
     else:
         passed = all(c.passed for c in checks)
         score = sum(c.score for c in checks) / len(checks)
         failing = [c for c in checks if not c.passed]
-        shown = failing or checks
-        evidence = [e for c in shown for e in c.evidence]
-        if len(checks) == 1:
-            reason = checks[0].reason
-        elif failing:
+        evidence = [e for c in failing or checks for e in c.evidence]
+        if failing:
             turns = [str(e.turn) for c in failing for e in c.evidence[:1]]
             reason = f"{len(failing)}/{len(checks)} replies failed (turns {', '.join(turns)}): {failing[0].reason}"
         else:
             reason = f"all {len(checks)} replies passed"
     details = checks[0].details if len(checks) == 1 else {}
-    return replace(base, passed=passed, score=round(score, 6), reason=reason, evidence=evidence, details=details)
+    score = round(score, 6)
+    if spec.threshold is not None:
+        passed = score >= spec.threshold
+    return AssertionResult(spec.name, _scope_json(scope), passed, score, reason, evidence, None, spec.weight,
+                           spec.severity, spec.metric, spec.threshold, spec.turn, spec.value, details)

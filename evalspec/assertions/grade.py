@@ -44,8 +44,10 @@ async def grade(graded_input: GradingInput, transcript: list[dict[str, Any]], ju
                          turn=None, suite_dir=given.suite_dir, judge=judge, embed=embed, tools=given.tools)
     specs = given.specs
     results: dict[int, AssertionResult] = {}
-    deterministic = [(i, s) for i, s in enumerate(specs) if not needs_model(s)]
-    graded = [(i, s) for i, s in enumerate(specs) if needs_model(s)]
+    deterministic: list[tuple[int, AssertionSpec]] = []
+    graded: list[tuple[int, AssertionSpec]] = []
+    for i, spec in enumerate(specs):
+        (graded if needs_model(spec) else deterministic).append((i, spec))
     limit = float(grade_timeout if grade_timeout is not None else given.grade_timeout)
     if deterministic:
         checked = await evaluate_off_loop([s for _, s in deterministic], ctx, limit)

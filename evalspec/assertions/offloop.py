@@ -10,15 +10,15 @@ loop keeps serving provider calls, so a slow regex never makes them time out.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import threading
 import time
 from collections.abc import Coroutine
-from dataclasses import replace
 from typing import Any
 
 from evalspec.assertions.base import GradingContext
-from evalspec.assertions.evaluate import AssertionResult, evaluate
+from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
 from evalspec.assertions.patterns import regex_time_limit
 from evalspec.assertions.registry import resolve_type
 from evalspec.config.model import AssertionSpec
@@ -35,19 +35,15 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def _blank(spec: AssertionSpec) -> AssertionResult:
-    scope = dict(spec.scope) if isinstance(spec.scope, dict) else spec.scope
-    return AssertionResult(spec.name, scope, None, None, weight=spec.weight, severity=spec.severity,
-                           metric=spec.metric, threshold=spec.threshold, turn=spec.turn, value=spec.value)
-
-
 def _plain(spec: AssertionSpec) -> bool:
     """A built-in check written as a plain function: its coroutine finishes without ever waiting
     (a plugin's plain function may hand back an awaitable: it gets the thread's loop)."""
     resolved = resolve_type(spec.type)
-    if resolved is None or spec.type == "python":
-        return False
-    fn = resolved[0].fn
+    return resolved is not None and spec.type != "python" and _plain_builtin(resolved[0].fn)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plain_builtin(fn: Any) -> bool:
     return getattr(fn, "__module__", "").startswith("evalspec.assertions.") and not inspect.iscoroutinefunction(fn)
 
 
@@ -62,15 +58,15 @@ def _finish(coroutine: Coroutine[Any, Any, AssertionResult]) -> AssertionResult 
     return None
 
 
-def evaluate_here(spec: AssertionSpec, ctx: GradingContext, limit: float) -> AssertionResult:
-    """Evaluate one check on this (worker) thread; anything it raises becomes its error."""
+def evaluate_here(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
+    """Evaluate one check on this (worker) thread, within the regex time limit the caller set; anything
+    it raises becomes its error."""
     try:
-        with regex_time_limit(limit):
-            done = _finish(evaluate(spec, ctx)) if _plain(spec) else None
-            return done if done is not None else _thread_loop().run_until_complete(evaluate(spec, ctx))
+        done = _finish(evaluate(spec, ctx)) if _plain(spec) else None
+        return done if done is not None else _thread_loop().run_until_complete(evaluate(spec, ctx))
     except BaseException as exc:  # user code in a check may raise anything, SystemExit too
         _local.loop = None  # the loop it escaped from is not trusted again
-        return replace(_blank(spec), error=describe(exc))
+        return no_verdict(spec, describe(exc))
 
 
 class _Batch:
@@ -85,11 +81,12 @@ class _Batch:
         self.finished: asyncio.Future[bool] = loop.create_future()  # True: all done; False: one overran
 
     def run(self) -> None:
-        for spec in self.specs:
-            if self.abandoned:
-                return
-            self.started = time.monotonic()
-            self.results.append(evaluate_here(spec, self.ctx, self.limit))
+        with regex_time_limit(self.limit):
+            for spec in self.specs:
+                if self.abandoned:
+                    return
+                self.started = time.monotonic()
+                self.results.append(evaluate_here(spec, self.ctx))
         post(self.loop, self._settle, True)
 
     def _settle(self, complete: bool) -> None:
@@ -128,5 +125,5 @@ async def evaluate_off_loop(specs: list[AssertionSpec], ctx: GradingContext,
         results.extend(got)
         if not complete and len(results) < len(specs):
             spec = specs[len(results)]
-            results.append(replace(_blank(spec), error=f"timed out after {limit:g}s (options.grade_timeout)"))
+            results.append(no_verdict(spec, f"timed out after {limit:g}s (options.grade_timeout)"))
     return results

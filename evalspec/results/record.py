@@ -13,12 +13,11 @@ from evalspec.results.verdict import decide
 
 def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],
                 duration_ms: float) -> dict[str, Any]:
-    test = instance.test
+    test, secrets = instance.test, instance.suite.secrets
     status, score, critical = decide(results, test.threshold, transcript.error, test.xfail)
     replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("injected")]
-    tokens = [m["tokens"] for m in replies if m.get("tokens") is not None]
-    costs = [m["cost"] for m in replies if m.get("cost") is not None]
-    judge_usage = [v.get("_judge") or {} for r in results for v in r.details.get("verdicts", [])]
+    usage = usage_fields(replies)
+    judge_usage = [v.get("_judge") or {} for r in results if r.details for v in r.details.get("verdicts", [])]
     judge_cost = [u["cost"] for u in judge_usage if u.get("cost") is not None and not u.get("cached")]
     record = {
         "key": instance.key,
@@ -45,35 +44,40 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "measured": bool(test.curve),  # a curve point: a measurement, shown as `measured`, never FAIL
         "sla": test.sla,
         # free text (what the system said, reasons, errors) is redacted; ids and paths are structure
-        "assertions": redact([r.to_json() for r in results], instance.suite.secrets),
-        "transcript": redact(transcript.messages, instance.suite.secrets),
+        "assertions": redact([r.to_json() for r in results], secrets),
+        "transcript": redact(transcript.messages, secrets),
         "stop_reason": transcript.stop_reason,
-        "error": redact(transcript.error or next((f"{r.type}: {r.error}" for r in results if r.error), None),
-                        instance.suite.secrets),
+        "error": redact(transcript.error or next((f"{r.type}: {r.error}" for r in results if r.error), None), secrets),
         "duration_ms": round(duration_ms, 3),
         "calls": transcript.calls,
         "cached_calls": transcript.cached_calls,
         "failed_calls": transcript.failed_calls,
         "retries": transcript.retries,
-        "tokens": sum(tokens) if tokens else None,
-        "cost": sum(costs) if costs else None,
-        **usage_fields(replies),
+        "tokens": usage.pop("tokens"),
+        "cost": usage.pop("cost"),
+        **usage,
         "judge_calls": sum(1 for u in judge_usage if u and not u.get("cached")) + transcript.judge_calls,
         "judge_cost": sum(judge_cost) if judge_cost else None,
     }
     if transcript.attack is not None:
-        record["attack"] = redact(transcript.attack, instance.suite.secrets)
+        record["attack"] = redact(transcript.attack, secrets)
         if transcript.stop_reason == "breached":
             record["score"] = 0.0  # an attempt that broke a red line scores 0: the test's score is 1 - breached share
     return record
 
 
-def usage_fields(replies: list[dict[str, Any]]) -> dict[str, Any]:
-    """Prompt/completion tokens of the replies, and the context strategy's own calls, tokens and cost."""
-    def total(key: str) -> Any:
-        values = [m[key] for m in replies if m.get(key) is not None]
-        return sum(values) if values else None
+_USAGE = ("tokens", "cost", "prompt_tokens", "completion_tokens", "strategy_calls", "strategy_tokens", "strategy_cost")
 
-    return {"prompt_tokens": total("prompt_tokens"), "completion_tokens": total("completion_tokens"),
-            "strategy_calls": total("strategy_calls") or 0, "strategy_tokens": total("strategy_tokens"),
-            "strategy_cost": total("strategy_cost")}
+
+def usage_fields(replies: list[dict[str, Any]]) -> dict[str, Any]:
+    """The replies' tokens and cost, prompt/completion tokens, and the context strategy's own calls,
+    tokens and cost: each a sum, None when no reply has it (strategy calls: 0)."""
+    given: dict[str, list[Any]] = {key: [] for key in _USAGE}
+    for m in replies:  # one pass over the replies for every figure
+        for key in _USAGE:
+            value = m.get(key)
+            if value is not None:
+                given[key].append(value)
+    totals = {key: sum(values) if values else None for key, values in given.items()}
+    totals["strategy_calls"] = totals["strategy_calls"] or 0
+    return totals
