@@ -1,19 +1,25 @@
 """Deterministic checks (regexes, fuzzy matching, python assertions) run off the event loop.
 
-A transcript's checks go to a daemon worker thread as one batch and come back as one batch (one hop
-each way, not one per check, so throughput holds), and each check has `options.grade_timeout` seconds:
-a timer on the loop watches the check in progress. A check that overruns is an `error` naming the
-limit; its thread is abandoned and the checks after it continue on a fresh one. Meanwhile the event
-loop keeps serving provider calls, so a slow regex never makes them time out.
+A conversation's checks form one batch, and the batches of every conversation of an event loop wait in
+one lane, which a worker job takes in turn: a burst of conversations costs one hop to a worker thread
+and one back (results come back through `usercode.post`, one wake-up of the loop for many), not one
+per conversation or per check, so throughput holds. Each check has `options.grade_timeout` seconds:
+one timer on the loop watches the check in progress of every job. A check that overruns is an `error`
+naming the limit; its thread is abandoned and the checks after it continue on a fresh job. A check that
+merely takes a while (`_Lane.SLOW`) keeps its job, and the batches behind it get a job of their own,
+so one slow conversation never holds up the others' grading. Meanwhile the event loop keeps serving
+provider calls, so a slow regex never makes them time out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import inspect
 import threading
 import time
+import weakref
 from collections.abc import Coroutine
 from typing import Any
 
@@ -70,38 +76,114 @@ def evaluate_here(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
 
 
 class _Batch:
-    """Checks evaluated in order on one worker thread; the loop reads `results` and `started`."""
+    """One conversation's checks, evaluated in order by a job of the lane; the loop reads `results`."""
 
     def __init__(self, specs: list[AssertionSpec], ctx: GradingContext, limit: float,
                  loop: asyncio.AbstractEventLoop) -> None:
         self.specs, self.ctx, self.limit, self.loop = specs, ctx, limit, loop
         self.results: list[AssertionResult] = []
-        self.started = time.monotonic()  # when the check in progress started (queueing counts)
-        self.abandoned = False
+        self.dropped = False  # its conversation was cancelled: the checks left are skipped
         self.finished: asyncio.Future[bool] = loop.create_future()  # True: all done; False: one overran
 
-    def run(self) -> None:
-        with regex_time_limit(self.limit):
-            for spec in self.specs:
-                if self.abandoned:
-                    return
-                self.started = time.monotonic()
-                self.results.append(evaluate_here(spec, self.ctx))
-        post(self.loop, self._settle, True)
-
-    def _settle(self, complete: bool) -> None:
+    def settle(self, complete: bool) -> None:
         if not self.finished.done():
             self.finished.set_result(complete)
 
+
+class _Job:
+    """A worker job: it evaluates the lane's waiting batches in turn while it is the lane's `active`
+    job. `progress` (the batch, when its check in progress started) is what the loop's timer reads."""
+
+    def __init__(self, lane: _Lane, first: _Batch) -> None:
+        self.lane = lane
+        self.progress = (first, time.monotonic())  # time spent waiting for a thread counts
+        self.abandoned = False  # its check overran: the thread is left to it, its results are not taken
+
+    def run(self) -> None:
+        while (batch := self.lane.take(self)) is not None:
+            with regex_time_limit(batch.limit):
+                for spec in batch.specs:
+                    if batch.dropped:
+                        break
+                    self.progress = (batch, time.monotonic())
+                    result = evaluate_here(spec, batch.ctx)
+                    with self.lane.lock:  # an overrun is decided under the lock: its result stays out
+                        if self.abandoned:
+                            return
+                        batch.results.append(result)
+            if not batch.dropped:
+                post(batch.loop, batch.settle, True)
+
+
+class _Lane:
+    """The batches of one event loop waiting for a worker, and the jobs evaluating them."""
+
+    SLOW = 0.05  # seconds: a check running longer than this leaves the waiting batches to a new job
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiting: collections.deque[_Batch] = collections.deque()
+        self.active: _Job | None = None  # the job that takes the waiting batches
+        self.jobs: list[_Job] = []  # every job still at work (the active one and those left to a slow check)
+        self.watching = False  # the timer is set (the loop alone reads and writes it)
+
+    def add(self, batch: _Batch) -> None:
+        """Queue a batch (on the loop); a job starts if none takes the waiting batches."""
+        with self.lock:
+            self.waiting.append(batch)
+            job = self._new_job() if self.active is None else None
+        if job is not None:
+            WORKERS.submit(job.run)
+        if not self.watching:
+            self.watching = True
+            batch.loop.call_later(min(self.SLOW, batch.limit), self.watch)
+
+    def _new_job(self) -> _Job:  # with the lock held, batches waiting
+        job = self.active = _Job(self, self.waiting[0])
+        self.jobs.append(job)
+        return job
+
+    def take(self, job: _Job) -> _Batch | None:
+        """The next batch for `job` (on its worker thread), or None: the job ends."""
+        with self.lock:
+            if job is self.active and self.waiting:
+                return self.waiting.popleft()
+            if job is self.active:
+                self.active = None
+            if job in self.jobs:
+                self.jobs.remove(job)
+            return None
+
     def watch(self) -> None:
-        """The timer: settle as overrun once the check in progress has had its `limit`, else look again then."""
-        if self.finished.done():
-            return
-        due = self.started + self.limit - time.monotonic()
-        if due <= 0:
-            self._settle(False)
-        else:
-            self.loop.call_later(due, self.watch)
+        """The timer (on the loop): a check over its limit abandons its job; a slow one leaves the waiting
+        batches to a new job. It looks again when the next check is due, at most `SLOW` later."""
+        now, wait, overran, start = time.monotonic(), self.SLOW, [], None
+        with self.lock:
+            for job in list(self.jobs):
+                batch, started = job.progress
+                due = started + batch.limit - now
+                if due <= 0:
+                    job.abandoned = batch.dropped = True  # (a batch still waiting is not taken later)
+                    self.jobs.remove(job)
+                    overran.append(batch)
+                    if job is self.active:
+                        self.active = None
+                    continue
+                wait = min(wait, due)
+                if job is self.active and now - started >= self.SLOW:
+                    self.active = None  # it finishes the batch in hand, then ends
+            if self.active is None and self.waiting:
+                start = self._new_job()
+            self.watching = bool(self.jobs)
+        if start is not None:
+            WORKERS.submit(start.run)
+        for batch in overran:
+            batch.settle(False)
+        if self.watching:
+            asyncio.get_running_loop().call_later(wait, self.watch)
+
+
+_lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = weakref.WeakKeyDictionary()
 
 
 async def evaluate_off_loop(specs: list[AssertionSpec], ctx: GradingContext,
@@ -109,20 +191,18 @@ async def evaluate_off_loop(specs: list[AssertionSpec], ctx: GradingContext,
     """Evaluate `specs` in order on worker threads, each within `limit` seconds."""
     results: list[AssertionResult] = []
     loop = asyncio.get_running_loop()
+    lane = _lanes.get(loop)
+    if lane is None:
+        lane = _lanes[loop] = _Lane()
     while len(results) < len(specs):
         batch = _Batch(specs[len(results):], ctx, limit, loop)
-        WORKERS.submit(batch.run)
-        timer = loop.call_later(limit, batch.watch)
+        lane.add(batch)
         try:
             complete = await batch.finished
         except BaseException:
-            batch.abandoned = True
+            batch.dropped = True
             raise
-        finally:
-            timer.cancel()
-        batch.abandoned = True
-        got = list(batch.results)  # what finished in time; the thread may still append the overrun one
-        results.extend(got)
+        results.extend(batch.results[:len(specs) - len(results)])  # what finished in time
         if not complete and len(results) < len(specs):
             spec = specs[len(results)]
             results.append(no_verdict(spec, f"timed out after {limit:g}s (options.grade_timeout)"))

@@ -90,3 +90,30 @@ def test_a_slow_regex_frees_the_gil_so_other_threads_keep_running() -> None:
         now = time.monotonic()
         longest, last = max(longest, now - last), now
     assert longest < 0.5  # a regex holding the GIL freezes this thread for the whole second
+
+
+def test_a_slow_check_in_one_conversation_does_not_hold_up_the_grading_of_the_others(tmp_path: Path) -> None:
+    (tmp_path / "checks.py").write_text("import time\n\ndef slow(output, context):\n    time.sleep(1.5)\n"
+                                        "    return True\n")
+    (tmp_path / "bot.py").write_text("def respond(messages, context):\n    return '好的'\n")
+    quick = "".join(f"""\
+  - id: quick{i}
+    conversation:
+      - user: 你好 {i}
+        assert: [{{regex: "好"}}, {{contains: 好的}}]
+""" for i in range(30))
+    (tmp_path / "s.yaml").write_text(f"""\
+providers: [{{id: p, python: bot.py:respond}}]
+options: {{grade_timeout: 10, cache: false}}
+tests:
+  - id: slow
+    conversation:
+      - user: 你好
+        assert: [{{python: "checks.py:slow"}}]
+{quick}""", encoding="utf-8")
+    arrived: list[str] = []
+    options = RunOptions(run_dir=tmp_path / "run", use_cache=False, concurrency=31,
+                         on_result=lambda record: arrived.append(record["test_id"]))
+    records = run([tmp_path / "s.yaml"], options=options).results
+    assert all(r["status"] == "passed" for r in records), [(r["test_id"], r["error"]) for r in records]
+    assert arrived[-1] == "slow", arrived  # the quick ones were graded while the slow check ran
