@@ -179,15 +179,15 @@ class ParamField:
         return schema
 
 
-@functools.cache
-def _type_hints(cls: Any) -> dict[str, Any]:
-    """A parameter class's resolved hints, once per class: resolving them evaluates every annotation's
-    text, and each registration and loaded assertion reads them several times."""
-    return typing.get_type_hints(cls, include_extras=True)
-
-
 def param_fields(cls: Any) -> list[ParamField]:
-    hints = _type_hints(cls)
+    return list(_param_fields(cls))
+
+
+@functools.cache
+def _param_fields(cls: Any) -> tuple[ParamField, ...]:
+    """Once per class: resolving the hints evaluates every annotation's text, and registering a type
+    and loading each of its assertions read the fields several times (a default_factory runs once)."""
+    hints = typing.get_type_hints(cls, include_extras=True)
     out = []
     for f in dataclasses.fields(cls):
         if not f.init:
@@ -198,7 +198,7 @@ def param_fields(cls: Any) -> list[ParamField]:
         description = f.metadata.get("description")
         hint = Annotated[hints[f.name], Keywords(description=description)] if description else hints[f.name]
         out.append(ParamField(f.name, key.name if key else f.name, hint, default, _meta(hints[f.name], Option)))
-    return out
+    return tuple(out)
 
 
 def value_fields(cls: Any) -> list[ParamField]:

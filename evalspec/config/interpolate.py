@@ -1,5 +1,6 @@
 """The `${ENV}` pattern (applied by the loader, which knows each value's line) and `{{ var }}` templates
-(jinja2's sandbox)."""
+(jinja2's sandbox, `templating`: imported for the first template, as the loader does for a suite that
+has any, so that a suite without templates never imports jinja2)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,6 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
-
-from jinja2 import TemplateError
-
-from evalspec.config.templating import ENVIRONMENT, render_limited
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
@@ -22,7 +19,15 @@ class TemplateProblem(Exception):
 
 @lru_cache(maxsize=4096)
 def _compile(source: str) -> Any:
+    from evalspec.config.templating import ENVIRONMENT
+
     return ENVIRONMENT.from_string(source)
+
+
+def load_templating() -> None:
+    """Import the template sandbox (jinja2, ~40 ms) now rather than at the first render, which may be
+    on the event loop mid-run."""
+    import evalspec.config.templating  # noqa: F401
 
 
 def is_template(text: str) -> bool:
@@ -33,6 +38,10 @@ def render_text(text: str, variables: Mapping[str, Any]) -> str:
     """Render one template string; plain strings are returned untouched."""
     if not is_template(text):
         return text
+    from jinja2 import TemplateError
+
+    from evalspec.config.templating import render_limited
+
     try:
         return render_limited(_compile(text), dict(variables))
     except TemplateError as exc:

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from evalspec.config.interpolate import ENV_PATTERN, SECRET_NAME
+from evalspec.config.interpolate import ENV_PATTERN, SECRET_NAME, is_template, load_templating
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import Suite
 from evalspec.config.parser import SuiteParser
@@ -100,6 +100,8 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
         return None, [Problem(shown, None, "", "file not found")]
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(shown, None, "", f"cannot read: {exc}")]
+    if is_template(text):
+        load_templating()
     problems: list[Problem] = []
     try:
         data, lines = load_yaml(text, shown, problems)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Any
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib  # for a mistake only
+
     matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{matches[0]}'?)" if matches else ""
 

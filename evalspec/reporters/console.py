@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from evalspec.config.model import describe_provider
@@ -32,6 +31,9 @@ from evalspec.reporters.vocabulary import (
 )
 from evalspec.results.findings import Excerpt, Finding, findings, first_failure
 from evalspec.results.verdict import CATEGORIES, record_category
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim", "xfailed": "magenta",
          "xpassed": "cyan", "measured": "grey50", "drafts": "dim"}
@@ -61,7 +63,9 @@ class ConsoleReporter:
         self.started = time.monotonic()
         if already_done and not self.quiet:
             self.console.print(f"resuming: {already_done} of {total} already finished")
-        if self.live:
+        if self.live:  # a terminal only: rich.progress is not imported otherwise
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
             self.progress = Progress(TextColumn("[bold]evalspec"), BarColumn(), MofNCompleteColumn(),
                                      TextColumn("{task.description}"), TimeElapsedColumn(),
                                      console=self.console, transient=True)

@@ -17,8 +17,9 @@ from typing import Any
 
 from servers import ChatbotServer, OpenAIServer, Reply, chat_body
 
-# modules a python-provider run never needs: the HTTP stack (~0.5 s to import) and litellm (seconds)
-NOT_FOR_PYTHON = ("aiohttp", "httpx_aiohttp", "httpx", "litellm", "openai")
+# modules a python-provider run without templates never needs: the HTTP stack (~0.5 s to import),
+# litellm (seconds), jinja2 (templates) and the progress bar (a terminal's)
+NOT_FOR_PYTHON = ("aiohttp", "httpx_aiohttp", "httpx", "litellm", "openai", "jinja2", "rich.progress")
 TRANSPORT = ("httpx_aiohttp", "aiohttp", "httpx")
 
 PROBE = '''
@@ -93,8 +94,8 @@ def test_a_python_provider_run_loads_no_http_stack_and_no_litellm(tmp_path: Path
     assert [m for m in NOT_FOR_PYTHON if m in seen["modules"]] == []
 
 
-def assert_loaded_before_the_first_call(seen: dict[str, Any]) -> None:
-    for name in TRANSPORT:
+def assert_loaded_before_the_first_call(seen: dict[str, Any], modules: tuple[str, ...] = TRANSPORT) -> None:
+    for name in modules:
         first = seen["imports"].get(name)
         assert first is not None, f"{name} was never imported"
         # the run's own task at most: no conversation was being played
@@ -108,7 +109,7 @@ def test_an_http_provider_run_loads_its_transport_before_the_first_call(tmp_path
 providers:
   - id: bot
     http: {{url: "{server.url}/chat", body: {{session: "{{{{ thread_id }}}}", text: "{{{{ message }}}}"}},
-            response: data.reply, stateful: true}}
+            headers: {{x-turn: "turn {{{{ turn }}}}"}}, response: data.reply, stateful: true}}
 tests:
   - id: t
     repeat: 4
@@ -119,7 +120,7 @@ tests:
 """, "-j", "4")
     assert [r["status"] for r in run["results"]] == ["passed"] * 4
     assert len(server.requests) == 8
-    assert_loaded_before_the_first_call(seen)
+    assert_loaded_before_the_first_call(seen, (*TRANSPORT, "jinja2"))  # a header is a template
 
 
 def test_a_judge_on_the_lean_client_loads_its_transport_before_the_first_call(tmp_path: Path) -> None:
