@@ -17,10 +17,10 @@ MIN_SECRET_LENGTH = 6  # shorter values are not credentials, and masking them wo
 def redact(value: Any, secrets: set[str]) -> Any:
     """Replace every occurrence of every secret inside `value` (recursively): the longest secrets first,
     so a secret that contains another is masked whole. Without a secret, `value` itself comes back."""
-    ordered = sorted((s for s in secrets if len(s) >= MIN_SECRET_LENGTH), key=lambda s: (-len(s), s))
-    if not ordered:
+    if not secrets:  # most runs: every record, and parts of it, come here
         return value
-    return _masked(value, ordered)
+    ordered = sorted((s for s in secrets if len(s) >= MIN_SECRET_LENGTH), key=lambda s: (-len(s), s))
+    return _masked(value, ordered) if ordered else value
 
 
 _UNMASKED = frozenset({int, float, bool, type(None)})  # no text inside: kept as they are, without a call

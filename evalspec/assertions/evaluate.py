@@ -57,7 +57,6 @@ def _sum(values: list[Any]) -> Any:
 
 def select_replies(spec: AssertionSpec, ctx: GradingContext) -> list[Reply]:
     """The replies a reply-kind assertion reads on its scope."""
-    replies = ctx.replies()
     scope = spec.scope
     if isinstance(scope, dict):
         chosen = []
@@ -72,6 +71,7 @@ def select_replies(spec: AssertionSpec, ctx: GradingContext) -> list[Reply]:
         if m is None:
             raise GradingError(f"no reply for turn {spec.turn}")
         return [_reply(m)]
+    replies = ctx.replies()
     if not replies:
         raise GradingError("the transcript has no assistant reply")
     if scope == "last_response":
@@ -155,9 +155,9 @@ def combine(spec: AssertionSpec, checks: list[Check]) -> AssertionResult:
         only = checks[0]
         passed, score, evidence, reason = only.passed, (0 + only.score) / 1, list(only.evidence), only.reason
     else:
-        passed = all(c.passed for c in checks)
-        score = sum(c.score for c in checks) / len(checks)
         failing = [c for c in checks if not c.passed]
+        passed = not failing
+        score = sum([c.score for c in checks]) / len(checks)
         evidence = [e for c in failing or checks for e in c.evidence]
         if failing:
             turns = [str(e.turn) for c in failing for e in c.evidence[:1]]

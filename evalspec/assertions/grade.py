@@ -49,6 +49,8 @@ async def grade(graded_input: GradingInput, transcript: list[dict[str, Any]], ju
     for i, spec in enumerate(specs):
         (graded if needs_model(spec) else deterministic).append((i, spec))
     limit = float(grade_timeout if grade_timeout is not None else given.grade_timeout)
+    if not graded:  # no judge, no embedder: the checks' results are the answer, in order
+        return await evaluate_off_loop(list(specs), ctx, limit) if specs else []
     if deterministic:
         checked = await evaluate_off_loop([s for _, s in deterministic], ctx, limit)
         results.update({i: r for (i, _), r in zip(deterministic, checked)})

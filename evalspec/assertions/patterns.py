@@ -47,11 +47,19 @@ def regex_problem(pattern: str) -> str | None:
     return None
 
 
+HOLD_GIL_S = 0.001  # a match may keep the GIL this long; a longer one starts again with the GIL free
+
+
 def _match(how: str, pattern: str, text: str, flags: int) -> Any:
     limit = _regex_limit.get()
     try:
-        compiled = compile_pattern(pattern, flags)
-        return getattr(compiled, how)(text, timeout=limit, concurrent=True)  # concurrent: frees the GIL
+        match = getattr(compile_pattern(pattern, flags), how)
+        if limit > HOLD_GIL_S:  # nearly every match ends well within this: no hand-over of the GIL to wait for
+            try:
+                return match(text, timeout=HOLD_GIL_S)
+            except TimeoutError:
+                pass
+        return match(text, timeout=limit, concurrent=True)  # concurrent: frees the GIL
     except TimeoutError:
         raise GradingError(f"regex {pattern!r} timed out after {limit:g}s") from None
     except regex.error as exc:

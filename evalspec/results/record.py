@@ -72,12 +72,11 @@ _USAGE = ("tokens", "cost", "prompt_tokens", "completion_tokens", "strategy_call
 def usage_fields(replies: list[dict[str, Any]]) -> dict[str, Any]:
     """The replies' tokens and cost, prompt/completion tokens, and the context strategy's own calls,
     tokens and cost: each a sum, None when no reply has it (strategy calls: 0)."""
-    given: dict[str, list[Any]] = {key: [] for key in _USAGE}
-    for m in replies:  # one pass over the replies for every figure
-        for key in _USAGE:
-            value = m.get(key)
-            if value is not None:
-                given[key].append(value)
-    totals = {key: sum(values) if values else None for key, values in given.items()}
+    totals: dict[str, Any] = dict.fromkeys(_USAGE)
+    written = set().union(*replies)  # most replies have only some of these keys
+    for key in _USAGE:
+        if key in written:
+            values = [m[key] for m in replies if m.get(key) is not None]
+            totals[key] = sum(values) if values else None
     totals["strategy_calls"] = totals["strategy_calls"] or 0
     return totals
