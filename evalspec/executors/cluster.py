@@ -1,7 +1,8 @@
 """What runs on the Ray cluster: the conversation workers and the two services they share.
 
 - `LimitBroker`: one actor for the whole cluster holding each provider's `max_concurrency` slots and
-  `rpm` schedule; every worker asks it before each call starts, so the limits hold across workers.
+  `rpm` schedule; every worker asks it before each call starts, so the limits hold across workers. It
+  knows which worker holds each slot: the slots of a worker that died are given back (`drop`).
 - `CacheReader`: an actor on the driver's node answering reads of the driver's response cache.
 - `ConversationWorker`: an actor that unpacks the suites' files, loads the suites and the plan once,
   and plays the conversations it is handed; the cache entries a conversation wrote travel back with
@@ -16,7 +17,7 @@ from __future__ import annotations
 import contextvars
 import os
 import sys
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -38,35 +39,57 @@ RATE_MARGIN = 1.01  # starts spaced 1% wider than 60/rpm: the network's jitter c
 
 class LimitBroker:
     """The cluster's limiter: `acquire` returns when a call to provider `key` may start. Each provider's
-    limits are the same `LocalLimits` a local run uses, held here once for every worker."""
+    limits are the same `LocalLimits` a local run uses, held here once for every worker; each slot of a
+    `max_concurrency` is held by a worker (`holder`) until it releases it or is dropped."""
 
     def __init__(self) -> None:
         self.buckets: dict[str, LocalLimits] = {}
+        self.held: dict[str, Counter[str]] = {}  # holder -> provider key -> slots it holds
+        self.gone: set[str] = set()  # holders dropped: what they are granted later goes straight back
 
-    async def acquire(self, key: str, rpm: float | None, max_concurrency: int | None) -> None:
+    async def acquire(self, key: str, rpm: float | None, max_concurrency: int | None, holder: str = "") -> None:
         bucket = self.buckets.get(key)
         if bucket is None:
             bucket = self.buckets[key] = LocalLimits(max_concurrency, rpm / RATE_MARGIN if rpm else None)
         await bucket.acquire()
-
-    def release(self, key: str) -> None:
-        bucket = self.buckets.get(key)
-        if bucket is not None:
+        if not max_concurrency:
+            return
+        if holder in self.gone:  # it asked, then died: nobody will release this slot
             bucket.release()
+            return
+        self.held.setdefault(holder, Counter())[key] += 1
+
+    def release(self, key: str, holder: str = "") -> None:
+        held = self.held.get(holder)
+        if held is None or held[key] <= 0:
+            return  # given back already, when its holder was dropped
+        held[key] -= 1
+        self.buckets[key].release()
+
+    def drop(self, holder: str) -> int:
+        """`holder` is gone (its worker died): every slot it held is free again; returns how many."""
+        self.gone.add(holder)
+        held = self.held.pop(holder, Counter())
+        for key, count in held.items():
+            for _ in range(count):
+                self.buckets[key].release()
+        return sum(held.values())
 
 
 class ClusterLimits:
     """A worker's handle on one provider's limits in the broker (`Limits`)."""
 
-    def __init__(self, broker: Any, key: str, rpm: float | None, max_concurrency: int | None) -> None:
+    def __init__(self, broker: Any, key: str, rpm: float | None, max_concurrency: int | None,
+                 holder: str = "") -> None:
         self.broker, self.key, self.rpm, self.max_concurrency = broker, key, rpm, max_concurrency
+        self.holder = holder
 
     async def acquire(self) -> None:
-        await self.broker.acquire.remote(self.key, self.rpm, self.max_concurrency)
+        await self.broker.acquire.remote(self.key, self.rpm, self.max_concurrency, self.holder)
 
     def release(self) -> None:
         if self.max_concurrency:
-            self.broker.release.remote(self.key)
+            self.broker.release.remote(self.key, self.holder)
 
 
 class CacheReader:
@@ -122,7 +145,8 @@ class ConversationWorker:
     call, returned with the cache entries it wrote."""
 
     def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: dict[str, Any], environ: dict[str, str],
-                 selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any) -> None:
+                 selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any,
+                 holder: str = "") -> None:
         from evalspec.config.loader import load_suites
         from evalspec.plan import Plan, build_plan
         from evalspec.plan_preflight import prepare_plan
@@ -136,7 +160,7 @@ class ConversationWorker:
         self.suites = load_suites([mirrored(self.root, p) for p in suite_paths], cli_vars, environ)
         self.plan = build_plan(self.suites, selection)
         prepare_plan(list(Plan(self.suites, selection).representatives()))  # the HTTP transport: not mid-run
-        self.play, self.broker = play, broker
+        self.play, self.broker, self.holder = play, broker, holder  # holder: this worker's name at the broker
         self.pool = ProviderPool(self.suites, None, cache=ShippingCache(reader) if reader is not None else None,
                                  limits_for=self.limits_for)
 
@@ -144,7 +168,7 @@ class ConversationWorker:
         if not spec.rpm and not spec.max_concurrency:
             return None
         key = f"{driver_path(self.root, suite.path)}|{spec.id}@{spec.where}"  # the same on every worker
-        return ClusterLimits(self.broker, key, spec.rpm, spec.max_concurrency)
+        return ClusterLimits(self.broker, key, spec.rpm, spec.max_concurrency, self.holder)
 
     async def run(self, index: int) -> tuple[dict[str, Any], list[CacheEntry]]:
         written: list[CacheEntry] = []

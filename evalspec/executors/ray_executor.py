@@ -4,6 +4,8 @@ The driver packs the suites' folders (`bundle`), starts one `LimitBroker` for th
 `CacheReader` on its own node, and a few `ConversationWorker` actors spread over the nodes; it hands
 each conversation's index to a worker and gets back the record and the cache entries the conversation
 wrote. The driver keeps the journal, the cache, the order and the gate, exactly as in a local run.
+A worker that dies (its process killed, its node lost) leaves the rotation, the broker frees the slots
+it held, and its conversations are played again by the others.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class RayConfig:
 CONNECT_TIMEOUT = 5.0  # seconds to reach a cluster's head before giving up (exit 2)
 CLOSE_TIMEOUT = 30.0  # seconds for the workers to clean up
 SERVICE_CONCURRENCY = 10_000  # calls the broker and the cache reader serve at once
+PLAYS = 2  # times a conversation is handed to a worker when its worker dies under it
 
 
 def check_reachable(address: str) -> None:
@@ -101,20 +104,32 @@ class RayExecutor:
         places = worker_places(ray.nodes(), concurrency)
         per_actor = max(1, math.ceil(concurrency / len(places)))
         worker: Any = ray.remote(num_cpus=0)(cluster.ConversationWorker)
+        holders = [f"worker-{n}" for n in range(len(places))]
         self.workers: list[Any] = [worker.options(
             max_concurrency=per_actor, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)
         ).remote(bundle, [str(p) for p in paths], config.cli_vars, suite_environ(paths), config.selection,
-                 os.getcwd(), play, self.broker, self.reader) for node in places]
+                 os.getcwd(), play, self.broker, self.reader, holder) for holder, node in zip(holders, places)]
+        self.live = list(zip(holders, self.workers))  # (name at the broker, actor) of the workers still alive
         self._next = 0
 
     async def run(self, instance: Instance, index: int) -> dict[str, Any]:
-        """The record of `instance` (the plan's `index`-th), its cache entries stored in the driver's cache."""
-        worker = self.workers[self._next % len(self.workers)]
-        self._next += 1
-        try:
-            found: tuple[dict[str, Any], list[cluster.CacheEntry]] = await worker.run.remote(index)
-        except self.ray.exceptions.RayError as exc:
-            raise ConfigError([Problem("--executor ray", None, "", f"ray worker failed: {exc}")]) from exc
+        """The record of `instance` (the plan's `index`-th), its cache entries stored in the driver's cache.
+        A conversation whose worker died is played again by another worker, once."""
+        for attempt in range(PLAYS):
+            if not self.live:
+                raise ConfigError([Problem("--executor ray", None, "", "every ray worker died")])
+            holder, worker = self.live[self._next % len(self.live)]
+            self._next += 1
+            try:
+                found: tuple[dict[str, Any], list[cluster.CacheEntry]] = await worker.run.remote(index)
+                break
+            except self.ray.exceptions.ActorDiedError as exc:
+                await self._lost(holder)
+                if attempt + 1 == PLAYS:
+                    raise ConfigError([Problem("--executor ray", None, "", f"{instance.test_id}: its ray worker "
+                                               f"died each of the {PLAYS} times it was played: {exc}")]) from exc
+            except self.ray.exceptions.RayError as exc:
+                raise ConfigError([Problem("--executor ray", None, "", f"ray worker failed: {exc}")]) from exc
         record, written = found
         if record.get("test_id") != instance.test_id:
             raise ConfigError([Problem("--executor ray", None, "", f"a worker planned {record.get('test_id')!r} "
@@ -123,6 +138,11 @@ class RayExecutor:
             self.cache.put_many(written)
         record["key"], record["suite"] = instance.key, str(instance.suite.path)
         return record
+
+    async def _lost(self, holder: str) -> None:
+        """A dead worker leaves the rotation and gives back, at the broker, the slots it held."""
+        self.live = [(name, actor) for name, actor in self.live if name != holder]
+        await self.broker.drop.remote(holder)
 
     async def aclose(self) -> None:
         """Workers remove their unpacked files; then every actor this run started is ended."""

@@ -8,6 +8,7 @@ started and how many were in flight.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -36,7 +37,7 @@ with open(os.path.join(os.path.dirname(__file__), "facts.json")) as f:  # a sibl
 
 def reply(messages, ctx):
     body = json.dumps({"text": messages[-1]["content"], "node": os.environ.get("EVALSPEC_TEST_NODE"),
-                       "file": __file__, "cwd": os.getcwd()}).encode()
+                       "file": __file__, "cwd": os.getcwd(), "pid": os.getpid()}).encode()
     request = urllib.request.Request("URL", body, {"content-type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         answer = json.load(response)["answer"]
@@ -45,11 +46,13 @@ def reply(messages, ctx):
 
 
 class BotServer(LoopbackServer):
-    """Answers `ok: <text>` after `delay` seconds; records every call's start, node, file and cwd."""
+    """Answers `ok: <text>` after `delay` seconds; records every call's start, node, file and cwd. With
+    `kill_first`, the process making the first call is killed (SIGKILL) while that call is in flight."""
 
-    def __init__(self, delay: float = 0.05) -> None:
+    def __init__(self, delay: float = 0.05, kill_first: bool = False) -> None:
         self.calls: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
+        self.killed: dict[str, Any] | None = None
         guard = threading.Lock()
 
         def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
@@ -57,6 +60,9 @@ class BotServer(LoopbackServer):
                 self.calls.append({**body, "at": time.monotonic()})
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                if kill_first and self.killed is None:
+                    self.killed = body
+                    os.kill(body["pid"], signal.SIGKILL)  # a Ray worker of the test's own cluster
             time.sleep(delay)
             with guard:
                 self.in_flight -= 1
@@ -89,10 +95,10 @@ def cluster() -> Iterator[LocalCluster]:
         running.stop()
 
 
-def evalspec_run(cluster: LocalCluster, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def evalspec_run(cluster: LocalCluster, cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "evalspec", "run", *args, "--executor", "ray", "--address",
                            cluster.address, "-q"], cwd=cwd, env=cluster.env(), capture_output=True, text=True,
-                          timeout=300)
+                          timeout=timeout)
 
 
 def starts_keep_the_rate(starts: list[float], rpm: float) -> bool:
@@ -203,3 +209,20 @@ def test_a_module_function_provider_is_answered_from_the_drivers_cache_on_a_seco
     assert [r["status"] for r in json.loads((folder / "second.json").read_text())["results"]] == ["passed"] * 4
     for call in calls:  # the module, too, came with the task
         assert not Path(call["file"]).resolve().is_relative_to(tmp_path.resolve()), call["file"]
+
+
+def test_a_worker_killed_mid_call_frees_its_slot_and_its_conversation_is_played_again(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    with BotServer(delay=0.2, kill_first=True) as server:
+        suite = write_suite(tmp_path, server.url, 6, "    max_concurrency: 1")  # the dead worker held the only slot
+        try:
+            proc = evalspec_run(cluster, tmp_path, str(suite), "-j", "4", "--no-cache", "-o", "run.json", timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the run hung: the dead worker's slot was never given back")
+        calls, killed = list(server.calls), server.killed
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert killed is not None
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert [r["status"] for r in run["results"]] == ["passed"] * 6
+    again = [c for c in calls if c["text"] == killed["text"]]
+    assert len(again) == 2 and again[1]["pid"] != killed["pid"]  # played again, by another worker
