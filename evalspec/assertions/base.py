@@ -68,6 +68,13 @@ class GradingContext:
     embed: EmbedFn | None = None
     tools: Any = None  # the provider's declared tools (a list, or FILE.py:NAME), for tool-args-valid
 
+    def until(self, turn: int) -> GradingContext:
+        """The context of an assertion attached to `turn`: the transcript ends with that turn."""
+        cut = object.__new__(type(self))  # a copy of every field (faster than dataclasses.replace)
+        cut.__dict__.update(self.__dict__)
+        cut.transcript, cut.turn = [m for m in self.transcript if (m.get("turn") or 0) <= turn], turn
+        return cut
+
     def replies(self) -> list[dict[str, Any]]:
         """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds
         before it and injected history are excluded)."""

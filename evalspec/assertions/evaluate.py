@@ -127,7 +127,7 @@ async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
         return no_verdict(spec, f"unknown assertion type {spec.type!r}")
     atype = resolved[0]
     if spec.turn is not None:
-        ctx = replace(ctx, transcript=[m for m in ctx.transcript if (m.get("turn") or 0) <= spec.turn], turn=spec.turn)
+        ctx = ctx.until(spec.turn)
     try:
         if atype.kind == "conversation":
             checks = [await _call(atype.fn, spec, ctx)]
