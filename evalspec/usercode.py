@@ -48,12 +48,16 @@ class DaemonWorkers:
     """Daemon threads that take work from one queue, never joined.
 
     Few threads serve many short calls (each hand-over of the GIL between threads costs more than a
-    short call): a new thread starts when fewer than `FLOOR` exist; beyond that, whenever the oldest
-    waiting job has waited `WAIT` seconds, as many start as jobs wait (calls that block on I/O, or a
-    thread stuck in user code), so a hung job never blocks later work or the process exit."""
+    short call): `FLOOR` threads start with the first jobs. More start only when work is held up by
+    jobs that block: a job has waited `WAIT` seconds in the queue, no worker is free, and some worker's
+    job has run `BLOCKED` seconds (a call waiting on I/O, or stuck in user code). Then as many start as
+    jobs wait, so a hung job never blocks later work or the process exit. Jobs that wait only because
+    the machine is busy (every worker free or just started on a short job) start no thread: more
+    threads would only contend for the GIL (a large run on a loaded machine grew thirty of them)."""
 
     FLOOR = 2
-    WAIT = 0.01  # seconds
+    WAIT = 0.01  # seconds a job may wait in the queue
+    BLOCKED = 0.012  # seconds a running job takes before it counts as blocking
 
     def __init__(self) -> None:
         self.reset()
@@ -64,16 +68,22 @@ class DaemonWorkers:
         self._lock = threading.Lock()
         self._idle = 0
         self._queued: collections.deque[float] = collections.deque()  # when each waiting job was submitted
+        self._running: dict[int, float] = {}  # worker thread -> when its job started
         self._watching = False
         self.started = 0
 
     def submit(self, job: Callable[[], None]) -> None:
+        self._queued.append(time.monotonic())  # deque appends are atomic; the worker pops after `get`
+        self._work.put(job)
+        if self.started < self.FLOOR or not self._watching:
+            self._grow()
+
+    def _grow(self) -> None:
+        """The first jobs: start the floor's threads and the watcher."""
         with self._lock:
-            self._queued.append(time.monotonic())
             spawn = self._idle < len(self._queued) and self.started < self.FLOOR
             watch = not self._watching
             self._watching = True
-        self._work.put(job)
         if spawn:
             self._spawn(1)
         if watch:
@@ -89,21 +99,36 @@ class DaemonWorkers:
         while True:
             time.sleep(self.WAIT / 2)
             with self._lock:
-                late = bool(self._queued) and time.monotonic() - self._queued[0] >= self.WAIT
-                missing = len(self._queued) - self._idle if late else 0
+                missing = self.to_start(time.monotonic(), self._queued[0] if self._queued else None,
+                                        len(self._queued), self._idle, list(self._running.values()))
             if missing > 0:
                 self._spawn(missing)
 
+    @classmethod
+    def to_start(cls, now: float, oldest: float | None, waiting: int, idle: int, running: list[float]) -> int:
+        """How many threads to start: `oldest` is when the longest-waiting job was submitted, `running`
+        when each busy worker's job started."""
+        if oldest is None or now - oldest < cls.WAIT or idle > 0:
+            return 0
+        if running and now - min(running) < cls.BLOCKED:
+            return 0  # every busy worker is on a job that just started: the jobs are short, not blocked
+        return min(waiting, max(len(running), 1))  # double at most per look: a stall may be momentary
+
     def _loop(self) -> None:
+        me = threading.get_ident()
+        with self._lock:
+            self._idle += 1
         while True:
-            with self._lock:
-                self._idle += 1
             job = self._work.get()
             with self._lock:
                 self._idle -= 1
                 self._queued.popleft()
+                self._running[me] = time.monotonic()
             with contextlib.suppress(BaseException):  # a job reports its own outcome; the worker lives on
                 job()
+            with self._lock:
+                del self._running[me]
+                self._idle += 1
 
 
 WORKERS = DaemonWorkers()

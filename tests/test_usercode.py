@@ -154,3 +154,51 @@ def test_an_async_provider_that_ignores_its_cancellation_is_abandoned(swallow: b
     start = time.monotonic()
     assert run_interruptible(main()) == "timed out"
     assert time.monotonic() - start < 5
+
+
+# -- how many threads serve sync user code --------------------------------------------------------
+
+def test_jobs_held_up_by_a_busy_machine_start_no_thread() -> None:
+    from evalspec.usercode import DaemonWorkers
+
+    now, late = 100.0, 100.0 - 5 * DaemonWorkers.WAIT
+    assert DaemonWorkers.to_start(now, late, waiting=30, idle=1, running=[now - 1.0]) == 0  # a worker is free
+    short = now - DaemonWorkers.BLOCKED / 2  # a job that may be waiting for the GIL, not blocked
+    assert DaemonWorkers.to_start(now, late, waiting=30, idle=0, running=[short, now]) == 0
+    assert DaemonWorkers.to_start(now, now - DaemonWorkers.WAIT / 2, waiting=30, idle=0, running=[now - 1.0]) == 0
+    assert DaemonWorkers.to_start(now, None, waiting=0, idle=0, running=[now - 1.0]) == 0
+
+
+def test_jobs_held_up_by_a_blocked_job_double_the_threads_up_to_the_waiting_jobs() -> None:
+    from evalspec.usercode import DaemonWorkers
+
+    now, late = 100.0, 100.0 - 5 * DaemonWorkers.WAIT
+    assert DaemonWorkers.to_start(now, late, waiting=7, idle=0, running=[now - 1.0, now - 0.0001]) == 2  # doubles
+    assert DaemonWorkers.to_start(now, late, waiting=1, idle=0, running=[now - 1.0, now - 1.0]) == 1
+    assert DaemonWorkers.to_start(now, late, waiting=3, idle=0, running=[]) == 1
+
+
+def test_blocking_calls_are_served_concurrently_and_short_ones_by_few_threads() -> None:
+    from evalspec.usercode import DaemonWorkers, in_thread
+
+    workers = DaemonWorkers()
+
+    async def calls(fn: object, n: int) -> float:
+        import evalspec.usercode as usercode
+
+        saved, usercode.WORKERS = usercode.WORKERS, workers
+        try:
+            start = time.monotonic()
+            await asyncio.gather(*(in_thread(fn) for _ in range(n)))  # type: ignore[arg-type]
+            return time.monotonic() - start
+        finally:
+            usercode.WORKERS = saved
+
+    def short() -> int:
+        return sum(range(50))
+
+    asyncio.run(calls(short, 20_000))  # a queue far longer than WAIT: the rule before this one started ~40
+    assert workers.started <= 16
+    elapsed = asyncio.run(calls(lambda: time.sleep(0.2), 40))  # forty calls waiting on I/O
+    assert elapsed < 2.0  # not 40 × 0.2 s / 2 threads = 4 s
+    assert workers.started >= 20
