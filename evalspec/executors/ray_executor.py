@@ -97,8 +97,10 @@ class RayExecutor:
         paths = [Path(p).resolve() for p in config.paths]
         bundle = ray.put(pack(paths))
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
-        self.broker = ray.remote(num_cpus=0, max_concurrency=SERVICE_CONCURRENCY)(cluster.LimitBroker).remote()
+        # the limit broker and the cache reader live on the driver's node: losing a worker node loses neither
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
+        self.broker = ray.remote(num_cpus=0, max_concurrency=SERVICE_CONCURRENCY)(cluster.LimitBroker).options(
+            scheduling_strategy=here).remote()
         self.reader = ray.remote(num_cpus=0, max_concurrency=16)(cluster.CacheReader).options(
             scheduling_strategy=here).remote(str(cache_dir.resolve())) if cache_dir is not None else None
         places = worker_places(ray.nodes(), concurrency)
