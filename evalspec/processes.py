@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import struct
@@ -151,6 +152,7 @@ def _child(write_fd: int, pending: Iterator[tuple[int, Instance]],
     """A child's whole life: a fresh event loop and user-code threads, its share of the plan, then exit."""
     code = 0
     try:
+        gc.freeze()  # what came from the parent is never collected here: no collection walks (or copies) it
         signal.set_wakeup_fd(-1)  # the parent's loop owns that socket
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)  # the parent decides what an interruption means
