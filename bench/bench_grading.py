@@ -44,24 +44,7 @@ def respond(messages, context):
     return "收到：" + text + "。瑶光的续航是 620 公里，支持分期，详情请在 App 里预约顾问。"
 '''
 
-SCALE = """providers:
-  - id: bot
-    python: bot.py:respond
-options: {{cache: false}}
-tests:
-  - id: scale
-    repeat: {n}
-    conversation:
-      - user: 你好，我想看看瑶光
-      - user: 续航多少？
-      - user: 能分期吗？
-    assert:
-      - contains: 收到
-        scope: each_turn
-      - not-regex: "1[3-9]\\\\d{{9}}"
-        scope: each_turn
-        severity: critical
-"""
+from bench_scale import SUITE as SCALE  # noqa: E402  (the scale benchmark's suite; run from bench/)
 
 MIX = """providers:
   - id: bot

@@ -30,28 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-BOT = '''
-def respond(messages, context):
-    return "收到：" + messages[-1]["content"]
-'''
-
-SUITE = """providers:
-  - id: bot
-    python: bot.py:respond
-options: {cache: false}
-tests:
-  - id: one
-    conversation:
-      - user: 你好，我想看看瑶光
-      - user: 续航多少？
-      - user: 能分期吗？
-    assert:
-      - contains: 收到
-        scope: each_turn
-      - not-regex: "1[3-9]\\\\d{9}"
-        scope: each_turn
-        severity: critical
-"""
+from bench_scale import BOT, SUITE  # noqa: E402  (the scale benchmark's bot and suite, played once)
 
 COMMANDS = {"--version": ["--version"], "validate": ["validate", "one.yaml"],
             "run": ["run", "one.yaml", "-q", "-o", "run.json"]}
@@ -90,7 +69,7 @@ def main() -> None:
         work = folder / "work"
         work.mkdir()
         (work / "bot.py").write_text(BOT, encoding="utf-8")
-        (work / "one.yaml").write_text(SUITE, encoding="utf-8")
+        (work / "one.yaml").write_text(SUITE.format(n=1), encoding="utf-8")
         python = [sys.executable, "-m", "evalspec"]
         where = subprocess.run([sys.executable, "-c", "import evalspec; print(evalspec.__file__)"], cwd=work,
                                env=environment(root, False), capture_output=True, text=True, check=True).stdout
