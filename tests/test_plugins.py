@@ -3,6 +3,7 @@ from a file named in the suite, and from an installed package's entry points."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 from evalspec.assertions.registry import REGISTRY, load_installed_plugins
 from evalspec.cli import main
 from evalspec.config.model import describe_provider
+from evalspec.plugins import may_declare_entry_points
 from evalspec.providers.kinds import PROVIDER_KINDS, provider_kinds
 
 PLUGIN = '''
@@ -222,3 +224,22 @@ def test_an_installed_package_s_entry_points_are_known_without_naming_them(tmp_p
     assert statuses == ["passed", "failed"]
     assert "echo" in cli("list", "providers").stdout and "polite" in cli("list", "assertions").stdout
     assert "value_polite" in json.loads(cli("schema").stdout)["$defs"]
+
+
+def test_the_quick_look_for_entry_points_finds_a_declaring_distribution_and_only_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    other = site / "other_tool-1.0.dist-info"
+    other.mkdir(parents=True)
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other_tool:main\n", encoding="utf-8")
+    (site / "flat-0.1.egg-info").write_text("Metadata-Version: 1.0\n", encoding="utf-8")  # an egg-info file
+    monkeypatch.setattr(sys, "meta_path", [importlib.machinery.PathFinder])  # no other finder of distributions
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing")])
+    assert may_declare_entry_points() is False
+    plugin = site / "evalspec_demo_plugin-0.1.dist-info"
+    plugin.mkdir()
+    (plugin / "entry_points.txt").write_text("[evalspec.providers]\necho = evalspec_demo_plugin\n", encoding="utf-8")
+    assert may_declare_entry_points() is True
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "archive.zip")])
+    (tmp_path / "archive.zip").write_bytes(b"PK")  # not read here: importlib.metadata decides
+    assert may_declare_entry_points() is True
