@@ -49,15 +49,18 @@ class DaemonWorkers:
 
     Few threads serve many short calls (each hand-over of the GIL between threads costs more than a
     short call): `FLOOR` threads start with the first jobs. More start only when work is held up by
-    jobs that block: a job has waited `WAIT` seconds in the queue, no worker is free, and some worker's
-    job has run `BLOCKED` seconds (a call waiting on I/O, or stuck in user code). Then as many start as
-    jobs wait, so a hung job never blocks later work or the process exit. Jobs that wait only because
-    the machine is busy (every worker free or just started on a short job) start no thread: more
-    threads would only contend for the GIL (a large run on a loaded machine grew thirty of them)."""
+    jobs that block: a job has waited `WAIT` seconds in the queue, no worker is free, and either the
+    jobs finished since the last look took `SLOW` seconds on average (calls waiting on I/O) or some
+    worker's job has run `BLOCKED` seconds (stuck in user code). Then the count doubles, up to the jobs
+    waiting, so a hung job never blocks later work or the process exit. Jobs that wait only because the
+    machine is busy (short jobs, a worker now and then kept from the GIL for a switch interval) start
+    no thread: more threads would only contend for the GIL (a large run on a loaded machine grew thirty
+    of them)."""
 
     FLOOR = 2
     WAIT = 0.01  # seconds a job may wait in the queue
-    BLOCKED = 0.012  # seconds a running job takes before it counts as blocking
+    SLOW = 0.002  # seconds: finished jobs this long on average were waiting on something
+    BLOCKED = 0.012  # seconds a running job takes before it counts as stuck (above a GIL switch or two)
 
     def __init__(self) -> None:
         self.reset()
@@ -69,6 +72,7 @@ class DaemonWorkers:
         self._idle = 0
         self._queued: collections.deque[float] = collections.deque()  # when each waiting job was submitted
         self._running: dict[int, float] = {}  # worker thread -> when its job started
+        self._finished, self._busy = 0, 0.0  # jobs finished since the watcher's last look, and their time
         self._watching = False
         self.started = 0
 
@@ -100,19 +104,24 @@ class DaemonWorkers:
             time.sleep(self.WAIT / 2)
             with self._lock:
                 missing = self.to_start(time.monotonic(), self._queued[0] if self._queued else None,
-                                        len(self._queued), self._idle, list(self._running.values()))
+                                        len(self._queued), self._idle, list(self._running.values()),
+                                        self._finished, self._busy)
+                self._finished, self._busy = 0, 0.0
             if missing > 0:
                 self._spawn(missing)
 
     @classmethod
-    def to_start(cls, now: float, oldest: float | None, waiting: int, idle: int, running: list[float]) -> int:
+    def to_start(cls, now: float, oldest: float | None, waiting: int, idle: int, running: list[float],
+                 finished: int = 0, busy: float = 0.0) -> int:
         """How many threads to start: `oldest` is when the longest-waiting job was submitted, `running`
-        when each busy worker's job started."""
+        when each busy worker's job started, `finished` jobs took `busy` seconds since the last look."""
         if oldest is None or now - oldest < cls.WAIT or idle > 0:
             return 0
-        if running and now - min(running) < cls.BLOCKED:
-            return 0  # every busy worker is on a job that just started: the jobs are short, not blocked
-        return min(waiting, max(len(running), 1))  # double at most per look: a stall may be momentary
+        waiting_on_io = finished >= max(len(running), 1) and busy / finished >= cls.SLOW
+        stuck = not running or now - min(running) >= cls.BLOCKED
+        if not (waiting_on_io or stuck):
+            return 0  # short jobs (a worker kept from the GIL for a moment is not blocked)
+        return min(waiting, max(len(running), 1))  # double at most per look
 
     def _loop(self) -> None:
         me = threading.get_ident()
@@ -127,7 +136,8 @@ class DaemonWorkers:
             with contextlib.suppress(BaseException):  # a job reports its own outcome; the worker lives on
                 job()
             with self._lock:
-                del self._running[me]
+                self._finished += 1
+                self._busy += time.monotonic() - self._running.pop(me)
                 self._idle += 1
 
 

@@ -169,6 +169,19 @@ def test_jobs_held_up_by_a_busy_machine_start_no_thread() -> None:
     assert DaemonWorkers.to_start(now, None, waiting=0, idle=0, running=[now - 1.0]) == 0
 
 
+def test_jobs_that_wait_on_io_double_the_threads_though_none_has_run_long() -> None:
+    from evalspec.usercode import DaemonWorkers
+
+    now, late = 100.0, 100.0 - 5 * DaemonWorkers.WAIT
+    just_started = [now - 0.001, now - 0.0005]
+    assert DaemonWorkers.to_start(now, late, waiting=30, idle=0, running=just_started, finished=2, busy=0.010) == 2
+    # one job kept from the GIL for a switch interval, among many short ones: not waiting on I/O
+    assert DaemonWorkers.to_start(now, late, waiting=30, idle=0, running=just_started, finished=400,
+                                  busy=0.005 + 399 * 0.00001) == 0
+    # a single slow job among two workers is no evidence from each
+    assert DaemonWorkers.to_start(now, late, waiting=30, idle=0, running=just_started, finished=1, busy=0.006) == 0
+
+
 def test_jobs_held_up_by_a_blocked_job_double_the_threads_up_to_the_waiting_jobs() -> None:
     from evalspec.usercode import DaemonWorkers
 
@@ -199,6 +212,9 @@ def test_blocking_calls_are_served_concurrently_and_short_ones_by_few_threads() 
 
     asyncio.run(calls(short, 20_000))  # a queue far longer than WAIT: the rule before this one started ~40
     assert workers.started <= 16
+    before = workers.started
+    asyncio.run(calls(lambda: time.sleep(0.005), 400))  # short calls waiting on I/O (a local server, say)
+    assert workers.started >= before + 4  # more than the floor: none of them ran BLOCKED seconds
     elapsed = asyncio.run(calls(lambda: time.sleep(0.2), 40))  # forty calls waiting on I/O
     assert elapsed < 2.0  # not 40 × 0.2 s / 2 threads = 4 s
     assert workers.started >= 20
