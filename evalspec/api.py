@@ -23,7 +23,7 @@ from typing import Any
 from evalspec.config.loader import load_suites
 from evalspec.config.model import Suite
 from evalspec.errors import ConfigError, Problem
-from evalspec.plan import Plan, Selection
+from evalspec.plan import Plan, Selection, checked_plan
 from evalspec.results.journal import encode
 from evalspec.results.stream import JournalRecords, to_plain
 from evalspec.runner import RunOptions, new_run_id, run_plan
@@ -167,10 +167,7 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
 
     loaded = load(suites, variables)
     if plan is None or not plan.checked:
-        plan = Plan(loaded, selection)
-        problems = plan.problems()
-        if problems:
-            raise ConfigError(problems)
+        plan = checked_plan(loaded, selection)
     if not plan:
         raise ConfigError([Problem(", ".join(str(s.path) for s in loaded), None, "",
                                    "no test matches the selection (filter/tags/providers); nothing was run")])

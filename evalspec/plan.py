@@ -222,13 +222,19 @@ def positions(plan: Sequence[Instance], keep: Callable[[int, str], bool]) -> Ite
     return ((position, inst) for position, inst in enumerate(plan) if keep(position, inst.key))
 
 
-def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[Instance]:
-    """Every instance to run, in suite order, as a list; template problems are ConfigErrors (nothing runs)."""
+def checked_plan(suites: list[Suite], selection: Selection | None = None) -> Plan:
+    """The plan of `suites`, its template problems looked for first: a ConfigError names them all (nothing runs)."""
     plan = Plan(suites, selection)
     problems = plan.problems()
     if problems:
         raise ConfigError(problems)
-    return list(plan)
+    plan.checked = True
+    return plan
+
+
+def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[Instance]:
+    """Every instance to run, in suite order, as a list; template problems are ConfigErrors (nothing runs)."""
+    return list(checked_plan(suites, selection))
 
 
 def instance_key(suite: Suite, test_id: str, provider: ProviderSpec) -> str:

@@ -148,7 +148,7 @@ class ConversationWorker:
                  selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any,
                  holder: str = "") -> None:
         from evalspec.config.loader import load_suites
-        from evalspec.plan import Plan, build_plan
+        from evalspec.plan import checked_plan
         from evalspec.plan_preflight import prepare_plan
 
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -158,8 +158,9 @@ class ConversationWorker:
         if cwd.is_dir():  # `module:function` beside the driver's working directory: imported from the bundle
             sys.path.insert(0, str(cwd))
         self.suites = load_suites([mirrored(self.root, p) for p in suite_paths], cli_vars, environ)
-        self.plan = build_plan(self.suites, selection)
-        prepare_plan(list(Plan(self.suites, selection).representatives()))  # the HTTP transport: not mid-run
+        plan = checked_plan(self.suites, selection)
+        self.plan = list(plan)  # played by position
+        prepare_plan(list(plan.representatives()))  # the HTTP transport: not mid-run
         self.play, self.broker, self.holder = play, broker, holder  # holder: this worker's name at the broker
         self.pool = ProviderPool(self.suites, None, cache=ShippingCache(reader) if reader is not None else None,
                                  limits_for=self.limits_for)
