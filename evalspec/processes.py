@@ -27,7 +27,7 @@ from typing import Any
 
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.plan import Instance
-from evalspec.results.journal import decode, encode
+from evalspec.results.journal import decode, encode_line
 
 HEADER = struct.Struct("<II")  # plan position, length of the journal line that follows
 PIPE_READ = 1 << 16  # bytes per read: a Linux pipe holds 64 KiB (a larger request only costs a larger allocation)
@@ -179,7 +179,7 @@ async def _play_share(write_fd: int, pending: Iterator[tuple[int, Instance]],
     async def worker() -> None:
         for position, inst in pending:
             record = await player(inst)
-            line = encode(record) + b"\n"
+            line = encode_line(record)
             frame = HEADER.pack(position, len(line)) + line
             view = memoryview(frame)
             while view:  # a full pipe blocks this child until the parent has read: back-pressure

@@ -153,7 +153,7 @@ def combine(spec: AssertionSpec, checks: list[Check]) -> AssertionResult:
         reason = best.reason if passed else f"no reply passed ({len(checks)} checked): {checks[-1].reason}"
     elif len(checks) == 1:
         only = checks[0]
-        passed, score, evidence, reason = only.passed, (0 + only.score) / 1, list(only.evidence), only.reason
+        passed, score, evidence, reason = only.passed, float(only.score), list(only.evidence), only.reason
     else:
         failing = [c for c in checks if not c.passed]
         passed = not failing

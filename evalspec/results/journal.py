@@ -36,6 +36,11 @@ def encode(record: Any) -> bytes:
         return json.dumps(record, ensure_ascii=False).encode("utf-8")
 
 
+def encode_line(record: Any) -> bytes:
+    """A record as the journal stores it: its JSON text and a newline."""
+    return encode(record) + b"\n"
+
+
 def decode(data: bytes | bytearray | str) -> Any:
     """A JSON text as `json.loads` reads it (orjson first; the standard decoder for what orjson refuses,
     such as the NaN an older journal may hold)."""
@@ -59,7 +64,7 @@ class Journal:
 
     def write(self, record: dict[str, Any]) -> int:
         """Append `record`; returns the byte offset its line starts at."""
-        return self.write_line(encode(record) + b"\n")
+        return self.write_line(encode_line(record))
 
     def write_line(self, line: bytes | bytearray) -> int:
         """Append one record already encoded as a JSON line (ending in a newline); returns its offset.
