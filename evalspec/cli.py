@@ -233,13 +233,22 @@ def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str 
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--var", "var_pairs", multiple=True, help="set/override a suite var: KEY=VALUE")
-def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...]) -> None:
+@click.option("--strict", is_flag=True,
+              help="also warn on every critical deterministic assertion without a fail example, and treat "
+                   "every warning as an error (exit 2)")
+def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool) -> None:
     """Everything `run` checks before its first call (schema, labels, templates, python files,
-    providers, judges); every problem of every file at once; runs nothing."""
+    providers, judges, each rule against its `examples:`); every problem of every file at once; runs nothing."""
     from evalspec.api import expand_paths
+    from evalspec.config.rule_examples import rule_warnings
     from evalspec.preflight import prepare
 
     suites, plan = prepare(list(expand_paths(list(paths))), _parse_vars(var_pairs))
+    warnings = rule_warnings(suites, strict)
+    if strict and warnings:
+        raise ConfigError(warnings)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning[/] {escape(str(warning))}")
     tests = sum(len(s.tests) for s in suites)
     click.echo(f"ok: {_count(len(suites), 'suite')}, {_count(tests, 'test')}, "
                f"{_count(len(plan), 'conversation')} planned")

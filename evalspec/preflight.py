@@ -68,6 +68,7 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
     """Providers, judges, simulators and embedders that cannot work, and python checks that cannot
     be imported — found without calling anything. Every provider of `suites` is checked, planned or
     not (a test whose template is broken has no instance, but its provider is still checked)."""
+    from evalspec.config.rule_examples import offline_checks
     from evalspec.plan import instance_assertions
     from evalspec.plan_preflight import plan_problems
     from evalspec.providers.factory import provider_problems
@@ -77,7 +78,9 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
         for spec in suite.providers:
             for message in provider_problems(spec, suite):
                 problems.append(_at(suite, spec.where, f"provider '{spec.id}': {message}"))
-    problems.extend(plan_problems(list(plan.representatives())))
+    representatives = list(plan.representatives())
+    problems.extend(plan_problems(representatives))
+    problems.extend(offline_checks(suites, representatives))  # each rule against its own examples (SPEC §18)
     checked: set[tuple[str, str]] = set()
     for inst in plan.renderable() if any(_has_python_check(t) for s in plan.suites for t in s.tests) else ():
         for check in instance_assertions(inst):

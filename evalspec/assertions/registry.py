@@ -19,7 +19,8 @@ from evalspec.assertions.params import value_required as params_value_required
 Kind = Literal["reply", "conversation"]
 Needs = Literal["judge", "embedder"]
 
-COMMON_KEYS = ("type", "value", "scope", "threshold", "weight", "metric", "severity", "provider", "description")
+COMMON_KEYS = ("type", "value", "scope", "threshold", "weight", "metric", "severity", "provider", "description",
+               "examples")
 
 
 @dataclass(frozen=True)

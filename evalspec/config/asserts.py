@@ -9,8 +9,10 @@ import jsonschema
 from evalspec.assertions.patterns import regex_problem, written_patterns
 from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
 from evalspec.config.interpolate import is_template
+from evalspec.config.meaning import blank_problem, empty_match_problem, value_quote_problems
 from evalspec.config.messages import describe_kinds, schema_problems
 from evalspec.config.model import AssertionSpec
+from evalspec.config.rule_examples import EXAMPLES_SCHEMA, example_problems
 from evalspec.config.suggest import did_you_mean
 from evalspec.config.yamlfile import LineMap, PathKey
 from evalspec.errors import Problem
@@ -83,6 +85,7 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
                 for where, message in schema_problems(err, key):
                     bad(message, (*path, key, *where))
     _check_patterns(atype, value, vpath, lines, problems)
+    _check_meaning(atype, name, negate, value, vpath, lines, problems)
     if len(problems) == found_before and not _templated(value):
         try:
             spec.params  # noqa: B018 -- made here, once: parameters that cannot be built are a load error
@@ -192,6 +195,8 @@ def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionTyp
         spec.metric = str(item["metric"])
     if "provider" in item:
         spec.provider = item["provider"]
+    if "examples" in item:
+        _check_examples(spec, item["examples"], (*path, "examples"), lines, problems)
     if "description" in item:
         if isinstance(item["description"], str):
             spec.description = item["description"]
@@ -203,3 +208,39 @@ def _check_patterns(atype: AssertionType, value: Any, path: PathKey, lines: Line
     for pattern, where in written_patterns(atype, value, path):
         if not is_template(pattern) and (message := regex_problem(pattern)):
             problems.append(lines.problem(where, message))
+
+
+def _check_meaning(atype: AssertionType, name: str, negate: bool, value: Any, path: PathKey, lines: LineMap,
+                   problems: list[Problem]) -> None:
+    """Values that cannot be what the writer meant (SPEC §18): see `config.meaning`."""
+    patterns = written_patterns(atype, value, path)
+    pattern_paths = {where for _, where in patterns}
+    for where, quoted in value_quote_problems(name, value, path, pattern_paths, lines):
+        problems.append(lines.problem(where, quoted))
+    texts = list(patterns)
+    if isinstance(value, str) and path not in pattern_paths:
+        texts.append((value, path))
+    elif isinstance(value, list):
+        texts += [(v, (*path, i)) for i, v in enumerate(value) if isinstance(v, str)]
+    must_not_match = negate or atype.name.startswith("not-")
+    for text, where in texts:
+        what = "pattern" if where in pattern_paths else "text"
+        message: str | None = blank_problem(text, what)
+        if message is None and what == "pattern" and must_not_match:
+            message = empty_match_problem(text)
+        if message:
+            problems.append(lines.problem(where, message))
+
+
+def _check_examples(spec: AssertionSpec, examples: Any, path: PathKey, lines: LineMap,
+                    problems: list[Problem]) -> None:
+    """`examples: {fail: [...], pass: [...]}` well formed: then the spec keeps them (graded by preflight)."""
+    before = len(problems)
+    for err in jsonschema.Draft202012Validator(EXAMPLES_SCHEMA).iter_errors(examples):
+        for where, message in schema_problems(err, "examples"):
+            problems.append(lines.problem((*path, *where), message))
+    if len(problems) == before:
+        for where, message in example_problems(examples):
+            problems.append(lines.problem((*path, *where), message))
+    if len(problems) == before:
+        spec.examples = examples

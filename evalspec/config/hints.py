@@ -48,6 +48,9 @@ def elsewhere(key: str, path: PathKey) -> str:
     keys = _keys()
     if key in keys.get(here, set()):
         return ""
+    if here in ("test", "turn") and _is_assertion(key):
+        return (f": '{key}' is an assertion — put it in an `assert:` list (`assert:`, then `- {key}: ...` "
+                f"indented under it)")
     homes = [p for p in _PLACES if key in keys[p] and p != here]
     if not homes:
         return ""
@@ -58,3 +61,9 @@ def elsewhere(key: str, path: PathKey) -> str:
     if _PLACES[home][1] > depth:
         return f": '{key}' belongs to {name} — indent it under the {name.split(' (')[0].removeprefix('an ').removeprefix('a ')} it is for"
     return f": '{key}' belongs to {name} — move it out (less indentation) to {name}"
+
+
+def _is_assertion(key: str) -> bool:
+    from evalspec.assertions.registry import resolve_type
+
+    return resolve_type(key) is not None

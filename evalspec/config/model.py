@@ -29,6 +29,8 @@ class AssertionSpec:
     value_where: PathKey = ()
     turn: int | None = None  # set for assertions attached to a turn
     description: str | None = None  # what the rule is meant to catch (shown to a second-opinion judge)
+    # {fail: [...], pass: [...]}: replies or transcripts the rule must reject / accept (SPEC §18)
+    examples: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, cast
 
-from evalspec.assertions.patterns import regex_problem
 from evalspec.assertions.turnrefs import ref_problem, turn_refs
 from evalspec.config.asserts import parse_assertion
 from evalspec.config.interpolate import is_template
+from evalspec.config.meaning import stop_when_problem
 from evalspec.config.model import (
     AssertionSpec,
     AttackSpec,
@@ -283,10 +283,11 @@ class SuiteParser:
 
     def _simulate(self, raw: dict[str, Any], path: PathKey) -> SimulateSpec | None:
         for k, cond in enumerate(raw.get("stop_when") or []):
-            if isinstance(cond, dict) and isinstance(cond.get("assistant_matches"), str):
-                msg = regex_problem(cond["assistant_matches"])
-                if msg:
-                    self.bad((*path, "stop_when", k, "assistant_matches"), msg)
+            for key in ("assistant_matches", "user_says"):
+                where = (*path, "stop_when", k, key)
+                if isinstance(cond, dict) and isinstance(cond.get(key), str) and \
+                        (msg := stop_when_problem(key, cond[key], where, self.lines)):
+                    self.bad(where, msg)
         python = raw.get("python")
         if isinstance(python, str) and ":" not in python:
             self.bad((*path, "python"), f"'{python}' is not FILE.py:function or module:function")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
+from evalspec.config.rule_examples import EXAMPLES_SCHEMA
 from evalspec.providers.kinds import provider_kinds
 
 SCHEMA_ID = "https://evalspec.dev/schema/suite.schema.json"
@@ -106,6 +107,7 @@ def assertion_defs() -> dict[str, Any]:
         "assertion_severity": {"enum": ["critical", "major", "minor"]},
         "assertion_description": {"type": "string", "description": "what the rule is meant to catch"},
         "assertion_provider": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]},
+        "assertion_examples": EXAMPLES_SCHEMA,
     }
     for name, t in sorted(REGISTRY.items()):
         value = dict(t.value_schema)

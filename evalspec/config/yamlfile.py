@@ -37,12 +37,28 @@ def format_path(path: PathKey) -> str:
     return out
 
 
+#: typographic quotes a Chinese (or word-processor) keyboard types where YAML quotes were meant
+QUOTE_PAIRS = {"“": "”", "‘": "’", "「": "」", "『": "』", "＂": "＂"}
+
+
+def typographic_quotes(text: str) -> tuple[str, str] | None:
+    """(opening, closing) when `text` is wrapped in one pair of typographic quotes (“…”, 「…」, ...) with
+    neither inside it; else None. `“好”还是“不好”` is not wrapped."""
+    close = QUOTE_PAIRS.get(text[:1])
+    if close is None or len(text) < 3 or not text.endswith(close):
+        return None
+    inner = text[1:-1]
+    return None if text[0] in inner or close in inner else (text[0], close)
+
+
 class LineMap:
-    """Maps a data path to the 1-based line where it is written."""
+    """Maps a data path to the 1-based line where it is written. `plain_quoted` holds the paths of plain
+    (unquoted) YAML scalars wrapped in typographic quotes: the writer meant YAML quotes (SPEC §18)."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.lines: dict[PathKey, int] = {}
+        self.plain_quoted: set[PathKey] = set()
 
     def line(self, path: PathKey) -> int | None:
         """The line of `path`, or of its closest written ancestor."""
@@ -183,4 +199,7 @@ def _build(loader: Any, node: yaml.Node, path: PathKey, lines: LineMap,
         if node.flow_style:
             _fullwidth_commas(node, path, lines, problems)
         return [_build(loader, item, (*path, i), lines, problems) for i, item in enumerate(node.value)]
+    if isinstance(node, yaml.ScalarNode) and not node.style and node.value[:1] in QUOTE_PAIRS \
+            and typographic_quotes(node.value):
+        lines.plain_quoted.add(path)
     return loader.construct_object(node, deep=True)  # type: ignore[no-untyped-call]

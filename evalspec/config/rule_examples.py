@@ -1,0 +1,198 @@
+"""Rules that are tested before they test (SPEC §18): each assertion's `examples:` graded offline.
+
+A `fail` example is a reply (or a small transcript) the rule must reject, a `pass` example one it must
+accept. `validate` and `run` grade every example of every deterministic assertion before the first call,
+with the grading code itself (`evaluate_off_loop`, as the runner grades); a wrong example is a config
+error on its line. Model-graded assertions keep their examples for `judge-eval --examples`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from evalspec.assertions.base import GradingContext, snippet
+from evalspec.assertions.registry import model_needed
+from evalspec.config.model import AssertionSpec, Suite
+from evalspec.config.yamlfile import PathKey
+from evalspec.errors import Problem
+
+_TOOL_CALL = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1},
+                                               "arguments": {"type": "object"}},
+              "required": ["name"], "additionalProperties": False}
+_ENTRY = {"anyOf": [
+    {"type": "object", "properties": {"user": {"type": "string"}, "label": {"type": "string", "minLength": 1}},
+     "required": ["user"], "additionalProperties": False},
+    {"type": "object", "properties": {"assistant": {"type": "string"},
+                                      "tool_calls": {"type": "array", "items": _TOOL_CALL}},
+     "required": ["assistant"], "additionalProperties": False}]}
+_EXAMPLE = {"anyOf": [{"type": ["string", "number"], "description": "a reply"},
+                      {"type": "array", "items": _ENTRY, "minItems": 1,
+                       "description": "a transcript: {user:, label:} and {assistant:, tool_calls:} entries"}]}
+#: the `examples:` key of every assertion (the suite schema's `assertion_examples`)
+EXAMPLES_SCHEMA: dict[str, Any] = {
+    "type": "object", "minProperties": 1, "additionalProperties": False,
+    "description": "replies (or transcripts) this rule must reject (fail) and accept (pass), checked by validate",
+    "properties": {"fail": {"type": "array", "items": _EXAMPLE}, "pass": {"type": "array", "items": _EXAMPLE}},
+}
+
+
+def example_problems(examples: Any) -> list[tuple[PathKey, str]]:
+    """What the schema cannot say about well-formed examples: a transcript opens with a user entry, and
+    its labels are unique."""
+    found: list[tuple[PathKey, str]] = []
+    for kind in ("fail", "pass"):
+        for i, example in enumerate(examples.get(kind) or []):
+            if not isinstance(example, list):
+                continue
+            if "user" not in example[0]:
+                found.append(((kind, i, 0), "an example transcript starts with a {user: ...} entry"))
+            labels = [e["label"] for e in example if "label" in e]
+            for label in {x for x in labels if labels.count(x) > 1}:
+                found.append(((kind, i), f"duplicate label '{label}' in this example"))
+    return found
+
+
+def example_transcript(example: Any) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """A reply -> one turn; a transcript -> messages numbered as the runner numbers them (each user entry
+    opens a turn; in a turn, assistant entries before the last are its tool rounds), and its labels."""
+    if not isinstance(example, list):
+        example = [{"user": ""}, {"assistant": str(example)}]
+    transcript: list[dict[str, Any]] = []
+    labels: dict[str, int] = {}
+    turn = 0
+    for entry in example:
+        if "user" in entry:
+            turn += 1
+            if entry.get("label"):
+                labels[entry["label"]] = turn
+            transcript.append({"role": "user", "content": str(entry["user"]), "turn": turn,
+                               **({"label": entry["label"]} if entry.get("label") else {})})
+            continue
+        if transcript and transcript[-1]["role"] == "assistant" and transcript[-1]["turn"] == turn:
+            transcript[-1]["intermediate"] = True  # a tool round before the turn's reply
+        message: dict[str, Any] = {"role": "assistant", "content": str(entry["assistant"]), "turn": turn}
+        if entry.get("tool_calls"):
+            message["tool_calls"] = [{"id": f"example-{turn}-{k}", "name": c["name"],
+                                      "arguments": dict(c.get("arguments") or {})}
+                                     for k, c in enumerate(entry["tool_calls"])]
+        transcript.append(message)
+    return transcript, labels
+
+
+def shown(example: Any) -> str:
+    """The example as a message quotes it."""
+    if isinstance(example, list):
+        text = " / ".join(str(e.get("user", e.get("assistant", ""))) for e in example)
+        return repr(snippet(text, 100)) + " (transcript)"
+    return repr(snippet(str(example), 100))
+
+
+def examples_of(spec: AssertionSpec) -> Iterator[tuple[str, int, Any, PathKey]]:
+    """(kind, 1-based number, example, data path) for each of the spec's examples."""
+    for kind in ("fail", "pass"):
+        for i, example in enumerate((spec.examples or {}).get(kind) or []):
+            yield kind, i + 1, example, (*spec.where, "examples", kind, i)
+
+
+def _as_tried(spec: AssertionSpec, example: Any) -> AssertionSpec:
+    """The spec as it grades `example`: a lone reply is the reply of the rule's turn or turns."""
+    if isinstance(example, list):
+        return spec
+    scope = spec.scope
+    if scope == "turn" or isinstance(scope, dict):
+        scope = "last_response"
+    return replace(spec, scope=scope, turn=None)
+
+
+def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
+    """Grade the examples of every deterministic assertion of the planned `instances` (one per test and
+    provider: `Plan.representatives()`), each assertion once per rendered value."""
+    from evalspec.assertions.offloop import evaluate_off_loop
+    from evalspec.loading import LoadError, load_callable
+    from evalspec.plan import instance_assertions
+
+    jobs: list[tuple[Suite, AssertionSpec, str, int, Any, PathKey, GradingContext]] = []
+    seen: set[tuple[str, PathKey, str]] = set()
+    for inst in instances:
+        for spec in instance_assertions(inst):
+            if not spec.examples or model_needed(spec) is not None:
+                continue
+            key = (str(inst.suite.path), spec.where, repr((spec.value, spec.scope, spec.turn)))
+            if key in seen:
+                continue
+            seen.add(key)
+            if spec.type == "python" and isinstance(spec.value, str):
+                try:
+                    load_callable(spec.value, inst.suite.path.parent)
+                except LoadError:
+                    continue  # the preflight names it
+            for kind, n, example, where in examples_of(spec):
+                transcript, labels = example_transcript(example)
+                ctx = GradingContext(transcript=transcript, labels=labels, vars=inst.vars, test_id=inst.test_id,
+                                     turn=None, suite_dir=inst.suite.path.parent,
+                                     tools=inst.provider.config.get("tools"))
+                jobs.append((inst.suite, _as_tried(spec, example), kind, n, example, where, ctx))
+    if not jobs:
+        return []
+
+    async def grade_all() -> list[Any]:
+        return await asyncio.gather(*(evaluate_off_loop([spec], ctx, float(suite.option("grade_timeout")))
+                                      for suite, spec, _, _, _, _, ctx in jobs))
+
+    problems = []
+    for (suite, _spec, kind, n, example, where, _ctx), (result,) in zip(jobs, asyncio.run(grade_all()), strict=True):
+        if result.error:
+            message = f"{kind} example {n}: the rule could not be checked on {shown(example)}: {result.error}"
+        elif kind == "fail" and result.passed:
+            message = f"fail example {n}: the rule passed {shown(example)} — it does not catch this"
+        elif kind == "pass" and not result.passed:
+            message = (f"pass example {n}: the rule failed {shown(example)} ({result.reason}) — it would reject "
+                       f"a reply it must accept")
+        else:
+            continue
+        problems.append(suite.lines.problem(where, message) if suite.lines else Problem(str(suite.path), None, "", message))
+    return problems
+
+
+def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
+    """What `validate` warns about: an `xfail` test holding a critical assertion of its own (SPEC §17);
+    with `strict`, every critical deterministic assertion without a `fail` example (SPEC §18)."""
+    warnings: list[Problem] = []
+    for suite in suites:
+        def at(path: PathKey, message: str, suite: Suite = suite) -> None:
+            warnings.append(suite.lines.problem(path, message) if suite.lines
+                            else Problem(str(suite.path), None, "", message))
+
+        reported: set[PathKey] = set()
+        for test in suite.tests:
+            own = [*(a for t in test.conversation for a in t.asserts),
+                   *(a for a in test.asserts if a.where[:1] != ("defaults",))]
+            critical = [a for a in own if a.severity == "critical"]
+            if test.xfail and critical and not test.draft:
+                first = critical[0]
+                line = suite.lines.line(first.where) if suite.lines else None
+                written = suite.lines is not None and (*test.where, "xfail") in suite.lines.lines
+                where = (*test.where, "xfail") if written else ("defaults", "xfail")
+                at(where, f"test '{test.id}': xfail cannot silence a red line: critical '{first.name}'"
+                          f"{f' (line {line})' if line else ''} still fails the gate when it fails; make it major "
+                          f"while the defect is known, or drop xfail")
+            if not strict:
+                continue
+            for spec in [*test.asserts, *(a for t in test.conversation for a in t.asserts)]:
+                if spec.severity != "critical" or spec.where in reported or _model_graded(spec):
+                    continue
+                reported.add(spec.where)
+                if not (spec.examples or {}).get("fail"):
+                    at(spec.where, f"critical '{spec.name}' has no fail example: a red line that catches nothing "
+                                   f"passes silently; add `examples: {{fail: [a reply it must reject]}}`")
+    return warnings
+
+
+def _model_graded(spec: AssertionSpec) -> bool:
+    try:
+        return model_needed(spec) is not None
+    except (TypeError, ValueError):
+        return False
