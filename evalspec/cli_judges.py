@@ -37,7 +37,10 @@ def judge_spec(judge: str | None, suite: str | None) -> Any:
 
 
 @click.command(name="judge-eval")
-@click.argument("labels", type=click.Path(exists=True, dir_okay=False))
+@click.argument("labels", type=click.Path(exists=True, dir_okay=False), required=False)
+@click.option("--examples", "examples_suite", type=click.Path(exists=True, dir_okay=False),
+              help="grade the `examples:` of this suite's model-graded assertions (its judge unless --judge); "
+                   "exit 1 when the judge gets one wrong")
 @click.option("--judge", help="the judge model: a litellm model string or a YAML mapping {model: ..., api_base: ...}")
 @click.option("--suite", type=click.Path(exists=True, dir_okay=False), help="use this suite's `judge:` block")
 @click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
@@ -46,17 +49,32 @@ def judge_spec(judge: str | None, suite: str | None) -> Any:
 @click.option("--min-agreement", type=click.FloatRange(0, 1), help="exit 1 when agreement is below this")
 @click.option("--no-cache", is_flag=True, help="do not read or write the response cache")
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-def judge_eval_command(labels: str, judge: str | None, suite: str | None, samples: int, output: str | None,
-                       min_agreement: float | None, no_cache: bool, concurrency: int) -> None:
+def judge_eval_command(labels: str | None, examples_suite: str | None, judge: str | None, suite: str | None,
+                       samples: int, output: str | None, min_agreement: float | None, no_cache: bool,
+                       concurrency: int) -> None:
     """Measure a judge against labelled transcripts: agreement, Cohen's kappa, confusion matrix, per-type
-    agreement and (with --samples K) self-consistency. Exit 1 when --min-agreement is not reached."""
+    agreement and (with --samples K) self-consistency. Exit 1 when --min-agreement is not reached.
+    With --examples SUITE, the labelled items are the suite's `examples:` of model-graded assertions."""
     from evalspec.config.model import Suite
-    from evalspec.judge_eval import judge_eval, load_labels, render
+    from evalspec.judge_eval import example_items, judge_eval, load_labels, render
     from evalspec.providers.factory import ProviderPool, prepare_provider, provider_problems
 
-    items = load_labels(Path(labels))
+    if (labels is None) == (examples_suite is None):
+        raise click.UsageError("give LABELS.jsonl or --examples SUITE (one of them)")
+    if examples_suite is not None:
+        from evalspec.config.loader import load_suites
+
+        items = example_items(load_suites([examples_suite])[0])
+        if not items:
+            click.echo(f"{examples_suite}: no model-graded assertion has `examples:`")
+            return
+        if judge is None and suite is None:
+            suite = examples_suite
+    else:
+        assert labels is not None
+        items = load_labels(Path(labels))
     loaded, spec, raw = judge_spec(judge, suite)
-    owner = loaded or Suite(path=Path(labels).resolve(), sha256="")
+    owner = loaded or Suite(path=Path(labels or str(examples_suite)).resolve(), sha256="")
     problems = provider_problems(spec, owner)
     if problems:
         raise ConfigError([Problem(str(judge or suite), None, "", f"judge: {p}") for p in problems])
@@ -77,6 +95,14 @@ def judge_eval_command(labels: str, judge: str | None, suite: str | None, sample
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    wrong = [r for r in report["results"] if r.get("example") and not r["agree"]]
+    for r in wrong:
+        verdict = "no answer: " + str(r["error"]) if r["answer"] is None else \
+            ("the judge passed it — the rule does not catch this" if r["label"] is False
+             else "the judge failed it — the rule would reject a reply it must accept")
+        click.echo(f"wrong: {r['example']}: {verdict}")
+    if wrong:
+        sys.exit(1)
     agreement = report["agreement"]
     if min_agreement is not None and (agreement is None or agreement < min_agreement):
         click.echo(f"agreement below --min-agreement {min_agreement:.1%}")

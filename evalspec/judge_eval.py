@@ -30,6 +30,29 @@ class LabelledItem:
     transcript: list[dict[str, Any]]
     spec: AssertionSpec
     label: bool | str
+    example: str = ""  # `file:line: path: fail example N` for an item taken from a suite's `examples:`
+    labels: dict[str, int] | None = None
+
+
+def example_items(suite: Any) -> list[LabelledItem]:
+    """The `examples:` of `suite`'s model-graded assertions as labelled items (SPEC §18): a `fail` example
+    is labelled false, a `pass` example true; each assertion once (defaults are shared by the tests)."""
+    from evalspec.assertions.registry import model_needed
+    from evalspec.config.rule_examples import as_tried, example_transcript, examples_of
+
+    items: list[LabelledItem] = []
+    seen: set[Any] = set()
+    for test in suite.tests:
+        for spec in [*(a for t in test.conversation for a in t.asserts), *test.asserts]:
+            if spec.where in seen or not spec.examples or model_needed(spec) is None:
+                continue
+            seen.add(spec.where)
+            for kind, n, example, where in examples_of(spec):
+                problem = suite.lines.problem(where, f"{kind} example {n}") if suite.lines else None
+                transcript, labels = example_transcript(example)
+                items.append(LabelledItem(problem.line or 0 if problem else 0, transcript, as_tried(spec, example),
+                                          kind == "pass", str(problem) if problem else f"{kind} example {n}", labels))
+    return items
 
 
 def numbered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -112,14 +135,14 @@ async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> dict[str, An
     answers: list[Any] = []
     errors: list[str] = []
     for sample in range(k):
-        ctx = GradingContext(transcript=item.transcript, labels={}, vars={}, test_id=f"line-{item.line}", turn=None,
+        ctx = GradingContext(transcript=item.transcript, labels=item.labels or {}, vars={}, test_id=f"line-{item.line}", turn=None,
                              suite_dir=Path("."), judge=_offset(judge, sample * 100))
         result = await evaluate(item.spec, ctx)
         answers.append(answer_of(result, item.spec))
         if result.error:
             errors.append(result.error)
     first = answers[0]
-    return {"line": item.line, "type": item.spec.name, "label": item.label, "answer": first,
+    return {"line": item.line, **({"example": item.example} if item.example else {}), "type": item.spec.name, "label": item.label, "answer": first,
             "answers": answers if k > 1 else None, "agree": None if first is None else first == item.label,
             "consistent": len(set(map(json.dumps, answers))) == 1 if k > 1 else None, "error": errors[0] if errors else None}
 

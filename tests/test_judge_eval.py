@@ -117,3 +117,30 @@ def test_the_committed_mtbench101_label_set_loads() -> None:
     items = load_labels(path)
     assert len(items) >= 40 and {i.label for i in items} == {True, False}
     assert all(i.transcript[-1]["role"] == "assistant" for i in items)
+
+
+def test_examples_of_a_suite_s_judged_rules_are_graded_by_its_judge(in_tmp: Path) -> None:
+    with OpenAIServer(by_marker) as server:
+        suite = in_tmp / "s.yaml"
+        text = (f"providers: [{{id: bot, python: bot.py:respond}}]\njudge: {judge_arg(server)}\ntests:\n"
+                "  - id: t\n    conversation:\n      - user: 能分期吗？\n    assert:\n"
+                "      - llm-rubric: 回答了分期问题\n        examples:\n"
+                "          fail: [不知道]\n          pass: ['[ok] 可以分期', [{user: 能分期吗, label: q}, "
+                "{assistant: '[ok] 首付两成'}]]\n"
+                "      - not-contains: 电话\n        examples: {fail: [打我电话]}\n")
+        suite.write_text(text, encoding="utf-8")
+        code, out = invoke("judge-eval", "--examples", str(suite), "-o", "eval.json")
+        assert code == 0, out
+        report = json.loads((in_tmp / "eval.json").read_text(encoding="utf-8"))
+        assert report["items"] == 3 and report["agreement"] == 1.0  # the deterministic rule is validate's
+        assert report["results"][0]["example"] == f"{suite}:10: tests[0].assert[0].examples.fail[0]: fail example 1"
+        suite.write_text(text.replace("fail: [不知道]", "fail: ['[ok] 不知道']"), encoding="utf-8")
+        code, out = invoke("judge-eval", "--examples", str(suite))
+    assert code == 1
+    assert (f"wrong: {suite}:10: tests[0].assert[0].examples.fail[0]: fail example 1: the judge passed it — the rule "
+            "does not catch this") in out
+
+
+def test_judge_eval_needs_labels_or_examples(in_tmp: Path) -> None:
+    code, out = invoke("judge-eval")
+    assert code == 2 and "give LABELS.jsonl or --examples SUITE" in out

@@ -97,7 +97,7 @@ def examples_of(spec: AssertionSpec) -> Iterator[tuple[str, int, Any, PathKey]]:
             yield kind, i + 1, example, (*spec.where, "examples", kind, i)
 
 
-def _as_tried(spec: AssertionSpec, example: Any) -> AssertionSpec:
+def as_tried(spec: AssertionSpec, example: Any) -> AssertionSpec:
     """The spec as it grades `example`: a lone reply is the reply of the rule's turn or turns."""
     if isinstance(example, list):
         return spec
@@ -134,7 +134,7 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
                 ctx = GradingContext(transcript=transcript, labels=labels, vars=inst.vars, test_id=inst.test_id,
                                      turn=None, suite_dir=inst.suite.path.parent,
                                      tools=inst.provider.config.get("tools"))
-                jobs.append((inst.suite, _as_tried(spec, example), kind, n, example, where, ctx))
+                jobs.append((inst.suite, as_tried(spec, example), kind, n, example, where, ctx))
     if not jobs:
         return []
 
