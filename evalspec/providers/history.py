@@ -244,9 +244,12 @@ def strategy_model_spec(spec: ProviderSpec, strategy: ContextStrategy) -> Provid
 
 
 def strategy_model(spec: ProviderSpec) -> ProviderSpec | None:
-    """The model a provider's summary or facts strategy calls (for the preflight), or None."""
+    """The model a provider's summary or facts strategy calls (for the preflight), or None — also when it
+    names none and the provider has no `model` of its own (a config problem the loader reports)."""
     strategy = ContextStrategy.from_config(spec.config)
     if not takes_history(spec.kind) or strategy.mode not in NEEDS_MODEL:
+        return None
+    if not strategy.model and "model" not in spec.config:
         return None
     return strategy_model_spec(spec, strategy)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import invoke
 from servers import OpenAIServer, Reply, chat_body
 
 from evalspec import run
@@ -163,6 +164,22 @@ def test_history_problems_are_named_with_their_line(tmp_path: Path, provider: st
     with pytest.raises(ConfigError) as err:
         load_suite(suite(tmp_path, provider))
     assert message in str(err.value) and "s.yaml:4" in str(err.value)
+
+
+@pytest.mark.parametrize("mode", ["summary", "facts"])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_summary_or_facts_strategy_on_a_python_provider_without_model_is_a_config_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, command: str) -> None:
+    """Not a KeyError from the preflight: exit 2, the key named and what to add, nothing called."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bot.py").write_text("def respond(m, c):\n    open('called', 'a').write('x')\n    return 'ok'\n",
+                                     encoding="utf-8")
+    path = suite(tmp_path, f"  - id: p\n    python: bot.py:respond\n    history: {{mode: {mode}, turns: 2}}")
+    code, out = invoke(command, str(path))
+    assert code == 2, out
+    assert f"s.yaml:4: providers[0].history: provider 'p': history mode '{mode}' on a python provider " \
+           f"needs 'model'" in out
+    assert not (tmp_path / "called").exists()
 
 
 def test_window_counts_exchanges_and_skips_unanswered_user_messages() -> None:
