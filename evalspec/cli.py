@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import math
 import os
 import shlex
 import signal
@@ -13,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 from rich.console import Console
 from rich.markup import escape
 
@@ -46,17 +46,27 @@ def _config_error(exc: ConfigError) -> None:
 
 
 def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`--var KEY=VALUE`: the value is the text typed (`yes` stays yes, not YAML's true), except a
+    number written as Python writes it (`3`, `-2`, `0.5`), which is that number so templates can count
+    with it; `007`, `1.50`, `1e3`, `nan` stay text (they would not read back as typed)."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise click.UsageError(f"--var expects KEY=VALUE, got {pair!r}")
-        try:
-            parsed = yaml.safe_load(value) if value.strip() else value
-        except yaml.YAMLError:
-            parsed = value
-        out[key.strip()] = parsed if isinstance(parsed, (int, float, bool, str)) and parsed is not None else value
+        out[key.strip()] = _var_value(value)
     return out
+
+
+def _var_value(text: str) -> str | int | float:
+    for number_type in (int, float):
+        try:
+            number = number_type(text)
+        except ValueError:
+            continue
+        if str(number) == text and math.isfinite(number):
+            return number
+    return text
 
 
 def _count(n: int, noun: str) -> str:

@@ -148,6 +148,33 @@ tests:
     assert invoke("run", str(path), "--var", "year=2024")[0] == 1
 
 
+ECHO = "def respond(messages, context):\n    return messages[-1]['content'] + ' | ' + repr(context['vars'])\n"
+
+
+def test_var_values_are_the_text_typed_and_numbers_only_when_they_read_back_the_same(in_tmp: Path) -> None:
+    """`--var flag=yes` is the text yes (not YAML's true); 007 and 1.50 keep their digits; 3 is a
+    number, so a template can count with it (`filler: "{{ n }}"`, `{{ n + 1 }}`)."""
+    (in_tmp / "echo.py").write_text(ECHO, encoding="utf-8")
+    body = """\
+tests:
+  - id: t
+    conversation:
+      - filler: "{{ n }}"
+      - user: "{{ flag }} {{ off }} {{ code }} {{ price }} {{ n + 1 }} {{ nothing }}"
+"""
+    path = suite(in_tmp, body, head="providers:\n  - id: bot\n    python: echo.py:respond\n")
+    code, out = invoke("run", str(path), "-o", "run.json", "--var", "flag=yes", "--var", "off=off",
+                       "--var", "code=007", "--var", "price=1.50", "--var", "n=3", "--var", "nothing=null",
+                       "--var", "inf=inf")
+    assert code == 0, out
+    (result,) = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))["results"]
+    reply = result["transcript"][-1]["content"]
+    assert reply.startswith("yes off 007 1.50 4 null | "), reply
+    assert "'inf': 'inf'" in reply
+    assert "'flag': 'yes'" in reply and "'code': '007'" in reply and "'n': 3," in reply
+    assert len([m for m in result["transcript"] if m["role"] == "user"]) == 4  # three fillers, then the message
+
+
 def test_undefined_template_variable_is_a_config_error(in_tmp: Path) -> None:
     path = suite(in_tmp, "vars: {name: 张三}\ntests:\n  - id: t\n    conversation:\n      - user: 你好 {{ nme }}\n")
     code, out = invoke("run", str(path))
