@@ -22,6 +22,7 @@ from typing import Any
 
 from evalspec.config.loader import load_suites
 from evalspec.config.model import Suite
+from evalspec.config.numbers import finite_problem
 from evalspec.errors import ConfigError, Problem
 from evalspec.plan import Plan, Selection, checked_plan
 from evalspec.results.journal import encode
@@ -147,6 +148,8 @@ def make_options(options: RunOptions | None, overrides: Mapping[str, Any]) -> Ru
         raise TypeError(f"unknown run option(s) {', '.join(unknown)}; valid: {', '.join(OPTION_NAMES)}")
     base = options or RunOptions()
     chosen = dataclasses.replace(base, **overrides)
+    if (problem := finite_problem(chosen.fail_under, repr(chosen.fail_under))) is not None:
+        raise ConfigError([Problem("run()", None, "fail_under", problem)])
     if chosen.run_dir is None:
         chosen = dataclasses.replace(chosen, run_dir=Path(".evalspec/runs") / new_run_id())
     return chosen

@@ -18,7 +18,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from evalspec import __version__
-from evalspec.cli_judges import after_grading, judge_eval_command, judge_sample_options, triage_command
+from evalspec.cli_judges import (
+    FiniteRange,
+    after_grading,
+    judge_eval_command,
+    judge_sample_options,
+    triage_command,
+)
 from evalspec.errors import ConfigError
 from evalspec.exitcodes import ExitCode
 
@@ -102,7 +108,7 @@ def main() -> None:
 @click.option("--filter", "filter_", help="only tests whose id or name matches this regex")
 @click.option("--tag", "tags", multiple=True, help="only tests with this tag (repeatable; any)")
 @click.option("--provider", "providers", multiple=True, help="only this provider (repeatable)")
-@click.option("--fail-under", type=click.FloatRange(0, 1), help="gate: pass rate (0..1) below this fails the run")
+@click.option("--fail-under", type=FiniteRange(0, 1), help="gate: pass rate (0..1) below this fails the run")
 @click.option("--include-drafts", is_flag=True, help="drafts count toward the gate")
 @click.option("--no-cache", is_flag=True, help="do not read or write the response cache")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), help="continue an interrupted run")

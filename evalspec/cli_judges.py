@@ -11,7 +11,18 @@ from typing import Any
 import click
 import yaml
 
+from evalspec.config.numbers import finite_problem, non_finite
 from evalspec.errors import ConfigError, Problem
+
+
+class FiniteRange(click.FloatRange):
+    """A FloatRange that refuses NaN, which passes every bound (SPEC §17: numbers are numbers)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if (problem := finite_problem(number, str(value))) is not None:
+            self.fail(problem, param, ctx)
+        return number
 
 
 def judge_spec(judge: str | None, suite: str | None) -> Any:
@@ -33,6 +44,8 @@ def judge_spec(judge: str | None, suite: str | None) -> Any:
         raw = judge
     if not isinstance(raw, (str, dict)) or (isinstance(raw, dict) and "model" not in raw):
         raise click.BadParameter("a model string or a mapping with `model:`", param_hint="--judge")
+    for where, problem in non_finite(raw):
+        raise click.BadParameter(f"{'.'.join(map(str, where))}: {problem}", param_hint="--judge")
     return None, model_ref(raw), raw
 
 
@@ -46,7 +59,7 @@ def judge_spec(judge: str | None, suite: str | None) -> Any:
 @click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
               help="answers per item; with more than one, self-consistency is measured")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the figures and every answer as JSON")
-@click.option("--min-agreement", type=click.FloatRange(0, 1), help="exit 1 when agreement is below this")
+@click.option("--min-agreement", type=FiniteRange(0, 1), help="exit 1 when agreement is below this")
 @click.option("--no-cache", is_flag=True, help="do not read or write the response cache")
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
 def judge_eval_command(labels: str | None, examples_suite: str | None, judge: str | None, suite: str | None,
@@ -138,7 +151,7 @@ def triage_command(run_json: str, test_id: str, provider: str | None, cls: str, 
 def judge_sample_options(fn: Any) -> Any:
     """`--judge-sample RATE` and `--seed N` (for `run` and `grade`)."""
     fn = click.option("--seed", type=int, default=0, show_default=True, help="which verdicts --judge-sample picks")(fn)
-    return click.option("--judge-sample", type=click.FloatRange(0, 1, min_open=True),
+    return click.option("--judge-sample", type=FiniteRange(0, 1, min_open=True),
                         help="ask the judge for a second opinion on this share of the rule verdicts "
                              "(never changes one; run.json judge_review)")(fn)
 

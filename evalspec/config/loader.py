@@ -13,6 +13,7 @@ import jsonschema
 from evalspec.config.interpolate import ENV_PATTERN, SECRET_NAME, is_template, load_templating
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import Suite
+from evalspec.config.numbers import non_finite
 from evalspec.config.parser import SuiteParser
 from evalspec.config.schema import suite_schema
 from evalspec.config.yamlfile import LineMap, PathKey, load_yaml
@@ -116,9 +117,14 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
                     for where, message in schema_problems(err)]
     parsed_from = len(problems)
     SuiteParser(suite, data, lines, problems, dict(cli_vars or {})).parse()
-    # one mistake, one message: where the parser names a problem, the schema's words for it are dropped
+    # one mistake, one message: where the parser names a problem, the schema's words for it are dropped,
+    # and a NaN or infinity is named as such, not by the range or type check it slipped through
     named = {(p.line, p.path) for p in problems[parsed_from:]}
     problems += [p for p in schema_found if (p.line, p.path) not in named]
+    non_numbers = [lines.problem(where, message) for where, message in non_finite(data)]
+    if non_numbers:
+        places = {(p.line, p.path) for p in non_numbers}
+        problems[:] = [p for p in problems if (p.line, p.path) not in places] + non_numbers
     problems.sort(key=lambda p: (p.line or 0, p.path))
     return suite, _dedupe(problems)
 
