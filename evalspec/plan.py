@@ -84,6 +84,42 @@ def instance_id(test_id: str, matrix: dict[str, Any], repeat: int, n: int) -> tu
     return base, (f"{base}#{repeat}" if n > 1 else base)
 
 
+def identity_problems(suites: list[Suite]) -> list[Problem]:
+    """Two instances of one suite with the same id would merge into one verdict (SPEC §17, "Identity is
+    unique"): a hand-written `greet[lang=en]` beside a matrix instance, or `x: [1, "1"]`. Each is named
+    where the second is written, with the line of the first; whatever the selection."""
+    problems = []
+    for suite in suites:
+        first: dict[str, tuple[TestSpec, dict[str, Any], PathKey]] = {}
+        for test in suite.tests:
+            keys = list(test.matrix)
+            for picks in itertools.product(*(range(len(test.matrix[k])) for k in keys)):
+                matrix = {k: test.matrix[k][i] for k, i in zip(keys, picks, strict=True)}
+                base, _ = instance_id(test.id, matrix, 1, 1)
+                where: PathKey = (*test.where, "matrix", keys[-1], picks[-1]) if keys else (*test.where, "id")
+                if base not in first:
+                    first[base] = (test, matrix, where)
+                    continue
+                problems.append(_identity_problem(suite, base, test, matrix, where, first[base]))
+    return problems
+
+
+def _identity_problem(suite: Suite, base: str, test: TestSpec, matrix: dict[str, Any], where: PathKey,
+                      seen: tuple[TestSpec, dict[str, Any], PathKey]) -> Problem:
+    other, other_matrix, other_where = seen
+    values = ",".join(f"{k}={fmt_value(v)}" for k, v in other_matrix.items())
+    if other is test:
+        alike = " and ".join(f"{other_matrix[k]!r} and {v!r}" for k, v in matrix.items() if v is not other_matrix[k])
+        whose, fix = f"that of {values} in the same matrix", f"make the matrix values distinct ({alike} read the same)"
+    else:
+        whose = f"that of test '{other.id}'" + (f" with {values}" if values else "")
+        fix = "rename one of the tests"
+    line = suite.lines.line(other_where) if suite.lines else None
+    message = (f"instance id '{base}' is also {whose}" + (f" (line {line})" if line else "")
+               + f": two instances with one id would merge into one verdict; {fix}")
+    return suite.lines.problem(where, message) if suite.lines else Problem(str(suite.path), None, "", message)
+
+
 Slot = tuple[Suite, TestSpec, ProviderSpec, dict[str, Any], int, str, str]  # suite, test, provider, matrix, k, base, id
 
 
@@ -183,8 +219,9 @@ class Plan(Sequence[Instance]):
             yield instance
 
     def problems(self) -> list[Problem]:
-        """Every template problem of every instance (rendering each once, keeping none)."""
-        problems = []
+        """Every identity problem of its suites, and every template problem of every instance (rendering
+        each once, keeping none)."""
+        problems = identity_problems(self.suites)
         last = None
         for slot in plan_slots(self.suites, self.selection):
             if (key := _memo_key(slot)) == last:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers import invoke
+
 from evalspec.config import load_suite
 from evalspec.plan import Selection, build_plan
 
@@ -147,3 +149,46 @@ tests:
         messages.append({"role": "assistant", "content": reply, "turn": t.turn})
     (result,) = asyncio.run(grade(grading_input(inst), messages))
     assert result.passed is True and result.turn == 4  # not the last reply ("多云")
+
+
+def test_a_hand_written_id_equal_to_a_matrix_instance_is_refused_with_both_places(in_tmp: Path) -> None:
+    body = """\
+tests:
+  - id: greet
+    matrix: {lang: [en, zh]}
+    conversation: [{user: hi}]
+  - id: "greet[lang=en]"
+    conversation: [{user: hi}]
+"""
+    code, out = invoke("validate", str(write(in_tmp, body)))
+    assert code == 2, out
+    assert "s.yaml:10: tests[1].id: instance id 'greet[lang=en]' is also that of test 'greet' with lang=en " \
+           "(line 8)" in out, out
+    assert invoke("run", str(in_tmp / "s.yaml"))[0] == 2
+
+
+def test_matrix_values_that_read_the_same_in_an_id_are_refused(in_tmp: Path) -> None:
+    body = """\
+tests:
+  - id: m
+    matrix: {x: [1, "1", true, "true"]}
+    conversation: [{user: hi}]
+"""
+    code, out = invoke("validate", str(write(in_tmp, body)))
+    assert code == 2, out
+    assert "s.yaml:8: tests[0].matrix.x[1]: instance id 'm[x=1]' is also that of x=1 in the same matrix " \
+           "(line 8)" in out, out
+    assert "tests[0].matrix.x[3]: instance id 'm[x=true]'" in out
+    assert "2 problems found" in out
+
+
+def test_distinct_instances_of_two_tests_are_accepted(in_tmp: Path) -> None:
+    body = """\
+tests:
+  - id: greet
+    matrix: {lang: [en, zh]}
+    conversation: [{user: hi}]
+  - id: "greet[lang=fr]"
+    conversation: [{user: hi}]
+"""
+    assert invoke("validate", str(write(in_tmp, body)))[0] == 0
