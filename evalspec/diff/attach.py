@@ -29,13 +29,16 @@ def find_baseline(spec: str | None) -> Baseline:
     if not spec:
         return Baseline(None, None, "no --baseline given", asked=False)
     if spec == "auto":
+        from evalspec.diff.files import run_schema_problem
         from evalspec.diff.github_baseline import fetch_auto_baseline
 
         data, note = fetch_auto_baseline()
+        if data is not None and (problem := run_schema_problem(data)) is not None:
+            data, note = None, f"the base branch's run.json does not validate against schema/run.schema.json: {problem}"
         return Baseline(data, f"auto: {note}" if data is not None else None, note)
     from evalspec.diff.files import read_run
 
-    return Baseline(read_run(spec), spec)
+    return Baseline(read_run(spec, check=True), spec)
 
 
 def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 
 from markupsafe import escape
 
+from evalspec.config.yamlfile import format_path
 from evalspec.diff.compare import compare_runs
 from evalspec.diff.render import html_section, markdown_lines, print_diff
 from evalspec.errors import ConfigError, Problem
@@ -20,15 +21,37 @@ table{{border-collapse:collapse;width:100%}}td,th{{padding:4px 8px;border-bottom
 """
 
 
-def read_run(path: str) -> dict[str, Any]:
-    """A run.json, or exit 2 naming the file and what is wrong with it."""
+#: `schema/run.schema.json`, shipped inside the package (a test keeps the two the same)
+RUN_SCHEMA_FILE = Path(__file__).resolve().parent.parent / "data" / "run.schema.json"
+
+
+def read_run(path: str, check: bool = False) -> dict[str, Any]:
+    """A run.json, or exit 2 naming the file and what is wrong with it. With `check` (a baseline, SPEC
+    §17) it must validate against the run schema, so a file that cannot be compared is refused before
+    the first call instead of failing the run after the last one."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError([Problem(path, None, "", f"not a readable run.json: {exc}")]) from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ConfigError([Problem(path, None, "", "not a run.json: it has no 'results' list")])
+    if check and (problem := run_schema_problem(data)) is not None:
+        raise ConfigError([Problem(path, None, "", f"does not validate against schema/run.schema.json: {problem}; "
+                                                   "give a run.json written by evalspec run")])
     return data
+
+
+def run_schema_problem(data: Any) -> str | None:
+    """The first way `data` breaks the run schema (where, and what), or None."""
+    import jsonschema
+
+    schema = json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is None:
+        return None
+    where = format_path(tuple(error.absolute_path)) or "the top level"
+    message = error.message if len(error.message) <= 200 else error.message[:200] + "…"
+    return f"{where}: {message}"
 
 
 def diff_page(diff: dict[str, Any]) -> str:
@@ -42,7 +65,7 @@ def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_p
     from evalspec.api import write_json
     from evalspec.reporters.console import make_console
 
-    diff = compare_runs(read_run(base_path), read_run(head_path), base_path, head_path)
+    diff = compare_runs(read_run(base_path, check=True), read_run(head_path, check=True), base_path, head_path)
     print_diff(make_console(), diff)
     if md_path:
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)

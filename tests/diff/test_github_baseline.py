@@ -119,3 +119,14 @@ def test_outside_a_pull_request_or_without_a_reachable_api_there_is_no_baseline(
                                       "GITHUB_WORKFLOW_REF": "acme/bot/.github/workflows/evals.yml@x",
                                       "GITHUB_API_URL": gone})
     assert data is None and note.startswith("GET ") and "Connection refused" in note
+
+
+def test_a_malformed_base_run_json_gates_as_usual_and_says_why(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = json.loads((project / "base.json").read_text(encoding="utf-8"))
+    del base["results"][0]["suite"]
+    with FakeGitHub(base) as github:
+        code, out, head = run_auto(github, monkeypatch)
+    assert code == 1, out  # not a traceback after the last call: no baseline, the usual gate
+    assert head["baseline"]["available"] is False
+    assert head["baseline"]["note"] == ("the base branch's run.json does not validate against schema/run.schema.json: "
+                                        "results[0]: 'suite' is a required property")

@@ -179,3 +179,37 @@ def test_only_suites_that_ask_for_it_are_gated_on_regressions(project: Path) -> 
     modes = {s["suite"]: (s.get("mode", "pass_rate"), s["ok"]) for s in head["gate"]["suites"]}
     assert modes == {"s.yaml": ("regressions", True), "t.yaml": ("pass_rate", False)}
     assert code == 1, out
+
+
+def _broken(data: dict[str, Any], how: str) -> dict[str, Any]:
+    if how == "record without suite":
+        del data["results"][0]["suite"]
+    elif how == "record not a mapping":
+        data["results"][0] = 1
+    else:  # a status no run writes
+        data["results"][0]["status"] = "great"
+    return data
+
+
+@pytest.mark.parametrize(("how", "problem"), [
+    ("record without suite", "results[0]: 'suite' is a required property"),
+    ("record not a mapping", "results[0]: 1 is not of type 'object'"),
+    ("unknown status", "results[0].status: 'great' is not one of"),
+])
+def test_a_malformed_baseline_is_refused_before_the_first_call(project: Path, how: str, problem: str) -> None:
+    _, _, base = side(project, "base", ["steady"])
+    (project / "bad.json").write_text(json.dumps(_broken(base, how)), encoding="utf-8")
+    (project / "bot.py").write_text("def respond(messages, context):\n    open('called', 'a').write('x')\n"
+                                    "    return 'ok'\n", encoding="utf-8")
+    code, out = invoke("run", "s.yaml", "--no-cache", "--baseline", "bad.json", "--gate", "regressions")
+    assert code == 2, out
+    assert "bad.json: does not validate against schema/run.schema.json" in out and problem in out, out
+    assert not (project / "called").exists(), "no call is made with a baseline that cannot be compared"
+    code, out = invoke("diff", "bad.json", "base.json")
+    assert code == 2 and problem in out, out
+
+
+def test_the_packaged_run_schema_is_the_published_one() -> None:
+    from evalspec.diff.files import RUN_SCHEMA_FILE
+
+    assert json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8")) == RUN_SCHEMA
