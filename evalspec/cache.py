@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,25 +18,58 @@ def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], repeat: 
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+LOCK_WAIT_S = 2.0  # another writer's transaction is a few ms; a cache locked longer is skipped
+_warned: set[str] = set()  # one warning per cache file and process (a forked player inherits the parent's)
+
+
 class ResponseCache:
-    """A small sqlite key-value store; safe to share between threads of one process."""
+    """A small sqlite key-value store; safe to share between threads of one process.
+
+    A cache that cannot be used (a corrupt file, a lock held by another process, a full or read-only disk)
+    never stops the run nor changes a verdict: it is skipped with one warning and every call runs live."""
 
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / "responses.sqlite"
         self._lock = threading.Lock()
-        # replies may quote secrets: the file is its owner's only (sqlite gives -wal/-shm the same mode)
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.commit()
+        self._db: sqlite3.Connection | None = None
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            # replies may quote secrets: the file is its owner's only (sqlite gives -wal/-shm the same mode)
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=LOCK_WAIT_S)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            self._skip(exc)
+
+    @property
+    def usable(self) -> bool:
+        return self._db is not None
+
+    def _skip(self, exc: BaseException) -> None:
+        """Stop using the cache, with one warning naming the file and the fault."""
+        db, self._db = self._db, None
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+        if str(self.path) not in _warned:
+            _warned.add(str(self.path))
+            sys.stderr.write(f"warning: the response cache {self.path} cannot be used ({exc}); it is skipped "
+                             f"and calls run live (delete the file to start a new cache)\n")
+            sys.stderr.flush()
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored value, or None; an entry that is not a JSON object (a damaged file) is a miss."""
         with self._lock:
-            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            if self._db is None:
+                return None
+            try:
+                row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as exc:
+                self._skip(exc)
+                return None
         if not row:
             return None
         try:
@@ -55,10 +90,16 @@ class ResponseCache:
         if not entries:
             return
         with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-                                 [(key, json.dumps(value, ensure_ascii=False)) for key, value in entries])
-            self._db.commit()
+            if self._db is None:
+                return
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                                     [(key, json.dumps(value, ensure_ascii=False)) for key, value in entries])
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._skip(exc)
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()

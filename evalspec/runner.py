@@ -89,6 +89,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         options.on_start(len(plan), resumed)
     cache_dir = options.cache_dir if options.use_cache else None
     pool = ProviderPool(suites, cache_dir=cache_dir)
+    if pool.cache is not None and not pool.cache.usable:
+        cache_dir = None  # skipped with its warning: forked players and Ray workers do not try it again
     try:
         check_plan(list(plan.representatives()) if isinstance(plan, Plan) else list(plan))
     except BaseException:

@@ -94,9 +94,13 @@ class ProviderCaller:
         self._deadlines = Deadlines(timeout)
 
     def key(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None) -> str:
+        """Everything the call depends on (SPEC §17): the provider's configuration, the history, the repeat,
+        the test id and vars, and the request a templating provider renders from them; never the thread id."""
         if self._identity is None:
             self._identity = self.provider.cache_identity()
-        return cache_key(self._identity, messages, context.repeat, extra)
+        request = getattr(self.provider, "cache_request", None)
+        rendered = request(messages, context) if request is not None else None
+        return cache_key(self._identity, messages, context.repeat, [extra, context.test_id, context.vars, rendered])
 
     async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None, *,
                    read: bool = True, write: bool = True, cache_only: bool = False,

@@ -42,9 +42,15 @@ class HttpProvider:
     def cache_identity(self) -> dict[str, Any]:
         return {"http": {k: v for k, v in self.http.items() if k != "timeout"}, "vars": self.vars}
 
-    def _request(self, messages: list[dict[str, Any]], context: CallContext) -> tuple[str, dict[str, str], Any]:
+    def cache_request(self, messages: list[dict[str, Any]], context: CallContext) -> tuple[str, dict[str, str], Any]:
+        """The request as sent, with `{{ thread_id }}` left a placeholder (the cache key's request part)."""
+        return self._request(messages, context, thread_id="{{ thread_id }}")
+
+    def _request(self, messages: list[dict[str, Any]], context: CallContext,
+                 thread_id: str | None = None) -> tuple[str, dict[str, str], Any]:
         message = messages[-1]["content"]
-        variables = {**self.vars, **context.vars, "message": message, "thread_id": context.thread_id,
+        thread_id = context.thread_id if thread_id is None else thread_id
+        variables = {**self.vars, **context.vars, "message": message, "thread_id": thread_id,
                      "messages": messages, "turn": context.turn}
         try:
             url = str(render_value(self.http["url"], variables))
@@ -52,7 +58,7 @@ class HttpProvider:
             if "body" in self.http:
                 body = render_value(self.http["body"], variables)
             elif self.stateful:
-                body = {"message": message, "thread_id": context.thread_id}
+                body = {"message": message, "thread_id": thread_id}
             else:
                 body = {"messages": messages}
         except TemplateProblem as exc:
