@@ -141,6 +141,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     from evalspec.preflight import prepare
     from evalspec.reporters.console import ConsoleReporter
     from evalspec.runner import RunOptions, new_run_id
+    from evalspec.supervise import PlayGuard, can_supervise, supervise
 
     if executor == "ray":
         try:
@@ -169,40 +170,50 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     if resume_dir and not (run_dir / "journal.jsonl").exists():
         err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
         sys.exit(ExitCode.CONFIG_ERROR)
-    reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts)
-    options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites), processes=processes,
-                         run_dir=run_dir, resume=bool(resume_dir), use_cache=not no_cache,
-                         cache_dir=Path(".evalspec/cache").absolute(),
-                         fail_under=fail_under, include_drafts=include_drafts,
-                         on_start=reporter.on_start, on_result=reporter.on_result, stream_results=True,
-                         ray=RayConfig([str(f.resolve()) for f in expand_paths(patterns)], cli_vars, selection,
-                                       address) if executor == "ray" else None)
-    try:
-        result = run_interruptible(arun(suites, output=output, selection=selection, plan=plan, options=options,
-                                        baseline=baseline, gate=gate_mode, confirm=confirm,
-                                        judge_sample=judge_sample, seed=seed,
-                                        on_progress=None if quiet else
-                                        lambda text: err_console.print(f"[dim]{escape(text)}[/]")))
-    except (Interrupted, KeyboardInterrupt) as exc:
+    hint = shlex.join(sys.argv[1:])
+    hint = f"evalspec {hint}" + ("" if "--resume" in hint else f" --resume {shown_run_dir}")
+
+    def play(guard: PlayGuard | None) -> None:
+        """The run, its reports and its exit: in a child the parent watches, when it can (evalspec.supervise)."""
+        reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts)
+        options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites), processes=processes,
+                             run_dir=run_dir, resume=bool(resume_dir) or bool(guard and guard.resumed), use_cache=not no_cache,
+                             cache_dir=Path(".evalspec/cache").absolute(),
+                             fail_under=fail_under, include_drafts=include_drafts,
+                             on_start=reporter.on_start, on_result=reporter.on_result, stream_results=True,
+                             ray=RayConfig([str(f.resolve()) for f in expand_paths(patterns)], cli_vars, selection,
+                                           address) if executor == "ray" else None, guard=guard)
+        try:
+            result = run_interruptible(arun(suites, output=output, selection=selection, plan=plan, options=options,
+                                            baseline=baseline, gate=gate_mode, confirm=confirm,
+                                            judge_sample=judge_sample, seed=seed,
+                                            on_progress=None if quiet else
+                                            lambda text: err_console.print(f"[dim]{escape(text)}[/]")))
+        except (Interrupted, KeyboardInterrupt) as exc:
+            os.chdir(cwd)
+            reporter.stop()
+            args = shlex.join(sys.argv[1:])
+            what = "terminated" if isinstance(exc, Interrupted) and exc.signum == signal.SIGTERM else "interrupted"
+            err_console.print(f"\n{what}: finished tests are kept in {shown_run_dir / 'journal.jsonl'}.\n"
+                              f"resume with: evalspec {args} --resume {shown_run_dir}" if "--resume" not in args else
+                              f"\n{what}: resume again with: evalspec {args}")
+            sys.exit(exc.exit_code if isinstance(exc, Interrupted) else ExitCode.INTERRUPTED)
+        except ConfigError as exc:
+            os.chdir(cwd)
+            reporter.stop()
+            if guard is not None:  # in the watched child: reported here, its exit code goes to the parent
+                _config_error(exc)
+            raise
         os.chdir(cwd)
-        run_dir = shown_run_dir
-        reporter.stop()
-        args = shlex.join(sys.argv[1:])
-        what = "terminated" if isinstance(exc, Interrupted) and exc.signum == signal.SIGTERM else "interrupted"
-        err_console.print(f"\n{what}: finished tests are kept in {run_dir / 'journal.jsonl'}.\n"
-                          f"resume with: evalspec {args} --resume {run_dir}" if "--resume" not in args else
-                          f"\n{what}: resume again with: evalspec {args}")
-        sys.exit(exc.exit_code if isinstance(exc, Interrupted) else ExitCode.INTERRUPTED)
-    except ConfigError:
-        os.chdir(cwd)
-        reporter.stop()
-        raise
-    os.chdir(cwd)
-    written = {"run.json": os.path.relpath(result.path) if result.path else ""}
-    written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all))
-    reporter.on_finish(result.data, written)
-    gc.freeze()  # the process ends here: its last collection need not walk every record and module (~0.2 s)
-    sys.exit(result.exit_code)
+        written = {"run.json": os.path.relpath(result.path) if result.path else ""}
+        written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all))
+        reporter.on_finish(result.data, written)
+        gc.freeze()  # the process ends here: its last collection need not walk every record and module (~0.2 s)
+        sys.exit(result.exit_code)
+
+    if can_supervise():
+        supervise(play, run_dir / "journal.jsonl", hint)
+    play(None)
 
 
 def _check_writable(paths: list[str]) -> None:

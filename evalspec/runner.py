@@ -30,6 +30,7 @@ from evalspec.results.aggregate import finalize
 from evalspec.results.journal import Journal, check_unchanged, scan_journal, write_manifest
 from evalspec.results.record import make_record
 from evalspec.results.stream import JournalRecords, light
+from evalspec.supervise import PlayGuard
 from evalspec.teardown import run_teardown
 from evalspec.usercode import describe
 
@@ -51,6 +52,7 @@ class RunOptions:
     ray: RayConfig | None = None  # set to run the conversations on a Ray cluster
     stream_results: bool = False  # True: run["results"] reads the journal on demand (the CLI: flat memory)
     processes: int | None = None  # None: several on a multi-core machine for a large run (see evalspec.processes)
+    guard: PlayGuard | None = None  # a supervised run (see evalspec.supervise): what a child plays and reports
 
 
 def new_run_id() -> str:
@@ -110,12 +112,20 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         if options.on_result:
             options.on_result(record)
 
+    guard = options.guard
+
     async def play_one(position: int, inst: Instance) -> None:
-        if executor is not None:
+        if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again
+            record = make_record(inst, Transcript(stop_reason="error", error=guard.crashed[inst.key]), [], 0.0)
+        elif executor is not None:
             record = await executor.run(inst, position)
         else:
+            if guard is not None:
+                guard.started(inst.key)
             record = await run_instance(inst, pool)
         keep(position, redact(record, secrets))  # every field, with the secrets of every suite of the run
+        if guard is not None:
+            guard.finished(inst.key)
 
     async def worker(queue: Iterator[tuple[int, Instance]]) -> None:  # `concurrency` of them: memory stays flat
         for position, inst in queue:
@@ -123,6 +133,9 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
 
     children = Children()
     try:
+        if guard is not None and (guard.crashed or guard.suspects):  # what ended an earlier child, first:
+            again = guard.crashed.keys() | guard.suspects  # recorded as errors, or played one at a time
+            await worker(positions(plan, lambda position, key: kept[position] is None and key in again))
         share = 1 if executor is not None else \
             process_count(suites, len(plan) - resumed, options.concurrency, options.processes)
         if share > 1:
