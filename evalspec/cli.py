@@ -140,6 +140,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     from evalspec.plan import Selection
     from evalspec.preflight import prepare
     from evalspec.reporters.console import ConsoleReporter
+    from evalspec.results.journal import invocation_of
     from evalspec.runner import RunOptions, new_run_id
     from evalspec.supervise import PlayGuard, can_supervise, supervise
 
@@ -182,7 +183,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
                              fail_under=fail_under, include_drafts=include_drafts,
                              on_start=reporter.on_start, on_result=reporter.on_result, stream_results=True,
                              ray=RayConfig([str(f.resolve()) for f in expand_paths(patterns)], cli_vars, selection,
-                                           address) if executor == "ray" else None, guard=guard)
+                                           address) if executor == "ray" else None, guard=guard,
+                             invocation=invocation_of(cli_vars, filter_, list(tags), list(providers), repeat))
         try:
             result = run_interruptible(arun(suites, output=output, selection=selection, plan=plan, options=options,
                                             baseline=baseline, gate=gate_mode, confirm=confirm,

@@ -52,6 +52,7 @@ class RunOptions:
     ray: RayConfig | None = None  # set to run the conversations on a Ray cluster
     stream_results: bool = False  # True: run["results"] reads the journal on demand (the CLI: flat memory)
     processes: int | None = None  # None: several on a multi-core machine for a large run (see evalspec.processes)
+    invocation: dict[str, Any] | None = None  # the command line a --resume must repeat (journal.invocation_of)
     guard: PlayGuard | None = None  # a supervised run (see evalspec.supervise): what a child plays and reports
 
 
@@ -77,9 +78,9 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     secrets = run_secrets(suites)
     before: dict[str, tuple[int, dict[str, Any]]] = {}  # stored key -> (journal offset, light record)
     if options.resume:
-        check_unchanged(suites, run_dir)
+        check_unchanged(suites, run_dir, options.invocation)
         before = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
-    write_manifest(suites, run_dir)
+    write_manifest(suites, run_dir, options.invocation)
     kept: list[tuple[int, dict[str, Any]] | None] = [None] * len(plan)  # by plan position
     if before:  # journal keys are redacted
         keys = plan.keys() if isinstance(plan, Plan) else (inst.key for inst in plan)

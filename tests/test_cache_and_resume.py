@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from helpers import invoke
 from servers import OpenAIServer
 
 from evalspec import run
@@ -206,3 +208,29 @@ def test_first_ctrl_c_ends_a_run_whose_sync_provider_hangs(in_tmp: Path) -> None
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)  # before: the first Ctrl-C waited for the hung thread forever
     assert proc.returncode == 130 and "--resume" in err, out + err
+
+
+@pytest.mark.parametrize("started, resumed, named", [
+    (["--var", "tone=calm"], ["--var", "tone=angry"], "--var tone differ"),
+    ([], ["--filter", "t1"], "--filter 't1' differs"),
+    (["--tag", "a"], ["--tag", "b"], "--tag b differs from the interrupted run's a"),
+    (["--repeat", "2"], [], "--repeat (none) differs from the interrupted run's 2"),
+    (["--provider", "b"], ["--provider", "c"], "--provider c differs"),
+])
+def test_resume_with_other_options_than_the_interrupted_run_exits_2(
+        in_tmp: Path, started: list[str], resumed: list[str], named: str) -> None:
+    (in_tmp / "bot.py").write_text("def respond(messages, context):\n    return 'ok'\n")
+    (in_tmp / "s.yaml").write_text("providers: [{id: b, python: bot.py:respond}, {id: c, python: bot.py:respond}]\n"
+                                   "vars: {tone: calm}\ntests:\n  - id: t1\n    tags: [a, b]\n"
+                                   "    conversation: [{user: '{{ tone }}'}]\n")
+    code, out = invoke("run", "s.yaml", "-q", "--resume", "r", *started)
+    assert code == 2  # no journal yet: a usage error
+    (in_tmp / "r").mkdir()
+    (in_tmp / "r" / "journal.jsonl").write_text("")
+    code, out = invoke("run", "s.yaml", "-q", "--resume", "r", *started)
+    assert code == 0, out
+    code, out = invoke("run", "s.yaml", "-q", "--resume", "r", *started)
+    assert code == 0, out  # the same options: resumed
+    code, out = invoke("run", "s.yaml", "-q", "--resume", "r", *resumed)
+    assert code == 2, out  # before: resumed, mixing the two runs' verdicts
+    assert named in out and "nothing was run" in out

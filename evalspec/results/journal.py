@@ -13,6 +13,7 @@ run spent a tenth of its CPU there); `encode` and `decode` are the journal's one
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -143,27 +144,61 @@ def scan_journal(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 MANIFEST = "suites.json"
 
 
-def write_manifest(suites: list[Any], run_dir: Path) -> None:
-    """Record which suite files (by sha256) a run was started with, unless already recorded."""
+def write_manifest(suites: list[Any], run_dir: Path, invocation: dict[str, Any] | None = None) -> None:
+    """Record which suite files (by sha256) a run was started with, and with which options (`invocation`:
+    --var values only as digests, they may be secrets), unless already recorded."""
     path = run_dir / MANIFEST
     if path.exists():
         return
     run_dir.mkdir(parents=True, exist_ok=True)
     data = [{"path": str(s.path), "resolved": str(Path(s.path).resolve()), "sha256": s.sha256} for s in suites]
-    path.write_text(json.dumps({"suites": data}, ensure_ascii=False, indent=2), encoding="utf-8")
+    manifest: dict[str, Any] = {"suites": data}
+    if invocation is not None:
+        manifest["invocation"] = invocation
+    path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2), encoding="utf-8")
 
 
-def check_unchanged(suites: list[Any], run_dir: Path) -> None:
-    """`--resume` must not mix verdicts of two versions of a suite: exit 2 naming the changed files."""
+def invocation_of(cli_vars: dict[str, Any], filter_: str | None, tags: list[str], providers: list[str],
+                  repeat: int | None) -> dict[str, Any]:
+    """What of a run's command line decides its plan and replies (SPEC §17: a resume must repeat it)."""
+    digest = {k: hashlib.sha256(json.dumps(v, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:16]
+              for k, v in cli_vars.items()}
+    return {"var": digest, "filter": filter_, "tag": sorted(tags), "provider": sorted(providers), "repeat": repeat}
+
+
+def check_unchanged(suites: list[Any], run_dir: Path, invocation: dict[str, Any] | None = None) -> None:
+    """`--resume` must not mix verdicts of two versions of a suite, nor of two command lines: exit 2
+    naming the changed files and options."""
     from evalspec.errors import ConfigError, Problem
 
     try:
-        recorded = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))["suites"]
+        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+        recorded = manifest["suites"]
         started = {str(r["resolved"]): str(r["sha256"]) for r in recorded}
     except (OSError, ValueError, KeyError, TypeError):
         return  # a run from before manifests: nothing to compare with
     changed = [s for s in suites if started.get(str(Path(s.path).resolve()), s.sha256) != s.sha256]
-    if changed:
-        raise ConfigError([Problem(str(s.path), None, "", f"changed since {run_dir} was started (sha256 differs); "
-                                   "--resume would mix verdicts of two versions. Re-grade the old transcripts "
-                                   "with `evalspec grade`, or rerun without --resume") for s in changed])
+    problems = [Problem(str(s.path), None, "", f"changed since {run_dir} was started (sha256 differs); "
+                        "--resume would mix verdicts of two versions. Re-grade the old transcripts "
+                        "with `evalspec grade`, or rerun without --resume") for s in changed]
+    before = manifest.get("invocation")
+    if invocation is not None and isinstance(before, dict):
+        for option, now in invocation.items():
+            then = before.get(option)
+            if then == now:
+                continue
+            if option == "var":
+                names = sorted(k for k in {*now, *(then or {})} if (then or {}).get(k) != now.get(k))
+                shown = f"--var {', '.join(names)} differ from the interrupted run's"
+            else:
+                shown = f"--{option} {_shown(now)} differs from the interrupted run's {_shown(then)}"
+            problems.append(Problem(str(run_dir), None, "", f"{shown}; --resume would mix verdicts of two "
+                                    f"runs. Resume with the interrupted run's options, or run without --resume"))
+    if problems:
+        raise ConfigError(problems)
+
+
+def _shown(value: Any) -> str:
+    if value is None or value == []:
+        return "(none)"
+    return " ".join(map(str, value)) if isinstance(value, list) else repr(value) if isinstance(value, str) else str(value)
