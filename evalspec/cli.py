@@ -200,6 +200,10 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
                               f"resume with: evalspec {args} --resume {shown_run_dir}" if "--resume" not in args else
                               f"\n{what}: resume again with: evalspec {args}")
             sys.exit(exc.exit_code if isinstance(exc, Interrupted) else ExitCode.INTERRUPTED)
+        except OSError as exc:  # a full disk, a read-only folder: never a traceback, never exit 1
+            os.chdir(cwd)
+            reporter.stop()
+            _storage_error(exc, run_dir / "journal.jsonl", hint)
         except ConfigError as exc:
             os.chdir(cwd)
             reporter.stop()
@@ -216,6 +220,16 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     if can_supervise():
         supervise(play, run_dir / "journal.jsonl", hint)
     play(None)
+
+
+def _storage_error(exc: OSError, journal: Path, hint: str) -> None:
+    """Exit 2 when nothing was played yet, 3 when some tests were, with the resume command when the journal is intact."""
+    where = exc.filename or journal
+    played = journal.exists() and journal.stat().st_size > 0
+    err_console.print(f"error: {escape(str(where))}: {escape(exc.strerror or str(exc))}; " + (
+        f"finished tests are kept in {escape(str(journal))}; when there is room again, resume with: {escape(hint)}"
+        if played else "nothing was run."))
+    sys.exit(ExitCode.TOO_MANY_ERRORS if played else ExitCode.CONFIG_ERROR)
 
 
 def _check_writable(paths: list[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import random
 import secrets as pysecrets
 import time
@@ -27,7 +28,7 @@ from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import finalize
-from evalspec.results.journal import Journal, check_unchanged, scan_journal, write_manifest
+from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
 from evalspec.results.record import make_record
 from evalspec.results.stream import JournalRecords, light
 from evalspec.supervise import PlayGuard
@@ -77,6 +78,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     journal_path = run_dir / "journal.jsonl"
     secrets = run_secrets(suites)
     before: dict[str, tuple[int, dict[str, Any]]] = {}  # stored key -> (journal offset, light record)
+    lock = lock_run_dir(run_dir, options.guard.parent if options.guard is not None else os.getpid())
     if options.resume:
         check_unchanged(suites, run_dir, options.invocation)
         before = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
@@ -98,6 +100,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         check_plan(list(plan.representatives()) if isinstance(plan, Plan) else list(plan))
     except BaseException:
         await pool.aclose()
+        if lock is not None:
+            lock.close()
         raise
     executor = RayExecutor(options.ray, options.concurrency, cache_dir, run_instance) \
         if options.ray is not None else None
@@ -154,6 +158,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         await asyncio.gather(*(worker(queue) for _ in range(max(1, min(options.concurrency, len(plan) - resumed)))))
     finally:
         children.stop()
+        if lock is not None:
+            lock.close()
         journal.close()
         await pool.aclose()
         if executor is not None:

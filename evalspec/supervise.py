@@ -38,6 +38,7 @@ class PlayGuard:
     suspects: set[str] = field(default_factory=set)  # instance keys played one at a time, before the rest
     resumed: bool = False  # an earlier child ended: this one continues its journal
     fd: int | None = None
+    parent: int = 0  # the watching process (the pid people see)
 
     def started(self, key: str) -> None:
         self._send("+" + json.dumps(key, ensure_ascii=False))
@@ -120,7 +121,7 @@ def _play_once(body: Callable[[PlayGuard], None], guard: PlayGuard) -> tuple[int
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _child(body, PlayGuard(guard.crashed, guard.suspects, guard.resumed, write_fd), parent)
+        _child(body, PlayGuard(guard.crashed, guard.suspects, guard.resumed, write_fd, parent), parent)
     os.close(write_fd)
     forward = _forward_signals(pid)
     try:

@@ -13,13 +13,14 @@ run spent a tenth of its CPU there); `encode` and `decode` are the journal's one
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -56,6 +57,7 @@ class Journal:
         self.path = path
         self._synced = time.monotonic()
         self._flush_due: asyncio.TimerHandle | None = None
+        self.error: OSError | None = None  # a flush that failed on the loop (a full disk): raised by the next write
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = path.open("ab", buffering=1 << 16)
         if _ends_torn(path):  # a crash cut the last line: the next record starts on a line of its own
@@ -70,6 +72,8 @@ class Journal:
     def write_line(self, line: bytes | bytearray) -> int:
         """Append one record already encoded as a JSON line (ending in a newline); returns its offset.
         On an event loop the line is flushed within `FLUSH_EVERY` seconds; elsewhere at once."""
+        if self.error is not None:
+            raise self.error
         offset = self.size
         self._file.write(line)
         self.size += len(line)
@@ -86,9 +90,12 @@ class Journal:
         self._flush_due = None
         if self._file.closed:
             return
-        self._file.flush()
-        if time.monotonic() - self._synced >= SYNC_EVERY:
-            self.sync()
+        try:
+            self._file.flush()
+            if time.monotonic() - self._synced >= SYNC_EVERY:
+                self.sync()
+        except OSError as exc:  # on the loop no one would see it: the next write or close raises it
+            self.error = exc
 
     def sync(self) -> None:
         os.fsync(self._file.fileno())
@@ -99,9 +106,14 @@ class Journal:
             self._flush_due.cancel()
             self._flush_due = None
         if not self._file.closed:
-            self._file.flush()
-            self.sync()
-            self._file.close()
+            try:
+                self._file.flush()
+                self.sync()
+            finally:
+                with contextlib.suppress(OSError):
+                    self._file.close()
+        if self.error is not None:
+            raise self.error
 
 
 def _ends_torn(path: Path) -> bool:
@@ -142,6 +154,33 @@ def scan_journal(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 MANIFEST = "suites.json"
+LOCK = "lock"
+
+
+def lock_run_dir(run_dir: Path, pid: int) -> IO[str] | None:
+    """Hold `run_dir` for this run until the returned file is closed (its lock ends with the process, so
+    a dead run's lock is taken over); a directory held by a live run is refused: "in use by PID N"."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks
+        return None
+    from evalspec.errors import ConfigError, Problem
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handle = (run_dir / LOCK).open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        handle.close()
+        raise ConfigError([Problem(str(run_dir), None, "", f"in use by PID {holder}: another `evalspec run` "
+                                   "is playing this run directory; wait for it to end (or stop it), then resume")]) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(pid))
+    handle.flush()
+    return handle
 
 
 def write_manifest(suites: list[Any], run_dir: Path, invocation: dict[str, Any] | None = None) -> None:
