@@ -38,7 +38,8 @@ def example_items(suite: Any) -> list[LabelledItem]:
     """The `examples:` of `suite`'s model-graded assertions as labelled items (SPEC §18): a `fail` example
     is labelled false, a `pass` example true; each assertion once (defaults are shared by the tests)."""
     from evalspec.assertions.registry import model_needed
-    from evalspec.config.rule_examples import as_tried, example_transcript, examples_of
+    from evalspec.config.rule_examples import example_transcript, examples_of
+    from evalspec.plan_examples import as_tried
 
     items: list[LabelledItem] = []
     seen: set[Any] = set()

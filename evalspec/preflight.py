@@ -68,8 +68,8 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
     """Providers, judges, simulators and embedders that cannot work, and python checks that cannot
     be imported — found without calling anything. Every provider of `suites` is checked, planned or
     not (a test whose template is broken has no instance, but its provider is still checked)."""
-    from evalspec.config.rule_examples import offline_checks
     from evalspec.plan import instance_assertions
+    from evalspec.plan_examples import offline_checks
     from evalspec.plan_preflight import plan_problems
     from evalspec.providers.factory import provider_problems
 

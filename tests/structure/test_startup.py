@@ -62,7 +62,8 @@ def probe_run(folder: Path, suite: str, *args: str) -> tuple[dict[str, Any], dic
     (folder / "probe.py").write_text(PROBE, encoding="utf-8")
     (folder / "bot.py").write_text(BOT, encoding="utf-8")
     (folder / "suite.yaml").write_text(suite, encoding="utf-8")
-    env = {**os.environ, "PROBE_OUT": str(folder / "probe.json"),
+    env = {**os.environ, "EVALSPEC_SUPERVISE": "0",  # the probe looks at the process that plays the run
+           "PROBE_OUT": str(folder / "probe.json"),
            "PROBE_WATCH": ",".join(sorted({*NOT_FOR_PYTHON, *TRANSPORT}))}
     done = subprocess.run([sys.executable, "probe.py", "run", "suite.yaml", "-q", "-o", "run.json",
                            "--no-cache", *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120)

@@ -9,7 +9,8 @@ from helpers import spec
 
 from evalspec.assertions.base import GradingContext
 from evalspec.assertions.evaluate import evaluate
-from evalspec.config.rule_examples import as_tried, example_transcript
+from evalspec.config.rule_examples import example_transcript
+from evalspec.plan_examples import as_tried
 
 
 def grade(rule: str, example: object, under_turn: int | None = None) -> bool | None:
