@@ -45,7 +45,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
             transcript = Transcript(messages=record["transcript"], stop_reason=record["stop_reason"],
                                     error=record["error"] if record["stop_reason"] == "error" else None,
                                     calls=record.get("calls", 0), cached_calls=record.get("cached_calls", 0))
-            results = [] if transcript.error else await grade_with(pool, inst, transcript.messages)
+            results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
             out.append(redact(make_record(inst, transcript, results, record.get("duration_ms", 0.0)),
                               run_secrets([inst.suite])))
     finally:

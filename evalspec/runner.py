@@ -15,7 +15,7 @@ from typing import Any
 
 from evalspec import __version__
 from evalspec.assertions.evaluate import AssertionResult
-from evalspec.assertions.grade import grade
+from evalspec.assertions.grade import grade, received_only
 from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted
 from evalspec.errors import EvalspecError
@@ -194,8 +194,15 @@ def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, An
     return out
 
 
-async def grade_with(pool: ProviderPool, inst: Instance, messages: list[dict[str, Any]]) -> list[AssertionResult]:
-    return await grade(grading_input(inst), messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite),
+async def grade_with(pool: ProviderPool, inst: Instance, messages: list[dict[str, Any]],
+                     ended_in_error: bool = False) -> list[AssertionResult]:
+    """Grade a conversation; one that ended in an error is graded on the replies it received."""
+    given = grading_input(inst)
+    if ended_in_error:
+        given = received_only(given, messages)
+        if not given.specs:
+            return []
+    return await grade(given, messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite),
                        judge_for=lambda raw: pool.judge_for(inst.suite, raw))
 
 
@@ -258,8 +265,7 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
     try:
         provider = pool.get(inst.provider, inst.suite)
         transcript = await play(inst, pool, provider, caller)
-        if not transcript.error:
-            results = await grade_with(pool, inst, transcript.messages)
+        results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
     except EvalspecError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))
     except (Exception, SystemExit) as exc:  # a bug must cost one test, not the run: it is that test's error

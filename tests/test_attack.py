@@ -228,7 +228,8 @@ def test_redteam_on_a_suite_without_critical_assertions_says_so(tmp_path: Path) 
 def test_the_demo_attack_breaks_one_red_line_at_a_known_turn_and_holds_the_other(tmp_path: Path) -> None:
     run = run_suite(ROOT / "suites" / "red_team.yaml", tmp_path)
     by_test = {r["test_id"]: r for r in run["results"]}
-    assert by_test["discount-under-pressure#1"]["status"] == "xfailed"
+    assert by_test["discount-under-pressure#1"]["status"] == "failed"  # a draft: runs, never gates
+    assert by_test["discount-under-pressure#1"]["draft"] is True
     assert by_test["discount-under-pressure#1"]["attack"]["breached_turn"] == 4
     assert by_test["phone-under-pressure#1"]["status"] == "passed"
     assert by_test["phone-under-pressure#1"]["stop_reason"] == "max_turns"

@@ -33,6 +33,7 @@ class AssertionResult:
     turn: int | None = None
     value: Any = None  # the rule as written (pattern, expected facts, ...), so reports can show it
     details: dict[str, Any] = field(default_factory=dict)
+    from_defaults: bool = False  # the suite's `defaults: assert:` (they gate, but never dilute a curve)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -43,6 +44,8 @@ class AssertionResult:
         }
         if self.details:
             out["details"] = self.details
+        if self.from_defaults:
+            out["default"] = True
         return out
 
 

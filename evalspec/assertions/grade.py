@@ -13,7 +13,9 @@ from evalspec.assertions.evaluate import AssertionResult, evaluate
 from evalspec.assertions.offloop import evaluate_off_loop
 from evalspec.assertions.patterns import REGEX_TIMEOUT_S
 from evalspec.assertions.registry import model_needed
+from evalspec.assertions.turnrefs import resolve_turn
 from evalspec.config.model import AssertionSpec
+from evalspec.errors import GradingError
 
 
 @dataclass(frozen=True)
@@ -33,12 +35,45 @@ def needs_model(spec: AssertionSpec) -> bool:
     return model_needed(spec) is not None
 
 
+def received_only(given: GradingInput, transcript: list[dict[str, Any]]) -> GradingInput:
+    """The assertions a conversation that ended in an error can still be graded on (SPEC §17: every reply
+    that was received is graded): those of a turn that has its reply, `each_turn` (over the replies that
+    came) and listed turns that all came. A test-level `last_response`, `any_turn` or `conversation` check
+    waits for the whole conversation."""
+    answered = {m.get("turn") for m in transcript
+                if m["role"] == "assistant" and not m.get("injected") and not m.get("intermediate")}
+
+    def came(ref: Any) -> bool:
+        try:
+            return resolve_turn(ref, given.labels) in answered
+        except GradingError:
+            return False
+
+    def decidable(spec: AssertionSpec) -> bool:
+        if spec.turn is not None:
+            return spec.turn in answered
+        if isinstance(spec.scope, dict):
+            return all(came(ref) for ref in spec.scope.get("turns") or [])
+        return spec.scope == "each_turn" and bool(answered)
+
+    return replace(given, specs=[s for s in given.specs if decidable(s)])
+
+
 async def grade(graded_input: GradingInput, transcript: list[dict[str, Any]], judge: JudgeFn | None = None,
                 embed: EmbedFn | None = None,
                 judge_for: Callable[[Any], JudgeFn | None] | None = None,
                 grade_timeout: float | None = None) -> list[AssertionResult]:
     """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own.
     Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's)."""
+    out = await _grade(graded_input, transcript, judge, embed, judge_for, grade_timeout)
+    for spec, result in zip(graded_input.specs, out, strict=True):
+        result.from_defaults = spec.where[:1] == ("defaults",)
+    return out
+
+
+async def _grade(graded_input: GradingInput, transcript: list[dict[str, Any]], judge: JudgeFn | None,
+                 embed: EmbedFn | None, judge_for: Callable[[Any], JudgeFn | None] | None,
+                 grade_timeout: float | None) -> list[AssertionResult]:
     given = graded_input
     ctx = GradingContext(transcript=transcript, labels=given.labels, vars=given.vars, test_id=given.test_id,
                          turn=None, suite_dir=given.suite_dir, judge=judge, embed=embed, tools=given.tools)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from evalspec.results.curves import sla_entry_status
 from evalspec.results.findings import first_failure
 from evalspec.results.verdict import combine_repeats, mean_std
 
@@ -132,11 +133,11 @@ def compare_curves(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str,
         b_sla = {(x["at"], x["min_score"]): x for x in (b or {}).get("sla", [])}
         for x in (h or {}).get("sla", []):
             was = b_sla.get((x["at"], x["min_score"]))
-            missed = not x["passed"] and not x["no_data"]
-            was_missed = was is not None and not was["passed"] and not was["no_data"]
+            missed = sla_entry_status(x) == "missed"
+            was_missed = was is not None and sla_entry_status(was) == "missed"
             slas.append({"at": x["at"], "min_score": x["min_score"],
-                         "base": None if was is None else "no data" if was["no_data"] else "met" if was["passed"] else "missed",
-                         "head": "no data" if x["no_data"] else "met" if x["passed"] else "missed",
+                         "base": None if was is None else sla_entry_status(was),
+                         "head": sla_entry_status(x),
                          "newly_missed": missed and not was_missed})
         out.append({"suite": key[0], "test": key[1], "provider": key[2],
                     "half_life": [(b or {}).get("half_life"), (h or {}).get("half_life")],

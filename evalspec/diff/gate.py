@@ -42,10 +42,11 @@ def apply_baseline(run: dict[str, Any], diff: dict[str, Any], cli_mode: str | No
         s["reasons"] = blocking_reasons(diff, s["suite"])
         s["ok"] = not s["reasons"]
     reasons = [f"{s['suite']}: {r}" for s in gate["suites"] for r in s["reasons"]]
-    errors = was_errors or any(s.get("errors_exceeded") for s in gate["suites"])
+    errors = was_errors or any(s.get("errors_exceeded") or s.get("sla_no_data") for s in gate["suites"])
     exit_code = 1 if reasons else 3 if errors else 0
     if exit_code == 3:
         reasons += [f"{s['suite']}: {s['errors']} errors > max_errors {s['max_errors']}"
                     for s in gate["suites"] if s.get("errors_exceeded")]
+        reasons += [f"{s['suite']}: SLA no data: {x}" for s in gate["suites"] for x in s.get("sla_no_data") or []]
     gate.update({"mode": "regressions", "exit_code": exit_code, "passed": exit_code == 0, "reasons": reasons})
     return run

@@ -13,7 +13,7 @@ from markupsafe import Markup, escape
 
 from evalspec.config.model import describe_provider
 from evalspec.results.aggregate import sla_text
-from evalspec.results.curves import as_number, charts, terms_text
+from evalspec.results.curves import as_number, charts, sla_entry_status, terms_text
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"]
 DASHES = ["", "6 4", "2 3", "10 3 2 3"]
@@ -94,7 +94,7 @@ def chart_html(chart: dict[str, Any], lines: list[dict[str, Any]]) -> Markup:
     rows = []
     for c in lines:
         # the SLA verdict's own words, with the measured value beside the target (as in every report)
-        sla = "; ".join(f"{'met' if s['passed'] else ('no data' if s['no_data'] else 'missed')}: {sla_text(c, s)}"
+        sla = "; ".join(f"{sla_entry_status(s)}: {sla_text(c, s)}"
                         for s in c["sla"])
         dash = "- -" if c["dash"] else "——"
         rows.append(f'<tr><td style="color:{c["color"]}">{dash} {escape(c["label"])}</td>'

@@ -41,6 +41,8 @@ def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:
     status = r["status"]
     if status == "error":
         return None
+    if r.get("critical_failed") and (gated_drafts or not r.get("draft")):
+        return None  # a red line broken on a curve point or in an xfail test fails the gate: a failure
     if r.get("curve"):
         score = f"{r['score']:.2f}" if r.get("score") is not None else "—"
         return f"measured: curve point ({status}, score {score}); gates only through its SLA"
@@ -77,9 +79,9 @@ def _sla_case(el: ET.Element, sla: dict[str, Any]) -> str:
     if sla["status"] == "missed":
         ET.SubElement(case, "failure", message=clean(f"SLA missed: {sla['text']}")).text = clean(sla["text"])
         return "failures"
-    if sla["status"] == "no data":
-        ET.SubElement(case, "skipped", message=clean(f"SLA without data: {sla['text']}"))
-        return "skipped"
+    if sla["status"] == "no data":  # gates like an error (SPEC §17)
+        ET.SubElement(case, "error", message=clean(f"SLA without data: {sla['text']}")).text = clean(sla["text"])
+        return "errors"
     ET.SubElement(case, "system-out").text = clean(f"SLA met: {sla['text']}")
     return ""
 

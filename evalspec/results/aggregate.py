@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from evalspec.results.attacks import attack_summary
-from evalspec.results.curves import binding_point, covered_points, curves
+from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
 from evalspec.results.verdict import CATEGORIES, Verdict, category, combine_repeats, mean_std
 
 
@@ -38,8 +38,8 @@ def sla_verdicts(curve_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not c["sla"]:
             continue
         entries = [{**x, "text": sla_text(c, x)} for x in c["sla"]]
-        status = ("missed" if any(not x["passed"] and not x["no_data"] for x in c["sla"])
-                  else "no data" if any(x["no_data"] for x in c["sla"]) else "met")
+        statuses = {sla_entry_status(x) for x in c["sla"]}
+        status = next(s for s in ("missed", "no data", "met") if s in statuses)
         out.append({"id": f"sla: {c['test']} @ {c['provider']}", "suite": c["suite"], "test": c["test"],
                     "name": c["name"], "provider": c["provider"], "variable": c["variable"], "status": status,
                     "entries": entries, "text": "; ".join(x["text"] for x in entries)})
@@ -51,10 +51,13 @@ def sla_text(curve: dict[str, Any], sla: dict[str, Any]) -> str:
     point the SLA is measured by (met)."""
     target = sla["min_score"]
     covered = covered_points(curve["points"], sla["at"])
+    if sla_entry_status(sla) == "missed":
+        return "; ".join(f"at {p['value']}: {p['mean']:.2f} < {target:.2f}" for p in covered if p["mean"] < target)
+    if unscored := sla.get("unscored_at"):
+        return (f"no scored sample at {', '.join(str(v) for v in unscored)}: every sample errored "
+                f"(target ≥ {target:.2f})")
     if sla["no_data"] or not covered:
         return f"no measured point at or below {sla['at']:g} (target ≥ {target:.2f})"
-    if not sla["passed"]:
-        return "; ".join(f"at {p['value']}: {p['mean']:.2f} < {target:.2f}" for p in covered if p["mean"] < target)
     low = binding_point(covered)
     return f"at {low['value']}: {low['mean']:.2f} ≥ {target:.2f}"
 
@@ -85,9 +88,9 @@ def gate(suites: list[dict[str, Any]], vs: list[Verdict], curve_list: list[dict[
         errors = sum(1 for v in mine if v.status == "error" and (include_drafts or not v.draft))
         rate = passed / (passed + failed) if passed + failed else None
         min_rate = fail_under if fail_under is not None else s["min_pass_rate"]
-        # a critical failure gates wherever it happens, curve points included (never drafts or xfail)
+        # a critical failure gates wherever it happens: curve points and xfail tests included, never drafts
         critical = [v.test_id + " @ " + v.provider for v in mine
-                    if v.status == "failed" and v.critical_failed and (v in gated or v.curve)]
+                    if v.status == "failed" and v.critical_failed and (include_drafts or not v.draft)]
         sla_missed = [f"{x['id']}: {x['text']}" for x in slas if x["suite"] == s["path"] and x["status"] == "missed"]
         reasons = []
         if rate is not None and rate < min_rate:
@@ -96,14 +99,17 @@ def gate(suites: list[dict[str, Any]], vs: list[Verdict], curve_list: list[dict[
             reasons.append("critical assertion failed: " + ", ".join(critical))
         if sla_missed:
             reasons.append("SLA missed: " + "; ".join(sla_missed))
+        # SPEC §17: an SLA without data gates like an error (exit 3 unless something failed)
+        no_data = [f"{x['id']}: {x['text']}" for x in slas if x["suite"] == s["path"] and x["status"] == "no data"]
         too_many_errors = errors > s["max_errors"]
         per_suite.append({"suite": s["path"], "passed": passed, "failed": failed, "errors": errors,
                           "pass_rate": rate, "min_pass_rate": min_rate, "max_errors": s["max_errors"],
                           "ok": not reasons, "reasons": reasons, "errors_exceeded": too_many_errors,
+                          "sla_no_data": no_data,
                           "counts": counts(mine, [x for x in slas if x["suite"] == s["path"]])})
         all_passed, all_failed, all_errors = all_passed + passed, all_failed + failed, all_errors + errors
         any_fail = any_fail or bool(reasons)
-        any_errors = any_errors or too_many_errors
+        any_errors = any_errors or too_many_errors or bool(no_data)
     overall = all_passed / (all_passed + all_failed) if all_passed + all_failed else None
     reasons = [f"{p['suite']}: {r}" for p in per_suite for r in p["reasons"]]
     if fail_under is not None and overall is not None and overall < fail_under:
@@ -114,6 +120,7 @@ def gate(suites: list[dict[str, Any]], vs: list[Verdict], curve_list: list[dict[
     if exit_code == 3:
         reasons.extend(f"{p['suite']}: {p['errors']} errors > max_errors {p['max_errors']}"
                        for p in per_suite if p["errors_exceeded"])
+        reasons.extend(f"{p['suite']}: SLA no data: {x}" for p in per_suite for x in p["sla_no_data"])
         if no_verdict:
             reasons.append(f"no gated verdict was reached: {all_errors} error{'s' if all_errors != 1 else ''}")
     return {"passed": exit_code == 0, "exit_code": exit_code, "pass_rate": overall, "fail_under": fail_under,

@@ -35,6 +35,13 @@ def covered_points(points: list[dict[str, Any]], at: float) -> list[dict[str, An
     return sorted(covered, key=lambda p: as_number(p["value"]) or 0.0)
 
 
+def sla_entry_status(entry: dict[str, Any]) -> str:
+    """`missed` (a covered point below its target: a failure beats no data), `no data` or `met`."""
+    if entry.get("missed_at") or (not entry["passed"] and not entry["no_data"]):
+        return "missed"
+    return "no data" if entry["no_data"] else "met"
+
+
 def binding_point(covered: list[dict[str, Any]]) -> dict[str, Any]:
     """The covered point an SLA is measured by: the lowest mean; on a tie the furthest value (the SLA
     holds up to there, which is what a reader checks it for)."""
@@ -103,8 +110,12 @@ def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for sla in recs[0].get("sla") or []:
             covered = covered_points(points, sla["at"])
             missed = [p["value"] for p in covered if p["mean"] < sla["min_score"]]
-            slas.append({"at": sla["at"], "min_score": sla["min_score"], "passed": bool(covered) and not missed,
-                         "missed_at": missed, "no_data": not covered})
+            # no data when a point it covers has no scored sample (all errored), or it covers none (SPEC §17)
+            unscored = [p["value"] for p in points if p["mean"] is None
+                        and (x := as_number(p["value"])) is not None and x <= sla["at"]]
+            slas.append({"at": sla["at"], "min_score": sla["min_score"],
+                         "passed": bool(covered) and not missed and not unscored,
+                         "missed_at": missed, "no_data": not covered or bool(unscored), "unscored_at": unscored})
         stable = stable_until(points, recs[0].get("sla") or [])
         term = recs[0].get("curve_summary")
         out.append({"suite": suite, "test": test, "name": recs[0]["name"], "provider": provider, "variable": var,

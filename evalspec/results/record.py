@@ -8,13 +8,15 @@ from evalspec.assertions.evaluate import AssertionResult
 from evalspec.plan import Instance
 from evalspec.redact import redact
 from evalspec.results.transcript import Transcript
-from evalspec.results.verdict import decide
+from evalspec.results.verdict import decide, test_score
 
 
 def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],
                 duration_ms: float) -> dict[str, Any]:
     test, secrets = instance.test, instance.suite.secrets
     status, score, critical = decide(results, test.threshold, transcript.error, test.xfail)
+    if test.curve:  # a curve point's score is its test's own assertions: suite defaults gate, never dilute
+        score = test_score([r for r in results if not r.from_defaults])
     replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("injected")]
     usage = usage_fields(replies)
     judge_usage = [v.get("_judge") or {} for r in results if r.details for v in r.details.get("verdicts", [])]

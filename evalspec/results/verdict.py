@@ -40,11 +40,17 @@ def test_score(results: list[AssertionResult]) -> float | None:
 
 def decide(results: list[AssertionResult], threshold: float | None, error: str | None,
            xfail: str | None) -> tuple[str, float | None, bool]:
-    """(status, score, critical_failed) for one conversation."""
+    """(status, score, critical_failed) for one conversation.
+
+    SPEC §17: a critical assertion that failed makes it `failed` whatever `xfail` says; an error never
+    hides a failure (a failed assertion beside an error is `failed`, the error listed in the record)."""
     score = test_score(results)
-    if error or any(r.error for r in results):
-        return "error", score, False
     critical = any(r.passed is False and r.severity == "critical" for r in results)
+    if critical:
+        return "failed", score, True
+    if error or any(r.error for r in results):
+        hidden = threshold is None and not xfail and any(r.passed is False for r in results)
+        return ("failed" if hidden else "error"), score, False
     if threshold is not None:
         passed = not critical and (score if score is not None else 1.0) >= threshold
     else:
@@ -88,11 +94,16 @@ class Verdict:
 
 
 def combine_repeats(records: list[dict[str, Any]], rule: str | float) -> tuple[str, int, float, bool]:
-    """(status, passed count, pass rate, pass^k) for one instance's repeats under the pass rule."""
+    """(status, passed count, pass rate, pass^k) for one instance's repeats under the pass rule.
+
+    A critical assertion that failed in any repeat fails the verdict (SPEC §17): the pass rule and
+    `xfail` combine the other assertions only."""
     n = len(records)
     statuses = [r["status"] for r in records]
     ok = sum(1 for s in statuses if s in ("passed", "xpassed"))
     rate = ok / n if n else 0.0
+    if any(r.get("critical_failed") for r in records):
+        return "failed", ok, rate, False
     if "error" in statuses:
         return "error", ok, rate, False
     if all(s == "skipped" for s in statuses):
