@@ -14,14 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.results.curves import sla_entry_status
-from evalspec.results.findings import first_failure
+from evalspec.results.findings import first_failure, rule_text
 from evalspec.results.verdict import combine_repeats, mean_std
 
 #: every category, in the order reports list them (the ones that block first)
-CATEGORIES = ("regressed", "new failing", "new error", "flaky", "fixed", "recovered", "still failing",
-              "new", "removed", "unchanged")
+CATEGORIES = ("regressed", "new failing", "failing, no baseline verdict", "new error", "flaky", "fixed", "recovered",
+              "still failing", "new", "removed", "unchanged")
 #: categories that fail a regressions gate (an SLA newly missed and a critical rule newly failed block too)
-BLOCKING = ("regressed", "new failing")
+BLOCKING = ("regressed", "new failing", "failing, no baseline verdict")
+NO_BASE_VERDICT = "failing, no baseline verdict"
+FLAG_ONLY = "a critical assertion"  # a record with `critical_failed` but no failed critical assertion listed
 SCORE_DELTA = 0.05
 
 Key = tuple[str, str, str]
@@ -57,8 +59,8 @@ def category(base: str | None, head: str | None) -> str:
         return "new" if head is None else "new failing" if head == "failed" else "new"
     if head is None:
         return "removed"
-    if base == "error":
-        return "recovered"
+    if base == "error":  # SPEC §17: a failure after a base that reached no verdict is not a recovery
+        return NO_BASE_VERDICT if head == "failed" else "recovered"
     return {("passed", "failed"): "regressed", ("failed", "passed"): "fixed",
             ("failed", "failed"): "still failing"}.get((base, head), "unchanged")
 
@@ -72,16 +74,40 @@ def _groups(run: dict[str, Any]) -> dict[Key, list[dict[str, Any]]]:
     return groups
 
 
+def critical_rules(records: list[dict[str, Any]]) -> list[str]:
+    """The critical assertions that failed in any repeat, each named by its rule and turn, in order."""
+    out: dict[str, None] = {}
+    for r in records:
+        for a in r.get("assertions") or []:
+            if a.get("severity") == "critical" and a.get("pass") is False:
+                where = f"turn {a['turn']}: " if a.get("turn") is not None else ""
+                out[f"{where}{rule_text(a)} ({a.get('scope')})"] = None
+    if not out and any(r.get("critical_failed") for r in records):
+        out[FLAG_ONLY] = None
+    return list(out)
+
+
 def _side(records: list[dict[str, Any]] | None, rule: str | float) -> dict[str, Any] | None:
     if not records:
         return None
     status, ok, rate, _ = combine_repeats(records, rule)
     score, _ = mean_std([r["score"] for r in records if r.get("score") is not None and r["status"] != "error"])
     first = records[0]
+    critical = critical_rules(records) if status == "failed" else []
     return {"status": status, "passed": ok, "n": len(records), "pass_rate": rate, "score": score,
-            "critical_failed": status == "failed" and any(r.get("critical_failed") for r in records),
+            "critical_failed": bool(critical), "critical_rules": critical,
             "draft": bool(first.get("draft")), "measured": bool(first.get("curve")),
             "xfail": bool(first.get("xfail"))}
+
+
+def newly_critical(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[str]:
+    """The head's failed critical rules that did not also fail in the matched base verdict (SPEC §17)."""
+    if head is None or head["draft"]:
+        return []
+    known = set(base["critical_rules"]) if base is not None else set()
+    if FLAG_ONLY in known:  # the base kept only the flag: any critical failure is one it had
+        return []
+    return [c for c in head["critical_rules"] if c not in known]
 
 
 def first_problem(records: list[dict[str, Any]] | None) -> str:
@@ -112,7 +138,8 @@ def compare_verdicts(base: dict[str, Any], head: dict[str, Any]) -> list[dict[st
             "suite": key[0], "test_id": key[1], "provider": key[2], "name": name, "category": cat,
             "base": b, "head": h, "score_delta": round(delta, 6) if delta is not None else None,
             "draft": loose["draft"], "measured": loose["measured"],
-            "critical_new": bool(h and h["critical_failed"] and not (b and b["critical_failed"])) and gated,
+            # every critical failure gates (curve points and xfail tests too, never drafts) unless the base had it
+            "critical_new": bool(newly_critical(b, h)), "critical_newly_failed": newly_critical(b, h),
             "blocking": gated and cat in BLOCKING, "replays": [], "problem": first_problem(h_recs),
         })
     return rows
@@ -193,8 +220,9 @@ def blocking_reasons(diff: dict[str, Any], suite: str | None = None, critical: b
     critical rules newly failing inside tests that already failed (`critical=False`)."""
     mine = [r for r in diff["rows"] if suite is None or r["suite"] == suite_key(suite)]
     reasons = [f"{r['category']}: {r['test_id']} @ {r['provider']}" for r in mine if r["blocking"]]
+    # `flaky` never excuses a critical failure (SPEC §17)
     reasons += [f"critical assertion newly failed: {r['test_id']} @ {r['provider']}"
-                for r in mine if critical and r["critical_new"] and not r["blocking"] and r["category"] != "flaky"]
+                for r in mine if critical and r["critical_new"] and not r["blocking"]]
     reasons += [f"SLA newly missed: {c['test']} @ {c['provider']}: at {x['at']} min {x['min_score']}"
                 for c in diff["curves"] if suite is None or c["suite"] == suite_key(suite)
                 for x in c["sla"] if x["newly_missed"]]

@@ -16,9 +16,9 @@ from rich.table import Table
 from evalspec.diff.compare import CATEGORIES, SCORE_DELTA
 from evalspec.reporters.markdown import md
 
-STYLE = {"regressed": "red", "new failing": "red", "new error": "yellow", "flaky": "yellow", "fixed": "green",
+STYLE = {"regressed": "red", "new failing": "red", "failing, no baseline verdict": "red", "new error": "yellow", "flaky": "yellow", "fixed": "green",
          "recovered": "green", "still failing": "magenta", "new": "cyan", "removed": "dim", "unchanged": "dim"}
-ICON = {"regressed": "🔴", "new failing": "🔴", "new error": "⚠️", "flaky": "🟡", "fixed": "🟢", "recovered": "🟢",
+ICON = {"regressed": "🔴", "new failing": "🔴", "failing, no baseline verdict": "🔴", "new error": "⚠️", "flaky": "🟡", "fixed": "🟢", "recovered": "🟢",
         "still failing": "🟣", "new": "🆕", "removed": "➖", "unchanged": "⚪"}
 LISTED = [c for c in CATEGORIES if c != "unchanged"]
 

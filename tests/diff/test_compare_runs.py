@@ -37,7 +37,7 @@ def row(diff: dict[str, Any], test_id: str) -> dict[str, Any]:
     ("passed", "error", "new error"),
     ("failed", "error", "new error"),
     ("error", "passed", "recovered"),
-    ("error", "failed", "recovered"),
+    ("error", "failed", "failing, no baseline verdict"),
     (None, "failed", "new failing"),
     (None, "passed", "new"),
     ("passed", None, "removed"),
@@ -140,4 +140,50 @@ def test_per_provider_latency_tokens_and_cost_with_deltas() -> None:
 
 def test_categories_are_the_ten_of_the_spec() -> None:
     assert set(CATEGORIES) == {"regressed", "fixed", "still failing", "unchanged", "new error", "recovered",
-                               "new failing", "new", "removed", "flaky"}
+                               "new failing", "new", "removed", "flaky", "failing, no baseline verdict"}
+
+
+def red_line(pattern: str, turn: int = 1) -> dict[str, Any]:
+    return {"type": "not-regex", "scope": "turn", "pass": False, "score": 0.0, "severity": "critical",
+            "turn": turn, "value": pattern, "reason": "matched", "evidence": [], "error": None}
+
+
+def test_a_critical_rule_newly_failing_in_an_already_failing_test_gates() -> None:
+    base = run(rec("t", "failed", critical_failed=True, assertions=[red_line("phone")]))
+    head = run(rec("t", "failed", critical_failed=True, assertions=[red_line("phone"), red_line("price", 2)]))
+    diff = compare_runs(base, head)
+    assert row(diff, "t")["category"] == "still failing" and row(diff, "t")["critical_new"]
+    assert diff["reasons"] == ["critical assertion newly failed: t @ bot"]
+
+
+def test_a_critical_rule_that_also_failed_in_the_base_is_shown_and_does_not_gate() -> None:
+    base = run(rec("t", "failed", critical_failed=True, assertions=[red_line("phone")]))
+    head = run(rec("t", "failed", critical_failed=True, assertions=[red_line("phone")]))
+    diff = compare_runs(base, head)
+    assert not row(diff, "t")["critical_new"] and diff["reasons"] == []
+
+
+def test_a_critical_failure_on_a_curve_point_or_an_xfail_test_gates_a_draft_never() -> None:
+    heads = [rec("c", "failed", curve="distance", critical_failed=True, assertions=[red_line("phone")]),
+             rec("x", "failed", xfail="bug", critical_failed=True, assertions=[red_line("phone")]),
+             rec("d", "failed", draft=True, critical_failed=True, assertions=[red_line("phone")])]
+    bases = [rec(t, "passed", curve="distance" if t == "c" else None) for t in ("c", "x", "d")]
+    diff = compare_runs(run(*bases), run(*heads))
+    assert [r["test_id"] for r in diff["rows"] if r["critical_new"]] == ["c", "x"]
+
+
+def test_a_head_failure_after_a_base_error_has_no_baseline_verdict_and_gates() -> None:
+    diff = compare_runs(run(rec("t", "error")), run(rec("t", "failed")))
+    assert row(diff, "t")["category"] == "failing, no baseline verdict" and row(diff, "t")["blocking"]
+    assert diff["exit_code"] == 1
+    assert compare_runs(run(rec("t", "error")), run(rec("t", "passed")))["rows"][0]["category"] == "recovered"
+
+
+def test_a_flaky_verdict_never_excuses_a_critical_failure() -> None:
+    from evalspec.diff.compare import finish
+
+    diff = compare_runs(run(rec("t", "passed")), run(rec("t", "failed", critical_failed=True,
+                                                            assertions=[red_line("phone")])))
+    flaky = row(diff, "t")
+    flaky["category"], flaky["blocking"], flaky["replays"] = "flaky", False, ["passed"]  # what a passing replay does
+    assert finish(diff)["reasons"] == ["critical assertion newly failed: t @ bot"]
