@@ -81,6 +81,25 @@ def stable_until(points: list[dict[str, Any]], slas: list[dict[str, Any]]) -> An
     return last
 
 
+def sample_floor(value: Any, slas: list[dict[str, Any]]) -> float:
+    """The score below which a sample at `value` fails: the minimum of the SLA covering it (the
+    narrowest), else 0.5 — the one definition the failure point and SLAs share (SPEC §17)."""
+    x = as_number(value)
+    covering = sorted((s for s in slas if x is not None and x <= s["at"]), key=lambda s: s["at"])
+    return float(covering[0]["min_score"]) if covering else 0.5
+
+
+def failure_point(points: list[dict[str, Any]], by_value: dict[str, list[dict[str, Any]]],
+                  slas: list[dict[str, Any]]) -> Any:
+    """The first curve value where most scored samples fail (score below the floor of their point)."""
+    for p in points:
+        scores = [s["score"] for s in by_value[str(p["value"])] if s["status"] != "error" and s.get("score") is not None]
+        floor = sample_floor(p["value"], slas)
+        if scores and sum(1 for v in scores if v < floor) * 2 > len(scores):
+            return p["value"]
+    return None
+
+
 def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per curve test and provider: points (score, tokens, cost), half-life, failure point, stable range, SLAs."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -105,7 +124,7 @@ def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                            "passed": passed, "errors": sum(1 for s in samples if s["status"] == "error"),
                            **point_usage(samples)})
         half_life = next((p["value"] for p in points if p["mean"] is not None and p["mean"] < 0.5), None)
-        failure = next((p["value"] for p in points if p["passed"] * 2 < p["n"] - p["errors"]), None)
+        failure = failure_point(points, by_value, recs[0].get("sla") or [])
         slas = []
         for sla in recs[0].get("sla") or []:
             covered = covered_points(points, sla["at"])

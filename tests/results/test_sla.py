@@ -45,3 +45,12 @@ def test_an_sla_no_point_reaches_has_no_data() -> None:
     verdict = sla([(20, 0.1), ("x", 0.1)], at=10)
     assert verdict["status"] == "no data"
     assert verdict["text"] == "no measured point at or below 10 (target ≥ 0.80)"
+
+
+def test_the_failure_point_reads_fails_as_the_sla_does() -> None:
+    # every sample passes its own assertions but scores below the SLA minimum covering its point
+    recs = [{**r, "status": "passed"} for r in records([(1, 0.9), (1, 0.9), (3, 0.7), (3, 0.7), (5, 0.2)], at=4)]
+    (curve,) = curves(recs)
+    assert curve["failure_point"] == 3  # 0.7 < 0.8 at 3; beyond the SLA, below 0.5 fails
+    (beyond,) = curves([{**r, "status": "failed"} for r in records([(1, 0.9), (5, 0.6), (8, 0.4)], at=4)])
+    assert beyond["failure_point"] == 8
