@@ -176,7 +176,7 @@ def metrics_table(metrics: list[dict[str, Any]]) -> Table:
     table = Table(title="metrics", box=box.SIMPLE_HEAD, show_lines=False)
     for col in METRIC_COLUMNS:
         table.add_column(col, no_wrap=col in ("metric", "suite", "provider"),
-                         justify="right" if col in ("mean", "tests passed") else "left")
+                         justify="right" if col in METRIC_COLUMNS[3:] else "left")
     for m in metrics:
         table.add_row(*[escape(one_line(cell)) for cell in metric_cells(m)])
     return table

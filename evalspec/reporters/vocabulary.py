@@ -62,14 +62,16 @@ def suite_gate_word(s: dict[str, Any]) -> str:
     return "failed" if not s["ok"] else "errors" if s.get("errors_exceeded") else "ok"
 
 
-METRIC_COLUMNS = ("metric", "suite", "provider", "mean", "tests passed")
+METRIC_COLUMNS = ("metric", "suite", "provider", "mean score", "share of tests passed")
 
 
 def metric_cells(m: dict[str, Any]) -> list[str]:
-    """One `summary.metrics` row as the scoreboard shows it: `tests passed` counts verdicts (test × provider,
-    repeats combined) that passed every check of the metric, out of those that reached one."""
+    """One `summary.metrics` row as the scoreboard shows it: the mean score of the metric's checks beside
+    the share of verdicts (test × provider, repeats combined) that passed every one of them, out of those
+    that reached one — two different figures, each labelled (SPEC §17)."""
+    share = f"{m['passed'] / m['total']:.0%} ({m['passed']}/{m['total']})" if m["total"] else "—"
     return [str(m["metric"]), str(m["suite"]), str(m["provider"]),
-            "—" if m["mean"] is None else f"{m['mean']:.2f}", f"{m['passed']}/{m['total']}"]
+            "—" if m["mean"] is None else f"{m['mean']:.2f}", share]
 
 
 def conversations_text(n: int) -> str:
@@ -81,11 +83,14 @@ def curve_text(c: dict[str, Any]) -> str:
     pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: —"
                     for p in c["points"])
     parts = [f"{c['variable']} → mean score {pts}"]
-    parts.append(f"half-life {c['half_life']} (first mean < 0.5)" if c["half_life"] is not None
-                 else "half-life: not reached")
-    parts.append(f"failure point {c['failure_point']} (first value where most samples fail)"
-                 if c["failure_point"] is not None else "failure point: not reached")
-    if "stable_range" in (c.get("describe") or []):
+    terms = c.get("describe") or ["half_life", "failure_point"]  # a curve's `summary:` term only (SPEC §17)
+    if "half_life" in terms:
+        parts.append(f"half-life {c['half_life']} (first mean < 0.5)" if c["half_life"] is not None
+                     else "half-life: not reached")
+    if "failure_point" in terms:
+        parts.append(f"failure point {c['failure_point']} (first value where most samples fail)"
+                     if c["failure_point"] is not None else "failure point: not reached")
+    if "stable_range" in terms:
         parts.append(stable_text(c))
     return " · ".join(parts)
 

@@ -17,3 +17,16 @@ def test_control_characters_from_replies_never_reach_the_terminal(fixed_run: dic
 
 def test_pass_rate_over_no_verdict_is_a_dash_never_100() -> None:
     assert pass_rate_text(None) == "—" and pass_rate_text(1.0) == "100%"
+
+
+def test_a_curve_is_described_by_its_summary_term_only(fixed_run: dict[str, Any]) -> None:
+    (curve,) = fixed_run["curves"]
+    curve["describe"] = ["half_life"]
+    line = next(x for x in console_text(fixed_run).splitlines() if x.startswith("curve "))
+    assert "half-life 5" in line and "failure point" not in line
+
+
+def test_a_metric_row_shows_the_mean_score_and_the_share_of_tests_passed_labelled(fixed_run: dict[str, Any]) -> None:
+    out = console_text(fixed_run)
+    assert "mean score" in out and "share of tests passed" in out
+    assert "50% (1/2)" in out
