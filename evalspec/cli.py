@@ -457,7 +457,7 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
 @click.option("--times", type=click.IntRange(min=1), default=2, show_default=True, help="replays per failed test")
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
 def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> None:
-    """Re-play failed tests N times and label each failure reproduced / flaky / error.
+    """Re-play failed and errored tests N times and label each reproduced / flaky / error.
 
     Exit 1 when any failure reproduced, 3 when replays only errored, else 0 (all flaky)."""
     from evalspec.api import write_json

@@ -66,10 +66,11 @@ def label(statuses: list[str]) -> str:
 
 
 async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """Replay each failed record `times` times, live (no cache), and label it."""
+    """Replay each failed or errored record `times` times, live (no cache), and label it: an error that
+    repeats is `error` (infrastructure), one that now passes `flaky` (model fluctuation), SPEC §17."""
     instances, warnings = _instances(run)
     # measured curve points are measurements, not failures: they are never replayed
-    failed = [r for r in run["results"] if r["status"] == "failed" and not r.get("curve")]
+    failed = [r for r in run["results"] if r["status"] in ("failed", "error") and not r.get("curve")]
     suites = list({id(i.suite): i.suite for i in instances.values()}.values())
     pool = ProviderPool(suites, cache_dir=None)
     slots = asyncio.Semaphore(max(1, concurrency))

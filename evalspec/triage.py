@@ -31,12 +31,12 @@ def record_key(record: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def attribute_reruns(run: dict[str, Any], rows: Iterable[dict[str, Any]]) -> int:
-    """Write each rerun label's class into the failed records it replayed; returns how many were set."""
+    """Write each rerun label's class into the failed and errored records it replayed; returns how many."""
     labels = {(r["suite"], r["test_id"], r["provider"]): r["label"] for r in rows}
     count = 0
     for record in run["results"]:
         label = labels.get(record_key(record))
-        if label is not None and record["status"] == "failed":
+        if label is not None and record["status"] in ATTRIBUTABLE:
             record["attribution"], record["attribution_by"] = RERUN_CLASS[label], "rerun"
             count += 1
     return count

@@ -78,3 +78,30 @@ def test_init_scaffolds_a_runnable_project(in_tmp: Path) -> None:
     code, out = invoke("validate", str(in_tmp / "proj" / "suites" / "example.yaml"))
     assert code == 0, out
     assert invoke("init", "proj")[0] == 2  # never overwrites
+
+
+OUTAGE = '''
+import os
+
+def respond(messages, context):
+    if os.path.exists(context["test_id"] + ".down"):
+        raise RuntimeError("down")
+    return "yes"
+'''
+
+
+def test_rerun_failed_replays_errored_records_too(in_tmp: Path) -> None:
+    (in_tmp / "bot.py").write_text(OUTAGE)
+    (in_tmp / "s.yaml").write_text(SUITE.replace("steady", "back").replace("flaky", "still-down")
+                                   .replace("broken", "fine"))
+    for test in ("back", "still-down"):
+        (in_tmp / f"{test}.down").write_text("")
+    code, out = invoke("run", "s.yaml", "-o", "run.json")
+    assert code == 3, out
+    (in_tmp / "back.down").unlink()
+    code, out = invoke("rerun", "run.json", "--failed", "--times", "2")
+    rows = {r["test_id"]: r for r in json.loads((in_tmp / "rerun.json").read_text())["results"]}
+    assert set(rows) == {"back", "still-down"}
+    assert rows["back"]["label"] == "flaky" and rows["still-down"]["label"] == "error"
+    attributed = {r["test_id"]: r.get("attribution") for r in json.loads((in_tmp / "run.json").read_text())["results"]}
+    assert attributed == {"back": "model_fluctuation", "still-down": "infrastructure", "fine": None}
