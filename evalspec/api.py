@@ -105,6 +105,9 @@ def expand_paths(patterns: Sequence[str]) -> list[Path]:
     return out
 
 
+POINTER = "run.json.path"  # in .evalspec/runs/<id>/: where that run's run.json was written (`run -o`)
+
+
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """One top-level key per line and one list item (a record, a verdict) per line, each as the
     journal encodes it: readable with grep and a diff, and fast (`indent=2` goes through the
@@ -191,6 +194,8 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
     assert chosen.run_dir is not None
     out = Path(output) if output else chosen.run_dir / "run.json"
     write_json(out, data)
+    if out != chosen.run_dir / "run.json":  # `evalspec report` finds the last run through its run directory
+        (chosen.run_dir / POINTER).write_text(str(out.absolute()), encoding="utf-8")
     return Run(data, out)
 
 

@@ -376,12 +376,19 @@ def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | 
 
 
 def _latest_run(runs: Path) -> str:
-    """The newest .evalspec/runs/<run-id>/run.json (by modification time); exit 2 when there is none."""
-    found = sorted(runs.glob("*/run.json"), key=lambda p: (p.stat().st_mtime, p.parent.name))
+    """The run.json of the run that finished last (SPEC §17): each .evalspec/runs/<run-id>/ holds its
+    run.json or, after `run -o`, a pointer to it; by modification time. Exit 2 when there is none."""
+    from evalspec.api import POINTER
+
+    found: list[tuple[float, str, Path]] = []
+    for marker in [*runs.glob("*/run.json"), *runs.glob(f"*/{POINTER}")]:
+        target = marker if marker.name == "run.json" else Path(marker.read_text(encoding="utf-8").strip())
+        if target.is_file():
+            found.append((marker.stat().st_mtime, marker.parent.name, target))
     if not found:
         err_console.print(f"error: no run found in {runs}/ (run `evalspec run` first, or give RUN.json)")
         sys.exit(ExitCode.CONFIG_ERROR)
-    return str(found[-1])
+    return str(max(found)[2])
 
 
 @main.command(name="github-comment")

@@ -24,3 +24,15 @@ def test_a_provider_that_changes_directory_does_not_move_run_json_or_the_reports
     assert all((tmp_path / "out" / name).is_file() for name in ("r.md", "r.html", "r.xml"))
     assert list((tmp_path / ".evalspec" / "runs").glob("*/journal.jsonl"))
     assert not any(elsewhere.iterdir())
+
+
+def test_report_without_a_path_renders_the_run_that_finished_last_wherever_it_was_written(in_tmp: Path) -> None:
+    from helpers import invoke
+
+    (in_tmp / "bot.py").write_text("def respond(messages, context):\n    return 'yes'\n", encoding="utf-8")
+    (in_tmp / "s.yaml").write_text("providers: [{id: b, python: bot.py:respond}]\n"
+                                   "tests:\n  - conversation: [{user: hi}]\n", encoding="utf-8")
+    assert invoke("run", "s.yaml", "--no-cache")[0] == 0
+    assert invoke("run", "s.yaml", "--no-cache", "-o", "elsewhere/last.json")[0] == 0
+    code, out = invoke("report")
+    assert code == 0 and "elsewhere/last.json" in out.replace("\n", "")
