@@ -104,9 +104,9 @@ def parse_answer(text: str, strategy: str) -> tuple[str, str | None]:
     from evalspec.providers.judge import parse_verdict
 
     try:
-        data = parse_verdict(text)
+        data = parse_verdict(text, answer_schema(strategy), role="attacker")
     except GradingError as exc:
-        raise ProviderError(f"attacker answer is not JSON: {text.strip()[:200]!r}") from exc
+        raise ProviderError(str(exc)) from exc
     message = data.get("message")
     if not isinstance(message, str) or not message.strip():
         raise ProviderError(f"attacker answer has no 'message': {text.strip()[:200]!r}")
@@ -240,4 +240,6 @@ async def run_attack(inst: Instance, call: CallFn, pool: ProviderPool, replay: b
             break
     info.update(attacker_calls=attacker.calls, attacker_cached_calls=attacker.cached,
                 attacker_tokens=attacker.tokens, attacker_cost=attacker.cost)
-    return transcript
+    from evalspec.simulate import replied
+
+    return replied(transcript, "attacker")

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 class EvalspecError(Exception):
@@ -47,4 +48,10 @@ class ProviderError(EvalspecError):
 
 
 class GradingError(EvalspecError):
-    """An assertion could not produce a verdict."""
+    """An assertion could not produce a verdict. `usage` lists the model calls made on the way (one
+    `{tokens, cost, cached}` per judge call whose answer was unusable or came before the failure), so they
+    are counted although no verdict came of them."""
+
+    def __init__(self, message: str, *, usage: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.usage: list[dict[str, Any]] = list(usage or [])

@@ -20,7 +20,7 @@ from evalspec.assertions.base import JudgeFn
 from evalspec.assertions.grade import needs_model
 from evalspec.assertions.graded import format_transcript
 from evalspec.config.model import AssertionSpec, Suite
-from evalspec.errors import ConfigError, EvalspecError, Problem
+from evalspec.errors import ConfigError, EvalspecError, GradingError, Problem
 from evalspec.plan import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
@@ -84,7 +84,7 @@ async def _ask(judge: JudgeFn, record: dict[str, Any], index: int, spec: Asserti
     try:
         answer = await judge(messages, {"sample": 0, "schema": AGREE_SCHEMA, "name": "second_opinion"})
         if not isinstance(answer.get("agree"), bool):
-            raise EvalspecError(f"judge answer has no boolean 'agree': {answer!r:.200}")
+            raise GradingError(f"judge answer has no boolean 'agree': {answer!r:.200}", usage=[answer.get("_judge") or {}])
         item["agree"], item["reason"] = answer["agree"], str(answer.get("reason", ""))
     except EvalspecError as exc:
         item["error"] = str(exc)

@@ -7,7 +7,6 @@ sees any assertion or rubric. `max_turns` counts user messages sent, `opening` a
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from evalspec.agent import ToolKit, play_turn
@@ -22,6 +21,7 @@ from evalspec.providers.structured import SIMULATOR_MAX_TOKENS, call_structured
 from evalspec.scripted_user import load_scripted_user, next_message
 from evalspec.usercode import UserCodeError, in_thread
 
+DEFAULT_MARKER = "###STOP###"
 MESSAGE_SCHEMA = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"],
                   "additionalProperties": False}
 
@@ -50,6 +50,21 @@ def flipped(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True,
                         kit: ToolKit | None = None) -> Transcript:
+    return replied(await _simulate(inst, call, pool, replay, kit), "simulated user")
+
+
+def replied(transcript: Transcript, who: str) -> Transcript:
+    """A simulated conversation that ended before any assistant reply is an error, never a run of checks
+    over zero replies (`not-after`, `at-most`, `turn-count` would all pass on nothing)."""
+    if transcript.error is None and not any(m["role"] == "assistant" for m in transcript.messages):
+        transcript.error = (f"the {who} stopped ({transcript.stop_reason}) before the assistant replied: "
+                            "a simulated conversation needs at least one reply")
+        transcript.stop_reason = "error"
+    return transcript
+
+
+async def _simulate(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool,
+                    kit: ToolKit | None) -> Transcript:
     sim = inst.test.simulate
     assert sim is not None
     suite = inst.suite
@@ -60,6 +75,8 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
     simulator = pool.get(spec, suite) if spec is not None and scripted_user is None else None
     judge = pool.judge_fn(suite)
     marker = next((str(c["user_says"]) for c in sim.stop_when if "user_says" in c), None)
+    if marker is None and scripted_user is not None:
+        marker = DEFAULT_MARKER  # a scripted user may stop the tau-bench way too, not only by returning None
     patterns = [str(c["assistant_matches"]) for c in sim.stop_when if "assistant_matches" in c]
     goal_met = any(c.get("goal_met") for c in sim.stop_when)
     system = simulator_prompt(sim.persona, sim.goal, marker)
@@ -91,14 +108,15 @@ async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay
             except ProviderError as exc:
                 transcript.stop_reason, transcript.error = "error", f"simulator: {exc}"
                 return transcript
-            text = message_text(answer.content)
-            if marker and marker in text:
-                transcript.messages.append(user_message(text, None, not_sent=True))
-                transcript.stop_reason = "user_says"
+            try:
+                text = message_text(answer.content, marker)
+            except GradingError as exc:
+                transcript.stop_reason, transcript.error = "error", str(exc)
                 return transcript
-            if not text:
-                transcript.stop_reason, transcript.error = "error", "simulator returned an empty message"
-                return transcript
+        if marker and marker in text and turn >= len(scripted):  # done: recorded, never sent (python users too)
+            transcript.messages.append(user_message(text, None, not_sent=True))
+            transcript.stop_reason = "user_says"
+            return transcript
         turn += 1
         transcript.messages.append(user_message(text, turn))
         try:
@@ -135,17 +153,23 @@ async def _matches_off_loop(patterns: list[str], text: str, limit: float) -> boo
         raise GradingError(f"assistant_matches timed out after {limit:g}s (options.grade_timeout)") from None
 
 
-def message_text(content: str) -> str:
-    """The simulated user's message: the `message` of a JSON answer, else the answer as written."""
-    text = content.strip()
-    if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return text
-        if isinstance(value, dict) and isinstance(value.get("message"), str):
-            return str(value["message"]).strip()
-    return text
+def message_text(content: str, marker: str | None = None) -> str:
+    """The simulated user's message: the `message` of its JSON answer, read like a judge's verdict (the
+    last complete answer; a format example, prose only or an empty message is an error), or the stop
+    marker when the answer is only that."""
+    from evalspec.providers.judge import answer_text, parse_verdict
+
+    try:
+        verdict = parse_verdict(content, MESSAGE_SCHEMA, role="simulator")
+    except GradingError:
+        said = answer_text(content).strip()
+        if marker and marker in said:  # told to answer the marker "and nothing else"
+            return said
+        raise
+    message = verdict.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise GradingError(f"simulator answer has no message: {content.strip()[:200]!r}")
+    return message.strip()
 
 
 async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> tuple[bool, bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ def simulator(request: dict[str, Any], n: int) -> Reply:
     system = request["messages"][0]["content"]
     if "role-playing" in system:
         said = sum(1 for m in request["messages"] if m["role"] == "assistant" and m["content"] in LINES)
-        return Reply(body=chat_body(LINES[min(said, len(LINES) - 1)]))
+        line = LINES[min(said, len(LINES) - 1)]  # the marker alone, as the prompt asks; messages as JSON
+        return Reply(body=chat_body(line if line.startswith("###") else json.dumps({"message": line}, ensure_ascii=False)))
     return Reply(body=chat_body('{"pass": %s, "reason": "judge"}' % ("true" if "周六" in str(request) else "false")))
 
 
@@ -103,3 +105,55 @@ def test_simulator_failure_is_an_error(tmp_path: Path) -> None:
         data = go(tmp_path, server, "      max_turns: 2")
     record = data["results"][0]
     assert record["status"] == "error" and record["stop_reason"] == "error" and "simulator" in record["error"]
+
+
+def python_user(tmp_path: Path, body: str, asserts: str) -> dict[str, Any]:
+    (tmp_path / "user.py").write_text(body, encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+tests:
+  - id: scripted
+    simulate: {{python: "user.py:next_turn", max_turns: 4}}
+    assert:
+{asserts}
+""", encoding="utf-8")
+    data = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    return dict(data["results"][0])
+
+
+def test_a_python_users_stop_marker_ends_the_conversation_and_is_not_sent(tmp_path: Path) -> None:
+    body = ("def next_turn(transcript, context):\n"
+            "    return '追风能分期吗？' if context['turn'] == 1 else '###STOP###'\n")
+    record = python_user(tmp_path, body, "      - turn-count: {max: 1}")
+    assert record["stop_reason"] == "user_says" and record["status"] == "passed", record["error"]
+    sent = [m for m in record["transcript"] if m["role"] == "user" and not m.get("not_sent")]
+    assert [m["content"] for m in sent] == ["追风能分期吗？"]
+    assert record["transcript"][-1]["content"] == "###STOP###" and record["transcript"][-1]["not_sent"] is True
+
+
+def test_a_simulated_user_that_stops_at_once_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    checks = ("      - not-after: {pattern: 贷款, after: 1}\n      - at-most: {pattern: 贷款, count: 0}\n"
+              "      - efficiency: {min: 0.8}\n      - turn-count: {max: 3}")
+    for stop in ("None", "'###STOP###'"):
+        record = python_user(tmp_path, f"def next_turn(transcript, context):\n    return {stop}\n", checks)
+        assert record["status"] == "error" and record["stop_reason"] == "error", record
+        assert "before the assistant replied" in record["error"]
+        assert not any(a["pass"] for a in record["assertions"])
+
+
+def test_a_model_simulator_answering_a_format_example_is_an_error_not_a_message(tmp_path: Path) -> None:
+    answers = {"example": 'Answer as {"message": "<your next message>"}', "prose": "我想问问分期"}
+    for what, answer in answers.items():
+        with OpenAIServer(lambda request, n, answer=answer: Reply(body=chat_body(answer))) as server:
+            (tmp_path / what).mkdir()
+            data = go(tmp_path / what, server, "      max_turns: 3")
+        record = data["results"][0]
+        assert record["status"] == "error" and "simulator answer is" in record["error"] and "refusal" in record["error"]
+        assert not [m for m in record["transcript"] if m["role"] == "user"]  # nothing was sent to the bot
+
+
+def test_a_simulators_draft_before_its_message_is_not_sent(tmp_path: Path) -> None:
+    answer = '<think>{"message": "draft"}</think>{"message": "追风能分期吗？"}'
+    with OpenAIServer(lambda request, n: Reply(body=chat_body(answer))) as server:
+        data = go(tmp_path, server, "      max_turns: 1")
+    assert users(data["results"][0]) == ["追风能分期吗？"]

@@ -17,8 +17,8 @@ def test_json_is_found_whole_fenced_or_inside_prose() -> None:
     assert find_json("没有 JSON {坏的}") == (False, None)
 
 
-def test_a_verdict_is_the_first_json_object_and_prose_is_no_verdict() -> None:
+def test_a_verdict_is_a_json_object_and_prose_is_no_verdict() -> None:
     assert find_json('I think [1] fits: {"pass": true}', objects_only=True) == (True, {"pass": True})
     assert parse_verdict('Verdict:\n```json\n{"reason": "ok", "pass": false}\n```') == {"reason": "ok", "pass": False}
-    with pytest.raises(GradingError, match="not a JSON verdict"):
+    with pytest.raises(GradingError, match="not a JSON verdict .*a refusal"):
         parse_verdict("[1, 2] the reply passes")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -108,7 +110,8 @@ def format_transcript(transcript: list[dict[str, Any]]) -> str:
     lines = []
     for m in transcript:
         if m["role"] in ("user", "assistant") and (m["content"] or not m.get("tool_calls")):
-            who = "User" if m["role"] == "user" else "Assistant"
+            who = "User" if m["role"] == "user" else \
+                "Assistant (scripted by the test, not the system's own words)" if m.get("injected") else "Assistant"
             lines.append(f"[turn {m.get('turn')}] {who}: {m['content']}")
         lines.extend(tool_lines(m))  # the judge sees the agent's tool calls and their results
     return "\n".join(lines)
@@ -134,6 +137,21 @@ def levels_of(spec: AssertionSpec) -> dict[str, float] | None:
     return {str(k): float(v) for k, v in levels.items()} if isinstance(levels, dict) else None
 
 
+@contextmanager
+def _counted(verdicts: list[dict[str, Any]]) -> Iterator[None]:
+    """A check that ends in a GradingError still reports every judge call it made (`GradingError.usage`):
+    the earlier samples' and the unusable answer's."""
+    try:
+        yield
+    except GradingError as exc:
+        exc.usage = [*(v.get("_judge") or {} for v in verdicts), *exc.usage]
+        raise
+
+
+def _shown(answer: dict[str, Any]) -> str:
+    return repr({k: v for k, v in answer.items() if k != "_judge"})
+
+
 async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
                   levels: dict[str, float]) -> Check:
     """A graded rubric: each sample answers one level; the majority level wins (a tie: the lower score)."""
@@ -146,15 +164,17 @@ async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: i
     system = JUDGE_SYSTEM.replace('"pass": true or false', '"level": "<one level name, exactly as written>"')
     question = f"{prompt}\n\nChoose the one level that fits best, answering its name exactly as written:\n{listing}"
     samples = judging(spec).samples or 1
-    verdicts = []
+    verdicts: list[dict[str, Any]] = []
     for i in range(samples):
-        answer = await ctx.judge([{"role": "system", "content": system}, {"role": "user", "content": question}],
-                                 {"sample": i, "schema": schema, "name": "graded_verdict"})
-        level = answer.get("level")
-        if not isinstance(level, str) or level.strip() not in levels:
-            raise GradingError(f"judge answered level {level!r}, which is not one of: {', '.join(names)}")
-        answer["level"] = level.strip()
-        verdicts.append(answer)
+        with _counted(verdicts):
+            answer = await ctx.judge([{"role": "system", "content": system},
+                                      {"role": "user", "content": question}],
+                                     {"sample": i, "schema": schema, "name": "graded_verdict"})
+            verdicts.append(answer)
+            level = answer.get("level")
+            if not isinstance(level, str) or level.strip() not in levels:
+                raise GradingError(f"judge answered level {level!r}, which is not one of: {', '.join(names)}")
+            answer["level"] = level.strip()
     counts = Counter(v["level"] for v in verdicts)
     top = max(counts.values())
     chosen = min((name for name, c in counts.items() if c == top), key=lambda name: levels[name])
@@ -175,13 +195,14 @@ async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: 
     if levels is not None:
         return await _graded(spec, ctx, prompt, turn, levels)
     samples = judging(spec).samples or 1
-    verdicts = []
+    verdicts: list[dict[str, Any]] = []
     for i in range(samples):
         messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
-        answer = await ctx.judge(messages, {"sample": i})
-        if not isinstance(answer.get("pass"), bool):
-            raise GradingError(f"judge answer has no boolean 'pass': {answer!r}")
-        verdicts.append(answer)
+        with _counted(verdicts):
+            answer = await ctx.judge(messages, {"sample": i})
+            verdicts.append(answer)
+            if not isinstance(answer.get("pass"), bool):
+                raise GradingError(f"judge answer has no boolean 'pass': {_shown(answer)}")
     passes = sum(1 for v in verdicts if v["pass"])
     score = passes / samples
     majority = passes * 2 > samples

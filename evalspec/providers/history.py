@@ -205,9 +205,12 @@ def parse_state(mode: str, text: str) -> Any:
     from evalspec.providers.judge import parse_verdict
 
     try:
-        data = parse_verdict(text)
-    except Exception:
-        data = {}
+        data = parse_verdict(text, SCHEMAS[mode], role=f"history {mode}")
+    except Exception:  # not a verdict: a summary that ends in prose is still a summary
+        from evalspec.textutil import find_json
+
+        found, value = find_json(text, objects_only=True)
+        data = value if found else {}
     if mode == "summary":
         value = data.get("summary")
         return str(value) if isinstance(value, str) else text.strip()
