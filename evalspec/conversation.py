@@ -32,6 +32,8 @@ def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
         msg["cached"] = True
     if response.tool_calls:
         msg["tool_calls"] = response.tool_calls
+    if isinstance(path := response.metadata.get("tool_calls_path"), dict):  # was the http tool_calls key there
+        msg["tool_calls_path"] = path
     return msg
 
 

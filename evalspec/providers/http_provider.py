@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import jmespath
+from jmespath.visitor import TreeInterpreter
 
 from evalspec.config.interpolate import TemplateProblem, is_template, render_value
 from evalspec.errors import ProviderError
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
     from evalspec.config.model import ProviderSpec, Suite
 
+MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # http.max_response_bytes: a larger answer is an error, not a run out of memory
 GUESSES = ("content", "reply", "response", "answer", "message", "text", "output", "choices[0].message.content",
            "data.reply", "data.content")
 
@@ -37,10 +39,13 @@ class HttpProvider:
         self.path = self.http.get("response")
         self._expr = jmespath.compile(self.path) if self.path else None
         self._calls_expr = jmespath.compile(self.http["tool_calls"]) if self.http.get("tool_calls") else None
+        self._calls_path = calls_path(self._calls_expr.parsed) if self._calls_expr is not None else None
+        self.max_bytes = int(self.http.get("max_response_bytes") or MAX_RESPONSE_BYTES)
         self._client: httpx.AsyncClient | None = None
 
     def cache_identity(self) -> dict[str, Any]:
-        return {"http": {k: v for k, v in self.http.items() if k != "timeout"}, "vars": self.vars}
+        return {"http": {k: v for k, v in self.http.items() if k not in ("timeout", "max_response_bytes")},
+                "vars": self.vars}
 
     def cache_request(self, messages: list[dict[str, Any]], context: CallContext) -> tuple[str, dict[str, str], Any]:
         """The request as sent, with `{{ thread_id }}` left a placeholder (the cache key's request part)."""
@@ -72,33 +77,76 @@ class HttpProvider:
         if self._client is None:
             self._client = make_client()
         start = time.perf_counter()
+        request = self._client.build_request(
+            self.method, url, headers=headers, **({"params": body if isinstance(body, dict) else None}
+                                                  if self.method == "GET" else {"json": body}))
         try:
-            if self.method == "GET":
-                response = await self._client.get(url, params=body if isinstance(body, dict) else None, headers=headers)
-            else:
-                response = await self._client.request(self.method, url, json=body, headers=headers)
+            response = await self._client.send(request, stream=True)
+            try:
+                content = await self._read(response, url)
+            finally:
+                await response.aclose()
         except httpx.HTTPError as exc:
             raise transport_error(exc, f"{self.id} ({url})") from exc
         latency = (time.perf_counter() - start) * 1000
+        kept = [(k, v) for k, v in response.headers.multi_items()  # the body is decoded already
+                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        response = httpx.Response(response.status_code, headers=kept, content=content, request=request)
         if response.status_code >= 400:
             raise status_error(response, f"{self.id} ({url})")
-        return ProviderResponse(content=self._extract(response), latency_ms=latency,
-                                tool_calls=self._tool_calls(response), metadata={"status": response.status_code})
+        metadata: dict[str, Any] = {"status": response.status_code}
+        calls = self._tool_calls(response, metadata)
+        # a turn that made tool calls may have no text (OpenAI's `content: null`)
+        return ProviderResponse(content=self._extract(response, optional=bool(calls)), latency_ms=latency,
+                                tool_calls=calls, metadata=metadata)
 
-    def _tool_calls(self, response: httpx.Response) -> list[Any] | None:
-        """The calls the bot reports (`tool_calls:` JMESPath); nothing found means no calls."""
+    async def _read(self, response: httpx.Response, url: str) -> bytes:
+        """The body, read as it streams in and refused once it passes `max_response_bytes` (never loaded whole first)."""
+        limit = self.max_bytes
+        too_big = ProviderError(f"{self.id} ({url}): the response is larger than {limit:,} bytes "
+                                f"(http.max_response_bytes); raise the limit if the bot really answers this much")
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit and "content-encoding" not in response.headers:
+            raise too_big
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise too_big
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _tool_calls(self, response: httpx.Response, metadata: dict[str, Any]) -> list[Any] | None:
+        """The calls the bot reports (`tool_calls:` JMESPath), read like a `response:` path: the object that
+        holds the last key exists but lacks it, or holds null, means no calls; a missing earlier key (or the
+        missing only key of a one-key path) is an error naming the path. `metadata["tool_calls_path"]`
+        records whether the key was there, so a path that never matched can be reported."""
         if self._calls_expr is None:
             return None
+        path = self.http["tool_calls"]
         try:
-            found = self._calls_expr.search(response.json())
+            data = response.json()
         except ValueError:
-            return None
+            raise ProviderError(f"{self.id}: response is not JSON, cannot apply tool_calls path '{path}': "
+                                f"{response.text[:200]!r}") from None
+        if self._calls_path is None:  # a filter, function or projection: what it finds, or no calls
+            found = self._calls_expr.search(data)
+            present = found is not None
+        else:
+            parent_expr, key = self._calls_path
+            parent = data if parent_expr is None else TreeInterpreter().visit(parent_expr, data)
+            if not isinstance(parent, dict) or (parent_expr is None and key not in parent):
+                where = "its key" if parent_expr is None else "the object holding its last key"
+                raise ProviderError(f"{self.id}: tool_calls path '{path}' found nothing: {where} is not in "
+                                    f"{str(data)[:200]} (check the path)")
+            present, found = key in parent, parent.get(key)
+        metadata["tool_calls_path"] = {"path": path, "found": present}
         if found is not None and not isinstance(found, list):
-            raise ProviderError(f"{self.id}: tool_calls path '{self.http['tool_calls']}' found "
+            raise ProviderError(f"{self.id}: tool_calls path '{path}' found "
                                 f"{type(found).__name__}, expected a list of calls")
         return found or None
 
-    def _extract(self, response: httpx.Response) -> str:
+    def _extract(self, response: httpx.Response, optional: bool = False) -> str:
         try:
             data = response.json()
         except ValueError:
@@ -111,6 +159,8 @@ class HttpProvider:
             return response.text
         if self._expr is not None:
             value = self._expr.search(data)
+            if value is None and optional:
+                return ""
             if value is None:
                 raise ProviderError(f"{self.id}: no reply: response path '{self.path}' found nothing in "
                                     f"{str(data)[:200]}")
@@ -124,11 +174,25 @@ class HttpProvider:
             value = jmespath.search(guess, data)
             if isinstance(value, str):
                 return value
+        if optional:
+            return ""
         raise ProviderError(f"{self.id}: cannot find the reply in {str(data)[:200]}; set `response:` (a JMESPath)")
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
+
+
+def calls_path(node: dict[str, Any]) -> tuple[dict[str, Any] | None, str] | None:
+    """(the expression of the object holding the last key, or None for the response itself; the last key)
+    of a path that ends in a plain key (`actions`, `choices[0].message.tool_calls`), else None."""
+    if node["type"] == "field":
+        return None, str(node["value"])
+    children = node["children"]
+    if node["type"] == "subexpression" and children[-1]["type"] == "field":
+        parent = children[0] if len(children) == 2 else {**node, "children": children[:-1]}
+        return parent, str(children[-1]["value"])
+    return None
 
 
 # -- the `http` kind -----------------------------------------------------------------------------
@@ -144,6 +208,8 @@ HTTP_SCHEMA: dict[str, Any] = {
         "stateful": {"type": "boolean"},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "tool_calls": {"type": "string", "description": "JMESPath to the tool calls the bot reports"},
+        "max_response_bytes": {"type": "integer", "minimum": 1,
+                               "description": "a larger response is an error (default 10 MiB)"},
     },
     "additionalProperties": False,
     "required": ["url"],

@@ -210,6 +210,8 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
                       f"{escape(one_line(r['provider']))} (the verdict stands; what the test did may still be in place)")
     print_judging(console, run)
     summ = run["summary"]
+    for warning in summ.get("warnings") or []:
+        console.print(f"[yellow]warning: {escape(one_line(warning))}[/]")
     console.print(f"{conversations_text(summ['records'])} · {summ['calls']} calls + {summ['cached_calls']} from cache · "
                   f"{summ['tokens']} tokens · ${summ['cost']:.4f}"
                   + (f" · {summ['judge_calls']} judge calls ${summ['judge_cost']:.4f}" if summ.get("judge_calls") else "")

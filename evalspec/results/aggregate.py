@@ -188,4 +188,17 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     run["gate"] = gate(run["suites"], vs, cs, fail_under, include_drafts)
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks
+    if warnings := path_warnings(records):
+        run["summary"]["warnings"] = warnings
     return run
+
+
+def path_warnings(records: list[dict[str, Any]]) -> list[str]:
+    """One warning per http `tool_calls:` path whose key was in no turn of the run (a typo reads as "no calls")."""
+    found: dict[tuple[str, str], bool] = {}
+    for record in records:
+        for path, hit in (record.get("tool_calls_paths") or {}).items():
+            key = (str(record["provider"]), str(path))
+            found[key] = found.get(key, False) or bool(hit)
+    return [f"provider '{provider}': tool_calls path '{path}' never matched: check the path"
+            for (provider, path), hit in found.items() if not hit]

@@ -155,3 +155,75 @@ def test_validate_names_a_malformed_url_or_python_reference_once_at_its_key(tmp_
         "expected http(s)://host[:port]/path"]
     assert [line for line in lines if "nocolon" in line] == [
         f"{path}:5: providers[1].python: provider 'p': 'nocolon' is not FILE.py:function or module:function"]
+
+
+def openai_like(calls: list[dict[str, Any]] | None, content: str | None = "好的") -> Any:
+    """An http chatbot answering in OpenAI's format: `tool_calls` is left out when there are none."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls is not None:
+        message["tool_calls"] = calls
+    return lambda method, path, body, headers: Reply(body={"choices": [{"message": message}]})
+
+
+def tool_suite(server: LoopbackServer, tool_calls: str, extra: str = "") -> str:
+    return f"""\
+providers:
+  - id: web
+    http: {{url: "{server.url}/chat", response: "choices[0].message.content", tool_calls: "{tool_calls}"{extra}}}
+tests:
+  - id: t
+    conversation: [{{user: 帮我退款}}]
+    assert: [{{not-tool-called: refund}}]
+"""
+
+
+def test_a_tool_calls_key_left_out_means_no_calls_but_a_path_never_matched_is_warned(tmp_path: Path) -> None:
+    with LoopbackServer(openai_like(None)) as server:
+        data = go(tmp_path, tool_suite(server, "choices[0].message.tool_calls"))
+    assert data["results"][0]["status"] == "passed", data["results"][0]["error"]
+    assert data["summary"]["warnings"] == [
+        "provider 'web': tool_calls path 'choices[0].message.tool_calls' never matched: check the path"]
+
+
+def test_a_tool_calls_path_that_matched_once_is_not_warned(tmp_path: Path) -> None:
+    with LoopbackServer(openai_like([])) as server:
+        data = go(tmp_path, tool_suite(server, "choices[0].message.tool_calls"))
+    assert data["results"][0]["status"] == "passed" and "warnings" not in data["summary"]
+
+
+@pytest.mark.parametrize("path", ["choice[0].message.tool_calls", "choices[0].mesage.tool_calls", "tool_call"])
+def test_a_tool_calls_path_with_a_typo_is_an_error_not_no_calls(tmp_path: Path, path: str) -> None:
+    calls = [{"name": "refund", "arguments": {}}]
+    with LoopbackServer(lambda m, p, b, h: Reply(body={"choices": [{"message": {"content": "已退款"}}],
+                                                       "tool_calls": calls})) as server:
+        data = go(tmp_path, tool_suite(server, path))
+    record = data["results"][0]
+    assert record["status"] == "error" and f"tool_calls path '{path}' found nothing" in record["error"]
+    assert data["gate"]["exit_code"] == 3
+
+
+def test_an_http_turn_with_tool_calls_may_have_null_content(tmp_path: Path) -> None:
+    calls = [{"name": "refund", "arguments": {"order": "A1"}}]
+    with LoopbackServer(openai_like(calls, content=None)) as server:
+        data = go(tmp_path, tool_suite(server, "choices[0].message.tool_calls"))
+    record = data["results"][0]
+    assert record["status"] == "failed", record["error"]  # the call is seen: not-tool-called fails, no error
+    reply = record["transcript"][1]
+    assert reply["content"] == "" and reply["tool_calls"][0]["name"] == "refund"
+
+
+def test_null_content_without_tool_calls_is_still_no_reply(tmp_path: Path) -> None:
+    with LoopbackServer(openai_like(None, content=None)) as server:
+        data = go(tmp_path, tool_suite(server, "choices[0].message.tool_calls"))
+    assert data["results"][0]["status"] == "error" and "no reply" in data["results"][0]["error"]
+
+
+def test_an_oversized_response_is_an_error_naming_the_limit(tmp_path: Path) -> None:
+    big = openai_like(None, content="很长" * 2000)
+    with LoopbackServer(big) as server:
+        small = go(tmp_path, tool_suite(server, "choices[0].message.tool_calls", ", max_response_bytes: 4000"))
+        (tmp_path / "big").mkdir()
+        default = go(tmp_path / "big", tool_suite(server, "choices[0].message.tool_calls"))
+    record = small["results"][0]
+    assert record["status"] == "error" and "larger than 4,000 bytes (http.max_response_bytes)" in record["error"]
+    assert default["results"][0]["status"] == "passed"  # 12 kB is far under the default 10 MiB
