@@ -134,11 +134,11 @@ def triage_command(run_json: str, test_id: str, provider: str | None, cls: str, 
     """Record a person's attribution of a failure in RUN.json and .evalspec/triage.jsonl; later runs copy it
     for the same suite, test and provider while the test's status stays the same."""
     from evalspec.api import write_json
-    from evalspec.triage import TRIAGE_FILE, TriageError, triage
+    from evalspec.triage import TRIAGE_FILE, TriageError, os_user, triage
 
     data = json.loads(Path(run_json).read_text(encoding="utf-8"))
     try:
-        records = triage(data, test_id, provider, cls, note)
+        records = triage(data, test_id, provider, cls, note, who=os_user())
     except TriageError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -43,8 +43,9 @@ def attribute_reruns(run: dict[str, Any], rows: Iterable[dict[str, Any]]) -> int
 
 
 def triage(run: dict[str, Any], test_id: str, provider: str | None, cls: str, note: str | None,
-           path: Path = TRIAGE_FILE) -> list[dict[str, Any]]:
-    """Record a person's call on the failed/errored records of `test_id` (and `provider`, when given)."""
+           path: Path = TRIAGE_FILE, who: str | None = None) -> list[dict[str, Any]]:
+    """Record a person's call (`who`: the reviewer) on the failed/errored records of `test_id` (and
+    `provider`, when given)."""
     if cls not in CLASSES:
         raise TriageError(f"unknown class {cls!r}; valid: {', '.join(CLASSES)}")
     matching = [r for r in run["results"] if r["test_id"] == test_id and (provider is None or r["provider"] == provider)]
@@ -62,7 +63,7 @@ def triage(run: dict[str, Any], test_id: str, provider: str | None, cls: str, no
     at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     lines = {}
     for record in chosen:
-        entry = {"as": cls, "note": note, "at": at, "status": record["status"], "run_id": run.get("run_id")}
+        entry = {"as": cls, "note": note, "who": who, "at": at, "status": record["status"], "run_id": run.get("run_id")}
         record["attribution"], record["attribution_by"], record["triage"] = cls, "triage", entry
         suite, tid, prov = record_key(record)
         lines[(suite, tid, prov)] = {"suite": suite, "test_id": tid, "provider": prov, **entry}
@@ -71,6 +72,16 @@ def triage(run: dict[str, Any], test_id: str, provider: str | None, cls: str, no
         for line in lines.values():
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
     return chosen
+
+
+def os_user() -> str:
+    """Who is reviewing when nobody said: the OS user (`unknown` when the system cannot tell)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no USER/LOGNAME and no passwd entry (some containers)
+        return "unknown"
 
 
 def read_triage(path: Path = TRIAGE_FILE) -> dict[tuple[str, str, str], dict[str, Any]]:
@@ -99,7 +110,7 @@ def carry_over(run: dict[str, Any], path: Path = TRIAGE_FILE) -> int:
             continue
         update_record(records, index, {  # a large run's records are read back: set, not changed in place
             "attribution": entry["as"], "attribution_by": "triage",
-            "triage": {k: entry.get(k) for k in ("as", "note", "at", "status", "run_id")} | {"carried": True}})
+            "triage": {k: entry.get(k) for k in ("as", "note", "who", "at", "status", "run_id")} | {"carried": True}})
         count += 1
     return count
 

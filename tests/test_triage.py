@@ -101,3 +101,13 @@ def test_a_triage_is_carried_over_into_a_run_too_large_to_hold_in_memory(in_tmp:
     assert sum(1 for r in data["results"] if "attribution" in r) == 1
     report = (in_tmp / "run2.md").read_text(encoding="utf-8")
     assert "pending\\_fact** (1): answer @ bot (triage) — 退款政策还没定" in report
+
+
+def test_triage_records_who_made_the_call(in_tmp: Path) -> None:
+    import getpass
+
+    suite = setup(in_tmp, "fail")
+    invoke("run", str(suite), "-o", "run.json", "--no-cache")
+    assert invoke("triage", "run.json", "answer", "--as", "bot_defect")[0] == 0
+    entry = json.loads((in_tmp / ".evalspec" / "triage.jsonl").read_text(encoding="utf-8").splitlines()[-1])
+    assert entry["who"] == getpass.getuser() and record(in_tmp / "run.json")["triage"]["who"] == getpass.getuser()  # type: ignore[index]
