@@ -503,6 +503,35 @@ def init(directory: str) -> None:
     click.echo(f"next: cd {directory} && evalspec run suites/*.yaml")
 
 
+@main.command()
+@click.argument("paths", nargs=-1, metavar="[DIR] [RUN.json]...", type=click.Path(exists=True))
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port")
+@click.option("--host", default="127.0.0.1", show_default=True, help="the address to bind (only this machine by default)")
+@click.option("--reviewer", help="who the review actions are recorded as (default: the OS user)")
+def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None) -> None:
+    """Review runs in the browser: the runs of DIR/.evalspec/runs (and any RUN.json given), each run's report,
+    the diff of two runs; record attributions, judge labels and draft approvals into DIR (SPEC §22)."""
+    from evalspec.triage import os_user
+    from evalspec.view.server import serve
+
+    dirs = [Path(p) for p in paths if Path(p).is_dir()]
+    if len(dirs) > 1:
+        raise click.UsageError(f"one project directory, got {len(dirs)}: {', '.join(map(str, dirs))}")
+    root = (dirs[0] if dirs else Path(".")).resolve()
+    extra = [Path(p).resolve() for p in paths if not Path(p).is_dir()]
+
+    def announce(url: str) -> None:
+        click.echo(url)
+        click.echo(f"serving {root} as {reviewer or os_user()}; Ctrl-C to stop", err=True)
+
+    try:
+        asyncio.run(serve(root, extra, host, port, reviewer or os_user(), announce))
+    except OSError as exc:
+        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (try --port 0)") from None
+    except KeyboardInterrupt:
+        pass
+
+
 from evalspec.importers.commands import export, import_  # noqa: E402
 
 main.add_command(import_)

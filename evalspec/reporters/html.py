@@ -28,6 +28,7 @@ from evalspec.reporters.vocabulary import (
     suite_gate_word,
     verdict_records,
 )
+from evalspec.results.attribution import CLASSES
 from evalspec.results.findings import Excerpt, Finding, explain, findings, rule_text
 from evalspec.results.verdict import CATEGORIES
 from evalspec.textutil import strip_controls
@@ -89,8 +90,9 @@ h2{font-size:18px;margin:20px 0 8px}
 <div class="filters">status <select id="f-status"><option value="">all</option>{% for s in statuses %}<option>{{ s }}</option>{% endfor %}</select>
 tag <select id="f-tag"><option value="">all</option>{% for t in tags %}<option>{{ t }}</option>{% endfor %}</select>
 provider <select id="f-provider"><option value="">all</option>{% for p in providers %}<option>{{ p }}</option>{% endfor %}</select>
+attribution <select id="f-attribution"><option value="">all</option>{% for a in attributions %}<option>{{ a }}</option>{% endfor %}</select>
 <span class="meta"><span id="shown">{{ tests|length }}</span> of {{ tests|length }} shown</span></div>
-{% for t in tests %}{% set v = t.v %}<details class="test" id="{{ t.anchor }}" data-status="{{ v.category }}" data-provider="{{ v.provider }}" data-tags="|{{ t.tags|join('|') }}|" {% if v.category in ('failed', 'error') %}open{% endif %}>
+{% for t in tests %}{% set v = t.v %}<details class="test" id="{{ t.anchor }}" data-status="{{ v.category }}" data-provider="{{ v.provider }}" data-tags="|{{ t.tags|join('|') }}|" data-attribution="|{{ t.attributions|join('|') }}|" {% if v.category in ('failed', 'error') %}open{% endif %}>
 <summary><b class="{{ v.category }}">{{ v.category }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }} · score {{ '%.2f' % v.score_mean if v.score_mean is not none else '—' }}{{ t.repeats }} · {{ v.suite }}{% if t.xfail %} · xfail: {{ t.xfail }}{% endif %}{% if v.measured %} · curve point (measurement){% endif %}</span></summary>
 <div class="chat">{% if t.description %}<p class="desc">{{ t.description }}</p>{% endif %}{% if t.summarised %}<p class="meta summarised">transcript not embedded in a large report (--html-all embeds every transcript)</p>{% endif %}
 {% for r in t.records %}{% if t.records|length > 1 %}<p class="meta">repeat {{ r.repeat }} · <b class="{{ 'measured' if v.measured and r.status != 'error' else r.status }}">{{ 'measured' if v.measured and r.status != 'error' else r.status }}</b></p>{% endif %}
@@ -102,7 +104,7 @@ provider <select id="f-provider"><option value="">all</option>{% for p in provid
 </main>
 <script>
 (function(){
-var sel={status:document.getElementById('f-status'),tag:document.getElementById('f-tag'),provider:document.getElementById('f-provider')};
+var sel={status:document.getElementById('f-status'),tag:document.getElementById('f-tag'),provider:document.getElementById('f-provider'),attribution:document.getElementById('f-attribution')};
 function fromHash(){
   location.hash.replace(/^#/,'').split('&').forEach(function(kv){
     var i=kv.indexOf('=');if(i<0)return;
@@ -117,9 +119,10 @@ function toHash(){
   try{history.replaceState(null,'',h);}catch(e){location.hash=parts.join('&');}
 }
 function apply(){
-  var shown=0,s=sel.status.value,t=sel.tag.value,p=sel.provider.value;
+  var shown=0,s=sel.status.value,t=sel.tag.value,p=sel.provider.value,a=sel.attribution.value;
   document.querySelectorAll('details.test').forEach(function(d){
-    var ok=(!s||d.dataset.status===s)&&(!p||d.dataset.provider===p)&&(!t||d.dataset.tags.indexOf('|'+t+'|')>=0);
+    var ok=(!s||d.dataset.status===s)&&(!p||d.dataset.provider===p)&&(!t||d.dataset.tags.indexOf('|'+t+'|')>=0)
+      &&(!a||d.dataset.attribution.indexOf('|'+a+'|')>=0);
     d.hidden=!ok;if(ok)shown++;});
   document.getElementById('shown').textContent=shown;
 }
@@ -243,6 +246,7 @@ def render_html(run: dict[str, Any], html_all: bool = False) -> str:
         tests.append({"v": v, "records": recs if full else [], "summarised": not full,
                       "anchor": anchors[id(v)], "repeats": repeats_text(v),
                       "tags": sorted({t for r in recs for t in r.get("tags", [])}),
+                      "attributions": sorted({str(r["attribution"]) for r in recs if r.get("attribution")}),
                       "xfail": first.get("xfail"), "description": first.get("description")})
     failures = [{"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
                  "description": recs[0].get("description") if recs else "",
@@ -255,4 +259,5 @@ def render_html(run: dict[str, Any], html_all: bool = False) -> str:
         statuses=[c for c in CATEGORIES if c in present],
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),
         providers=sorted({r["provider"] for r in run["results"]}),
+        attributions=[c for c in CLASSES if any(r.get("attribution") == c for r in run["results"])],
     )

@@ -36,6 +36,7 @@ PREFIXES = (
     ("evalspec.teardown", "run"), ("evalspec.processes", "run"), ("evalspec.supervise", "run"),
     ("evalspec.diff.files", "app"), ("evalspec.diff.confirm", "app"), ("evalspec.diff.github_baseline", "app"),
     ("evalspec.diff.attach", "app"), ("evalspec.reporters.trend_command", "app"),
+    ("evalspec.view", "app"),  # `evalspec view`: serves runs, reports and diffs, writes review actions
     ("evalspec.diff.render", "reporters"),
     ("evalspec.results", "results"), ("evalspec.diff", "results"),
     ("evalspec.reporters", "reporters"),
