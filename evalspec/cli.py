@@ -510,7 +510,7 @@ def init(directory: str) -> None:
 @click.option("--reviewer", help="who the review actions are recorded as (default: the OS user)")
 def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None) -> None:
     """Review runs in the browser: the runs of DIR/.evalspec/runs (and any RUN.json given), each run's report,
-    the diff of two runs; record attributions, judge labels and draft approvals into DIR (SPEC §22)."""
+    the diff of two runs; record attributions, judge labels and draft approvals into DIR."""
     from evalspec.triage import os_user
     from evalspec.view.server import serve
 

@@ -14,27 +14,28 @@ from evalspec.results.attribution import ATTRIBUTABLE, CLASSES
 from evalspec.view.runs import RunStore
 
 CSS = """*{box-sizing:border-box}
-body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937;overflow-wrap:anywhere}
+body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937;overflow-wrap:break-word}
 header{background:#111827;color:#fff;padding:16px 24px}header h1{margin:0;font-size:20px}
 main{padding:16px 24px;max-width:1200px}a{color:#1d4ed8}.meta{font-size:12px;color:#6b7280}
 .passed{color:#15803d}.failed{color:#b91c1c}.error{color:#b45309}
 table{border-collapse:collapse;background:#fff;width:100%;margin:12px 0}
-td,th{padding:6px 8px;border-bottom:1px solid #e5e7eb;text-align:left;font-size:14px}td.n,th.n{text-align:right}
+td,th{padding:6px 8px;border-bottom:1px solid #e5e7eb;text-align:left;font-size:14px;overflow-wrap:normal}
+td.n,th.n{text-align:right}.legend{font-size:13px;margin:4px 0}.legend span{margin-right:12px}
 svg{max-width:100%;height:auto;background:#fff;border-radius:8px;box-shadow:0 1px 2px #0002}
 form.pick{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:12px 0}select{max-width:100%;padding:4px}
 h2{font-size:18px;margin:20px 0 8px}
-@media (max-width:600px){main{padding:10px}header{padding:12px}
+@media (max-width:600px){main{padding:10px}header{padding:12px}td,th{padding:4px 5px;font-size:12px}
 table.runs tr:first-child{display:none}table.runs tr{display:block;border-bottom:1px solid #e5e7eb;padding:6px 0}
 table.runs td{display:inline-block;border:0;padding:2px 6px}table.runs td.id{display:block;font-weight:bold}}
 """
 
 NAV_CSS = """.view-nav{background:#1f2937;padding:6px 24px;font-size:13px;display:flex;flex-wrap:wrap;gap:14px}
-.view-nav a{color:#e5e7eb}.view-nav span{color:#9ca3af}
+.view-nav a{color:#e5e7eb}.view-nav .who{color:#9ca3af;margin-left:auto}
 .review{background:#f9fafb;border:1px solid #e5e7eb;border-radius:8px;padding:8px 10px;margin:6px 0 10px}
 .review h3{font-size:13px;margin:0 0 6px;color:#374151}.review .row{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:4px 0}
 .review input[type=text]{flex:1 1 160px;min-width:0;padding:4px 6px;border:1px solid #d1d5db;border-radius:4px}
 .review button{padding:4px 10px;border:1px solid #9ca3af;border-radius:4px;background:#fff;cursor:pointer}
-.review button.primary{background:#1d4ed8;border-color:#1d4ed8;color:#fff}
+.review button.primary{background:#1d4ed8;border-color:#1d4ed8;color:#fff}.review button:disabled{opacity:.5;cursor:default}
 .review .said{font-size:12px;color:#374151}.review .said.bad{color:#b91c1c}
 .review .judged{font-size:13px;flex:1 1 220px;min-width:0}
 @media (max-width:600px){.view-nav{padding:6px 10px}}
@@ -52,9 +53,10 @@ def layout(title: str, body: Markup, nav: Markup | None = None) -> str:
         title, Markup(CSS), Markup(NAV_CSS), title, nav or "", body))
 
 
-def nav(*links: tuple[str, str]) -> Markup:
-    return Markup('<nav class="view-nav">{}</nav>').format(
-        Markup("").join(Markup('<a href="{}">{}</a>').format(href, text) for href, text in links))
+def nav(*links: tuple[str, str], who: str | None = None) -> Markup:
+    reviewer = Markup('<span class="who">reviewer · 评审人: {}</span>').format(who) if who else ""
+    return Markup('<nav class="view-nav">{}{}</nav>').format(
+        Markup("").join(Markup('<a href="{}">{}</a>').format(href, text) for href, text in links), reviewer)
 
 
 def _rate(value: Any) -> str:
@@ -63,7 +65,7 @@ def _rate(value: Any) -> str:
 
 def run_list(store: RunStore) -> str:
     """Every run, newest first, with the pass-rate trend per suite and a form to diff two of them."""
-    from evalspec.reporters.trend import line_chart, trend_series
+    from evalspec.reporters.trend import COLORS, line_chart, trend_series
 
     rows = store.summaries()
     if not rows:
@@ -86,8 +88,10 @@ def run_list(store: RunStore) -> str:
     pick = Markup('<form class="pick" action="/diff" method="get">diff <select name="base" id="diff-base">{}</select> '
                   '→ <select name="head" id="diff-head">{}</select> <button type="submit">compare</button></form>'
                   ).format(_options(ids, ids[1] if len(ids) > 1 else ids[0]), _options(ids, ids[0]))
-    body = Markup("<h2>Runs</h2>{}<h2>Pass rate per suite</h2>{}<h2>Diff two runs</h2>{}").format(
-        Markup("").join(table), line_chart(chart, labels), pick)
+    legend = Markup("").join(Markup('<span><span style="color:{}">■</span> {}</span>').format(
+        COLORS[j % len(COLORS)], name) for j, name in enumerate(chart["series"]))
+    body = Markup('<h2>Runs</h2>{}<h2>Pass rate per suite</h2><div class="legend">{}</div>{}<h2>Diff two runs</h2>{}'
+                  ).format(Markup("").join(table), legend, line_chart(chart, labels), pick)
     return layout("evalspec view", body)
 
 
@@ -124,10 +128,10 @@ def run_page(run_id: str, run: dict[str, Any], token: str, reviewer: str, previo
     from evalspec.reporters.vocabulary import ensure_current
 
     run = ensure_current(run)
-    html = render_html(run, html_all=True)
+    html = render_html(run)  # a large run: failing conversations in full, as in the report
     links = [("/", "← runs")] + ([(f"/diff?base={previous}&head={run_id}", "diff with the previous run")]
                                  if previous else [])
-    bar = nav(*links) + Markup("<span class=\"meta\">reviewer: {}</span>").format(reviewer)
+    bar = nav(*links, who=reviewer)
     data = {"run": run_id, "reviewer": reviewer, "classes": [[c, CLASS_WORDS[c]] for c in CLASSES],
             "verdicts": review_data(run)}
     payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
@@ -140,9 +144,9 @@ def run_page(run_id: str, run: dict[str, Any], token: str, reviewer: str, previo
 
 
 def diff_page(base_id: str, head_id: str, diff: dict[str, Any]) -> str:
-    from evalspec.diff.render import headline, html_section
+    from evalspec.diff.render import html_section
 
-    body = Markup("<p><b>{}</b> → <b>{}</b></p><p>{}</p>{}").format(base_id, head_id, headline(diff), html_section(diff))
+    body = Markup("<p><b>{}</b> → <b>{}</b></p>{}").format(base_id, head_id, html_section(diff))
     return layout("evalspec diff", body, nav(("/", "← runs"), (f"/run/{base_id}", base_id), (f"/run/{head_id}", head_id)))
 
 

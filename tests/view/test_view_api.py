@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import REVIEWER, Project, View
 from helpers import invoke
 
 from evalspec.judge_eval import load_labels
+from tests.view.project import REVIEWER, Project, View
 
 
 def get(view: View, path: str, **kwargs: Any) -> httpx.Response:
@@ -174,3 +177,49 @@ def test_pages_list_the_runs_show_a_run_and_diff_two(view: View, project: Projec
     diff = get(view, "/diff", params={"base": project.runs[0], "head": project.runs[-1]}, cookies=jar)
     assert diff.status_code == 200 and "fixed" in diff.text and "greeting" in diff.text
     assert get(view, "/run/nope", cookies=jar).status_code == 404
+
+
+@pytest.mark.parametrize(("host", "bound", "allowed"), [
+    ("127.0.0.1:8765", "127.0.0.1", True), ("localhost:8765", "127.0.0.1", True), ("LOCALHOST", "127.0.0.1", True),
+    ("[::1]:8765", "127.0.0.1", True), ("evil.example:8765", "127.0.0.1", False), ("127.0.0.1.evil.example", "127.0.0.1", False),
+    ("192.168.1.5:8765", "127.0.0.1", False), ("", "127.0.0.1", False),
+    ("review.lan:80", "review.lan", True), ("192.168.1.5:8765", "0.0.0.0", True), ("rebind.example", "0.0.0.0", False),
+])
+def test_the_host_check(host: str, bound: str, allowed: bool) -> None:
+    from evalspec.view.server import host_allowed
+
+    assert host_allowed(host, bound) is allowed
+
+
+def start(*args: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen([sys.executable, "-m", "evalspec", "view", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, encoding="utf-8")
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+def test_a_run_json_named_from_outside_dir_is_read_not_changed(project: Project, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "artifact" / "run.json"
+    elsewhere.parent.mkdir()
+    shutil.copy(project.root / ".evalspec" / "runs" / project.runs[0] / "run.json", elsewhere)
+    (tmp_path / "dir").mkdir()
+    process, url = start(str(tmp_path / "dir"), str(elsewhere), "--port", "0", "--reviewer", "ci")
+    try:
+        base, token = url.split("?token=")
+        runs = httpx.get(base + "api/runs", headers={"X-Evalspec-Token": token}, timeout=10).json()
+        assert [r["id"] for r in runs] == [project.runs[0]]
+        before = elsewhere.read_bytes()
+        answer = httpx.post(base + "api/triage", headers={"X-Evalspec-Token": token}, timeout=10, json={
+            "run": project.runs[0], "test": "price", "provider": "bot", "attribution": "infrastructure", "note": None})
+        assert answer.status_code == 200 and answer.json()["written"] == [str(tmp_path / "dir" / ".evalspec" / "triage.jsonl")]
+        assert elsewhere.read_bytes() == before
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_port_in_use_is_a_usage_error(view: View, project: Project) -> None:
+    port = view.base.rsplit(":", 1)[1].strip("/")
+    done = subprocess.run([sys.executable, "-m", "evalspec", "view", str(project.root), "--port", port],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port 0" in done.stderr
