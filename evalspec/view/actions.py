@@ -121,6 +121,7 @@ def label_line(record: dict[str, Any], index: int, right: bool, level: str | Non
         rule["scope"] = "last_response"
     elif a.get("scope") in SCOPES_AS_WRITTEN:
         rule["scope"] = a["scope"]
+    rule = _as_judge_eval_reads(rule)
     answer: bool | str = details["level"] if levels and "level" in details else bool(a["pass"])
     if right:
         label: bool | str = answer
@@ -133,6 +134,21 @@ def label_line(record: dict[str, Any], index: int, right: bool, level: str | Non
         label = level
     return {"transcript": [{"role": m["role"], "content": m.get("content") or ""} for m in transcript],
             "assert": rule, "label": label}
+
+
+def _as_judge_eval_reads(rule: dict[str, Any]) -> dict[str, Any]:
+    """The assertion as `judge-eval` will parse it: without `scope` for a type that always reads the whole
+    transcript; a rule it would still reject is an ActionError, so labels.jsonl only gets lines it reads."""
+    from evalspec.config.asserts import parse_assertion
+    from evalspec.config.yamlfile import LineMap
+    from evalspec.errors import Problem
+
+    for candidate in (rule, {k: v for k, v in rule.items() if k != "scope"}):
+        problems: list[Problem] = []
+        parse_assertion(candidate, ("assert",), LineMap(str(LABELS_FILE)), problems, None)
+        if not problems:
+            return candidate
+    raise ActionError(f"judge-eval could not read this assertion back: {problems[0].message}")
 
 
 def record_label(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:

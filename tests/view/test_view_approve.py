@@ -63,3 +63,4 @@ def test_what_cannot_be_approved_is_refused_with_the_reason(text: str, reason: s
     with pytest.raises(ApproveError) as caught:
         remove_draft(text, "a")
     assert reason in str(caught.value)
+
