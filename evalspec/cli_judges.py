@@ -25,10 +25,12 @@ class FiniteRange(click.FloatRange):
         return number
 
 
-def judge_spec(judge: str | None, suite: str | None) -> Any:
-    """The judge of `--judge MODEL` (a model string or a YAML mapping like `{model: ..., api_base: ...}`)
-    or of `--suite FILE`'s `judge:` block."""
-    from evalspec.config.loader import load_suites
+def judge_suite(judge: str | None, suite: str | None, labels: Path) -> Any:
+    """The suite whose `judge` is judged: `--suite FILE`, or one made for the judge of `--judge MODEL`
+    (a model string or a YAML mapping like `{model: ..., api_base: ...}`, its `${ENV}` expanded), which
+    holds that mapping's secrets."""
+    from evalspec.config.loader import expand_cli_mapping, load_suites
+    from evalspec.config.model import Suite
     from evalspec.config.providers import model_ref
 
     if (judge is None) == (suite is None):
@@ -37,7 +39,7 @@ def judge_spec(judge: str | None, suite: str | None) -> Any:
         loaded = load_suites([suite])[0]
         if loaded.judge is None:
             raise ConfigError([Problem(suite, None, "", "the suite has no `judge:` block")])
-        return loaded, loaded.judge, None
+        return loaded
     try:
         raw = yaml.safe_load(str(judge))
     except yaml.YAMLError:
@@ -46,7 +48,8 @@ def judge_spec(judge: str | None, suite: str | None) -> Any:
         raise click.BadParameter("a model string or a mapping with `model:`", param_hint="--judge")
     for where, problem in non_finite(raw):
         raise click.BadParameter(f"{'.'.join(map(str, where))}: {problem}", param_hint="--judge")
-    return None, model_ref(raw), raw
+    raw, secrets = expand_cli_mapping(raw, "--judge")
+    return Suite(path=labels.resolve(), sha256="", judge=model_ref(raw), secrets=secrets)
 
 
 @click.command(name="judge-eval")
@@ -68,9 +71,9 @@ def judge_eval_command(labels: str | None, examples_suite: str | None, judge: st
     """Measure a judge against labelled transcripts: agreement, Cohen's kappa, confusion matrix, per-type
     agreement and (with --samples K) self-consistency. Exit 1 when --min-agreement is not reached.
     With --examples SUITE, the labelled items are the suite's `examples:` of model-graded assertions."""
-    from evalspec.config.model import Suite
     from evalspec.judge_eval import example_items, judge_eval, load_labels, render
     from evalspec.providers.factory import ProviderPool, prepare_provider, provider_problems
+    from evalspec.redact import redact, run_secrets
 
     if (labels is None) == (examples_suite is None):
         raise click.UsageError("give LABELS.jsonl or --examples SUITE (one of them)")
@@ -86,24 +89,26 @@ def judge_eval_command(labels: str | None, examples_suite: str | None, judge: st
     else:
         assert labels is not None
         items = load_labels(Path(labels))
-    loaded, spec, raw = judge_spec(judge, suite)
-    owner = loaded or Suite(path=Path(labels or str(examples_suite)).resolve(), sha256="")
+    owner = judge_suite(judge, suite, Path(labels or str(examples_suite)))
+    spec = owner.judge
+    secrets = run_secrets([owner])  # with the keys the judge model takes from the environment
     problems = provider_problems(spec, owner)
     if problems:
-        raise ConfigError([Problem(str(judge or suite), None, "", f"judge: {p}") for p in problems])
+        raise ConfigError([Problem("--judge" if suite is None else suite, None, "", f"judge: {redact(p, secrets)}")
+                           for p in problems])
     prepare_provider(spec)
 
     async def go() -> dict[str, Any]:
         pool = ProviderPool([owner], None if no_cache else Path(".evalspec/cache"))
         try:
-            fn = pool.judge_for(owner, raw) if loaded is None else pool.judge_fn(owner)
+            fn = pool.judge_fn(owner)
             assert fn is not None
             return await judge_eval(items, fn, samples, concurrency)
         finally:
             await pool.aclose()
 
-    report = asyncio.run(go())
-    report["judge"] = spec.redacted(owner.secrets)
+    report = redact(asyncio.run(go()), secrets)  # the judge's answers may quote them
+    report["judge"] = spec.redacted(secrets)
     click.echo(render(report))
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)

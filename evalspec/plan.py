@@ -263,8 +263,10 @@ def checked_plan(suites: list[Suite], selection: Selection | None = None) -> Pla
     """The plan of `suites`, its template problems looked for first: a ConfigError names them all (nothing runs)."""
     plan = Plan(suites, selection)
     problems = plan.problems()
-    if problems:
-        raise ConfigError(problems)
+    if problems:  # a template problem quotes the template, with its `${TOKEN}` values
+        from evalspec.redact import redact_problems, run_secrets
+
+        raise ConfigError(redact_problems(problems, run_secrets(suites)))
     plan.checked = True
     return plan
 

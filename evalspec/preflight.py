@@ -17,6 +17,7 @@ from evalspec.config.model import Suite
 from evalspec.errors import ConfigError, Problem
 from evalspec.loading import LoadError, load_callable
 from evalspec.plan import Plan, Selection
+from evalspec.redact import redact_problems, run_secrets
 
 
 def prepare(paths: list[Path], cli_vars: Mapping[str, Any] | None = None,
@@ -39,8 +40,8 @@ def prepare(paths: list[Path], cli_vars: Mapping[str, Any] | None = None,
     problems.extend(chart_problems(suites))
     plan = Plan(plannable, selection, checked=True)
     problems.extend(_new(preflight_problems(plan, suites), problems))
-    if problems:
-        raise ConfigError(list(dict.fromkeys(problems)))
+    if problems:  # a secret of one suite may be quoted in another's problem, or by a preflight check
+        raise ConfigError(redact_problems(dict.fromkeys(problems), run_secrets(suites)))
     return suites, plan
 
 

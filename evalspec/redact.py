@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
+from evalspec.errors import Problem
 from evalspec.providers.model_keys import KEY_ENV, split_model
 
 MASK = "***"
@@ -37,6 +39,41 @@ def _masked(value: Any, ordered: list[str]) -> Any:
     if isinstance(value, list):
         return [v if type(v) in _UNMASKED else _masked(v, ordered) for v in value]
     return value
+
+
+def redact_problems(problems: Iterable[Problem], secrets: set[str]) -> list[Problem]:
+    """Validation problems with every secret masked: they quote values (a URL, a template) that may hold one."""
+    return [replace(p, message=redact(p.message, secrets)) for p in problems]
+
+
+# a URL (no spaces, a '/' before its '?') and, in its query, a parameter whose name says it is a credential
+_URL_WITH_QUERY = re.compile(r"[^\s?'\"]*/[^\s?'\"]*\?([^\s#'\"]*)")
+_SECRET_PARAM = re.compile(r"(?:^|&)([^&=]*(?:token|key|secret|password)[^&=]*)=([^&]+)", re.IGNORECASE)
+
+
+def query_secrets(text: str) -> set[str]:
+    """The values of a URL query's credential parameters (`?access_token=...`, `&api-key=...`) in `text`."""
+    if "?" not in text or "=" not in text:
+        return set()
+    return {m.group(2) for url in _URL_WITH_QUERY.finditer(text) for m in _SECRET_PARAM.finditer(url.group(1))
+            if "{{" not in m.group(2) and "{%" not in m.group(2)}
+
+
+def collect_written_secrets(value: Any, secrets: set[str]) -> None:
+    """Every secret written anywhere in a suite's data, whether or not its mapping is valid: `api_key`
+    values, secret-looking header values, and credential parameters of URL queries."""
+    if isinstance(value, dict):
+        collect_provider_secrets(value, secrets)
+        headers = value.get("headers")
+        if isinstance(headers, dict):
+            collect_provider_secrets({"http": {"headers": headers}}, secrets)
+        for item in value.values():
+            collect_written_secrets(item, secrets)
+    elif isinstance(value, list):
+        for item in value:
+            collect_written_secrets(item, secrets)
+    elif isinstance(value, str):
+        secrets.update(query_secrets(value))
 
 
 def is_secret_header(name: str) -> bool:

@@ -107,3 +107,65 @@ tests:
     secrets = run_secrets([load_suite(path)], env)
     assert {"mistral-key-123", "groq-key-123", "ds-key-123"} <= secrets
     assert "cohere-key-123" not in secrets
+
+
+def test_validation_errors_mask_url_query_secrets_and_env_values_of_every_suite(
+        in_tmp: Path, monkeypatch: Any) -> None:
+    from helpers import invoke
+
+    monkeypatch.setenv("MY_TOKEN", "tok-secret-777777")
+    (in_tmp / "a.yaml").write_text("""\
+providers:
+  - id: bot
+    http:
+      url: "http//127.0.0.1:9/chat?access_token=qs-token-123456&lang=zh-cn"
+      body: {q: "{{ message }}"}
+      response: reply
+  - id: m
+    model: openai/x
+    api_base: "127.0.0.1:9/v1?api-key=qs-key-654321&region=eu"
+tests:
+  - id: t
+    conversation:
+      - user: "hi ${MY_TOKEN} {{ nope }}"
+""", encoding="utf-8")
+    (in_tmp / "b.yaml").write_text("""\
+providers: [{id: m, model: openai/x, api_base: "http://127.0.0.1:9/v1"}]
+tests:
+  - id: u
+    conversation:
+      - user: "the other suite's qs-token-123456 and tok-secret-777777 {{ nope }}"
+""", encoding="utf-8")
+    for command in ("validate", "run"):
+        code, out = invoke(command, "a.yaml", "b.yaml")
+        assert code == 2, out
+        assert "malformed URL" in out and "'nope' is undefined" in out, out
+        for secret in ("qs-token-123456", "qs-key-654321", "tok-secret-777777"):
+            assert secret not in out, (command, out)
+        assert "access_token=***&lang=zh-cn" in out and "api-key=***&region=eu" in out, out
+        assert "hi *** {{ nope }}" in out and "the other suite's *** and ***" in out, out
+
+
+def test_judge_eval_expands_env_in_its_judge_mapping_and_masks_the_key_in_every_output(
+        in_tmp: Path, monkeypatch: Any) -> None:
+    from helpers import invoke
+
+    def passing(request: dict[str, Any], n: int) -> Reply:
+        return Reply(body=chat_body(json.dumps({"reason": "r", "pass": True})))
+
+    line = {"transcript": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
+            "assert": {"llm-rubric": "answers"}, "label": True}
+    (in_tmp / "l.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    monkeypatch.setenv("JUDGE_KEY", "sk-judge-from-env-123456")
+    with OpenAIServer(passing) as server:
+        for key, sent in (("${JUDGE_KEY}", "sk-judge-from-env-123456"), ("sk-judge-literal-98765", None)):
+            judge = f'{{model: openai/j, api_base: "{server.base}", api_key: "{key}"}}'
+            code, out = invoke("judge-eval", "l.jsonl", "--judge", judge, "-o", "e.json", "--no-cache")
+            assert code == 0, out
+            sent = sent or key
+            assert server.auth[-1] == f"Bearer {sent}"  # the variable's value was sent, not its name
+            written = (in_tmp / "e.json").read_text(encoding="utf-8")
+            assert sent not in written and sent not in out
+            assert json.loads(written)["judge"]["api_key"] == "***"
+    code, out = invoke("judge-eval", "l.jsonl", "--judge", "{model: openai/j, api_key: '${NOT_SET_ANYWHERE}'}")
+    assert code == 2 and "NOT_SET_ANYWHERE is not set" in out, out

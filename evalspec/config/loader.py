@@ -20,8 +20,9 @@ from evalspec.config.yamlfile import LineMap, PathKey, load_yaml
 from evalspec.errors import ConfigError, Problem
 from evalspec.plugins import PluginError, load_plugin
 from evalspec.providers.kinds import provider_kinds
+from evalspec.redact import collect_written_secrets, redact_problems, run_secrets
 
-__all__ = ["load_suite", "load_suites"]
+__all__ = ["expand_cli_mapping", "load_suite", "load_suites"]
 
 _VALIDATORS: dict[tuple[str, ...], jsonschema.Draft202012Validator] = {}
 
@@ -47,15 +48,17 @@ def _load_plugins(data: dict[str, Any], base_dir: Path, lines: LineMap, problems
 def load_suites(paths: list[str | Path], cli_vars: Mapping[str, Any] | None = None,
                 environ: Mapping[str, str] | None = None) -> list[Suite]:
     """Load several suite files; raises one ConfigError listing the problems of all of them."""
-    suites, problems = [], []
+    suites, read, problems = [], [], []
     for path in paths:
-        try:
-            suites.append(load_suite(path, cli_vars, environ))
-        except ConfigError as exc:
-            problems.extend(exc.problems)
+        suite, found = check_suite(path, cli_vars, environ)
+        problems.extend(found)
+        if suite is not None:
+            read.append(suite)
+            if not found:
+                suites.append(suite)
     problems.extend(chart_problems(suites))
-    if problems:
-        raise ConfigError(problems)
+    if problems:  # one suite's secret may be quoted in another's problem
+        raise ConfigError(redact_problems(problems, run_secrets(read, environ)))
     return suites
 
 
@@ -112,6 +115,7 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
         return None, [Problem(shown, 1, "", "a suite file is a mapping with at least 'providers' and 'tests'")]
     suite = Suite(path=path, sha256=hashlib.sha256(raw_bytes).hexdigest(), lines=lines)
     data = _interpolate(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
+    collect_written_secrets(data, suite.secrets)
     _load_plugins(data, path.parent, lines, problems)
     schema_found = [lines.problem(where, message) for err in _validator().iter_errors(data)
                     for where, message in schema_problems(err)]
@@ -126,7 +130,8 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
         places = {(p.line, p.path) for p in non_numbers}
         problems[:] = [p for p in problems if (p.line, p.path) not in places] + non_numbers
     problems.sort(key=lambda p: (p.line or 0, p.path))
-    return suite, _dedupe(problems)
+    problems = _dedupe(problems)
+    return suite, redact_problems(problems, run_secrets([suite], environ)) if problems else problems
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -136,6 +141,18 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
             seen.add((p.line, p.path, p.message))
             out.append(p)
     return out
+
+
+def expand_cli_mapping(raw: Any, option: str, environ: Mapping[str, str] | None = None) -> tuple[Any, set[str]]:
+    """A provider mapping given on the command line (`--judge '{model: ..., api_key: ${KEY}}'`), its
+    `${ENV}` expanded as in a suite, and the secrets it holds; an unset variable is a ConfigError."""
+    problems: list[Problem] = []
+    secrets: set[str] = set()
+    value = _interpolate(raw, (), environ if environ is not None else os.environ, LineMap(option), problems, secrets)
+    collect_written_secrets(value, secrets)
+    if problems:
+        raise ConfigError(redact_problems(problems, secrets))
+    return value, secrets
 
 
 def _interpolate(value: Any, path: PathKey, environ: Mapping[str, str], lines: LineMap,

@@ -134,4 +134,6 @@ def export_csv(suite_path: Path) -> tuple[str, list[str]]:
                              test.name if first and test.name != test.id else "",
                              join_cell(test.tags, "tags") if first else ""])
             first = False
-    return "\ufeff" + out.getvalue(), skipped
+    from evalspec.redact import redact, run_secrets
+
+    return "\ufeff" + redact(out.getvalue(), run_secrets([suite])), skipped

@@ -6,6 +6,7 @@ import csv
 import io
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from evalspec import run
@@ -65,3 +66,19 @@ def test_a_sheet_without_a_user_column_names_the_columns(tmp_path: Path) -> None
     assert result.exit_code == 2
     assert "bad.csv:1" in result.output and "did you mean 'contains'" in result.output
     assert "no 'user' column" in result.output
+
+
+def test_export_masks_the_secrets_a_suite_expands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOT_TOKEN", "bot-token-5551234")
+    (tmp_path / "s.yaml").write_text("""\
+providers: [{id: m, model: openai/m, api_base: "http://127.0.0.1:9/v1"}]
+tests:
+  - id: login
+    conversation:
+      - user: "log in with ${BOT_TOKEN}"
+        assert: [{not-contains: "${BOT_TOKEN}"}]
+""", encoding="utf-8")
+    result = CliRunner().invoke(main, ["export", "csv", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "s.csv")])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "s.csv").read_text(encoding="utf-8-sig")
+    assert "bot-token-5551234" not in text and "log in with ***" in text
