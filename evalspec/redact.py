@@ -46,17 +46,25 @@ def redact_problems(problems: Iterable[Problem], secrets: set[str]) -> list[Prob
     return [replace(p, message=redact(p.message, secrets)) for p in problems]
 
 
-# a URL (no spaces, a '/' before its '?') and, in its query, a parameter whose name says it is a credential
-_URL_WITH_QUERY = re.compile(r"[^\s?'\"]*/[^\s?'\"]*\?([^\s#'\"]*)")
-_SECRET_PARAM = re.compile(r"(?:^|&)([^&=]*(?:token|key|secret|password)[^&=]*)=([^&]+)", re.IGNORECASE)
+_WORD = re.compile(r"[^\s'\"<>]+")  # a URL is one run of these
+_SECRET_PARAM = re.compile(r"token|key|secret|password", re.IGNORECASE)
 
 
 def query_secrets(text: str) -> set[str]:
-    """The values of a URL query's credential parameters (`?access_token=...`, `&api-key=...`) in `text`."""
+    """The values of a URL query's credential parameters (`?access_token=...`, `&api-key=...`) in `text`:
+    a URL being a word with a '/' before its '?'."""
     if "?" not in text or "=" not in text:
         return set()
-    return {m.group(2) for url in _URL_WITH_QUERY.finditer(text) for m in _SECRET_PARAM.finditer(url.group(1))
-            if "{{" not in m.group(2) and "{%" not in m.group(2)}
+    found: set[str] = set()
+    for word in _WORD.findall(text):
+        path, mark, query = word.partition("?")
+        if not mark or "/" not in path:
+            continue
+        for pair in query.split("#", 1)[0].split("&"):
+            name, equals, value = pair.partition("=")
+            if equals and value and _SECRET_PARAM.search(name) and "{{" not in value and "{%" not in value:
+                found.add(value)
+    return found
 
 
 def collect_written_secrets(value: Any, secrets: set[str]) -> None:

@@ -31,3 +31,14 @@ def test_overlapping_secrets_of_one_length_are_masked_the_same_way_in_every_proc
     outputs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
     assert len(outputs) == 1, outputs
+
+
+def test_url_query_credentials_are_secrets_and_finding_them_is_linear() -> None:
+    from evalspec.redact import query_secrets
+
+    assert query_secrets("GET https://h.io/chat?lang=zh&access_token=abc123456#top, then") == {"abc123456"}
+    assert query_secrets("'127.0.0.1:9/v1?API-KEY=k1234567&x=1' and /p?client_secret=s1234567") == \
+        {"k1234567", "s1234567"}
+    assert query_secrets("what is the key? key=value, /a?b=1, /a?token={{ t }}") == set()
+    # a megabyte of slashes without a query (an inlined image) is read once, not once per slash
+    assert query_secrets("data:image/png;base64," + "ab/" * 400_000 + " ?key=x =") == set()
