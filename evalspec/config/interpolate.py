@@ -10,6 +10,9 @@ from functools import lru_cache
 from typing import Any
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+#: `${NAME}` / `${NAME:-default}`, or `$${`: a literal `${` (how imported text keeps one, SPEC §17)
+ENV_OR_LITERAL = re.compile(r"\$\$\{|" + ENV_PATTERN.pattern)
+LITERAL_DOLLAR_BRACE = "$${"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 
@@ -28,6 +31,11 @@ def load_templating() -> None:
     """Import the template sandbox (jinja2, ~40 ms) now rather than at the first render, which may be
     on the event loop mid-run."""
     import evalspec.config.templating  # noqa: F401
+
+
+def env_names(text: str) -> set[str]:
+    """The variables `text` names as `${NAME}` (not those written `$${NAME}`, which are text)."""
+    return {m.group(1) for m in ENV_OR_LITERAL.finditer(text) if m.group(1)}
 
 
 def is_template(text: str) -> bool:

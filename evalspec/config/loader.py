@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from evalspec.config.interpolate import ENV_PATTERN, SECRET_NAME, is_template, load_templating
+from evalspec.config.interpolate import ENV_OR_LITERAL, SECRET_NAME, is_template, load_templating
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import Suite
 from evalspec.config.numbers import non_finite
@@ -166,6 +166,8 @@ def _interpolate(value: Any, path: PathKey, environ: Mapping[str, str], lines: L
 
     def sub(match: Any) -> str:
         name, default = match.group(1), match.group(2)
+        if name is None:  # `$${`
+            return "${"
         result = environ.get(name, default)
         if result is None:
             problems.append(lines.problem(path, f"environment variable {name} is not set "
@@ -175,4 +177,4 @@ def _interpolate(value: Any, path: PathKey, environ: Mapping[str, str], lines: L
             secrets.add(result)
         return str(result)
 
-    return ENV_PATTERN.sub(sub, value)
+    return ENV_OR_LITERAL.sub(sub, value)

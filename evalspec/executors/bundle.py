@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from evalspec.config.interpolate import ENV_PATTERN
+from evalspec.config.interpolate import env_names
 from evalspec.errors import ConfigError, Problem
 
 SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", "venv", "env"}
@@ -91,6 +91,5 @@ def remove(root: Path) -> None:
 
 def suite_environ(suite_paths: list[Path]) -> dict[str, str]:
     """The driver's environment variables the suites name (`${NAME}`), for loading them on a worker."""
-    names = {m.group(1) for path in suite_paths
-             for m in ENV_PATTERN.finditer(path.read_text(encoding="utf-8", errors="replace"))}
+    names = {name for path in suite_paths for name in env_names(path.read_text(encoding="utf-8", errors="replace"))}
     return {name: os.environ[name] for name in sorted(names) if name in os.environ}

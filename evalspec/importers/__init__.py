@@ -8,11 +8,14 @@ stub next to the suite).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from evalspec.config.interpolate import LITERAL_DOLLAR_BRACE, is_template
 
 STUB_FILE = "provider_stub.py"
 STUB_SOURCE = '''"""A stand-in for the system under test, written by `evalspec import`.
@@ -36,6 +39,44 @@ class ImportedSuite:
     not_converted: list[str] = field(default_factory=list)
     source: str = ""
     files: dict[str, str] = field(default_factory=dict)  # extra files to write next to the suite
+
+
+RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
+_END_RAW = re.compile(r"\{%(-?\s*endraw\b)")  # what would close a raw block early
+_END_RAW_KEPT = '{% endraw %}{{ "{%" }}{% raw %}'  # renders as "{%", the raw block going on after it
+
+
+def plain(value: Any) -> Any:
+    """Copied data (a name, a tag, a var, a reference answer) as text that `${ENV}` leaves alone: every
+    `${` written `$${` (SPEC §17, "Imported text is text"). Mappings and lists are escaped item by item."""
+    if isinstance(value, str):
+        return value.replace("${", LITERAL_DOLLAR_BRACE)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def literal(value: Any) -> Any:
+    """Copied data that evalspec renders as a template (a user or assistant turn, an assertion's value),
+    so that it is sent as written: `plain`, and text holding `{{` or `{%` wrapped in {% raw %}…{% endraw %}."""
+    if isinstance(value, str):
+        text = plain(value)
+        return RAW_OPEN + _END_RAW.sub(lambda m: _END_RAW_KEPT + m.group(1), text) + RAW_CLOSE \
+            if is_template(text) else text
+    if isinstance(value, dict):
+        return {k: literal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [literal(v) for v in value]
+    return value
+
+
+def unliteral(text: str) -> str:
+    """The text `literal` wrapped (as loaded: `$${` already read as `${`), for writing it back out."""
+    if text.startswith(RAW_OPEN) and text.endswith(RAW_CLOSE):
+        return text[len(RAW_OPEN):-len(RAW_CLOSE)].replace(_END_RAW_KEPT, "{%")
+    return text
 
 
 class _Dumper(yaml.SafeDumper):

@@ -18,7 +18,7 @@ import regex
 from evalspec.assertions.patterns import regex_problem
 from evalspec.config.suggest import did_you_mean, slugify
 from evalspec.errors import ConfigError, Problem
-from evalspec.importers import ImportedSuite
+from evalspec.importers import ImportedSuite, literal, plain, unliteral
 
 COLUMNS = ("test_id", "user", "label", "contains", "not_contains", "regex", "not_regex", "name", "tags")
 CHECKS = {"contains": "contains", "not_contains": "not-contains", "regex": "regex", "not_regex": "not-regex"}
@@ -71,24 +71,24 @@ def import_csv(path: Path) -> ImportedSuite:
         if not user:
             problems.append(Problem(shown, line, "", "empty 'user' cell: each row is one user turn"))
             continue
-        tid = cells["test_id"].strip() or current or slugify(cells["name"] or user)
+        tid = plain(cells["test_id"].strip()) or current or slugify(cells["name"] or user)
         current = tid
         test = tests.setdefault(tid, {"id": tid, "conversation": []})
         if cells["name"].strip() and "name" not in test:
-            test["name"] = cells["name"].strip()
-        for tag in split_cell(cells["tags"], "tags"):
+            test["name"] = plain(cells["name"].strip())
+        for tag in plain(split_cell(cells["tags"], "tags")):
             test.setdefault("tags", [])
             if tag not in test["tags"]:
                 test["tags"].append(tag)
-        turn: dict[str, Any] = {"user": user}
+        turn: dict[str, Any] = {"user": literal(user)}  # every cell is sent or matched as written
         if cells["label"].strip():
-            turn["label"] = cells["label"].strip()
+            turn["label"] = plain(cells["label"].strip())
         checks = [{CHECKS[col]: v} for col in CHECKS for v in split_cell(cells[col], col)]
         for check in checks:
             if "regex" in next(iter(check)) and (bad := regex_problem(next(iter(check.values())))):
                 problems.append(Problem(shown, line, "", bad))
         if checks:
-            turn["assert"] = checks
+            turn["assert"] = literal(checks)
         test["conversation"].append(turn)
     if problems:
         raise ConfigError(problems)
@@ -128,8 +128,8 @@ def export_csv(suite_path: Path) -> tuple[str, list[str]]:
                 if column is None or not plain:
                     skipped.append(f"{test.id}: '{spec.name}' on turn '{str(turn.text)[:30]}'")
                     continue
-                cells[column].append(str(spec.value))
-            writer.writerow([test.id, turn.text, turn.label or "",
+                cells[column].append(unliteral(str(spec.value)))
+            writer.writerow([test.id, unliteral(str(turn.text)), turn.label or "",
                              *(join_cell(cells[c], c) for c in CHECKS),
                              test.name if first and test.name != test.id else "",
                              join_cell(test.tags, "tags") if first else ""])

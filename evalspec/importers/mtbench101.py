@@ -7,11 +7,12 @@ sent, and a judge grades the reply with the task's rubric, shown the golden last
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from evalspec.errors import ConfigError, Problem
-from evalspec.importers import ImportedSuite
+from evalspec.importers import ImportedSuite, literal, plain
 
 TASKS: dict[str, tuple[str, str]] = {
     "CM": ("context memory", "The reply correctly recalls and uses information the user gave in earlier turns."),
@@ -28,6 +29,7 @@ TASKS: dict[str, tuple[str, str]] = {
     "IC": ("instruction clarification", "When the request is ambiguous, the reply asks a clarifying question."),
     "PI": ("proactive interaction", "The reply engages the user with a relevant question or suggestion."),
 }
+_NOT_NAME = re.compile(r"[^\w-]")
 
 
 def read_dialogues(path: Path) -> list[dict[str, Any]]:
@@ -63,15 +65,17 @@ def import_mtbench101(path: Path, judge: Any = "openai/gpt-4o-mini") -> list[Imp
         tests: list[dict[str, Any]] = []
         for row in rows:
             conversation: list[dict[str, Any]] = []
-            for turn in row["history"][:-1]:
-                conversation += [{"user": turn["user"]}, {"assistant": turn["bot"]}]
+            for turn in row["history"][:-1]:  # the dialogue is sent as written (the reference is not rendered)
+                conversation += [{"user": literal(turn["user"])}, {"assistant": literal(turn["bot"])}]
             last = row["history"][-1]
-            conversation.append({"user": last["user"], "assert": [
-                {"llm-rubric": rubric, "reference": last["bot"]}]})
-            tests.append({"id": f"{task}-{row.get('id', len(tests) + 1)}", "tags": [task], "conversation": conversation})
+            conversation.append({"user": literal(last["user"]), "assert": [
+                {"llm-rubric": rubric, "reference": plain(last["bot"])}]})
+            tests.append({"id": plain(f"{task}-{row.get('id', len(tests) + 1)}"), "tags": plain([task]),
+                          "conversation": conversation})
         notes = [] if task in TASKS else [f"task '{task}' is not an MT-Bench-101 task: a generic rubric was used"]
         suites.append(ImportedSuite(
-            filename=f"mtbench101-{task}.yaml", source=path.name, not_converted=notes,
-            data={"description": f"MT-Bench-101 {task} ({title}): golden history, the last turn judged",
+            filename=f"mtbench101-{_NOT_NAME.sub('_', task)}.yaml",  # a task is not a path
+            source=path.name, not_converted=notes,
+            data={"description": plain(f"MT-Bench-101 {task} ({title}): golden history, the last turn judged"),
                   "tags": ["mtbench101"], "judge": judge, "tests": tests}))
     return suites

@@ -99,6 +99,22 @@ tests: [{id: t, conversation: [{user: hi}]}]
     assert any(":4: vars.city: environment variable CITY is not set" in p for p in found)
 
 
+def test_a_doubled_dollar_is_a_literal_dollar_brace_never_a_variable(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, """\
+vars: {price: "$${PRICE} is ${PRICE}", shell: "$${HOME:-/root} $$ $${ not a name"}
+tests: [{id: t, conversation: [{user: "say $${UNSET_ANYWHERE}"}]}]
+""")
+    suite = load_suite(path, environ={"PRICE": "12.98万"})  # UNSET_ANYWHERE is not set, and not needed
+    assert suite.vars == {"price": "${PRICE} is 12.98万", "shell": "${HOME:-/root} $$ ${ not a name"}
+    assert suite.tests[0].conversation[0].text == "say ${UNSET_ANYWHERE}"
+    from evalspec.executors.bundle import suite_environ
+
+    monkeypatch.setenv("PRICE", "1")
+    monkeypatch.setenv("HOME", "/home/someone")
+    assert suite_environ([path]) == {"PRICE": "1"}  # a Ray worker is given only the variables named
+
+
 def test_secret_env_values_are_collected_for_redaction(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text("""\

@@ -82,3 +82,24 @@ tests:
     assert result.exit_code == 0, result.output
     text = (tmp_path / "s.csv").read_text(encoding="utf-8-sig")
     assert "bot-token-5551234" not in text and "log in with ***" in text
+
+
+def test_cells_are_sent_and_matched_as_written_and_exported_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from servers import OpenAIServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-sent-0123456")
+    user = "我的 key 是 ${OPENAI_API_KEY}，模板 {{ secret }} 与 {% endraw %} 原样发送"
+    rows = [ROWS[0], ["raw", user, "", "{{ secret }}|${OPENAI_API_KEY}", "{% if x %}", "", "", "", ""]]
+    out = io.StringIO(newline="")
+    csv.writer(out, lineterminator="\r\n").writerows(rows)
+    (tmp_path / "t.csv").write_text(out.getvalue(), encoding="utf-8")
+    with OpenAIServer() as server:
+        result = CliRunner().invoke(main, ["import", "csv", str(tmp_path / "t.csv"), "-o", str(tmp_path / "out"),
+                                           "--provider", f"{{model: openai/m, api_base: '{server.base}'}}"])
+        assert result.exit_code == 0, result.output
+        data = run([tmp_path / "out" / "t.yaml"], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert [c["messages"][-1]["content"] for c in server.chats()] == [user]  # not the key, not a rendered template
+    assert data["results"][0]["status"] == "passed", data["results"][0]  # the echo holds both literal values
+    back = CliRunner().invoke(main, ["export", "csv", str(tmp_path / "out" / "t.yaml"), "-o", str(tmp_path / "b.csv")])
+    assert back.exit_code == 0, back.output
+    assert list(csv.reader(io.StringIO((tmp_path / "b.csv").read_text(encoding="utf-8-sig"), newline=""))) == rows

@@ -54,3 +54,32 @@ def test_a_bad_line_is_named_with_its_number(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["import", "mtbench101", str(bad), "-o", str(tmp_path / "mt")])
     assert result.exit_code == 2
     assert "bad.jsonl:2" in result.output and "history" in result.output
+
+
+def test_dialogue_text_is_sent_as_written_never_as_a_template_or_a_variable(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-sent-0123456")
+    history = [{"user": "remember ${OPENAI_API_KEY} and {{ 7 * 6 }}", "bot": "noted {% raw %}${HOME}"},
+               {"user": "what did I say?", "bot": "you said ${OPENAI_API_KEY} and {{ 7 * 6 }}"}]
+    (tmp_path / "d.jsonl").write_text(json.dumps({"task": "../CM", "id": 1, "history": history}) + "\n",
+                                      encoding="utf-8")
+    judged: list[str] = []
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        if request["model"] == "judge":
+            judged.append(request["messages"][-1]["content"])
+            return Reply(body=chat_body('{"reason": "ok", "pass": true}'))
+        return Reply(body=chat_body("my answer"))
+
+    with OpenAIServer(script) as server:
+        result = CliRunner().invoke(main, [
+            "import", "mtbench101", str(tmp_path / "d.jsonl"), "-o", str(tmp_path / "mt"),
+            "--provider", f"{{model: openai/under-test, api_base: '{server.base}'}}",
+            "--judge", f"{{model: openai/judge, api_base: '{server.base}'}}"])
+        assert result.exit_code == 0, result.output
+        files = list((tmp_path / "mt").glob("*.yaml"))
+        assert [f.name for f in files] == ["mtbench101-___CM.yaml"]  # a task names no folder
+        run(files, options=RunOptions(run_dir=tmp_path / "run", use_cache=False))
+    sent = next(c for c in server.chats() if c["model"] == "under-test")["messages"]
+    assert [m["content"] for m in sent] == [history[0]["user"], history[0]["bot"], history[1]["user"]]
+    assert history[1]["bot"] in judged[0] and "sk-never-sent" not in judged[0]
