@@ -16,12 +16,12 @@ from typing import Any
 
 import regex
 import yaml
-from jinja2 import TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import nodes
 
 from evalspec.config.suggest import slugify
+from evalspec.config.templating import LimitedEnvironment, render_limited
 from evalspec.errors import ConfigError, Problem
-from evalspec.importers import ImportedSuite
+from evalspec.importers import ImportedSuite, literal, plain
 
 # promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
 SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals", "regex", "starts-with",
@@ -30,8 +30,28 @@ MODEL_PREFIXES = {"openai": "openai", "anthropic": "anthropic", "azure": "azure"
                   "bedrock": "bedrock", "mistral": "mistral", "groq": "groq", "ollama": "ollama"}
 PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 
-_env = SandboxedEnvironment(autoescape=False)
-_env.filters["dump"] = lambda v: json.dumps(v, ensure_ascii=False)
+
+
+class _NunjucksEnvironment(LimitedEnvironment):
+    """promptfoo's Nunjucks as far as its configs use it, under the limits of a suite's templates (SPEC §8,
+    §17): `| dump`, and `{% for key, value in mapping %}` looping over the mapping's items."""
+
+    def __init__(self) -> None:
+        super().__init__(autoescape=False)
+        self.filters["dump"] = lambda v: json.dumps(v, ensure_ascii=False)
+        self.filters[_PAIRS_FILTER] = lambda v: list(v.items()) if isinstance(v, dict) else v
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        template = super()._parse(source, name, filename)
+        for loop in template.find_all(nodes.For):  # its iterable is already wrapped by the loop budget
+            if isinstance(loop.target, nodes.Tuple) and len(loop.target.items) == 2 \
+                    and isinstance(loop.iter, nodes.Filter) and loop.iter.node is not None:
+                loop.iter.node = nodes.Filter(loop.iter.node, _PAIRS_FILTER, [], [], None, None, lineno=loop.lineno)
+        return template
+
+
+_PAIRS_FILTER = "evalspec_nunjucks_pairs"
+_env = _NunjucksEnvironment()
 
 ADAPTER = '''"""Calls a promptfoo python provider ({target}) the way evalspec calls providers.
 
@@ -62,14 +82,28 @@ class _Converter:
     def __init__(self, path: Path, out_dir: Path) -> None:
         self.path, self.out_dir = path, out_dir
         self.notes: list[str] = []
+        self.problems: list[Problem] = []
         self.files: dict[str, str] = {}
 
-    def relative(self, target: str) -> str:
+    def problem(self, where: str, message: str) -> None:
+        self.problems.append(Problem(str(self.path), None, where, message))
+
+    def inside(self, target: str, where: str) -> Path | None:
+        """A `file://` target of the config, or None (a problem) when it is outside the config's folder."""
+        folder = self.path.parent.resolve()
+        absolute = (folder / target).resolve()
+        if not absolute.is_relative_to(folder):
+            self.problem(where, f"file://{target} is outside the config's folder {folder}: not read; "
+                                "copy the file next to the config")
+            return None
+        return absolute
+
+    def relative(self, target: str, where: str) -> str | None:
         """A path in the config (relative to it) as seen from the output folder."""
         import os
 
-        absolute = (self.path.parent / target).resolve()
-        return Path(os.path.relpath(absolute, self.out_dir.resolve())).as_posix()
+        absolute = self.inside(target, where)
+        return None if absolute is None else Path(os.path.relpath(absolute, self.out_dir.resolve())).as_posix()
 
     # -- providers ---------------------------------------------------------------------------
     def providers(self, raw: Any) -> list[dict[str, Any]]:
@@ -100,7 +134,10 @@ class _Converter:
             target = pid[len("file://"):]
             file, _, function = target.partition(":")
             stub = f"promptfoo_{slugify(Path(file).stem)}.py"
-            self.files[stub] = ADAPTER.format(target=target, path=self.relative(file),
+            relative = self.relative(file, f"provider {pid}")
+            if relative is None:
+                return None
+            self.files[stub] = ADAPTER.format(target=target, path=relative,
                                               function=function or "call_api", config=config)
             return {"_name": name, "python": f"{stub}:respond"}
         if pid in ("http", "https") or pid.startswith(("http://", "https://")):
@@ -160,7 +197,9 @@ class _Converter:
             first = first.get("raw") or first.get("id") or ""
         text = str(first)
         if text.startswith("file://"):
-            file = (self.path.parent / text[len("file://"):]).resolve()
+            file = self.inside(text[len("file://"):], "prompts[0]")
+            if file is None:
+                return "{{ prompt }}"
             if not file.is_file() or file.suffix not in (".txt", ".json", ".md", ".yaml", ".yml", ".j2"):
                 self.notes.append(f"prompt {text}: not a readable text/JSON/YAML prompt file")
                 return "{{ prompt }}"
@@ -170,15 +209,20 @@ class _Converter:
             return stripped  # a chat prompt, parsed after rendering
         return text
 
-    def render(self, template: str, variables: dict[str, Any]) -> str:
+    def render(self, template: str, variables: dict[str, Any], where: str) -> str | None:
+        """The prompt rendered with a test's vars, under a suite template's limits; None (a problem) when
+        it cannot be (its syntax, a limit, or an error of its own: promptfoo's Nunjucks is not jinja2)."""
         try:
-            return _env.from_string(template).render(**variables)
-        except TemplateError as exc:
-            self.notes.append(f"prompt could not be rendered ({exc}); kept as written")
-            return template
+            return render_limited(_env.from_string(template), variables)
+        except Exception as exc:
+            self.problem(where, f"the prompt could not be rendered with this test's vars: "
+                                f"{type(exc).__name__}: {exc}")
+            return None
 
-    def messages(self, prompt: Any, variables: dict[str, Any]) -> list[dict[str, str]]:
-        rendered = self.render(prompt, {**variables, "_conversation": []})
+    def messages(self, prompt: Any, variables: dict[str, Any], where: str) -> list[dict[str, str]]:
+        rendered = self.render(prompt, {**variables, "_conversation": []}, where)
+        if rendered is None:
+            return []
         stripped = rendered.strip()
         if stripped.startswith("[") or stripped.startswith("- role:"):
             try:
@@ -209,7 +253,10 @@ class _Converter:
             out = {name: {"value": value, "max": int(raw["threshold"])}}
         elif base == "python" and isinstance(value, str) and value.startswith("file://"):
             file, _, function = value[len("file://"):].partition(":")
-            out = {name: f"{self.relative(file)}:{function or 'get_assert'}"}
+            relative = self.relative(file, where)
+            if relative is None:
+                return None
+            out = {name: f"{relative}:{function or 'get_assert'}"}
         else:
             self.notes.append(f"{where}: assertion type '{kind}'")
             return None
@@ -218,7 +265,7 @@ class _Converter:
                 out[key] = raw[key]
         for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric"}):
             self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
-        return out
+        return dict(plain(out))  # its templates are the config's, rendered with the test's vars; `${` is text
 
     def assertions(self, raw: Any, where: str) -> list[dict[str, Any]]:
         items = raw if isinstance(raw, list) else []
@@ -283,7 +330,9 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         group = str((test.get("metadata") or {}).get("conversationId") or "conversation") if multi_turn \
             else str(test.get("description") or f"test-{i + 1}")
         turns.append((group, test, conv.assertions(test.get("assert"), where),
-                      conv.messages(prompt, variables), dict(test.get("vars") or {})))
+                      conv.messages(prompt, variables, where), dict(test.get("vars") or {})))
+    if conv.problems:
+        raise ConfigError(conv.problems)
 
     system = None
     tests: list[dict[str, Any]] = []
@@ -298,32 +347,32 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         if entry is None:
             entry = by_group[group] = {"id": slugify(group), "conversation": []}
             if not multi_turn and test.get("description"):
-                entry["name"] = str(test["description"])
+                entry["name"] = plain(str(test["description"]))
             if isinstance(test.get("threshold"), (int, float)):
                 entry["threshold"] = test["threshold"]
             if own_vars and not multi_turn:
-                entry["vars"] = own_vars
+                entry["vars"] = plain(own_vars)
             tests.append(entry)
         history = messages[:-1] if not multi_turn else []
         for m in history:
             if m["role"] in ("user", "assistant"):
-                entry["conversation"].append({m["role"]: m["content"]})
+                entry["conversation"].append({m["role"]: literal(m["content"])})
         last = messages[-1] if messages else {"role": "user", "content": ""}
-        turn: dict[str, Any] = {"user": last["content"]}
+        turn: dict[str, Any] = {"user": literal(last["content"])}  # rendered here: sent as it reads
         if own_vars and multi_turn:
-            turn["vars"] = own_vars  # the turn's checks may use them
+            turn["vars"] = plain(own_vars)  # the turn's checks may use them
         if asserts:
             turn["assert"] = asserts
         entry["conversation"].append(turn)
     if system:
         for p in providers:
             if "model" in p:
-                p["system"] = system
+                p["system"] = literal(system)
         if not any("model" in p for p in providers):
             conv.notes.append("the prompt's system message (only model providers take `system:`)")
     suite: dict[str, Any] = {"description": str(data.get("description") or f"Imported from {path.name}")}
     if default_vars:
-        suite["vars"] = default_vars
+        suite["vars"] = plain(default_vars)
     if providers:
         suite["providers"] = providers
     default_asserts = conv.assertions(default.get("assert"), "defaultTest")

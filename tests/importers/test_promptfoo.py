@@ -123,3 +123,57 @@ def test_a_config_without_providers_gets_a_stub_that_runs(tmp_path: Path) -> Non
     data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
     assert data["results"][0]["status"] == "passed"
     assert data["results"][0]["transcript"][-1]["content"] == "(stub) Say 你好"
+
+
+def test_test_data_is_sent_as_written_never_as_a_template_or_a_variable(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-sent-0123456")
+    question = "my key is ${OPENAI_API_KEY}; {{ 6 * 7 }} and {% raw %} stay text"
+    with OpenAIServer() as server:
+        config = {"prompts": ["Q: {{ question }}"],
+                  "providers": [{"id": "openai:chat:m", "config": {"apiBaseUrl": server.base}}],
+                  "tests": [{"description": "about ${OPENAI_API_KEY}", "vars": {"question": question},
+                             "assert": [{"type": "contains", "value": "{{ question }}"}]}]}
+        code, out, err = import_config(tmp_path, config)
+        assert code == 0, err
+        path = tmp_path / "out" / "promptfooconfig.yaml"
+        data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert [c["messages"][-1]["content"] for c in server.chats()] == [f"Q: {question}"]
+    assert data["results"][0]["status"] == "passed"  # the check is the config's template, given the test's vars
+    assert data["results"][0]["name"] == "about ${OPENAI_API_KEY}"
+
+
+def test_prompt_templates_render_under_the_limits_of_a_suite(tmp_path: Path) -> None:
+    loops = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
+    for prompt, limit in (("{{ 'x' * 10 ** 10 }}", "a repeated value"), (loops, "loops ran more than")):
+        code, out, err = import_config(tmp_path, {"prompts": [prompt], "tests": [{"vars": {}}]})
+        assert code == 2 and "tests[0]: the prompt could not be rendered" in err and limit in err, err
+        assert not (tmp_path / "out").exists()
+
+
+def test_file_references_outside_the_config_folder_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "private.txt").write_text("top secret text", encoding="utf-8")
+    (tmp_path / "checks.py").write_text("def get_assert(output, context):\n    return True\n", encoding="utf-8")
+    config = {"prompts": ["file://../private.txt"], "providers": [f"file://{tmp_path / 'checks.py'}"],
+              "tests": [{"vars": {}, "assert": [{"type": "python", "value": "file://../checks.py"}]}]}
+    code, out, err = import_config(tmp_path, config)
+    assert code == 2, err
+    assert err.count("is outside the config's folder") == 3 and "top secret text" not in out + err, err
+    assert "prompts[0]: file://../private.txt" in err and "tests[0].assert[0]: file://../checks.py" in err, err
+
+
+def test_a_nunjucks_loop_over_a_mapping_converts_and_a_template_error_is_an_import_problem(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "prompt.json").write_text(
+        '[{% for m in history %}{% for role, content in m %}{"role": "{{ role }}", "content": {{ content | dump }}},'
+        '{% endfor %}{% endfor %}{"role": "user", "content": {{ question | dump }}}]', encoding="utf-8")
+    history = [{"user": "谁创办了 Facebook？"}, {"assistant": "扎克伯格"}]
+    code, out, err = import_config(tmp_path, {"prompts": ["file://prompt.json"],
+                                              "tests": [{"vars": {"history": history, "question": "他还创办了什么？"}}]})
+    assert code == 0, err
+    turns = load_suite(tmp_path / "out" / "promptfooconfig.yaml").tests[0].conversation
+    assert [(t.kind, t.text) for t in turns] == [("user", "谁创办了 Facebook？"), ("assistant", "扎克伯格"),
+                                               ("user", "他还创办了什么？")]
+    (tmp_path / "pf" / "prompt.json").write_text("{% for a, b in words %}{{ a }}{% endfor %}", encoding="utf-8")
+    code, out, err = import_config(tmp_path, {"prompts": ["file://prompt.json"], "tests": [{"vars": {"words": ["abc"]}}]})
+    assert code == 2 and "tests[0]: the prompt could not be rendered with this test's vars: ValueError" in err, err
