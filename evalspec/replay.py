@@ -9,11 +9,12 @@ from typing import Any
 
 from evalspec.config.loader import load_suites
 from evalspec.conversation import Transcript
-from evalspec.plan import Instance, build_plan
+from evalspec.plan import Instance, build_plan, grading_input
 from evalspec.plan_preflight import check_plan
 from evalspec.providers.factory import ProviderPool
 from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import finalize
+from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
 from evalspec.results.record import make_record
 from evalspec.runner import grade_with, run_instance
 
@@ -46,8 +47,14 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
                                     error=record["error"] if record["stop_reason"] == "error" else None,
                                     calls=record.get("calls", 0), cached_calls=record.get("cached_calls", 0))
             results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
-            out.append(redact(make_record(inst, transcript, results, record.get("duration_ms", 0.0)),
-                              run_secrets([inst.suite])))
+            cut = cut_replies(record["transcript"])
+            specs = grading_input(inst).specs if cut else []
+            if results and cut:  # verdicts reached on a whole reply stand; new rules cannot read it
+                results = regraded_on_cut(record, specs, results)
+            graded = make_record(inst, transcript, results, record.get("duration_ms", 0.0))
+            if cut:
+                name_rules(graded, specs)
+            out.append(redact(graded, run_secrets([inst.suite])))
     finally:
         await pool.aclose()
     regraded = {**run, "results": out}

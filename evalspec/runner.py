@@ -28,6 +28,7 @@ from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import finalize
+from evalspec.results.cut import cut_replies, name_rules
 from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
 from evalspec.results.record import make_record
 from evalspec.results.stream import JournalRecords, light
@@ -189,7 +190,7 @@ def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, An
         if m.get("role") == "assistant" and isinstance(text, str) and len(text) > limit:
             m = {**m, "content": text[:limit] + f"\n…[cut by evalspec: {len(text):,} characters, the first "
                                                  f"{limit:,} kept (options.max_reply_chars)]",
-                 "original_chars": len(text)}
+                 "original_chars": len(text), "cut_at": limit}
         out.append(m)
     return out
 
@@ -273,6 +274,8 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
     transcript.failed_calls, transcript.retries = stats.failed, stats.retries
     transcript.messages = cap_replies(transcript.messages, int(inst.suite.option("max_reply_chars")))
     record = make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)
+    if cut_replies(record["transcript"]):  # `grade` keeps these verdicts: they were reached on the whole reply
+        name_rules(record, grading_input(inst).specs)
     if inst.provider.config.get("teardown"):
         thread_id = callers[-1].thread_id if callers else None
         record["teardown"] = redact(await run_teardown(inst, thread_id, record["transcript"]), inst.suite.secrets)

@@ -105,3 +105,60 @@ def test_rerun_failed_replays_errored_records_too(in_tmp: Path) -> None:
     assert rows["back"]["label"] == "flaky" and rows["still-down"]["label"] == "error"
     attributed = {r["test_id"]: r.get("attribution") for r in json.loads((in_tmp / "run.json").read_text())["results"]}
     assert attributed == {"back": "model_fluctuation", "still-down": "infrastructure", "fine": None}
+
+
+LONG_BOT = '''
+def respond(messages, context):
+    if messages[-1]["content"] == "short":
+        return "fine, nothing to see"
+    return "好" * 150 + " call me on 13812345678"   # the number lies after the first 100 characters
+'''
+LONG_SUITE = """\
+options: {cache: false, max_reply_chars: 100}
+providers: [{id: b, python: bot.py:respond}]
+tests:
+  - id: long
+    conversation:
+      - user: short
+      - user: long
+        assert: [{not-regex: "1[3-9]\\\\d{9}", severity: critical}, {contains: "好"}]
+"""
+
+
+def test_grade_keeps_run_s_verdicts_on_a_cut_reply_and_errs_on_new_rules(in_tmp: Path) -> None:
+    (in_tmp / "bot.py").write_text(LONG_BOT, encoding="utf-8")
+    (in_tmp / "s.yaml").write_text(LONG_SUITE, encoding="utf-8")
+    code, out = invoke("run", "s.yaml", "-o", "run.json")
+    assert code == 1, out
+    record = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))["results"][0]
+    reply = record["transcript"][-1]
+    assert reply["original_chars"] == 173 and reply["cut_at"] == 100 and "13812345678" not in reply["content"]
+    assert record["status"] == "failed" and record["critical_failed"]
+
+    code, out = invoke("grade", "run.json", "-o", "graded.json")  # the same suite: run's verdicts stand
+    assert code == 1, out
+    graded = json.loads((in_tmp / "graded.json").read_text(encoding="utf-8"))
+    assert [a["pass"] for a in graded["results"][0]["assertions"]] == [False, True]
+    assert graded["results"][0]["status"] == "failed" and graded["gate"]["passed"] is False
+
+    # a changed rule on the cut reply cannot be graded on what was stored; an unchanged one keeps run's verdict
+    (in_tmp / "s.yaml").write_text(LONG_SUITE.replace('{contains: "好"}', '{contains: "call me"}'), encoding="utf-8")
+    code, out = invoke("grade", "run.json", "-o", "graded.json")
+    assert code != 0, out  # never a pass (1 or 3: how an error beside a failure gates is another rule's)
+    first, second = json.loads((in_tmp / "graded.json").read_text(encoding="utf-8"))["results"][0]["assertions"]
+    assert first["pass"] is False and second["pass"] is None
+    assert "the stored reply was cut at 100 characters" in second["error"]
+    # a rule on a reply that was not cut is graded again as usual
+    (in_tmp / "s.yaml").write_text(LONG_SUITE.replace("      - user: short\n",
+                                                      "      - user: short\n        assert: [{contains: fine}]\n"),
+                                   encoding="utf-8")
+    code, out = invoke("grade", "run.json", "-o", "graded.json")
+    checks = json.loads((in_tmp / "graded.json").read_text(encoding="utf-8"))["results"][0]["assertions"]
+    assert [(a["pass"], a["error"]) for a in checks] == [(True, None), (False, None), (True, None)]
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[1] / "schema" / "run.schema.json").read_text(encoding="utf-8"))
+    for name in ("run.json", "graded.json"):  # the schema names what a cut record keeps
+        jsonschema.validate(json.loads((in_tmp / name).read_text(encoding="utf-8")), schema)
+    assert {"original_chars", "cut_at"} <= set(schema["$defs"]["message"]["properties"])
+    assert "rule" in schema["$defs"]["assertion"]["properties"]
