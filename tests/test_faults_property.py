@@ -1,9 +1,12 @@
 """Property: whatever a python provider or a python check does, `passed` means every assertion ran and passed.
 
 Hypothesis writes a few hundred suites whose tests inject random faults into the provider's turns and
-into a python check (exits, exceptions, hangs, missing or malformed replies, odd metadata). For each
-run: it finishes, run.json is plain JSON, a test with a fault that must cost a verdict is `error`, a
-`passed` test has every assertion passing, and a test with only harmless quirks passes.
+into a python check (exits, exceptions, hangs, missing or malformed replies, odd metadata, a wrong
+reply), the check written under the test or under one turn. For each run: it finishes, run.json is
+plain JSON, a `passed` test has every assertion passing, a test with only harmless quirks passes, and
+an error never hides a failure (SPEC §17): a reply that was received is graded even when a later turn
+or another check errored, so a test with a failed assertion is `failed` with the error listed beside
+it; a test with an error and no failure is `error`.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def _provider_fault(name, text):
     if name == "surrogate": return reply + "\\ud800"
     if name == "huge": return reply + "x" * 150_000
     if name == "subclass": return Text(reply)
+    if name == "wrong": return "不对 " + text
     return reply
 
 def respond(messages, context):
@@ -85,14 +89,16 @@ def check(output, context):
 FATAL = ["exit0", "exit3", "raise", "interrupt", "unprintable", "hang", "none", "no_content", "int_content",
          "bytes", "bad_tool_calls"]
 HARMLESS = ["ok", "odd_usage", "odd_metadata", "surrogate", "huge", "subclass"]
+WRONG = "wrong"  # a reply that is received and fails its turn's `contains: 好的`
 CHECK_FATAL = ["exit", "raise", "hang", "none", "text", "nan", "bad_pass", "inf_score"]
 CHECK_OK = ["ok", "mutate"]
 
-fault = st.one_of(st.sampled_from(HARMLESS), st.sampled_from(HARMLESS), st.sampled_from(FATAL))
+fault = st.one_of(st.sampled_from(HARMLESS), st.sampled_from(HARMLESS), st.sampled_from(FATAL), st.just(WRONG))
 test_case = st.fixed_dictionaries({
     "faults": st.lists(fault, min_size=1, max_size=3),
     "check": st.one_of(st.sampled_from(CHECK_OK), st.sampled_from(CHECK_OK), st.just("false"),
                        st.sampled_from(CHECK_FATAL)),
+    "check_at": st.none() | st.integers(0, 2),  # None: under the test (last_response); n: under turn n + 1
     "async": st.booleans(),
     "cancel_at": st.none() | st.integers(0, 2),
 })
@@ -111,17 +117,49 @@ def make_suite(folder: Path, cases: list[dict[str, Any]]) -> Suite:
         if case["async"] and case["cancel_at"] is not None and case["cancel_at"] < len(faults):
             faults[case["cancel_at"]] = "cancel"
         case["faults"] = faults
+        if case["check_at"] is not None and case["check_at"] >= len(faults):
+            case["check_at"] = None
         turns = [TurnSpec(kind="user", text=f"问题{n}", asserts=[spec("contains: 好的", under_turn=n + 1)])
                  for n in range(len(faults))]
+        python_check = "{python: 'user.py:check', scope: last_response}"
+        if case["check_at"] is not None:
+            turns[case["check_at"]].asserts.append(spec("python: 'user.py:check'", under_turn=case["check_at"] + 1))
         tests.append(SpecOfTest(id=f"t{i}", name=f"t{i}", index=i, providers=["async" if case["async"] else "sync"],
                               vars={"faults": faults, "check": case["check"]}, conversation=turns,
-                              asserts=[spec("{python: 'user.py:check', scope: last_response}"),
-                                       spec("{not-contains: 禁止, scope: each_turn}")]))
+                              asserts=([spec(python_check)] if case["check_at"] is None else [])
+                              + [spec("{not-contains: 禁止, scope: each_turn}")]))
     providers = [ProviderSpec(id="sync", kind="python", config={"python": "user.py:respond"}),
                  ProviderSpec(id="async", kind="python", config={"python": "user.py:respond_async"})]
     options = {"timeout": 0.15, "retries": 0, "grade_timeout": 0.25, "cache": False, "max_reply_chars": 1000}
     return Suite(path=folder / "s.yaml", sha256="generated", providers=providers, options=options, max_errors=100,
                  tests=tests)
+
+
+def first_fatal(faults: list[str]) -> int | None:
+    """The turn index whose provider call cannot give a reply (None: every reply is received)."""
+    return next((n for n, f in enumerate(faults) if f in FATAL or f == "cancel"), None)
+
+
+def replied_turns(record: dict[str, Any]) -> set[int]:
+    return {m["turn"] for m in record["transcript"] if m["role"] == "assistant"}
+
+
+def expect(case: dict[str, Any]) -> tuple[int | None, bool, bool]:
+    """(failing turn, must err, unsure) for one generated test under SPEC §17. The failing turn is the
+    first turn whose reply is received and must fail an assertion (0: only the check under the test
+    fails, None: nothing fails); an error with no failure must be `error`. `unsure`: a check under the
+    test after a turn that gave no reply (whether `last_response` then reads the last reply received is
+    not the property's business), which may be either."""
+    faults, check, at = case["faults"], case["check"], case["check_at"]
+    stop = first_fatal(faults)
+    received = faults if stop is None else faults[:stop]
+    check_runs = (at is not None and at < len(received)) or (at is None and stop is None)
+    failing = [n + 1 for n, f in enumerate(received) if f == WRONG]
+    if check_runs and check == "false":
+        failing.append(at + 1 if at is not None else 0)
+    errs = stop is not None or (check_runs and check in CHECK_FATAL)
+    unsure = at is None and stop is not None and check == "false"
+    return (min(failing) if failing else None), errs, unsure
 
 
 def check_run(cases: list[dict[str, Any]], data: dict[str, Any]) -> None:
@@ -132,19 +170,25 @@ def check_run(cases: list[dict[str, Any]], data: dict[str, Any]) -> None:
         record = records[f"t{i}"]
         faults = case["faults"]
         results = record["assertions"]
-        fatal = any(f in FATAL or f == "cancel" for f in faults) or case["check"] in CHECK_FATAL
-        if record["status"] == "passed":
+        failing, errs, unsure = expect(case)
+        status, error = record["status"], record["error"]
+        if status == "passed":
             assert len(results) == expected_assertions(len(faults)), record
             assert all(r["pass"] is True and r["error"] is None for r in results), record
-        if fatal:
-            assert record["status"] == "error", (case, record["status"], record["error"])
-            assert record["error"], record
-        elif record["status"] == "error" and "timed out" in record["error"]:
-            pass  # a harmless call ran out of time on a loaded machine: no verdict, which is allowed
-        elif case["check"] == "false":
-            assert record["status"] == "failed", (case, record["error"])
-        else:
-            assert record["status"] == "passed", (case, record["error"], record["assertions"])
+        # a harmless call may run out of time on a loaded machine: the replies after it never come
+        timed_out = status == "error" and "timed out" in (error or "")
+        lost = timed_out and (failing == 0 or failing not in replied_turns(record))
+        if failing is not None and not lost:
+            # an error never hides a failure: `failed`, and the error (if any) listed beside it
+            assert status == "failed", (case, status, error, results)
+            assert any(r["pass"] is False for r in results), record
+            if errs:
+                assert error, (case, record)
+        elif errs:
+            assert status == "error" or (unsure and status == "failed"), (case, status, error)
+            assert error, record
+        elif not timed_out:
+            assert status == ("passed" if failing is None else "failed"), (case, status, error, results)
         for m in record["transcript"]:
             assert len(m["content"]) < 1200  # stored cut at max_reply_chars
 
