@@ -162,6 +162,13 @@ def expect(case: dict[str, Any]) -> tuple[int | None, bool, bool]:
     return (min(failing) if failing else None), errs, unsure
 
 
+def assert_all_ran_and_passed(record: dict[str, Any], assertions: int) -> None:
+    """A `passed` record: each of its `assertions` assertions ran and passed, none errored."""
+    results = record["assertions"]
+    assert len(results) == assertions, record
+    assert all(r["pass"] is True and r["error"] is None for r in results), record
+
+
 def check_run(cases: list[dict[str, Any]], data: dict[str, Any]) -> None:
     json.dumps(data, allow_nan=False)  # plain JSON, whatever the user code returned
     records = {r["test_id"]: r for r in data["results"]}
@@ -173,8 +180,7 @@ def check_run(cases: list[dict[str, Any]], data: dict[str, Any]) -> None:
         failing, errs, unsure = expect(case)
         status, error = record["status"], record["error"]
         if status == "passed":
-            assert len(results) == expected_assertions(len(faults)), record
-            assert all(r["pass"] is True and r["error"] is None for r in results), record
+            assert_all_ran_and_passed(record, expected_assertions(len(faults)))
         # a harmless call may run out of time on a loaded machine: the replies after it never come
         timed_out = status == "error" and "timed out" in (error or "")
         lost = timed_out and (failing == 0 or failing not in replied_turns(record))
