@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import glob
 import json
@@ -114,20 +115,27 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     pure-Python encoder)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write("{")
-        for i, (key, value) in enumerate(data.items()):
-            fh.write(("," if i else "") + "\n" + json.dumps(key, ensure_ascii=False) + ": ")
-            if isinstance(value, (list, JournalRecords)) and value:
-                items = value.lines() if isinstance(value, JournalRecords) else \
-                    (encode(item).decode("utf-8") for item in value)
-                for j, text in enumerate(items):  # item by item: never the whole file as one string
-                    fh.write(("[\n" if j == 0 else ",\n") + text)
-                fh.write("\n]")
-            else:
-                fh.write(json.dumps(value, ensure_ascii=False))
-        fh.write("\n}\n")
-    tmp.replace(path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write("{")
+            for i, (key, value) in enumerate(data.items()):
+                fh.write(("," if i else "") + "\n" + json.dumps(key, ensure_ascii=False) + ": ")
+                if isinstance(value, (list, JournalRecords)) and value:
+                    items = value.lines() if isinstance(value, JournalRecords) else \
+                        (encode(item).decode("utf-8") for item in value)
+                    for j, text in enumerate(items):  # item by item: never the whole file as one string
+                        fh.write(("[\n" if j == 0 else ",\n") + text)
+                    fh.write("\n]")
+                else:
+                    fh.write(json.dumps(value, ensure_ascii=False))
+            fh.write("\n}\n")
+        tmp.replace(path)
+    except OSError as exc:  # a full disk: the error names run.json (a failed write names no file), the part goes
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
 
 
 def load(suites: SuiteLike | Sequence[SuiteLike], variables: Mapping[str, Any] | None = None) -> list[Suite]:

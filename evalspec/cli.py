@@ -212,7 +212,11 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
             raise
         os.chdir(cwd)
         written = {"run.json": os.path.relpath(result.path) if result.path else ""}
-        written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all))
+        try:
+            written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all))
+        except OSError as exc:  # a full disk under a report: the run is in run.json and the journal (exit 3)
+            reporter.stop()
+            _storage_error(exc, run_dir / "journal.jsonl", hint)
         reporter.on_finish(result.data, written)
         gc.freeze()  # the process ends here: its last collection need not walk every record and module (~0.2 s)
         sys.exit(result.exit_code)
@@ -252,25 +256,36 @@ def _check_writable(paths: list[str]) -> None:
 
 def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str | None,
                    md_path: str | None, html_all: bool = False) -> dict[str, str]:
+    """Each report asked for; an OSError names the report it was writing (a failed write names no file)."""
     written = {}
-    if junit_path:
+    for kind, raw in (("junit", junit_path), ("markdown", md_path), ("html", html_path)):
+        if not raw:
+            continue
+        try:
+            _write_report(kind, data, Path(raw), html_all)
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = raw
+            raise
+        written[kind] = raw
+    return written
+
+
+def _write_report(kind: str, data: dict[str, Any], path: Path, html_all: bool) -> None:
+    if kind == "junit":
         from evalspec.reporters.junit import write_junit
 
-        write_junit(data, Path(junit_path))
-        written["junit"] = junit_path
-    if md_path:
+        write_junit(data, path)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "markdown":
         from evalspec.reporters.markdown import render_markdown
 
-        Path(md_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(md_path).write_text(render_markdown(data), encoding="utf-8")
-        written["markdown"] = md_path
-    if html_path:
+        path.write_text(render_markdown(data), encoding="utf-8")
+    else:
         from evalspec.reporters.html import render_html
 
-        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(render_html(data, html_all=html_all), encoding="utf-8")
-        written["html"] = html_path
-    return written
+        path.write_text(render_html(data, html_all=html_all), encoding="utf-8")
 
 
 @main.command()

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from helpers import invoke
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
 from servers import OpenAIServer, Reply, chat_body
 from test_faults_property import WRONG, assert_all_ran_and_passed
@@ -192,6 +192,9 @@ TARGETS = ["-o", "--html", "--junit", "--md", "--resume", "default-run-dir"]
 
 
 @settings(FEW, max_examples=8)
+# a full disk under run.json (the error blamed the journal) and under a report (a traceback and exit 1)
+@example(target="-o", disk="full", tests=1, wrong=False, html=False)
+@example(target="--html", disk="full", tests=2, wrong=True, html=False)
 @given(target=st.sampled_from(TARGETS), disk=st.sampled_from(["full", "ro", "notdir"]),
        tests=st.integers(1, 3), wrong=st.booleans(), html=st.booleans())
 def test_a_storage_fault_is_exit_2_before_the_run_or_3_after_it(
