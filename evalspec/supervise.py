@@ -75,7 +75,7 @@ def cause_of(status: int) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = str(-code)
-        return f"killed by signal {name}"
+        return f"was killed by signal {name}"
     return f"exited with status {code} (os._exit or a crash in user code)"
 
 
