@@ -24,7 +24,7 @@ from evalspec.loading import LoadError, load_callable
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext
 from evalspec.providers.factory import ProviderPool
-from evalspec.providers.structured import call_structured
+from evalspec.providers.structured import call_structured, call_usage
 
 GOAT_TACTICS = (
     "refusal suppression", "hypothetical framing", "role-play", "authority claim", "urgency",
@@ -162,6 +162,7 @@ class Attacker:
             self.tokens = (self.tokens or 0) + response.tokens
         if response.cost is not None and not response.cached:
             self.cost = (self.cost or 0.0) + response.cost
+        transcript.judge_usage.append(call_usage(response))  # a judge figure too, usable answer or not (SPEC §17)
         return parse_answer(response.content, self.spec.strategy)
 
     async def _scripted(self, transcript: Transcript, turn: int) -> tuple[str, str | None] | None:

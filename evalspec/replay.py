@@ -57,7 +57,8 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
             out.append(redact(graded, run_secrets([inst.suite])))
     finally:
         await pool.aclose()
-    regraded = {**run, "results": out}
+    # an earlier second opinion judged verdicts that may have changed: neither it nor its calls carry over
+    regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": out}
     gate = run.get("gate", {})
     return finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts"))), warnings
 

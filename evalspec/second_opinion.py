@@ -24,6 +24,8 @@ from evalspec.errors import ConfigError, EvalspecError, GradingError, Problem
 from evalspec.plan import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
+from evalspec.results.aggregate import judge_totals
+from evalspec.results.record import judge_figures
 from evalspec.results.stream import update_record
 
 FLAG_MIN_SAMPLES = 5
@@ -81,13 +83,20 @@ async def _ask(judge: JudgeFn, record: dict[str, Any], index: int, spec: Asserti
                             "key": record["key"], "assertion": index, "type": result["type"],
                             "rule_pass": result["pass"], "agree": None, "reason": "", "error": None}
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": review_prompt(record, result, spec)}]
+    usage: list[dict[str, Any]] = []
     try:
         answer = await judge(messages, {"sample": 0, "schema": AGREE_SCHEMA, "name": "second_opinion"})
+        usage.append(answer.get("_judge") or {})
         if not isinstance(answer.get("agree"), bool):
-            raise GradingError(f"judge answer has no boolean 'agree': {answer!r:.200}", usage=[answer.get("_judge") or {}])
+            shown = {k: v for k, v in answer.items() if k != "_judge"}
+            raise GradingError(f"judge answer has no boolean 'agree': {shown!r:.200}")
         item["agree"], item["reason"] = answer["agree"], str(answer.get("reason", ""))
+    except GradingError as exc:
+        item["error"] = str(exc)
+        usage += exc.usage  # an unusable answer was a call made: it counts (SPEC §17)
     except EvalspecError as exc:
         item["error"] = str(exc)
+    item.update(judge_figures(usage))
     return item
 
 
@@ -135,6 +144,8 @@ async def review(run: dict[str, Any], instances: dict[str, Instance], pool: Prov
 
     items = list(await asyncio.gather(*(one(n) for n in chosen)))
     run["judge_review"] = {"rate": rate, "seed": seed, "candidates": len(pool_of), **summarize(items), "items": items}
+    if "summary" in run:  # asked after the summary was made: its calls are added to the run's judge figures
+        run["summary"].update(judge_totals(items, run["summary"]))
     return run
 
 

@@ -17,7 +17,7 @@ from evalspec.errors import EvalspecError, GradingError, ProviderError
 from evalspec.plan import Instance
 from evalspec.providers.base import CallContext
 from evalspec.providers.factory import ProviderPool
-from evalspec.providers.structured import SIMULATOR_MAX_TOKENS, call_structured
+from evalspec.providers.structured import SIMULATOR_MAX_TOKENS, call_structured, call_usage
 from evalspec.scripted_user import load_scripted_user, next_message
 from evalspec.usercode import UserCodeError, in_thread
 
@@ -108,6 +108,7 @@ async def _simulate(inst: Instance, call: CallFn, pool: ProviderPool, replay: bo
             except ProviderError as exc:
                 transcript.stop_reason, transcript.error = "error", f"simulator: {exc}"
                 return transcript
+            transcript.judge_usage.append(call_usage(answer))  # counted whether or not the answer is usable
             try:
                 text = message_text(answer.content, marker)
             except GradingError as exc:
@@ -129,9 +130,13 @@ async def _simulate(inst: Instance, call: CallFn, pool: ProviderPool, replay: bo
                 transcript.stop_reason = "assistant_matches"
                 return transcript
             if goal_met and judge is not None:
-                met, cached = await _goal_met(judge, sim.goal, transcript.messages)
-                transcript.judge_calls += int(not cached)
-                if met:
+                try:
+                    verdict = await _goal_met(judge, sim.goal, transcript.messages)
+                except GradingError as exc:  # the unusable answer was a call made: it counts
+                    transcript.judge_usage.extend(exc.usage)
+                    raise
+                transcript.judge_usage.append(verdict.get("_judge") or {})
+                if verdict.get("pass") is True:
                     transcript.stop_reason = "goal_met"
                     return transcript
         except (EvalspecError, UserCodeError) as exc:
@@ -172,10 +177,10 @@ def message_text(content: str, marker: str | None = None) -> str:
     return message.strip()
 
 
-async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> tuple[bool, bool]:
-    """(goal met, answer came from the cache)."""
+async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The judge's verdict on whether the goal is met by now (its usage in `_judge`)."""
     prompt = (f"The user's goal: {goal}\n\nConversation:\n{format_transcript(messages)}\n\n"
               "Has the user's goal been achieved by now? Answer with a JSON object "
               '{"reason": "...", "pass": true or false}.')
-    verdict = await judge([{"role": "user", "content": prompt}], {"sample": 0})
-    return verdict.get("pass") is True, bool((verdict.get("_judge") or {}).get("cached"))
+    verdict: dict[str, Any] = await judge([{"role": "user", "content": prompt}], {"sample": 0})
+    return verdict

@@ -34,6 +34,9 @@ class AssertionResult:
     value: Any = None  # the rule as written (pattern, expected facts, ...), so reports can show it
     details: dict[str, Any] = field(default_factory=dict)
     from_defaults: bool = False  # the suite's `defaults: assert:` (they gate, but never dilute a curve)
+    # one `{tokens, cost, cached}` per judge call made for this result, its answer usable or not (SPEC §17);
+    # counted on the record (`judge_calls`, `judge_tokens`, `judge_cost`), not written with the assertion
+    judge_usage: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -123,26 +126,41 @@ def no_verdict(spec: AssertionSpec, error: str | None = None, reason: str = "") 
                            spec.severity, spec.metric, spec.threshold, spec.turn, spec.value)
 
 
+def judge_usage(check: Check) -> list[dict[str, Any]]:
+    """The usage of each judge call behind a check's verdict (`details.verdicts[*]._judge`)."""
+    verdicts = check.details.get("verdicts") if isinstance(check.details, dict) else None
+    return [v.get("_judge") or {} for v in verdicts or [] if isinstance(v, dict)]
+
+
 async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
-    """Run one assertion; any failure to reach a verdict becomes `error`, never pass or fail."""
+    """Run one assertion; any failure to reach a verdict becomes `error`, never pass or fail. Every judge
+    call made on the way is in the result's `judge_usage`, those of an error included."""
     resolved = resolve_type(spec.type)
     if resolved is None:
         return no_verdict(spec, f"unknown assertion type {spec.type!r}")
     atype = resolved[0]
     if spec.turn is not None:
         ctx = ctx.until(spec.turn)
+    checks: list[Check] = []
     try:
         if atype.kind == "conversation":
-            checks = [await _call(atype.fn, spec, ctx)]
+            checks.append(await _call(atype.fn, spec, ctx))
         else:
-            checks = [await _call(atype.fn, reply, spec, ctx) for reply in select_replies(spec, ctx)]
+            for reply in select_replies(spec, ctx):
+                checks.append(await _call(atype.fn, reply, spec, ctx))
     except (EvalspecError, TimeoutError) as exc:
-        return no_verdict(spec, str(exc) or type(exc).__name__)
+        result = no_verdict(spec, str(exc) or type(exc).__name__)
+        result.judge_usage = [u for c in checks for u in judge_usage(c)] + (exc.usage if isinstance(exc, GradingError) else [])
+        return result
     except (Exception, SystemExit) as exc:  # a user's python check or a library blew up: report, don't crash
-        return no_verdict(spec, describe(exc))
+        result = no_verdict(spec, describe(exc))
+        result.judge_usage = [u for c in checks for u in judge_usage(c)]
+        return result
     if spec.negate:
         checks = [_negate(c) for c in checks]
-    return combine(spec, checks)
+    result = combine(spec, checks)
+    result.judge_usage = [u for c in checks for u in judge_usage(c)]
+    return result
 
 
 def combine(spec: AssertionSpec, checks: list[Check]) -> AssertionResult:

@@ -20,7 +20,7 @@ from evalspec.assertions.coherence import CoherenceParams, coherence
 from evalspec.assertions.params import Keywords, Option
 from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
-from evalspec.errors import GradingError
+from evalspec.errors import GradingError, ProviderError
 
 Levels = Annotated[dict[str, Annotated[float, Keywords(minimum=0, maximum=1)]], Keywords(
     minProperties=2, description="graded rubric: ordered level name -> score; the judge answers one level name")]
@@ -139,13 +139,17 @@ def levels_of(spec: AssertionSpec) -> dict[str, float] | None:
 
 @contextmanager
 def _counted(verdicts: list[dict[str, Any]]) -> Iterator[None]:
-    """A check that ends in a GradingError still reports every judge call it made (`GradingError.usage`):
-    the earlier samples' and the unusable answer's."""
+    """A check that ends in an error still reports every judge call it made (`GradingError.usage`): the
+    earlier samples' and the unusable answer's; a judge call that failed for good leaves the earlier ones."""
     try:
         yield
     except GradingError as exc:
         exc.usage = [*(v.get("_judge") or {} for v in verdicts), *exc.usage]
         raise
+    except ProviderError as exc:
+        if not verdicts:
+            raise
+        raise GradingError(str(exc), usage=[v.get("_judge") or {} for v in verdicts]) from exc
 
 
 def _shown(answer: dict[str, Any]) -> str:

@@ -10,7 +10,8 @@
 
 Strategy calls go through their own `ProviderCaller` (cached, limited, retried) and ask for structured
 output with `max_tokens`; their usage is returned beside the built messages and recorded apart
-(`strategy_tokens`, `strategy_cost`). A fold already computed for the same exchanges is reused from memory.
+(`strategy_tokens`, `strategy_cost`). A fold already computed for the same exchanges is reused from memory;
+when another conversation made it, it is charged to this one too (as cached calls with their tokens and cost).
 """
 
 from __future__ import annotations
@@ -103,9 +104,48 @@ class StrategyUsage:
         if response.cost is not None:
             self.cost = (self.cost or 0.0) + response.cost
 
+    def add_usage(self, other: StrategyUsage) -> None:
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.tokens += other.tokens
+        if other.cost is not None:
+            self.cost = (self.cost or 0.0) + other.cost
+
+    def charge(self, upto: Fold, since: Fold | None) -> None:
+        """The folds after `since` up to `upto`, made for another conversation, charged to this one: counted
+        as cached calls, their tokens and cost added (SPEC §17: a shared strategy call is charged to each)."""
+        self.cached_calls += upto.steps - (since.steps if since else 0)
+        self.prompt_tokens += upto.prompt_tokens - (since.prompt_tokens if since else 0)
+        self.completion_tokens += upto.completion_tokens - (since.completion_tokens if since else 0)
+        self.tokens += upto.tokens - (since.tokens if since else 0)
+        if upto.cost is not None:
+            self.cost = (self.cost or 0.0) + upto.cost - ((since.cost or 0.0) if since else 0.0)
+
     def to_json(self) -> dict[str, Any]:
         return {"calls": self.calls, "cached_calls": self.cached_calls, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "tokens": self.tokens, "cost": self.cost}
+
+
+@dataclass
+class Fold:
+    """A memoised running summary (or fact list) after `steps` folds, with what those folds used in all,
+    and the conversations (thread ids) they have been charged to."""
+
+    state: Any
+    steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens: int = 0
+    cost: float | None = None
+    charged: set[str] = field(default_factory=set)
+
+    def then(self, state: Any, step: StrategyUsage, conversation: str) -> Fold:
+        """The fold after one more step that used `step`, charged to `conversation`."""
+        cost = self.cost if step.cost is None else (self.cost or 0.0) + step.cost
+        return Fold(state, self.steps + 1, self.prompt_tokens + step.prompt_tokens,
+                    self.completion_tokens + step.completion_tokens, self.tokens + step.tokens, cost, {conversation})
 
 
 @dataclass
@@ -115,7 +155,7 @@ class ContextStrategy:
     max_tokens: int | None = None
     model: Any = None  # the `history.model` as written (a model string or a provider mapping)
     caller: ProviderCaller | None = None
-    _memo: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    _memo: OrderedDict[str, Fold] = field(default_factory=OrderedDict)
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> ContextStrategy:
@@ -156,19 +196,33 @@ class ContextStrategy:
         return ([{"role": "system", "content": system}] if system else []) + body, usage
 
     async def _fold(self, groups: list[list[dict[str, Any]]], context: CallContext, usage: StrategyUsage) -> Any:
-        """The running summary (or fact list) after folding `groups` one at a time; memoised by prefix."""
+        """The running summary (or fact list) after folding `groups` one at a time; memoised by prefix. A
+        prefix another conversation folded (identical exchanges) is reused and its folds charged to this one."""
         keys = [prefix_key(self.mode, context.repeat, [])]
         for g in groups:
             keys.append(prefix_key(keys[-1], context.repeat, g))
         start = next((i for i in range(len(groups), 0, -1) if keys[i] in self._memo), 0)
-        state: Any = self._memo[keys[start]] if start else ("" if self.mode == "summary" else [])
+        conversation = context.thread_id
+        fold = self._memo[keys[start]] if start else Fold("" if self.mode == "summary" else [])
+        if start:
+            self._memo.move_to_end(keys[start])
+        if start and conversation not in fold.charged:
+            since = next((self._memo[keys[i]] for i in range(start - 1, 0, -1)
+                          if keys[i] in self._memo and conversation in self._memo[keys[i]].charged), None)
+            usage.charge(fold, since)
+            fold.charged.add(conversation)
         for i in range(start, len(groups)):
-            state = await self._step(state, groups[i], context, usage)
-            self._memo[keys[i + 1]] = state
+            step = StrategyUsage()
+            state = await self._step(fold.state, groups[i], context, step)
+            usage.add_usage(step)
+            fold = fold.then(state, step, conversation)
+            if (same := self._memo.get(keys[i + 1])) is not None:  # folded meanwhile for a concurrent conversation
+                fold.charged |= same.charged
+            self._memo[keys[i + 1]] = fold
             self._memo.move_to_end(keys[i + 1])
             while len(self._memo) > MEMO_SIZE:
                 self._memo.popitem(last=False)
-        return state
+        return fold.state
 
     async def _step(self, state: Any, group: list[dict[str, Any]], context: CallContext, usage: StrategyUsage) -> Any:
         if self.caller is None:

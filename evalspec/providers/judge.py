@@ -16,7 +16,7 @@ from evalspec.assertions.base import JudgeFn
 from evalspec.errors import GradingError
 from evalspec.providers.base import CallContext
 from evalspec.providers.calls import ProviderCaller
-from evalspec.providers.structured import JUDGE_MAX_TOKENS, call_structured, verdict_schema
+from evalspec.providers.structured import JUDGE_MAX_TOKENS, call_structured, call_usage, verdict_schema
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
@@ -114,7 +114,7 @@ def make_judge(caller: ProviderCaller, max_tokens: int | None = None) -> JudgeFn
         schema = meta.get("schema") or PASS_SCHEMA
         response = await call_structured(caller, messages, context, name=str(meta.get("name", "verdict")),
                                          schema=schema, max_tokens=cap)
-        usage = {"tokens": response.tokens, "cost": response.cost, "cached": response.cached}
+        usage = call_usage(response)
         try:
             verdict = parse_verdict(response.content, schema)
         except GradingError as exc:  # the call was made: its usage travels with the error, to be counted

@@ -78,6 +78,11 @@ async def call_structured(caller: ProviderCaller, messages: list[dict[str, Any]]
     return await caller.call(messages, _with(context, params), extra=params, read=read)
 
 
+def call_usage(response: ProviderResponse) -> dict[str, Any]:
+    """One call's `{tokens, cost, cached}`, as the judge figures count it (`results.record.judge_figures`)."""
+    return {"tokens": response.tokens, "cost": response.cost, "cached": response.cached}
+
+
 def _with(context: CallContext, params: dict[str, Any]) -> CallContext:
     return CallContext(thread_id=context.thread_id, test_id=context.test_id, turn=context.turn, vars=context.vars,
                        repeat=context.repeat, params=params)

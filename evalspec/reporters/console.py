@@ -22,6 +22,7 @@ from evalspec.reporters.vocabulary import (
     ensure_current,
     failing,
     gate_line,
+    judge_text,
     metric_cells,
     one_line,
     pass_rate_text,
@@ -214,7 +215,7 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
         console.print(f"[yellow]warning: {escape(one_line(warning))}[/]")
     console.print(f"{conversations_text(summ['records'])} · {summ['calls']} calls + {summ['cached_calls']} from cache · "
                   f"{summ['tokens']} tokens · ${summ['cost']:.4f}"
-                  + (f" · {summ['judge_calls']} judge calls ${summ['judge_cost']:.4f}" if summ.get("judge_calls") else "")
+                  + (f" · {judge_text(summ)}" if summ.get("judge_calls") else "")
                   + f" · {run.get('duration_s', 0):.2f}s")
     gate = run["gate"]
     style = {0: "green", 1: "red"}.get(gate["exit_code"], "yellow")

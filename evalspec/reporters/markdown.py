@@ -22,6 +22,7 @@ from evalspec.reporters.vocabulary import (
     ensure_current,
     failing,
     gate_line,
+    judge_text,
     metric_cells,
     one_line,
     pass_rate_text,
@@ -95,7 +96,7 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
     out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_line(gate)}", ""]
     out.append(counts_text(s))
     out.append(f"{conversations_text(s['records'])} · {s['calls']} calls ({s['cached_calls']} cached) · "
-               f"{s['tokens']} tokens · ${s['cost']:.4f}")
+               f"{s['tokens']} tokens · ${s['cost']:.4f}" + (f" · {judge_text(s)}" if s.get("judge_calls") else ""))
     if run.get("baseline"):
         from evalspec.diff.render import markdown_lines
 

@@ -78,6 +78,15 @@ def conversations_text(n: int) -> str:
     return f"{n} conversation{'s' if n != 1 else ''}"
 
 
+def judge_text(summary: dict[str, Any]) -> str:
+    """`4 judge calls (60 tokens, $0.0001)`: the calls evalspec made on its own behalf (judge, second opinion,
+    simulated user, attacker), apart from the system under test's; "" when none was made."""
+    if not summary.get("judge_calls"):
+        return ""
+    return (f"{summary['judge_calls']} judge call{'s' if summary['judge_calls'] != 1 else ''} "
+            f"({summary.get('judge_tokens') or 0} tokens, ${summary.get('judge_cost') or 0.0:.4f})")
+
+
 def curve_text(c: dict[str, Any]) -> str:
     """Points, half-life and failure point spelled out, so a met SLA never reads as a contradiction."""
     pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: —"

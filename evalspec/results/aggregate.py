@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from evalspec.results.attacks import attack_summary
@@ -170,10 +171,22 @@ def summary(records: list[dict[str, Any]], vs: list[Verdict], slas: list[dict[st
         "strategy_calls": sum(r.get("strategy_calls") or 0 for r in records),
         "strategy_tokens": sum(r.get("strategy_tokens") or 0 for r in records),
         "strategy_cost": round(sum(r.get("strategy_cost") or 0.0 for r in records), 6),
-        "judge_calls": sum(r.get("judge_calls") or 0 for r in records),
-        "judge_cost": round(sum(r.get("judge_cost") or 0.0 for r in records), 6),
+        **judge_totals(records),
         "metrics": metrics(records),
     }
+
+
+def judge_totals(parts: Iterable[dict[str, Any]], into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The summary's `judge_calls`, `judge_tokens` and `judge_cost`: those of `parts` (records, second-opinion
+    items), added to the figures already `into` a summary when given (SPEC §17)."""
+    base = into or {}
+    calls, tokens, cost = int(base.get("judge_calls") or 0), int(base.get("judge_tokens") or 0), \
+        float(base.get("judge_cost") or 0.0)
+    for p in parts:
+        calls += int(p.get("judge_calls") or 0)
+        tokens += int(p.get("judge_tokens") or 0)
+        cost += float(p.get("judge_cost") or 0.0)
+    return {"judge_calls": calls, "judge_tokens": tokens, "judge_cost": round(cost, 6)}
 
 
 def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool) -> dict[str, Any]:
@@ -185,6 +198,8 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     run["curves"] = cs
     run["slas"] = sla_verdicts(cs)
     run["summary"] = summary(records, vs, run["slas"])
+    if review := run.get("judge_review"):  # the second opinion's calls are the run's, not a record's
+        run["summary"].update(judge_totals(review.get("items") or [], run["summary"]))
     run["gate"] = gate(run["suites"], vs, cs, fail_under, include_drafts)
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks

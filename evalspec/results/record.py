@@ -19,8 +19,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         score = test_score([r for r in results if not r.from_defaults])
     replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("injected")]
     usage = usage_fields(replies)
-    judge_usage = [v.get("_judge") or {} for r in results if r.details for v in r.details.get("verdicts", [])]
-    judge_cost = [u["cost"] for u in judge_usage if u.get("cost") is not None and not u.get("cached")]
+    judge = judge_figures([u for r in results for u in r.judge_usage] + transcript.judge_usage)
     record = {
         "key": instance.key,
         "test_id": instance.test_id,
@@ -58,8 +57,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "tokens": usage.pop("tokens"),
         "cost": usage.pop("cost"),
         **usage,
-        "judge_calls": sum(1 for u in judge_usage if u and not u.get("cached")) + transcript.judge_calls,
-        "judge_cost": sum(judge_cost) if judge_cost else None,
+        **judge,
     }
     if paths := tool_calls_paths(transcript.messages):
         record["tool_calls_paths"] = paths
@@ -68,6 +66,17 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         if transcript.stop_reason == "breached":
             record["score"] = 0.0  # an attempt that broke a red line scores 0: the test's score is 1 - breached share
     return record
+
+
+def judge_figures(usage: list[dict[str, Any]]) -> dict[str, Any]:
+    """`judge_calls`, `judge_tokens` and `judge_cost` of the model calls evalspec made on its own behalf (judge,
+    second opinion, simulated user, attacker), one `{tokens, cost, cached}` each, usable answer or not: the
+    calls this run made (a cached answer cost nothing); tokens and cost None when no call reported them."""
+    made = [u for u in usage if u and not u.get("cached")]
+    tokens = [int(u["tokens"]) for u in made if u.get("tokens") is not None]
+    costs = [float(u["cost"]) for u in made if u.get("cost") is not None]
+    return {"judge_calls": len(made), "judge_tokens": sum(tokens) if tokens else None,
+            "judge_cost": sum(costs) if costs else None}
 
 
 def tool_calls_paths(messages: list[dict[str, Any]]) -> dict[str, bool]:

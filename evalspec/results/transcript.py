@@ -24,7 +24,9 @@ class Transcript:
     attack: dict[str, Any] | None = None  # an attack attempt's strategy, red lines and breach (SPEC §16)
     failed_calls: int = 0
     retries: int = 0
-    judge_calls: int = 0  # judge calls made while playing (a simulated user's goal_met)
+    # one `{tokens, cost, cached}` per model call made while playing on evalspec's behalf (simulated user,
+    # attacker, a `goal_met` judge), its answer usable or not: counted as judge calls (SPEC §17)
+    judge_usage: list[dict[str, Any]] = field(default_factory=list)
 
     def history(self) -> list[dict[str, Any]]:
         """The OpenAI-style history the system under test sees (tool calls and results included)."""
