@@ -188,7 +188,28 @@ def strategy_server() -> OpenAIServer:
 
 
 def test_a_summary_call_shared_by_identical_conversations_is_charged_to_each(tmp_path: Path) -> None:
+    data, folds = shared_summary(tmp_path, concurrency=1)
+    assert len(folds) == 2  # made once, for the first conversation; the second reuses them
+    first, second = data["results"]
+    assert first["strategy_tokens"] == second["strategy_tokens"] == 2 * 28
+    assert first["strategy_cost"] == pytest.approx(2 * (20 * 1.5e-7 + 8 * 6e-7))
+    assert second["strategy_cost"] == pytest.approx(first["strategy_cost"])
+    assert (first["strategy_calls"], second["strategy_calls"]) == (2, 0)  # calls made: once; charged: to each
+    assert data["summary"]["strategy_tokens"] == 4 * 28
+    assert data["summary"]["strategy_calls"] == 2
+
+
+def test_conversations_folding_the_same_exchanges_at_once_are_each_charged_once(tmp_path: Path) -> None:
+    data, folds = shared_summary(tmp_path, concurrency=2, tests=4)
+    assert 2 <= len(folds) <= 8
+    assert [r["strategy_tokens"] for r in data["results"]] == [2 * 28] * 4
+    assert data["summary"]["strategy_calls"] == len(folds)
+
+
+def shared_summary(tmp_path: Path, concurrency: int, tests: int = 2) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Identical four-turn conversations on a provider with `history: {mode: summary, turns: 1}` (two folds each)."""
     conversation = "[{user: 第1个问题}, {user: 第2个问题}, {user: 第3个问题}, {user: 第4个问题}]"
+    listed = "".join(f"  - {{id: t{i}, conversation: {conversation}}}\n" for i in range(tests))
     with strategy_server() as server:
         data = go(tmp_path, f"""\
 providers:
@@ -199,20 +220,8 @@ providers:
     api_key: sk-test
     history: {{mode: summary, turns: 1}}
 tests:
-  - {{id: first, conversation: {conversation}}}
-  - {{id: second, conversation: {conversation}}}
-""", concurrency=1)
-    folds = [r for r in server.chats() if "Summary so far:" in r["messages"][-1]["content"]]
-    assert len(folds) == 2  # made once, for the first conversation; the second reuses them
-    first, second = data["results"]
-    assert first["strategy_tokens"] == second["strategy_tokens"] == 2 * 28
-    assert first["strategy_cost"] == pytest.approx(2 * (20 * 1.5e-7 + 8 * 6e-7))
-    assert second["strategy_cost"] == pytest.approx(first["strategy_cost"])
-    assert (first["strategy_calls"], second["strategy_calls"]) == (2, 0)  # calls made: once; charged: to each
-    assert data["summary"]["strategy_tokens"] == 4 * 28
-    assert data["summary"]["strategy_calls"] == 2
-    points = {r["test"]: r for r in data["results"]}
-    assert points["second"]["tokens"] == points["first"]["tokens"]
+{listed}""", concurrency=concurrency)
+    return data, [r for r in server.chats() if "Summary so far:" in r["messages"][-1]["content"]]
 
 
 def test_the_console_and_markdown_show_the_judge_figures_apart(tmp_path: Path) -> None:
