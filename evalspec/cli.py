@@ -160,22 +160,33 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
     cli_vars = _parse_vars(var_pairs)
     patterns = list(paths) or ["suites/*.yaml"]
     selection = Selection(filter_, list(tags), list(providers), repeat)
-    suites, plan = prepare(expand_paths(patterns), cli_vars, selection)  # the same checks as `validate`
-    _check_writable([p for p in (output, html_path, junit_path, md_path) if p])
+    written_to = [p for p in (output, html_path, junit_path, md_path) if p]
     # absolute from here on: user code that changes directory must not move evalspec's own files
     cwd = os.getcwd()
     output = str(Path(output).absolute()) if output else None
     baseline = str(Path(baseline).absolute()) if baseline and baseline != "auto" else baseline
     run_dir = Path(resume_dir) if resume_dir else Path(".evalspec/runs") / new_run_id()
     shown_run_dir, run_dir = run_dir, run_dir.absolute()
-    if resume_dir and not (run_dir / "journal.jsonl").exists():
-        err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
-        sys.exit(ExitCode.CONFIG_ERROR)
     hint = shlex.join(sys.argv[1:])
     hint = f"evalspec {hint}" + ("" if "--resume" in hint else f" --resume {shown_run_dir}")
 
     def play(guard: PlayGuard | None) -> None:
-        """The run, its reports and its exit: in a child the parent watches, when it can (evalspec.supervise)."""
+        """The suites loaded and checked (their plugins and python modules imported), then the run, its
+        reports and its exit: in a child the parent watches, when it can (evalspec.supervise)."""
+        try:
+            suites, plan = prepare(expand_paths(patterns), cli_vars, selection)  # the same checks as `validate`
+            _check_writable(written_to)
+        except ConfigError as exc:
+            os.chdir(cwd)
+            if guard is not None:  # in the watched child: reported here, its exit code goes to the parent
+                _config_error(exc)
+            raise
+        os.chdir(cwd)  # a plugin that changed directory while it was loaded
+        if resume_dir and not (run_dir / "journal.jsonl").exists():
+            err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
+            sys.exit(ExitCode.CONFIG_ERROR)
+        if guard is not None:
+            guard.ready()
         reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts)
         options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites), processes=processes,
                              run_dir=run_dir, resume=bool(resume_dir) or bool(guard and guard.resumed), use_cache=not no_cache,
@@ -300,16 +311,30 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool) -
     from evalspec.api import expand_paths
     from evalspec.config.rule_examples import rule_warnings
     from evalspec.preflight import prepare
+    from evalspec.supervise import can_supervise, watch
 
-    suites, plan = prepare(list(expand_paths(list(paths))), _parse_vars(var_pairs))
-    warnings = rule_warnings(suites, strict)
-    if strict and warnings:
-        raise ConfigError(warnings)
-    for warning in warnings:
-        err_console.print(f"[yellow]warning[/] {escape(str(warning))}")
-    tests = sum(len(s.tests) for s in suites)
-    click.echo(f"ok: {_count(len(suites), 'suite')}, {_count(tests, 'test')}, "
-               f"{_count(len(plan), 'conversation')} planned")
+    cli_vars = _parse_vars(var_pairs)
+
+    def check() -> None:
+        suites, plan = prepare(list(expand_paths(list(paths))), cli_vars)
+        warnings = rule_warnings(suites, strict)
+        if strict and warnings:
+            raise ConfigError(warnings)
+        for warning in warnings:
+            err_console.print(f"[yellow]warning[/] {escape(str(warning))}")
+        tests = sum(len(s.tests) for s in suites)
+        click.echo(f"ok: {_count(len(suites), 'suite')}, {_count(tests, 'test')}, "
+                   f"{_count(len(plan), 'conversation')} planned")
+
+    def watched() -> None:
+        try:
+            check()
+        except ConfigError as exc:
+            _config_error(exc)
+
+    if can_supervise():  # plugins and python modules are imported in a child: one that exits is named (SPEC §17)
+        watch(watched)
+    check()
 
 
 PLUGIN_HELP = "also load this plugin (module or FILE.py; repeatable)"

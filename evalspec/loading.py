@@ -1,12 +1,17 @@
-"""Load `FILE.py:function` (relative to a suite) or `module:function`."""
+"""Load `FILE.py:function` (relative to a suite) or `module:function`.
+
+User code imported or run while a run is prepared says what it is (`step`): in a watched process
+(evalspec.supervise) the watcher hears it, so code that ends the process there is named (SPEC §17).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,24 @@ _cache: dict[tuple[str, str], Callable[..., Any]] = {}
 
 class LoadError(EvalspecError):
     """A `FILE.py:function` reference could not be loaded."""
+
+
+TELL: Callable[[str | None], None] | None = None  # a watched process's line to its watcher (evalspec.supervise)
+
+
+@contextlib.contextmanager
+def step(what: str) -> Iterator[None]:
+    """Around user code run before a run starts (an import, a plugin's preflight): `what` it is, for
+    people ("s.yaml:3: providers[0]: provider 'bot'", "importing /x/bot.py"); steps nest."""
+    tell = TELL
+    if tell is None:
+        yield
+        return
+    tell(what)
+    try:
+        yield
+    finally:
+        tell(None)
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -66,12 +89,14 @@ def load_module(ref: str, base_dir: Path) -> Any:
             if str(path.parent) not in sys.path:  # its sibling modules import as they would from a script
                 sys.path.insert(0, str(path.parent))
             try:
-                spec.loader.exec_module(module)
+                with step(f"importing {path}"):
+                    spec.loader.exec_module(module)
             except BaseException as exc:  # user code: SystemExit at import time is a load error too
                 del sys.modules[mod_name]
                 raise LoadError(f"{ref!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
         return module
     try:
-        return importlib.import_module(target)
-    except Exception as exc:
-        raise LoadError(f"{ref!r}: cannot import module {target!r}: {exc}") from exc
+        with step(f"importing module {target!r}"):
+            return importlib.import_module(target)
+    except (Exception, SystemExit) as exc:  # user code: SystemExit at import time is a load error too
+        raise LoadError(f"{ref!r}: cannot import module {target!r}: {type(exc).__name__}: {exc}") from exc

@@ -15,7 +15,7 @@ from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.rule_examples import example_transcript, examples_of, shown
 from evalspec.config.yamlfile import PathKey
 from evalspec.errors import Problem
-from evalspec.loading import LoadError, load_callable
+from evalspec.loading import LoadError, load_callable, step
 
 
 def as_tried(spec: AssertionSpec, example: Any) -> AssertionSpec:
@@ -44,8 +44,10 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
                 continue
             seen.add(key)
             if spec.type == "python" and isinstance(spec.value, str):
+                lines = inst.suite.lines
                 try:
-                    load_callable(spec.value, inst.suite.path.parent)
+                    with step(str(lines.problem(spec.value_where, "python check")) if lines else "python check"):
+                        load_callable(spec.value, inst.suite.path.parent)
                 except LoadError:
                     continue  # the preflight names it
             for kind, n, example, where in examples_of(spec):

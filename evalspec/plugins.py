@@ -14,8 +14,10 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from evalspec.errors import EvalspecError
+from evalspec.errors import ConfigError, EvalspecError, Problem
+from evalspec.loading import step
 
 GROUPS = ("evalspec.assertions", "evalspec.providers")
 _loaded_entry_points = False
@@ -40,20 +42,24 @@ def load_plugin(ref: str, base_dir: Path | None = None) -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
+            with step(f"importing {path}"):
+                spec.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:  # SystemExit at import time is a load error too
             del sys.modules[name]
             raise PluginError(f"plugin {ref!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
         return
     try:
-        importlib.import_module(ref)
-    except Exception as exc:
+        with step(f"importing module {ref!r}"):
+            importlib.import_module(ref)
+    except (Exception, SystemExit) as exc:
         raise PluginError(f"plugin {ref!r}: cannot import module {ref!r}: {type(exc).__name__}: {exc} "
                           "(a file needs its .py suffix)") from exc
 
 
 def load_entry_points() -> None:
-    """Import every installed plugin (entry points in `evalspec.assertions` and `evalspec.providers`) once."""
+    """Import every installed plugin (entry points in `evalspec.assertions` and `evalspec.providers`) once.
+    One that raises or exits while it is imported is a config error naming its distribution's
+    `entry_points.txt`, the entry point and what it did."""
     global _loaded_entry_points
     if _loaded_entry_points:
         return
@@ -65,11 +71,23 @@ def load_entry_points() -> None:
     installed = entry_points()  # one scan of the installed distributions (each scan takes ~15 ms)
     for group in GROUPS:
         for ep in installed.select(group=group):
+            where, what = _declared_by(ep)
             try:
-                ep.load()
-            except Exception as exc:
-                raise PluginError(f"plugin entry point {ep.name!r} ({ep.value}) in {group}: "
-                                  f"{type(exc).__name__}: {exc}") from exc
+                with step(f"{where}: {what}"):
+                    ep.load()
+            except (Exception, SystemExit) as exc:
+                raise ConfigError([Problem(where, None, "", f"{what}: importing it failed: "
+                                           f"{type(exc).__name__}: {exc}")]) from exc
+
+
+def _declared_by(ep: Any) -> tuple[str, str]:
+    """Where an entry point is declared (its distribution's entry_points.txt) and, for people, what it is:
+    "[evalspec.providers] echo = mypkg (installed plugin mypkg 0.1)"."""
+    dist = getattr(ep, "dist", None)
+    name = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "an installed distribution"
+    folder = getattr(dist, "_path", None)  # a PathDistribution's .dist-info folder
+    where = str(Path(folder) / "entry_points.txt") if folder is not None else "installed plugins"
+    return where, f"[{ep.group}] {ep.name} = {ep.value} (installed plugin {name})"
 
 
 def may_declare_entry_points() -> bool:

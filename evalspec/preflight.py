@@ -15,7 +15,7 @@ from typing import Any
 from evalspec.config.loader import chart_problems, check_suite
 from evalspec.config.model import Suite
 from evalspec.errors import ConfigError, Problem
-from evalspec.loading import LoadError, load_callable
+from evalspec.loading import LoadError, load_callable, step
 from evalspec.plan import Plan, Selection
 from evalspec.redact import redact_problems, run_secrets
 
@@ -77,7 +77,9 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
     problems: list[Problem] = []
     for suite in suites:
         for spec in suite.providers:
-            for message in provider_problems(spec, suite):
+            with step(str(_at(suite, spec.where, f"provider '{spec.id}'"))):
+                found = provider_problems(spec, suite)
+            for message in found:
                 problems.append(_at(suite, spec.where, f"provider '{spec.id}': {message}"))
     representatives = list(plan.representatives())
     problems.extend(plan_problems(representatives))
@@ -92,7 +94,8 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
                 continue
             checked.add(key)
             try:
-                load_callable(check.value, inst.suite.path.parent)
+                with step(str(_at(inst.suite, check.value_where, "python check"))):
+                    load_callable(check.value, inst.suite.path.parent)
             except LoadError as exc:
                 problems.append(_at(inst.suite, check.value_where, f"python check: {exc}"))
     return problems

@@ -10,6 +10,11 @@ were in flight, the new child first plays them one at a time (suspects), so the 
 The exit code is the last child's, and never 0 after such an end; an `atexit` hook that exits after
 the child chose its code changes nothing.
 
+The child also loads the suites, their plugins and python modules, before it plays (`ready`, `!`):
+user code it imports or runs then says what it is (`evalspec.loading.step`: `~"what"` … `~`), so a
+child that ends before it is ready is a config error naming the plugin or module being loaded (exit
+2: nothing was run). `validate` runs whole in such a child (`watch`).
+
 Only where it cannot change what a run does: a POSIX system, with real standard streams (not inside
 an in-process test runner that captures `sys.stdout`).
 """
@@ -39,6 +44,16 @@ class PlayGuard:
     resumed: bool = False  # an earlier child ended: this one continues its journal
     fd: int | None = None
     parent: int = 0  # the watching process (the pid people see)
+    pid: int = 0  # the child itself: processes it forks (players) say nothing about their own loading
+
+    def ready(self) -> None:
+        """The suites are loaded and checked: what ends the child from here on ends a run, not a setup."""
+        self._send("!")
+
+    def step(self, what: str | None) -> None:
+        """`evalspec.loading.step`'s line: user code `what` begins (None: the innermost one ended)."""
+        if os.getpid() == self.pid:
+            self._send("~" + ("" if what is None else json.dumps(what, ensure_ascii=False)))
 
     def started(self, key: str) -> None:
         self._send("+" + json.dumps(key, ensure_ascii=False))
@@ -86,12 +101,14 @@ def supervise(body: Callable[[PlayGuard], None], journal: Path, resume_hint: str
     ended = False
     empty_ends = 0
     while True:
-        code, status, started = _play_once(body, guard)
-        if code is not None:
-            sys.exit(ExitCode.TOO_MANY_ERRORS if ended and code == ExitCode.OK else code)
+        heard, status = _play_once(body, guard)
+        if heard.code is not None:
+            sys.exit(ExitCode.TOO_MANY_ERRORS if ended and heard.code == ExitCode.OK else heard.code)
+        if not heard.ready and not guard.resumed:
+            _ended_while_loading(heard.steps, status)
         ended = guard.resumed = True
         cause = cause_of(status)
-        in_flight = [key for key in started if key not in guard.crashed]
+        in_flight = [key for key in heard.started if key not in guard.crashed]
         names = ", ".join(key.split("::")[1] for key in in_flight[:5]) + (" …" if len(in_flight) > 5 else "")
         if not journal.exists() or (not in_flight and empty_ends):
             sys.stderr.write(f"error: evalspec's run process {cause} outside any conversation; "
@@ -112,8 +129,39 @@ def supervise(body: Callable[[PlayGuard], None], journal: Path, resume_hint: str
         sys.stderr.flush()
 
 
-def _play_once(body: Callable[[PlayGuard], None], guard: PlayGuard) -> tuple[int | None, int, list[str]]:
-    """One child: (the exit code it chose or None, its wait status, the keys it started and did not journal)."""
+def watch(body: Callable[[], None]) -> NoReturn:
+    """`validate`: `body` (which ends with `sys.exit(code)` or returns) in a watched child; one that ends
+    the child without choosing a code is a config error naming the user code it was loading."""
+    heard, status = _play_once(lambda _guard: body(), PlayGuard())
+    if heard.code is not None:
+        sys.exit(heard.code)
+    _ended_while_loading(heard.steps, status)
+
+
+def _ended_while_loading(steps: list[str], status: int) -> NoReturn:
+    """A child ended before the suites were ready: a config error, as the loader's own are printed."""
+    cause = cause_of(status)
+    text = (f"{': '.join(steps)}: ended evalspec's process: it {cause}; code that is loaded must not end "
+            "the process (remove it or fix it)" if steps else
+            f"evalspec's process {cause} while the suites were loaded and checked, before any call")
+    sys.stderr.write(f"error {text}\n1 problem found; nothing was run.\n")
+    sys.stderr.flush()
+    sys.exit(ExitCode.CONFIG_ERROR)
+
+
+@dataclass
+class _Heard:
+    """What one child said: the exit code it chose, the keys it started and did not journal, whether it
+    was ready to play, and the user code it was loading (outermost first) when it last spoke."""
+
+    code: int | None = None
+    started: list[str] = field(default_factory=list)
+    ready: bool = False
+    steps: list[str] = field(default_factory=list)
+
+
+def _play_once(body: Callable[[PlayGuard], None], guard: PlayGuard) -> tuple[_Heard, int]:
+    """One child: what it said, and its wait status."""
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -125,13 +173,13 @@ def _play_once(body: Callable[[PlayGuard], None], guard: PlayGuard) -> tuple[int
     os.close(write_fd)
     forward = _forward_signals(pid)
     try:
-        code, started = _listen(read_fd)
+        heard = _listen(read_fd)
         _, status = os.waitpid(pid, 0)
     finally:
         for signum, previous in forward.items():
             signal.signal(signum, previous)
         os.close(read_fd)
-    return code, status, started
+    return heard, status
 
 
 def _forward_signals(pid: int) -> dict[int, signal._HANDLER]:
@@ -155,14 +203,15 @@ def _has_terminal() -> bool:
         return False
 
 
-def _listen(fd: int) -> tuple[int | None, list[str]]:
-    code: int | None = None
+def _listen(fd: int) -> _Heard:
+    heard = _Heard()
     started: dict[str, None] = {}
     pending = b""
     while True:
         data = os.read(fd, 1 << 16)
         if not data:
-            return code, list(started)
+            heard.started = list(started)
+            return heard
         lines = (pending + data).split(b"\n")
         pending = lines.pop()
         for raw in lines:
@@ -172,7 +221,13 @@ def _listen(fd: int) -> tuple[int | None, list[str]]:
             elif line[:1] == "-":
                 started.pop(json.loads(line[1:]), None)
             elif line[:1] == "=":
-                code = int(line[1:])
+                heard.code = int(line[1:])
+            elif line == "!":
+                heard.ready = True
+            elif line == "~":
+                del heard.steps[-1:]
+            elif line[:1] == "~":
+                heard.steps.append(json.loads(line[1:]))
 
 
 def _child(body: Callable[[PlayGuard], None], guard: PlayGuard, parent: int) -> NoReturn:
@@ -182,8 +237,11 @@ def _child(body: Callable[[PlayGuard], None], guard: PlayGuard, parent: int) -> 
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:
         os._exit(ExitCode.TOO_MANY_ERRORS)
+    from evalspec import loading
     from evalspec.usercode import WORKERS
 
+    guard.pid = os.getpid()
+    loading.TELL = guard.step  # user code loaded here says what it is (SPEC §17: a plugin that exits is named)
     WORKERS.reset()  # the parent's threads did not come along
     try:
         body(guard)

@@ -243,3 +243,71 @@ def test_the_quick_look_for_entry_points_finds_a_declaring_distribution_and_only
     monkeypatch.setattr(sys, "path", [str(tmp_path / "archive.zip")])
     (tmp_path / "archive.zip").write_bytes(b"PK")  # not read here: importlib.metadata decides
     assert may_declare_entry_points() is True
+
+
+ENDINGS = {"raises": ('raise RuntimeError("插件坏了")', "RuntimeError: 插件坏了"),
+           "sys.exit": ("import sys; sys.exit(0)", "SystemExit: 0"),
+           "os._exit": ("import os; os._exit(0)", "ended evalspec's process: it exited with status 0")}
+
+CALLED_SUITE = """{plugins}providers: [{{id: b, python: bot.py:respond}}]
+tests:
+  - id: t
+    conversation: [{{user: hi}}]
+"""
+
+RECORDING_BOT = '''
+from pathlib import Path
+
+def respond(messages, context):
+    Path(__file__).with_name("called").write_text("yes")
+    return "ok"
+'''
+
+
+def guarded_cli(where: Path, env: dict[str, str], command: str) -> subprocess.CompletedProcess[str]:
+    args = ["run", "s.yaml", "-o", "run.json", "--no-cache"] if command == "run" else ["validate", "s.yaml"]
+    return subprocess.run([sys.executable, "-m", "evalspec", *args], cwd=where, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the guarded load needs POSIX fork")
+@pytest.mark.parametrize("ending", list(ENDINGS))
+def test_an_installed_plugin_that_raises_or_exits_at_import_is_a_config_error_naming_it(
+        tmp_path: Path, ending: str) -> None:
+    code, said = ENDINGS[ending]
+    site = tmp_path / "site"
+    (site / "evalspec_bad_plugin").mkdir(parents=True)
+    (site / "evalspec_bad_plugin" / "__init__.py").write_text(code + "\n", encoding="utf-8")
+    dist = site / "evalspec_bad_plugin-0.3.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: evalspec-bad-plugin\nVersion: 0.3\n")
+    (dist / "entry_points.txt").write_text("[evalspec.assertions]\nbad = evalspec_bad_plugin\n")
+    (tmp_path / "bot.py").write_text(RECORDING_BOT, encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(CALLED_SUITE.format(plugins=""), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+           "PYTHONIOENCODING": "utf-8"}
+    for command in ("validate", "run"):
+        proc = guarded_cli(tmp_path, env, command)
+        assert proc.returncode == 2, f"{command}: {proc.stdout}{proc.stderr}"  # before: 1 (a traceback) or 0
+        assert "Traceback" not in proc.stderr and "nothing was run" in proc.stderr
+        assert str(dist / "entry_points.txt") in proc.stderr, proc.stderr  # the distribution that declares it
+        assert "evalspec-bad-plugin 0.3" in proc.stderr and "bad = evalspec_bad_plugin" in proc.stderr
+        assert said in proc.stderr, proc.stderr
+    assert not (tmp_path / "called").exists() and not (tmp_path / "run.json").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the guarded load needs POSIX fork")
+@pytest.mark.parametrize("ending", list(ENDINGS))
+def test_a_plugin_file_that_raises_or_exits_at_import_is_a_config_error_at_its_line(
+        tmp_path: Path, ending: str) -> None:
+    code, said = ENDINGS[ending]
+    (tmp_path / "plug.py").write_text(code + "\n", encoding="utf-8")
+    (tmp_path / "bot.py").write_text(RECORDING_BOT, encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(CALLED_SUITE.format(plugins="plugins:\n  - plug.py\n"), encoding="utf-8")
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    for command in ("validate", "run"):
+        proc = guarded_cli(tmp_path, env, command)
+        assert proc.returncode == 2, f"{command}: {proc.stdout}{proc.stderr}"  # before: 0 for os._exit
+        assert "s.yaml:2: plugins[0]: plugin 'plug.py'" in proc.stderr and str(tmp_path / "plug.py") in proc.stderr
+        assert said in proc.stderr and "nothing was run" in proc.stderr, proc.stderr
+    assert not (tmp_path / "called").exists() and not (tmp_path / "run.json").exists()

@@ -82,3 +82,34 @@ def test_os_exit_on_a_forked_player_is_an_error_and_the_parent_survives_it(in_tm
     got = statuses(in_tmp)
     assert got["boom"][0] == "error" and "os._exit" in str(got["boom"][1])
     assert [got[f"t{i}"][0] for i in range(6)] == ["passed"] * 6
+
+
+@pytest.mark.parametrize("ref", ["ends.py:respond", "ends:respond"])
+def test_a_provider_module_that_calls_os_exit_at_import_is_a_config_error_naming_it(in_tmp: Path, ref: str) -> None:
+    (in_tmp / "ends.py").write_text("import os\nos._exit(0)\n\ndef respond(messages, context):\n    return 'ok'\n")
+    (in_tmp / "s.yaml").write_text(f"providers:\n  - id: b\n    python: {ref}\ntests:\n"
+                                   "  - id: t\n    conversation: [{user: hi}]\n")
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": os.pathsep.join(
+        [str(in_tmp), os.environ.get("PYTHONPATH", "")])}
+    for args in (["validate", "s.yaml"], ["run", "s.yaml", "-o", "out.json"]):
+        proc = subprocess.run([sys.executable, "-m", "evalspec", *args], cwd=in_tmp, capture_output=True, text=True,
+                              timeout=120, env=env)
+        assert proc.returncode == 2, proc.stdout + proc.stderr  # before: 0, before the watcher was in place
+        assert "s.yaml:2: providers[0]: provider 'b'" in proc.stderr, proc.stderr
+        assert "ends" in proc.stderr and "ended evalspec's process: it exited with status 0" in proc.stderr
+        assert "nothing was run" in proc.stderr
+    assert not (in_tmp / "out.json").exists()
+
+
+def test_a_python_check_module_that_exits_at_import_is_a_config_error(in_tmp: Path) -> None:
+    (in_tmp / "bot.py").write_text(BOT)
+    (in_tmp / "quits.py").write_text("import sys\nsys.exit(0)\n")
+    (in_tmp / "s.yaml").write_text("providers: [{id: b, python: bot.py:respond}]\ntests:\n  - id: t\n"
+                                   "    conversation: [{user: hi, assert: [{python: 'quits:check'}]}]\n")
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": os.pathsep.join(
+        [str(in_tmp), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", "s.yaml", "-o", "out.json"], cwd=in_tmp,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # before: 0, the check's sys.exit ended evalspec
+    assert "s.yaml:4: tests[0].conversation[0].assert[0].python" in proc.stderr and "quits" in proc.stderr and "SystemExit: 0" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (in_tmp / "out.json").exists()

@@ -18,6 +18,7 @@ from evalspec.config.parser import SuiteParser
 from evalspec.config.schema import suite_schema
 from evalspec.config.yamlfile import LineMap, PathKey, load_yaml
 from evalspec.errors import ConfigError, Problem
+from evalspec.loading import step
 from evalspec.plugins import PluginError, load_plugin
 from evalspec.providers.kinds import provider_kinds
 from evalspec.redact import collect_written_secrets, redact_problems, run_secrets
@@ -40,7 +41,8 @@ def _load_plugins(data: dict[str, Any], base_dir: Path, lines: LineMap, problems
     for i, ref in enumerate(plugins if isinstance(plugins, list) else []):
         if isinstance(ref, str):
             try:
-                load_plugin(ref, base_dir)
+                with step(str(lines.problem(("plugins", i), f"plugin {ref!r}"))):
+                    load_plugin(ref, base_dir)
             except PluginError as exc:
                 problems.append(lines.problem(("plugins", i), str(exc)))
 
