@@ -19,7 +19,7 @@ from evalspec.assertions.grade import grade, received_only
 from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted
 from evalspec.errors import EvalspecError
-from evalspec.executors import RayConfig, RayExecutor
+from evalspec.executors import ConversationLost, RayConfig, RayExecutor
 from evalspec.plan import Instance, Plan, grading_input, positions
 from evalspec.plan_preflight import check_plan
 from evalspec.processes import Children, Play, process_count
@@ -124,7 +124,10 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again
             record = make_record(inst, Transcript(stop_reason="error", error=guard.crashed[inst.key]), [], 0.0)
         elif executor is not None:
-            record = await executor.run(inst, position)
+            try:
+                record = await executor.run(inst, position)
+            except ConversationLost as exc:  # it ended every worker it was played on (SPEC §17)
+                record = make_record(inst, Transcript(stop_reason="error", error=str(exc)), [], 0.0)
         else:
             if guard is not None:
                 guard.started(inst.key)

@@ -5,6 +5,6 @@
     bundle         the suites' folders as one zip, unpacked by each worker into a folder of its own
 """
 
-from evalspec.executors.ray_executor import RayConfig, RayExecutor, check_reachable
+from evalspec.executors.ray_executor import ConversationLost, RayConfig, RayExecutor, check_reachable
 
-__all__ = ["RayConfig", "RayExecutor", "check_reachable"]
+__all__ = ["ConversationLost", "RayConfig", "RayExecutor", "check_reachable"]

@@ -4,13 +4,17 @@ The driver packs the suites' folders (`bundle`), starts one `LimitBroker` for th
 `CacheReader` on its own node, and a few `ConversationWorker` actors spread over the nodes; it hands
 each conversation's index to a worker and gets back the record and the cache entries the conversation
 wrote. The driver keeps the journal, the cache, the order and the gate, exactly as in a local run.
-A worker that dies (its process killed, its node lost) leaves the rotation, the broker frees the slots
-it held, and its conversations are played again by the others.
+A worker that dies (its process killed, its node lost, user code calling `os._exit`) leaves the
+rotation, the broker frees the slots it held, a new worker takes its place, and its conversations are
+played again. A conversation whose worker died under it twice is played a last time on a worker of its
+own; when that one dies too, the conversation is an error naming the cause (`ConversationLost`), and
+the run goes on (SPEC §17: user code cannot end the run).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 import os
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.cache import ResponseCache
-from evalspec.errors import ConfigError, Problem
+from evalspec.errors import ConfigError, EvalspecError, Problem
 from evalspec.executors import cluster
 from evalspec.executors.bundle import pack, suite_environ
 from evalspec.plan import Instance, Selection
@@ -40,7 +44,12 @@ class RayConfig:
 CONNECT_TIMEOUT = 5.0  # seconds to reach a cluster's head before giving up (exit 2)
 CLOSE_TIMEOUT = 30.0  # seconds for the workers to clean up
 SERVICE_CONCURRENCY = 10_000  # calls the broker and the cache reader serve at once
-PLAYS = 2  # times a conversation is handed to a worker when its worker dies under it
+PLAYS = 3  # times a conversation is handed to a worker when its worker dies under it (the last: alone)
+
+
+class ConversationLost(EvalspecError):
+    """Every worker that played this conversation died under it, the last one playing it alone: the
+    conversation's error (the runner records it), not the run's end."""
 
 
 def check_reachable(address: str) -> None:
@@ -104,34 +113,56 @@ class RayExecutor:
         self.reader = ray.remote(num_cpus=0, max_concurrency=16)(cluster.CacheReader).options(
             scheduling_strategy=here).remote(str(cache_dir.resolve())) if cache_dir is not None else None
         places = worker_places(ray.nodes(), concurrency)
-        per_actor = max(1, math.ceil(concurrency / len(places)))
-        worker: Any = ray.remote(num_cpus=0)(cluster.ConversationWorker)
-        holders = [f"worker-{n}" for n in range(len(places))]
-        self.workers: list[Any] = [worker.options(
-            max_concurrency=per_actor, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)
-        ).remote(bundle, [str(p) for p in paths], config.cli_vars, suite_environ(paths), config.selection,
-                 os.getcwd(), play, self.broker, self.reader, holder) for holder, node in zip(holders, places)]
-        self.live = list(zip(holders, self.workers))  # (name at the broker, actor) of the workers still alive
+        self.per_actor = max(1, math.ceil(concurrency / len(places)))
+        self.worker_class: Any = ray.remote(num_cpus=0)(cluster.ConversationWorker)
+        self.args = (bundle, [str(p) for p in paths], config.cli_vars, suite_environ(paths), config.selection,
+                     os.getcwd(), play, self.broker, self.reader)
+        self.workers: list[Any] = []
+        self.live: list[tuple[str, Any, str]] = []  # (name at the broker, actor, node) of the workers in rotation
+        self._names = itertools.count()
+        for node in places:
+            self.live.append(self._start(node, self.per_actor, soft=False))
         self._next = 0
+
+    def _start(self, node: str, concurrency: int, soft: bool) -> tuple[str, Any, str]:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        holder = f"worker-{next(self._names)}"
+        actor = self.worker_class.options(
+            max_concurrency=concurrency, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=soft)
+        ).remote(*self.args, holder)
+        self.workers.append(actor)
+        return holder, actor, node
 
     async def run(self, instance: Instance, index: int) -> dict[str, Any]:
         """The record of `instance` (the plan's `index`-th), its cache entries stored in the driver's cache.
-        A conversation whose worker died is played again by another worker, once."""
+        A conversation whose worker died is played again; the last time on a worker of its own."""
         for attempt in range(PLAYS):
-            if not self.live:
+            alone = attempt == PLAYS - 1  # its neighbours are not to blame for a death now, nor it for theirs
+            if alone:
+                holder, worker, node = self._start(self.live[0][2] if self.live else self._any_node(), 1, soft=True)
+            elif not self.live:
                 raise ConfigError([Problem("--executor ray", None, "", "every ray worker died")])
-            holder, worker = self.live[self._next % len(self.live)]
-            self._next += 1
+            else:
+                holder, worker, node = self.live[self._next % len(self.live)]
+                self._next += 1
             try:
                 found: tuple[dict[str, Any], list[cluster.CacheEntry]] = await worker.run.remote(index)
                 break
             except self.ray.exceptions.ActorDiedError as exc:
-                await self._lost(holder)
-                if attempt + 1 == PLAYS:
-                    raise ConfigError([Problem("--executor ray", None, "", f"{instance.test_id}: its ray worker "
-                                               f"died each of the {PLAYS} times it was played: {exc}")]) from exc
+                if getattr(exc, "actor_init_failed", False):  # it never played: the suites cannot load there
+                    raise ConfigError([Problem("--executor ray", None, "", f"a ray worker could not start: "
+                                               f"{_cause(exc)}")]) from exc
+                await self._lost(holder, node, replace=not alone)
+                if alone:
+                    raise ConversationLost(f"user code ended the ray worker playing it, each of the {PLAYS} "
+                                           f"times it was played, the last time alone (os._exit, a crash, or "
+                                           f"its node lost): {_cause(exc)}") from None
             except self.ray.exceptions.RayError as exc:
                 raise ConfigError([Problem("--executor ray", None, "", f"ray worker failed: {exc}")]) from exc
+            finally:
+                if alone:
+                    await self._retire(worker)
         record, written = found
         if record.get("test_id") != instance.test_id:
             raise ConfigError([Problem("--executor ray", None, "", f"a worker planned {record.get('test_id')!r} "
@@ -141,9 +172,22 @@ class RayExecutor:
         record["key"], record["suite"] = instance.key, str(instance.suite.path)
         return record
 
-    async def _lost(self, holder: str) -> None:
-        """A dead worker leaves the rotation and gives back, at the broker, the slots it held."""
-        self.live = [(name, actor) for name, actor in self.live if name != holder]
+    def _any_node(self) -> str:
+        return str(next(n["NodeID"] for n in self.ray.nodes() if n.get("Alive")))
+
+    async def _retire(self, worker: Any) -> None:
+        """A worker that played one conversation alone: its files removed (when it lives), then ended."""
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(worker.close.remote(), CLOSE_TIMEOUT)
+        self.ray.kill(worker)
+        self.workers.remove(worker)
+
+    async def _lost(self, holder: str, node: str, replace: bool) -> None:
+        """A dead worker leaves the rotation and gives back, at the broker, the slots it held; a new worker
+        takes its place in the rotation (on its node while that lives), once however many calls saw it die."""
+        if replace and any(name == holder for name, _, _ in self.live):
+            self.live = [entry for entry in self.live if entry[0] != holder]
+            self.live.append(self._start(node, self.per_actor, soft=True))
         await self.broker.drop.remote(holder)
 
     async def aclose(self) -> None:
@@ -154,8 +198,19 @@ class RayExecutor:
         except asyncio.TimeoutError:
             pass
         finally:
-            for actor in (*self.workers, self.broker, self.reader):
+            for actor in (*self.workers, self.broker, self.reader):  # a dead one is ended already
                 if actor is not None:
                     self.ray.kill(actor)
             if self.cache is not None:
                 self.cache.close()
+
+
+def _cause(exc: BaseException) -> str:
+    """What Ray says ended a worker, without its ids and its list of usual suspects: "Worker exit type:
+    SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file."."""
+    skip = ("class_name:", "actor_id:", "pid:", "name:", "namespace:", "ip:")
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip() and not line.strip().startswith(skip))
+    for said in ("The actor died unexpectedly before finishing this task.",
+                 "The actor is dead because its worker process has died."):
+        text = text.replace(said, "")
+    return text.partition(" Some common causes")[0].strip()[:300] or type(exc).__name__

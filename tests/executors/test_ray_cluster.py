@@ -226,3 +226,29 @@ def test_a_worker_killed_mid_call_frees_its_slot_and_its_conversation_is_played_
     assert [r["status"] for r in run["results"]] == ["passed"] * 6
     again = [c for c in calls if c["text"] == killed["text"]]
     assert len(again) == 2 and again[1]["pid"] != killed["pid"]  # played again, by another worker
+
+
+ENDING_BOT = '''
+import os
+
+def reply(messages, ctx):
+    if ctx["test_id"] == "boom":
+        os._exit(0)  # ends whichever Ray worker plays it
+    return "ok: " + messages[-1]["content"]
+'''
+
+
+def test_a_conversation_that_ends_every_worker_it_lands_on_is_an_error_and_the_run_goes_on(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    (tmp_path / "bot.py").write_text(ENDING_BOT)
+    tests = "".join(f"  - id: {t}\n    conversation: [{{user: q {t}, assert: [{{contains: 'ok: q {t}'}}]}}]\n"
+                    for t in ("a", "boom", "c", "d", "e", "f"))
+    (tmp_path / "s.yaml").write_text(f"providers: [{{id: b, python: bot.py:reply}}]\ntests:\n{tests}")
+    proc = evalspec_run(cluster, tmp_path, "s.yaml", "-j", "4", "--no-cache", "-o", "run.json", timeout=240)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # before: 2, "nothing was run"
+    run = json.loads((tmp_path / "run.json").read_text())
+    got = {r["test_id"]: (r["status"], r.get("error")) for r in run["results"]}
+    assert list(got) == ["a", "boom", "c", "d", "e", "f"]
+    assert got["boom"][0] == "error" and "user code ended the ray worker" in str(got["boom"][1])
+    assert "the last time alone" in str(got["boom"][1]) and "Worker exit" in str(got["boom"][1])
+    assert all(got[t] == ("passed", None) for t in ("a", "c", "d", "e", "f"))  # its neighbours, played again
