@@ -139,7 +139,12 @@ def watch(body: Callable[[], None]) -> NoReturn:
 
 
 def _ended_while_loading(steps: list[str], status: int) -> NoReturn:
-    """A child ended before the suites were ready: a config error, as the loader's own are printed."""
+    """A child ended before the suites were ready: a config error, as the loader's own are printed (unless
+    it was ended by the signal the parent was sent and passed on: then the parent ends as it would have)."""
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) in _forwarded | {signal.SIGINT}:
+        what = "terminated" if os.WTERMSIG(status) == signal.SIGTERM else "interrupted"
+        sys.stderr.write(f"\n{what}: nothing was run.\n")
+        sys.exit(128 + os.WTERMSIG(status))
     cause = cause_of(status)
     text = (f"{': '.join(steps)}: ended evalspec's process: it {cause}; code that is loaded must not end "
             "the process (remove it or fix it)" if steps else
@@ -182,10 +187,14 @@ def _play_once(body: Callable[[PlayGuard], None], guard: PlayGuard) -> tuple[_He
     return heard, status
 
 
+_forwarded: set[int] = set()  # the signals the parent was sent and passed on
+
+
 def _forward_signals(pid: int) -> dict[int, signal._HANDLER]:
     """SIGTERM (and SIGINT when no terminal sends it to the whole group) go on to the child, which stops
     the run as it always has; the parent itself waits for the child's exit code."""
     def forward(signum: int, _frame: object) -> None:
+        _forwarded.add(signum)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
 
@@ -248,6 +257,10 @@ def _child(body: Callable[[PlayGuard], None], guard: PlayGuard, parent: int) -> 
         code = ExitCode.OK
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:  # Ctrl-C while the suites were loaded (the run itself handles its own)
+        with contextlib.suppress(BaseException):
+            sys.stderr.write("\ninterrupted: nothing was run.\n")
+        code = ExitCode.INTERRUPTED
     except BaseException:  # an evalspec bug: shown as it would be without the supervisor
         import traceback
 
