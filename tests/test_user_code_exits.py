@@ -113,3 +113,18 @@ def test_a_python_check_module_that_exits_at_import_is_a_config_error(in_tmp: Pa
     assert proc.returncode == 2, proc.stdout + proc.stderr  # before: 0, the check's sys.exit ended evalspec
     assert "s.yaml:4: tests[0].conversation[0].assert[0].python" in proc.stderr and "quits" in proc.stderr and "SystemExit: 0" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and not (in_tmp / "out.json").exists()
+
+
+def test_sigterm_while_a_module_is_imported_ends_the_command_as_terminated_not_as_a_config_error(in_tmp: Path) -> None:
+    (in_tmp / "slow.py").write_text("import time\nprint('importing', flush=True)\ntime.sleep(60)\n\n"
+                                    "def respond(messages, context):\n    return 'ok'\n")
+    (in_tmp / "s.yaml").write_text("providers: [{id: b, python: slow.py:respond}]\ntests:\n"
+                                   "  - id: t\n    conversation: [{user: hi}]\n")
+    for args in (["validate", "s.yaml"], ["run", "s.yaml", "-o", "out.json"]):
+        proc = subprocess.Popen([sys.executable, "-m", "evalspec", *args], cwd=in_tmp, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline() == "importing\n"  # the module is being imported
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 143, err  # a guarded load must not call this the module's fault (exit 2)
+        assert "terminated: nothing was run" in err and "error" not in err
