@@ -108,6 +108,8 @@ def main() -> None:
 @click.option("--filter", "filter_", help="only tests whose id or name matches this regex")
 @click.option("--tag", "tags", multiple=True, help="only tests with this tag (repeatable; any)")
 @click.option("--provider", "providers", multiple=True, help="only this provider (repeatable)")
+@click.option("--transcripts", "transcripts", metavar="PATH",
+              help="grade these recorded conversations (JSONL or CSV, or a glob) instead of each suite's transcripts.path")
 @click.option("--fail-under", type=FiniteRange(0, 1), help="gate: pass rate (0..1) below this fails the run")
 @click.option("--include-drafts", is_flag=True, help="drafts count toward the gate")
 @click.option("--no-cache", is_flag=True, help="do not read or write the response cache")
@@ -127,7 +129,7 @@ def main() -> None:
 @judge_sample_options
 def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit_path: str | None,
         md_path: str | None, concurrency: int | None, processes: int | None, repeat: int | None, filter_: str | None,
-        tags: tuple[str, ...], providers: tuple[str, ...], fail_under: float | None, include_drafts: bool,
+        tags: tuple[str, ...], providers: tuple[str, ...], transcripts: str | None, fail_under: float | None, include_drafts: bool,
         no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
         address: str | None, baseline: str | None, gate_mode: str | None, confirm: int,
         judge_sample: float | None, seed: int, html_all: bool) -> None:
@@ -159,7 +161,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
             raise click.BadParameter(f"bad regex {filter_!r}: {exc}", param_hint="--filter") from None
     cli_vars = _parse_vars(var_pairs)
     patterns = list(paths) or ["suites/*.yaml"]
-    selection = Selection(filter_, list(tags), list(providers), repeat)
+    selection = Selection(filter_, list(tags), list(providers), repeat, transcripts)
     written_to = [p for p in (output, html_path, junit_path, md_path) if p]
     # absolute from here on: user code that changes directory must not move evalspec's own files
     cwd = os.getcwd()
@@ -175,6 +177,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         reports and its exit: in a child the parent watches, when it can (evalspec.supervise)."""
         try:
             suites, plan = prepare(expand_paths(patterns), cli_vars, selection)  # the same checks as `validate`
+            if transcripts and not any(s.transcripts is not None for s in suites):
+                raise click.BadParameter("no suite has 'transcripts:' to replace", param_hint="--transcripts")
             _check_writable(written_to)
         except ConfigError as exc:
             os.chdir(cwd)

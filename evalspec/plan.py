@@ -19,6 +19,9 @@ from evalspec.config.suggest import did_you_mean
 from evalspec.config.yamlfile import PathKey
 from evalspec.errors import ConfigError, Problem
 from evalspec.fillers import pick_fillers
+from evalspec.recorded import RECORDED, RecordedProblem, label_turns
+from evalspec.recorded import conversations as recorded_conversations
+from evalspec.recorded import test_of as recorded_test
 
 
 @dataclass
@@ -32,6 +35,7 @@ class PlannedTurn:
     filler: bool = False
     label: str | None = None
     asserts: list[AssertionSpec] = field(default_factory=list)
+    message: dict[str, Any] | None = None  # a recorded entry's other fields (tool_calls, tool_call_id)
 
 
 @dataclass
@@ -62,9 +66,11 @@ def instance_assertions(instance: Instance) -> list[AssertionSpec]:
 
 def grading_input(instance: Instance) -> GradingInput:
     """What grading reads of this conversation (grading does not read the plan)."""
+    absent = frozenset(k for k in instance.suite.labels if k not in instance.labels) \
+        if instance.test.recorded else frozenset()
     return GradingInput(instance.test_id, instance_assertions(instance), instance.labels, instance.vars,
                         instance.suite.path.parent, instance.provider.config.get("tools"),
-                        float(instance.suite.option("grade_timeout")))
+                        float(instance.suite.option("grade_timeout")), absent)
 
 
 @dataclass
@@ -73,6 +79,7 @@ class Selection:
     tags: list[str] = field(default_factory=list)
     providers: list[str] = field(default_factory=list)
     repeat: int | None = None
+    transcripts: str | None = None  # `run --transcripts PATH`: replaces every suite's `transcripts.path`
 
 
 def fmt_value(v: Any) -> str:
@@ -131,6 +138,11 @@ def plan_slots(suites: list[Suite], selection: Selection | None = None) -> Itera
         for test in suite.tests:
             if selection.tags and not set(selection.tags) & (set(test.tags) | set(suite.tags)):
                 continue
+            if test.recorded:
+                if not selection.providers or RECORDED.id in selection.providers:
+                    if not pattern or pattern.search(test.id) or pattern.search(test.name):
+                        yield suite, test, RECORDED, {}, 1, test.id, test.id
+                continue
             providers = [p for p in suite.providers if test.providers is None or p.id in test.providers]
             if selection.providers:
                 providers = [p for p in providers if p.id in selection.providers]
@@ -146,6 +158,25 @@ def plan_slots(suites: list[Suite], selection: Selection | None = None) -> Itera
                         continue
                     for provider in providers:
                         yield suite, test, provider, matrix, k, base, tid
+        if suite.transcripts is not None:
+            yield from _recorded_slots(suite, selection, pattern)
+
+
+def _recorded_slots(suite: Suite, selection: Selection, pattern: Any) -> Iterator[Slot]:
+    """One slot per recorded conversation of the suite's `transcripts:`, read as it is reached."""
+    if selection.tags and not set(selection.tags) & (set(suite.transcripts.tags if suite.transcripts else [])
+                                                     | set(suite.tags)):
+        return
+    if selection.providers and RECORDED.id not in selection.providers:
+        return
+    try:
+        for index, conversation in enumerate(recorded_conversations(suite, selection.transcripts)):
+            if pattern and not pattern.search(conversation.id):
+                continue
+            test = recorded_test(suite, conversation, index)
+            yield suite, test, RECORDED, {}, 1, test.id, test.id
+    except RecordedProblem as exc:
+        raise ConfigError([exc.problem]) from None
 
 
 class Plan(Sequence[Instance]):
@@ -209,6 +240,8 @@ class Plan(Sequence[Instance]):
         seen: set[tuple[int, int, int]] = set()
         for slot in plan_slots(self.suites, self.selection):
             mark = (id(slot[0]), id(slot[1]), id(slot[2]))
+            if slot[1].recorded == "file":  # every conversation of `transcripts:` has the same checks
+                mark = (id(slot[0]), -1, -1)
             if mark in seen:
                 continue
             try:
@@ -235,6 +268,8 @@ class Plan(Sequence[Instance]):
 
     def _render(self, slot: Slot) -> Instance:
         suite, test, provider, matrix, k, base, tid = slot
+        if test.recorded == "file":  # a test of its own, made as its line was read
+            return _instance(suite, test, provider, matrix, k, base, tid)
         memo_key = _memo_key(slot)
         if self._memo is not None and self._memo[0] == memo_key:
             first = self._memo[1]
@@ -315,6 +350,8 @@ def _render_asserts(specs: list[AssertionSpec], variables: dict[str, Any], turn:
 def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict[str, Any], k: int,
               base: str, tid: str) -> Instance:
     variables = {**suite.vars, **test.vars, **matrix}
+    if test.recorded:
+        return _recorded_instance(suite, test, provider, tid, variables)
     turns: list[PlannedTurn] = []
     labels: dict[str, int] = {}
     turn = 0
@@ -353,6 +390,40 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
         _check_rendered(t.asserts, labels, turn)
     _check_rendered(asserts, labels, turn)
     return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels)
+
+
+def _recorded_instance(suite: Suite, test: TestSpec, provider: ProviderSpec, tid: str,
+                       variables: dict[str, Any]) -> Instance:
+    """A recorded conversation as it happened: user turns numbered, every other message in the turn of
+    the user message before it; labels written on entries, then `labels:` by pattern. A recorded file's
+    text is taken as it is; an inline `transcript:` is rendered like a suite's turns."""
+    turns: list[PlannedTurn] = []
+    labels: dict[str, int] = {}
+    turn = 0
+    inline = test.recorded == "inline"
+    for entry in test.conversation:
+        text = str(entry.text)
+        if inline:
+            text = str(_render(entry.text, variables, (*entry.where, entry.kind)))
+        if entry.kind == "user":
+            turn += 1
+            if entry.label:
+                labels[entry.label] = turn
+            asserts = _render_asserts(entry.asserts, variables, turn) if entry.asserts else []
+            turns.append(PlannedTurn("user", text, turn, call=False, label=entry.label, asserts=asserts))
+        else:
+            turns.append(PlannedTurn(entry.kind, text, turn, call=False, message=entry.message))
+    texts = [(t.turn, t.text) for t in turns if t.role == "user"]
+    for label, found in label_turns({k: v for k, v in suite.labels.items() if k not in labels}, texts).items():
+        labels[label] = found
+        next(t for t in turns if t.role == "user" and t.turn == found).label = label
+    asserts = _render_asserts(test.asserts, variables, None) if inline else list(test.asserts)
+    known = {**{k: 0 for k in suite.labels}, **labels}  # a label by pattern may match nothing: skipped then
+    for t in turns:
+        _check_rendered(t.asserts, known, turn)
+    if inline:
+        _check_rendered(asserts, known, turn)
+    return Instance(suite, test, provider, tid, tid, {}, 1, variables, turns, asserts, labels)
 
 
 def render_text_at(text: str, variables: dict[str, Any], path: PathKey) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import os
 import random
 import secrets as pysecrets
@@ -17,7 +18,7 @@ from evalspec import __version__
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import grade, received_only
 from evalspec.config.model import Suite
-from evalspec.conversation import CallFn, Transcript, run_scripted
+from evalspec.conversation import CallFn, Transcript, run_scripted, user_message
 from evalspec.errors import EvalspecError
 from evalspec.executors import ConversationLost, RayConfig, RayExecutor
 from evalspec.plan import Instance, Plan, grading_input, positions
@@ -255,6 +256,24 @@ class Caller:
         return self.provider.call(messages, ctx, stats=self.stats, **self.mode)
 
 
+def recorded_transcript(inst: Instance) -> Transcript:
+    """A recorded conversation's messages as a played one's (SPEC §19): an assistant message followed by
+    another in the same turn is a tool round (`intermediate`), the turn's last one its reply."""
+    messages: list[dict[str, Any]] = []
+    for i, planned in enumerate(inst.turns):
+        if planned.role == "user":
+            messages.append(user_message(planned.text, planned.turn, label=planned.label))
+            continue
+        message = {"role": planned.role, "content": planned.text, "turn": planned.turn, "latency_ms": None,
+                   "tokens": None, "cost": None, **(planned.message or {})}
+        later = inst.turns[i + 1:]
+        if planned.role == "assistant" and later and later[0].role != "user" and \
+                any(t.role == "assistant" for t in itertools.takewhile(lambda t: t.role != "user", later)):
+            message["intermediate"] = True
+        messages.append(message)
+    return Transcript(messages=messages)
+
+
 async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
     """One conversation, graded; every failure is captured into the record, never raised."""
     start = time.perf_counter()
@@ -267,8 +286,11 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
 
     results: list[AssertionResult] = []
     try:
-        provider = pool.get(inst.provider, inst.suite)
-        transcript = await play(inst, pool, provider, caller)
+        if inst.test.recorded:  # graded as it happened: no call
+            transcript = recorded_transcript(inst)
+        else:
+            provider = pool.get(inst.provider, inst.suite)
+            transcript = await play(inst, pool, provider, caller)
         results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
     except EvalspecError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))

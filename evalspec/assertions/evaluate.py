@@ -37,6 +37,7 @@ class AssertionResult:
     # one `{tokens, cost, cached}` per judge call made for this result, its answer usable or not (SPEC §17);
     # counted on the record (`judge_calls`, `judge_tokens`, `judge_cost`), not written with the assertion
     judge_usage: list[dict[str, Any]] = field(default_factory=list)
+    skipped: bool = False  # not checked (its label is not in this recorded conversation): no verdict, no score
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -49,6 +50,8 @@ class AssertionResult:
             out["details"] = self.details
         if self.from_defaults:
             out["default"] = True
+        if self.skipped:
+            out["skipped"] = True
         return out
 
 

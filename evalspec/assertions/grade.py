@@ -29,6 +29,7 @@ class GradingInput:
     suite_dir: Path
     tools: Any = None  # the provider's declared tools, for tool-args-valid
     grade_timeout: float = REGEX_TIMEOUT_S  # options.grade_timeout
+    absent: frozenset[str] = frozenset()  # labels by pattern that matched no user turn (recorded, SPEC §19)
 
 
 def needs_model(spec: AssertionSpec) -> bool:
@@ -64,11 +65,37 @@ async def grade(graded_input: GradingInput, transcript: list[dict[str, Any]], ju
                 judge_for: Callable[[Any], JudgeFn | None] | None = None,
                 grade_timeout: float | None = None) -> list[AssertionResult]:
     """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own.
-    Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's)."""
-    out = await _grade(graded_input, transcript, judge, embed, judge_for, grade_timeout)
-    for spec, result in zip(graded_input.specs, out, strict=True):
+    Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's).
+    A rule anchored on an absent label is skipped (`not-before` then checks every reply)."""
+    specs, skipped = _anchored(graded_input, transcript) if graded_input.absent else (graded_input.specs, {})
+    given = replace(graded_input, specs=[s for i, s in enumerate(specs) if i not in skipped])
+    graded = iter(await _grade(given, transcript, judge, embed, judge_for, grade_timeout))
+    out = [skipped[i] if i in skipped else next(graded) for i in range(len(specs))]
+    for spec, result in zip(specs, out, strict=True):
         result.from_defaults = spec.where[:1] == ("defaults",)
     return out
+
+
+def _anchored(given: GradingInput, transcript: list[dict[str, Any]]) -> tuple[list[AssertionSpec],
+                                                                             dict[int, AssertionResult]]:
+    """The specs with `not-before` on an absent label moved past the last turn, and a skipped result
+    for every other rule that refers to an absent label (it leaves the score: neither pass nor fail)."""
+    from evalspec.assertions.turnrefs import turn_refs
+
+    last = max((m.get("turn") or 0 for m in transcript if m.get("role") == "user"), default=0)
+    specs, skipped = list(given.specs), {}
+    for i, spec in enumerate(specs):
+        missing = [r for r, _ in turn_refs(spec) if isinstance(r, str) and r in given.absent]
+        if not missing:
+            continue
+        if spec.type == "not-before" and not spec.negate and isinstance(spec.value, dict) \
+                and spec.value.get("turn") in given.absent and len(missing) == 1:
+            specs[i] = replace(spec, value={**spec.value, "turn": last + 1})
+            continue
+        skipped[i] = AssertionResult(spec.name, spec.scope, None, None, reason=f"label '{missing[0]}' not found",
+                                     weight=spec.weight, severity=spec.severity, metric=spec.metric,
+                                     threshold=spec.threshold, turn=spec.turn, value=spec.value, skipped=True)
+    return specs, skipped
 
 
 async def _grade(graded_input: GradingInput, transcript: list[dict[str, Any]], judge: JudgeFn | None,

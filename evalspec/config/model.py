@@ -60,14 +60,15 @@ class AssertionSpec:
 class TurnSpec:
     """One entry of a scripted conversation."""
 
-    kind: Literal["user", "filler", "assistant"]
-    text: Any = None  # user / assistant text (template)
+    kind: Literal["user", "filler", "assistant", "tool"]
+    text: Any = None  # user / assistant / tool text (template)
     count: Any = None  # filler count (int or template)
     pool: list[str] | None = None
     label: str | None = None
     asserts: list[AssertionSpec] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
     where: PathKey = ()
+    message: dict[str, Any] | None = None  # a recorded entry's other fields: tool_calls, tool_call_id, name
 
 
 @dataclass
@@ -157,6 +158,24 @@ class TestSpec:
     curve_summary: str | None = None  # half_life | failure_point | stable_range
     sla: list[dict[str, float]] = field(default_factory=list)
     where: PathKey = ()
+    # a recorded conversation (SPEC §19): graded as it happened, nothing is called. "inline" for a
+    # `transcript:` test, "file" for one conversation of the suite's `transcripts:`
+    recorded: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # a recorded conversation's own
+
+
+@dataclass
+class TranscriptsSpec:
+    """`transcripts:`: recorded conversations (JSONL in OpenAI chat format, or CSV) graded by `defaults`."""
+
+    path: str  # a file or a glob, relative to the suite
+    sample: int | None = None
+    seed: int = 0
+    where: dict[str, Any] = field(default_factory=dict)  # metadata equality filter
+    asserts: list[AssertionSpec] = field(default_factory=list)  # `defaults.assert`, parsed once
+    threshold: float | None = None
+    tags: list[str] = field(default_factory=list)
+    at: PathKey = ("transcripts",)
 
 
 @dataclass
@@ -175,6 +194,8 @@ class Suite:
     gate_mode: str = "pass_rate"  # pass_rate | regressions (SPEC §10)
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)
+    transcripts: TranscriptsSpec | None = None
+    labels: dict[str, str] = field(default_factory=dict)  # label -> pattern over user turns (recorded)
     secrets: set[str] = field(default_factory=set)
     lines: LineMap | None = None
 

@@ -18,6 +18,7 @@ from evalspec.config.model import (
     SimulateSpec,
     Suite,
     TestSpec,
+    TranscriptsSpec,
     TurnSpec,
 )
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
@@ -26,7 +27,7 @@ from evalspec.config.yamlfile import LineMap, PathKey
 from evalspec.errors import Problem
 from evalspec.redact import collect_provider_secrets
 
-TurnKind = Literal["user", "filler", "assistant"]
+TurnKind = Literal["user", "filler", "assistant", "tool"]
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -59,14 +60,19 @@ class SuiteParser:
         s.min_pass_rate = float(gate.get("min_pass_rate", 1.0)) if isinstance(gate.get("min_pass_rate", 1.0), (int, float)) else 1.0
         s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
         s.gate_mode = str(gate.get("mode") or "pass_rate")
+        self._recorded_sources()
         self._providers()
         for role in ("judge", "simulator", "embedder"):
             if role in d:
                 setattr(s, role, self._model_ref(d[role], (role,), role))
         defaults = _dict(d.get("defaults"))
         tests = _list(d.get("tests"))
-        if "tests" in d and not tests:
+        if "tests" not in d and "transcripts" not in d:
+            self.bad((), "missing 'tests': the conversations to play (or 'transcripts': recorded ones to grade)")
+        if "tests" in d and not tests and "transcripts" not in d:
             self.bad(("tests",), "a suite needs at least one test")
+        if s.transcripts is not None:
+            self._transcripts_defaults(defaults)
         seen: dict[str, PathKey] = {}
         for i, raw in enumerate(tests):
             if not isinstance(raw, dict):
@@ -92,7 +98,8 @@ class SuiteParser:
         key = "providers" if "providers" in d else "targets"
         items = d.get(key)
         if items is None:
-            self.bad((), "missing 'providers': the systems under test")
+            if not self._all_recorded():
+                self.bad((), "missing 'providers': the systems under test")
             return
         if not isinstance(items, list):
             return
@@ -105,6 +112,96 @@ class SuiteParser:
                 self.bad((key, i, "id"), f"duplicate provider id '{spec.id}'")
             seen.add(spec.id)
             self.suite.providers.append(spec)
+
+    def _all_recorded(self) -> bool:
+        """Every conversation of the suite was recorded (`transcripts:`, `transcript:` tests): no system
+        under test is called, so none is needed."""
+        tests = [t for t in _list(self.data.get("tests")) if isinstance(t, dict)]
+        return ("transcripts" in self.data or bool(tests)) and all("transcript" in t for t in tests)
+
+    # -- recorded conversations (SPEC §19) ---------------------------------------------------
+    def _recorded_sources(self) -> None:
+        d = self.data
+        labels = d.get("labels")
+        if isinstance(labels, dict):
+            from evalspec.assertions.patterns import regex_problem
+
+            for name, pattern in labels.items():
+                if isinstance(pattern, str) and (message := regex_problem(pattern)):
+                    self.bad(("labels", name), message)
+                elif isinstance(pattern, str) and isinstance(name, str):
+                    self.suite.labels[name] = pattern
+        raw = d.get("transcripts")
+        if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+            return
+        sample = raw.get("sample")
+        seed = raw.get("seed", self.suite.options.get("seed", 0) if isinstance(d.get("options"), dict) else 0)
+        self.suite.transcripts = TranscriptsSpec(
+            path=raw["path"], sample=sample if isinstance(sample, int) and not isinstance(sample, bool) else None,
+            seed=seed if isinstance(seed, int) else 0, where=_dict(raw.get("where")))
+
+    def _transcripts_defaults(self, defaults: dict[str, Any]) -> None:
+        """`defaults` grade every conversation of `transcripts:`: parsed once, for all of them."""
+        source = self.suite.transcripts
+        assert source is not None
+        items = defaults.get("assert")
+        for j, item in enumerate(items if isinstance(items, list) else []):
+            spec = parse_assertion(item, ("defaults", "assert", j), self.lines, self.problems, None)
+            if spec:
+                source.asserts.append(spec)
+        threshold = defaults.get("threshold")
+        source.threshold = float(threshold) if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) else None
+        source.tags = [str(t) for t in _list(defaults.get("tags")) if isinstance(t, str)]
+        labels = set(self.suite.labels)
+        for spec in source.asserts:
+            for ref, where in turn_refs(spec):
+                if isinstance(ref, str) and not is_template(ref) and ref not in labels and not ref.isdigit():
+                    self.bad(where, f"label '{ref}' is not in 'labels:'{did_you_mean(ref, sorted(labels))}; "
+                                    "recorded conversations are labelled by pattern there")
+                elif isinstance(ref, int) and (message := ref_problem(ref, labels, None)):
+                    self.bad(where, message)
+
+    def _transcript(self, test: TestSpec, entries: list[Any], path: PathKey) -> None:
+        """An inline recorded conversation: user / assistant / tool entries, `label:` and `assert:` on
+        user entries (the checks grade the assistant message that answers it)."""
+        test.recorded = "inline"
+        turn = 0
+        labels: dict[str, PathKey] = {}
+        for j, raw in enumerate(entries):
+            tpath = (*path, j)
+            if not isinstance(raw, dict):
+                self.bad(tpath, "a transcript entry is a mapping: '- user: ...', '- assistant: ...' or '- tool: ...'")
+                continue
+            kinds = [k for k in ("user", "assistant", "tool") if k in raw]
+            if len(kinds) != 1:
+                self.bad(tpath, "a transcript entry needs exactly one of 'user', 'assistant', 'tool'"
+                         + (f" (found {', '.join(kinds)})" if kinds else ""))
+                continue
+            kind = kinds[0]
+            for extra in ("label", "assert"):
+                if extra in raw and kind != "user":
+                    self.bad((*tpath, extra), f"'{extra}' goes with a 'user' entry, not '{kind}'")
+            text = raw[kind]
+            spec = TurnSpec(kind=cast(TurnKind, kind), text="" if text is None else str(text), where=tpath)
+            extras = {k: raw[k] for k in ("tool_calls", "tool_call_id", "name") if k in raw}
+            spec.message = extras or None
+            if kind == "user":
+                turn += 1
+                if not spec.text.strip():
+                    self.bad((*tpath, "user"), "empty user message")
+                label = raw.get("label")
+                if isinstance(label, str):
+                    if label in labels:
+                        self.bad((*tpath, "label"), f"duplicate label '{label}'")
+                    labels[label] = tpath
+                    spec.label = label
+                for k, item in enumerate(raw.get("assert") or [] if isinstance(raw.get("assert"), list) else []):
+                    a = parse_assertion(item, (*tpath, "assert", k), self.lines, self.problems, turn)
+                    if a:
+                        spec.asserts.append(a)
+            test.conversation.append(spec)
+        if not turn:
+            self.bad(path, "a transcript needs at least one 'user' entry")
 
     def _provider(self, raw: Any, path: PathKey, default_id: str | None = None) -> ProviderSpec | None:
         if not isinstance(raw, dict):
@@ -164,14 +261,20 @@ class SuiteParser:
         conversation, cpath = f("conversation")
         simulate, spath = f("simulate")
         attack, apath = f("attack")
-        given = [k for k, v in (("conversation", conversation), ("simulate", simulate), ("attack", attack))
-                 if v is not None]
+        transcript, tpath = raw.get("transcript"), (*path, "transcript")
+        if transcript is not None:  # a recorded test: the defaults' way to play a test do not apply
+            conversation = simulate = attack = None
+        given = [k for k, v in (("conversation", conversation), ("simulate", simulate), ("attack", attack),
+                                ("transcript", transcript)) if v is not None]
         if len(given) > 1:
-            self.bad(path, f"a test has one of 'conversation', 'simulate', 'attack', not {' and '.join(given)}")
+            self.bad(path, f"a test has one of 'conversation', 'simulate', 'attack', 'transcript', "
+                           f"not {' and '.join(given)}")
         elif not given:
-            self.bad(path, "a test needs 'conversation' (scripted turns), 'simulate' (a simulated user) "
-                     "or 'attack' (an adversarial user)")
-        if isinstance(conversation, list):
+            self.bad(path, "a test needs 'conversation' (scripted turns), 'simulate' (a simulated user), "
+                     "'attack' (an adversarial user) or 'transcript' (a recorded conversation)")
+        if isinstance(transcript, list):
+            self._transcript(test, transcript, tpath)
+        elif isinstance(conversation, list):
             if not conversation:
                 self.bad(cpath, "the conversation is empty")
             self._conversation(test, conversation, cpath)
@@ -323,6 +426,8 @@ class SuiteParser:
     def _check_references(self, test: TestSpec) -> None:
         """Labels must exist and turn numbers must be inside a scripted conversation."""
         labels = {t.label for t in test.conversation if t.label}
+        if test.recorded:
+            labels |= set(self.suite.labels)  # by pattern: a conversation may lack one (the rule is skipped)
         length = scripted_length(test)
         # a rule under a turn is graded right after that turn: it can only look back (SPEC §8)
         entry_of_label: dict[str, tuple[int, TurnSpec]] = {}
@@ -354,6 +459,8 @@ def scripted_length(test: TestSpec) -> int | None:
     """User turns in a scripted conversation, or None when unknown (templated fillers, simulation)."""
     if test.simulate is not None or test.attack is not None or not test.conversation:
         return None
+    if test.recorded:
+        return sum(1 for t in test.conversation if t.kind == "user")
     total = 0
     for t in test.conversation:
         if t.kind == "user":

@@ -131,6 +131,37 @@ def turn_schema(for_validation: bool) -> dict[str, Any]:
     return schema
 
 
+def transcript_entry_schema(for_validation: bool) -> dict[str, Any]:
+    """One entry of a recorded conversation held inline (`transcript:`, SPEC §19)."""
+    schema = _obj({
+        "user": {"type": "string"},
+        "assistant": {"type": "string"},
+        "tool": {"type": "string", "description": "a tool's result"},
+        "label": {"type": "string", "minLength": 1},
+        "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"},
+                   "description": "checks on the assistant message that answers this user entry"},
+        "tool_calls": {"type": "array", "items": {"type": "object"},
+                       "description": "the assistant's tool calls (OpenAI format)"},
+        "tool_call_id": {"type": "string"},
+        "name": {"type": "string"},
+    })
+    if not for_validation:  # the loader names a missing or doubled kind itself
+        schema["oneOf"] = [{"required": ["user"]}, {"required": ["assistant"]}, {"required": ["tool"]}]
+    return schema
+
+
+def transcripts_schema() -> dict[str, Any]:
+    """`transcripts:`: recorded conversations graded by the suite's `defaults` (SPEC §19)."""
+    return _obj({
+        "path": {"type": "string", "minLength": 1,
+                 "description": "a JSONL file (one OpenAI-format conversation a line) or a CSV "
+                                "(conversation_id, turn, role, content), or a glob; relative to the suite"},
+        "sample": {"type": "integer", "minimum": 1, "description": "a seeded random sample of this many"},
+        "seed": {"type": "integer"},
+        "where": {"type": "object", "description": "metadata equality filter"},
+    }, ["path"])
+
+
 def test_properties() -> dict[str, Any]:
     stop = {"anyOf": [_obj({"user_says": {"type": "string", "minLength": 1}}, ["user_says"]),
                       _obj({"assistant_matches": {"type": "string", "minLength": 1}}, ["assistant_matches"]),
@@ -145,6 +176,8 @@ def test_properties() -> dict[str, Any]:
         "vars": {"type": "object"},
         "providers": STRINGS,
         "conversation": {"type": "array", "items": {"$ref": "#/$defs/turn"}},
+        "transcript": {"type": "array", "items": {"$ref": "#/$defs/transcript_entry"},
+                       "description": "a recorded conversation, graded as it happened (nothing is called)"},
         "simulate": _obj({
             "persona": {"type": "string", "minLength": 1},
             "goal": {"type": "string", "minLength": 1},
@@ -186,7 +219,7 @@ def test_properties() -> dict[str, Any]:
 
 def suite_schema(for_validation: bool = False) -> dict[str, Any]:
     tests = test_properties()
-    defaults = {k: v for k, v in tests.items() if k not in ("id", "name")}
+    defaults = {k: v for k, v in tests.items() if k not in ("id", "name", "transcript")}
     model_ref = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -219,13 +252,18 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
                              "max_reply_chars": {"type": "integer", "minimum": 1}}),
             "defaults": _obj(defaults),
             "tests": {"type": "array", "items": {"$ref": "#/$defs/test"}},
+            "transcripts": transcripts_schema(),
+            "labels": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1},
+                       "description": "label: pattern; the first user turn of a recorded conversation "
+                                      "that matches gets the label"},
         },
-        "required": ["tests"],
+        **({} if for_validation else {"anyOf": [{"required": ["tests"]}, {"required": ["transcripts"]}]}),
         "$defs": {
             "provider": provider_schema(for_validation),
             "provider_ref": provider_schema(for_validation, needs_id=False),
             "test": _obj(tests),
             "turn": turn_schema(for_validation),
+            "transcript_entry": transcript_entry_schema(for_validation),
             "assertion": assertion_schema(for_validation),
             **({} if for_validation else assertion_defs()),
         },

@@ -43,7 +43,9 @@ def decide(results: list[AssertionResult], threshold: float | None, error: str |
     """(status, score, critical_failed) for one conversation.
 
     SPEC §17: a critical assertion that failed makes it `failed` whatever `xfail` says; an error never
-    hides a failure (a failed assertion beside an error is `failed`, the error listed in the record)."""
+    hides a failure (a failed assertion beside an error is `failed`, the error listed in the record).
+    A skipped rule (SPEC §19) is neither a pass nor a fail."""
+    results = [r for r in results if not r.skipped]
     score = test_score(results)
     critical = any(r.passed is False and r.severity == "critical" for r in results)
     if critical:
