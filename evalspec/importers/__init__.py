@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from evalspec.config.interpolate import LITERAL_DOLLAR_BRACE, is_template
+from evalspec.errors import ConfigError, Problem
 
 STUB_FILE = "provider_stub.py"
 STUB_SOURCE = '''"""A stand-in for the system under test, written by `evalspec import`.
@@ -115,8 +116,9 @@ def provider_from_spec(spec: str) -> dict[str, Any]:
 
 def with_provider(suite: ImportedSuite, provider: str | None) -> None:
     """Give a suite without providers the one from `--provider`, or a python stub to edit."""
-    if suite.data.get("providers"):
-        return
+    tests = [t for t in suite.data.get("tests") or [] if isinstance(t, dict)]
+    if suite.data.get("providers") or (tests and all("transcript" in t for t in tests)):
+        return  # recorded conversations call nothing
     if provider:
         entry = provider_from_spec(provider)
     else:
@@ -137,8 +139,46 @@ def render_suite(suite: ImportedSuite) -> str:
     return "\n".join(head) + "\n" + dump_yaml(suite.data)
 
 
-def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | None = None) -> list[Path]:
-    """Write each suite (and its extra files) under `out_dir`; returns the paths written."""
+class ImportRefused(ConfigError):
+    """The import would write a hollow suite (SPEC §19): nothing is written."""
+
+
+def hollow_problems(suite: ImportedSuite) -> list[Problem]:
+    """What makes an imported suite hollow: no test, a test that checks nothing (no check of its own, on
+    its turns or from `defaults`), an empty user turn."""
+    data, source = suite.data, suite.source or suite.filename
+    inherited = bool((data.get("defaults") or {}).get("assert"))
+    tests = [t for t in data.get("tests") or [] if isinstance(t, dict)]
+    if not tests and not data.get("transcripts"):
+        return [Problem(source, None, "", "no test could be imported: nothing to write"
+                        + (f" ({suite.not_converted[0]})" if suite.not_converted else ""))]
+    problems = []
+    for i, test in enumerate(tests):
+        name = str(test.get("id") or test.get("name") or f"test {i + 1}")
+        entries = [e for e in (test.get("conversation") or test.get("transcript") or []) if isinstance(e, dict)]
+        if not (test.get("assert") or inherited or any(e.get("assert") for e in entries)):
+            problems.append(Problem(source, None, f"test '{name}'", "checks nothing: none of its source's "
+                                    "checks could be converted (see 'not converted' above)"))
+        for j, entry in enumerate(entries):
+            text = entry.get("user")
+            if "user" in entry and not unliteral(str(text or "")).strip():
+                problems.append(Problem(source, None, f"test '{name}', entry {j + 1}", "empty user turn"))
+    return problems
+
+
+def check_not_hollow(suites: list[ImportedSuite]) -> None:
+    """Raise ImportRefused naming every hollow part of every suite (`--allow-empty` skips this)."""
+    problems = [p for suite in suites for p in hollow_problems(suite)]
+    if problems:
+        raise ImportRefused(problems)
+
+
+def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | None = None,
+                 allow_empty: bool = False) -> list[Path]:
+    """Write each suite (and its extra files) under `out_dir`; returns the paths written. A hollow
+    suite is refused (ImportRefused, nothing written) unless `allow_empty`."""
+    if not allow_empty:
+        check_not_hollow(suites)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for suite in suites:

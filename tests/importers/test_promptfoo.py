@@ -146,7 +146,7 @@ def test_test_data_is_sent_as_written_never_as_a_template_or_a_variable(
 def test_prompt_templates_render_under_the_limits_of_a_suite(tmp_path: Path) -> None:
     loops = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
     for prompt, limit in (("{{ 'x' * 10 ** 10 }}", "a repeated value"), (loops, "loops ran more than")):
-        code, out, err = import_config(tmp_path, {"prompts": [prompt], "tests": [{"vars": {}}]})
+        code, out, err = import_config(tmp_path, {"prompts": [prompt], "tests": [{"vars": {}}]}, "--allow-empty")
         assert code == 2 and "tests[0]: the prompt could not be rendered" in err and limit in err, err
         assert not (tmp_path / "out").exists()
 
@@ -169,11 +169,11 @@ def test_a_nunjucks_loop_over_a_mapping_converts_and_a_template_error_is_an_impo
         '{% endfor %}{% endfor %}{"role": "user", "content": {{ question | dump }}}]', encoding="utf-8")
     history = [{"user": "谁创办了 Facebook？"}, {"assistant": "扎克伯格"}]
     code, out, err = import_config(tmp_path, {"prompts": ["file://prompt.json"],
-                                              "tests": [{"vars": {"history": history, "question": "他还创办了什么？"}}]})
+                                              "tests": [{"vars": {"history": history, "question": "他还创办了什么？"}}]}, "--allow-empty")
     assert code == 0, err
     turns = load_suite(tmp_path / "out" / "promptfooconfig.yaml").tests[0].conversation
     assert [(t.kind, t.text) for t in turns] == [("user", "谁创办了 Facebook？"), ("assistant", "扎克伯格"),
                                                ("user", "他还创办了什么？")]
     (tmp_path / "pf" / "prompt.json").write_text("{% for a, b in words %}{{ a }}{% endfor %}", encoding="utf-8")
-    code, out, err = import_config(tmp_path, {"prompts": ["file://prompt.json"], "tests": [{"vars": {"words": ["abc"]}}]})
+    code, out, err = import_config(tmp_path, {"prompts": ["file://prompt.json"], "tests": [{"vars": {"words": ["abc"]}}]}, "--allow-empty")
     assert code == 2 and "tests[0]: the prompt could not be rendered with this test's vars: ValueError" in err, err
