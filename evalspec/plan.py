@@ -139,9 +139,9 @@ def plan_slots(suites: list[Suite], selection: Selection | None = None) -> Itera
             if selection.tags and not set(selection.tags) & (set(test.tags) | set(suite.tags)):
                 continue
             if test.recorded:
-                if not selection.providers or RECORDED.id in selection.providers:
-                    if not pattern or pattern.search(test.id) or pattern.search(test.name):
-                        yield suite, test, RECORDED, {}, 1, test.id, test.id
+                if (not selection.providers or RECORDED.id in selection.providers) and \
+                        (not pattern or pattern.search(test.id) or pattern.search(test.name)):
+                    yield suite, test, RECORDED, {}, 1, test.id, test.id
                 continue
             providers = [p for p in suite.providers if test.providers is None or p.id in test.providers]
             if selection.providers:

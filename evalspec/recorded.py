@@ -83,7 +83,7 @@ def _jsonl(path: Path) -> Iterator[Conversation]:
             if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
                 raise RecordedProblem(str(path), number, "a recorded conversation needs 'messages': a list of "
                                       '{"role": "user"|"assistant"|"tool"|"system", "content": ...}')
-            metadata = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+            metadata: dict[str, Any] = row["metadata"] if isinstance(row.get("metadata"), dict) else {}
             cid = row.get("id", metadata.get("id", f"{path.stem}-{number}"))
             yield Conversation(str(cid), row["messages"], dict(metadata), str(path), number)
 

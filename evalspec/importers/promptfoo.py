@@ -27,7 +27,17 @@ from evalspec.importers import ImportedSuite, literal, plain
 SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals", "regex", "starts-with",
               "is-json", "contains-json", "llm-rubric", "similar", "cost", "latency"}
 MODEL_PREFIXES = {"openai": "openai", "anthropic": "anthropic", "azure": "azure", "vertex": "vertex_ai",
-                  "bedrock": "bedrock", "mistral": "mistral", "groq": "groq", "ollama": "ollama"}
+                  "bedrock": "bedrock", "mistral": "mistral", "groq": "groq", "ollama": "ollama",
+                  "google": "gemini", "xai": "xai", "openrouter": "openrouter", "perplexity": "perplexity",
+                  "deepseek": "deepseek", "fireworks": "fireworks_ai", "togetherai": "together_ai"}
+LITELLM_PREFIX = "litellm"  # `litellm:PROVIDER/NAME` is already a litellm model string
+ECHO_FILE = "promptfoo_echo.py"
+ECHO_SOURCE = '''"""promptfoo's `echo` provider: the reply is the message sent (written by `evalspec import promptfoo`)."""
+
+
+def respond(messages, context):
+    return messages[-1]["content"]
+'''
 PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 
 
@@ -103,6 +113,10 @@ class _Converter:
         import os
 
         absolute = self.inside(target, where)
+        if absolute is not None and not absolute.exists():
+            self.problem(where, f"file://{target} does not exist next to the config ({absolute}): the suite "
+                                "would call a missing file; copy it there and import again")
+            return None
         return None if absolute is None else Path(os.path.relpath(absolute, self.out_dir.resolve())).as_posix()
 
     # -- providers ---------------------------------------------------------------------------
@@ -142,11 +156,20 @@ class _Converter:
             return {"_name": name, "python": f"{stub}:respond"}
         if pid in ("http", "https") or pid.startswith(("http://", "https://")):
             return self.http(pid, config, name)
+        if pid == "echo":
+            self.files[ECHO_FILE] = ECHO_SOURCE
+            return {"_name": name, "python": f"{ECHO_FILE}:respond"}
         prefix, sep, model = pid.partition(":")
-        if sep and prefix in MODEL_PREFIXES:
+        if sep and prefix == LITELLM_PREFIX:
+            prefix, model = "litellm", model
+        if sep and (prefix in MODEL_PREFIXES or prefix == "litellm"):
             for api in ("chat:", "messages:", "completion:"):
                 model = model.removeprefix(api)
-            out: dict[str, Any] = {"_name": name, "model": f"{MODEL_PREFIXES[prefix]}/{model}"}
+            if ":" in model:  # image:, video:, embedding:, realtime: ... are not chat models
+                self.notes.append(f"provider {pid}: not a chat model")
+                return None
+            full = model if prefix == "litellm" else f"{MODEL_PREFIXES[prefix]}/{model}"
+            out: dict[str, Any] = {"_name": name, "model": full}
             params = {k: config[k] for k in PARAMS if k in config}
             if params:
                 out["params"] = params
@@ -183,6 +206,86 @@ class _Converter:
         if rest:
             self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
         return {"_name": name if name not in ("http", "https") else "http", "http": http}
+
+    def judge(self, raw: Any) -> Any:
+        """`defaultTest.options.provider` (promptfoo's grader) as the suite's `judge:`."""
+        if isinstance(raw, dict) and isinstance(raw.get("text"), (str, dict)):
+            raw = raw["text"]  # {text: ..., embedding: ...}
+        converted = self.provider(raw)
+        if converted is None:
+            return None
+        converted.pop("_name", None)
+        if set(converted) == {"model"}:
+            return converted["model"]
+        return converted if "model" in converted else None
+
+    # -- external tests --------------------------------------------------------------------------
+    def external_tests(self, raw: Any) -> list[Any]:
+        """`tests:` as a list of test mappings: `file://x.csv|jsonl|yaml|json` entries read (inside the
+        config's folder), a CSV's columns as vars (`__expected`, `__description` as promptfoo reads them)."""
+        items = raw if isinstance(raw, list) else [raw]
+        out: list[Any] = []
+        for item in items:
+            if not isinstance(item, str):
+                out.append(item)
+                continue
+            target = item.removeprefix("file://")
+            for file in self._globbed(target):
+                out.extend(self._test_file(file, item))
+        return out
+
+    def _globbed(self, target: str) -> list[Path]:
+        import glob
+
+        folder = self.path.parent.resolve()
+        if any(ch in target for ch in "*?["):
+            found = sorted(Path(p).resolve() for p in glob.glob(str(folder / target)))
+            return [p for p in found if p.is_relative_to(folder)] or self._missing(target)
+        file = self.inside(target, f"tests {target}")
+        if file is None:
+            return []
+        return [file] if file.is_file() else self._missing(target)
+
+    def _missing(self, target: str) -> list[Path]:
+        self.problem(f"tests file://{target}", "no such test file next to the config: copy it there and import again")
+        return []
+
+    def _test_file(self, file: Path, written: str) -> list[Any]:
+        import csv
+
+        suffix = file.suffix.lower()
+        try:
+            text = file.read_text(encoding="utf-8-sig")
+            if suffix == ".csv":
+                return [self._csv_test(row) for row in csv.DictReader(text.splitlines())]
+            if suffix == ".jsonl":
+                return [json.loads(line) for line in text.splitlines() if line.strip()]
+            if suffix in (".yaml", ".yml", ".json"):
+                loaded = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+                return loaded if isinstance(loaded, list) else [loaded]
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, csv.Error) as exc:
+            self.problem(f"tests {written}", f"cannot read {file.name}: {exc}")
+            return []
+        self.notes.append(f"tests {written}: a {suffix or 'suffixless'} test file (CSV, JSONL, YAML or JSON are read)")
+        return []
+
+    def _csv_test(self, row: dict[str, Any]) -> dict[str, Any]:
+        test: dict[str, Any] = {"vars": {k: v for k, v in row.items() if k and not k.startswith("__")}}
+        asserts = []
+        for key, value in row.items():
+            if not key or not key.startswith("__expected") or not value:
+                continue
+            kind, sep, rest = str(value).partition(":")
+            if sep and regex.fullmatch(r"[a-z][a-z-]*", kind.strip()):
+                kind = kind.strip()
+                asserts.append({"type": "llm-rubric" if kind == "grade" else kind, "value": rest.strip()})
+            else:
+                asserts.append({"type": "equals", "value": value})
+        if asserts:
+            test["assert"] = asserts
+        if row.get("__description"):
+            test["description"] = row["__description"]
+        return test
 
     # -- prompts -----------------------------------------------------------------------------
     def prompt(self, raw: Any) -> Any:
@@ -244,6 +347,18 @@ class _Converter:
         value = raw.get("value")
         name = ("not-" if negate else "") + base
         out: dict[str, Any]
+        threshold = raw.get("threshold")
+        if base in ("latency", "cost") and value is None and isinstance(threshold, (int, float)):
+            value, raw = threshold, {k: v for k, v in raw.items() if k != "threshold"}  # promptfoo's limit
+        if base in SAME_TYPES and value is None and base not in ("is-json", "contains-json"):
+            self.notes.append(f"{where}: assertion '{kind}' without a value")
+            return None
+        if base in ("contains-json", "is-json") and isinstance(value, str):
+            self.notes.append(f"{where}: assertion '{kind}' with a JSON Schema (checked as '{kind}' without it)")
+            value = None
+        if base == "equals" and not isinstance(value, (str, int, float)):
+            self.notes.append(f"{where}: assertion 'equals' on a structured value")
+            return None
         if base in SAME_TYPES:
             if base in ("is-json", "contains-json") and value is None:
                 out = {"type": name}
@@ -301,26 +416,30 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     """One promptfoo config -> one suite (written to `out_dir`, which relative paths are computed for)."""
     data = _load(path)
     conv = _Converter(path, out_dir)
-    providers = conv.providers(data.get("providers"))
+    providers = conv.providers(data.get("providers") if data.get("providers") is not None else data.get("targets"))
     prompt = conv.prompt(data.get("prompts"))
     multi_turn = "_conversation" in str(prompt)
     default = data.get("defaultTest") or {}
     if isinstance(default, str):
         conv.notes.append(f"defaultTest {default}: external file")
         default = {}
-    default_vars = dict(default.get("vars") or {})
-    tests_raw = data.get("tests") or []
-    if isinstance(tests_raw, str):
-        conv.notes.append(f"tests {tests_raw}: external test file (import the CSV with `evalspec import csv`)")
-        tests_raw = []
-    for key in sorted(set(data) - {"description", "prompts", "providers", "tests", "defaultTest"}):
+    default_vars = dict(default.get("vars") or {}) if isinstance(default.get("vars"), dict) else {}
+    tests_raw = conv.external_tests(data.get("tests") or [])
+    for key in sorted(set(data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest"}):
         conv.notes.append(f"top-level '{key}'")
-    for key in sorted(set(default) - {"vars", "assert"}):
+    options: dict[str, Any] = default["options"] if isinstance(default.get("options"), dict) else {}
+    judge = conv.judge(options.get("provider")) if options.get("provider") is not None else None
+    for key in sorted(set(options) - {"provider"}):
+        conv.notes.append(f"defaultTest.options.{key}")
+    for key in sorted(set(default) - {"vars", "assert", "options"}):
         conv.notes.append(f"defaultTest.{key}")
 
     turns: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]] = []
     for i, test in enumerate(t for t in tests_raw if isinstance(t, dict)):
         where = f"tests[{i}]"
+        if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
+            conv.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
+            test = {k: v for k, v in test.items() if k != "vars"}
         variables = {**default_vars, **dict(test.get("vars") or {})}
         for k, v in variables.items():
             if isinstance(v, str) and v.startswith("file://"):
@@ -382,9 +501,11 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         suite["defaults"] = {"assert": default_asserts}
     used = {k.removeprefix("not-") for t in tests for turn in t["conversation"] for a in turn.get("assert", [])
             for k in a} | {k.removeprefix("not-") for a in default_asserts for k in a}
+    if judge is not None and "llm-rubric" in used:
+        suite["judge"] = judge
     for role, key, model in (("judge", "llm-rubric", "openai/gpt-4o-mini"),
                              ("embedder", "similar", "openai/text-embedding-3-small")):
-        if key in used:
+        if key in used and role not in suite:
             suite[role] = model
             conv.notes.append(f"{role}: {model} (promptfoo's default; edit `{role}:`)")
     suite["tests"] = tests

@@ -177,3 +177,40 @@ def test_a_nunjucks_loop_over_a_mapping_converts_and_a_template_error_is_an_impo
     (tmp_path / "pf" / "prompt.json").write_text("{% for a, b in words %}{{ a }}{% endfor %}", encoding="utf-8")
     code, out, err = import_config(tmp_path, {"prompts": ["file://prompt.json"], "tests": [{"vars": {"words": ["abc"]}}]}, "--allow-empty")
     assert code == 2 and "tests[0]: the prompt could not be rendered with this test's vars: ValueError" in err, err
+
+
+def test_latency_and_cost_thresholds_targets_litellm_providers_and_the_judge_convert(tmp_path: Path) -> None:
+    code, out, err = import_config(tmp_path, {
+        "prompts": ["{{ q }}"],
+        "targets": ["google:gemini-2.0-flash", "xai:grok-3", "openrouter:meta/llama-3", "perplexity:sonar",
+                    "litellm:groq/llama3-8b", "echo"],
+        "defaultTest": {"options": {"provider": "anthropic:messages:claude-3-5-haiku"}},
+        "tests": [{"vars": {"q": "你好"}, "assert": [{"type": "latency", "threshold": 5000},
+                                                    {"type": "cost", "threshold": 0.01},
+                                                    {"type": "llm-rubric", "value": "polite"}]}]})
+    assert code == 0, err
+    suite = load_suite(tmp_path / "out" / "promptfooconfig.yaml")
+    models = [p.config.get("model") or p.config.get("python") for p in suite.providers]
+    assert models == ["gemini/gemini-2.0-flash", "xai/grok-3", "openrouter/meta/llama-3", "perplexity/sonar",
+                      "groq/llama3-8b", "promptfoo_echo.py:respond"]
+    asserts = suite.tests[0].conversation[0].asserts
+    assert [(a.type, a.value) for a in asserts[:2]] == [("latency", 5000), ("cost", 0.01)]
+    assert suite.judge is not None and suite.judge.config["model"] == "anthropic/claude-3-5-haiku"
+
+
+def test_tests_from_a_csv_file_are_read(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "tests.csv").write_text("q,__expected\n你好,contains: 您好\nhi,hello\n", encoding="utf-8")
+    code, out, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["openai:gpt-4o-mini"],
+                                              "tests": "file://tests.csv"})
+    assert code == 0, err
+    suite = load_suite(tmp_path / "out" / "promptfooconfig.yaml")
+    assert [(t.conversation[0].text, [(a.type, a.value) for a in t.conversation[0].asserts]) for t in suite.tests] == \
+        [("你好", [("contains", "您好")]), ("hi", [("equals", "hello")])]
+
+
+def test_a_missing_python_file_is_refused_not_written(tmp_path: Path) -> None:
+    code, out, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["file://provider.py"],
+                                              "tests": [{"vars": {"q": "hi"}, "assert": [{"type": "contains", "value": "h"}]}]})
+    assert code == 2 and "provider.py does not exist next to the config" in err
+    assert not (tmp_path / "out").exists()
