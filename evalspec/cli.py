@@ -25,7 +25,7 @@ from evalspec.cli_judges import (
     judge_sample_options,
     triage_command,
 )
-from evalspec.errors import ConfigError
+from evalspec.errors import ConfigError, Problem
 from evalspec.exitcodes import ExitCode
 
 EXIT_CODES_HELP = """\b
@@ -178,7 +178,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         try:
             suites, plan = prepare(expand_paths(patterns), cli_vars, selection)  # the same checks as `validate`
             if transcripts and not any(s.transcripts is not None for s in suites):
-                raise click.BadParameter("no suite has 'transcripts:' to replace", param_hint="--transcripts")
+                raise ConfigError([Problem("--transcripts", None, "", "no suite has 'transcripts:' to replace")])
             _check_writable(written_to)
         except ConfigError as exc:
             os.chdir(cwd)
@@ -253,7 +253,6 @@ def _storage_error(exc: OSError, journal: Path, hint: str) -> None:
 
 def _check_writable(paths: list[str]) -> None:
     """Refuse to start a run whose results could not be written (exit 2, nothing runs)."""
-    from evalspec.errors import Problem
 
     problems = []
     for raw in paths:

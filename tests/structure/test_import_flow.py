@@ -26,7 +26,7 @@ PREFIXES = (
     ("evalspec.providers.model_keys", "base"),
     ("evalspec.config.suggest", "base"),  # pure string helpers (did-you-mean, slugs): no evalspec imports
     ("evalspec.plugins", "base"), ("evalspec.usercode", "base"), ("evalspec.limits", "base"),
-    ("evalspec.config", "config"), ("evalspec.fillers", "config"),
+    ("evalspec.config", "config"), ("evalspec.fillers", "config"), ("evalspec.recorded", "config"),
     ("evalspec.providers", "providers"), ("evalspec.cache", "providers"), ("evalspec.agent", "providers"),
     ("evalspec.scripted_user", "providers"),
     ("evalspec.assertions", "assertions"),
