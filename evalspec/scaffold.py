@@ -56,8 +56,9 @@ tests:
       - within: {pattern: 到店|试驾, after: price}
 '''
 
-# The action by its path on GitHub (action.yml at the root of this repository); README shows the same workflow.
-ACTION = "evalspec/evalspec@main"
+# The action by its release tag on GitHub (action.yml at the root of this repository; v1 moves with each
+# compatible release); README and docs/en/ci.md show the same workflow.
+ACTION = "evalspec/evalspec@v1"
 
 WORKFLOW = f'''name: evalspec
 on:
