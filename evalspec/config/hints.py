@@ -28,6 +28,11 @@ def _keys() -> dict[str, set[str]]:
             "options": set(props["options"]["properties"]), "gate": set(props["gate"]["properties"])}
 
 
+def all_keys() -> set[str]:
+    """Every key a suite has somewhere (to tell `user:你好` from a text that happens to hold a colon)."""
+    return set().union(*_keys().values())
+
+
 def place_of(path: PathKey) -> str | None:
     """The kind of mapping at `path` (the mapping that holds the key)."""
     if not path:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import yaml
 
 from evalspec.config.interpolate import ENV_OR_LITERAL, SECRET_NAME, is_template, load_templating
 from evalspec.config.messages import schema_problems
@@ -132,8 +134,24 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
         places = {(p.line, p.path) for p in non_numbers}
         problems[:] = [p for p in problems if (p.line, p.path) not in places] + non_numbers
     problems.sort(key=lambda p: (p.line or 0, p.path))
-    problems = _dedupe(problems)
+    problems = _dedupe([_read_as_text(p, lines) for p in problems])
     return suite, redact_problems(problems, run_secrets([suite], environ)) if problems else problems
+
+
+_GOT = re.compile(r" must be a text, got (True|False|-?[0-9][0-9_.eE+-]*)$| must be a text or a number, got (True|False)$")
+
+
+def _read_as_text(problem: Problem, lines: LineMap) -> Problem:
+    """`user: no` is false to YAML and `user: 1.0` a number: where a text is expected, say how to quote it."""
+    written = lines.plain_typed.get(problem.path)
+    if written is None or not _GOT.search(problem.message):
+        return problem
+    value = yaml.safe_load(written)
+    reads = ("true" if value else "false") if isinstance(value, bool) else "a number"
+    key = problem.path.rsplit(".", 1)[-1]
+    quoted = "'" + written.replace("'", "''") + "'"
+    shown = f"- {quoted}" if key.endswith("]") else f"{key}: {quoted}"
+    return Problem(problem.file, problem.line, problem.path, f"YAML reads `{written}` as {reads}: quote it, {shown}")
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -125,6 +125,21 @@ def _not_an_item(lines: list[str], bad: int, start: int) -> str:
             f"{_spaces(dash)} to start a new item")
 
 
+def _key_on_the_line(here: str, first_colon: int, column: int, name: str) -> str | None:
+    """`- user: 凌云多少钱？ label: price`: a key of the turn typed on the question's line."""
+    from evalspec.config.hints import all_keys
+
+    inner = re.search(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_-]*)\s*$", here[first_colon + 1:column])
+    if inner is None or inner.group(1) not in all_keys():
+        return None
+    other = inner.group(1)
+    text = here[first_colon + 1:first_colon + 1 + inner.start(1)].strip()
+    value = here[column + 1:].strip()
+    return (f"'{other}: {value}' is written on the line of '{name}:', so YAML reads it as part of that text: put "
+            f"'{other}:' on a line of its own, lined up with '{name}:' — {name}: {text}, then {other}: {value} "
+            f"on the next line")
+
+
 def _colon(lines: list[str], bad: int, column: int) -> str:
     """A ':' where YAML takes no key: a key indented deeper than its siblings, or ': ' inside a text."""
     here = lines[bad]
@@ -132,6 +147,8 @@ def _colon(lines: list[str], bad: int, column: int) -> str:
     first_colon = _indent(here) + key.end(2) if key else -1
     if column > first_colon >= 0:
         name, value = key.group(2), here[first_colon + 1:].strip()  # type: ignore[union-attr]
+        if written := _key_on_the_line(here, first_colon, column, name):
+            return written
         quoted = "'" + value.replace("'", "''") + "'"
         return (f"the text after '{name}:' contains ': ', which YAML reads as another key: quote the text — "
                 f"{name}: {quoted}")

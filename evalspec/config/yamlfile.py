@@ -59,6 +59,7 @@ class LineMap:
         self.file = file
         self.lines: dict[PathKey, int] = {}
         self.plain_quoted: set[PathKey] = set()
+        self.plain_typed: dict[str, str] = {}  # formatted path -> how a plain scalar read as true/false/a number was written
 
     def line(self, path: PathKey) -> int | None:
         """The line of `path`, or of its closest written ancestor."""
@@ -202,4 +203,7 @@ def _build(loader: Any, node: yaml.Node, path: PathKey, lines: LineMap,
     if isinstance(node, yaml.ScalarNode) and not node.style and node.value[:1] in QUOTE_PAIRS \
             and typographic_quotes(node.value):
         lines.plain_quoted.add(path)
-    return loader.construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+    value = loader.construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+    if isinstance(node, yaml.ScalarNode) and not node.style and isinstance(value, (bool, int, float)):
+        lines.plain_typed[format_path(path)] = node.value
+    return value

@@ -6,6 +6,9 @@ of the file is still checked in the same round:
 - a full-width colon after a key (`label：问配置`, typed with a Chinese input method);
 - a `\\d`-style regex escape inside double quotes (`"1[3-9]\\d{9}"`), which YAML reads as its own escape.
 - a full-width comma or colon between the entries of a `{...}` flow mapping (`{name: 张三，city: 北京}`);
+- full-width spaces '　' in the indentation (YAML reads them as part of the key);
+- a known key with no space after its colon (`user:你好`, which YAML reads as one text);
+- an unquoted `{{ var }}` at the start of a value (YAML reads `{` as the start of a mapping);
 Line numbers are kept. (A full-width comma inside `[...]` parses, as one item: `yamlfile` reports it.)
 """
 
@@ -22,6 +25,9 @@ _BAD_ESCAPE = re.compile(r"\\(.)")
 # after a full-width comma inside {...}: the next entry's key and its colon (YAML would fail on it)
 _NEXT_KEY = re.compile(r"[ \t]*([^\s,{}\[\]:：，'\"#]+)[ \t]*[:：](?=[ \t]|$|[}\]])")
 _FLOW_KEY = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*：")
+_INDENT = re.compile(r"^[ \u3000]*")
+_NO_SPACE = re.compile(r"^(\s*(?:-\s+)*)([A-Za-z_][A-Za-z0-9_-]*):(?=[^\s:/])")
+_TEMPLATE_START = re.compile(r"^(\s*(?:-\s+)*(?:([A-Za-z_][A-Za-z0-9_-]*):[ \t]+)?)(\{\{.*?)(\s+#.*)?$")
 
 
 def mend(text: str, file: str) -> tuple[str, list[Problem]]:
@@ -38,7 +44,10 @@ def mend(text: str, file: str) -> tuple[str, list[Problem]]:
             block_indent = None
         if re.search(r":\s*[|>][-+0-9]*\s*(#.*)?$", line):
             block_indent = indent
+        line = _mend_indent(line, number, file, problems)
         line = _mend_colon(line, number, file, problems)
+        line = _mend_missing_space(line, number, file, problems)
+        line = _mend_template_start(line, number, file, problems)
         line = _mend_escapes(line, number, file, problems)
         line = _mend_flow_mapping(line, number, file, problems)
         out.append(line)
@@ -56,6 +65,49 @@ def _mend_colon(line: str, number: int, file: str, problems: list[Problem]) -> s
     problems.append(Problem(file, number, "", f"full-width colon '：' after '{key}': YAML needs an ASCII colon "
                                               f"and a space — write '{key}: {rest.strip()}'"))
     return f"{lead}{key}: {rest}"
+
+
+def _mend_indent(line: str, number: int, file: str, problems: list[Problem]) -> str:
+    """Full-width spaces in the indentation, typed with a Chinese input method: each is two columns wide."""
+    lead = _INDENT.match(line).group(0)  # type: ignore[union-attr]
+    if "\u3000" not in lead or not line[len(lead):]:
+        return line
+    spaces = lead.replace("\u3000", "  ")
+    problems.append(Problem(file, number, "", f"full-width spaces '　' in the indentation of '{line.strip()[:40]}': "
+                                              f"YAML indents with ASCII spaces only — replace them with spaces "
+                                              f"({len(spaces)} spaces line it up as it looks)"))
+    return spaces + line[len(lead):]
+
+
+def _known_key(key: str) -> bool:
+    from evalspec.assertions.registry import resolve_type
+    from evalspec.config.hints import all_keys
+
+    return key in all_keys() or resolve_type(key) is not None
+
+
+def _mend_missing_space(line: str, number: int, file: str, problems: list[Problem]) -> str:
+    """`user:你好` is one text to YAML, not the key `user`: a known key without a space after its colon."""
+    match = _NO_SPACE.match(line)
+    if not match or line.lstrip().startswith("#") or not _known_key(match.group(2)):
+        return line
+    key, rest = match.group(2), line[match.end():]
+    problems.append(Problem(file, number, "", f"no space after '{key}:': YAML reads '{key}:{rest.strip()}' as one text "
+                                              f"— write a space after the colon: '{key}: {rest.strip()}'"))
+    return f"{line[:match.end()]} {rest}"
+
+
+def _mend_template_start(line: str, number: int, file: str, problems: list[Problem]) -> str:
+    """`user: {{ model }}多少钱？`: YAML reads the `{` as a mapping; quoted, the template renders as meant."""
+    match = _TEMPLATE_START.match(line)
+    if not match or line.lstrip().startswith("#"):
+        return line
+    lead, key, value = match.group(1), match.group(2), match.group(3).rstrip()
+    quoted = "'" + value.replace("'", "''") + "'"
+    written = f"{key}: {quoted}" if key else f"- {quoted}"
+    problems.append(Problem(file, number, "", f"'{value[:40]}' starts with '{{{{', which YAML reads as the start of a "
+                                              f"mapping: quote it — {written}"))
+    return lead + quoted + (match.group(4) or "")
 
 
 def _mend_escapes(line: str, number: int, file: str, problems: list[Problem]) -> str:

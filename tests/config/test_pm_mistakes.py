@@ -134,3 +134,50 @@ def test_a_check_named_without_a_value_is_one_problem_with_the_fix(tmp_path: Pat
                       "value after a colon: write '- tool-args-valid: true'"]
     code, errors = validate(tmp_path, "      - user: 查订单\n        assert:\n          - tool-args-valid: true\n")
     assert code == 0, errors
+
+
+def test_an_unquoted_template_at_the_start_of_a_value_says_quote_it(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: {{ model }}多少钱？\n      - user: 好的\n        assert:\n"
+                                      "          - contains: {{ model }}\nvars: {model: 凌云}\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:5: '{{{{ model }}}}多少钱？' starts with '{{{{', which YAML reads as "
+                      "the start of a mapping: quote it — user: '{{ model }}多少钱？'",
+                      f"error {tmp_path / 's.yaml'}:8: '{{{{ model }}}}' starts with '{{{{', which YAML reads as "
+                      "the start of a mapping: quote it — contains: '{{ model }}'"]
+
+
+def test_full_width_spaces_in_the_indentation_are_named_and_the_rest_is_checked(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 你好\n\u3000\u3000\u3000\u3000assert:\n"
+                                      "          - contians: 您好\n")
+    assert code == 2
+    assert errors[0] == (f"error {tmp_path / 's.yaml'}:6: full-width spaces '　' in the indentation of 'assert:': "
+                         "YAML indents with ASCII spaces only — replace them with spaces (8 spaces line it up as "
+                         "it looks)")
+    assert len(errors) == 2 and "unknown assertion type 'contians'" in errors[1]  # mended: the turn is still read
+
+
+def test_a_missing_space_after_a_colon_is_named_with_the_fix(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user:凌云多少钱？\n      - user: 'ratio:3'\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:5: no space after 'user:': YAML reads 'user:凌云多少钱？' as one "
+                      "text — write a space after the colon: 'user: 凌云多少钱？'"]
+
+
+def test_a_label_typed_on_the_questions_line_says_to_put_it_on_its_own_line(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: 凌云多少钱？ label: price\n")
+    assert code == 2
+    assert errors == [f"error {tmp_path / 's.yaml'}:5: 'label: price' is written on the line of 'user:', so YAML "
+                      "reads it as part of that text: put 'label:' on a line of its own, lined up with 'user:' — "
+                      "user: 凌云多少钱？, then label: price on the next line"]
+
+
+def test_a_word_yaml_reads_as_true_false_or_a_number_says_quote_it(tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, "      - user: no\n        assert:\n          - contains: yes\n"
+                                      "      - user: 1.0\n      - user: 是\n        assert:\n          - contains: 5\n")
+    assert code == 2
+    where = tmp_path / "s.yaml"
+    assert errors == [f"error {where}:5: tests[0].conversation[0].user: YAML reads `no` as false: quote it, user: 'no'",
+                      f"error {where}:7: tests[0].conversation[0].assert[0].contains: YAML reads `yes` as true: "
+                      "quote it, contains: 'yes'",
+                      f"error {where}:8: tests[0].conversation[1].user: YAML reads `1.0` as a number: quote it, "
+                      "user: '1.0'"]
