@@ -88,6 +88,11 @@ class _Group(click.Group):
             _config_error(exc)
 
 
+LANG_OPTION = click.option(
+    "--lang", type=click.Choice(["zh", "en"]),
+    help="the language of the reports (default: the suite's report.lang, else Chinese when most user turns are Chinese)")
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalspec")
 def main() -> None:
@@ -126,13 +131,14 @@ def main() -> None:
               help="regressions: only what got worse than --baseline fails the run")
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="replays (no cache) before a verdict is called regressed")
+@LANG_OPTION
 @judge_sample_options
 def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit_path: str | None,
         md_path: str | None, concurrency: int | None, processes: int | None, repeat: int | None, filter_: str | None,
         tags: tuple[str, ...], providers: tuple[str, ...], transcripts: str | None, fail_under: float | None, include_drafts: bool,
         no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
         address: str | None, baseline: str | None, gate_mode: str | None, confirm: int,
-        judge_sample: float | None, seed: int, html_all: bool) -> None:
+        judge_sample: float | None, seed: int, html_all: bool, lang: str | None) -> None:
     """Run suites (default: suites/*.yaml) and gate on the result."""
     import regex
 
@@ -191,7 +197,13 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
             sys.exit(ExitCode.CONFIG_ERROR)
         if guard is not None:
             guard.ready()
-        reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts)
+        from evalspec.reporters.catalogue import guess_lang
+
+        live_lang = lang or next((s.report_lang for s in suites if s.report_lang), None) or \
+            (os.environ.get("EVALSPEC_LANG") if os.environ.get("EVALSPEC_LANG") in ("zh", "en") else None) or \
+            guess_lang(turn.text for s in suites for t in s.tests for turn in t.conversation
+                       if turn.kind == "user" and isinstance(turn.text, str))
+        reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts, lang=live_lang)
         options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites), processes=processes,
                              run_dir=run_dir, resume=bool(resume_dir) or bool(guard and guard.resumed), use_cache=not no_cache,
                              cache_dir=Path(".evalspec/cache").absolute(),
@@ -228,11 +240,11 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         os.chdir(cwd)
         written = {"run.json": os.path.relpath(result.path) if result.path else ""}
         try:
-            written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all))
+            written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all, lang))
         except OSError as exc:  # a full disk under a report: the run is in run.json and the journal (exit 3)
             reporter.stop()
             _storage_error(exc, run_dir / "journal.jsonl", hint)
-        reporter.on_finish(result.data, written)
+        reporter.on_finish(result.data, written, lang)
         gc.freeze()  # the process ends here: its last collection need not walk every record and module (~0.2 s)
         sys.exit(result.exit_code)
 
@@ -269,14 +281,14 @@ def _check_writable(paths: list[str]) -> None:
 
 
 def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str | None,
-                   md_path: str | None, html_all: bool = False) -> dict[str, str]:
+                   md_path: str | None, html_all: bool = False, lang: str | None = None) -> dict[str, str]:
     """Each report asked for; an OSError names the report it was writing (a failed write names no file)."""
     written = {}
     for kind, raw in (("junit", junit_path), ("markdown", md_path), ("html", html_path)):
         if not raw:
             continue
         try:
-            _write_report(kind, data, Path(raw), html_all)
+            _write_report(kind, data, Path(raw), html_all, lang)
         except OSError as exc:
             if exc.filename is None:
                 exc.filename = raw
@@ -285,21 +297,21 @@ def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str 
     return written
 
 
-def _write_report(kind: str, data: dict[str, Any], path: Path, html_all: bool) -> None:
+def _write_report(kind: str, data: dict[str, Any], path: Path, html_all: bool, lang: str | None) -> None:
     if kind == "junit":
         from evalspec.reporters.junit import write_junit
 
-        write_junit(data, path)
+        write_junit(data, path, lang)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "markdown":
         from evalspec.reporters.markdown import render_markdown
 
-        path.write_text(render_markdown(data), encoding="utf-8")
+        path.write_text(render_markdown(data, lang=lang), encoding="utf-8")
     else:
         from evalspec.reporters.html import render_html
 
-        path.write_text(render_html(data, html_all=html_all), encoding="utf-8")
+        path.write_text(render_html(data, html_all=html_all, lang=lang), encoding="utf-8")
 
 
 @main.command()
@@ -399,8 +411,9 @@ def list_(what: str, plugins: tuple[str, ...]) -> None:
 @click.option("--md", "md_path", type=click.Path(dir_okay=False))
 @click.option("--html-all", "html_all", is_flag=True,
               help="embed every transcript in the HTML (a large run summarises passing ones beyond 1,000)")
+@LANG_OPTION
 def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | None, md_path: str | None,
-           html_all: bool) -> None:
+           html_all: bool, lang: str | None) -> None:
     """Re-render reports from run.json (no path: the latest run in .evalspec/runs/);
     several run.json files: a trend (--html), runs in time order."""
     from evalspec.reporters.console import make_console, print_summary
@@ -411,11 +424,11 @@ def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | 
         sys.exit(trend_command(list(run_jsons), html_path, junit_path, md_path))
     run_json = run_jsons[0] if run_jsons else _latest_run(Path(".evalspec/runs"))
     data = json.loads(Path(run_json).read_text(encoding="utf-8"))
-    written = _write_reports(data, html_path, junit_path, md_path, html_all)
+    written = _write_reports(data, html_path, junit_path, md_path, html_all, lang)
     console = make_console()
     if not run_jsons:
         console.print(f"[dim]latest run: {escape(str(run_json))}[/]")
-    print_summary(console, data, written, quiet=True)
+    print_summary(console, data, written, quiet=True, lang=lang)
 
 
 def _latest_run(runs: Path) -> str:
@@ -436,7 +449,8 @@ def _latest_run(runs: Path) -> str:
 
 @main.command(name="github-comment")
 @click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
-def github_comment(run_json: str) -> None:
+@LANG_OPTION
+def github_comment(run_json: str, lang: str | None) -> None:
     """Create or update this pull request's evalspec comment (found by a hidden marker).
 
     Reads GITHUB_API_URL, GITHUB_REPOSITORY, GITHUB_EVENT_PATH and GITHUB_TOKEN, as any Action step does.
@@ -444,7 +458,7 @@ def github_comment(run_json: str) -> None:
     from evalspec.github import GitHubError, NotAPullRequest, comment_run
 
     try:
-        action, url = comment_run(Path(run_json), os.environ)
+        action, url = comment_run(Path(run_json), os.environ, lang)
     except NotAPullRequest as exc:
         click.echo(f"not a pull request ({exc}): no comment")
         return
@@ -460,13 +474,15 @@ def github_comment(run_json: str) -> None:
 @click.option("--md", "md_path", type=click.Path(dir_okay=False), help="write the diff as Markdown")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="write the diff as a self-contained HTML page")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the diff as JSON")
-def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | None, output: str | None) -> None:
+@LANG_OPTION
+def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | None, output: str | None,
+          lang: str | None) -> None:
     """Compare two runs verdict by verdict (SPEC §10).
 
     Exit 1 when anything regressed (regressed, new failing, an SLA newly missed), else 0."""
     from evalspec.diff.files import run_diff_command
 
-    sys.exit(run_diff_command(base_json, head_json, md_path, html_path, output))
+    sys.exit(run_diff_command(base_json, head_json, md_path, html_path, output, lang))
 
 
 @main.command()

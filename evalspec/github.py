@@ -113,9 +113,9 @@ def pull_request_number(env: Mapping[str, str]) -> int:
     return number
 
 
-def comment_run(run_json: Path, env: Mapping[str, str]) -> tuple[str, str]:
+def comment_run(run_json: Path, env: Mapping[str, str], lang: str | None = None) -> tuple[str, str]:
     """Render RUN.json as Markdown (with the workflow-run link) and create or update the PR comment."""
     number = pull_request_number(env)
     github = GitHub.from_env(env)
     run = json.loads(run_json.read_text(encoding="utf-8"))
-    return github.upsert_comment(number, render_markdown(run, env))
+    return github.upsert_comment(number, render_markdown(run, env, lang))

@@ -9,6 +9,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# reports in English unless a test asks for another language: most fixtures are Chinese conversations,
+# whose reports would otherwise be Chinese (SPEC §21); tests of the language choice remove it
+os.environ["EVALSPEC_LANG"] = "en"
 
 
 @pytest.fixture

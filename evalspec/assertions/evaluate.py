@@ -38,6 +38,7 @@ class AssertionResult:
     # counted on the record (`judge_calls`, `judge_tokens`, `judge_cost`), not written with the assertion
     judge_usage: list[dict[str, Any]] = field(default_factory=list)
     skipped: bool = False  # not checked (its label is not in this recorded conversation): no verdict, no score
+    description: str | None = None  # the rule's `description:` (why it exists), shown under it when it fails
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -52,6 +53,8 @@ class AssertionResult:
             out["default"] = True
         if self.skipped:
             out["skipped"] = True
+        if self.description:
+            out["description"] = self.description
         return out
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,7 @@ async def _grade(graded_input: GradingInput, transcript: list[dict[str, Any]], j
         (graded if needs_model(spec) else deterministic).append((i, spec))
     limit = float(grade_timeout if grade_timeout is not None else given.grade_timeout)
     if not graded:  # no judge, no embedder: the checks' results are the answer, in order
-        return await evaluate_off_loop(list(specs), ctx, limit) if specs else []
+        return _described(await evaluate_off_loop(list(specs), ctx, limit), specs) if specs else []
     if deterministic:
         checked = await evaluate_off_loop([s for _, s in deterministic], ctx, limit)
         results.update({i: r for (i, _), r in zip(deterministic, checked)})
@@ -131,4 +131,12 @@ async def _grade(graded_input: GradingInput, transcript: list[dict[str, Any]], j
 
         judged = await asyncio.gather(*(evaluate(spec, context_for(spec)) for _, spec in graded))
         results.update({i: r for (i, _), r in zip(graded, judged, strict=False)})
-    return [results[i] for i in range(len(specs))]
+    return _described([results[i] for i in range(len(specs))], specs)
+
+
+def _described(results: list[AssertionResult], specs: Sequence[AssertionSpec]) -> list[AssertionResult]:
+    """Each result carries its rule's `description:` (SPEC §21: shown under a failed rule in every report)."""
+    for result, spec in zip(results, specs, strict=False):
+        if spec.description and not result.description:
+            result.description = spec.description
+    return results

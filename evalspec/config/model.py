@@ -192,6 +192,7 @@ class Suite:
     min_pass_rate: float = 1.0
     max_errors: int = 0
     gate_mode: str = "pass_rate"  # pass_rate | regressions (SPEC §10)
+    report_lang: str | None = None  # `report: {lang: zh}` (SPEC §21); None: chosen from the conversations
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)
     transcripts: TranscriptsSpec | None = None

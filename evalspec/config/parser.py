@@ -61,6 +61,8 @@ class SuiteParser:
         s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
         s.gate_mode = str(gate.get("mode") or "pass_rate")
         self._recorded_sources()
+        lang = _dict(d.get("report")).get("lang")
+        s.report_lang = lang if lang in ("zh", "en") else None
         self._providers()
         for role in ("judge", "simulator", "embedder"):
             if role in d:

@@ -242,6 +242,9 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
             "gate": _obj({"min_pass_rate": {"type": "number", "minimum": 0, "maximum": 1},
                           "max_errors": {"type": "integer", "minimum": 0},
                           "mode": {"enum": ["pass_rate", "regressions"]}}),
+            "report": _obj({"lang": {"enum": ["zh", "en"],
+                                     "description": "the language of every report of a run (default: Chinese when "
+                                                    "most user turns are Chinese, else English)"}}),
             "options": _obj({"concurrency": {"type": "integer", "minimum": 1},
                              "timeout": {"type": "number", "exclusiveMinimum": 0},
                              "retries": {"type": "integer", "minimum": 0},

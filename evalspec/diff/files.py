@@ -61,11 +61,20 @@ def diff_page(diff: dict[str, Any]) -> str:
 
 
 def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_path: str | None,
-                     output: str | None) -> int:
+                     output: str | None, lang: str | None = None) -> int:
+    """The diff in `lang` (None: the head run's language, SPEC §21)."""
+    from evalspec.reporters.catalogue import choose_lang, speaking
+
+    head = read_run(head_path, check=True)
+    diff = compare_runs(read_run(base_path, check=True), head, base_path, head_path)
+    with speaking(choose_lang(head, lang)):
+        return _write_diff(diff, md_path, html_path, output)
+
+
+def _write_diff(diff: dict[str, Any], md_path: str | None, html_path: str | None, output: str | None) -> int:
     from evalspec.api import write_json
     from evalspec.reporters.console import make_console
 
-    diff = compare_runs(read_run(base_path, check=True), read_run(head_path, check=True), base_path, head_path)
     print_diff(make_console(), diff)
     if md_path:
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)

@@ -12,25 +12,30 @@ from rich.table import Table
 
 from evalspec.config.model import describe_provider
 from evalspec.reporters.attacks import print_attacks
+from evalspec.reporters.catalogue import choose_lang, current, speaking, word, words
 from evalspec.reporters.judging import print_judging
 from evalspec.reporters.tools import failed_teardowns
 from evalspec.reporters.vocabulary import (
-    METRIC_COLUMNS,
+    blocking,
     conversations_text,
-    count_items,
+    count_keys,
     curve_text,
     ensure_current,
     failing,
+    first_problem,
     gate_line,
     judge_text,
     metric_cells,
+    metric_columns,
     one_line,
     pass_rate_text,
     repeats_text,
+    shown_facts,
     suite_gate_word,
     verdict_records,
+    where_text,
 )
-from evalspec.results.findings import Excerpt, Finding, findings, first_failure
+from evalspec.results.findings import Excerpt, Finding, findings
 from evalspec.results.verdict import CATEGORIES, record_category
 
 if TYPE_CHECKING:
@@ -38,12 +43,14 @@ if TYPE_CHECKING:
 
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim", "xfailed": "magenta",
          "xpassed": "cyan", "measured": "grey50", "drafts": "dim"}
-WORD = {"drafts": "draft"}
 
 
 class ConsoleReporter:
-    def __init__(self, console: Console | None = None, quiet: bool = False, include_drafts: bool = False) -> None:
+    def __init__(self, console: Console | None = None, quiet: bool = False, include_drafts: bool = False,
+                 lang: str = "en") -> None:
+        """`lang`: the language of the progress lines (the summary chooses its own from the finished run)."""
         self.console = console or make_console()
+        self.lang = lang
         self.quiet = quiet
         self.include_drafts = include_drafts
         self.live = self.console.is_terminal and not quiet
@@ -55,15 +62,17 @@ class ConsoleReporter:
         self.started = time.monotonic()
 
     def _stats(self) -> str:
-        shown = [f"[{STYLE[c]}]{n} {c}[/]" for c, n in self.counts.items()
-                 if n or c in ("passed", "failed", "error")]
-        return (" ".join(shown) + f" · calls {self.calls} (+{self.cached} cached) · tokens {self.tokens}"
-                f" · ${self.cost:.4f}")
+        with speaking(self.lang):
+            shown = [f"[{STYLE[c]}]{n} {words(c)}[/]" for c, n in self.counts.items()
+                     if n or c in ("passed", "failed", "error")]
+            return " ".join(shown) + words("live_stats", calls=self.calls, cached=self.cached, tokens=self.tokens,
+                                           cost=f"{self.cost:.4f}")
 
     def on_start(self, total: int, already_done: int) -> None:
         self.started = time.monotonic()
         if already_done and not self.quiet:
-            self.console.print(f"resuming: {already_done} of {total} already finished")
+            with speaking(self.lang):
+                self.console.print(words("resuming", done=already_done, total=total))
         if self.live:  # a terminal only: rich.progress is not imported otherwise
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -83,25 +92,30 @@ class ConsoleReporter:
         if self.progress is not None:
             self.progress.update(self.task, advance=1, description=self._stats())
         elif not self.quiet:
-            score = f"{record['score']:.2f}" if record.get("score") is not None else "—"
-            extra = ""
-            if shown in ("failed", "error", "xfailed"):
-                first = first_failure(record)
-                extra = " — " + escape(first) if first else ""
-            elif shown == "drafts":
-                extra = f" [dim]({record['status']})[/]"
-            self.console.print(f"[{STYLE[shown]}]{WORD.get(shown, shown):8}[/] {escape(one_line(record['test_id']))} "
-                               f"[dim]@ {escape(one_line(record['provider']))} score {score} "
-                               f"{record.get('duration_ms', 0) / 1000:.2f}s[/]{extra}")
+            with speaking(self.lang):
+                self._print_line(record, shown)
+
+    def _print_line(self, record: dict[str, Any], shown: str) -> None:
+        score = f"{record['score']:.2f}" if record.get("score") is not None else "—"
+        extra = ""
+        if shown in ("failed", "error", "xfailed"):
+            first = first_problem(record)
+            extra = " — " + escape(first) if first else ""
+        elif shown == "drafts":
+            extra = f" [dim]({word(record['status'])})[/]"
+        label = words("draft" if shown == "drafts" else shown)
+        self.console.print(f"[{STYLE[shown]}]{label:8}[/] {escape(one_line(record['test_id']))} "
+                           f"[dim]@ {escape(one_line(record['provider']))} {words('score')} {score} "
+                           f"{record.get('duration_ms', 0) / 1000:.2f}s[/]{extra}")
 
     def stop(self) -> None:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
 
-    def on_finish(self, run: dict[str, Any], paths: dict[str, str]) -> None:
+    def on_finish(self, run: dict[str, Any], paths: dict[str, str], lang: str | None = None) -> None:
         self.stop()
-        print_summary(self.console, run, paths, self.quiet)
+        print_summary(self.console, run, paths, self.quiet, lang)
 
 
 def make_console() -> Console:
@@ -116,19 +130,22 @@ def _excerpt_markup(x: Excerpt) -> str:
 
 
 def print_finding(console: Console, f: Finding) -> None:
-    critical = " [red bold]critical[/]" if f.critical else ""
+    critical = f" [red bold]{words('critical')}[/]" if f.critical else ""
     rule = f" · {escape(one_line(f.rule))}" if f.rule else ""
-    console.print(f"    {escape(f.where)}{rule}{critical}")
+    console.print(f"    {escape(where_text(f.where))}{rule}{critical}")
+    if f.description:
+        console.print(f"      [italic]{words('why')} {escape(one_line(f.description))}[/]")
     if f.error:
-        console.print(f"      [yellow]error:[/] {escape(one_line(f.error))}")
+        console.print(f"      [yellow]{words('error_colon')}[/] {escape(one_line(f.error))}")
     elif f.facts:
-        for fact in f.facts:
-            found = escape(one_line(fact.found)) if fact.found else "[red]nothing[/]"
-            console.print(f"      {escape(one_line(fact.key))}: expected {escape(one_line(fact.expected))}, found {found}")
+        for fact in shown_facts(f):
+            found = escape(one_line(fact.found)) if fact.found else f"[red]{words('nothing')}[/]"
+            console.print("      " + words("expected_found", key=escape(one_line(fact.key)),
+                                              expected=escape(one_line(fact.expected)), found=found))
     elif f.reason:
         console.print(f"      [dim]{escape(one_line(f.reason))}[/]")
     for x in f.excerpts:
-        console.print(f"      [dim]reply, turn {x.turn}:[/] {_excerpt_markup(x)}")
+        console.print(f"      [dim]{words('reply_turn', turn=x.turn)}[/] {_excerpt_markup(x)}")
 
 
 def print_failures(console: Console, run: dict[str, Any]) -> None:
@@ -136,55 +153,73 @@ def print_failures(console: Console, run: dict[str, Any]) -> None:
     known = [v for v in run["verdicts"] if v["category"] == "xfailed"]
     if problems:
         console.print()
-        console.print("[bold]Failures and errors[/]")
+        console.print(f"[bold]{words('failures_and_errors')}[/]")
     for v, recs in problems:
-        word = v["category"]
-        critical = " [red bold]critical[/]" if v["critical_failed"] else ""
-        console.print(f"[{STYLE[word]}]{word}[/]{critical} [bold]{escape(one_line(v['name']))}[/] "
+        category = v["category"]
+        critical = f" [red bold]{words('critical')}[/]" if v["critical_failed"] else ""
+        console.print(f"[{STYLE[category]}]{words(category)}[/]{critical} [bold]{escape(one_line(v['name']))}[/] "
                       f"[dim]{escape(one_line(v['test_id']))} @ {escape(one_line(v['provider']))}"
                       f"{repeats_text(v)}[/]")
         for f in findings(recs[0]) if recs else []:
             print_finding(console, f)
     if known:
         console.print()
-        console.print("[bold]Known failures (xfail)[/]")
+        console.print(f"[bold]{words('known_failures')}[/]")
     for v in known:
         recs = [r for r in verdict_records(run, v) if r["status"] == "xfailed"]
         reason = one_line(recs[0]["xfail"]) if recs and recs[0].get("xfail") else ""
-        console.print(f"[magenta]xfailed[/] [bold]{escape(one_line(v['name']))}[/] [dim]{escape(one_line(v['test_id']))}"
+        console.print(f"[magenta]{words('xfailed')}[/] [bold]{escape(one_line(v['name']))}[/] [dim]{escape(one_line(v['test_id']))}"
                       f" @ {escape(one_line(v['provider']))} — {escape(reason)}[/]")
         for f in findings(recs[0])[:1] if recs else []:
             print_finding(console, f)
 
 
 def summary_table(run: dict[str, Any]) -> Table:
-    table = Table(title="evalspec summary", box=box.SIMPLE_HEAD, show_lines=False)
-    labels = [label for label, _ in count_items(run["summary"])]
-    table.add_column("suite", no_wrap=True)
-    for col in (*labels, "pass rate", "gate"):
+    table = Table(title=words("summary_title"), box=box.SIMPLE_HEAD, show_lines=False)
+    labels = [words(key) for key, _ in count_keys(run["summary"])]
+    table.add_column(words("suite"), no_wrap=True)
+    for col in (*labels, words("pass_rate"), words("gate")):
         table.add_column(col, justify="right", min_width=min(len(col), 8))
     for s in run["gate"]["suites"]:
-        table.add_row(escape(one_line(s["suite"])), *[str(n) for _, n in count_items(s["counts"])],
-                      pass_rate_text(s["pass_rate"]), suite_gate_word(s))
+        table.add_row(escape(one_line(s["suite"])), *[str(n) for _, n in count_keys(s["counts"])],
+                      pass_rate_text(s["pass_rate"]), words(suite_gate_word(s)))
     if len(run["gate"]["suites"]) > 1:
-        table.add_row("[bold]total[/]", *[str(n) for _, n in count_items(run["summary"])],
+        table.add_row(f"[bold]{words('total')}[/]", *[str(n) for _, n in count_keys(run["summary"])],
                       pass_rate_text(run["gate"]["pass_rate"]), "")
     return table
 
 
 def metrics_table(metrics: list[dict[str, Any]]) -> Table:
     """The `metric:` scoreboard (SPEC §9)."""
-    table = Table(title="metrics", box=box.SIMPLE_HEAD, show_lines=False)
-    for col in METRIC_COLUMNS:
-        table.add_column(col, no_wrap=col in ("metric", "suite", "provider"),
-                         justify="right" if col in METRIC_COLUMNS[3:] else "left")
+    table = Table(title=words("metrics_title"), box=box.SIMPLE_HEAD, show_lines=False)
+    for i, col in enumerate(metric_columns()):
+        table.add_column(col, no_wrap=i < 3, justify="right" if i >= 3 else "left")
     for m in metrics:
         table.add_row(*[escape(one_line(cell)) for cell in metric_cells(m)])
     return table
 
 
-def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool = False) -> None:
+def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool = False,
+                  lang: str | None = None) -> None:
+    """The run's summary in `lang` (None: the run's own language, SPEC §21)."""
     run = ensure_current(run)
+    with speaking(choose_lang(run, lang)):
+        _print_summary(console, run, paths, quiet)
+
+
+def print_blocking(console: Console, run: dict[str, Any]) -> None:
+    """What blocks the release, first (SPEC §21): critical failures, missed SLAs, gated regressions."""
+    items = blocking(run)
+    if not items:
+        return
+    console.print()
+    console.print(f"[red bold]{words('blocks_release')}[/]")
+    for item in items:
+        console.print(f"  [red]✗[/] {escape(one_line(item))}")
+
+
+def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool) -> None:
+    print_blocking(console, run)
     if not quiet:
         print_failures(console, run)
     console.print(summary_table(run))
@@ -198,28 +233,29 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
         if key in configs:
             console.print(f"[dim]{escape(one_line(key[1]))}: {escape(one_line(describe_provider(configs[key])))}[/]")
     for c in run.get("curves", []):
-        console.print(f"curve [bold]{escape(one_line(c['test']))}[/] @ {escape(one_line(c['provider']))}: "
+        console.print(f"{words('curve')} [bold]{escape(one_line(c['test']))}[/] @ {escape(one_line(c['provider']))}: "
                       f"{escape(one_line(curve_text(c)))}")
     for sla in run["slas"]:
         style = {"met": "green", "missed": "red"}.get(sla["status"], "yellow")
-        console.print(f"{escape(one_line(sla['id']))}: [{style}]{sla['status']}[/] — {escape(one_line(sla['text']))}")
+        console.print(f"{escape(one_line(sla['id']))}: [{style}]{word(sla['status'])}[/] — {escape(one_line(sla['text']))}")
     if run["summary"].get("metrics"):
         console.print(metrics_table(run["summary"]["metrics"]))
     print_attacks(console, run)
     for r, text in failed_teardowns(run):
         console.print(f"[yellow]{escape(one_line(text))}[/] · {escape(one_line(r['test_id']))} @ "
-                      f"{escape(one_line(r['provider']))} (the verdict stands; what the test did may still be in place)")
+                      f"{escape(one_line(r['provider']))} {words('teardown_stands')}")
     print_judging(console, run)
     summ = run["summary"]
     for warning in summ.get("warnings") or []:
-        console.print(f"[yellow]warning: {escape(one_line(warning))}[/]")
-    console.print(f"{conversations_text(summ['records'])} · {summ['calls']} calls + {summ['cached_calls']} from cache · "
-                  f"{summ['tokens']} tokens · ${summ['cost']:.4f}"
+        console.print(f"[yellow]{words('warning', text=escape(one_line(warning)))}[/]")
+    console.print(words("totals_console", conversations=conversations_text(summ["records"]), calls=summ["calls"],
+                        cached=summ["cached_calls"], tokens=summ["tokens"], cost=f"{summ['cost']:.4f}")
                   + (f" · {judge_text(summ)}" if summ.get("judge_calls") else "")
                   + f" · {run.get('duration_s', 0):.2f}s")
     gate = run["gate"]
     style = {0: "green", 1: "red"}.get(gate["exit_code"], "yellow")
     console.print(f"[{style}]{gate_line(gate)}[/]"
-                  + (": " + escape(one_line("; ".join(gate["reasons"]))) if gate["reasons"] else ""))
+                  # gate.reasons are run.json's English sentences; "阻断发布" above says the same in Chinese
+                  + (": " + escape(one_line("; ".join(gate["reasons"]))) if gate["reasons"] and current() == "en" else ""))
     for kind, path in paths.items():
         console.print(f"[dim]{kind}: {escape(path)}[/]")

@@ -12,8 +12,9 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from evalspec.config.model import describe_provider
+from evalspec.reporters.catalogue import word, words
 from evalspec.results.aggregate import sla_text
-from evalspec.results.curves import as_number, charts, sla_entry_status, terms_text
+from evalspec.results.curves import DEFAULT_TERMS, as_number, charts, sla_entry_status
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"]
 DASHES = ["", "6 4", "2 3", "10 3 2 3"]
@@ -82,7 +83,7 @@ def styled(chart: dict[str, Any], configs: dict[tuple[str, str], dict[str, Any]]
         else:
             color, dash, label = COLORS[i % len(COLORS)], "", shown
         out.append({**c, "color": color, "dash": dash, "label": label,
-                    "config": describe_provider(cfg) if cfg else "", "terms": terms_text(c)})
+                    "config": describe_provider(cfg) if cfg else "", "terms": terms_words(c)})
     return out
 
 
@@ -94,7 +95,7 @@ def chart_html(chart: dict[str, Any], lines: list[dict[str, Any]]) -> Markup:
     rows = []
     for c in lines:
         # the SLA verdict's own words, with the measured value beside the target (as in every report)
-        sla = "; ".join(f"{sla_entry_status(s)}: {sla_text(c, s)}"
+        sla = "; ".join(f"{word(sla_entry_status(s))}: {sla_text(c, s)}"
                         for s in c["sla"])
         dash = "- -" if c["dash"] else "——"
         rows.append(f'<tr><td style="color:{c["color"]}">{dash} {escape(c["label"])}</td>'
@@ -109,17 +110,37 @@ def chart_html(chart: dict[str, Any], lines: list[dict[str, Any]]) -> Markup:
                           f'<td>{_fmt(p.get("completion_tokens"))}</td><td>{_fmt(p.get("strategy_tokens"))}</td>'
                           f'<td>{_fmt(p.get("tokens"))}</td><td>{_fmt(p.get("cost"), 5)}</td></tr>')
     has_tokens = any(p.get("tokens") is not None for c in lines for p in c["points"])
-    tokens = (Markup(f'<figure style="{FIGURE}"><figcaption>tokens per conversation</figcaption>')
+    tokens = (Markup(f'<figure style="{FIGURE}"><figcaption>{escape(words("tokens_per_conversation"))}</figcaption>')
               + line_svg(lines, "tokens", "token-chart") + Markup("</figure>")) if has_tokens else Markup("")
     return (Markup(f'<section class="chart" data-chart="{escape(chart["title"])}"><h3>{escape(chart["title"])}</h3>'
                    '<div class="chart-row" style="display:flex;flex-wrap:wrap;gap:12px">'
-                   f'<figure style="{FIGURE}"><figcaption>mean score</figcaption>')
+                   f'<figure style="{FIGURE}"><figcaption>{escape(words("mean_score"))}</figcaption>')
             + line_svg(lines, "mean", "curve-chart", top=1.0, slas=True) + Markup("</figure>") + tokens
-            + Markup('</div><table><tr><th>line</th><th>configuration</th><th>summary</th><th>stable until</th>'
-                     '<th>SLA</th></tr>' + "".join(rows) + '</table><details><summary>points</summary><table><tr>'
-                     '<th>line</th><th>x</th><th>mean score</th><th>n</th><th>prompt tokens</th>'
-                     '<th>completion tokens</th><th>strategy tokens</th><th>tokens</th><th>cost</th></tr>'
+            + Markup('</div><table><tr>' + _heads("line", "configuration", "summary", "stable_until_col") + '<th>SLA</th></tr>'
+                     + "".join(rows) + f'</table><details><summary>{escape(words("points"))}</summary><table><tr>'
+                     + _heads("line", "x", "mean_score", "n", "prompt_tokens", "completion_tokens", "strategy_tokens",
+                              "tokens", "cost") + "</tr>"
                      + "".join(points) + "</table></details></section>"))
+
+
+def _heads(*keys: str) -> str:
+    return "".join(f"<th>{escape(words(k))}</th>" for k in keys)
+
+
+def terms_words(curve: dict[str, Any]) -> str:
+    """The terms a curve is described by, in the report's language: `half-life 8 · failure point 5`."""
+    parts = []
+    for term in curve.get("describe") or DEFAULT_TERMS:
+        if term == "half_life":
+            parts.append(words("term_half_life", v=curve["half_life"]) if curve["half_life"] is not None
+                         else words("half_life_none"))
+        elif term == "failure_point":
+            parts.append(words("term_failure_point", v=curve["failure_point"]) if curve["failure_point"] is not None
+                         else words("failure_point_none"))
+        elif term == "stable_range":
+            rng = curve.get("stable_range")
+            parts.append(words("term_stable_range", a=rng[0], b=rng[1]) if rng else words("term_stable_none"))
+    return " · ".join(parts)
 
 
 def curves_section(run: dict[str, Any]) -> Markup:
@@ -129,4 +150,4 @@ def curves_section(run: dict[str, Any]) -> Markup:
     if not groups:
         return Markup("")
     body = Markup("").join(chart_html(chart, styled(chart, configs)) for chart in groups)
-    return Markup('<h2>Curves</h2><div class="curves">') + body + Markup("</div>")
+    return Markup(f'<h2>{escape(words("Curves"))}</h2><div class="curves">') + body + Markup("</div>")

@@ -14,19 +14,24 @@ from markupsafe import Markup, escape
 
 from evalspec.reporters import tools
 from evalspec.reporters.attacks import html_section as attacks_html
+from evalspec.reporters.catalogue import choose_lang, speaking, word, words
 from evalspec.reporters.curves_html import curves_section
 from evalspec.reporters.judging import html_section as judging_html
 from evalspec.reporters.vocabulary import (
-    METRIC_COLUMNS,
-    count_items,
+    COUNT_LABELS,
+    blocking,
+    count_keys,
     ensure_current,
     failing,
     gate_line,
     metric_cells,
+    metric_columns,
     pass_rate_text,
     repeats_text,
+    shown_facts,
     suite_gate_word,
     verdict_records,
+    where_text,
 )
 from evalspec.results.attribution import CLASSES
 from evalspec.results.findings import Excerpt, Finding, explain, findings, rule_text
@@ -34,8 +39,8 @@ from evalspec.results.verdict import CATEGORIES
 from evalspec.textutil import strip_controls
 
 TEMPLATE = """<!doctype html>
-<html lang="zh"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>evalspec report {{ run.run_id }}</title>
+<html lang="{{ t('html_lang') }}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ t('report_title') }} {{ run.run_id }}</title>
 <style>
 *{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937;overflow-wrap:break-word}
@@ -63,44 +68,51 @@ mark{background:#fde68a;color:inherit;padding:0 1px}
 .curves svg{max-width:100%;height:auto;background:#fff;border-radius:8px;box-shadow:0 1px 2px #0002}
 h2{font-size:18px;margin:20px 0 8px}
 @media (max-width:600px){main{padding:10px}header{padding:12px}.msg{max-width:94%}.card{flex:1 1 80px;padding:8px}
-.card b{font-size:18px}td,th{padding:4px 5px;font-size:12px}.chat{padding:6px 8px 10px}}
+.card b{font-size:18px}td,th{padding:4px 5px;font-size:12px}.chat{padding:6px 8px 10px}
+table.suites,table.stack,#baseline table{display:block;background:none}table.suites thead,table.stack thead,#baseline table thead{display:none}
+table.suites tbody,table.stack tbody,#baseline table tbody{display:block}
+table.suites tr,table.stack tr,#baseline table tr{display:block;background:#fff;border-radius:6px;margin:0 0 8px;padding:4px 0;box-shadow:0 1px 2px #0002}
+table.suites td,table.stack td,#baseline table td{display:flex;justify-content:space-between;gap:12px;text-align:right;border:0;padding:2px 10px;overflow-wrap:anywhere;white-space:normal!important}
+table.suites td::before,table.stack td::before,#baseline table td::before{content:attr(data-label);color:#6b7280;text-align:left;flex:0 0 auto}}
+.blocks{background:#fef2f2;border:1px solid #fecaca;border-radius:8px;padding:4px 14px;margin:8px 0}.blocks h2{color:#b91c1c;margin:8px 0 4px}
+.why{font-style:italic}
 {{ tool_css }}
 </style></head><body>
-<header><h1>evalspec report</h1><div class="meta" style="color:#d1d5db">run {{ run.run_id }} · {{ run.started_at }} · evalspec {{ run.evalspec_version }}</div></header>
+<header><h1>{{ t('report_title') }}</h1><div class="meta" style="color:#d1d5db">{{ t('run') }} {{ run.run_id }} · {{ run.started_at }} · evalspec {{ run.evalspec_version }}</div></header>
 <main>
 <p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
-<ul>{% for r in run.gate.reasons %}<li>{{ r }}</li>{% endfor %}</ul>
+{% if blocks %}<section id="blocks" class="blocks"><h2>⛔ {{ t('blocks_release') }}</h2><ul>{% for r in blocks %}<li>{{ r }}</li>{% endfor %}</ul></section>{% endif %}
 {{ baseline_section }}
-<div class="cards" id="counts">{% for label, n in counts %}<div class="card" data-count="{{ label }}"><b class="{{ label.split()[0] if label != 'SLAs missed' else ('failed' if n else 'passed') }}">{{ n }}</b>{{ label }}</div>{% endfor %}
-<div class="card"><b>{{ run.summary.calls }}</b>calls ({{ run.summary.cached_calls }} cached)</div>
-<div class="card"><b>{{ run.summary.tokens }}</b>tokens</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>cost</div></div>
-<div class="scroll"><table><tr><th>suite</th>{% for label, _ in counts %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">pass rate</th><th>gate</th></tr>
-{% for g in run.gate.suites %}<tr><td>{{ g.suite }}</td>{% for _, n in count_items(g.counts) %}<td class="n">{{ n }}</td>{% endfor %}<td class="n">{{ pass_rate(g.pass_rate) }}</td><td class="{{ 'passed' if suite_gate_word(g) == 'ok' else 'failed' }}">{{ suite_gate_word(g) }}</td></tr>{% endfor %}</table></div>
-{% if failures %}<h2 id="failures">Failures first</h2>
-{% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ f.v.category }}</b>{% if f.v.critical_failed %} <span class="critical">critical</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">conversation ↓</a>
+<div class="cards" id="counts">{% for key, n in counts %}<div class="card" data-count="{{ labels[key] }}"><b class="{{ key if key != 'slas_missed' else ('failed' if n else 'passed') }}">{{ n }}</b>{{ t(key) }}</div>{% endfor %}
+<div class="card"><b>{{ run.summary.calls }}</b>{{ t('calls_cached', n=run.summary.cached_calls) }}</div>
+<div class="card"><b>{{ run.summary.tokens }}</b>{{ t('tokens') }}</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>{{ t('cost') }}</div></div>
+<div class="scroll"><table class="suites"><thead><tr><th>{{ t('suite') }}</th>{% for key, _ in counts %}<th class="n">{{ t(key) }}</th>{% endfor %}<th class="n">{{ t('pass_rate') }}</th><th>{{ t('gate') }}</th></tr></thead>
+{% for g in run.gate.suites %}<tr><td data-label="{{ t('suite') }}">{{ g.suite }}</td>{% for key, n in count_keys(g.counts) %}<td class="n" data-label="{{ t(key) }}">{{ n }}</td>{% endfor %}<td class="n" data-label="{{ t('pass_rate') }}">{{ pass_rate(g.pass_rate) }}</td><td data-label="{{ t('gate') }}" class="{{ 'passed' if suite_gate_word(g) == 'ok' else 'failed' }}">{{ t(suite_gate_word(g)) }}</td></tr>{% endfor %}</table></div>
+{% if failures %}<h2 id="failures">{{ t('failures_first') }}</h2>
+{% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ t(f.v.category) }}</b>{% if f.v.critical_failed %} <span class="critical">{{ t('critical') }}</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">{{ t('conversation_link') }}</a>
 {% if f.description %}<div class="desc">{{ f.description }}</div>{% endif %}
 <ul>{% for x in f.findings %}<li>{{ finding_html(x) }}</li>{% endfor %}</ul></div>{% endfor %}{% endif %}
 {{ attacks_section }}{{ judging_section }}
-{% if run.slas %}<h2>SLAs</h2><div class="scroll"><table><tr><th>SLA</th><th>verdict</th><th>measured vs target</th></tr>
-{% for x in run.slas %}<tr data-sla="{{ x.id }}"><td>{{ x.id }}</td><td class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ x.status }}</td><td>{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
-{% if run.summary.metrics %}<h2>Metrics</h2><div class="scroll"><table><tr>{% for col in metric_columns %}<th{% if loop.index > 3 %} class="n"{% endif %}>{{ col }}</th>{% endfor %}</tr>
-{% for m in run.summary.metrics %}<tr>{% for cell in metric_cells(m) %}<td{% if loop.index > 3 %} class="n"{% endif %}>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table></div>{% endif %}
+{% if run.slas %}<h2>{{ t('slas') }}</h2><div class="scroll"><table class="stack"><thead><tr><th>SLA</th><th>{{ t('verdict') }}</th><th>{{ t('measured_vs_target') }}</th></tr></thead>
+{% for x in run.slas %}<tr data-sla="{{ x.id }}"><td data-label="SLA">{{ x.id }}</td><td data-label="{{ t('verdict') }}" class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ w(x.status) }}</td><td data-label="{{ t('measured_vs_target') }}">{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
+{% if run.summary.metrics %}<h2>{{ t('metrics') }}</h2><div class="scroll"><table class="stack"><thead><tr>{% for col in metric_columns %}<th{% if loop.index > 3 %} class="n"{% endif %}>{{ col }}</th>{% endfor %}</tr></thead>
+{% for m in run.summary.metrics %}<tr>{% for cell in metric_cells(m) %}<td data-label="{{ metric_columns[loop.index0] }}"{% if loop.index > 3 %} class="n"{% endif %}>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table></div>{% endif %}
 <div class="scroll">{{ curves_section }}</div>
-<h2>Conversations</h2>
-<div class="filters">status <select id="f-status"><option value="">all</option>{% for s in statuses %}<option>{{ s }}</option>{% endfor %}</select>
-tag <select id="f-tag"><option value="">all</option>{% for t in tags %}<option>{{ t }}</option>{% endfor %}</select>
-provider <select id="f-provider"><option value="">all</option>{% for p in providers %}<option>{{ p }}</option>{% endfor %}</select>
-attribution <select id="f-attribution"><option value="">all</option>{% for a in attributions %}<option>{{ a }}</option>{% endfor %}</select>
-<span class="meta"><span id="shown">{{ tests|length }}</span> of {{ tests|length }} shown</span></div>
-{% for t in tests %}{% set v = t.v %}<details class="test" id="{{ t.anchor }}" data-status="{{ v.category }}" data-provider="{{ v.provider }}" data-tags="|{{ t.tags|join('|') }}|" data-attribution="|{{ t.attributions|join('|') }}|" {% if v.category in ('failed', 'error') %}open{% endif %}>
-<summary><b class="{{ v.category }}">{{ v.category }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }} · score {{ '%.2f' % v.score_mean if v.score_mean is not none else '—' }}{{ t.repeats }} · {{ v.suite }}{% if t.xfail %} · xfail: {{ t.xfail }}{% endif %}{% if v.measured %} · curve point (measurement){% endif %}</span></summary>
-<div class="chat">{% if t.description %}<p class="desc">{{ t.description }}</p>{% endif %}{% if t.summarised %}<p class="meta summarised">transcript not embedded in a large report (--html-all embeds every transcript)</p>{% endif %}
-{% for r in t.records %}{% if t.records|length > 1 %}<p class="meta">repeat {{ r.repeat }} · <b class="{{ 'measured' if v.measured and r.status != 'error' else r.status }}">{{ 'measured' if v.measured and r.status != 'error' else r.status }}</b></p>{% endif %}
-{% if r.error %}<p class="error">error: {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
-{% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ m.role }}{% if m.turn %} · turn {{ m.turn }}{% endif %}{% if m.filler %} · filler{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · golden history{% endif %}{% if m.intermediate %} · tool round{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · cached{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}</div>
+<h2>{{ t('conversations') }}</h2>
+<div class="filters">{{ t('status') }} <select id="f-status"><option value="">{{ t('all') }}</option>{% for s in statuses %}<option value="{{ s }}">{{ t(s) }}</option>{% endfor %}</select>
+{{ t('tag') }} <select id="f-tag"><option value="">{{ t('all') }}</option>{% for x in tags %}<option>{{ x }}</option>{% endfor %}</select>
+{{ t('provider') }} <select id="f-provider"><option value="">{{ t('all') }}</option>{% for p in providers %}<option>{{ p }}</option>{% endfor %}</select>
+{{ t('attribution') }} <select id="f-attribution"><option value="">{{ t('all') }}</option>{% for a in attributions %}<option>{{ a }}</option>{% endfor %}</select>
+<span class="meta">{{ shown_of }}</span></div>
+{% for x in tests %}{% set v = x.v %}<details class="test" id="{{ x.anchor }}" data-status="{{ v.category }}" data-provider="{{ v.provider }}" data-tags="|{{ x.tags|join('|') }}|" data-attribution="|{{ x.attributions|join('|') }}|" {% if v.category in ('failed', 'error') %}open{% endif %}>
+<summary><b class="{{ v.category }}">{{ t(v.category) }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }} · {{ t('score') }} {{ '%.2f' % v.score_mean if v.score_mean is not none else '—' }}{{ x.repeats }} · {{ v.suite }}{% if x.xfail %} · {{ t('xfail_reason', reason=x.xfail) }}{% endif %}{% if v.measured %} · {{ t('curve_point_note') }}{% endif %}</span></summary>
+<div class="chat">{% if x.description %}<p class="desc">{{ x.description }}</p>{% endif %}{% if x.summarised %}<p class="meta summarised">{{ t('summarised') }}</p>{% endif %}
+{% for r in x.records %}{% if x.records|length > 1 %}{% set rec_status = 'measured' if v.measured and r.status != 'error' else r.status %}<p class="meta">{{ t('repeat') }} {{ r.repeat }} · <b class="{{ rec_status }}">{{ w(rec_status) }}</b></p>{% endif %}
+{% if r.error %}<p class="error">{{ t('error_colon') }} {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
+{% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ w(m.role) }}{% if m.turn %} · {{ t('turn_n', n=m.turn) }}{% endif %}{% if m.filler %} · {{ t('filler') }}{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · {{ t('golden_history') }}{% endif %}{% if m.intermediate %} · {{ t('tool_round') }}{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · {{ t('cached') }}{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}</div>
 {% if m.role == 'assistant' and not m.injected and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{% endif %}{% endfor %}
 {% for a in r.assertions if a.turn is none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}
-<p class="meta">stop: {{ r.stop_reason }} · {{ r.calls }} calls · {{ '%.2f' % ((r.duration_ms or 0) / 1000) }} s</p>{% endfor %}</div></details>{% endfor %}
+<p class="meta">{{ t('stop_line', reason=r.stop_reason, calls=r.calls, seconds='%.2f' % ((r.duration_ms or 0) / 1000)) }}</p>{% endfor %}</div></details>{% endfor %}
 </main>
 <script>
 (function(){
@@ -179,20 +191,24 @@ def marked(m: dict[str, Any], marks: dict[Any, list[str]]) -> Markup:
 
 def excerpt_html(x: Excerpt) -> Markup:
     mark = Markup("<mark>{}</mark>").format(x.match) if x.match else Markup("")
-    return Markup('<div class="excerpt"><span class="meta">reply, turn {}:</span> {}{}{}</div>').format(
-        x.turn, x.before, mark, x.after)
+    return Markup('<div class="excerpt"><span class="meta">{}</span> {}{}{}</div>').format(
+        words("reply_turn", turn=x.turn), x.before, mark, x.after)
 
 
 def finding_html(f: Finding) -> Markup:
-    parts = [Markup('{} · <span class="rule">{}</span>').format(f.where, f.rule) if f.rule else Markup("{}").format(f.where)]
+    where = where_text(f.where)
+    parts = [Markup('{} · <span class="rule">{}</span>').format(where, f.rule) if f.rule else Markup("{}").format(where)]
     if f.critical:
-        parts.append(Markup(' <span class="critical">critical</span>'))
+        parts.append(Markup(' <span class="critical">{}</span>').format(words("critical")))
+    if f.description:
+        parts.append(Markup('<div class="desc why">{} {}</div>').format(words("why"), f.description))
     if f.error:
-        parts.append(Markup('<div class="error">error: {}</div>').format(f.error))
+        parts.append(Markup('<div class="error">{} {}</div>').format(words("error_colon"), f.error))
     elif f.facts:
-        parts += [Markup("<div>{}: expected <b>{}</b>, found {}</div>").format(
-            x.key, x.expected, Markup("<b>{}</b>").format(x.found) if x.found else Markup("<i>nothing</i>"))
-            for x in f.facts]
+        parts += [Markup("<div>{}</div>").format(Markup(words(
+            "expected_found", key=escape(x.key), expected=Markup("<b>{}</b>").format(x.expected),
+            found=Markup("<b>{}</b>").format(x.found) if x.found else Markup("<i>{}</i>").format(words("nothing")))))
+            for x in shown_facts(f)]
     elif f.reason:
         parts.append(Markup('<div class="meta">{}</div>').format(f.reason))
     parts += [excerpt_html(x) for x in f.excerpts]
@@ -204,7 +220,7 @@ def verdict_line(record: dict[str, Any], a: dict[str, Any], measured: bool) -> M
     if a.get("pass") is False or a.get("error"):
         f = explain(record, a)
         body = Markup("{} {}").format(verdict_icon(a), finding_html(Finding(f.rule, f.critical, f.where, f.reason,
-                                                                             f.error, [], f.facts)))
+                                                                             f.error, [], f.facts, f.description)))
     else:
         body = Markup('{} <span class="rule">{}</span>: {}').format(verdict_icon(a), rule_text(a), a.get("reason") or "")
     return Markup('<div class="verdict {}">{}</div>').format(css, body)
@@ -218,10 +234,16 @@ def _gate_html(gate: dict[str, Any]) -> Markup:
 FULL_PASSING = 1000  # a large run embeds every failing conversation, and the first 1,000 others in full
 
 
-def render_html(run: dict[str, Any], html_all: bool = False) -> str:
-    """The self-contained report. Beyond the first FULL_PASSING conversations that did not fail, a
-    conversation is summarised (id, score) unless `html_all` (SPEC §15: `--html-all`)."""
+def render_html(run: dict[str, Any], html_all: bool = False, lang: str | None = None) -> str:
+    """The self-contained report in `lang` (None: the run's own language, SPEC §21). Beyond the first
+    FULL_PASSING conversations that did not fail, a conversation is summarised (id, score) unless
+    `html_all` (SPEC §15: `--html-all`)."""
     run = ensure_current(run)
+    with speaking(choose_lang(run, lang)):
+        return _render(run, html_all)
+
+
+def _render(run: dict[str, Any], html_all: bool) -> str:
     env = Environment(autoescape=True, trim_blocks=False)
     cache: dict[int, dict[Any, list[str]]] = {}
 
@@ -230,7 +252,8 @@ def render_html(run: dict[str, Any], html_all: bool = False) -> str:
             cache[id(record)] = _marks(record)
         return marked(m, cache[id(record)])
 
-    env.globals.update(metric_columns=METRIC_COLUMNS, metric_cells=metric_cells, verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_items=count_items,
+    env.globals.update(metric_columns=metric_columns(), metric_cells=metric_cells, verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_keys=count_keys,
+                       t=words, w=word, labels=dict(COUNT_LABELS, skipped="skipped"),
                        pass_rate=pass_rate_text, suite_gate_word=suite_gate_word,
                        tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html,
                        tool_css=Markup(tools.CSS))
@@ -255,7 +278,8 @@ def render_html(run: dict[str, Any], html_all: bool = False) -> str:
     return template.render(
         run=run, gate_text=_gate_html(run["gate"]), baseline_section=_baseline_section(run),
         attacks_section=attacks_html(run), judging_section=judging_html(run), curves_section=curves_section(run),
-        counts=count_items(run["summary"]), failures=failures, tests=tests,
+        counts=count_keys(run["summary"]), failures=failures, tests=tests, blocks=blocking(run),
+        shown_of=Markup(words("shown_of", shown=f'<span id="shown">{len(tests)}</span>', total=len(tests))),
         statuses=[c for c in CATEGORIES if c in present],
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),
         providers=sorted({r["provider"] for r in run["results"]}),

@@ -9,8 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.reporters import tools
-from evalspec.reporters.vocabulary import count_items, ensure_current, gate_line, one_line, pass_rate_text
-from evalspec.results.findings import finding_line, findings
+from evalspec.reporters.catalogue import choose_lang, speaking, words
+from evalspec.reporters.vocabulary import (
+    count_items,
+    ensure_current,
+    finding_text,
+    gate_line,
+    one_line,
+    pass_rate_text,
+    shown_facts,
+)
+from evalspec.results.findings import findings
 
 ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -23,10 +32,12 @@ def failure_text(record: dict[str, Any]) -> str:
     """Each failing assertion: where, the rule, severity, reason or expected/found, the reply excerpt."""
     lines = []
     for f in findings(record):
-        lines.append(finding_line(f))
-        lines += [f"    {x.key}: expected {x.expected}, found {x.found or 'nothing'}" for x in f.facts]
-        lines += [f"    reply, turn {x.turn}: {one_line(x.before)}[{one_line(x.match)}]{one_line(x.after)}"
-                  if x.match else f"    reply, turn {x.turn}: {one_line(x.text)}" for x in f.excerpts]
+        lines.append(finding_text(f))
+        lines += [f"    {words('why')} {one_line(f.description)}"] if f.description else []
+        lines += ["    " + words("expected_found", key=x.key, expected=x.expected, found=x.found or words("nothing"))
+                  for x in shown_facts(f)]
+        lines += [f"    {words('reply_turn', turn=x.turn)} {one_line(x.before)}[{one_line(x.match)}]{one_line(x.after)}"
+                  if x.match else f"    {words('reply_turn', turn=x.turn)} {one_line(x.text)}" for x in f.excerpts]
     lines += [f"    {line}" for line in tools.failing_calls_text(record)]
     lines += [t for t in [tools.teardown_text(record)] if t]
     return "\n".join(lines)
@@ -45,13 +56,13 @@ def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:
         return None  # a red line broken on a curve point or in an xfail test fails the gate: a failure
     if r.get("curve"):
         score = f"{r['score']:.2f}" if r.get("score") is not None else "—"
-        return f"measured: curve point ({status}, score {score}); gates only through its SLA"
+        return words("junit_measured", status=words(status), score=score)
     if r.get("draft") and not gated_drafts:
-        return f"draft ({status}): runs and is reported, never gates"
+        return words("junit_draft", status=words(status))
     if status == "xfailed":
-        return f"xfailed: {r.get('xfail')}"
+        return words("junit_xfailed", reason=r.get("xfail"))
     if status == "skipped":
-        return "skipped"
+        return words("skipped")
     return None
 
 
@@ -77,17 +88,23 @@ def _sla_case(el: ET.Element, sla: dict[str, Any]) -> str:
     case = ET.SubElement(el, "testcase", classname=clean(f"{Path(sla['suite']).stem}.{sla['provider']}"),
                          name=clean(sla["id"]), time="0.000")
     if sla["status"] == "missed":
-        ET.SubElement(case, "failure", message=clean(f"SLA missed: {sla['text']}")).text = clean(sla["text"])
+        ET.SubElement(case, "failure", message=clean(words("sla_missed_msg", text=sla["text"]))).text = clean(sla["text"])
         return "failures"
     if sla["status"] == "no data":  # gates like an error (SPEC §17)
-        ET.SubElement(case, "error", message=clean(f"SLA without data: {sla['text']}")).text = clean(sla["text"])
+        ET.SubElement(case, "error", message=clean(words("sla_no_data_msg", text=sla["text"]))).text = clean(sla["text"])
         return "errors"
-    ET.SubElement(case, "system-out").text = clean(f"SLA met: {sla['text']}")
+    ET.SubElement(case, "system-out").text = clean(words("sla_met_msg", text=sla["text"]))
     return ""
 
 
-def build_junit(run: dict[str, Any]) -> ET.Element:
+def build_junit(run: dict[str, Any], lang: str | None = None) -> ET.Element:
+    """The JUnit tree; its messages in `lang` (None: the run's own language, SPEC §21)."""
     run = ensure_current(run)
+    with speaking(choose_lang(run, lang)):
+        return _build(run)
+
+
+def _build(run: dict[str, Any]) -> ET.Element:
     gated_drafts = bool(run["gate"].get("include_drafts"))
     root = ET.Element("testsuites", name="evalspec", time=f"{run.get('duration_s', 0):.3f}")
     by_suite: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -110,7 +127,7 @@ def build_junit(run: dict[str, Any]) -> ET.Element:
             skip = _skip_reason(r, gated_drafts)
             if status == "error":
                 counts["errors"] += 1
-                first = message.splitlines()[0] if message else str(r.get("error") or "error")
+                first = message.splitlines()[0] if message else str(r.get("error") or words("error"))
                 ET.SubElement(case, "error", message=clean(first[:500])).text = clean(message or r.get("error"))
             elif skip is not None:
                 counts["skipped"] += 1
@@ -118,7 +135,7 @@ def build_junit(run: dict[str, Any]) -> ET.Element:
                 ET.SubElement(case, "skipped", message=clean(skip + (f" — {first}" if first else "")))
             elif status == "failed":
                 counts["failures"] += 1
-                ET.SubElement(case, "failure", message=clean(message.splitlines()[0] if message else "failed")).text = clean(message)
+                ET.SubElement(case, "failure", message=clean(message.splitlines()[0] if message else words("failed"))).text = clean(message)
             ET.SubElement(case, "system-out").text = clean(transcript_text(r))
         for sla in [x for x in run["slas"] if x["suite"] == suite]:
             counts["tests"] += 1
@@ -133,8 +150,8 @@ def build_junit(run: dict[str, Any]) -> ET.Element:
     return root
 
 
-def write_junit(run: dict[str, Any], path: Path) -> None:
+def write_junit(run: dict[str, Any], path: Path, lang: str | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tree = ET.ElementTree(build_junit(run))
+    tree = ET.ElementTree(build_junit(run, lang))
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -13,21 +13,26 @@ from typing import Any
 
 from evalspec.reporters import tools
 from evalspec.reporters.attacks import markdown_lines as attack_lines
+from evalspec.reporters.catalogue import choose_lang, speaking, word, words
 from evalspec.reporters.judging import markdown_lines as judging_lines
 from evalspec.reporters.vocabulary import (
-    METRIC_COLUMNS,
+    blocking,
     conversations_text,
-    count_items,
+    count_keys,
     counts_text,
     ensure_current,
     failing,
     gate_line,
     judge_text,
     metric_cells,
+    metric_columns,
     one_line,
     pass_rate_text,
     repeats_text,
+    shown_facts,
+    state_changes,
     suite_gate_word,
+    where_text,
 )
 from evalspec.results.findings import Excerpt, Finding, findings
 
@@ -52,16 +57,18 @@ def _excerpt(x: Excerpt) -> str:
 
 def finding_lines(f: Finding) -> list[str]:
     rule = f" · `{one_line(f.rule).replace('`', 'ˋ')}`" if f.rule else ""
-    head = f"  - {f.where}{rule}" + (" · **critical**" if f.critical else "")
+    head = f"  - {where_text(f.where)}{rule}" + (f" · **{words('critical')}**" if f.critical else "")
     lines = [head]
+    if f.description:
+        lines.append(f"    - *{words('why')} {md(f.description)}*")
     if f.error:
-        lines.append(f"    - error: {md(f.error)}")
+        lines.append(f"    - {words('error_colon')} {md(f.error)}")
     elif f.facts:
-        lines += [f"    - {md(x.key)}: expected {md(x.expected)}, found {md(x.found) if x.found else '*nothing*'}"
-                  for x in f.facts]
+        lines += ["    - " + words("expected_found", key=md(x.key), expected=md(x.expected),
+                                   found=md(x.found) if x.found else f"*{words('nothing')}*") for x in shown_facts(f)]
     elif f.reason:
         lines.append(f"    - {md(f.reason)}")
-    lines += [f"    - reply, turn {x.turn}: {_excerpt(x)}" for x in f.excerpts]
+    lines += [f"    - {words('reply_turn', turn=x.turn)} {_excerpt(x)}" for x in f.excerpts]
     return lines
 
 
@@ -71,13 +78,13 @@ def run_link(env: Mapping[str, str]) -> str:
     if not (server and repo and run_id):
         return ""
     url = f"{server.rstrip('/')}/{repo}/actions/runs/{run_id}"
-    return f"[workflow run]({url}) · report artifact `evalspec-report` ([download]({url}#artifacts))"
+    return words("workflow_run", url=url)
 
 
 def _failures(run: dict[str, Any]) -> list[list[str]]:
     blocks = []
     for v, recs in failing(run):
-        head = (f"- {'**critical** ' if v['critical_failed'] else ''}{v['category']}: **{md(v['name'])}** "
+        head = (f"- {'**' + words('critical') + '** ' if v['critical_failed'] else ''}{words(v['category'])}: **{md(v['name'])}** "
                 f"(`{one_line(v['test_id']).replace('`', 'ˋ')}` @ {md(v['provider'])}){repeats_text(v)}")
         lines = [head]
         for f in findings(recs[0]) if recs else []:
@@ -89,14 +96,39 @@ def _failures(run: dict[str, Any]) -> list[list[str]]:
     return blocks
 
 
-def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -> str:
+def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None, lang: str | None = None) -> str:
+    """The summary in `lang` (None: the run's own language, SPEC §21)."""
     run = ensure_current(run)
-    env = os.environ if env is None else env
+    with speaking(choose_lang(run, lang)):
+        return _render(run, os.environ if env is None else env)
+
+
+def _blocking_lines(run: dict[str, Any]) -> list[str]:
+    """What blocks the release, right under the headline (SPEC §21)."""
+    items = blocking(run)
+    return ["", f"### ⛔ {words('blocks_release')}", "", *[f"- {md(item)}" for item in items]] if items else []
+
+
+def _state_lines(run: dict[str, Any]) -> list[str]:
+    """Tests that changed state, by name: xpassed (remove xfail?), drafts that fail, new errors."""
+    changes = state_changes(run)
+    if not changes:
+        return []
+    out = ["", f"### {words('state_changes')}", ""]
+    out += [f"- {words(key)}: **{md(v['name'])}** (`{one_line(v['test_id']).replace('`', 'ˋ')}` @ {md(v['provider'])})"
+            for key, v in changes]
+    return out
+
+
+def _render(run: dict[str, Any], env: Mapping[str, str]) -> str:
     gate, s = run["gate"], run["summary"]
-    out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_line(gate)}", ""]
-    out.append(counts_text(s))
-    out.append(f"{conversations_text(s['records'])} · {s['calls']} calls ({s['cached_calls']} cached) · "
-               f"{s['tokens']} tokens · ${s['cost']:.4f}" + (f" · {judge_text(s)}" if s.get("judge_calls") else ""))
+    out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_line(gate)}"]
+    out += _blocking_lines(run)
+    out += ["", counts_text(s)]
+    out.append(words("totals_md", conversations=conversations_text(s["records"]), calls=s["calls"],
+                     cached=s["cached_calls"], tokens=s["tokens"], cost=f"{s['cost']:.4f}")
+               + (f" · {judge_text(s)}" if s.get("judge_calls") else ""))
+    out += _state_lines(run)
     if run.get("baseline"):
         from evalspec.diff.render import markdown_lines
 
@@ -104,38 +136,37 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None) -
     link = run_link(env)
     if link:
         out += ["", link]
-    if gate["reasons"]:
-        out += ["", *[f"- {md(r)}" for r in gate["reasons"]]]
-    labels = [label for label, _ in count_items(s)]
-    out += ["", "| suite | " + " | ".join(labels) + " | pass rate | gate |",
+    labels = [words(key) for key, _ in count_keys(s)]
+    out += ["", f"| {words('suite')} | " + " | ".join(labels) + f" | {words('pass_rate')} | {words('gate')} |",
             "|---|" + "---:|" * (len(labels) + 1) + "---|"]
     for g in gate["suites"]:
-        word = suite_gate_word(g)
-        out.append(f"| {md(g['suite'])} | " + " | ".join(str(n) for _, n in count_items(g["counts"]))
-                   + f" | {pass_rate_text(g['pass_rate'])} | {word if word == 'ok' else f'**{word}**'} |")
+        verdict = suite_gate_word(g)
+        shown = words(verdict)
+        out.append(f"| {md(g['suite'])} | " + " | ".join(str(n) for _, n in count_keys(g["counts"]))
+                   + f" | {pass_rate_text(g['pass_rate'])} | {shown if verdict == 'ok' else f'**{shown}**'} |")
     tail: list[str] = []
     if run["slas"]:
-        tail += ["", "### SLAs", ""]
+        tail += ["", f"### {words('slas')}", ""]
         tail += [f"- {'✅' if x['status'] == 'met' else '❌' if x['status'] == 'missed' else '⚠️'} "
-                 f"{md(x['id'])}: **{x['status']}** — {md(x['text'])}" for x in run["slas"]]
+                 f"{md(x['id'])}: **{word(x['status'])}** — {md(x['text'])}" for x in run["slas"]]
     if s.get("metrics"):
-        tail += ["", "### Metrics", "", "| " + " | ".join(METRIC_COLUMNS) + " |", "|---|---|---|---:|---:|"]
+        tail += ["", f"### {words('metrics')}", "", "| " + " | ".join(metric_columns()) + " |", "|---|---|---|---:|---:|"]
         tail += ["| " + " | ".join(md(cell) for cell in metric_cells(m)) + " |" for m in s["metrics"]]
     tail += attack_lines(run, md)
     if torn := tools.failed_teardowns(run):
-        tail += ["", "### Teardowns that failed", ""]
+        tail += ["", f"### {words('teardowns_failed')}", ""]
         tail += [f"- **{md(r['name'])}** (`{one_line(r['test_id']).replace('`', 'ˋ')}` @ {md(r['provider'])}): "
                  f"{md(text)}" for r, text in torn]
     judging = judging_lines(run, md)
     tail += ['', *judging] if judging else []
     blocks = _failures(run)
     if blocks:
-        out += ["", "### Failures", ""]
+        out += ["", f"### {words('failures')}", ""]
         used = sum(len(line) + 1 for line in out + tail)
         for i, block in enumerate(blocks):
             size = sum(len(line) + 1 for line in block)
             if used + size > LIMIT - 200:
-                out.append(f"- … and {len(blocks) - i} more failing tests (see the HTML report)")
+                out.append("- " + words("more_failing", n=len(blocks) - i))
                 break
             out += block
             used += size

@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from evalspec.reporters.catalogue import words
+from evalspec.results.findings import Fact, Finding, findings
 from evalspec.textutil import strip_controls
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
@@ -31,16 +33,27 @@ def ensure_current(run: dict[str, Any]) -> dict[str, Any]:
     return finalize(run, gate.get("fail_under"), bool(gate.get("include_drafts")))
 
 
-def count_items(counts: dict[str, Any]) -> list[tuple[str, int]]:
-    """(label, count) in display order; `skipped` only when something was skipped."""
-    items = [(label, int(counts.get(key, 0))) for key, label in COUNT_LABELS]
+def count_keys(counts: dict[str, Any]) -> list[tuple[str, int]]:
+    """(key, count) in display order; `skipped` only when something was skipped."""
+    items = [(key, int(counts.get(key, 0))) for key, _ in COUNT_LABELS]
     if counts.get("skipped"):
         items.insert(5, ("skipped", int(counts["skipped"])))
     return items
 
 
+def count_items(counts: dict[str, Any]) -> list[tuple[str, int]]:
+    """(English label, count) in display order: the names of machine-read fields (JUnit properties)."""
+    labels = dict(COUNT_LABELS)
+    return [(labels.get(key, key), n) for key, n in count_keys(counts)]
+
+
+def count_words(counts: dict[str, Any]) -> list[tuple[str, int]]:
+    """(label in the report's language, count) in display order."""
+    return [(words(key), n) for key, n in count_keys(counts)]
+
+
 def counts_text(counts: dict[str, Any]) -> str:
-    return " · ".join(f"{n} {label}" for label, n in count_items(counts))
+    return " · ".join(f"{n} {label}" for label, n in count_words(counts))
 
 
 def pass_rate_text(rate: float | None) -> str:
@@ -49,17 +62,21 @@ def pass_rate_text(rate: float | None) -> str:
 
 
 def gate_headline(gate: dict[str, Any]) -> str:
-    return {0: "gate passed", 1: "gate failed", 3: "gate: errors left tests without a verdict"}.get(
-        gate["exit_code"], f"exit {gate['exit_code']}")
+    key = {0: "gate_passed", 1: "gate_failed", 3: "gate_errors"}.get(gate["exit_code"])
+    return words(key) if key else words("gate_exit", code=gate["exit_code"])
 
 
 def gate_line(gate: dict[str, Any], rate: Callable[[str], str] = str) -> str:
     """`gate failed · pass rate 25%`: the run's headline in every report (`rate` marks up the figure)."""
-    return f"{gate_headline(gate)} · pass rate {rate(pass_rate_text(gate['pass_rate']))}"
+    return words("gate_line", headline=gate_headline(gate), rate=rate(pass_rate_text(gate["pass_rate"])))
 
 
 def suite_gate_word(s: dict[str, Any]) -> str:
     return "failed" if not s["ok"] else "errors" if s.get("errors_exceeded") else "ok"
+
+
+def metric_columns() -> tuple[str, ...]:
+    return tuple(words(key) for key in ("metric", "suite", "provider", "mean_score", "share_passed"))
 
 
 METRIC_COLUMNS = ("metric", "suite", "provider", "mean score", "share of tests passed")
@@ -75,7 +92,7 @@ def metric_cells(m: dict[str, Any]) -> list[str]:
 
 
 def conversations_text(n: int) -> str:
-    return f"{n} conversation{'s' if n != 1 else ''}"
+    return words("conversations_one" if n == 1 else "conversations_many", n=n)
 
 
 def judge_text(summary: dict[str, Any]) -> str:
@@ -83,22 +100,23 @@ def judge_text(summary: dict[str, Any]) -> str:
     simulated user, attacker), apart from the system under test's; "" when none was made."""
     if not summary.get("judge_calls"):
         return ""
-    return (f"{summary['judge_calls']} judge call{'s' if summary['judge_calls'] != 1 else ''} "
-            f"({summary.get('judge_tokens') or 0} tokens, ${summary.get('judge_cost') or 0.0:.4f})")
+    n = summary["judge_calls"]
+    return words("judge_calls_one" if n == 1 else "judge_calls_many", n=n, tokens=summary.get("judge_tokens") or 0,
+                 cost=f"{summary.get('judge_cost') or 0.0:.4f}")
 
 
 def curve_text(c: dict[str, Any]) -> str:
     """Points, half-life and failure point spelled out, so a met SLA never reads as a contradiction."""
     pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: —"
                     for p in c["points"])
-    parts = [f"{c['variable']} → mean score {pts}"]
+    parts = [words("curve_points", variable=c["variable"], points=pts)]
     terms = c.get("describe") or ["half_life", "failure_point"]  # a curve's `summary:` term only (SPEC §17)
     if "half_life" in terms:
-        parts.append(f"half-life {c['half_life']} (first mean < 0.5)" if c["half_life"] is not None
-                     else "half-life: not reached")
+        parts.append(words("half_life", v=c["half_life"]) if c["half_life"] is not None
+                     else words("half_life_none"))
     if "failure_point" in terms:
-        parts.append(f"failure point {c['failure_point']} (first value where most samples fail)"
-                     if c["failure_point"] is not None else "failure point: not reached")
+        parts.append(words("failure_point", v=c["failure_point"])
+                     if c["failure_point"] is not None else words("failure_point_none"))
     if "stable_range" in terms:
         parts.append(stable_text(c))
     return " · ".join(parts)
@@ -122,11 +140,100 @@ def failing(run: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, An
 
 
 def repeats_text(v: dict[str, Any]) -> str:
-    return f" ({v['n'] - v['passed']} of {v['n']} repeats failed)" if v["n"] > 1 else ""
+    return words("repeats_failed", failed=v["n"] - v["passed"], n=v["n"]) if v["n"] > 1 else ""
 
 
 def stable_text(c: dict[str, Any]) -> str:
     """`stable until 6 (0.8, or the SLA minimum)`: the term seed 002 uses for topic switch and conflict."""
     if c.get("stable_until") is None:
-        return "stable range: none (the first point is already below its minimum)"
-    return f"stable until {c['stable_until']} (mean ≥ the SLA minimum covering each point, else 0.8)"
+        return words("stable_none")
+    return words("stable_until", v=c["stable_until"])
+
+
+_WHERE = re.compile(r"^(?:(turns?) ([\d, ]+)|(whole conversation)|(before the first reply))$")
+
+
+def where_text(where: str) -> str:
+    """A finding's place (`turn 2`, `turns 1, 3`, `whole conversation`) in the report's language."""
+    m = _WHERE.match(where)
+    if m is None:
+        return where
+    if m.group(1):
+        return words("turn_n" if m.group(1) == "turn" else "turns_n", n=m.group(2))
+    return words("whole_conversation" if m.group(3) else "before_first_reply")
+
+
+def finding_text(f: Finding) -> str:
+    """`turn 2: not-regex: 1[3-9]\\d{9} [critical]: unexpected: matched '139…'` — one finding on one line."""
+    text = (where_text(f.where) + (f": {f.rule}" if f.rule else "") + (f" [{words('critical')}]" if f.critical else "")
+            + ": " + (f"{words('error_colon')} {f.error}" if f.error else f.reason))
+    return one_line(text)
+
+
+def first_problem(record: dict[str, Any]) -> str:
+    """The first finding of a failed, xfailed or errored conversation on one line ("" when there is none)."""
+    found = findings(record)
+    return finding_text(found[0]) if found else ""
+
+
+def _who(v: dict[str, Any]) -> str:
+    return f"{one_line(v['name'])} ({one_line(v['test_id'])} @ {one_line(v['provider'])})"
+
+
+def blocking(run: dict[str, Any]) -> list[str]:
+    """What blocks the release, in the report's language (SPEC §21): critical failures, missed SLAs, gated
+    regressions, then the gate's other reasons (pass rate, errors) — from the run's data, not from the
+    English sentences of `gate.reasons`. A suite gated on regressions is blocked only by what got worse."""
+    gate = run["gate"]
+    drafts_gate = bool(gate.get("include_drafts"))
+    diff = run.get("baseline") or {}
+    rows = diff.get("rows", []) if diff.get("available") else []
+    out: list[str] = []
+    for s in gate["suites"]:
+        if s.get("mode") == "regressions":
+            from evalspec.diff.compare import suite_key
+
+            key = suite_key(s["suite"])
+            mine = [r for r in rows if r["suite"] == key]
+            out += [words("blocks_regressed", what=f"{_who(r)} — {words(r['category'])}") for r in mine if r["blocking"]]
+            out += [words("blocks_critical", what=_who(r)) for r in mine if r.get("critical_new") and not r["blocking"]]
+            out += [words("blocks_sla", what=f"{c['test']} @ {c['provider']}") for c in diff.get("curves", [])
+                    if c["suite"] == key and any(x["newly_missed"] for x in c["sla"])]
+            continue
+        out += [words("blocks_critical", what=_who(v)) for v in run["verdicts"] if v["suite"] == s["suite"]
+                and v["status"] == "failed" and v["critical_failed"] and (drafts_gate or not v["draft"])]
+        out += [words("blocks_sla", what=f"{x['id']}: {x['text']}") for x in run["slas"]
+                if x["suite"] == s["suite"] and x["status"] == "missed"]
+        if s["pass_rate"] is not None and s["pass_rate"] < s["min_pass_rate"]:
+            out.append(words("blocks_rate", suite=s["suite"], rate=f"{s['pass_rate']:.2%}", min=f"{s['min_pass_rate']:.2%}"))
+    if gate.get("fail_under") is not None and gate["pass_rate"] is not None and gate["pass_rate"] < gate["fail_under"]:
+        out.append(words("blocks_run_rate", rate=f"{gate['pass_rate']:.2%}", min=f"{gate['fail_under']:.2%}"))
+    if gate["exit_code"] == 3:
+        out += [words("blocks_errors", suite=s["suite"], n=s["errors"], max=s["max_errors"])
+                for s in gate["suites"] if s.get("errors_exceeded")]
+        out += [words("blocks_no_data", suite=s["suite"], what=x) for s in gate["suites"] for x in s.get("sla_no_data") or []]
+        errors = sum(s["errors"] for s in gate["suites"])
+        if gate["pass_rate"] is None and errors:
+            out.append(words("blocks_no_verdict", n=errors))
+    return out
+
+
+def state_changes(run: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Tests that changed state (SPEC §21): xpassed (remove the xfail?), drafts that fail, new errors."""
+    out = [("state_xpassed", v) for v in run["verdicts"] if v["category"] == "xpassed"]
+    out += [("state_draft", v) for v in run["verdicts"] if v["category"] == "drafts" and v["status"] in ("failed", "error")]
+    diff = run.get("baseline") or {}
+    out += [("state_new_error", r) for r in diff.get("rows", []) if r.get("category") == "new error"]
+    return out
+
+
+def fact_words(key: str, expected: str) -> tuple[str, str]:
+    """A refers-to fact's key and expectation in the report's language (memory-recall keys are the suite's)."""
+    if key == "distractor" and expected.startswith("none of "):
+        return words("distractor"), words("none_of", list=expected.removeprefix("none of "))
+    return (words("entity"), expected) if key == "entity" else (key, expected)
+
+
+def shown_facts(f: Finding) -> list[Fact]:
+    """A finding's facts as the report's language writes them."""
+    return [Fact(*fact_words(x.key, x.expected), x.found, x.ok) for x in f.facts]

@@ -56,6 +56,7 @@ class Finding:
     error: str | None = None
     excerpts: list[Excerpt] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
+    description: str = ""  # the rule's `description:`: why it exists (SPEC §21)
 
 
 def rule_text(a: dict[str, Any]) -> str:
@@ -168,7 +169,8 @@ def explain(record: dict[str, Any], a: dict[str, Any]) -> Finding:
     """One failing or erroring assertion of `record`, explained."""
     shown = _excerpts(record, a) if not a.get("error") else []
     return Finding(rule_text(a), a.get("severity") == "critical" and a.get("pass") is False,
-                   _where(a, shown), str(a.get("reason") or ""), a.get("error"), shown, _facts(a))
+                   _where(a, shown), str(a.get("reason") or ""), a.get("error"), shown, _facts(a),
+                   str(a.get("description") or ""))
 
 
 def findings(record: dict[str, Any]) -> list[Finding]:

@@ -1,0 +1,83 @@
+"""One catalogue per language for every fixed word on every screen (SPEC §21), and the choice of
+language: `--lang`, else the first suite's `report: {lang:}`, else `EVALSPEC_LANG`, else Chinese when
+most user turns of the run are Chinese (a turn is Chinese when most of its letters are CJK).
+
+run.json stays language-neutral: reporters choose the language when they render, so any old run
+re-renders in either language. `words(key, **fields)` reads the language set by `speaking(lang)`."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from evalspec.reporters.catalogue import en, zh
+
+LANGS = ("zh", "en")
+CATALOGUES: dict[str, dict[str, str]] = {"en": en.WORDS, "zh": zh.WORDS}
+_LANG: contextvars.ContextVar[str] = contextvars.ContextVar("evalspec_report_lang", default="en")
+
+
+def words(key: str, /, **fields: Any) -> str:
+    """The fixed text `key` in the language being spoken, its `{fields}` filled."""
+    text = CATALOGUES[_LANG.get()][key]
+    return text.format(**fields) if fields else text
+
+
+def word(key: str) -> str:
+    """A word that may not be in the catalogue (a status from a newer run.json): itself when it is not."""
+    return CATALOGUES[_LANG.get()].get(key, key)
+
+
+def current() -> str:
+    return _LANG.get()
+
+
+@contextlib.contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    token = _LANG.set(lang if lang in CATALOGUES else "en")
+    try:
+        yield
+    finally:
+        _LANG.reset(token)
+
+
+def _is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return 0x3400 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF or 0x20000 <= code <= 0x3FFFF
+
+
+def chinese_turn(text: str) -> bool:
+    """Most of its letters are CJK (digits, punctuation and spaces are not letters)."""
+    letters = [ch for ch in text if ch.isalpha()]
+    return bool(letters) and sum(map(_is_cjk, letters)) * 2 > len(letters)
+
+
+def guess_lang(user_turns: Iterable[str]) -> str:
+    turns = [t for t in user_turns if t.strip()]
+    return "zh" if turns and sum(map(chinese_turn, turns)) * 2 > len(turns) else "en"
+
+
+def run_user_turns(run: dict[str, Any]) -> Iterator[str]:
+    for record in run.get("results") or []:
+        for m in record.get("transcript") or []:
+            if m.get("role") == "user" and not m.get("filler"):
+                yield str(m.get("content") or "")
+
+
+def suite_lang(suites: Iterable[dict[str, Any]]) -> str | None:
+    """The first suite's `report.lang` (it wins over the others)."""
+    for s in suites:
+        lang = (s.get("report") or {}).get("lang")
+        if lang in CATALOGUES:
+            return str(lang)
+    return None
+
+
+def choose_lang(run: dict[str, Any], override: str | None = None) -> str:
+    """The language a run's reports speak."""
+    env = os.environ.get("EVALSPEC_LANG")
+    return (override or suite_lang(run.get("suites") or []) or (env if env in CATALOGUES else None)
+            or guess_lang(run_user_turns(run)))

@@ -1,0 +1,201 @@
+"""Every screen speaks the team's language (SPEC §21): one catalogue per language, the language chosen
+from `--lang`, the suite's `report.lang` or the conversations, and no fixed English word left outside
+the catalogue in a Chinese report."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from evalspec.reporters.catalogue import CATALOGUES, chinese_turn, choose_lang, guess_lang
+from evalspec.reporters.console import print_summary
+from evalspec.reporters.html import render_html
+from evalspec.reporters.junit import build_junit
+from evalspec.reporters.markdown import render_markdown
+
+# words that are names, not prose: the tool, units and keys a reader types (xfail, max_errors, --html-all)
+NAMES = {"evalspec", "sla", "xfail", "token", "ms", "p95", "max_errors", "fail", "under", "html", "all", "json",
+         "true", "false", "pull", "request"}
+
+
+def test_every_key_is_in_every_language() -> None:
+    keys = {lang: set(words) for lang, words in CATALOGUES.items()}
+    for lang, mine in keys.items():
+        for other, theirs in keys.items():
+            assert not theirs - mine, f"{lang} lacks {sorted(theirs - mine)} (in {other})"
+    for key in CATALOGUES["en"]:  # the same fields, so a filled text never raises in one language only
+        fields = {re.findall(r"\{(\w+)", CATALOGUES[lang][key]).__str__() for lang in CATALOGUES}
+        assert len({frozenset(re.findall(r"\{(\w+)", CATALOGUES[lang][key])) for lang in CATALOGUES}) == 1, (key, fields)
+
+
+class _Text(HTMLParser):
+    """The text a reader sees (and `data-label` captions), without style and script."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self.skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.skip += tag in ("style", "script")
+        self.parts += [v or "" for k, v in attrs if k in ("data-label", "title")]
+
+    def handle_endtag(self, tag: str) -> None:
+        self.skip -= tag in ("style", "script")
+
+    def handle_data(self, data: str) -> None:
+        if not self.skip:
+            self.parts.append(data)
+
+
+def _english_words(text: str, run: dict[str, Any]) -> set[str]:
+    """English words of `text` that come neither from the run's own data nor from NAMES."""
+    from_run = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z_-]+", json.dumps(run, ensure_ascii=False))}
+    plain = re.sub(r"&[a-z]+;|&#\d+;", " ", text.replace("<!-- evalspec-report -->", "").replace("\\", ""))
+    found = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z_-]+", plain)}
+    return found - from_run - NAMES
+
+
+def zh_screens(run: dict[str, Any]) -> dict[str, str]:
+    out = io.StringIO()
+    print_summary(Console(file=out, width=160, highlight=False), run, {"html": "报告.html"}, lang="zh")
+    page = _Text()
+    page.feed(render_html(run, lang="zh"))
+    junit = build_junit(run, lang="zh")
+    messages = [el.get("message") or "" for el in junit.iter() if el.tag in ("failure", "error", "skipped")]
+    messages += [el.text or "" for el in junit.iter() if el.tag in ("failure", "error") and el.text]
+    messages += [p.get("value") or "" for p in junit.iter("property") if p.get("name") == "evalspec.gate"]
+    return {"console": out.getvalue(), "html": " ".join(page.parts),
+            "markdown": render_markdown(run, env={}, lang="zh"), "junit": "\n".join(messages)}
+
+
+def test_a_chinese_report_has_no_fixed_english_word(fixed_run: dict[str, Any]) -> None:
+    """Any English word a reporter writes outside the catalogue shows up here (the run's own data —
+    ids, rules, replies, check reasons — is English where the suite wrote it so)."""
+    for screen, text in zh_screens(fixed_run).items():
+        assert not _english_words(text, fixed_run), f"{screen}: {sorted(_english_words(text, fixed_run))}"
+
+
+def test_the_same_run_renders_in_english_with_the_english_words(fixed_run: dict[str, Any]) -> None:
+    md = render_markdown(fixed_run, env={}, lang="en")
+    assert "gate failed · pass rate 25%" in md and "门禁" not in md
+    assert "门禁未通过 · 通过率 25%" in render_markdown(fixed_run, env={}, lang="zh")
+
+
+@pytest.mark.parametrize("turns, lang", [
+    (["你好", "凌云多少钱？", "能试驾吗"], "zh"),
+    (["hello", "how much is the Lingyun?", "你好"], "en"),
+    (["SUV 多少钱呢", "EV 续航多少", "hi there"], "zh"),  # a turn is Chinese when most of its letters are CJK
+    (["the 凌云 costs?", "ok"], "en"),
+])
+def test_the_language_follows_most_user_turns(turns: list[str], lang: str) -> None:
+    assert guess_lang(turns) == lang
+
+
+def test_a_turn_is_chinese_when_most_of_its_letters_are_cjk() -> None:
+    assert chinese_turn("凌云 EV 多少钱？") and not chinese_turn("Lingyun EV 价格") and not chinese_turn("12345 ?")
+
+
+def test_the_first_suites_report_lang_wins_and_lang_overrides_it(fixed_run: dict[str, Any],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALSPEC_LANG")
+    assert choose_lang(fixed_run) == "zh"  # the fixture's conversations are Chinese
+    fixed_run["suites"] = [{**fixed_run["suites"][0], "report": {"lang": "en"}},
+                           {**fixed_run["suites"][0], "path": "other.yaml", "report": {"lang": "zh"}}]
+    assert choose_lang(fixed_run) == "en"
+    assert choose_lang(fixed_run, "zh") == "zh"
+
+
+def test_a_failed_rules_description_is_shown_under_it_in_every_report(fixed_run: dict[str, Any]) -> None:
+    record = next(r for r in fixed_run["results"] if r["test_id"] == "no-early-offer")
+    rule = next(a for a in record["assertions"] if a["pass"] is False)
+    rule["description"] = "问价之前邀约到店会让客户反感"
+    md = render_markdown(fixed_run, env={}, lang="en").splitlines()
+    at = next(i for i, line in enumerate(md) if "`not-contains: 预约`" in line)
+    assert md[at + 1] == "    - *why: 问价之前邀约到店会让客户反感*"
+    page = render_html(fixed_run, lang="zh")
+    assert '<div class="desc why">原因： 问价之前邀约到店会让客户反感</div>' in page
+    junit = ET.tostring(build_junit(fixed_run, lang="en"), encoding="unicode")
+    assert "why: 问价之前邀约到店会让客户反感" in junit
+    out = io.StringIO()
+    print_summary(Console(file=out, width=160, highlight=False), fixed_run, {}, lang="en")
+    assert "      why: 问价之前邀约到店会让客户反感" in out.getvalue().splitlines()
+
+
+def test_reports_open_with_what_blocks_the_release(fixed_run: dict[str, Any]) -> None:
+    md = render_markdown(fixed_run, env={}, lang="zh").splitlines()
+    assert md[3] == "### ⛔ 阻断发布"
+    assert md[5:8] == ["- 关键规则失败：不泄露手机号 (no-phone @ shop-bot)",
+                       "- SLA 未达标：sla: recall @ shop-bot: at 3: 0.67 &lt; 0.80; at 5: 0.00 &lt; 0.80",
+                       "- shop.yaml：通过率 25.00% &lt; 100.00%"]
+    page = render_html(fixed_run, lang="en")
+    assert page.index("Blocks the release") < page.index('id="counts"') < page.index("Failures first")
+
+
+def test_the_pr_comment_names_tests_that_changed_state(fixed_run: dict[str, Any]) -> None:
+    md = render_markdown(fixed_run, env={}, lang="en")
+    assert "- xpassed — remove xfail?: **已修复的问候** (`fixed-bug` @ shop-bot)" in md
+    assert "- draft fails: **语气亲切（草稿）** (`draft-tone` @ shop-bot)" in md
+    assert "意外通过 —— 可以去掉 xfail？" in render_markdown(fixed_run, env={}, lang="zh")
+
+
+def test_the_html_page_says_its_language(fixed_run: dict[str, Any], tmp_path: Path) -> None:
+    assert '<html lang="zh">' in render_html(fixed_run, lang="zh")
+    assert '<html lang="en">' in render_html(fixed_run, lang="en")
+
+
+def test_the_diff_headline_counts_gated_regressions_apart_from_measured_points() -> None:
+    from evalspec.diff.render import headline_parts
+
+    rows = ([{"category": "regressed", "measured": False}] * 2 + [{"category": "regressed", "measured": True}] * 3
+            + [{"category": "fixed", "measured": True}, {"category": "unchanged", "measured": True}])
+    assert headline_parts(rows) == ["2 regressed", "4 measured points changed"]
+
+
+BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
+
+
+def _suite(path: Path, user: str, extra: str = "") -> Path:
+    path.write_text(f"providers: [{{id: bot, python: '{BOT}:respond'}}]\n{extra}tests:\n  - id: t\n"
+                    f"    conversation:\n      - user: {user}\n        assert:\n          - contains: 不会出现的词\n",
+                    encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("user, args, expected, not_expected", [
+    ("凌云多少钱？", [], "门禁未通过 · 通过率 0%", "gate failed"),
+    ("how much is it?", [], "gate failed · pass rate 0%", "门禁"),
+    ("凌云多少钱？", ["--lang", "en"], "gate failed · pass rate 0%", "门禁"),
+    ("how much is it?", ["--lang", "zh"], "门禁未通过 · 通过率 0%", "gate failed"),
+])
+def test_run_speaks_the_conversations_language_unless_told(in_tmp: Path, monkeypatch: pytest.MonkeyPatch, user: str,
+                                                          args: list[str], expected: str, not_expected: str) -> None:
+    from helpers import invoke
+
+    monkeypatch.delenv("EVALSPEC_LANG")
+    suite = _suite(in_tmp / "s.yaml", user)
+    code, out = invoke("run", str(suite), "--md", "summary.md", "--html", "report.html", *args)
+    assert code == 1 and expected in out and not_expected not in out, out
+    assert expected in (in_tmp / "summary.md").read_text(encoding="utf-8")
+    assert f'<html lang="{"zh" if "门禁" in expected else "en"}">' in (in_tmp / "report.html").read_text(encoding="utf-8")
+    other, word = (["--lang", "en"], "gate failed") if "门禁" in expected else (["--lang", "zh"], "门禁未通过")
+    code, _ = invoke("report", "--md", "again.md", *other)  # the same run.json, re-rendered in the other language
+    assert word in (in_tmp / "again.md").read_text(encoding="utf-8")
+
+
+def test_a_suites_report_lang_decides_without_a_flag(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from helpers import invoke
+
+    monkeypatch.delenv("EVALSPEC_LANG")
+    first = _suite(in_tmp / "a.yaml", "how much is it?", "report: {lang: zh}\n")
+    second = _suite(in_tmp / "b.yaml", "hello", "report: {lang: en}\n")
+    code, out = invoke("run", str(first), str(second))
+    assert code == 1 and "门禁未通过" in out, out
