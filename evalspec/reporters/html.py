@@ -81,7 +81,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 <header><h1>{{ t('report_title') }}</h1><div class="meta" style="color:#d1d5db">{{ t('run') }} {{ run.run_id }} · {{ run.started_at }} · evalspec {{ run.evalspec_version }}</div></header>
 <main>
 <p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
-{% if blocks %}<section id="blocks" class="blocks"><h2>⛔ {{ t('blocks_release') }}</h2><ul>{% for r in blocks %}<li>{{ r }}</li>{% endfor %}</ul></section>{% endif %}
+{% if blocks %}<section id="blocks" class="blocks"><h2>{{ t('blocks_release') }}</h2><ul>{% for r in blocks %}<li>{{ r }}</li>{% endfor %}</ul></section>{% endif %}
 {{ baseline_section }}
 <div class="cards" id="counts">{% for key, n in counts %}<div class="card" data-count="{{ labels[key] }}"><b class="{{ key if key != 'slas_missed' else ('failed' if n else 'passed') }}">{{ n }}</b>{{ t(key) }}</div>{% endfor %}
 <div class="card"><b>{{ run.summary.calls }}</b>{{ t('calls_cached', n=run.summary.cached_calls) }}</div>

@@ -31,7 +31,11 @@ var p=document.createElement('pre');p.id='probe';p.textContent=JSON.stringify({{
  status:doc.getElementById('f-status').value, tag:doc.getElementById('f-tag').value,
  passRate:doc.getElementById('pass-rate').textContent,
  marked:[].map.call(doc.querySelectorAll('.msg.assistant mark'),function(m){{return m.parentNode.innerHTML;}}),
- scripts:doc.querySelectorAll('.msg script').length}});
+ scripts:doc.querySelectorAll('.msg script').length,
+ tables:[].map.call(doc.querySelectorAll('table'),function(t){{var box=t.closest('.scroll')||t.parentNode;
+  return (t.className||t.closest('section')&&t.closest('section').id||'table')+' '+(box.scrollWidth-box.clientWidth);}}),
+ narrowest:[].map.call(doc.querySelectorAll('table.suites, table.stack, #baseline table'),function(t){{
+  return Math.min.apply(null,[].map.call(t.querySelectorAll('td'),function(c){{return c.getBoundingClientRect().width;}}));}})}});
 document.body.appendChild(p);}},100);}});</script></body></html>"""
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (installed by .ci/run)")
@@ -74,3 +78,31 @@ def test_a_failing_turn_shows_the_reply_with_the_match_marked(tmp_path: Path, fi
 def test_reads_on_a_420_px_screen_without_horizontal_scroll(tmp_path: Path, fixed_run: dict[str, Any]) -> None:
     probe = browse(tmp_path, render_html(fixed_run), width=420)
     assert probe["innerWidth"] <= 420 and probe["scrollWidth"] <= 420, probe
+
+
+def _with_a_baseline(run: dict[str, Any]) -> dict[str, Any]:
+    """The fixed run against a base in which its failures passed: every baseline row is a regression."""
+    import copy
+
+    from evalspec.diff.compare import compare_runs
+
+    base = copy.deepcopy(run)
+    for v in base["verdicts"]:
+        if v["category"] in ("failed", "error"):
+            v.update(status="passed", category="passed", critical_failed=False)
+    run["baseline"] = compare_runs(base, run, "base.json", "head.json")
+    return run
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_table_reads_at_420_px_without_scrolling_sideways(tmp_path: Path, fixed_run: dict[str, Any],
+                                                                 lang: str) -> None:
+    """SPEC §21: the suites, baseline and metrics tables fit the screen: neither the page nor a table's
+    own box scrolls sideways (at 1400 px they are ordinary tables)."""
+    run = _with_a_baseline(fixed_run)
+    assert run["baseline"]["available"] and any(r["category"] != "unchanged" for r in run["baseline"]["rows"])
+    probe = browse(tmp_path, render_html(run, lang=lang), width=420)
+    assert probe["scrollWidth"] <= 420, probe
+    sideways = [t for t in probe["tables"] if int(t.rsplit(" ", 1)[1]) > 1]
+    assert not sideways, sideways
+    assert len(probe["narrowest"]) == 4 and min(probe["narrowest"]) >= 200, probe["narrowest"]  # no word-per-line column
