@@ -1,24 +1,51 @@
 """A loopback OpenAI-compatible chat server (and a plain HTTP chatbot) that answers after a fixed latency.
 
-Run as a separate process by bench_run.py: `python bench/loopback_server.py PORT LATENCY_MS [TOOL_ROUNDS]`.
+Run as a separate process by bench_run.py: `python bench/loopback_server.py PORT LATENCY_MS [TOOL_ROUNDS [RPS [RETRY_AFTER]]]`.
 With TOOL_ROUNDS > 0, a request that declares `tools` is answered with a `lookup` tool call until the
 turn has had that many rounds, then with text (an agent turn of TOOL_ROUNDS + 1 model calls).
+With RPS > 0 (bench_ratelimit.py), chat calls go through a token bucket of RPS tokens a second (RPS deep):
+a call that finds it empty is answered 429 at once, with `Retry-After` (whole seconds until the next
+token, as real APIs send) when RETRY_AFTER is 1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import time
 
 from aiohttp import web
 
-STATS = {"calls": 0}
+STATS = {"calls": 0, "limited": 0}
+
+
+class Bucket:
+    """`rate` tokens a second, at most `rate` kept; a call takes one or is refused."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate, self.tokens, self.at = rate, rate, time.monotonic()
+
+    def take(self) -> float:
+        """0 when a token was taken, else the seconds until the next one."""
+        now = time.monotonic()
+        self.tokens = min(self.rate, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
 
 
 async def chat(request: web.Request) -> web.Response:
     body = await request.json()
+    bucket = request.app["bucket"]
+    if bucket is not None and (wait := bucket.take()):
+        STATS["limited"] += 1
+        headers = {"retry-after": str(max(1, math.ceil(wait)))} if request.app["retry_after"] else {}
+        return web.json_response({"error": {"message": "rate limit exceeded", "type": "requests"}},
+                                 status=429, headers=headers)
     STATS["calls"] += 1
     await asyncio.sleep(request.app["latency"])
     messages = body["messages"]
@@ -57,6 +84,9 @@ def main() -> None:
     app = web.Application()
     app["latency"] = latency_ms / 1000
     app["tool_rounds"] = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    rps = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
+    app["bucket"] = Bucket(rps) if rps > 0 else None
+    app["retry_after"] = len(sys.argv) > 5 and sys.argv[5] == "1"
     app.add_routes([web.post("/v1/chat/completions", chat), web.post("/bot", bot), web.get("/stats", stats)])
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=512)
 

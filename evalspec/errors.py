@@ -39,12 +39,14 @@ class ConfigError(EvalspecError):
 
 
 class ProviderError(EvalspecError):
-    """A call to a provider failed for good (after retries)."""
+    """A call to a provider failed for good (after retries). `rate_limited`: the answer was 429 or 503."""
 
-    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
+                 rate_limited: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.rate_limited = rate_limited
 
 
 class GradingError(EvalspecError):

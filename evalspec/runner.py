@@ -21,6 +21,7 @@ from evalspec.config.model import Suite
 from evalspec.conversation import CallFn, Transcript, run_scripted, user_message
 from evalspec.errors import EvalspecError
 from evalspec.executors import ConversationLost, RayConfig, RayExecutor
+from evalspec.limits import LIMITED, RATE_LIMITED
 from evalspec.plan import Instance, Plan, grading_input, positions
 from evalspec.plan_preflight import check_plan
 from evalspec.processes import Children, Play, process_count
@@ -93,10 +94,11 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
             kept[position] = before.get(redact(key, secrets))
         before.clear()
     resumed = sum(1 for entry in kept if entry is not None)
+    LIMITED.clear()  # the providers this run finds rate limited (the progress line names them)
     if options.on_start:
         options.on_start(len(plan), resumed)
     cache_dir = options.cache_dir if options.use_cache else None
-    pool = ProviderPool(suites, cache_dir=cache_dir)
+    pool = ProviderPool(suites, cache_dir=cache_dir, concurrency=options.concurrency)
     if pool.cache is not None and not pool.cache.usable:
         cache_dir = None  # skipped with its warning: forked players and Ray workers do not try it again
     try:
@@ -151,7 +153,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
             process_count(suites, len(plan) - resumed, options.concurrency, options.processes)
         if share > 1:
             def player() -> tuple[Play, Callable[[], Awaitable[None]]]:
-                own = ProviderPool(suites, cache_dir=cache_dir)
+                own = ProviderPool(suites, cache_dir=cache_dir, concurrency=-(-options.concurrency // share))
 
                 async def play(inst: Instance) -> dict[str, Any]:
                     return redact(await run_instance(inst, own), secrets)  # type: ignore[no-any-return]
@@ -286,6 +288,8 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
         return callers[-1]
 
     results: list[AssertionResult] = []
+    limited: dict[str, int] = {}
+    RATE_LIMITED.set(limited)  # this conversation's 429/503 answers, by provider (its judge's too)
     try:
         if inst.test.recorded:  # graded as it happened: no call
             transcript = recorded_transcript(inst)
@@ -300,6 +304,8 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
     transcript.failed_calls, transcript.retries = stats.failed, stats.retries
     transcript.messages = cap_replies(transcript.messages, int(inst.suite.option("max_reply_chars")))
     record = make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)
+    if limited:
+        record["rate_limited"] = limited
     if cut_replies(record["transcript"]):  # `grade` keeps these verdicts: they were reached on the whole reply
         name_rules(record, grading_input(inst).specs)
     if inst.provider.config.get("teardown"):

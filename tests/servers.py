@@ -190,3 +190,37 @@ class ChatbotServer(LoopbackServer):
             return Reply(404, {"error": "no route"})
 
         super().__init__(handle)
+
+
+class RateLimited:
+    """A script behind a token bucket of `rate` requests a second (`burst` deep, default `rate`): a request
+    that finds it empty is answered 429 at once (with `Retry-After: <retry_after>` when given), as real APIs
+    do; the others get `script`'s reply after `delay` seconds. `limited` counts the 429s, `times` the
+    monotonic arrival time of every request and whether it was answered 429."""
+
+    def __init__(self, script: Script = echo, rate: float = 20, *, burst: float | None = None,
+                 retry_after: str | None = None, delay: float = 0.0) -> None:
+        self.script, self.rate, self.burst = script, rate, burst if burst is not None else rate
+        self.retry_after, self.delay = retry_after, delay
+        self.tokens, self.at = self.burst, time.monotonic()
+        self.limited = 0
+        self.times: list[tuple[float, bool]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any], n: int) -> Reply:
+        with self._lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+            self.at = now
+            refused = self.tokens < 1
+            if refused:
+                self.limited += 1
+            else:
+                self.tokens -= 1
+            self.times.append((now, refused))
+        if refused:
+            headers = {"retry-after": self.retry_after} if self.retry_after is not None else {}
+            return Reply(429, {"error": {"message": "rate limit exceeded", "type": "requests"}}, headers)
+        reply = self.script(request, n)
+        reply.delay = max(reply.delay, self.delay)
+        return reply

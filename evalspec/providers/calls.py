@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from evalspec.cache import ResponseCache, cache_key
 from evalspec.errors import ProviderError
-from evalspec.limits import Limits, local_limits
+from evalspec.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
 from evalspec.providers.base import CallContext, Provider, ProviderResponse
 
 T = TypeVar("T")
@@ -78,11 +78,13 @@ class CallStats:
 
 class ProviderCaller:
     """Wraps a provider with the cache, `max_concurrency`, `rpm`, a per-call time-out and retries.
-    `limits`, when given, replaces the caller's own `max_concurrency` and `rpm` (a cluster-wide limiter)."""
+    `limits`, when given, replaces the caller's own `max_concurrency` and `rpm` (a cluster-wide limiter).
+    A 429/503 answer makes the caller adapt its in-flight limit (SPEC §23, `AdaptiveLimit`) up to `ceiling`
+    (`max_concurrency` or `-j`; unknown: the calls in flight then)."""
 
     def __init__(self, provider: Provider, *, cache: ResponseCache | None, timeout: float, retries: int,
                  max_concurrency: int | None, rpm: float | None, stats: CallStats, stateful: bool = False,
-                 max_retry_wait: float = 60.0, limits: Limits | None = None) -> None:
+                 max_retry_wait: float = 60.0, limits: Limits | None = None, ceiling: int | None = None) -> None:
         self.provider = provider
         self.id = provider.id
         self.cache = cache
@@ -92,6 +94,9 @@ class ProviderCaller:
         self._limits = limits if limits is not None else local_limits(max_concurrency, rpm)
         self._identity: dict[str, Any] | None = None
         self._deadlines = Deadlines(timeout)
+        self.ceiling = max_concurrency or ceiling
+        self.adaptive: AdaptiveLimit | None = None  # made at the first 429/503
+        self._in_flight = 0
 
     def key(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None) -> str:
         """Everything the call depends on (SPEC §17): the provider's configuration, the history, the repeat,
@@ -126,9 +131,24 @@ class ProviderCaller:
     async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext,
                                  counters: list[CallStats]) -> ProviderResponse:
         attempt = 0
+        answers = self.adaptive.answered if self.adaptive is not None else 0  # the provider's, at this call's last try
         while True:
+            gate = self.adaptive
+            round_ = await gate.acquire() if gate is not None else 0
             if self._limits is not None:
-                await self._limits.acquire()
+                try:
+                    await self._limits.acquire()
+                except BaseException:
+                    if gate is not None:
+                        gate.release(None)
+                    raise
+                if gate is None and self.adaptive is not None:  # made while this call waited: it counts too
+                    gate = self.adaptive
+                    gate.in_flight += 1
+                    round_ = gate.round
+            exc: ProviderError | None = None
+            answered = False
+            self._in_flight += 1
             try:  # the one attempt, inline: a frame less on every call's way back
                 response = await self._deadlines.run(self.provider.respond(messages, context))
             except asyncio.TimeoutError:
@@ -136,25 +156,60 @@ class ProviderCaller:
             except ProviderError as error:
                 exc = error
             else:
+                answered = True
                 for c in counters:
                     c.calls += 1
                 return response
             finally:
+                self._in_flight -= 1
                 if self._limits is not None:
                     self._limits.release()
+                if self.adaptive is not None or (exc is not None and exc.rate_limited):
+                    self._settle(round_ if answered or (exc is not None and exc.rate_limited) else None, exc)
+            assert exc is not None
             for c in counters:
                 c.failed += 1
+            adaptive = self.adaptive
+            if exc.rate_limited and self.retries and adaptive is not None and adaptive.answered > answers and (
+                    exc.retry_after is None or exc.retry_after <= self.max_retry_wait):
+                # the provider answered other calls since this one's last try: it met a full quota, not a dead
+                # one, and waits its turn again without using up a retry (SPEC §23: no errors under a limit)
+                answers = adaptive.answered
+                for c in counters:
+                    c.retries += 1
+                await asyncio.sleep(exc.retry_after if exc.retry_after is not None else backoff(0))
+                continue
             if not exc.retryable or attempt >= self.retries:
                 suffix = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise ProviderError(f"{self.id}: {exc}{suffix}") from exc
+                raise ProviderError(f"{self.id}: {exc}{suffix}", rate_limited=exc.rate_limited) from exc
             if exc.retry_after is not None and exc.retry_after > self.max_retry_wait:
                 raise ProviderError(f"{self.id}: {exc} (Retry-After {exc.retry_after:g}s is longer than "
-                                    f"options.max_retry_wait {self.max_retry_wait:g}s; not retried)") from exc
+                                    f"options.max_retry_wait {self.max_retry_wait:g}s; not retried)",
+                                    rate_limited=exc.rate_limited) from exc
             delay = exc.retry_after if exc.retry_after is not None else backoff(attempt)
+            answers = adaptive.answered if adaptive is not None else 0
             attempt += 1
             for c in counters:
                 c.retries += 1
             await asyncio.sleep(min(delay, self.max_retry_wait))
+
+    def _settle(self, round_: int | None, exc: ProviderError | None) -> None:
+        """Tell the adaptive limit how a call ended: answered, rate limited (`exc.rate_limited`), or neither
+        (`round_` None). A 429/503 counts for the conversation, and makes the limit at this provider's first."""
+        limited = exc is not None and exc.rate_limited
+        if limited:
+            counts = RATE_LIMITED.get()
+            if counts is not None:
+                counts[self.id] = counts.get(self.id, 0) + 1
+            if self.adaptive is None:  # the calls in flight now (this one too) release it when they end
+                self.adaptive = LIMITED[self.id] = AdaptiveLimit(self.id, self.ceiling or self._in_flight + 1,
+                                                                 self._in_flight + 1)
+        adaptive = self.adaptive
+        if adaptive is None:
+            return
+        after = exc.retry_after if exc is not None and exc.retry_after is not None \
+            and exc.retry_after <= self.max_retry_wait else None
+        adaptive.release(round_, limited=limited, retry_after=after)
 
 
 def backoff(attempt: int, base: float = 0.5, cap: float = 30.0) -> float:

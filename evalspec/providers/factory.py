@@ -51,12 +51,13 @@ class ProviderPool:
     """One caller per (suite, provider id); judges and embedders per suite."""
 
     def __init__(self, suites: list[Suite], cache_dir: Path | None, *, cache: ResponseCache | None = None,
-                 limits_for: LimitsFor | None = None) -> None:
+                 limits_for: LimitsFor | None = None, concurrency: int | None = None) -> None:
         """`cache` and `limits_for` (a Ray worker's) replace the cache in `cache_dir` and the callers'
-        own `max_concurrency`/`rpm` limits."""
+        own `max_concurrency`/`rpm` limits. `concurrency` (`-j`) caps what an adaptive limit grows back to."""
         self.suites = suites
         self.cache = cache if cache is not None else ResponseCache(cache_dir) if cache_dir is not None else None
         self.limits_for = limits_for
+        self.concurrency = concurrency
         self.stats = CallStats()
         self._callers: dict[tuple[str, str], ProviderCaller] = {}
         self._judges: dict[str, JudgeFn] = {}
@@ -76,7 +77,8 @@ class ProviderPool:
                 retries=int(cfg.get("retries", suite.option("retries"))),
                 max_concurrency=spec.max_concurrency, rpm=spec.rpm, stats=self.stats,
                 stateful=spec.stateful, max_retry_wait=float(suite.option("max_retry_wait")),
-                limits=self.limits_for(suite, spec) if self.limits_for is not None else None)
+                limits=self.limits_for(suite, spec) if self.limits_for is not None else None,
+                ceiling=self.concurrency)
             self._callers[key] = caller
         return caller
 

@@ -154,7 +154,10 @@ def litellm_error(litellm: Any, exc: Exception, model: str) -> ProviderError:
         except Exception:
             after = None
     message = str(getattr(exc, "message", "") or exc).strip().splitlines()[0][:300] if str(exc) else type(exc).__name__
-    return ProviderError(f"{model}: {type(exc).__name__}: {message}", retryable=retryable, retry_after=after)
+    limited = tuple(t for t in (getattr(litellm, "RateLimitError", None), getattr(litellm, "ServiceUnavailableError", None))
+                    if isinstance(t, type))
+    return ProviderError(f"{model}: {type(exc).__name__}: {message}", retryable=retryable, retry_after=after,
+                         rate_limited=isinstance(exc, limited) or getattr(exc, "status_code", None) in (429, 503))
 
 
 @lru_cache(maxsize=1)

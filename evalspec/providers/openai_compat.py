@@ -99,7 +99,8 @@ def status_error(response: httpx.Response, what: str) -> ProviderError:
     retryable = code in (408, 409, 429) or code >= 500
     kind = {401: "authentication failed", 403: "forbidden", 404: "not found", 429: "rate limited"}.get(code, "error")
     return ProviderError(f"{what}: HTTP {code} {kind}: {body}", retryable=retryable,
-                         retry_after=retry_after(response.headers) if retryable else None)
+                         retry_after=retry_after(response.headers) if retryable else None,
+                         rate_limited=code in (429, 503))
 
 
 def transport_error(exc: httpx.HTTPError, what: str) -> ProviderError:

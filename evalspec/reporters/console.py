@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from evalspec.config.model import describe_provider
+from evalspec.limits import LIMITED
 from evalspec.reporters.attacks import print_attacks
 from evalspec.reporters.catalogue import choose_lang, current, speaking, word, words
 from evalspec.reporters.judging import print_judging
@@ -65,8 +66,9 @@ class ConsoleReporter:
         with speaking(self.lang):
             shown = [f"[{STYLE[c]}]{n} {words(c)}[/]" for c, n in self.counts.items()
                      if n or c in ("passed", "failed", "error")]
+            limited = "".join(f" · {escape(one_line(a.shown()))}" for a in LIMITED.values())  # SPEC §23
             return " ".join(shown) + words("live_stats", calls=self.calls, cached=self.cached, tokens=self.tokens,
-                                           cost=f"{self.cost:.4f}")
+                                           cost=f"{self.cost:.4f}") + limited
 
     def on_start(self, total: int, already_done: int) -> None:
         self.started = time.monotonic()
@@ -248,6 +250,9 @@ def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str],
     summ = run["summary"]
     for warning in summ.get("warnings") or []:
         console.print(f"[yellow]{words('warning', text=escape(one_line(warning)))}[/]")
+    if summ.get("rate_limited"):
+        console.print(words("rate_limited", providers=", ".join(
+            f"{escape(one_line(p))} {n}" for p, n in summ["rate_limited"].items())))
     console.print(words("totals_console", conversations=conversations_text(summ["records"]), calls=summ["calls"],
                         cached=summ["cached_calls"], tokens=summ["tokens"], cost=f"{summ['cost']:.4f}")
                   + (f" · {judge_text(summ)}" if summ.get("judge_calls") else "")

@@ -172,6 +172,7 @@ def summary(records: list[dict[str, Any]], vs: list[Verdict], slas: list[dict[st
         "strategy_tokens": sum(r.get("strategy_tokens") or 0 for r in records),
         "strategy_cost": round(sum(r.get("strategy_cost") or 0.0 for r in records), 6),
         **judge_totals(records),
+        "rate_limited": rate_limited(records),
         "metrics": metrics(records),
     }
 
@@ -187,6 +188,15 @@ def judge_totals(parts: Iterable[dict[str, Any]], into: dict[str, Any] | None = 
         tokens += int(p.get("judge_tokens") or 0)
         cost += float(p.get("judge_cost") or 0.0)
     return {"judge_calls": calls, "judge_tokens": tokens, "judge_cost": round(cost, 6)}
+
+
+def rate_limited(records: list[dict[str, Any]]) -> dict[str, int]:
+    """The 429/503 answers of the run, by provider id (SPEC §23): each conversation's, its judge's included."""
+    total: dict[str, int] = {}
+    for r in records:
+        for provider, n in (r.get("rate_limited") or {}).items():
+            total[provider] = total.get(provider, 0) + int(n)
+    return total
 
 
 def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool) -> dict[str, Any]:

@@ -29,6 +29,7 @@ WORDS: dict[str, str] = {
     "repeats_failed": " ({failed} of {n} repeats failed)",
     "resuming": "resuming: {done} of {total} already finished",
     "live_stats": " · calls {calls} (+{cached} cached) · tokens {tokens} · ${cost}",
+    "rate_limited": "[yellow]rate limited[/] (429/503 answers, retried at a lower concurrency): {providers}",
     "totals_console": "{conversations} · {calls} calls + {cached} from cache · {tokens} tokens · ${cost}",
     "judge_calls_one": "{n} judge call ({tokens} tokens, ${cost})",
     "judge_calls_many": "{n} judge calls ({tokens} tokens, ${cost})",

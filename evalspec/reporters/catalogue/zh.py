@@ -25,6 +25,7 @@ WORDS: dict[str, str] = {
     "repeats_failed": "（{n} 次重复中 {failed} 次失败）",
     "resuming": "继续运行：{total} 个中已完成 {done} 个",
     "live_stats": " · 调用 {calls}（+{cached} 缓存）· token {tokens} · ${cost}",
+    "rate_limited": "[yellow]限流[/]（429/503 应答，已降低并发重试）：{providers}",
     "totals_console": "{conversations} · {calls} 次调用 + {cached} 次缓存 · {tokens} token · ${cost}",
     "judge_calls_one": "评审调用 {n} 次（{tokens} token，${cost}）",
     "judge_calls_many": "评审调用 {n} 次（{tokens} token，${cost}）",
