@@ -24,6 +24,8 @@ def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
                            "tokens": response.tokens, "cost": response.cost}
     if response.prompt_tokens is not None:
         msg["prompt_tokens"], msg["completion_tokens"] = response.prompt_tokens, response.completion_tokens
+    if response.cached_tokens is not None:
+        msg["cached_tokens"] = response.cached_tokens
     strategy = response.metadata.get("strategy")
     if isinstance(strategy, dict):  # the context strategy's own calls (history: summary | facts)
         msg["strategy_tokens"], msg["strategy_cost"] = strategy.get("tokens"), strategy.get("cost")

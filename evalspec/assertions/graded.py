@@ -99,11 +99,15 @@ class CorrectionParams(ConversationJudgeParams):
 class TopicParams(ConversationJudgeParams):
     levels: _levels_option("stays-on-topic") = None  # type: ignore[valid-type]
 
+# SPEC §23: every judge request starts with the same system message and then the transcript, the criterion
+# and the answer's format after it, so a provider's prompt cache serves a conversation's several checks
 JUDGE_SYSTEM = (
     "You are a strict, impartial evaluator of conversations between a user and an AI assistant. "
-    "Judge only against the criterion given. Answer with a single JSON object and nothing else: "
-    '{"reason": "<one or two sentences citing the turn>", "pass": true or false}'
+    "Judge only against the criterion given. Answer with a single JSON object and nothing else, "
+    "in the format given after the criterion."
 )
+PASS_FORMAT = 'Answer with: {"reason": "<one or two sentences citing the turn>", "pass": true or false}'
+LEVEL_FORMAT = 'Answer with: {"reason": "<one or two sentences citing the turn>", "level": "<one level name, exactly as written>"}'
 
 
 def format_transcript(transcript: list[dict[str, Any]]) -> str:
@@ -165,8 +169,9 @@ async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: i
     names = list(levels)
     schema = verdict_schema("level", {"type": "string", "enum": names})
     listing = "\n".join(f"- {name}" for name in names)
-    system = JUDGE_SYSTEM.replace('"pass": true or false', '"level": "<one level name, exactly as written>"')
-    question = f"{prompt}\n\nChoose the one level that fits best, answering its name exactly as written:\n{listing}"
+    system = JUDGE_SYSTEM
+    question = f"{prompt}\n\nChoose the one level that fits best, answering its name exactly as written:\n{listing}" \
+               f"\n\n{LEVEL_FORMAT}"
     samples = judging(spec).samples or 1
     verdicts: list[dict[str, Any]] = []
     for i in range(samples):
@@ -201,7 +206,7 @@ async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: 
     samples = judging(spec).samples or 1
     verdicts: list[dict[str, Any]] = []
     for i in range(samples):
-        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
+        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": f"{prompt}\n\n{PASS_FORMAT}"}]
         with _counted(verdicts):
             answer = await ctx.judge(messages, {"sample": i})
             verdicts.append(answer)
@@ -221,16 +226,16 @@ async def judge_reply(spec: AssertionSpec, ctx: GradingContext, reply: Reply, cr
     if not reply.whole_conversation and reply.turn is not None:  # each_turn / {turns}: stop at the turn under review
         messages = [m for m in messages if (m.get("turn") or 0) <= reply.turn]
     history = format_transcript(messages)
-    if reply.whole_conversation:
-        prompt = f"Criterion: {criterion}\n\nConversation:\n{history}\n\nDoes the assistant meet the criterion over the conversation?"
+    if reply.whole_conversation:  # the transcript first (SPEC §23): the shared prefix of the conversation's checks
+        prompt = f"Conversation:\n{history}\n\nCriterion: {criterion}\n\nDoes the assistant meet the criterion over the conversation?"
     else:
-        prompt = (f"Criterion: {criterion}\n\nConversation so far:\n{history}\n\n"
-                  f"Reply under evaluation (turn {reply.turn}):\n{reply.text}\n\nDoes this reply meet the criterion?")
+        prompt = (f"Conversation so far:\n{history}\n\nReply under evaluation (turn {reply.turn}):\n{reply.text}\n\n"
+                  f"Criterion: {criterion}\n\nDoes this reply meet the criterion?")
     return await _verdict(spec, ctx, prompt, reply.turn)
 
 
 async def judge_conversation(spec: AssertionSpec, ctx: GradingContext, criterion: str) -> Check:
-    prompt = f"Criterion: {judging(spec).rubric or criterion}\n\nConversation:\n{format_transcript(ctx.transcript)}\n\n" \
+    prompt = f"Conversation:\n{format_transcript(ctx.transcript)}\n\nCriterion: {judging(spec).rubric or criterion}\n\n" \
              "Does the assistant meet the criterion?"
     return await _verdict(spec, ctx, prompt, ctx.turn)
 

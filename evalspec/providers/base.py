@@ -28,11 +28,13 @@ class ProviderResponse:
     tool_calls: list[Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
+    cached_tokens: int | None = None  # prompt tokens the provider's prompt cache served (SPEC §23)
 
     def to_cache(self) -> dict[str, Any]:
         return {"content": self.content, "latency_ms": self.latency_ms, "tokens": self.tokens,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "cost": self.cost, "tool_calls": self.tool_calls, "metadata": self.metadata}
+                "cost": self.cost, "tool_calls": self.tool_calls, "metadata": self.metadata,
+                **({"cached_tokens": self.cached_tokens} if self.cached_tokens is not None else {})}
 
     @classmethod
     def from_cache(cls, data: dict[str, Any]) -> ProviderResponse | None:
@@ -42,7 +44,8 @@ class ProviderResponse:
         return cls(content=str(data.get("content") or ""), latency_ms=data.get("latency_ms"),
                    tokens=data.get("tokens"), prompt_tokens=data.get("prompt_tokens"),
                    completion_tokens=data.get("completion_tokens"), cost=data.get("cost"),
-                   tool_calls=data.get("tool_calls"), metadata=data.get("metadata") or {}, cached=True)
+                   tool_calls=data.get("tool_calls"), metadata=data.get("metadata") or {}, cached=True,
+                   cached_tokens=data.get("cached_tokens"))
 
 
 def clean_text(text: str) -> str:

@@ -25,7 +25,13 @@ from evalspec.providers.base import CallContext, ProviderResponse, url_problem
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.kinds import provider_kind
 from evalspec.providers.model_keys import KEY_ENV, NO_KEY, split_model
-from evalspec.providers.openai_compat import OpenAICompatClient, prepare_client, price_map, reply_content
+from evalspec.providers.openai_compat import (
+    OpenAICompatClient,
+    cached_count,
+    prepare_client,
+    price_map,
+    reply_content,
+)
 from evalspec.providers.strategies import HISTORY_KEY
 
 if TYPE_CHECKING:
@@ -127,7 +133,7 @@ class ModelProvider:
                                 tokens=getattr(usage, "total_tokens", None),
                                 prompt_tokens=getattr(usage, "prompt_tokens", None),
                                 completion_tokens=getattr(usage, "completion_tokens", None),
-                                cost=cost, tool_calls=tool_calls or None,
+                                cost=cost, tool_calls=tool_calls or None, cached_tokens=cached_count(usage),
                                 metadata={"model": getattr(response, "model", self.model), "client": "litellm"})
 
     async def aclose(self) -> None:

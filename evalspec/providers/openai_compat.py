@@ -61,15 +61,35 @@ def price_map() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def price(model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
-    """USD for a call, from litellm's price map (None when the model is not priced)."""
+def price(model: str, prompt_tokens: int | None, completion_tokens: int | None,
+          cached_tokens: int | None = None) -> float | None:
+    """USD for a call, from litellm's price map (None when the model is not priced). The prompt tokens a
+    prompt cache served (`cached_tokens`, part of `prompt_tokens`) cost the cached price where it is known."""
     prices = price_map()
     entry = prices.get(model) or prices.get(model.split("/", 1)[-1])
     if not isinstance(entry, dict) or prompt_tokens is None:
         return None
     inp = entry.get("input_cost_per_token") or 0.0
     out = entry.get("output_cost_per_token") or 0.0
-    return float(prompt_tokens * inp + (completion_tokens or 0) * out)
+    cached = min(cached_tokens or 0, prompt_tokens)
+    read = entry.get("cache_read_input_token_cost")
+    cached_price = float(read) if isinstance(read, (int, float)) and cached else inp
+    return float((prompt_tokens - cached) * inp + cached * cached_price + (completion_tokens or 0) * out)
+
+
+def cached_count(usage: Any) -> int | None:
+    """The prompt tokens a provider's prompt cache served, from a usage object or mapping: OpenAI's
+    `prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`, DeepSeek's
+    `prompt_cache_hit_tokens`; None when the usage does not say."""
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+    for value in (get(get(usage, "prompt_tokens_details"), "cached_tokens"), get(usage, "cache_read_input_tokens"),
+                  get(usage, "prompt_cache_hit_tokens")):
+        found = count(value)
+        if found is not None:
+            return found
+    return None
 
 
 def retry_after(headers: httpx.Headers) -> float | None:
@@ -191,9 +211,10 @@ class OpenAICompatClient:
         usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
         prompt, completion = count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
         total = count(usage.get("total_tokens")) or ((prompt or 0) + (completion or 0) if prompt is not None else None)
+        cached = cached_count(usage)
         return ProviderResponse(content=content, latency_ms=latency, tokens=total,
-                                prompt_tokens=prompt, completion_tokens=completion,
-                                cost=price(model, prompt, completion), tool_calls=tool_calls,
+                                prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
+                                cost=price(model, prompt, completion, cached), tool_calls=tool_calls,
                                 metadata={"model": str(data.get("model", model)), "client": "openai-compatible"})
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:

@@ -79,8 +79,12 @@ async def call_structured(caller: ProviderCaller, messages: list[dict[str, Any]]
 
 
 def call_usage(response: ProviderResponse) -> dict[str, Any]:
-    """One call's `{tokens, cost, cached}`, as the judge figures count it (`results.record.judge_figures`)."""
-    return {"tokens": response.tokens, "cost": response.cost, "cached": response.cached}
+    """One call's `{tokens, cost, cached}` (and `cached_tokens` when the provider's prompt cache served some:
+    SPEC §23), as the judge figures count it (`results.record.judge_figures`)."""
+    usage: dict[str, Any] = {"tokens": response.tokens, "cost": response.cost, "cached": response.cached}
+    if response.cached_tokens is not None:
+        usage["cached_tokens"] = response.cached_tokens
+    return usage
 
 
 def _with(context: CallContext, params: dict[str, Any]) -> CallContext:

@@ -1,0 +1,81 @@
+"""SPEC §23, paying less for judging: judge prompts put the transcript before the rubric (a provider's prompt
+cache serves the shared prefix), the prompt tokens a cache served are recorded (`cached_tokens`) and priced
+at the cached price, and `judge: {batch: true}` asks one call for a conversation's judged checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import OpenAIServer, Reply, chat_body
+
+from evalspec import run
+from evalspec.runner import RunOptions
+
+BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
+ANSWER = '{"reason": "ok", "pass": true, "level": "全程锚定"}'
+THREE = """      - llm-rubric: 助手回答了分期问题
+      - stays-on-topic: null
+        levels: default
+      - knowledge-retention: null
+"""
+
+
+def cached_usage(body: dict[str, Any], prompt: int = 1000, cached: int = 800) -> dict[str, Any]:
+    body["usage"] = {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5,
+                     "prompt_tokens_details": {"cached_tokens": cached}}
+    return body
+
+
+def go(tmp_path: Path, server: OpenAIServer, asserts: str, judge: str = "", provider: str = "") -> dict[str, Any]:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""\
+providers:
+{provider or f"  - id: bot{chr(10)}    python: {BOT}:respond"}
+judge: {{model: openai/gpt-4o-mini, api_base: "{server.base}", api_key: sk-test{judge}}}
+tests:
+  - id: t
+    conversation:
+      - user: 这台瑶光是哪年的车？
+      - user: 能分期吗？
+    assert:
+{asserts}
+""", encoding="utf-8")
+    return run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+
+
+def test_judge_requests_carry_the_transcript_before_the_rubric_and_share_their_prefix(tmp_path: Path) -> None:
+    with OpenAIServer(lambda r, n: Reply(body=chat_body(ANSWER))) as server:
+        data = go(tmp_path, server, THREE)
+    assert [a["error"] for a in data["results"][0]["assertions"]] == [None, None, None]
+    chats = server.chats()
+    assert len(chats) == 3
+    systems = {c["messages"][0]["content"] for c in chats}
+    assert len(systems) == 1  # one system message for every judged check, graded rubrics too
+    users = [c["messages"][1]["content"] for c in chats]
+    last_reply = data["results"][0]["transcript"][-1]["content"]
+    for text, rubric in zip(users, ["助手回答了分期问题", "does not drift", "retains facts"], strict=True):
+        assert text.index("能分期吗？") < text.index(last_reply) < text.index(rubric), text
+    shared = os.path.commonprefix(users)
+    assert "这台瑶光是哪年的车？" in shared and last_reply in shared  # the whole transcript is the shared prefix
+
+
+@pytest.mark.parametrize("client", ["lean", "litellm"])
+def test_cached_prompt_tokens_are_recorded_and_priced_at_the_cached_price(tmp_path: Path, client: str) -> None:
+    with OpenAIServer(lambda r, n: Reply(body=cached_usage(chat_body(ANSWER if "judge" in json.dumps(r)
+                                                                     or "evaluator" in json.dumps(r) else "好的"))))\
+            as server:
+        provider = (f"  - id: m\n    model: openai/gpt-4o-mini\n    client: {client}\n    api_base: {server.base}\n"
+                    "    api_key: sk-test")
+        data = go(tmp_path, server, "      - llm-rubric: 助手回答了分期问题", provider=provider)
+    record = data["results"][0]
+    reply = record["transcript"][-1]
+    full, cached_price, out = 1.5e-7, 7.5e-8, 6e-7  # gpt-4o-mini in litellm's price map
+    assert reply["cached_tokens"] == 800
+    assert reply["cost"] == pytest.approx(200 * full + 800 * cached_price + 5 * out)
+    usage = record["assertions"][0]["details"]["verdicts"][0]["_judge"]
+    assert usage["cached_tokens"] == 800
+    assert usage["cost"] == pytest.approx(200 * full + 800 * cached_price + 5 * out)
