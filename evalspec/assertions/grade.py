@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.assertions.base import EmbedFn, GradingContext, JudgeFn
+from evalspec.assertions.batch import judge_batch, plan_batches
 from evalspec.assertions.evaluate import AssertionResult, evaluate
 from evalspec.assertions.offloop import evaluate_off_loop
 from evalspec.assertions.patterns import REGEX_TIMEOUT_S
@@ -129,8 +130,13 @@ async def _grade(graded_input: GradingInput, transcript: list[dict[str, Any]], j
                 return replace(ctx, judge=judge_for(spec.provider))
             return ctx
 
-        judged = await asyncio.gather(*(evaluate(spec, context_for(spec)) for _, spec in graded))
-        results.update({i: r for (i, _), r in zip(graded, judged, strict=False)})
+        batches, alone = plan_batches(graded, lambda spec: context_for(spec).judge)  # `judge: {batch: true}`
+        judged, together = await asyncio.gather(
+            asyncio.gather(*(evaluate(spec, context_for(spec)) for _, spec in alone)),
+            asyncio.gather(*(judge_batch(group, ctx, judge) for judge, group in batches)))
+        results.update({i: r for (i, _), r in zip(alone, judged, strict=False)})
+        for (_, group), rs in zip(batches, together, strict=True):
+            results.update({i: r for (i, _), r in zip(group, rs, strict=True)})
     return _described([results[i] for i in range(len(specs))], specs)
 
 

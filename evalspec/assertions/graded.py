@@ -247,7 +247,12 @@ async def llm_rubric(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> 
     return await judge_reply(spec, ctx, reply, p.rubric or p.criterion)
 
 
+CRITERIA: dict[str, str] = {}  # each built-in judged conversation check's criterion (`batch` asks them together)
+
+
 def _judged(name: str, criterion: str, params: type[JudgeParams] = ConversationJudgeParams) -> None:
+    CRITERIA[name] = criterion
+
     async def check(spec: AssertionSpec, ctx: GradingContext) -> Check:
         return await judge_conversation(spec, ctx, criterion.format(**judging(spec).criterion_vars()))
 

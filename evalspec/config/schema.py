@@ -46,6 +46,8 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
     if not needs_id:  # a judge, simulator or embedder
         props["max_tokens"] = {"type": "integer", "minimum": 1,
                                "description": "cap on a judge's / simulated user's answer (default 512 / 256)"}
+        props["batch"] = {"type": "boolean", "description": "a judge: one call per conversation for its "
+                                                            "conversation-scope judged checks (default false)"}
     schema = _obj(props, ["id"] if needs_id else None)
     if not for_validation:
         schema["oneOf"] = [{"required": [name]} for name in kinds]

@@ -105,6 +105,10 @@ class ProviderPool:
             from evalspec.providers.judge import make_judge
 
             judge = self._judges[key] = make_judge(self.get(spec, suite), spec.config.get("max_tokens"))
+            if spec.config.get("batch"):  # SPEC §23: a conversation's judged checks in one call
+                from evalspec.assertions.batch import BATCHING
+
+                BATCHING.add(judge)
         return judge
 
     def embed_fn(self, suite: Suite) -> EmbedFn | None:

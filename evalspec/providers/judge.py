@@ -105,7 +105,8 @@ PASS_SCHEMA = verdict_schema("pass", {"type": "boolean"})
 def make_judge(caller: ProviderCaller, max_tokens: int | None = None) -> JudgeFn:
     """A judge over `caller`. `meta` may carry `sample` (the sample number) and `schema` (the answer's
     JSON Schema; default `{"reason", "pass"}`). A verdict carries its call's usage as `_judge`
-    (`{tokens, cost, cached}`); an unusable answer raises a GradingError whose `usage` lists it."""
+    (`{tokens, cost, cached}`); an unusable answer raises a GradingError whose `usage` lists it.
+    `raw` (a batch of `answers` verdicts, `evalspec.assertions.batch`): `{text, _judge}`, parsed by the caller."""
     cap = int(max_tokens or JUDGE_MAX_TOKENS)
 
     async def judge(messages: list[dict[str, str]], meta: dict[str, Any]) -> dict[str, Any]:
@@ -113,8 +114,10 @@ def make_judge(caller: ProviderCaller, max_tokens: int | None = None) -> JudgeFn
         context = CallContext(thread_id="judge", test_id="judge", turn=0, repeat=sample + 1)
         schema = meta.get("schema") or PASS_SCHEMA
         response = await call_structured(caller, messages, context, name=str(meta.get("name", "verdict")),
-                                         schema=schema, max_tokens=cap)
+                                         schema=schema, max_tokens=cap * int(meta.get("answers", 1)))
         usage = call_usage(response)
+        if meta.get("raw"):
+            return {"text": response.content, "_judge": usage}
         try:
             verdict = parse_verdict(response.content, schema)
         except GradingError as exc:  # the call was made: its usage travels with the error, to be counted

@@ -79,3 +79,75 @@ def test_cached_prompt_tokens_are_recorded_and_priced_at_the_cached_price(tmp_pa
     usage = record["assertions"][0]["details"]["verdicts"][0]["_judge"]
     assert usage["cached_tokens"] == 800
     assert usage["cost"] == pytest.approx(200 * full + 800 * cached_price + 5 * out)
+
+
+BATCH = ', batch: true'
+ALL_THREE = '{"a1": {"reason": "答了分期", "pass": true}, "a2": {"reason": "没跑题", "level": "全程锚定"}, ' \
+            '"a3": {"reason": "又问了一遍", "pass": false}}'
+
+
+def test_batch_turns_three_judged_checks_of_a_conversation_into_one_call(tmp_path: Path) -> None:
+    with OpenAIServer(lambda r, n: Reply(body=chat_body(ALL_THREE))) as server:
+        data = go(tmp_path, server, THREE, judge=BATCH)
+    record = data["results"][0]
+    assert server.calls == 1 and record["judge_calls"] == 1
+    a1, a2, a3 = record["assertions"]
+    assert (a1["pass"], a1["score"], a1["reason"]) == (True, 1.0, "答了分期")
+    assert (a2["pass"], a2["score"], a2["details"]["level"]) == (True, 1.0, "全程锚定")
+    assert (a3["pass"], a3["score"], a3["reason"]) == (False, 0.0, "又问了一遍")
+    assert [a["details"]["batch"] for a in (a1, a2, a3)] == ["a1", "a2", "a3"]
+    asked = server.chats()[0]
+    text = asked["messages"][1]["content"]
+    assert text.index("能分期吗？") < text.index("助手回答了分期问题") < text.index("does not drift") \
+        < text.index("retains facts")  # the transcript first, then the criteria in suite order
+    schema = asked["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["a1", "a2", "a3"]
+    assert schema["properties"]["a2"]["properties"]["level"]["enum"] == ["全程锚定", "轻微发散但能拉回", "明显漂移", "完全偏离"]
+
+
+@pytest.mark.parametrize(("answer", "errors"), [
+    ('{"a1": {"reason": "ok", "pass": true}, "a3": {"reason": "ok", "pass": true}}', [None, "no verdict 'a2'", None]),
+    ('{"a1": {"reason": "ok", "pass": true}, "a2": {"reason": "ok", "level": "很好"}, "a3": {"reason": "...", "pass": true}}',
+     [None, "not one of", "format example"]),
+    ('Format: {"a1": {"reason": "<reason>", "pass": true}, "a2": {"reason": "<reason>", "level": "x"}, '
+     '"a3": {"reason": "<reason>", "pass": true}}', ["refusal", "refusal", "refusal"]),
+    ('{"a1": {"reason": "ok", "pass": true}, "a2": {"reason": "ok", "level": "全程锚定"}, "a3": {"reason": "ok", "pass": true}}'
+     ' On reflection: {"a1": {"reason": "no", "pass": false}}', ["disagree", None, None]),
+    ('I will not grade this.', ["refusal", "refusal", "refusal"]),
+])
+def test_an_unusable_verdict_in_a_batch_is_an_error_of_that_check_alone(tmp_path: Path, answer: str,
+                                                                          errors: list[str | None]) -> None:
+    with OpenAIServer(lambda r, n: Reply(body=chat_body(answer))) as server:
+        data = go(tmp_path, server, THREE, judge=BATCH)
+    assertions = data["results"][0]["assertions"]
+    assert server.calls == 1
+    for a, expected in zip(assertions, errors, strict=True):
+        if expected is None:
+            assert a["error"] is None and a["pass"] is not None, a
+        else:
+            assert a["pass"] is None and expected in a["error"], a
+
+
+def test_batch_leaves_turn_checks_samples_and_negation_as_they_are(tmp_path: Path) -> None:
+    """`each_turn` and `samples: 3` are asked one by one; a `not-` check in the batch is negated."""
+    answers = {"batch": '{"a1": {"reason": "ok", "pass": true}, "a2": {"reason": "retains", "pass": true}}',
+               "single": '{"reason": "ok", "pass": true}'}
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        schema = request["response_format"]["json_schema"]["schema"]
+        return Reply(body=chat_body(answers["batch" if "a1" in schema["properties"] else "single"]))
+
+    asserts = """      - llm-rubric: 助手回答了分期问题
+      - not-knowledge-retention: null
+      - llm-rubric: 每一轮都礼貌
+        scope: each_turn
+      - llm-rubric: 语气友好
+        samples: 3
+"""
+    with OpenAIServer(script) as server:
+        data = go(tmp_path, server, asserts, judge=BATCH)
+    a1, a2, each, sampled = data["results"][0]["assertions"]
+    assert server.calls == 1 + 2 + 3  # one batch, two turns, three samples
+    assert a1["pass"] is True and a2["pass"] is False and a2["details"]["batch"] == "a2"
+    assert each["pass"] is True and "batch" not in each.get("details", {})
+    assert sampled["pass"] is True and len(sampled["details"]["verdicts"]) == 3
