@@ -9,12 +9,13 @@ from pathlib import Path
 
 import httpx
 import jsonschema
+from rich.console import Console
 from servers import OpenAIServer, RateLimited
 
 from evalspec import run
 from evalspec.limits import LIMITED, AdaptiveLimit
 from evalspec.providers.openai_compat import status_error
-from evalspec.reporters.console import ConsoleReporter
+from evalspec.reporters.console import ConsoleReporter, print_summary
 from evalspec.runner import RunOptions
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "run.schema.json").read_text(encoding="utf-8"))
@@ -86,6 +87,9 @@ def test_a_rate_limited_server_gives_no_errors_and_the_run_counts_its_429s(tmp_p
     assert data["summary"]["rate_limited"] == {"m": bucket.limited}
     assert sum(r.get("rate_limited", {}).get("m", 0) for r in data["results"]) == bucket.limited
     jsonschema.validate(data | {"results": list(data["results"])}, SCHEMA)
+    console = Console(record=True, width=200)
+    print_summary(console, data, {})
+    assert f"rate limited (429/503 answers, retried at a lower concurrency): m {bucket.limited}" in console.export_text()
 
 
 def test_retry_after_pauses_every_call_to_the_provider(tmp_path: Path) -> None:
