@@ -66,14 +66,15 @@ def candidates(run: dict[str, Any], instances: dict[str, Instance]) -> list[tupl
 def review_prompt(record: dict[str, Any], result: dict[str, Any], spec: AssertionSpec) -> str:
     turn = result.get("turn")
     messages = [m for m in record["transcript"] if turn is None or (m.get("turn") or 0) <= turn]
-    lines = [f"Rule: {spec.name}: {json.dumps(spec.value, ensure_ascii=False)}", f"Scope: {result.get('scope')}"]
+    # the conversation first (SPEC §23): a provider's prompt cache serves it to the reviews of its other rules
+    lines = ["Conversation:", format_transcript(messages), "",
+             f"Rule: {spec.name}: {json.dumps(spec.value, ensure_ascii=False)}", f"Scope: {result.get('scope')}"]
     if spec.description:
         lines.append(f"What the rule is meant to catch: {spec.description}")
     lines.append(f"The rule's verdict: {'PASS' if result['pass'] else 'FAIL'} — {result.get('reason', '')}")
     for e in result.get("evidence") or []:
         lines.append(f"Evidence (turn {e.get('turn')}): {e.get('text', '')}")
-    lines += ["", "Conversation:", format_transcript(messages), "",
-              "Is the rule's verdict right for this conversation?"]
+    lines += ["", "Is the rule's verdict right for this conversation?"]
     return "\n".join(lines)
 
 

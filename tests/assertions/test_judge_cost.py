@@ -151,3 +151,14 @@ def test_batch_leaves_turn_checks_samples_and_negation_as_they_are(tmp_path: Pat
     assert a1["pass"] is True and a2["pass"] is False and a2["details"]["batch"] == "a2"
     assert each["pass"] is True and "batch" not in each.get("details", {})
     assert sampled["pass"] is True and len(sampled["details"]["verdicts"]) == 3
+
+
+def test_a_second_opinion_review_carries_the_conversation_before_the_rule() -> None:
+    from helpers import spec, transcript
+
+    from evalspec.second_opinion import review_prompt
+
+    record = {"transcript": transcript(("这台瑶光是哪年的车？", "2023年的"), ("能分期吗？", "可以分期"))}
+    result = {"turn": None, "scope": "last_response", "pass": True, "reason": "found", "evidence": []}
+    prompt = review_prompt(record, result, spec("contains: 分期"))
+    assert prompt.index("能分期吗？") < prompt.index("可以分期") < prompt.index("Rule: contains")
