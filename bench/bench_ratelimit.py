@@ -81,12 +81,12 @@ def main() -> None:
     print(f"job: {args.conversations} conversations x {args.turns} turns, -j {args.jobs}, server {args.rps:g} req/s "
           f"(429 beyond), {args.latency_ms:g} ms latency; ideal {calls} / {args.rps:g} = {ideal:.1f} s "
           f"(1.3x: {1.3 * ideal:.1f} s)")
-    print(f"{'case':<12} {'wall s':>7} {'x ideal':>8} {'errors':>7} {'answered':>9} {'429s':>6} {'retries':>8}  "
-          "summary.rate_limited")
+    print(f"{'case':<12} {'wall s':>7} {'x ideal':>8} {'errors':>7} {'answered':>9} {'429s':>6} {'retries':>8} "
+          f"{'exit':>4}  summary.rate_limited")
     for case in args.cases:
         r = run_case(args, retry_after=case == "retry-after")
         print(f"{case:<12} {r['wall']:>7.2f} {float(r['wall']) / ideal:>8.2f} {r['errors']:>7} {r['calls']:>9} "
-              f"{r['429s']:>6} {r['retries']:>8}  {json.dumps(r['rate_limited'])}")
+              f"{r['429s']:>6} {r['retries']:>8} {int(float(str(r['rc']))):>4}  {json.dumps(r['rate_limited'])}")
         if r["first_error"]:
             print(f"  first error: {r['first_error']}")
 
