@@ -11,7 +11,6 @@ Anything else (a plugin check calling the judge, `samples: 3`, `each_turn`) is a
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -29,11 +28,10 @@ from evalspec.assertions.graded import (
 from evalspec.assertions.registry import model_needed
 from evalspec.config.model import AssertionSpec
 from evalspec.errors import EvalspecError, GradingError
-from evalspec.providers.judge import _decision, _objects, _quoted, answer_text, is_format_example
+from evalspec.providers.judge import BATCHING, _decision, _objects, _quoted, answer_text, is_format_example
 from evalspec.providers.structured import verdict_schema
 from evalspec.usercode import describe
 
-BATCHING: weakref.WeakSet[Any] = weakref.WeakSet()  # the judges made with `batch: true` (ProviderPool adds them)
 Group = list[tuple[int, AssertionSpec]]
 PASS_ANSWER = '{"reason": "<one or two sentences citing the turn>", "pass": true or false}'
 LEVEL_ANSWER = '{"reason": "<one or two sentences citing the turn>", "level": "<one level name, exactly as written>"}'
@@ -169,7 +167,6 @@ async def judge_batch(group: Group, ctx: GradingContext, judge: JudgeFn) -> list
     keys = {n: list(schema["properties"][n]["required"]) for n in names}
     parsed = parse_batch(str(answer.get("text") or ""), names, keys)
     results: list[AssertionResult] = []
-    charged = False  # the call's usage goes with one check's verdict: one call, counted once
     for spec, name in zip(specs, names, strict=True):
         verdict = parsed[name]
         try:
@@ -179,10 +176,8 @@ async def judge_batch(group: Group, ctx: GradingContext, judge: JudgeFn) -> list
         except GradingError as exc:
             results.append(no_verdict(spec, str(exc)))
             continue
-        if not charged:
-            verdict["_judge"], charged = usage, True
         check.details["batch"] = name
         results.append(combine(spec, [_negate(check) if spec.negate else check]))
-    if not charged and results and hasattr(results[0], "judge_usage"):  # no verdict came: the call still counts
-        setattr(results[0], "judge_usage", [usage])  # noqa: B010  (the field of a result whose check errored)
+    if results:  # one call, counted once (on the first check), whether or not its verdicts were usable
+        results[0].judge_usage = [usage]
     return results

@@ -106,7 +106,7 @@ class ProviderPool:
 
             judge = self._judges[key] = make_judge(self.get(spec, suite), spec.config.get("max_tokens"))
             if spec.config.get("batch"):  # SPEC §23: a conversation's judged checks in one call
-                from evalspec.assertions.batch import BATCHING
+                from evalspec.providers.judge import BATCHING
 
                 BATCHING.add(judge)
         return judge

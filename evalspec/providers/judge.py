@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from typing import Any
 
 from evalspec.assertions.base import JudgeFn
@@ -24,6 +25,9 @@ _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.IGNORECASE)
 # a format example's values: `...`, `…`, empty, `<reason>`
 _PLACEHOLDER = re.compile(r"\s*(?:\.{2,}|…+|<[^<>]*>)?\s*", re.DOTALL)
 _QUOTES = "\"'“‘「『«`"
+
+
+BATCHING: weakref.WeakSet[Any] = weakref.WeakSet()  # the judges made with `judge: {batch: true}` (SPEC §23)
 
 
 def answer_text(text: str) -> str:
