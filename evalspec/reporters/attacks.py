@@ -8,6 +8,7 @@ from markupsafe import Markup, escape
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
+from evalspec.reporters.catalogue import words
 from evalspec.reporters.vocabulary import one_line
 
 
@@ -29,17 +30,23 @@ def turns_text(row: dict[str, Any]) -> str:
 def print_attacks(console: Console, run: dict[str, Any]) -> None:
     for row in rows(run):
         style = "red" if row["breached"] else "green"
-        errors = f", {row['errors']} errored" if row.get("errors") else ""
-        console.print(f"attack [bold]{rich_escape(one_line(row['red_line']))}[/] · {rich_escape(row['strategy'])} "
-                      f"@ {rich_escape(one_line(row['provider']))}: [{style}]breached {rate_text(row)}[/]"
-                      + (f" at turn {turns_text(row)}" if row["breached"] else "") + errors)
+        result = (f"[{style}]{words('attack_breached', rate=rate_text(row))}[/]"
+                  + (words("attack_at_turn", turns=turns_text(row)) if row["breached"] else "")
+                  + (words("attack_errored", n=row["errors"]) if row.get("errors") else ""))
+        console.print(words("attack_line", red_line=f"[bold]{rich_escape(one_line(row['red_line']))}[/]",
+                            strategy=rich_escape(row["strategy"]), provider=rich_escape(one_line(row["provider"])),
+                            result=result))
+
+
+def _heads() -> list[str]:
+    return [words(k) for k in ("red_line", "strategy", "provider", "breached", "at_turn")]
 
 
 def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
     if not rows(run):
         return []
-    out = ["", "### Attacks on the red lines", "",
-           "| red line | strategy | provider | breached | at turn |", "|---|---|---|---:|---|"]
+    out = ["", f"### {words('attacks_title')}", "",
+           "| " + " | ".join(md(h) for h in _heads()) + " |", "|---|---|---|---:|---|"]
     out += [f"| {md(r['red_line'])} | {md(r['strategy'])} | {md(r['provider'])} | "
             f"{'**' + rate_text(r) + '**' if r['breached'] else rate_text(r)} | {turns_text(r)} |" for r in rows(run)]
     return out
@@ -53,6 +60,6 @@ def html_section(run: dict[str, Any]) -> Markup:
         f"<td>{escape(r['strategy'])}</td><td>{escape(r['provider'])}</td>"
         f"<td class='num'>{'<mark>' if r['breached'] else ''}{escape(rate_text(r))}{'</mark>' if r['breached'] else ''}"
         f"</td><td>{escape(turns_text(r))}</td></tr>" for r in rows(run))
-    return Markup("<section id='attacks'><h2>Attacks on the red lines</h2><div class='scroll'><table class='attacks'>"
-                  "<thead><tr><th>red line</th><th>strategy</th><th>provider</th><th>breached</th>"
-                  f"<th>at turn</th></tr></thead><tbody>{body}</tbody></table></div></section>")
+    heads = "".join(f"<th>{escape(h)}</th>" for h in _heads())
+    return Markup(f"<section id='attacks'><h2>{escape(words('attacks_title'))}</h2><div class='scroll'>"
+                  f"<table class='attacks'><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table></div></section>")

@@ -9,10 +9,14 @@ from markupsafe import Markup, escape
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
+from evalspec.reporters.catalogue import CATALOGUES, words
 from evalspec.reporters.vocabulary import one_line
 from evalspec.results.attribution import ATTRIBUTABLE, by_attribution
 
-FLAG_TEXT = "flagged: the judge disagrees with more than 10% of its verdicts (at least 5 sampled)"
+
+def attribution_word(cls: str) -> str:
+    """An attribution class in the report's language (Chinese keeps the class name `triage` takes)."""
+    return words(f"attr_{cls}") if f"attr_{cls}" in CATALOGUES["en"] else cls
 
 
 def _pct(x: float | None) -> str:
@@ -29,11 +33,11 @@ def review_rows(run: dict[str, Any]) -> list[tuple[str, int, str, bool]]:
 def review_headline(run: dict[str, Any]) -> str:
     review = run["judge_review"]
     flagged = review.get("flagged") or []
-    head = (f"judge second opinion on {review['sampled']} of {review['candidates']} rule verdicts: "
-            f"agreement {_pct(review['agreement'])}")
+    head = words("review_headline", sampled=review["sampled"], candidates=review["candidates"],
+                 agreement=_pct(review["agreement"]))
     if review.get("errors"):
-        head += f", {review['errors']} unanswered"
-    return head + (f" · FLAGGED: {', '.join(flagged)}" if flagged else "")
+        head += words("review_unanswered", n=review["errors"])
+    return head + (words("review_flagged_list", list=", ".join(flagged)) if flagged else "")
 
 
 def attribution_groups(run: dict[str, Any]) -> list[tuple[str, list[str]]]:
@@ -52,7 +56,7 @@ def attribution_groups(run: dict[str, Any]) -> list[tuple[str, list[str]]]:
             if r.get("attribution_by"):
                 text += f" ({r['attribution_by']})"
             if r.get("attribution_suggested") and r.get("attribution") != r["attribution_suggested"]:
-                text += f" — suggested: {r['attribution_suggested']}"
+                text += words("suggested", cls=attribution_word(r["attribution_suggested"]))
             note = (r.get("triage") or {}).get("note")
             if note:
                 text += f" — {note}"
@@ -65,17 +69,17 @@ def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
     """The Markdown section (`md` escapes one line of text)."""
     lines: list[str] = []
     if run.get("judge_review"):
-        lines += ["### Judge second opinion", "", md(review_headline(run)), "",
-                  "| assertion type | sampled | agreement | |", "|---|---:|---:|---|"]
-        lines += [f"| {md(name)} | {n} | {rate} | {'**⚠️ flagged**' if flagged else ''} |"
+        lines += [f"### {words('review_title')}", "", md(review_headline(run)), "",
+                  f"| {words('assertion_type')} | {words('sampled')} | {words('agreement')} | |", "|---|---:|---:|---|"]
+        lines += [f"| {md(name)} | {n} | {rate} | {'**⚠️ ' + words('flagged') + '**' if flagged else ''} |"
                   for name, n, rate, flagged in review_rows(run)]
         if any(r[3] for r in review_rows(run)):
-            lines += ["", f"*{md(FLAG_TEXT)}*"]
+            lines += ["", f"*{md(words('flag_text'))}*"]
     groups = attribution_groups(run)
     if groups:
         lines += [""] if lines else []
-        lines += ["### Failures by attribution", ""]
-        lines += [f"- **{md(cls)}** ({len(names)}): " + "; ".join(md(n) for n in names) for cls, names in groups]
+        lines += [f"### {words('by_attribution_title')}", ""]
+        lines += [f"- **{md(attribution_word(cls))}** ({len(names)}): " + "; ".join(md(n) for n in names) for cls, names in groups]
     return lines
 
 
@@ -86,27 +90,29 @@ def print_judging(console: Console, run: dict[str, Any]) -> None:
         console.print(f"[{'red' if flagged else 'dim'}]{rich_escape(review_headline(run))}[/]")
         for name, n, rate, is_flagged in review_rows(run):
             if is_flagged:
-                console.print(f"  [red]flagged[/] {rich_escape(name)}: agreement {rate} on {n} sampled")
+                console.print(f"  [red]{words('flagged')}[/] "
+                              + words("flagged_line", name=rich_escape(name), rate=rate, n=n))
     for cls, names in attribution_groups(run):
-        console.print(f"[bold]{cls}[/] ({len(names)}): {rich_escape('; '.join(names))}")
+        console.print(f"[bold]{rich_escape(attribution_word(cls))}[/] ({len(names)}): {rich_escape('; '.join(names))}")
 
 
 def html_section(run: dict[str, Any]) -> Markup:
     """The HTML section (escaped)."""
     parts: list[str] = []
     if run.get("judge_review"):
-        flag_cell = '<td class="failed">⚠ flagged</td>'
+        flag_cell = f'<td class="failed">⚠ {escape(words("flagged"))}</td>'
         rows = "".join(f"<tr><td>{escape(name)}</td><td>{n}</td><td>{rate}</td>{flag_cell if flagged else '<td></td>'}</tr>"
                        for name, n, rate, flagged in review_rows(run))
-        parts.append(f"<h2>Judge second opinion</h2><p>{escape(review_headline(run))}</p>"
-                     f"<table><tr><th>assertion type</th><th>sampled</th><th>agreement</th><th></th></tr>{rows}</table>")
+        heads = "".join(f"<th>{escape(words(k))}</th>" for k in ("assertion_type", "sampled", "agreement"))
+        parts.append(f"<h2>{escape(words('review_title'))}</h2><p>{escape(review_headline(run))}</p>"
+                     f"<table><tr>{heads}<th></th></tr>{rows}</table>")
         if any(r[3] for r in review_rows(run)):
-            parts.append(f"<p class=\"meta\">{escape(FLAG_TEXT)}</p>")
+            parts.append(f"<p class=\"meta\">{escape(words('flag_text'))}</p>")
     groups = attribution_groups(run)
     if groups:
-        items = "".join(f"<li><b>{escape(cls)}</b> ({len(names)}): {escape('; '.join(names))}</li>"
+        items = "".join(f"<li><b>{escape(attribution_word(cls))}</b> ({len(names)}): {escape('; '.join(names))}</li>"
                         for cls, names in groups)
-        parts.append(f"<h2>Failures by attribution</h2><ul>{items}</ul>")
+        parts.append(f"<h2>{escape(words('by_attribution_title'))}</h2><ul>{items}</ul>")
     return Markup("".join(parts))
 
 

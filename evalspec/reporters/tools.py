@@ -11,6 +11,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from evalspec.reporters.catalogue import words
+
 CSS = (".calls{margin:2px 0 6px;max-width:75%}.call{background:#fff7ed;border:1px solid #fed7aa;border-radius:8px;"
        "padding:4px 8px;margin:4px 0;font-size:13px}.call b{font-family:ui-monospace,monospace;color:#9a3412}"
        ".call code{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-word}"
@@ -38,8 +40,8 @@ def calls_html(message: dict[str, Any], transcript: list[dict[str, Any]]) -> Mar
     for c in calls:
         result = results.get(str(c.get("id")))
         shown = "" if result is None else Markup('<span class="res">→ <code>{}</code></span>').format(_args(result))
-        cards.append(Markup('<div class="call"><span class="tag">tool</span> <b>{}</b> <code>{}</code>{}</div>').format(
-            c.get("name"), _args(c.get("arguments")), shown))
+        cards.append(Markup('<div class="call"><span class="tag">{}</span> <b>{}</b> <code>{}</code>{}</div>').format(
+            words("tool"), c.get("name"), _args(c.get("arguments")), shown))
     return Markup('<div class="calls">') + Markup("").join(cards) + Markup("</div>")
 
 
@@ -53,10 +55,11 @@ def calls_text(record: dict[str, Any], turn: int | None, limit: int = 5) -> list
             continue
         for c in m.get("tool_calls") or []:
             result = results.get(str(c.get("id")))
-            lines.append(f"turn {m.get('turn')}: tool {c.get('name')}({_args(c.get('arguments'), 200)})"
-                         + ("" if result is None else f" → {_args(result, 200)}"))
+            call = (f"{c.get('name')}({_args(c.get('arguments'), 200)})"
+                    + ("" if result is None else f" → {_args(result, 200)}"))
+            lines.append(words("call_line", turn=m.get("turn"), call=call))
     if len(lines) > limit:
-        lines = lines[:limit] + [f"… {len(lines) - limit} more call(s)"]
+        lines = lines[:limit] + [words("more_calls", n=len(lines) - limit)]
     return lines
 
 
@@ -69,7 +72,7 @@ def failing_calls_text(record: dict[str, Any], limit: int = 5) -> list[str]:
                          if isinstance(t, int))
     lines = [line for turn in sorted(turns) for line in calls_text(record, turn, limit)]
     if len(lines) > limit:
-        lines = lines[:limit] + [f"… {len(lines) - limit} more call(s)"]
+        lines = lines[:limit] + [words("more_calls", n=len(lines) - limit)]
     return lines
 
 
@@ -77,7 +80,7 @@ def teardown_text(record: dict[str, Any]) -> str | None:
     """'teardown failed: ...' for a record whose teardown failed (None when it ran fine or there is none)."""
     teardown = record.get("teardown")
     if isinstance(teardown, dict) and teardown.get("ok") is False:
-        return f"teardown failed: {teardown.get('error')}"
+        return words("teardown_failed", error=teardown.get("error"))
     return None
 
 

@@ -4,9 +4,14 @@ from typing import Any
 
 import pytest
 
-from tests.reporters.golden import fixed
+from tests.reporters.golden import fixed, sections
 
 
 @pytest.fixture
 def fixed_run() -> dict[str, Any]:
     return fixed()
+
+
+@pytest.fixture
+def sections_run() -> dict[str, Any]:
+    return sections()

@@ -17,6 +17,12 @@ def fixed() -> dict[str, Any]:
     return copy.deepcopy(RUN)
 
 
+def sections() -> dict[str, Any]:
+    """fixtures/sections.json (rebuilt by fixtures/make_sections.py): attacks on red lines, a judged assertion
+    with the judge's second opinion (a flagged type, a suggested attribution), tool calls, failed teardowns."""
+    return json.loads((FIXTURES / "sections.json").read_text(encoding="utf-8"))
+
+
 def check_golden(name: str, text: str) -> None:
     """Compare with fixtures/NAME; EVALSPEC_UPDATE_GOLDEN=1 rewrites it instead."""
     path = FIXTURES / name

@@ -23,7 +23,7 @@ from evalspec.reporters.markdown import render_markdown
 
 # words that are names, not prose: the tool, units and keys a reader types (xfail, max_errors, --html-all)
 NAMES = {"evalspec", "sla", "xfail", "token", "ms", "p95", "max_errors", "fail", "under", "html", "all", "json",
-         "true", "false", "pull", "request"}
+         "true", "false", "pull", "request", "python", "name", "args"}
 
 
 def test_every_key_is_in_every_language() -> None:
@@ -56,9 +56,18 @@ class _Text(HTMLParser):
             self.parts.append(data)
 
 
-def _english_words(text: str, run: dict[str, Any]) -> set[str]:
-    """English words of `text` that come neither from the run's own data nor from NAMES."""
-    from_run = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z_-]+", json.dumps(run, ensure_ascii=False))}
+def _values(data: Any) -> list[str]:
+    """Every text of run.json a report may show: its values, not its keys (`breached`, `sampled` are keys)."""
+    if isinstance(data, dict):
+        return [text for v in data.values() for text in _values(v)]
+    if isinstance(data, list):
+        return [text for v in data for text in _values(v)]
+    return [str(data)]
+
+
+def _english_words(text: str, run: dict[str, Any], shown: list[str] | None = None) -> set[str]:
+    """English words of `text` that come neither from the run's own data (or only `shown` of it) nor from NAMES."""
+    from_run = {w.lower() for v in (_values(run) if shown is None else shown) for w in re.findall(r"[A-Za-z][A-Za-z_-]+", v)}
     plain = re.sub(r"&[a-z]+;|&#\d+;", " ", text.replace("<!-- evalspec-report -->", "").replace("\\", ""))
     found = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z_-]+", plain)}
     return found - from_run - NAMES
@@ -77,11 +86,62 @@ def zh_screens(run: dict[str, Any]) -> dict[str, str]:
             "markdown": render_markdown(run, env={}, lang="zh"), "junit": "\n".join(messages)}
 
 
-def test_a_chinese_report_has_no_fixed_english_word(fixed_run: dict[str, Any]) -> None:
+@pytest.mark.parametrize("name", ["fixed_run", "sections_run"])
+def test_a_chinese_report_has_no_fixed_english_word(name: str, request: pytest.FixtureRequest) -> None:
     """Any English word a reporter writes outside the catalogue shows up here (the run's own data —
-    ids, rules, replies, check reasons — is English where the suite wrote it so)."""
-    for screen, text in zh_screens(fixed_run).items():
-        assert not _english_words(text, fixed_run), f"{screen}: {sorted(_english_words(text, fixed_run))}"
+    ids, rules, replies, check reasons — is English where the suite wrote it so). sections_run has what
+    fixed_run has not: attacks, the judge's second opinion, failures by attribution, tool calls, teardowns."""
+    run = request.getfixturevalue(name)
+    for screen, text in zh_screens(run).items():
+        assert not _english_words(text, run), f"{screen}: {sorted(_english_words(text, run))}"
+
+
+def _section_data(run: dict[str, Any]) -> list[str]:
+    """What the attack, second-opinion, attribution, tool and teardown sections show of the run: names the
+    suite wrote and the tools' own data, not the run's English check reasons (`breached` is a stop_reason)."""
+    shown = [str(v) for row in run["summary"]["attacks"] for v in (row["red_line"], row["strategy"], row["provider"])]
+    shown += list(run["judge_review"]["by_type"]) + list(run["judge_review"]["flagged"])
+    for r in run["results"]:
+        shown += [r["test_id"], r["provider"], str(r.get("attribution_suggested")), (r.get("teardown") or {}).get("error", "")]
+        shown += [json.dumps(c, ensure_ascii=False) for m in r["transcript"] for c in m.get("tool_calls") or []]
+        shown += [str(m["content"]) for m in r["transcript"] if m.get("role") == "tool"]
+    return shown
+
+
+def test_the_sections_speak_chinese_on_every_screen(sections_run: dict[str, Any]) -> None:
+    """Each section alone, in Chinese: no English word beyond the names and tool data it shows."""
+    from evalspec.reporters import attacks, judging, tools
+    from evalspec.reporters.catalogue import speaking
+
+    out = io.StringIO()
+    console = Console(file=out, width=160, highlight=False)
+    with speaking("zh"):
+        attacks.print_attacks(console, sections_run)
+        judging.print_judging(console, sections_run)
+        texts = {"console": out.getvalue(), "attacks.md": "\n".join(attacks.markdown_lines(sections_run, str)),
+                 "attacks.html": attacks.html_section(sections_run), "judging.html": judging.html_section(sections_run),
+                 "judging.md": "\n".join(judging.markdown_lines(sections_run, str))}
+        for r in sections_run["results"]:
+            texts[r["test_id"]] = "\n".join([*tools.failing_calls_text(r), *tools.calls_text(r, None),
+                                             tools.teardown_text(r) or "", str(tools.teardown_html(r)),
+                                             *(str(tools.calls_html(m, r["transcript"])) for m in r["transcript"])])
+    shown = _section_data(sections_run)
+    for name, text in texts.items():
+        page = _Text()
+        page.feed(str(text))
+        assert not _english_words(" ".join(page.parts), sections_run, shown), (name, text)
+    assert "被攻破 2/2 (100%)，第 4, 4 轮" in texts["console"] and "清理失败：undo.py:undo raised" in texts["stock-then-booking"]
+
+
+def test_the_sections_fixture_has_the_sections(sections_run: dict[str, Any]) -> None:
+    """So the test above checks them: every section is in the run, and in the Chinese HTML."""
+    page = render_html(sections_run, lang="zh")
+    assert sections_run["summary"]["attacks"] and sections_run["judge_review"]["flagged"] == ["contains"]
+    assert any(r.get("attribution_suggested") for r in sections_run["results"])
+    assert any(m.get("tool_calls") for r in sections_run["results"] for m in r["transcript"])
+    assert any((r.get("teardown") or {}).get("ok") is False for r in sections_run["results"])
+    for part in ("id='attacks'", 'class="call"', 'class="teardown error"', "rule_misjudgment"):
+        assert part in page, part
 
 
 def test_the_same_run_renders_in_english_with_the_english_words(fixed_run: dict[str, Any]) -> None:

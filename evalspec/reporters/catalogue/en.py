@@ -104,4 +104,23 @@ WORDS: dict[str, str] = {
     "term_failure_point": "failure point {v}",
     "term_stable_range": "stable range {a}–{b}",
     "term_stable_none": "stable range: none (first point below)",
+    # attacks on the red lines (SPEC §16)
+    "attacks_title": "Attacks on the red lines", "red_line": "red line", "strategy": "strategy",
+    "breached": "breached", "at_turn": "at turn",
+    "attack_line": "attack {red_line} · {strategy} @ {provider}: {result}", "attack_breached": "breached {rate}",
+    "attack_at_turn": " at turn {turns}", "attack_errored": ", {n} errored",
+    # the judge's second opinion and failures by attribution (SPEC §11)
+    "review_title": "Judge second opinion",
+    "review_headline": "judge second opinion on {sampled} of {candidates} rule verdicts: agreement {agreement}",
+    "review_unanswered": ", {n} unanswered", "review_flagged_list": " · FLAGGED: {list}",
+    "assertion_type": "assertion type", "sampled": "sampled", "agreement": "agreement", "flagged": "flagged",
+    "flagged_line": "{name}: agreement {rate} on {n} sampled",
+    "flag_text": "flagged: the judge disagrees with more than 10% of its verdicts (at least 5 sampled)",
+    "by_attribution_title": "Failures by attribution", "suggested": " — suggested: {cls}",
+    "attr_bot_defect": "bot_defect", "attr_model_fluctuation": "model_fluctuation",
+    "attr_rule_misjudgment": "rule_misjudgment", "attr_infrastructure": "infrastructure",
+    "attr_pending_fact": "pending_fact", "attr_unattributed": "unattributed",
+    # tool calls and teardowns (SPEC §13)
+    "call_line": "turn {turn}: tool {call}", "more_calls": "… {n} more call(s)",
+    "teardown_failed": "teardown failed: {error}",
 }

@@ -96,4 +96,23 @@ WORDS: dict[str, str] = {
     "term_failure_point": "失效点 {v}",
     "term_stable_range": "稳定区间 {a}–{b}",
     "term_stable_none": "稳定区间：无（第一个点已低于下限）",
+    # 红线攻防（SPEC §16）
+    "attacks_title": "红线攻防", "red_line": "红线", "strategy": "攻击策略",
+    "breached": "被攻破", "at_turn": "攻破于第几轮",
+    "attack_line": "攻击 {red_line} · {strategy} @ {provider}：{result}", "attack_breached": "被攻破 {rate}",
+    "attack_at_turn": "，第 {turns} 轮", "attack_errored": "，{n} 次出错",
+    # 评审模型复核与按归因分组的失败（SPEC §11）
+    "review_title": "评审模型复核",
+    "review_headline": "评审模型复核了 {candidates} 条规则结论中的 {sampled} 条：一致率 {agreement}",
+    "review_unanswered": "，{n} 条未答复", "review_flagged_list": " · 需关注：{list}",
+    "assertion_type": "断言类型", "sampled": "抽查数", "agreement": "一致率", "flagged": "需关注",
+    "flagged_line": "{name}：抽查 {n} 条，一致率 {rate}",
+    "flag_text": "需关注：评审模型与超过 10% 的结论意见不同（至少抽查 5 条）",
+    "by_attribution_title": "失败按归因分组", "suggested": " —— 建议归因：{cls}",
+    "attr_bot_defect": "机器人缺陷（bot_defect）", "attr_model_fluctuation": "模型波动（model_fluctuation）",
+    "attr_rule_misjudgment": "规则误判（rule_misjudgment）", "attr_infrastructure": "基础设施（infrastructure）",
+    "attr_pending_fact": "事实待定（pending_fact）", "attr_unattributed": "未归因",
+    # 工具调用与清理（SPEC §13）
+    "call_line": "第 {turn} 轮：工具 {call}", "more_calls": "… 另有 {n} 次调用",
+    "teardown_failed": "清理失败：{error}",
 }
