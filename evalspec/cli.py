@@ -197,12 +197,11 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
             sys.exit(ExitCode.CONFIG_ERROR)
         if guard is not None:
             guard.ready()
-        from evalspec.reporters.catalogue import guess_lang
+        from evalspec.reporters.catalogue import guess_lang, planned_user_texts
 
         live_lang = lang or next((s.report_lang for s in suites if s.report_lang), None) or \
             (os.environ.get("EVALSPEC_LANG") if os.environ.get("EVALSPEC_LANG") in ("zh", "en") else None) or \
-            guess_lang(turn.text for s in suites for t in s.tests for turn in t.conversation
-                       if turn.kind == "user" and isinstance(turn.text, str))
+            guess_lang(planned_user_texts(suites))
         reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts, lang=live_lang)
         options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites), processes=processes,
                              run_dir=run_dir, resume=bool(resume_dir) or bool(guard and guard.resumed), use_cache=not no_cache,

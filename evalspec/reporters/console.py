@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -106,7 +107,8 @@ class ConsoleReporter:
         elif shown == "drafts":
             extra = f" [dim]({word(record['status'])})[/]"
         label = words("draft" if shown == "drafts" else shown)
-        self.console.print(f"[{STYLE[shown]}]{label:8}[/] {escape(one_line(record['test_id']))} "
+        label += " " * max(0, 8 - cell_len(label))  # by display width: 预期失败 takes eight columns
+        self.console.print(f"[{STYLE[shown]}]{label}[/] {escape(one_line(record['test_id']))} "
                            f"[dim]@ {escape(one_line(record['provider']))} {words('score')} {score} "
                            f"{record.get('duration_ms', 0) / 1000:.2f}s[/]{extra}")
 

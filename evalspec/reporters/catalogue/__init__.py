@@ -67,6 +67,21 @@ def run_user_turns(run: dict[str, Any]) -> Iterator[str]:
                 yield str(m.get("content") or "")
 
 
+def planned_user_texts(suites: Iterable[Any]) -> Iterator[str]:
+    """What the user will say, before a run (config.model.Suite objects): written user turns; for a test
+    without any, its attacker's goal or its simulated user's opening, persona and goal (their transcripts
+    will speak that language, and the summary is chosen from the transcripts)."""
+    for suite in suites:
+        for test in suite.tests:
+            written = [t.text for t in test.conversation if t.kind == "user" and isinstance(t.text, str)]
+            yield from written
+            if not written:
+                plan = test.attack or test.simulate
+                if plan is not None:
+                    yield " ".join(str(x) for x in (getattr(plan, "opening", None), getattr(plan, "persona", None),
+                                                    plan.goal) if x)
+
+
 def suite_lang(suites: Iterable[dict[str, Any]]) -> str | None:
     """The first suite's `report.lang` (it wins over the others)."""
     for s in suites:
