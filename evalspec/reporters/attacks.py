@@ -55,11 +55,13 @@ def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
 def html_section(run: dict[str, Any]) -> Markup:
     if not rows(run):
         return Markup("")
+    red, strategy, provider, breached, at_turn = (f" data-label='{escape(h)}'" for h in _heads())
     body = "".join(
-        f"<tr class='{'breached' if r['breached'] else 'held'}'><td><code>{escape(r['red_line'])}</code></td>"
-        f"<td>{escape(r['strategy'])}</td><td>{escape(r['provider'])}</td>"
-        f"<td class='num'>{'<mark>' if r['breached'] else ''}{escape(rate_text(r))}{'</mark>' if r['breached'] else ''}"
-        f"</td><td>{escape(turns_text(r))}</td></tr>" for r in rows(run))
+        f"<tr class='{'breached' if r['breached'] else 'held'}'><td{red}><code>{escape(r['red_line'])}</code></td>"
+        f"<td{strategy}>{escape(r['strategy'])}</td><td{provider}>{escape(r['provider'])}</td>"
+        f"<td class='num'{breached}>{'<mark>' if r['breached'] else ''}{escape(rate_text(r))}"
+        f"{'</mark>' if r['breached'] else ''}</td><td{at_turn}>{escape(turns_text(r))}</td></tr>" for r in rows(run))
     heads = "".join(f"<th>{escape(h)}</th>" for h in _heads())
+    # class stack: at 420 px each row is a card of label/value lines (html.py's CSS)
     return Markup(f"<section id='attacks'><h2>{escape(words('attacks_title'))}</h2><div class='scroll'>"
-                  f"<table class='attacks'><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table></div></section>")
+                  f"<table class='attacks stack'><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table></div></section>")

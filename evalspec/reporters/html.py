@@ -112,7 +112,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 {% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ w(m.role) }}{% if m.turn %} · {{ t('turn_n', n=m.turn) }}{% endif %}{% if m.filler %} · {{ t('filler') }}{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · {{ t('golden_history') }}{% endif %}{% if m.intermediate %} · {{ t('tool_round') }}{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · {{ t('cached') }}{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}</div>
 {% if m.role == 'assistant' and not m.injected and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{% endif %}{% endfor %}
 {% for a in r.assertions if a.turn is none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}
-<p class="meta">{{ t('stop_line', reason=r.stop_reason, calls=r.calls, seconds='%.2f' % ((r.duration_ms or 0) / 1000)) }}</p>{% endfor %}</div></details>{% endfor %}
+<p class="meta">{{ t('stop_line', reason=w('stop_' ~ r.stop_reason, r.stop_reason), calls=r.calls, seconds='%.2f' % ((r.duration_ms or 0) / 1000)) }}</p>{% endfor %}</div></details>{% endfor %}
 </main>
 <script>
 (function(){

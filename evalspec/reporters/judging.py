@@ -100,12 +100,15 @@ def html_section(run: dict[str, Any]) -> Markup:
     """The HTML section (escaped)."""
     parts: list[str] = []
     if run.get("judge_review"):
-        flag_cell = f'<td class="failed">⚠ {escape(words("flagged"))}</td>'
-        rows = "".join(f"<tr><td>{escape(name)}</td><td>{n}</td><td>{rate}</td>{flag_cell if flagged else '<td></td>'}</tr>"
+        kind, sampled, agreement = (escape(words(k)) for k in ("assertion_type", "sampled", "agreement"))
+        flag_cell = f'<td class="failed" data-label="">⚠ {escape(words("flagged"))}</td>'
+        rows = "".join(f'<tr><td data-label="{kind}">{escape(name)}</td><td data-label="{sampled}">{n}</td>'
+                       f'<td data-label="{agreement}">{rate}</td>{flag_cell if flagged else ""}</tr>'
                        for name, n, rate, flagged in review_rows(run))
-        heads = "".join(f"<th>{escape(words(k))}</th>" for k in ("assertion_type", "sampled", "agreement"))
+        # class stack: at 420 px each row is a card of label/value lines (html.py's CSS)
         parts.append(f"<h2>{escape(words('review_title'))}</h2><p>{escape(review_headline(run))}</p>"
-                     f"<table><tr>{heads}<th></th></tr>{rows}</table>")
+                     f'<div class="scroll"><table class="stack review"><thead><tr><th>{kind}</th><th>{sampled}</th>'
+                     f"<th>{agreement}</th><th></th></tr></thead><tbody>{rows}</tbody></table></div>")
         if any(r[3] for r in review_rows(run)):
             parts.append(f"<p class=\"meta\">{escape(words('flag_text'))}</p>")
     groups = attribution_groups(run)

@@ -106,3 +106,15 @@ def test_every_table_reads_at_420_px_without_scrolling_sideways(tmp_path: Path, 
     sideways = [t for t in probe["tables"] if int(t.rsplit(" ", 1)[1]) > 1]
     assert not sideways, sideways
     assert len(probe["narrowest"]) == 4 and min(probe["narrowest"]) >= 200, probe["narrowest"]  # no word-per-line column
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_attack_and_second_opinion_tables_read_at_420_px(tmp_path: Path, sections_run: dict[str, Any],
+                                                             lang: str) -> None:
+    """The attack and second-opinion tables become cards too: no sideways scroll, no column squeezed to a
+    word per line (攻破轮次 broke over two lines, a red line's regex over three)."""
+    probe = browse(tmp_path, render_html(sections_run, lang=lang), width=420)
+    assert probe["scrollWidth"] <= 420, probe
+    sideways = [t for t in probe["tables"] if int(t.rsplit(" ", 1)[1]) > 1]
+    assert not sideways, sideways
+    assert len(probe["narrowest"]) == 3 and min(probe["narrowest"]) >= 200, probe["narrowest"]  # suites, attacks, review

@@ -130,6 +130,10 @@ def test_the_sections_speak_chinese_on_every_screen(sections_run: dict[str, Any]
         page = _Text()
         page.feed(str(text))
         assert not _english_words(" ".join(page.parts), sections_run, shown), (name, text)
+    page = render_html(sections_run, lang="zh")
+    for record in sections_run["results"]:  # why each conversation ended: a word of the engine, not of the suite
+        assert f"结束：{record['stop_reason']}" not in page and "结束：" in page
+    assert "结束：红线被攻破 · 4 次调用" in page and "结束：对话走完" in page
     assert "被攻破 2/2 (100%)，第 4, 4 轮" in texts["console"] and "清理失败：undo.py:undo raised" in texts["stock-then-booking"]
 
 

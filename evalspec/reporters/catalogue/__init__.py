@@ -26,9 +26,10 @@ def words(key: str, /, **fields: Any) -> str:
     return text.format(**fields) if fields else text
 
 
-def word(key: str) -> str:
-    """A word that may not be in the catalogue (a status from a newer run.json): itself when it is not."""
-    return CATALOGUES[_LANG.get()].get(key, key)
+def word(key: str, default: str | None = None) -> str:
+    """A word that may not be in the catalogue (a status from a newer run.json): `default` (else itself)
+    when it is not."""
+    return CATALOGUES[_LANG.get()].get(key, key if default is None else default)
 
 
 def current() -> str:

@@ -123,4 +123,8 @@ WORDS: dict[str, str] = {
     # tool calls and teardowns (SPEC §13)
     "call_line": "turn {turn}: tool {call}", "more_calls": "… {n} more call(s)",
     "teardown_failed": "teardown failed: {error}",
+    # why a conversation ended (run.json stop_reason)
+    "stop_completed": "completed", "stop_max_turns": "max_turns", "stop_user_says": "user_says",
+    "stop_assistant_matches": "assistant_matches", "stop_goal_met": "goal_met", "stop_breached": "breached",
+    "stop_error": "error",
 }

@@ -98,7 +98,7 @@ WORDS: dict[str, str] = {
     "term_stable_none": "稳定区间：无（第一个点已低于下限）",
     # 红线攻防（SPEC §16）
     "attacks_title": "红线攻防", "red_line": "红线", "strategy": "攻击策略",
-    "breached": "被攻破", "at_turn": "攻破于第几轮",
+    "breached": "被攻破", "at_turn": "攻破轮次",
     "attack_line": "攻击 {red_line} · {strategy} @ {provider}：{result}", "attack_breached": "被攻破 {rate}",
     "attack_at_turn": "，第 {turns} 轮", "attack_errored": "，{n} 次出错",
     # 评审模型复核与按归因分组的失败（SPEC §11）
@@ -115,4 +115,8 @@ WORDS: dict[str, str] = {
     # 工具调用与清理（SPEC §13）
     "call_line": "第 {turn} 轮：工具 {call}", "more_calls": "… 另有 {n} 次调用",
     "teardown_failed": "清理失败：{error}",
+    # 对话为何结束（run.json stop_reason）
+    "stop_completed": "对话走完", "stop_max_turns": "达到最大轮数", "stop_user_says": "用户结束了对话",
+    "stop_assistant_matches": "助手回复满足结束条件", "stop_goal_met": "用户目标达成", "stop_breached": "红线被攻破",
+    "stop_error": "出错",
 }
