@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from evalspec.agent import CallFn, ToolKit, play_turn
-from evalspec.errors import ProviderError
-from evalspec.plan import Instance
+from evalspec.errors import EvalspecError, ProviderError
+from evalspec.plan import Instance, has_captures, with_captures
 from evalspec.providers.base import ProviderResponse, clean_text
 from evalspec.results.transcript import Transcript  # re-exported: the loops build it
 
@@ -44,18 +45,54 @@ def tool_context(instance: Instance, call: CallFn) -> dict[str, Any]:
     return {"thread_id": getattr(call, "thread_id", None), "test_id": instance.test_id, "vars": dict(instance.vars)}
 
 
+def captured_values(messages: list[dict[str, Any]]) -> tuple[dict[str, str], str | None]:
+    """What each `capture: NAME` user turn stored (its turn's reply, SPEC §19), and the first capture that
+    found nothing (an empty reply), as an error line. A turn not reached captures nothing and is no error."""
+    values: dict[str, str] = {}
+    for i, message in enumerate(messages):
+        name = message.get("capture") if message.get("role") == "user" else None
+        if not name:
+            continue
+        replies = [m for m in itertools.takewhile(lambda m: m.get("role") != "user", messages[i + 1:])
+                   if m.get("role") == "assistant" and not m.get("intermediate")]
+        if not replies:
+            continue
+        text = replies[-1].get("content")
+        if not isinstance(text, str) or not text.strip():
+            return values, (f"turn {message.get('turn')}: capture '{name}' found nothing: the reply is empty, "
+                            f"so the later turns and checks that use {{{{ {name} }}}} cannot be rendered")
+        values[name] = text
+    return values, None
+
+
 async def run_scripted(instance: Instance, call: CallFn, kit: ToolKit | None = None) -> Transcript:
     """Send each user turn and record the reply (after its tool rounds); the first provider failure
-    ends the conversation."""
+    ends the conversation. With `capture:` turns, each later turn is rendered again with the replies
+    captured so far (SPEC §19); a capture that finds nothing ends the conversation at its turn."""
     transcript = Transcript()
     context = tool_context(instance, call)
-    for planned in instance.turns:
+    captures = has_captures(instance)
+    rendered, known = instance, 0
+    for index, planned in enumerate(instance.turns):
+        if captures:
+            values, problem = captured_values(transcript.messages)
+            if problem:
+                transcript.stop_reason, transcript.error = "error", problem
+                return transcript
+            if len(values) != known:
+                try:
+                    rendered, known = with_captures(instance, values), len(values)
+                except EvalspecError as exc:  # a template the captures so far do not render
+                    transcript.stop_reason, transcript.error = "error", f"turn {planned.turn}: {exc}"
+                    return transcript
+            planned = rendered.turns[index]
         if planned.role == "assistant":
             transcript.messages.append({"role": "assistant", "content": planned.text, "turn": planned.turn,
                                         "latency_ms": None, "tokens": None, "cost": None, "injected": True})
             continue
         transcript.messages.append(user_message(planned.text, planned.turn, filler=planned.filler,
-                                                label=planned.label, history=not planned.call))
+                                                label=planned.label, history=not planned.call,
+                                                capture=planned.capture))
         if not planned.call:
             continue
         try:
@@ -63,4 +100,7 @@ async def run_scripted(instance: Instance, call: CallFn, kit: ToolKit | None = N
         except ProviderError as exc:
             transcript.stop_reason, transcript.error = "error", f"turn {planned.turn}: {exc}"
             break
+    else:
+        if captures and (problem := captured_values(transcript.messages)[1]):
+            transcript.stop_reason, transcript.error = "error", problem
     return transcript

@@ -17,7 +17,7 @@ from evalspec.config.interpolate import TemplateProblem, render_text, render_val
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
 from evalspec.config.suggest import did_you_mean
 from evalspec.config.yamlfile import PathKey
-from evalspec.errors import ConfigError, Problem
+from evalspec.errors import ConfigError, EvalspecError, Problem
 from evalspec.fillers import pick_fillers
 from evalspec.recorded import RECORDED, RecordedProblem, label_turns
 from evalspec.recorded import conversations as recorded_conversations
@@ -36,6 +36,7 @@ class PlannedTurn:
     label: str | None = None
     asserts: list[AssertionSpec] = field(default_factory=list)
     message: dict[str, Any] | None = None  # a recorded entry's other fields (tool_calls, tool_call_id)
+    capture: str | None = None  # `capture: NAME`: this turn's reply becomes the var NAME (SPEC §19)
 
 
 @dataclass
@@ -347,8 +348,25 @@ def _render_asserts(specs: list[AssertionSpec], variables: dict[str, Any], turn:
     return out
 
 
+def has_captures(instance: Instance) -> bool:
+    return any(t.capture for t in instance.turns)
+
+
+def with_captures(instance: Instance, captured: dict[str, str]) -> Instance:
+    """The instance rendered again now that its captures' values are known (SPEC §19): a capture not in
+    `captured` (its turn was not reached or errored) is undefined, and a template using it an error
+    (`EvalspecError`, naming the file, line and key)."""
+    try:
+        return _instance(instance.suite, instance.test, instance.provider, instance.matrix, instance.repeat,
+                         instance.base_id, instance.test_id, captured)
+    except _RenderProblem as exc:
+        raise EvalspecError(str(_problem(instance.suite, exc))) from None
+
+
 def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict[str, Any], k: int,
-              base: str, tid: str) -> Instance:
+              base: str, tid: str, captured: dict[str, str] | None = None) -> Instance:
+    """`captured`: the values of the captures so far (None when planning: a capture then renders as its
+    own `{{ NAME }}`, so that a later turn using it checks and reads as written)."""
     variables = {**suite.vars, **test.vars, **matrix}
     if test.recorded:
         return _recorded_instance(suite, test, provider, tid, variables)
@@ -365,7 +383,12 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
             if entry.label:
                 labels[entry.label] = turn
             turns.append(PlannedTurn("user", str(text), turn, label=entry.label,
-                                     asserts=_render_asserts(entry.asserts, local, turn)))
+                                     asserts=_render_asserts(entry.asserts, local, turn), capture=entry.capture))
+            if entry.capture:  # defined for the later turns and the test's assertions
+                if captured is None:
+                    variables[entry.capture] = "{{ " + entry.capture + " }}"
+                elif entry.capture in captured:
+                    variables[entry.capture] = captured[entry.capture]
         elif entry.kind == "filler":
             count = _render(entry.count, variables, (*entry.where, "filler"))
             try:
@@ -389,6 +412,8 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
     for t in turns:
         _check_rendered(t.asserts, labels, turn)
     _check_rendered(asserts, labels, turn)
+    if captured is None:  # a capture's stand-in is not a value: no provider or check sees it as one
+        variables = {n: v for n, v in variables.items() if not any(t.capture == n for t in turns)}
     return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels)
 
 

@@ -18,11 +18,11 @@ from evalspec import __version__
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import grade, received_only
 from evalspec.config.model import Suite
-from evalspec.conversation import CallFn, Transcript, run_scripted, user_message
+from evalspec.conversation import CallFn, Transcript, captured_values, run_scripted, user_message
 from evalspec.errors import EvalspecError
 from evalspec.executors import ConversationLost, RayConfig, RayExecutor
 from evalspec.limits import LIMITED, RATE_LIMITED
-from evalspec.plan import Instance, Plan, grading_input, positions
+from evalspec.plan import Instance, Plan, grading_input, has_captures, positions, with_captures
 from evalspec.plan_preflight import check_plan
 from evalspec.processes import Children, Play, process_count
 from evalspec.providers.base import CallContext, ProviderResponse
@@ -205,6 +205,13 @@ def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, An
 async def grade_with(pool: ProviderPool, inst: Instance, messages: list[dict[str, Any]],
                      ended_in_error: bool = False) -> list[AssertionResult]:
     """Grade a conversation; one that ended in an error is graded on the replies it received."""
+    if has_captures(inst):  # the checks see the replies the conversation captured (SPEC §19)
+        try:
+            inst = with_captures(inst, captured_values(messages)[0])
+        except EvalspecError:
+            if ended_in_error:  # a capture its error left undefined: the error is the verdict
+                return []
+            raise
     given = grading_input(inst)
     if ended_in_error:
         given = received_only(given, messages)

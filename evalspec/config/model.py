@@ -69,6 +69,7 @@ class TurnSpec:
     vars: dict[str, Any] = field(default_factory=dict)
     where: PathKey = ()
     message: dict[str, Any] | None = None  # a recorded entry's other fields: tool_calls, tool_call_id, name
+    capture: str | None = None  # a user turn's `capture: NAME`: its reply becomes the var NAME (SPEC §19)
 
 
 @dataclass

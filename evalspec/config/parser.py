@@ -336,6 +336,7 @@ class SuiteParser:
         turn: int | None = 0
         user_entries = 0
         labels: dict[str, PathKey] = {}
+        captures: dict[str, PathKey] = {}
         for j, raw in enumerate(entries):
             tpath = (*path, j)
             if not isinstance(raw, dict):
@@ -348,7 +349,7 @@ class SuiteParser:
                 continue
             kind = kinds[0]
             spec = TurnSpec(kind=cast(TurnKind, kind), where=tpath)
-            for extra in ("label", "assert", "vars"):
+            for extra in ("label", "assert", "vars", "capture"):
                 if extra in raw and kind != "user":
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' turn, not '{kind}'")
             if kind == "user":
@@ -365,6 +366,16 @@ class SuiteParser:
                         self.bad((*tpath, "label"), f"duplicate label '{label}'")
                     labels[label] = tpath
                     spec.label = label
+                capture = raw.get("capture")
+                if isinstance(capture, str) and capture.isascii() and capture.isidentifier():
+                    if capture in captures:
+                        self.bad((*tpath, "capture"), f"capture '{capture}' is already set at line "
+                                                      f"{self.lines.line(captures[capture])}; give it another name")
+                    captures[capture] = (*tpath, "capture")
+                    spec.capture = capture
+                elif "capture" in raw:
+                    self.bad((*tpath, "capture"), f"capture {capture!r} is not a variable name: write "
+                                                  f"'capture: NAME' (letters, digits, _), used later as {{{{ NAME }}}}")
             elif kind == "filler":
                 value = raw["filler"]
                 if isinstance(value, dict):

@@ -127,6 +127,9 @@ def turn_schema(for_validation: bool) -> dict[str, Any]:
         "label": {"type": "string", "minLength": 1},
         "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"}},
         "vars": {"type": "object"},
+        "capture": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+                    "description": "store this turn's reply as the var NAME for the later turns and the test's "
+                                   "assertions ({{ NAME }})"},
     })
     if not for_validation:
         schema["oneOf"] = [{"required": ["user"]}, {"required": ["filler"]}, {"required": ["assistant"]}]
