@@ -10,6 +10,7 @@ evalspec has keep their meaning; everything else is listed as not converted.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from jinja2 import nodes
 from evalspec.config.suggest import slugify
 from evalspec.config.templating import LimitedEnvironment, render_limited
 from evalspec.errors import ConfigError, Problem
-from evalspec.importers import ImportedSuite, literal, plain
+from evalspec.importers import RAW_CLOSE, RAW_OPEN, ImportedSuite, literal, plain
 
 # promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
 SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals", "regex", "starts-with",
@@ -38,6 +39,70 @@ ECHO_SOURCE = '''"""promptfoo's `echo` provider: the reply is the message sent (
 def respond(messages, context):
     return messages[-1]["content"]
 '''
+# promptfoo types evalspec has under another name (SPEC §19); model-graded ones take their value as a rubric
+RENAMED = {"g-eval": "llm-rubric", "model-graded-closedqa": "llm-rubric", "conversation-relevance":
+           "conversation-relevance", "trajectory:goal-success": "trajectory:goal-success",
+           "is-valid-openai-tools-call": "tool-args-valid"}
+_JS_STRING = r"""(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
+_JS_TEST = regex.compile(r"(!?)\s*output(\.toLowerCase\(\))?\.(includes|startsWith)\(\s*" + _JS_STRING + r"\s*\)")
+_JS_LENGTH = regex.compile(r"output(?:\.trim\(\))?\.length\s*(>=|<=|>|<)\s*(\d+)")
+
+
+def _js_string(m: regex.Match[str]) -> str:
+    raw = m.group(4) if m.group(4) is not None else m.group(5)
+    return str(regex.sub(r"\\(.)", r"\1", raw))
+
+
+def js_checks(code: str, negate: bool = False) -> dict[str, Any] | None:
+    """A one-line `javascript` check on the reply's text evalspec can say with its own checks, with the
+    same meaning: `output.includes(S)`, `.toLowerCase().includes(s)`, `.startsWith(S)`, `output.length
+    OP N`, one `!`, and `&&` or `||` between them. Anything else is None (not converted)."""
+    code = code.strip().rstrip(";").strip()
+    if code.startswith("'") and code.endswith("'") or code.startswith('"') and code.endswith('"'):
+        code = code[1:-1].strip()
+    if "\n" in code or not code or negate:
+        return None
+    ors = [part.strip() for part in code.split("||")]
+    ands = [part.strip() for part in code.split("&&")]
+    if len(ors) > 1 and len(ands) > 1:
+        return None
+    parts, joined = (ors, "any") if len(ors) > 1 else (ands, "all")
+    checks: list[tuple[str, Any]] = []
+    for part in parts:
+        while part.startswith("(") and part.endswith(")"):
+            part = part[1:-1].strip()
+        if (m := _JS_TEST.fullmatch(part)) is not None:
+            text = _js_string(m)
+            if not text:
+                return None
+            kind = "starts-with" if m.group(3) == "startsWith" else "icontains" if m.group(2) else "contains"
+            if kind == "icontains" and text != text.lower():
+                return None  # a lower-cased reply never holds capitals
+            checks.append((("not-" if m.group(1) else "") + kind, text))
+        elif (m := _JS_LENGTH.fullmatch(part)) is not None and "trim" not in part:
+            op, n = m.group(1), int(m.group(2))
+            least = {">": n + 1, ">=": n}.get(op)
+            most = {"<": n - 1, "<=": n}.get(op)
+            if most is not None and most < 0:
+                return None
+            span = f"{{{least},}}" if least is not None else f"{{0,{most}}}"
+            checks.append(("regex", rf"\A[\s\S]{span}\Z"))
+        else:
+            return None
+    if len(checks) == 1:
+        return {checks[0][0]: checks[0][1]}
+    if joined == "any":
+        if any(kind.startswith("not-") for kind, _ in checks):
+            return None
+        alternatives = [rf"\A{regex.escape(t)}" if kind == "starts-with" else
+                        ("(?i:" + regex.escape(t) + ")" if kind == "icontains" else regex.escape(t))
+                        if kind != "regex" else f"(?:{t})" for kind, t in checks]
+        return {"regex": "|".join(alternatives)}
+    if all(kind == "contains" for kind, _ in checks):
+        return {"contains-all": [t for _, t in checks]}
+    return None
+
+
 PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 
 
@@ -288,14 +353,13 @@ class _Converter:
         return test
 
     # -- prompts -----------------------------------------------------------------------------
-    def prompt(self, raw: Any) -> Any:
-        """The first prompt: a string template, or a list of chat messages (templates)."""
+    def prompts(self, raw: Any) -> list[Any]:
+        """Every prompt (one test per prompt when there are several, SPEC §19)."""
         items = raw if isinstance(raw, list) else [raw] if raw is not None else []
-        if len(items) > 1:
-            self.notes.append(f"{len(items) - 1} more prompt(s): only the first is used")
-        if not items:
-            return "{{ prompt }}"
-        first = items[0]
+        return [self.prompt(item) for item in items] or ["{{ prompt }}"]
+
+    def prompt(self, first: Any) -> Any:
+        """One prompt: a string template, or a list of chat messages (templates)."""
         if isinstance(first, dict):
             first = first.get("raw") or first.get("id") or ""
         text = str(first)
@@ -359,7 +423,14 @@ class _Converter:
         if base == "equals" and not isinstance(value, (str, int, float)):
             self.notes.append(f"{where}: assertion 'equals' on a structured value")
             return None
-        if base in SAME_TYPES:
+        if base == "javascript" and isinstance(value, str) and (checks := js_checks(value, negate)) is not None:
+            out = checks
+        elif base in RENAMED and (RENAMED[base] in ("conversation-relevance", "tool-args-valid")
+                                  or isinstance(value, str) and value.strip()):
+            out = {("not-" if negate else "") + RENAMED[base]: value if RENAMED[base] != "tool-args-valid" else True}
+        elif base == "icontains-any" and isinstance(value, list) and value:
+            out = {("not-" if negate else "") + "regex": "(?i)" + "|".join(regex.escape(str(v)) for v in value)}
+        elif base in SAME_TYPES:
             if base in ("is-json", "contains-json") and value is None:
                 out = {"type": name}
             else:
@@ -385,6 +456,16 @@ class _Converter:
     def assertions(self, raw: Any, where: str) -> list[dict[str, Any]]:
         items = raw if isinstance(raw, list) else []
         return [a for i, item in enumerate(items) if (a := self.assertion(item, f"{where}.assert[{i}]"))]
+
+
+def _captured(text: Any) -> Any:
+    """A turn rendered with a stored output's stand-in (`\\x00NAME\\x00`): the stand-in becomes `{{ NAME }}`,
+    the capture evalspec fills in when the conversation is played."""
+    if not isinstance(text, str) or "\x00" not in text:
+        return text
+    inside = text.startswith(RAW_OPEN)
+    return regex.sub(r"\x00(\w+)\x00", lambda m: (RAW_CLOSE + "{{ " + m.group(1) + " }}" + RAW_OPEN) if inside
+                     else "{{ " + m.group(1) + " }}", text)
 
 
 def _swap_prompt(value: Any) -> Any:
@@ -417,8 +498,7 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     data = _load(path)
     conv = _Converter(path, out_dir)
     providers = conv.providers(data.get("providers") if data.get("providers") is not None else data.get("targets"))
-    prompt = conv.prompt(data.get("prompts"))
-    multi_turn = "_conversation" in str(prompt)
+    prompts = conv.prompts(data.get("prompts"))
     default = data.get("defaultTest") or {}
     if isinstance(default, str):
         conv.notes.append(f"defaultTest {default}: external file")
@@ -434,8 +514,17 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     for key in sorted(set(default) - {"vars", "assert", "options"}):
         conv.notes.append(f"defaultTest.{key}")
 
+    # a conversation is the tests sharing a `metadata.conversationId` (whatever the prompt), or a prompt's
+    # `_conversation` loop over the tests in order
+    grouped = any(isinstance(t, dict) and isinstance(t.get("metadata"), dict) and t["metadata"].get("conversationId")
+                  for t in tests_raw)
+    multi_turn = grouped or any("_conversation" in str(p) for p in prompts)
     turns: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]] = []
-    for i, test in enumerate(t for t in tests_raw if isinstance(t, dict)):
+    stored = [str(t["options"]["storeOutputAs"]) for t in tests_raw if isinstance(t, dict) and isinstance(
+        t.get("options"), dict) and isinstance(t["options"].get("storeOutputAs"), str)]
+    multi_turn = multi_turn or bool(stored)  # a stored output is read by the later tests: one conversation
+    for (pk, prompt), (i, test) in itertools.product(enumerate(prompts, 1),
+                                                      enumerate(t for t in tests_raw if isinstance(t, dict))):
         where = f"tests[{i}]"
         if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
             conv.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
@@ -444,12 +533,22 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         for k, v in variables.items():
             if isinstance(v, str) and v.startswith("file://"):
                 conv.notes.append(f"{where}: var '{k}' reads {v} (kept as written)")
-        for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold"}):
-            conv.notes.append(f"{where}.{key}")
-        group = str((test.get("metadata") or {}).get("conversationId") or "conversation") if multi_turn \
+        test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
+        for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options"}) + \
+                [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs"})]:
+            if pk == 1:
+                conv.notes.append(f"{where}.{key}")
+        metadata: dict[str, Any] = test["metadata"] if isinstance(test.get("metadata"), dict) else {}
+        group = str(metadata.get("conversationId") or "conversation") if multi_turn \
             else str(test.get("description") or f"test-{i + 1}")
+        if len(prompts) > 1:
+            group += f" prompt-{pk}"
+        markers = {name: f"\x00{name}\x00" for name in stored if name not in variables}
+        if markers:  # promptfoo renders a var's own `{{ NAME }}` with the stored output too
+            variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
+                         if isinstance(v, str) else v for key, v in variables.items()}
         turns.append((group, test, conv.assertions(test.get("assert"), where),
-                      conv.messages(prompt, variables, where), dict(test.get("vars") or {})))
+                      conv.messages(prompt, {**markers, **variables}, where), dict(test.get("vars") or {})))
     if conv.problems:
         raise ConfigError(conv.problems)
 
@@ -477,7 +576,10 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             if m["role"] in ("user", "assistant"):
                 entry["conversation"].append({m["role"]: literal(m["content"])})
         last = messages[-1] if messages else {"role": "user", "content": ""}
-        turn: dict[str, Any] = {"user": literal(last["content"])}  # rendered here: sent as it reads
+        turn: dict[str, Any] = {"user": _captured(literal(last["content"]))}  # rendered here: sent as it reads
+        store = (test.get("options") or {}).get("storeOutputAs") if isinstance(test.get("options"), dict) else None
+        if isinstance(store, str) and store.isascii() and store.isidentifier():
+            turn["capture"] = store  # promptfoo's storeOutputAs: the reply is a var of the later tests
         if own_vars and multi_turn:
             turn["vars"] = plain(own_vars)  # the turn's checks may use them
         if asserts:
@@ -501,6 +603,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         suite["defaults"] = {"assert": default_asserts}
     used = {k.removeprefix("not-") for t in tests for turn in t["conversation"] for a in turn.get("assert", [])
             for k in a} | {k.removeprefix("not-") for a in default_asserts for k in a}
+    if "conversation-relevance" in used or "trajectory:goal-success" in used:
+        used.add("llm-rubric")  # judged too
     if judge is not None and "llm-rubric" in used:
         suite["judge"] = judge
     for role, key, model in (("judge", "llm-rubric", "openai/gpt-4o-mini"),

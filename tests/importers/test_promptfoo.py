@@ -37,7 +37,7 @@ def multi_turn_config(base: str) -> dict[str, Any]:
             {"vars": {"question": "Who founded Facebook?"}, "metadata": {"conversationId": "facebook"},
              "assert": [{"type": "icontains", "value": "founded"}]},
             {"vars": {"question": "Where does he live?"}, "metadata": {"conversationId": "facebook"},
-             "assert": [{"type": "javascript", "value": "output.length < 500"},
+             "assert": [{"type": "javascript", "value": "JSON.parse(output).ok === true"},
                         {"type": "regex", "value": "live"}]},
             {"vars": {"question": "天气怎么样？"}, "metadata": {"conversationId": "weather"},
              "assert": [{"type": "contains-any", "value": ["天气", "weather"]}]},
@@ -217,3 +217,46 @@ def test_a_missing_python_file_is_refused_not_written(tmp_path: Path) -> None:
                                               "tests": [{"vars": {"q": "hi"}, "assert": [{"type": "contains", "value": "h"}]}]})
     assert code == 2 and "provider.py does not exist next to the config" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_one_line_javascript_checks_keep_their_meaning_and_run(tmp_path: Path) -> None:
+    checks = ["output.includes('Say')", "output.length > 5", "output.length <= 3",
+              "output.toLowerCase().includes('hello') || output.toLowerCase().includes('你好')",
+              "JSON.parse(output).ok === true"]
+    code, out, err = import_config(tmp_path, {"prompts": ["Say {{ word }}"], "providers": ["echo"], "tests": [
+        {"vars": {"word": "你好"}, "assert": [{"type": "javascript", "value": c} for c in checks]}]})
+    assert code == 0, err
+    path = tmp_path / "out" / "promptfooconfig.yaml"
+    suite = load_suite(path)
+    assert [a.type for a in suite.tests[0].conversation[0].asserts] == ["contains", "regex", "regex", "regex"]
+    assert "assertion type 'javascript'" in err  # the JSON one is not converted, and says so
+    verdicts = [a["pass"] for a in run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False))
+                .data["results"][0]["assertions"]]
+    assert verdicts == [True, True, False, True]  # "Say 你好" is 6 characters: > 5 holds, <= 3 does not
+
+
+def test_several_prompts_make_one_test_each(tmp_path: Path) -> None:
+    code, out, err = import_config(tmp_path, {"prompts": ["Say {{ word }}", "Shout {{ word }}"], "providers": ["echo"],
+                                              "tests": [{"vars": {"word": "hi"}, "assert": [
+                                                  {"type": "icontains", "value": "hi"}]}]})
+    assert code == 0, err
+    suite = load_suite(tmp_path / "out" / "promptfooconfig.yaml")
+    assert [t.conversation[0].text for t in suite.tests] == ["Say hi", "Shout hi"]
+    assert "only the first" not in err
+
+
+def test_store_output_as_becomes_a_capture_and_conversation_id_groups_any_prompt(tmp_path: Path) -> None:
+    code, out, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
+        {"vars": {"q": "ORD-7"}, "options": {"storeOutputAs": "order"}, "metadata": {"conversationId": "a"},
+         "assert": [{"type": "contains", "value": "ORD"}]},
+        {"vars": {"q": "status of {{ order }}"}, "metadata": {"conversationId": "a"},
+         "assert": [{"type": "contains", "value": "status of ORD-7"}]},
+        {"vars": {"q": "other"}, "metadata": {"conversationId": "b"}, "assert": [{"type": "contains", "value": "o"}]}]})
+    assert code == 0, err
+    path = tmp_path / "out" / "promptfooconfig.yaml"
+    suite = load_suite(path)
+    assert [len(t.conversation) for t in suite.tests] == [2, 1]
+    assert suite.tests[0].conversation[0].capture == "order"
+    data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert [r["status"] for r in data["results"]] == ["passed", "passed"]
+    assert data["results"][0]["transcript"][2]["content"] == "status of ORD-7"
