@@ -224,3 +224,26 @@ class RateLimited:
         reply = self.script(request, n)
         reply.delay = max(reply.delay, self.delay)
         return reply
+
+
+def llama_cpp_like(script: Script) -> Script:
+    """`script` behind llama-cpp-python's server's format rules: `response_format` of type `json_schema`
+    is refused with HTTP 500 (its pydantic error, as that server sends it); `text` and `json_object`
+    (with or without a `schema`) pass."""
+    def serve(request: dict[str, Any], n: int) -> Reply:
+        kind = (request.get("response_format") or {}).get("type", "text")
+        if kind not in ("text", "json_object"):
+            return Reply(500, {"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', "
+                                                    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+                                                    f"'input': '{kind}'}}]", "type": "internal_server_error"}})
+        return script(request, n)
+    return serve
+
+
+def form_of(request: dict[str, Any]) -> str:
+    """Which structured-output form a request asked for: json_schema, json_object+schema, json_object,
+    ollama_format or none."""
+    fmt = request.get("response_format")
+    if isinstance(fmt, dict):
+        return "json_object+schema" if fmt.get("type") == "json_object" and "schema" in fmt else str(fmt.get("type"))
+    return "ollama_format" if "format" in request else "none"

@@ -27,6 +27,7 @@ from evalspec.providers.kinds import provider_kind
 from evalspec.providers.model_keys import KEY_ENV, NO_KEY, split_model
 from evalspec.providers.openai_compat import (
     OpenAICompatClient,
+    about_format,
     cached_count,
     prepare_client,
     price_map,
@@ -148,7 +149,7 @@ def litellm_error(litellm: Any, exc: Exception, model: str) -> ProviderError:
         getattr(litellm, "APIConnectionError", None), getattr(litellm, "InternalServerError", None),
         getattr(litellm, "ServiceUnavailableError", None), getattr(litellm, "BadGatewayError", None),
     ) if isinstance(t, type))
-    retryable = isinstance(exc, retryable_types)
+    retryable = isinstance(exc, retryable_types) and not about_format(str(exc))
     after = None
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)

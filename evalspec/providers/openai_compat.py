@@ -116,11 +116,17 @@ def status_error(response: httpx.Response, what: str) -> ProviderError:
     except ValueError:
         pass
     code = response.status_code
-    retryable = code in (408, 409, 429) or code >= 500
+    # a server error naming the structured-output request (llama-cpp-python's 500) repeats on every retry
+    retryable = (code in (408, 409, 429) or code >= 500) and not about_format(body)
     kind = {401: "authentication failed", 403: "forbidden", 404: "not found", 429: "rate limited"}.get(code, "error")
     return ProviderError(f"{what}: HTTP {code} {kind}: {body}", retryable=retryable,
                          retry_after=retry_after(response.headers) if retryable else None,
                          rate_limited=code in (429, 503))
+
+
+def about_format(text: str) -> bool:
+    """An error message about the structured-output request (`response_format`), not a passing fault."""
+    return any(word in text for word in ("response_format", "json_schema", "json_object"))
 
 
 def transport_error(exc: httpx.HTTPError, what: str) -> ProviderError:

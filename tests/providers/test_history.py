@@ -149,7 +149,8 @@ def test_a_server_that_rejects_response_format_gets_the_plain_request_from_then_
     plain = [r for r in strategy_requests(server) if "response_format" not in r]
     structured = [r for r in strategy_requests(server) if "response_format" in r]
     assert len(plain) == 2 and all(r["max_tokens"] == 500 for r in plain)
-    assert len(structured) == 1, "the rejection is remembered for the model: asked once, not on every fold"
+    assert len(structured) == 3, "each form is asked once (SPEC §20's chain), not on every fold"
+    assert [r["response_format"]["type"] for r in structured] == ["json_schema", "json_object", "json_object"]
 
 
 @pytest.mark.parametrize(("provider", "message"), [
