@@ -66,12 +66,23 @@ class ConversationJudgeParams(JudgeParams):  # a judged conversation check that 
     value: None | bool | str = None
 
 
+PER_TURN_DOC = "judge each assistant turn on its own (score: the share of good turns; threshold default 1.0)"
+WINDOW_DOC = "the last N turns the judge sees"
+
+
 @dataclass(frozen=True, kw_only=True)
 class RelevanceParams(ConversationJudgeParams):
-    window: Annotated[int, Option(), Keywords(minimum=1)] = 5
+    window: Annotated[int, Option(), Keywords(minimum=1, description=WINDOW_DOC)] = 5
+    per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC + " (default true)")] = True
 
     def criterion_vars(self) -> dict[str, Any]:
         return {"window": self.window}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetentionParams(ConversationJudgeParams):
+    window: Annotated[int, Option(), Keywords(minimum=1, description=WINDOW_DOC)] = 5
+    per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC)] = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +90,8 @@ class RoleParams(JudgeParams):
     value_field: ClassVar[str] = "value"
     value: str | None = None
     role: Annotated[str | None, Option()] = None
+    window: Annotated[int, Option(), Keywords(minimum=1, description=WINDOW_DOC)] = 5
+    per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC)] = False
 
     def criterion_vars(self) -> dict[str, Any]:
         return {"role": self.role or self.value}
@@ -161,7 +174,7 @@ def _shown(answer: dict[str, Any]) -> str:
 
 
 async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
-                  levels: dict[str, float]) -> Check:
+                  levels: dict[str, float], threshold: float | None) -> Check:
     """A graded rubric: each sample answers one level; the majority level wins (a tie: the lower score)."""
     assert ctx.judge is not None
     from evalspec.providers.structured import verdict_schema
@@ -188,7 +201,7 @@ async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: i
     top = max(counts.values())
     chosen = min((name for name, c in counts.items() if c == top), key=lambda name: levels[name])
     score = levels[chosen]
-    threshold = spec.threshold if spec.threshold is not None else LEVEL_THRESHOLD
+    threshold = threshold if threshold is not None else LEVEL_THRESHOLD
     why = str(next(v.get("reason", "") for v in verdicts if v["level"] == chosen))
     reason = f"{chosen} ({score:g}): {why}" if samples == 1 else \
         f"{counts[chosen]}/{samples} samples chose {chosen} ({score:g}): {why}"
@@ -196,13 +209,17 @@ async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: i
                  {"verdicts": verdicts, "level": chosen, "levels": levels})
 
 
-async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None) -> Check:
+async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
+                   one_turn: bool = False) -> Check:
+    """The judge's verdict on `prompt`; `one_turn`: one turn of a per-turn check, passing at its samples'
+    majority (or level 0.5), whatever the assertion's threshold (that is for the share of good turns)."""
     prompt = with_reference(spec, prompt)
     if ctx.judge is None:
         raise GradingError(f"'{spec.type}' needs a judge: set `judge:` in the suite")
+    threshold = None if one_turn else spec.threshold
     levels = levels_of(spec)
     if levels is not None:
-        return await _graded(spec, ctx, prompt, turn, levels)
+        return await _graded(spec, ctx, prompt, turn, levels, threshold)
     samples = judging(spec).samples or 1
     verdicts: list[dict[str, Any]] = []
     for i in range(samples):
@@ -215,7 +232,7 @@ async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: 
     passes = sum(1 for v in verdicts if v["pass"])
     score = passes / samples
     majority = passes * 2 > samples
-    passed = score >= spec.threshold if spec.threshold is not None else majority
+    passed = score >= threshold if threshold is not None else majority
     reason = str(verdicts[0].get("reason", "")) if samples == 1 else \
         f"{passes}/{samples} judge samples passed; " + str(next((v.get("reason", "") for v in verdicts if v["pass"] == majority), ""))
     return Check(passed, score, reason, [Evidence(turn, reason)], {"verdicts": verdicts})
@@ -240,6 +257,44 @@ async def judge_conversation(spec: AssertionSpec, ctx: GradingContext, criterion
     return await _verdict(spec, ctx, prompt, ctx.turn)
 
 
+def assistant_turns(transcript: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(turn, reply) of every turn the system answered: its last assistant message with text; golden
+    (scripted) assistant lines are the test's words, not the system's, and are not judged."""
+    replies: dict[int, str] = {}
+    for m in transcript:
+        if m["role"] == "assistant" and m.get("turn") is not None and not m.get("injected") and m.get("content"):
+            replies[int(m["turn"])] = str(m["content"])
+    return sorted(replies.items())
+
+
+async def judge_turns(spec: AssertionSpec, ctx: GradingContext, criterion: str, window: int) -> Check:
+    """SPEC §20 per-turn judgement: one judge call per assistant turn, showing the last `window` turns up to
+    it; the score is the share of good turns, each bad turn is evidence (turn + reason); the assertion
+    passes when the share reaches its threshold (default 1.0: every turn good)."""
+    criterion = judging(spec).rubric or criterion
+    turns = assistant_turns(ctx.transcript)
+    if not turns:
+        raise GradingError(f"'{spec.type}' judges each assistant turn, and the conversation has none")
+    verdicts: list[dict[str, Any]] = []
+    bad: list[Evidence] = []
+    for turn, reply in turns:
+        shown = [m for m in ctx.transcript if turn - window < (m.get("turn") or 0) <= turn
+                 and not (m["role"] == "assistant" and m.get("turn") == turn)]
+        prompt = (f"Criterion: {criterion}\n\nConversation so far (the last {window} turns):\n{format_transcript(shown)}"
+                  f"\n\nReply under evaluation (turn {turn}):\n{reply}\n\nDoes this reply meet the criterion?")
+        with _counted(verdicts):
+            check = await _verdict(spec, ctx, prompt, turn, one_turn=True)
+        verdicts.extend(check.details.get("verdicts", []))
+        if not check.passed:
+            bad.append(Evidence(turn, check.reason))
+    good = len(turns) - len(bad)
+    score = good / len(turns)
+    threshold = spec.threshold if spec.threshold is not None else 1.0
+    reason = f"{good}/{len(turns)} turns good" + \
+        ("; " + "; ".join(f"turn {e.turn}: {e.text}" for e in bad) if bad else "")
+    return Check(score >= threshold, score, reason, bad, {"verdicts": verdicts, "turns": len(turns), "good": good})
+
+
 @assertion("llm-rubric", params=RubricParams, default_scope="conversation", needs="judge")
 async def llm_rubric(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A judge checks the reply (or the conversation) against a rubric."""
@@ -250,11 +305,15 @@ async def llm_rubric(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> 
 CRITERIA: dict[str, str] = {}  # each built-in judged conversation check's criterion (`batch` asks them together)
 
 
-def _judged(name: str, criterion: str, params: type[JudgeParams] = ConversationJudgeParams) -> None:
+def _judged(name: str, criterion: str, params: type[JudgeParams] = ConversationJudgeParams,
+            turn_criterion: str | None = None) -> None:
     CRITERIA[name] = criterion
 
     async def check(spec: AssertionSpec, ctx: GradingContext) -> Check:
-        return await judge_conversation(spec, ctx, criterion.format(**judging(spec).criterion_vars()))
+        p = judging(spec)
+        if turn_criterion is not None and getattr(p, "per_turn", False):
+            return await judge_turns(spec, ctx, turn_criterion.format(**p.criterion_vars()), int(getattr(p, "window", 5)))
+        return await judge_conversation(spec, ctx, criterion.format(**p.criterion_vars()))
 
     check.__doc__ = criterion.split(".")[0].format(value="<value>", role="<role>", window="N") + "."
     assertion(name, kind="conversation", params=params, needs="judge")(check)
@@ -262,10 +321,13 @@ def _judged(name: str, criterion: str, params: type[JudgeParams] = ConversationJ
 
 _judged("trajectory:goal-success", "Over the whole conversation, the user's goal is achieved: {value}.", GoalParams)
 _judged("conversation-relevance", "Each assistant reply is relevant to the last {window} turns of the conversation.",
-        RelevanceParams)
+        RelevanceParams, "The reply is relevant to the conversation shown and answers the user's latest message.")
 _judged("knowledge-retention", "The assistant retains facts the user gave earlier and never asks again for, "
-        "or contradicts, information already provided.")
-_judged("role-adherence", "The assistant stays in its assigned role throughout: {role}.", RoleParams)
+        "or contradicts, information already provided.", RetentionParams,
+        "The reply keeps the facts the user gave earlier: it neither asks again for nor contradicts information "
+        "already provided.")
+_judged("role-adherence", "The assistant stays in its assigned role throughout: {role}.", RoleParams,
+        "The reply stays in the assistant's assigned role: {role}.")
 _judged("coherence", "The assistant never contradicts itself across turns.")
 _judged("follows-correction", "After the user changes an instruction, goal, constraint or premise, the assistant "
         "follows the newest one, and points out when the new statement contradicts an earlier premise.",

@@ -161,3 +161,99 @@ def test_topic_coherence_fails_on_drift(tmp_path: Path) -> None:
         data = go(tmp_path, server, "      - topic-coherence: {min_adjacent: 0.99, max_drift: 0.0}")
     topic = data["results"][0]["assertions"][0]
     assert topic["pass"] is False and topic["details"]["drift"] > 0
+
+
+def per_turn_judge(bad_turns: set[int]) -> OpenAIServer:
+    """A judge that fails the reply of each turn in `bad_turns` (read from the prompt's 'turn N')."""
+    import re
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        found = re.search(r"Reply under evaluation \(turn (\d+)\)", request["messages"][1]["content"])
+        turn = int(found.group(1)) if found else 0
+        ok = turn not in bad_turns
+        return Reply(body=chat_body(f'{{"reason": "turn {turn} {"ok" if ok else "off topic"}", "pass": {str(ok).lower()}}}'))
+    return OpenAIServer(script)
+
+
+def four_turns(tmp_path: Path, server: OpenAIServer, asserts: str) -> dict[str, Any]:
+    path = tmp_path / "four.yaml"
+    path.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+judge: {{model: openai/judge-model, api_base: "{server.base}"}}
+tests:
+  - id: t
+    conversation:
+      - user: 这台瑶光是哪年的车？
+      - user: 能分期吗？
+      - user: 首付多少？
+      - user: 颜色有哪些？
+    assert:
+{asserts}
+""", encoding="utf-8")
+    return run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+
+
+def test_conversation_relevance_judges_each_turn_and_scores_the_share_of_good_turns(tmp_path: Path) -> None:
+    """SPEC §20: one judge call per assistant turn (the last N turns shown), score = share of good turns,
+    each bad turn as evidence, threshold 1.0 by default; summary.judge_calls counts the 4 calls."""
+    with per_turn_judge({2}) as server:
+        data = four_turns(tmp_path, server, "      - conversation-relevance:\n        window: 2")
+    a = data["results"][0]["assertions"][0]
+    assert (a["pass"], a["score"]) == (False, 0.75)
+    assert [e["turn"] for e in a["evidence"]] == [2] and "off topic" in a["evidence"][0]["text"]
+    assert "3/4 turns good" in a["reason"]
+    prompts = [r["messages"][1]["content"] for r in server.chats()]
+    assert len(prompts) == 4 and [f"(turn {k})" in p for k, p in enumerate(prompts, 1)] == [True] * 4
+    last = prompts[3]  # window 2: turns 3 and 4 only
+    assert "首付多少？" in last and "颜色有哪些？" in last and "能分期吗？" not in last
+    assert data["results"][0]["judge_calls"] == 4 and data["summary"]["judge_calls"] == 4
+
+
+def test_per_turn_threshold_and_the_other_per_turn_checks(tmp_path: Path) -> None:
+    with per_turn_judge({2}) as server:
+        data = four_turns(tmp_path, server, "      - conversation-relevance:\n        threshold: 0.7\n"
+                                            "      - role-adherence: 汽车销售顾问\n        per_turn: true\n"
+                                            "      - knowledge-retention:\n        per_turn: true\n        window: 1\n"
+                                            "      - knowledge-retention:\n"
+                                            "      - conversation-relevance:\n        per_turn: false")
+    relevance, role, retention, whole, once = data["results"][0]["assertions"]
+    assert (relevance["pass"], relevance["score"]) == (True, 0.75)
+    assert (role["pass"], role["score"], retention["score"]) == (False, 0.75, 0.75)
+    assert whole["pass"] is True and once["pass"] is True  # one call each over the whole conversation
+    assert data["summary"]["judge_calls"] == 4 + 4 + 4 + 1 + 1
+    role_prompts = [r["messages"][1]["content"] for r in server.chats() if "汽车销售顾问" in r["messages"][1]["content"]]
+    assert len(role_prompts) == 4
+
+
+def test_per_turn_judgement_reports_every_call_before_an_unusable_answer(tmp_path: Path) -> None:
+    """An unusable answer at turn 3 still reports the usage of turns 1-3's calls (GradingError.usage),
+    so summary.judge_calls can count them."""
+    import asyncio
+
+    from evalspec.assertions.base import GradingContext
+    from evalspec.assertions.graded import judge_turns
+    from evalspec.config.model import AssertionSpec
+    from evalspec.providers.calls import CallStats, ProviderCaller
+    from evalspec.providers.judge import make_judge
+    from evalspec.providers.model_provider import ModelProvider
+
+    answers = ['{"reason": "ok", "pass": true}', '{"reason": "ok", "pass": true}', "I cannot judge this."]
+    transcript = [m for k in (1, 2, 3, 4) for m in ({"role": "user", "content": f"q{k}", "turn": k},
+                                                     {"role": "assistant", "content": f"a{k}", "turn": k})]
+    spec = AssertionSpec(type="conversation-relevance", negate=False, value=None)
+    with judged(answers) as server:
+        provider = ModelProvider("judge", {"model": "openai/j", "api_base": server.base, "client": "lean"})
+        caller = ProviderCaller(provider, cache=None, timeout=10, retries=0, max_concurrency=None, rpm=None,
+                                stats=CallStats())
+        ctx = GradingContext(transcript, {}, {}, "t", None, tmp_path, judge=make_judge(caller))
+
+        async def grade() -> None:
+            try:
+                await judge_turns(spec, ctx, "relevant", 5)
+            finally:
+                await provider.aclose()
+
+        with pytest.raises(GradingError) as info:
+            asyncio.run(grade())
+    assert "not a JSON verdict" in str(info.value)
+    assert len(server.chats()) == 3 and [u["tokens"] for u in info.value.usage] == [15, 15, 15]

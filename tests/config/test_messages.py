@@ -82,7 +82,8 @@ def test_option_names_inside_a_memory_recall_map_are_reported_not_scored_as_fact
     assert len(found) == 2, found
     assert ("memory-recall.fuzzy: 'fuzzy' is an option of 'memory-recall', not part of its value: write it on its "
             "own line beside 'memory-recall:' (same indentation) (fuzzy takes true/false, got 'no')") in found[0]
-    assert ("memory-recall.window: 'window' is a reserved option name (an option of conversation-relevance), so it "
+    assert ("memory-recall.window: 'window' is a reserved option name (an option of conversation-relevance, knowledge-retention, "
+            "role-adherence), so it "
             "cannot be part of the value of 'memory-recall'; the options of 'memory-recall' are fuzzy, partial_credit"
             ) in found[1]
 
