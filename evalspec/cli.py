@@ -21,6 +21,7 @@ from evalspec import __version__
 from evalspec.cli_judges import (
     FiniteRange,
     after_grading,
+    doctor_command,
     judge_eval_command,
     judge_sample_options,
     triage_command,
@@ -596,6 +597,7 @@ main.add_command(import_)
 main.add_command(export)
 main.add_command(judge_eval_command)
 main.add_command(triage_command)
+main.add_command(doctor_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

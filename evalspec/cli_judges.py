@@ -167,3 +167,31 @@ def after_grading(data: dict[str, Any], instances: dict[str, Any], suites: list[
     from evalspec.second_opinion import after_grading as run_after_grading
 
     return asyncio.run(run_after_grading(data, instances, suites, rate, seed, cache_dir))
+
+
+@click.command(name="doctor")
+@click.argument("paths", nargs=-1)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write every role's findings as JSON")
+@click.option("--no-calibration", is_flag=True, help="skip the judge's calibration set (12 labelled items)")
+@click.option("--no-cache", is_flag=True, help="do not read or write the cache directory (nor remember the forms)")
+def doctor_command(paths: tuple[str, ...], output: str | None, no_calibration: bool, no_cache: bool) -> None:
+    """Check the models of suites (default: suites/*.yaml) before a run: per provider, judge, simulator,
+    attacker, history model and embedder, the key, one call's latency and tokens, the structured-output
+    form the model accepts, a sample answer, and the judge's agreement and kappa on a shipped calibration
+    set. Exit 1 when a role gives no usable answer in any form; 2 on a configuration error."""
+    from evalspec.api import expand_paths
+    from evalspec.config.loader import load_suites
+    from evalspec.doctor import doctor, render
+    from evalspec.redact import redact, run_secrets
+
+    suites = load_suites(list(expand_paths(paths)))
+    secrets = run_secrets(suites)
+    roles = asyncio.run(doctor(suites, None if no_cache else Path(".evalspec/cache"), not no_calibration))
+    click.echo(redact(render(roles), secrets))
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        data = {"roles": [r.to_json() for r in roles]}
+        Path(output).write_text(json.dumps(redact(data, secrets), ensure_ascii=False, indent=2) + "\n",
+                                encoding="utf-8")
+    if any(not r.usable for r in roles):
+        sys.exit(1)
