@@ -73,7 +73,7 @@ WINDOW_DOC = "the last N turns the judge sees"
 @dataclass(frozen=True, kw_only=True)
 class RelevanceParams(ConversationJudgeParams):
     window: Annotated[int, Option(), Keywords(minimum=1, description=WINDOW_DOC)] = 5
-    per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC + " (default true)")] = True
+    per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC)] = True
 
     def criterion_vars(self) -> dict[str, Any]:
         return {"window": self.window}
