@@ -208,3 +208,26 @@ tests:
         assert asked[:2] == ["json_schema", "json_object+schema"] and set(asked[1:]) == {"json_object+schema"}, role
         assert all("max_tokens" in r for r in server.chats() if r["model"] == role)
     assert {r["max_tokens"] for r in server.chats() if r["model"] == "sim"} == {64}
+
+
+def test_ollama_models_get_format_with_the_schema_through_litellm(tmp_path: Path) -> None:
+    """SPEC §20: `ollama/` and `ollama_chat/` models take `format: <schema>` (Ollama's /api/chat)."""
+    from servers import LoopbackServer
+
+    def ollama(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        return Reply(body={"model": body.get("model"), "created_at": "2024-01-01T00:00:00Z", "done": True,
+                           "message": {"role": "assistant", "content": '{"reason": "ok", "pass": true}'},
+                           "prompt_eval_count": 10, "eval_count": 5})
+
+    with LoopbackServer(ollama) as server:
+        path = tmp_path / "s.yaml"
+        path.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+judge: {{model: ollama_chat/qwen2.5, api_base: "{server.url}"}}
+tests: [{{id: t, conversation: [{{user: 你好}}], assert: [{{llm-rubric: 礼貌}}]}}]
+""", encoding="utf-8")
+        data = go(path, tmp_path)
+    assert data["results"][0]["status"] == "passed", data["results"][0]["error"]
+    chat = next(r for r, p in zip(server.requests, server.paths) if p == "/api/chat")
+    assert chat["format"]["required"] == ["reason", "pass"] and chat["options"]["num_predict"] == 512
+    assert "response_format" not in chat
