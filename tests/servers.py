@@ -228,14 +228,16 @@ class RateLimited:
 
 def llama_cpp_like(script: Script) -> Script:
     """`script` behind llama-cpp-python's server's format rules: `response_format` of type `json_schema`
-    is refused with HTTP 500 (its pydantic error, as that server sends it); `text` and `json_object`
+    is refused with HTTP 500 (its pydantic error over several lines, as llama-cpp-python 0.3 sends it); `text` and `json_object`
     (with or without a `schema`) pass."""
     def serve(request: dict[str, Any], n: int) -> Reply:
         kind = (request.get("response_format") or {}).get("type", "text")
         if kind not in ("text", "json_object"):
-            return Reply(500, {"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', "
-                                                    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
-                                                    f"'input': '{kind}'}}]", "type": "internal_server_error"}})
+            return Reply(500, {"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                                                    "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                                    f"'json_object'\", 'input': '{kind}'}}\n\n  File \"app.py\", line "
+                                                    "376, in create_chat_completion\n    POST /v1/chat/completions",
+                                         "type": "internal_server_error", "param": None, "code": None}})
         return script(request, n)
     return serve
 

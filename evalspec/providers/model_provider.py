@@ -160,7 +160,12 @@ def litellm_error(litellm: Any, exc: Exception, model: str) -> ProviderError:
             after = retry_after(headers)
         except Exception:
             after = None
-    message = str(getattr(exc, "message", "") or exc).strip().splitlines()[0][:300] if str(exc) else type(exc).__name__
+    lines = str(getattr(exc, "message", "") or exc).strip().splitlines() if str(exc) else [type(exc).__name__]
+    message = lines[0][:300]
+    # a multi-line error (llama-cpp-python's pydantic 500) names the rejected format further down: keep that line
+    about = next((line.strip() for line in lines[1:] if about_format(line)), None)
+    if about and not about_format(message):
+        message = f"{message} {about[:300]}"
     limited = tuple(t for t in (getattr(litellm, "RateLimitError", None), getattr(litellm, "ServiceUnavailableError", None))
                     if isinstance(t, type))
     return ProviderError(f"{model}: {type(exc).__name__}: {message}", retryable=retryable, retry_after=after,
