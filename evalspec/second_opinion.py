@@ -33,7 +33,8 @@ FLAG_DISAGREEMENT = 0.10
 AGREE_SCHEMA = verdict_schema("agree", {"type": "boolean"})
 SYSTEM = ("You review the verdicts of automatic rules that check conversations between a user and an AI "
           "assistant. Decide whether the rule's verdict is right for this conversation, judging by what the rule "
-          'is meant to catch. Answer with a single JSON object: {"reason": "<one sentence>", "agree": true or false}')
+          'is meant to catch. Answer with a single JSON object with two keys: "reason" (one sentence of your own) '
+          'and "agree" (true or false).')
 
 
 def needs_judges(suites: list[Suite]) -> None:

@@ -33,7 +33,7 @@ def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
         f"Your goal: {goal}",
         "Write only your next message to the assistant: no role labels, no quotes, no explanations. "
         "Use the language of your persona.",
-        'Answer with a JSON object: {"message": "<your next message>"}.',
+        'Answer with a JSON object with one key, "message": your next message.',
     ]
     if marker:
         lines.append(f"When your goal is achieved, or you give up, reply with exactly {marker} and nothing else.")
@@ -180,7 +180,7 @@ def message_text(content: str, marker: str | None = None) -> str:
 async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The judge's verdict on whether the goal is met by now (its usage in `_judge`)."""
     prompt = (f"The user's goal: {goal}\n\nConversation:\n{format_transcript(messages)}\n\n"
-              "Has the user's goal been achieved by now? Answer with a JSON object "
-              '{"reason": "...", "pass": true or false}.')
+              "Has the user's goal been achieved by now? Answer with a JSON object with two keys: "
+              '"reason" (one sentence of your own) and "pass" (true or false).')
     verdict: dict[str, Any] = await judge([{"role": "user", "content": prompt}], {"sample": 0})
     return verdict

@@ -33,8 +33,9 @@ from evalspec.providers.structured import verdict_schema
 from evalspec.usercode import describe
 
 Group = list[tuple[int, AssertionSpec]]
-PASS_ANSWER = '{"reason": "<one or two sentences citing the turn>", "pass": true or false}'
-LEVEL_ANSWER = '{"reason": "<one or two sentences citing the turn>", "level": "<one level name, exactly as written>"}'
+PASS_ANSWER = 'an object with "reason" (one or two sentences of your own, citing the turn) and "pass" (true or false)'
+LEVEL_ANSWER = ('an object with "reason" (one or two sentences of your own, citing the turn) and "level" (one level '
+                'name, exactly as written)')
 
 
 def batchable(spec: AssertionSpec) -> bool:

@@ -119,8 +119,11 @@ JUDGE_SYSTEM = (
     "Judge only against the criterion given. Answer with a single JSON object and nothing else, "
     "in the format given after the criterion."
 )
-PASS_FORMAT = 'Answer with: {"reason": "<one or two sentences citing the turn>", "pass": true or false}'
-LEVEL_FORMAT = 'Answer with: {"reason": "<one or two sentences citing the turn>", "level": "<one level name, exactly as written>"}'
+# the keys are described, not shown as a JSON example: a small model copies an example's placeholders
+PASS_FORMAT = ('Answer with a JSON object with two keys: "reason" (one or two sentences of your own, citing the '
+               'turn) and "pass" (true or false).')
+LEVEL_FORMAT = ('Answer with a JSON object with two keys: "reason" (one or two sentences of your own, citing the '
+                'turn) and "level" (one level name, exactly as written).')
 
 
 def format_transcript(transcript: list[dict[str, Any]]) -> str:

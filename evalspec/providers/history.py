@@ -39,14 +39,14 @@ SUMMARY_SYSTEM = (
     "and one new exchange; answer with the updated summary. Keep every fact the user stated (names, places, "
     "numbers, preferences, decisions), what each request was and where it stands; when the user corrects or "
     "changes something, keep only the newest version and say it changed. Be brief. Write in the language of "
-    'the conversation. Answer with a JSON object: {"summary": "..."}'
+    'the conversation. Answer with a JSON object with one key, "summary": the updated summary.'
 )
 FACTS_SYSTEM = (
     "You keep a list of the facts a user has stated in a conversation with an assistant: who they are, their "
     "situation, preferences, constraints and requests. You get the list so far and one new exchange; answer "
     "with the updated list. Add what the user stated in the new exchange; when it replaces or contradicts an "
     "older fact, drop the older one. Never add what only the assistant said. One short fact per item, in the "
-    'language of the conversation. Answer with a JSON object: {"facts": ["...", ...]}'
+    'language of the conversation. Answer with a JSON object with one key, "facts": the list of facts.'
 )
 SCHEMAS = {
     "summary": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"],
