@@ -43,7 +43,7 @@ def answer_text(text: str) -> str:
 
 def _objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
     """(start, end, object) of every outermost JSON object in `text`."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # a raw newline inside a string (small models write them) is text
     found = []
     i = text.find("{")
     while i != -1:

@@ -144,3 +144,14 @@ tests: [{{id: t, conversation: [{{user: hi}}], assert: [{{llm-rubric: polite}}]}
         error = asyncio.run(ask())
     assert "refusal" in str(error)
     assert [u["tokens"] for u in error.usage] == [37] and error.usage[0]["cached"] is False
+
+
+def test_a_raw_newline_inside_a_string_value_is_still_a_verdict() -> None:
+    """gemma-3-270m under llama.cpp's JSON grammar writes raw newlines inside strings (not valid strict JSON);
+    the object is still the answer."""
+    from evalspec.providers.judge import parse_verdict
+    from evalspec.simulate import MESSAGE_SCHEMA
+
+    assert parse_verdict('{"reason": "turn 1\nanswers it", "pass": true}')["pass"] is True
+    assert parse_verdict('{ "message": "能分期吗？\n\n首付多少" }', MESSAGE_SCHEMA, role="simulator")["message"] == \
+        "能分期吗？\n\n首付多少"
