@@ -213,3 +213,22 @@ def test_the_packaged_run_schema_is_the_published_one() -> None:
     from evalspec.diff.files import RUN_SCHEMA_FILE
 
     assert json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8")) == RUN_SCHEMA
+
+
+def test_a_head_failing_after_a_base_error_writes_a_run_json_that_is_a_valid_baseline(project: Path) -> None:
+    # base: the bot is down (error); head: it answers wrongly -> 'failing, no baseline verdict' (SPEC §17).
+    # That run.json must still validate, so it can be diffed and be the next run's baseline.
+    (project / "bot.py").write_text(
+        "from pathlib import Path\n\n\ndef respond(messages, context):\n"
+        "    if (Path(__file__).parent / 'mode.txt').read_text().strip() == 'base':\n"
+        "        raise RuntimeError('backend down')\n"
+        "    return 'bad'\n", encoding="utf-8")
+    side(project, "base", ["t"], "--no-cache")
+    code, out, head = side(project, "head", ["t"], "--baseline", "base.json", "--gate", "regressions", "--no-cache")
+    assert code == 1, out
+    assert head["baseline"]["rows"][0]["category"] == "failing, no baseline verdict"
+    jsonschema.validate(head, RUN_SCHEMA)
+    code, out = invoke("diff", "base.json", "head.json")
+    assert code == 1, out
+    code, out = invoke("run", "s.yaml", "-o", "next.json", "--baseline", "head.json", "--no-cache")
+    assert code != 2, out
