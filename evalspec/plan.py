@@ -100,6 +100,13 @@ def identity_problems(suites: list[Suite]) -> list[Problem]:
     for suite in suites:
         first: dict[str, tuple[TestSpec, dict[str, Any], PathKey]] = {}
         for test in suite.tests:
+            if not test.matrix and regex.search(r"#\d+$", test.id):  # a repeat's record id (`#k`, SPEC §2.3)
+                plain = test.id.rsplit("#", 1)[0]
+                message = (f"test id '{test.id}' ends like a repeat's id: '#k' is added to each repeat, so a test "
+                           f"'{plain}' run more than once has a record '{test.id}' too; rename it (e.g. "
+                           f"'{plain}-{test.id.rsplit('#', 1)[1]}')")
+                problems.append(suite.lines.problem((*test.where, "id"), message) if suite.lines
+                                else Problem(str(suite.path), None, "", message))
             keys = list(test.matrix)
             for picks in itertools.product(*(range(len(test.matrix[k])) for k in keys)):
                 matrix = {k: test.matrix[k][i] for k, i in zip(keys, picks, strict=True)}

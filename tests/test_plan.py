@@ -182,6 +182,23 @@ tests:
     assert "2 problems found" in out
 
 
+def test_a_test_id_ending_like_a_repeat_is_refused(in_tmp: Path) -> None:
+    # 't#1' is also the record id of repeat 1 of 't' (here, or with `--repeat 2`): `rerun`, `triage`,
+    # the journal and the cache would take one for the other
+    body = """\
+tests:
+  - id: "t#1"
+    conversation: [{user: hi}]
+  - id: t
+    repeat: 2
+    conversation: [{user: hi}]
+"""
+    code, out = invoke("validate", str(write(in_tmp, body)))
+    assert code == 2, out
+    assert "s.yaml:7: tests[0].id: test id 't#1' ends like a repeat's id" in out, out
+    assert invoke("run", str(in_tmp / "s.yaml"))[0] == 2
+
+
 def test_distinct_instances_of_two_tests_are_accepted(in_tmp: Path) -> None:
     body = """\
 tests:
