@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -161,7 +162,9 @@ class ContextStrategy:
     def from_config(cls, config: dict[str, Any]) -> ContextStrategy:
         history = config.get("history") or {}
         mode = str(history.get("mode", "full"))
-        turns = int(history["turns"]) if history.get("turns") is not None and mode != "full" else None
+        raw = history.get("turns")  # the preflight also reads suites the loader found wrong: no count, no turns
+        count = not isinstance(raw, bool) and isinstance(raw, (int, float)) and math.isfinite(raw)
+        turns = int(raw) if count and mode != "full" else None
         max_tokens = history.get("max_tokens") or DEFAULT_MAX_TOKENS.get(mode)
         return cls(mode=mode, turns=turns, max_tokens=max_tokens, model=history.get("model"))
 

@@ -183,6 +183,19 @@ def test_a_summary_or_facts_strategy_on_a_python_provider_without_model_is_a_con
     assert not (tmp_path / "called").exists()
 
 
+@pytest.mark.parametrize("turns", ["abc", ".nan", ".inf", "[2]", "1e400"])
+@pytest.mark.parametrize("mode", ["window", "summary"])
+def test_a_history_turns_that_is_no_count_is_a_config_error_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, turns: str) -> None:
+    """The preflight reads the strategy of a suite the loader already found wrong: exit 2 naming the key."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bot.py").write_text("def respond(m, c):\n    return 'ok'\n", encoding="utf-8")
+    path = suite(tmp_path, f"  - id: p\n    python: bot.py:respond\n    history: {{mode: {mode}, turns: {turns}}}")
+    code, out = invoke("validate", str(path))
+    assert code == 2, out
+    assert "s.yaml:4: providers[0].history.turns: " in out, out
+
+
 def test_window_counts_exchanges_and_skips_unanswered_user_messages() -> None:
     msgs = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, {"role": "assistant", "content": "B"},
             {"role": "user", "content": "c"}, {"role": "assistant", "content": "C1"},
