@@ -42,7 +42,13 @@ def judge_suite(judge: str | None, suite: str | None, labels: Path) -> Any:
         return loaded
     try:
         raw = yaml.safe_load(str(judge))
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        if str(judge).lstrip().startswith("{"):  # meant as a mapping: say so, never quoting it (it may hold a key)
+            mark = getattr(exc, "problem_mark", None)
+            at = f" (column {mark.column + 1})" if mark is not None else ""
+            raise click.BadParameter(f"the value is not a YAML mapping{at}: quote values holding `${{`, `{{` or "
+                                     f"`,` — e.g. {{model: openai/gpt-4o-mini, api_key: '${{KEY}}'}}",
+                                     param_hint="--judge") from None
         raw = judge
     if not isinstance(raw, (str, dict)) or (isinstance(raw, dict) and "model" not in raw):
         raise click.BadParameter("a model string or a mapping with `model:`", param_hint="--judge")

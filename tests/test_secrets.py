@@ -169,3 +169,19 @@ def test_judge_eval_expands_env_in_its_judge_mapping_and_masks_the_key_in_every_
             assert json.loads(written)["judge"]["api_key"] == "***"
     code, out = invoke("judge-eval", "l.jsonl", "--judge", "{model: openai/j, api_key: '${NOT_SET_ANYWHERE}'}")
     assert code == 2 and "NOT_SET_ANYWHERE is not set" in out, out
+
+
+def test_judge_mapping_that_is_not_yaml_says_so_and_how_to_quote_it(in_tmp: Path, monkeypatch: Any) -> None:
+    """`{model: M, api_key: ${KEY}}` (unquoted `${`) is no YAML mapping: exit 2 saying so, with the fix,
+    not "'{model: openai' is not a provider litellm knows", and the key's value is never printed."""
+    from helpers import invoke
+
+    (in_tmp / "l.jsonl").write_text(json.dumps({"transcript": [{"role": "user", "content": "hi"}],
+                                                                "assert": {"llm-rubric": "x"}, "label": True})
+                                    + "\n", encoding="utf-8")
+    monkeypatch.setenv("JUDGE_KEY", "sk-judge-from-env-123456")
+    for judge in ("{model: openai/j, api_key: ${JUDGE_KEY}}", "{model: openai/j, api_key: sk-lit-55555 ]"):
+        code, out = invoke("judge-eval", "l.jsonl", "--judge", judge)
+        assert code == 2, out
+        assert "is not a YAML mapping" in out and "api_key: '${KEY}'" in out, out
+        assert "litellm" not in out and "sk-judge-from-env-123456" not in out and "sk-lit-55555" not in out, out
