@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from evalspec.config.interpolate import LITERAL_DOLLAR_BRACE, is_template
+from evalspec.config.yamlfile import typographic_quotes
 from evalspec.errors import ConfigError, Problem
 
 STUB_FILE = "provider_stub.py"
@@ -85,7 +86,8 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
+    # copied text wrapped in “…” or 「…」 keeps its quotes: written in YAML quotes, as SPEC §18 asks for that
+    style = "|" if "\n" in value else "'" if typographic_quotes(value) else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

@@ -103,3 +103,19 @@ def test_cells_are_sent_and_matched_as_written_and_exported_back(tmp_path: Path,
     back = CliRunner().invoke(main, ["export", "csv", str(tmp_path / "out" / "t.yaml"), "-o", str(tmp_path / "b.csv")])
     assert back.exit_code == 0, back.output
     assert list(csv.reader(io.StringIO((tmp_path / "b.csv").read_text(encoding="utf-8-sig"), newline=""))) == rows
+
+
+def test_cells_wrapped_in_typographic_quotes_keep_them_and_the_suite_validates(tmp_path: Path) -> None:
+    # a sheet's “VIP” is text with its quotes; written as a plain YAML scalar, SPEC §18's quote rule would
+    # refuse the imported suite, which must validate as written (SPEC §14)
+    rows = [ROWS[0], ["q", "「你好」", "", "“VIP”", "『内部价』", "", "", "‘名字’", ""]]
+    out = io.StringIO(newline="")
+    csv.writer(out, lineterminator="\r\n").writerows(rows)
+    (tmp_path / "q.csv").write_text(out.getvalue(), encoding="utf-8")
+    result = CliRunner().invoke(main, ["import", "csv", str(tmp_path / "q.csv"), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    check = CliRunner().invoke(main, ["validate", str(tmp_path / "out" / "q.yaml")])
+    assert check.exit_code == 0, check.output
+    (test,) = load_suite(tmp_path / "out" / "q.yaml").tests
+    assert test.name == "‘名字’" and test.conversation[0].text == "「你好」"
+    assert [a.value for a in test.conversation[0].asserts] == ["“VIP”", "『内部价』"]
