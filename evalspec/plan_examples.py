@@ -59,9 +59,21 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
     if not jobs:
         return []
 
+    async def grade_one(suite: Suite, spec: AssertionSpec, kind: str, n: int, where: PathKey,
+                        ctx: GradingContext) -> Any:
+        if spec.type != "python":
+            return await evaluate_off_loop([spec], ctx, float(suite.option("grade_timeout")))
+        # user code run before any call: what ends the process here is named by its example (SPEC §17)
+        what = f"python check {spec.value!r} on {kind} example {n}"
+        async with lock:
+            with step(str(suite.lines.problem(where, what)) if suite.lines else what):
+                return await evaluate_off_loop([spec], ctx, float(suite.option("grade_timeout")))
+
     async def grade_all() -> list[Any]:
-        return await asyncio.gather(*(evaluate_off_loop([spec], ctx, float(suite.option("grade_timeout")))
-                                      for suite, spec, _, _, _, _, ctx in jobs))
+        return await asyncio.gather(*(grade_one(suite, spec, kind, n, where, ctx)
+                                      for suite, spec, kind, n, _, where, ctx in jobs))
+
+    lock = asyncio.Lock()  # python checks one at a time, so a step names the one that runs
 
     problems = []
     for (suite, _spec, kind, n, example, where, _ctx), (result,) in zip(jobs, asyncio.run(grade_all()), strict=True):

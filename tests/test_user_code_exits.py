@@ -128,3 +128,18 @@ def test_sigterm_while_a_module_is_imported_ends_the_command_as_terminated_not_a
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 143, err  # a guarded load must not call this the module's fault (exit 2)
         assert "terminated: nothing was run" in err and "error" not in err
+
+
+def test_a_python_check_that_exits_on_its_examples_is_a_config_error_naming_the_rule(in_tmp: Path) -> None:
+    """`validate` and `run` grade a rule's `examples:` before any call (SPEC §18): a python check that ends
+    the process there is exit 2 naming its line, not a bare "user code ended evalspec's process"."""
+    write_suite(in_tmp, "  - id: t\n    conversation: [{user: hi}]\n    assert:\n"
+                        "      - contains: ok\n        examples: {fail: [no], pass: [ok]}\n"
+                        "      - python: bot.py:ends_the_process\n        examples: {fail: [bad]}\n")
+    for args in (["validate", "s.yaml"], ["run", "s.yaml", "-o", "out.json"]):
+        proc = subprocess.run([sys.executable, "-m", "evalspec", *args], cwd=in_tmp, capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "s.yaml:9: tests[0].assert[1].examples.fail[0]: python check" in proc.stderr, proc.stderr
+        assert "ended evalspec's process: it exited with status 0" in proc.stderr and "nothing was run" in proc.stderr
+    assert not (in_tmp / "out.json").exists()
