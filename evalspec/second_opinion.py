@@ -24,6 +24,7 @@ from evalspec.errors import ConfigError, EvalspecError, GradingError, Problem
 from evalspec.plan import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
+from evalspec.redact import redact, run_secrets
 from evalspec.results.aggregate import judge_totals
 from evalspec.results.record import judge_figures
 from evalspec.results.stream import update_record
@@ -131,6 +132,7 @@ async def review(run: dict[str, Any], instances: dict[str, Instance], pool: Prov
     slots = asyncio.Semaphore(max(1, concurrency))
 
     records = run["results"]
+    secrets = run_secrets(list({id(i.suite): i.suite for i in instances.values()}.values()))
 
     async def one(n: int) -> dict[str, Any]:
         position, index, spec = pool_of[n]
@@ -139,7 +141,7 @@ async def review(run: dict[str, Any], instances: dict[str, Instance], pool: Prov
             judge = pool.judge_fn(instances[record["key"]].suite)
             if judge is None:
                 raise ConfigError([Problem(record["suite"], None, "", "--judge-sample needs a judge: set `judge:`")])
-            item = await _ask(judge, record, index, spec)
+            item = redact(await _ask(judge, record, index, spec), secrets)  # an answer may quote one (SPEC §17)
             if item["agree"] is False and item["rule_pass"] is False and record["status"] in ("failed", "error"):
                 update_record(records, position, {"attribution_suggested": "rule_misjudgment"})
             return item

@@ -123,3 +123,27 @@ tests:
     year = next(r for r in data["results"] if r["test_id"] == "year")
     assert year["status"] == "failed" and year["attribution_suggested"] == "rule_misjudgment"
     assert "year @ bot — suggested: rule\\_misjudgment" in (in_tmp / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_second_opinion_quoting_a_secret_is_masked_in_run_and_grade_outputs(in_tmp: Path, monkeypatch: Any) -> None:
+    """A judge answer that is no verdict is quoted in the item's error: the suite's secrets in it are
+    `***` in run.json and in `grade -o` (SPEC §17, "Secrets everywhere")."""
+    monkeypatch.setenv("JUDGE_API_KEY", "sk-judge-quoted-424242")
+
+    def answer(request: dict[str, Any], n: int) -> Reply:
+        if "Rule:" not in request["messages"][-1]["content"]:
+            return Reply(body=chat_body('{"reason": "ok", "pass": true}'))
+        return Reply(body=chat_body('{"reason": "your key is sk-judge-quoted-424242", "pass": true}'))
+
+    with OpenAIServer(answer) as server:
+        path = in_tmp / "s.yaml"
+        path.write_text(f"providers: [{{id: bot, python: \"{BOT}:respond\"}}]\n"
+                        f"judge: {{model: openai/judge, api_base: \"{server.base}\", api_key: \"${{JUDGE_API_KEY}}\"}}\n"
+                        "tests:\n  - id: t\n    conversation: [{user: 你好, assert: [{not-contains: 电话}]}]\n",
+                        encoding="utf-8")
+        invoke("run", str(path), "-o", "run.json", "--judge-sample", "1", "--no-cache")
+        invoke("grade", "run.json", "--judge-sample", "1", "--no-cache", "-o", "graded.json")
+    for name in ("run.json", "graded.json"):
+        text = (in_tmp / name).read_text(encoding="utf-8")
+        assert json.loads(text)["judge_review"]["errors"] == 1, name
+        assert "sk-judge-quoted-424242" not in text, name
