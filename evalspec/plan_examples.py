@@ -5,6 +5,7 @@ needs the planned instances and the grading code, so it lives in the plan layer.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -29,11 +30,11 @@ def as_tried(spec: AssertionSpec, example: Any) -> AssertionSpec:
 
 
 def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
-    """Grade the examples of every deterministic assertion of the planned `instances` (one per test and
-    provider: `Plan.representatives()`), each assertion once per rendered value."""
+    """Grade the examples of every deterministic assertion of the planned `instances` (every matrix
+    instance: a templated rule is one rule per rendering), each assertion once per rendered value."""
     from evalspec.plan import instance_assertions
 
-    jobs: list[tuple[Suite, AssertionSpec, str, int, Any, PathKey, GradingContext]] = []
+    jobs: list[tuple[Suite, AssertionSpec, str, int, Any, PathKey, GradingContext, str]] = []
     seen: set[tuple[str, PathKey, str]] = set()
     for inst in instances:
         for spec in instance_assertions(inst):
@@ -55,9 +56,10 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
                 ctx = GradingContext(transcript=transcript, labels=labels, vars=inst.vars, test_id=inst.test_id,
                                      turn=None, suite_dir=inst.suite.path.parent,
                                      tools=inst.provider.config.get("tools"))
-                jobs.append((inst.suite, as_tried(spec, example), kind, n, example, where, ctx))
+                jobs.append((inst.suite, as_tried(spec, example), kind, n, example, where, ctx, inst.base_id))
     if not jobs:
         return []
+    renderings = Counter((path, where) for path, where, _ in seen)
 
     async def grade_one(suite: Suite, spec: AssertionSpec, kind: str, n: int, where: PathKey,
                         ctx: GradingContext) -> Any:
@@ -71,12 +73,13 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
 
     async def grade_all() -> list[Any]:
         return await asyncio.gather(*(grade_one(suite, spec, kind, n, where, ctx)
-                                      for suite, spec, kind, n, _, where, ctx in jobs))
+                                      for suite, spec, kind, n, _, where, ctx, _ in jobs))
 
     lock = asyncio.Lock()  # python checks one at a time, so a step names the one that runs
 
     problems = []
-    for (suite, _spec, kind, n, example, where, _ctx), (result,) in zip(jobs, asyncio.run(grade_all()), strict=True):
+    for (suite, _spec, kind, n, example, where, _ctx, rendered), (result,) in zip(jobs, asyncio.run(grade_all()),
+                                                                                strict=True):
         if result.error:
             message = f"{kind} example {n}: the rule could not be checked on {shown(example)}: {result.error}"
         elif kind == "fail" and result.passed:
@@ -86,5 +89,7 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
                        f"a reply it must accept")
         else:
             continue
+        if renderings[(str(suite.path), _spec.where)] > 1:  # a templated rule: say which rendering it was
+            message += f" (as rendered for {rendered})"
         problems.append(suite.lines.problem(where, message) if suite.lines else Problem(str(suite.path), None, "", message))
     return problems

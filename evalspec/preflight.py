@@ -83,7 +83,8 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
                 problems.append(_at(suite, spec.where, f"provider '{spec.id}': {message}"))
     representatives = list(plan.representatives())
     problems.extend(plan_problems(representatives))
-    problems.extend(offline_checks(suites, representatives))  # each rule against its own examples (SPEC §18)
+    # each rule against its own examples (SPEC §18), as rendered for every matrix value (repeats render alike)
+    problems.extend(offline_checks(suites, (i for i in plan.renderable() if i.repeat == 1)))
     checked: set[tuple[str, str]] = set()
     for inst in plan.renderable() if any(_has_python_check(t) for s in plan.suites for t in s.tests) else ():
         for check in instance_assertions(inst):

@@ -239,3 +239,25 @@ def test_the_demo_suites_pass_strict_validation() -> None:
 
 def test_an_anchored_not_regex_that_matches_only_empty_text_is_accepted(tmp_path: Path) -> None:
     assert invoke("validate", str(write(tmp_path, suite("      - not-regex: '^(好的)*$'\n"))))[0] == 0
+
+
+def test_examples_are_graded_on_every_matrix_value_a_rule_is_rendered_with(tmp_path: Path) -> None:
+    """A templated rule is a different rule per matrix instance: its examples hold for each of them,
+    not only for the first instance the preflight looks at."""
+    path = write(tmp_path, f"""\
+providers: [{{id: bot, python: '{BOT}:respond'}}]
+tests:
+  - id: t
+    matrix: {{x: ["1[3-9]\\\\d{{9}}", 微信]}}
+    conversation: [{{user: hi}}]
+    assert:
+      - not-regex: "{{{{ x }}}}"
+        severity: critical
+        examples: {{fail: ["13812345678"], pass: [请在 App 里预约顾问]}}
+""")
+    for command in ("validate", "run"):
+        code, out = invoke(command, str(path))
+        assert code == 2, out
+        assert "s.yaml:9: tests[0].assert[0].examples.fail[0]: fail example 1: the rule passed '13812345678'" in out, out
+        assert "t[x=微信]" in out, out
+        assert "1 problem found" in out, out
