@@ -141,7 +141,7 @@ async def review(run: dict[str, Any], instances: dict[str, Instance], pool: Prov
             judge = pool.judge_fn(instances[record["key"]].suite)
             if judge is None:
                 raise ConfigError([Problem(record["suite"], None, "", "--judge-sample needs a judge: set `judge:`")])
-            item = redact(await _ask(judge, record, index, spec), secrets)  # an answer may quote one (SPEC §17)
+            item: dict[str, Any] = redact(await _ask(judge, record, index, spec), secrets)  # it may quote one (§17)
             if item["agree"] is False and item["rule_pass"] is False and record["status"] in ("failed", "error"):
                 update_record(records, position, {"attribution_suggested": "rule_misjudgment"})
             return item

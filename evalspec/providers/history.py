@@ -163,8 +163,8 @@ class ContextStrategy:
         history = config.get("history") or {}
         mode = str(history.get("mode", "full"))
         raw = history.get("turns")  # the preflight also reads suites the loader found wrong: no count, no turns
-        count = not isinstance(raw, bool) and isinstance(raw, (int, float)) and math.isfinite(raw)
-        turns = int(raw) if count and mode != "full" else None
+        count = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw)
+        turns = int(raw) if isinstance(raw, (int, float)) and count and mode != "full" else None
         max_tokens = history.get("max_tokens") or DEFAULT_MAX_TOKENS.get(mode)
         return cls(mode=mode, turns=turns, max_tokens=max_tokens, model=history.get("model"))
 
