@@ -80,6 +80,11 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
+#: commands whose verdicts were reached before their output could not be written (SPEC §17: 3 after a run)
+_GRADING = ("grade", "rerun")
+_OUTPUT_FLAGS = ("-o", "--output", "--html", "--md", "--junit")
+
+
 class _Group(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("standalone_mode", True)
@@ -87,6 +92,14 @@ class _Group(click.Group):
             return super().main(*args, **kwargs)
         except ConfigError as exc:
             _config_error(exc)
+        except OSError as exc:  # a full disk, a read-only folder under an output: never a traceback, never exit 1
+            argv = list(kwargs.get("args") or (args[0] if args else None) or sys.argv[1:])
+            command = next((a for a in argv if not a.startswith("-")), "")
+            outputs = [v for flag, v in zip(argv, argv[1:]) if flag in _OUTPUT_FLAGS]  # a failed write names no file
+            where = f"{exc.filename}: " if exc.filename else f"{', '.join(outputs)}: " if outputs else ""
+            err_console.print(f"error: {escape(str(where))}{escape(exc.strerror or str(exc))}; that output was not "
+                              f"written (check its folder and the space left, or choose another path, then run the command again)")
+            sys.exit(ExitCode.TOO_MANY_ERRORS if command in _GRADING else ExitCode.CONFIG_ERROR)
 
 
 LANG_OPTION = click.option(

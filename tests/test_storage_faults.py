@@ -88,3 +88,31 @@ def test_a_second_resume_of_a_run_in_progress_is_refused_and_a_dead_runs_lock_is
         time.sleep(0.05)
     third = cli(in_tmp, "--resume", "r")
     assert third.returncode == 0, third.stdout + third.stderr
+
+
+def test_commands_that_write_an_output_on_a_full_disk_say_so_without_a_traceback_nor_exit_1(
+        in_tmp: Path, small_disk: Path) -> None:
+    """`grade`, `report`, `diff`, `export`, `judge-eval` ... write their files after the work: a full disk is
+    a clear error naming the file (grade: exit 3, its verdicts were reached; the others: exit 2), never a
+    traceback and never exit 1, which CI reads as "gate failed"."""
+    (in_tmp / "bot.py").write_text("def respond(messages, context):\n    return 'ok'\n")
+    (in_tmp / "s.yaml").write_text("options: {cache: false}\nproviders: [{id: b, python: bot.py:respond}]\n"
+                                   "tests:\n  - id: t\n    conversation: [{user: hi, assert: [{contains: ok}]}]\n")
+    assert cli(in_tmp, "-o", "run.json").returncode == 0
+    fd = os.open(small_disk / "fill", os.O_WRONLY | os.O_CREAT)  # fill the disk to its last block
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    for args, code in ((["grade", "run.json", "-o", f"{small_disk}/g.json"], 3),
+                       (["report", "run.json", "--html", f"{small_disk}/r.html"], 2),
+                       (["diff", "run.json", "run.json", "-o", f"{small_disk}/d.json"], 2),
+                       (["export", "csv", "s.yaml", "-o", f"{small_disk}/e.csv"], 2)):
+        proc = subprocess.run([sys.executable, "-m", "evalspec", *args], cwd=in_tmp, capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+        assert proc.returncode == code, (args, proc.stdout + proc.stderr)
+        assert "Traceback" not in proc.stderr and "No space left on device" in proc.stderr, proc.stderr
+        assert str(small_disk) in proc.stderr, proc.stderr
