@@ -163,6 +163,18 @@ class SuiteParser:
                 elif isinstance(ref, int) and (message := ref_problem(ref, labels, None)):
                     self.bad(where, message)
 
+    def _entry_kind(self, raw: Any, path: PathKey, noun: str, kinds: tuple[str, ...], forms: str) -> str | None:
+        """The one key of `kinds` that entry `raw` holds, or None with the problem reported."""
+        if not isinstance(raw, dict):
+            self.bad(path, f"{noun} is a mapping: {forms}")
+            return None
+        found = [k for k in kinds if k in raw]
+        if len(found) != 1:
+            self.bad(path, f"{noun} needs exactly one of {', '.join(repr(k) for k in kinds)}"
+                     + (f" (found {', '.join(found)})" if found else ""))
+            return None
+        return found[0]
+
     def _transcript(self, test: TestSpec, entries: list[Any], path: PathKey) -> None:
         """An inline recorded conversation: user / assistant / tool entries, `label:` and `assert:` on
         user entries (the checks grade the assistant message that answers it)."""
@@ -171,15 +183,10 @@ class SuiteParser:
         labels: dict[str, PathKey] = {}
         for j, raw in enumerate(entries):
             tpath = (*path, j)
-            if not isinstance(raw, dict):
-                self.bad(tpath, "a transcript entry is a mapping: '- user: ...', '- assistant: ...' or '- tool: ...'")
+            kind = self._entry_kind(raw, tpath, "a transcript entry", ("user", "assistant", "tool"),
+                                    "'- user: ...', '- assistant: ...' or '- tool: ...'")
+            if kind is None:
                 continue
-            kinds = [k for k in ("user", "assistant", "tool") if k in raw]
-            if len(kinds) != 1:
-                self.bad(tpath, "a transcript entry needs exactly one of 'user', 'assistant', 'tool'"
-                         + (f" (found {', '.join(kinds)})" if kinds else ""))
-                continue
-            kind = kinds[0]
             for extra in ("label", "assert"):
                 if extra in raw and kind != "user":
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' entry, not '{kind}'")
@@ -339,15 +346,10 @@ class SuiteParser:
         captures: dict[str, PathKey] = {}
         for j, raw in enumerate(entries):
             tpath = (*path, j)
-            if not isinstance(raw, dict):
-                self.bad(tpath, "a turn is a mapping: '- user: ...', '- filler: N' or '- assistant: ...'")
+            kind = self._entry_kind(raw, tpath, "a turn", ("user", "filler", "assistant"),
+                                    "'- user: ...', '- filler: N' or '- assistant: ...'")
+            if kind is None:
                 continue
-            kinds = [k for k in ("user", "filler", "assistant") if k in raw]
-            if len(kinds) != 1:
-                self.bad(tpath, "a turn needs exactly one of 'user', 'filler', 'assistant'"
-                         + (f" (found {', '.join(kinds)})" if kinds else ""))
-                continue
-            kind = kinds[0]
             spec = TurnSpec(kind=cast(TurnKind, kind), where=tpath)
             for extra in ("label", "assert", "vars", "capture"):
                 if extra in raw and kind != "user":

@@ -22,6 +22,18 @@ def allow_empty_option(f: Any) -> Any:
     return click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)(f)
 
 
+def judge_option(f: Any) -> Any:
+    return click.option("--judge", default="openai/gpt-4o-mini", show_default=True,
+                        help="the judge: a litellm model string or a YAML mapping")(f)
+
+
+def judge_ref(judge: str) -> Any:
+    """`--judge` as the suite will hold it: a model string, or the mapping a `{...}` value spells."""
+    import yaml
+
+    return yaml.safe_load(judge) if judge.strip().startswith("{") else judge
+
+
 def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, allow_empty: bool = False) -> None:
     for suite in suites:
         for note in suite.not_converted:
@@ -59,34 +71,26 @@ def promptfoo(config: str, out_dir: str, provider: str | None, allow_empty: bool
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suites")
 @click.option("--provider", help=PROVIDER_HELP)
-@click.option("--judge", default="openai/gpt-4o-mini", show_default=True,
-              help="the judge: a litellm model string or a YAML mapping")
+@judge_option
 @allow_empty_option
 def mtbench101(file: str, out_dir: str, provider: str | None, judge: str, allow_empty: bool) -> None:
     """MT-Bench-101 JSONL -> one golden-history suite per task, judged against the golden last reply."""
-    import yaml
-
     from evalspec.importers.mtbench101 import import_mtbench101
 
-    parsed = yaml.safe_load(judge) if judge.strip().startswith("{") else judge
-    _finish(import_mtbench101(Path(file), parsed), out_dir, provider, allow_empty)
+    _finish(import_mtbench101(Path(file), judge_ref(judge)), out_dir, provider, allow_empty)
 
 
 @import_.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suite")
 @click.option("--provider", help=PROVIDER_HELP)
-@click.option("--judge", default="openai/gpt-4o-mini", show_default=True,
-              help="the judge: a litellm model string or a YAML mapping")
+@judge_option
 @allow_empty_option
 def deepeval(file: str, out_dir: str, provider: str | None, judge: str, allow_empty: bool) -> None:
     """DeepEval goldens (JSON) -> one suite: recorded turns as transcript: tests, the others played or simulated."""
-    import yaml
-
     from evalspec.importers.deepeval import import_deepeval
 
-    parsed = yaml.safe_load(judge) if judge.strip().startswith("{") else judge
-    _finish([import_deepeval(Path(file), parsed)], out_dir, provider, allow_empty)
+    _finish([import_deepeval(Path(file), judge_ref(judge))], out_dir, provider, allow_empty)
 
 
 @import_.command(name="csv")
