@@ -15,9 +15,9 @@ import resource
 import time
 from typing import Any
 
-from evalspec.diff.compare import compare_runs
-from evalspec.diff.files import diff_page
-from evalspec.diff.render import markdown_lines
+from evalspec.app.cli.diff import diff_page
+from evalspec.reporters.diff import markdown_lines
+from evalspec.results.compare import compare_runs
 
 
 def make_run(n: int, repeats: int, seed: int) -> dict[str, Any]:

@@ -91,8 +91,8 @@ SECRETS = {"sk-bench-secret-0001", "another-secret-token", "瑶光的续航是 6
 
 
 def instances(folder: Path, name: str, text: str, n: int) -> list[Any]:
-    from evalspec.api import load
-    from evalspec.plan import Plan
+    from evalspec.app.api import load
+    from evalspec.plan.build import Plan
 
     path = folder / f"{name}.yaml"
     path.write_text(text.format(n=n), encoding="utf-8")
@@ -101,9 +101,9 @@ def instances(folder: Path, name: str, text: str, n: int) -> list[Any]:
 
 def conversations(folder: Path, name: str, text: str, n: int) -> list[tuple[Any, Any]]:
     """(instance, recorded transcript) for each conversation; the bot is played once per distinct script."""
+    from evalspec.play.runner import run_instance
     from evalspec.providers.factory import ProviderPool
     from evalspec.results.transcript import Transcript
-    from evalspec.runner import run_instance
 
     planned = instances(folder, name, text, n)
 
@@ -134,8 +134,8 @@ def cpu_us(fn: Any, count: int) -> float:
 
 def measure(name: str, plays: list[tuple[Any, Any]]) -> dict[str, float]:
     from evalspec.assertions.grade import grade
-    from evalspec.plan import grading_input
-    from evalspec.redact import redact
+    from evalspec.core.redact import redact
+    from evalspec.plan.build import grading_input
     from evalspec.results.record import make_record
 
     graded: list[Any] = []

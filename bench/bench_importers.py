@@ -24,7 +24,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
 
 
 def checks_nothing(suite: object) -> list[str]:
@@ -34,9 +34,9 @@ def checks_nothing(suite: object) -> list[str]:
 
 
 def classify(config: Path, out: Path) -> tuple[str, str]:
-    from evalspec.importers import write_suites
-    from evalspec.importers.promptfoo import import_promptfoo
-    from evalspec.preflight import prepare
+    from evalspec.authoring.importers import write_suites
+    from evalspec.authoring.importers.promptfoo import import_promptfoo
+    from evalspec.plan.preflight import prepare
 
     try:
         imported = import_promptfoo(config, out)
@@ -68,7 +68,7 @@ def main() -> int:
     parser.add_argument("--show", action="append", default=[])
     parser.add_argument("--causes", action="store_true", help="the most common reasons per class")
     args = parser.parse_args()
-    from evalspec.providers.model_keys import KEY_ENV
+    from evalspec.core.model_keys import KEY_ENV
 
     for name in (*KEY_ENV.values(), "PERPLEXITYAI_API_KEY", "PERPLEXITY_API_KEY"):
         os.environ.setdefault(name, "sk-bench-not-a-key")  # validate as a team with its keys set would

@@ -23,7 +23,7 @@ def main() -> None:
 
     from bench_scale import BOT, SUITE
 
-    from evalspec.redact import redact
+    from evalspec.core.redact import redact
     from evalspec.results.journal import Journal
     from evalspec.results.stream import light
 

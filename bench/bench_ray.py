@@ -143,7 +143,7 @@ def broker_capacity(cluster: LocalCluster, calls: int) -> None:
     """Acquires per second the cluster's limiter answers (a provider with an rpm it never reaches)."""
     code = f"""
 import os, time, ray
-from evalspec.executors.cluster import LimitBroker
+from evalspec.play.cluster import LimitBroker
 ray.init(address={cluster.address!r}, log_to_driver=False)
 broker = ray.remote(num_cpus=0, max_concurrency=10_000)(LimitBroker).remote()
 ray.get(broker.acquire.remote("warm", 1e9, None))

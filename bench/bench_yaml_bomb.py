@@ -32,7 +32,7 @@ def main() -> None:
     args = parser.parse_args()
     text = bomb(args.levels, args.width)
     from evalspec.config.yamlfile import load_yaml
-    from evalspec.errors import ConfigError
+    from evalspec.core.errors import ConfigError
 
     start = time.perf_counter()
     with contextlib.suppress(ConfigError):

@@ -4,7 +4,7 @@ the CLI reference (from the click commands).
     python docs/generate.py           # rewrite docs/en/reference/assertions.md and cli.md
     python docs/generate.py --check   # exit 1 when a committed page differs from the generated one
 
-tests/test_docs.py runs the check, as tests/test_schema.py pins schema/suite.schema.json.
+tests/test_docs.py runs the check, as tests/config/test_schema.py pins schema/suite.schema.json.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _cell(text: str) -> str:
 
 def _field_rows(params: Any) -> tuple[list[str], list[str], str]:
     """(value rows, option rows, what the value is) for a type declared with a parameter dataclass."""
-    from evalspec.assertions.params import UNSET, param_fields
+    from evalspec.extend.params import UNSET, param_fields
 
     whole = getattr(params, "value_field", None)
     short = getattr(params, "short_field", None)
@@ -112,7 +112,7 @@ def _field_rows(params: Any) -> tuple[list[str], list[str], str]:
 
 
 def assertion_entry(name: str) -> str:
-    from evalspec.assertions.registry import REGISTRY
+    from evalspec.extend.registry import REGISTRY
 
     t = REGISTRY[name]
     reads = "one reply (all replies joined on `conversation` scope)" if t.kind == "reply" \
@@ -145,7 +145,7 @@ def assertion_entry(name: str) -> str:
 
 def assertions_page() -> str:
     import evalspec  # noqa: F401  (registers the built-in checks)
-    from evalspec.assertions.registry import COMMON_KEYS, all_type_names
+    from evalspec.extend.registry import COMMON_KEYS, all_type_names
 
     common = ", ".join(f"`{k}`" for k in COMMON_KEYS if k not in ("type", "value"))
     head = [
@@ -161,7 +161,7 @@ def assertions_page() -> str:
         "| type | reads | needs |",
         "|---|---|---|",
     ]
-    from evalspec.assertions.registry import REGISTRY
+    from evalspec.extend.registry import REGISTRY
 
     names = all_type_names()
     for name in names:
@@ -173,7 +173,7 @@ def assertions_page() -> str:
 
 def commands(group: click.Group | None = None, parent: click.Context | None = None) -> list[tuple[str, click.Context]]:
     """Every command and sub-command with its context, in the order `--help` lists them."""
-    from evalspec.cli import main
+    from evalspec.app.cli.main import main
 
     group = group or main
     ctx = parent or click.Context(main, info_name="evalspec", terminal_width=WIDTH, max_content_width=WIDTH,

@@ -1,12 +1,21 @@
-"""evalspec: test chatbots and agents as whole conversations."""
+"""evalspec: test chatbots and agents as whole conversations.
+
+The facade: `run`/`arun` play suites, `load_suite` reads one; a plugin author needs `assertion` and
+`provider_kind` (the decorators), `Check`, `Evidence`, `Reply` and `GradingContext` (what a check
+receives and returns), and `Provider`, `ProviderResponse` and `CallContext` (what a provider kind
+builds). Nothing outside this list is API: the modules behind it move.
+"""
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from evalspec.app.api import Run, RunResult, arun, run
+from evalspec.assertions import builtin as _builtin  # noqa: F401  (registers the built-in checks)
+from evalspec.config import Suite, load_suite
+from evalspec.core.version import __version__
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.kinds import provider_kind
+from evalspec.extend.provider import CallContext, Provider, ProviderResponse
+from evalspec.extend.registry import assertion
 
-from evalspec.api import Run, RunResult, arun, run  # noqa: E402
-from evalspec.assertions import builtin as _builtin  # noqa: E402, F401  (registers the built-in checks)
-from evalspec.assertions.registry import assertion  # noqa: E402
-from evalspec.config import Suite, load_suite  # noqa: E402
-
-__all__ = ["Run", "RunResult", "Suite", "__version__", "arun", "assertion", "load_suite", "run"]
+__all__ = ["CallContext", "Check", "Evidence", "GradingContext", "Provider", "ProviderResponse", "Reply", "Run",
+           "RunResult", "Suite", "__version__", "arun", "assertion", "load_suite", "provider_kind", "run"]

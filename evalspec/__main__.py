@@ -1,3 +1,3 @@
-from evalspec.cli import main
+from evalspec.app.cli.main import main
 
 main()

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # reports in English unless a test asks for another language: most fixtures are Chinese conversations,
 # whose reports would otherwise be Chinese (SPEC §21); tests of the language choice remove it

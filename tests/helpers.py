@@ -9,13 +9,13 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
-from evalspec.assertions.base import GradingContext
+from evalspec.app.cli.main import main
 from evalspec.assertions.evaluate import AssertionResult, evaluate
-from evalspec.cli import main
 from evalspec.config.asserts import parse_assertion
 from evalspec.config.model import AssertionSpec
-from evalspec.config.yamlfile import LineMap
-from evalspec.errors import ConfigError
+from evalspec.config.paths import LineMap
+from evalspec.core.errors import ConfigError
+from evalspec.extend.check import GradingContext
 
 
 def spec(text: str, under_turn: int | None = None) -> AssertionSpec:

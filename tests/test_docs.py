@@ -17,9 +17,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from evalspec.assertions.registry import REGISTRY, all_type_names
-from evalspec.cli import main
-from evalspec.providers.kinds import PROVIDER_KINDS, provider_kinds
+from evalspec.app.cli.main import main
+from evalspec.extend.kinds import PROVIDER_KINDS, provider_kinds
+from evalspec.extend.registry import REGISTRY, all_type_names
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -239,7 +239,7 @@ def test_the_plugin_the_manual_shows_is_the_one_its_example_loads() -> None:
 
 
 def test_the_manual_names_the_action_as_init_writes_it() -> None:
-    from evalspec.scaffold import ACTION, WORKFLOW
+    from evalspec.authoring.scaffold import ACTION, WORKFLOW
 
     assert "```yaml\n" + WORKFLOW + "```" in (DOCS / "en" / "ci.md").read_text(encoding="utf-8")
     for page in PAGES:

@@ -16,15 +16,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from helpers import spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalspec.config.model import ProviderSpec, Suite, TurnSpec
 from evalspec.config.model import TestSpec as SpecOfTest
-from evalspec.interrupts import run_interruptible
-from evalspec.plan import build_plan
-from evalspec.runner import RunOptions, run_plan
+from evalspec.core.interrupts import run_interruptible
+from evalspec.plan.build import build_plan
+from evalspec.play.runner import RunOptions, run_plan
+from tests.helpers import spec
 
 USER_CODE = '''
 import asyncio, math, sys, time

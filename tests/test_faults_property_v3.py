@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import invoke
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from servers import OpenAIServer, Reply, chat_body
-from test_faults_property import assert_all_ran_and_passed
 
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
+from tests.helpers import invoke
+from tests.servers import OpenAIServer, Reply, chat_body
+from tests.test_faults_property import assert_all_ran_and_passed
 
 # no shrinking: a failing example is shown as generated (each one costs a run, some a process or two)
 FEW = settings(deadline=None, derandomize=True, database=None, phases=[Phase.explicit, Phase.generate],

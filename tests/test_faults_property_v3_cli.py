@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
-from test_faults_property import WRONG, assert_all_ran_and_passed
-from test_faults_property_v3 import FEW, suite_yaml
+
+from tests.test_faults_property import WRONG, assert_all_ran_and_passed
+from tests.test_faults_property_v3 import FEW, suite_yaml
 
 posix = pytest.mark.skipif(not hasattr(os, "fork"), reason="a supervised run and forked players need POSIX")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from evalspec.cli import main
-from evalspec.scaffold import ACTION, WORKFLOW
+from evalspec.app.cli.main import main
+from evalspec.authoring.scaffold import ACTION, WORKFLOW
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalspec.cli import main
+from evalspec.app.cli.main import main
 
 FORMS = Path(__file__).resolve().parent / "data" / "spec_forms.yaml"
 

@@ -14,7 +14,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from evalspec.assertions.base import Check, Evidence, GradingContext, JudgeFn
 from evalspec.assertions.evaluate import AssertionResult, _negate, combine, no_verdict
 from evalspec.assertions.graded import (
     CRITERIA,
@@ -25,12 +24,13 @@ from evalspec.assertions.graded import (
     levels_of,
     with_reference,
 )
-from evalspec.assertions.registry import model_needed
 from evalspec.config.model import AssertionSpec
-from evalspec.errors import EvalspecError, GradingError
+from evalspec.core.errors import EvalspecError, GradingError
+from evalspec.core.usercode import describe
+from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn
+from evalspec.extend.registry import model_needed
 from evalspec.providers.judge import BATCHING, _decision, _objects, _quoted, answer_text, is_format_example
 from evalspec.providers.structured import verdict_schema
-from evalspec.usercode import describe
 
 Group = list[tuple[int, AssertionSpec]]
 PASS_ANSWER = 'an object with "reason" (one or two sentences of your own, citing the turn) and "pass" (true or false)'

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from evalspec.assertions.base import Check, Evidence, GradingContext
-from evalspec.assertions.params import Keywords
 from evalspec.config.model import AssertionSpec
-from evalspec.errors import GradingError
+from evalspec.core.errors import GradingError
+from evalspec.extend.check import Check, Evidence, GradingContext
+from evalspec.extend.params import Keywords
 
 
 @dataclass(frozen=True)

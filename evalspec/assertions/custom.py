@@ -6,12 +6,12 @@ import inspect
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
-from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
-from evalspec.assertions.params import Keywords
-from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
-from evalspec.errors import GradingError
-from evalspec.loading import load_callable
+from evalspec.core.errors import GradingError
+from evalspec.core.pyref import load_callable
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.params import Keywords
+from evalspec.extend.registry import assertion, threshold_of
 
 
 @dataclass(frozen=True)

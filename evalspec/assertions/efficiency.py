@@ -13,10 +13,10 @@ from typing import Annotated, Any, ClassVar
 
 import regex
 
-from evalspec.assertions.base import Check, Evidence, GradingContext, snippet
-from evalspec.assertions.params import Keywords
-from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
+from evalspec.extend.check import Check, Evidence, GradingContext, snippet
+from evalspec.extend.params import Keywords
+from evalspec.extend.registry import assertion
 
 CORRECTING_PHRASES: tuple[str, ...] = ("不对", "不是", "我说的是", "错了", "no,", "that's not", "I said")
 CLAUSE_START = r"(?:^|(?<=[.。！？!?，,；;：:…\n]))\s*[\"'“‘「（(]?\s*"

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalspec.assertions import builtin  # noqa: F401  (grading sees the built-in checks, however it is reached)
-from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
-from evalspec.assertions.registry import resolve_type
 from evalspec.config.model import AssertionSpec
-from evalspec.errors import EvalspecError, GradingError
-from evalspec.usercode import describe
+from evalspec.core.errors import EvalspecError, GradingError
+from evalspec.core.usercode import describe
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.registry import resolve_type
 
 
 @dataclass

@@ -8,15 +8,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from evalspec.assertions.base import EmbedFn, GradingContext, JudgeFn
 from evalspec.assertions.batch import judge_batch, plan_batches
 from evalspec.assertions.evaluate import AssertionResult, evaluate
 from evalspec.assertions.offloop import evaluate_off_loop
-from evalspec.assertions.patterns import REGEX_TIMEOUT_S
-from evalspec.assertions.registry import model_needed
-from evalspec.assertions.turnrefs import resolve_turn
 from evalspec.config.model import AssertionSpec
-from evalspec.errors import GradingError
+from evalspec.core.errors import GradingError
+from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, resolve_turn
+from evalspec.extend.patterns import REGEX_TIMEOUT_S
+from evalspec.extend.registry import model_needed
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def _anchored(given: GradingInput, transcript: list[dict[str, Any]]) -> tuple[li
                                                                              dict[int, AssertionResult]]:
     """The specs with `not-before` on an absent label moved past the last turn, and a skipped result
     for every other rule that refers to an absent label (it leaves the score: neither pass nor fail)."""
-    from evalspec.assertions.turnrefs import turn_refs
+    from evalspec.config.turnrefs import turn_refs
 
     last = max((m.get("turn") or 0 for m in transcript if m.get("role") == "user"), default=0)
     specs, skipped = list(given.specs), {}

@@ -14,13 +14,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from evalspec.agent import tool_lines
-from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
 from evalspec.assertions.coherence import CoherenceParams, coherence
-from evalspec.assertions.params import Keywords, Option
-from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
-from evalspec.errors import GradingError, ProviderError
+from evalspec.core.errors import GradingError, ProviderError
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.params import Keywords, Option
+from evalspec.extend.registry import assertion, threshold_of
+from evalspec.providers.tool_rounds import tool_lines
 
 Levels = Annotated[dict[str, Annotated[float, Keywords(minimum=0, maximum=1)]], Keywords(
     minProperties=2, description="graded rubric: ordered level name -> score; the judge answers one level name")]

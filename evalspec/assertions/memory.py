@@ -7,10 +7,10 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import regex
 
-from evalspec.assertions.base import Check, Evidence, GradingContext, Reply, snippet
-from evalspec.assertions.params import Key, Keywords, Option
-from evalspec.assertions.registry import assertion, threshold_of
 from evalspec.config.model import AssertionSpec
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.extend.params import Key, Keywords, Option
+from evalspec.extend.registry import assertion, threshold_of
 
 Alias = str | float
 Aliases = Alias | Annotated[list[Alias], Keywords(minItems=1)]  # one name, or several for the same thing

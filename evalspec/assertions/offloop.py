@@ -23,12 +23,12 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any
 
-from evalspec.assertions.base import GradingContext
 from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
-from evalspec.assertions.patterns import regex_time_limit
-from evalspec.assertions.registry import resolve_type
 from evalspec.config.model import AssertionSpec
-from evalspec.usercode import WORKERS, describe, post
+from evalspec.core.usercode import WORKERS, describe, post
+from evalspec.extend.check import GradingContext
+from evalspec.extend.patterns import regex_time_limit
+from evalspec.extend.registry import resolve_type
 
 _local = threading.local()
 

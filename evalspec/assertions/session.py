@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
-from evalspec.agent import call_text
-from evalspec.assertions.base import Check, Evidence, GradingContext
-from evalspec.assertions.params import Keywords, Regex, TurnRef
-from evalspec.assertions.patterns import search
-from evalspec.assertions.registry import assertion
 from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
+from evalspec.extend.check import Check, Evidence, GradingContext
+from evalspec.extend.params import Keywords, Regex, TurnRef
+from evalspec.extend.patterns import search
+from evalspec.extend.registry import assertion
+from evalspec.providers.tool_rounds import call_text
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,12 +9,12 @@ from typing import Annotated, Any, ClassVar
 import jmespath
 import jsonschema
 
-from evalspec.assertions.base import Check, Evidence, GradingContext, Reply, snippet
-from evalspec.assertions.params import UNSET, Keywords, Regex
-from evalspec.assertions.patterns import search
-from evalspec.assertions.registry import assertion
 from evalspec.config.model import AssertionSpec
-from evalspec.textutil import count_words, find_json, levenshtein
+from evalspec.core.text import count_words, find_json, levenshtein
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.extend.params import UNSET, Keywords, Regex
+from evalspec.extend.patterns import search
+from evalspec.extend.registry import assertion
 
 Text = str | float  # a number written in YAML counts as its text
 

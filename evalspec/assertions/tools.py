@@ -15,14 +15,14 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import jsonschema
 
-from evalspec.agent import call_text, load_tools, tool_schema
-from evalspec.assertions.base import Check, Evidence, GradingContext, Reply
-from evalspec.assertions.params import Keywords, Option
-from evalspec.assertions.patterns import fullmatch
-from evalspec.assertions.registry import assertion
 from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
-from evalspec.errors import GradingError, ProviderError
+from evalspec.core.errors import GradingError, ProviderError
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.params import Keywords, Option
+from evalspec.extend.patterns import fullmatch
+from evalspec.extend.registry import assertion
+from evalspec.providers.tool_rounds import call_text, load_tools, tool_schema
 
 Call = tuple[int | None, dict[str, Any]]
 

@@ -6,16 +6,16 @@ from typing import Any
 
 import jsonschema
 
-from evalspec.assertions.patterns import regex_problem, written_patterns
-from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
 from evalspec.config.interpolate import is_template
 from evalspec.config.meaning import blank_problem, empty_match_problem, value_quote_problems
 from evalspec.config.messages import describe_kinds, schema_problems
 from evalspec.config.model import AssertionSpec
+from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.rule_examples import EXAMPLES_SCHEMA, example_problems
-from evalspec.config.suggest import did_you_mean
-from evalspec.config.yamlfile import LineMap, PathKey
-from evalspec.errors import Problem
+from evalspec.core.errors import Problem
+from evalspec.core.suggest import did_you_mean
+from evalspec.extend.patterns import regex_problem, written_patterns
+from evalspec.extend.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
 
 SCOPES = ("turn", "each_turn", "any_turn", "last_response", "conversation")
 SEVERITIES = ("critical", "major", "minor")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from evalspec.config.yamlfile import PathKey
+from evalspec.config.paths import PathKey
 
 # where a mapping sits -> its name in a message, and how deep it is (to say "indent" or "move out")
 _PLACES = {"suite": ("the top level of the suite", 0), "provider": ("a provider", 1), "test": ("a test", 1),
@@ -14,8 +14,8 @@ _PLACES = {"suite": ("the top level of the suite", 0), "provider": ("a provider"
 
 @lru_cache(maxsize=1)
 def _keys() -> dict[str, set[str]]:
-    from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
     from evalspec.config.schema import suite_schema
+    from evalspec.extend.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 
     load_installed_plugins()
     schema = suite_schema()
@@ -69,6 +69,6 @@ def elsewhere(key: str, path: PathKey) -> str:
 
 
 def _is_assertion(key: str) -> bool:
-    from evalspec.assertions.registry import resolve_type
+    from evalspec.extend.registry import resolve_type
 
     return resolve_type(key) is not None

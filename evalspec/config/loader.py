@@ -17,13 +17,14 @@ from evalspec.config.messages import schema_problems
 from evalspec.config.model import Suite
 from evalspec.config.numbers import non_finite
 from evalspec.config.parser import SuiteParser
+from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.schema import suite_schema
-from evalspec.config.yamlfile import LineMap, PathKey, load_yaml
-from evalspec.errors import ConfigError, Problem
-from evalspec.loading import step
-from evalspec.plugins import PluginError, load_plugin
-from evalspec.providers.kinds import provider_kinds
-from evalspec.redact import collect_written_secrets, redact_problems, run_secrets
+from evalspec.config.yamlfile import load_yaml
+from evalspec.core.errors import ConfigError, Problem
+from evalspec.core.plugins import PluginError, load_plugin
+from evalspec.core.pyref import step
+from evalspec.core.redact import collect_written_secrets, redact_problems, run_secrets
+from evalspec.extend.kinds import provider_kinds
 
 __all__ = ["expand_cli_mapping", "load_suite", "load_suites"]
 

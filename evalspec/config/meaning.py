@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from evalspec.assertions.patterns import compile_pattern
 from evalspec.config.interpolate import is_template
-from evalspec.config.yamlfile import LineMap, PathKey, typographic_quotes
+from evalspec.config.paths import LineMap, PathKey
+from evalspec.config.yamlfile import typographic_quotes
+from evalspec.extend.patterns import compile_pattern
 
 
 def _single_quoted(text: str) -> str:
@@ -95,7 +96,7 @@ def stop_when_problem(key: str, text: str, path: PathKey, lines: LineMap) -> str
     """A `stop_when` condition that cannot be meant: `assistant_matches` is a regex (a bad one, or one
     that matches the empty string, would end every conversation after its first reply), `user_says` a
     marker text."""
-    from evalspec.assertions.patterns import regex_problem
+    from evalspec.extend.patterns import regex_problem
 
     what = "pattern" if key == "assistant_matches" else "text"
     if path in lines.plain_quoted and (message := quote_problem(text, key, what)):

@@ -13,7 +13,7 @@ from typing import Any, cast
 import jsonschema
 
 from evalspec.config.hints import elsewhere
-from evalspec.config.suggest import did_you_mean
+from evalspec.core.suggest import did_you_mean
 
 PathKey = tuple[str | int, ...]
 

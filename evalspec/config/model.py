@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from evalspec.config.yamlfile import LineMap, PathKey
+from evalspec.config.paths import LineMap, PathKey
 
 Severity = Literal["critical", "major", "minor"]
 
@@ -43,8 +43,8 @@ class AssertionSpec:
         """The value and options as the type's parameter dataclass (made once per value; a rendered copy
         makes its own); the value itself for a plugin type declared by a JSON Schema."""
         if self.parsed is None:
-            from evalspec.assertions.params import make_params
-            from evalspec.assertions.registry import resolve_type
+            from evalspec.extend.params import make_params
+            from evalspec.extend.registry import resolve_type
 
             resolved = resolve_type(self.type)
             declared = resolved[0].params if resolved else None
@@ -92,16 +92,16 @@ class ProviderSpec:
     @property
     def stateful(self) -> bool:
         """The system keeps the conversation itself: only the new message is sent (its kind decides)."""
-        from evalspec.providers.kinds import is_stateful
+        from evalspec.extend.kinds import is_stateful
 
         return is_stateful(self.config, self.kind)
 
     def redacted(self, secrets: set[str]) -> dict[str, Any]:
-        from evalspec.redact import redact
+        from evalspec.core.redact import redact
 
         out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
         out.update({k: v for k, v in self.config.items() if k != self.kind})
-        from evalspec.providers.kinds import takes_history
+        from evalspec.extend.kinds import takes_history
 
         if takes_history(self.kind):
             out["context"] = describe_history(self.config.get("history"))
@@ -220,7 +220,7 @@ def describe_provider(config: dict[str, Any]) -> str:
         return " · ".join(parts)
     if "http" in config:
         http = config["http"] or {}
-        from evalspec.providers.kinds import is_stateful
+        from evalspec.extend.kinds import is_stateful
 
         return f"http {http.get('url')}" + (" (stateful)" if is_stateful(config, "http") else "")
     if "python" not in config:  # a plugin's kind: `redacted` writes its key right after the id

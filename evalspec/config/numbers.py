@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from evalspec.config.yamlfile import PathKey
+from evalspec.config.paths import PathKey
 
 
 def finite_problem(value: Any, written: str | None = None) -> str | None:

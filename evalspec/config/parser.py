@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, cast
 
-from evalspec.assertions.turnrefs import ref_problem, turn_refs
 from evalspec.config.asserts import parse_assertion
 from evalspec.config.interpolate import is_template
 from evalspec.config.meaning import stop_when_problem
@@ -21,11 +20,12 @@ from evalspec.config.model import (
     TranscriptsSpec,
     TurnSpec,
 )
+from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
-from evalspec.config.suggest import did_you_mean, slugify
-from evalspec.config.yamlfile import LineMap, PathKey
-from evalspec.errors import Problem
-from evalspec.redact import collect_provider_secrets
+from evalspec.config.turnrefs import ref_problem, turn_refs
+from evalspec.core.errors import Problem
+from evalspec.core.redact import collect_provider_secrets
+from evalspec.core.suggest import did_you_mean, slugify
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
 
@@ -126,7 +126,7 @@ class SuiteParser:
         d = self.data
         labels = d.get("labels")
         if isinstance(labels, dict):
-            from evalspec.assertions.patterns import regex_problem
+            from evalspec.extend.patterns import regex_problem
 
             for name, pattern in labels.items():
                 if isinstance(pattern, str) and (message := regex_problem(pattern)):

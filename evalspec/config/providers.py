@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from evalspec.config.model import ProviderSpec
-from evalspec.config.suggest import did_you_mean
-from evalspec.providers.kinds import ProviderKind, kind_of, provider_kinds
-from evalspec.providers.strategies import history_problem
+from evalspec.config.strategies import history_problem
+from evalspec.core.suggest import did_you_mean
+from evalspec.extend.kinds import ProviderKind, kind_of, provider_kinds
 
 RUN_KEYS = ("id", "max_concurrency", "rpm")  # read by the pool from the spec, not part of the config
 MODEL_ONLY_KEYS = ("tool_results", "max_tool_rounds")

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from evalspec.assertions.base import snippet
-from evalspec.assertions.registry import model_needed
 from evalspec.config.model import AssertionSpec, Suite
-from evalspec.config.yamlfile import PathKey
-from evalspec.errors import Problem
+from evalspec.config.paths import PathKey
+from evalspec.core.errors import Problem
+from evalspec.extend.check import snippet
+from evalspec.extend.registry import model_needed
 
 _TOOL_CALL = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1},
                                                "arguments": {"type": "object"}},

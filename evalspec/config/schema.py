@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalspec.assertions.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 from evalspec.config.rule_examples import EXAMPLES_SCHEMA
-from evalspec.providers.kinds import provider_kinds
+from evalspec.extend.kinds import provider_kinds
+from evalspec.extend.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 
 SCHEMA_ID = "https://evalspec.dev/schema/suite.schema.json"
 

@@ -12,11 +12,10 @@ from typing import Any
 
 import yaml
 
+from evalspec.config.paths import LineMap, PathKey, format_path
 from evalspec.config.yamlerrors import plain_yaml_error
 from evalspec.config.yamlfixes import mend
-from evalspec.errors import ConfigError, Problem
-
-PathKey = tuple[str | int, ...]
+from evalspec.core.errors import ConfigError, Problem
 
 # libyaml's parser when PyYAML was built with it (several times faster); marks are kept either way
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -24,17 +23,6 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: nodes that aliases may add to one file (SPEC §8); a larger expansion is refused
 MAX_ALIAS_NODES = 10_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def format_path(path: PathKey) -> str:
-    """`("tests", 2, "conversation", 1)` -> `tests[2].conversation[1]`."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
 
 
 #: typographic quotes a Chinese (or word-processor) keyboard types where YAML quotes were meant
@@ -49,29 +37,6 @@ def typographic_quotes(text: str) -> tuple[str, str] | None:
         return None
     inner = text[1:-1]
     return None if text[0] in inner or close in inner else (text[0], close)
-
-
-class LineMap:
-    """Maps a data path to the 1-based line where it is written. `plain_quoted` holds the paths of plain
-    (unquoted) YAML scalars wrapped in typographic quotes: the writer meant YAML quotes (SPEC §18)."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.lines: dict[PathKey, int] = {}
-        self.plain_quoted: set[PathKey] = set()
-        self.plain_typed: dict[str, str] = {}  # formatted path -> how a plain scalar read as true/false/a number was written
-
-    def line(self, path: PathKey) -> int | None:
-        """The line of `path`, or of its closest written ancestor."""
-        p = tuple(path)
-        while p:
-            if p in self.lines:
-                return self.lines[p]
-            p = p[:-1]
-        return self.lines.get((), 1)
-
-    def problem(self, path: PathKey, message: str) -> Problem:
-        return Problem(self.file, self.line(path), format_path(path), message)
 
 
 def load_yaml(text: str, file: str, found: list[Problem] | None = None) -> tuple[Any, LineMap]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from evalspec.errors import Problem
+from evalspec.core.errors import Problem
 
 _FULLWIDTH_KEY = re.compile(r"^(\s*(?:-\s+)*)([A-Za-z_][A-Za-z0-9_.:-]*?)[ \t]*：[ \t]*")
 _DOUBLE_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -80,8 +80,8 @@ def _mend_indent(line: str, number: int, file: str, problems: list[Problem]) -> 
 
 
 def _known_key(key: str) -> bool:
-    from evalspec.assertions.registry import resolve_type
     from evalspec.config.hints import all_keys
+    from evalspec.extend.registry import resolve_type
 
     return key in all_keys() or resolve_type(key) is not None
 

@@ -7,10 +7,10 @@ import random
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from evalspec.cache import ResponseCache, cache_key
-from evalspec.errors import ProviderError
-from evalspec.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
-from evalspec.providers.base import CallContext, Provider, ProviderResponse
+from evalspec.core.errors import ProviderError
+from evalspec.extend.provider import CallContext, Provider, ProviderResponse
+from evalspec.providers.cache import ResponseCache, cache_key
+from evalspec.providers.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
 
 T = TypeVar("T")
 

@@ -7,18 +7,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evalspec.agent import ToolKit, tool_problems, toolkit_for
-from evalspec.assertions.base import EmbedFn, JudgeFn
-from evalspec.cache import ResponseCache
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.config.providers import model_ref
-from evalspec.errors import ConfigError
-from evalspec.limits import Limits
-from evalspec.providers.base import Provider
+from evalspec.core.errors import ConfigError
+from evalspec.extend.check import EmbedFn, JudgeFn
+from evalspec.extend.kinds import provider_kinds
+from evalspec.extend.provider import Provider
+from evalspec.providers.cache import ResponseCache
 from evalspec.providers.calls import CallStats, ProviderCaller
 from evalspec.providers.history import attach_strategy
-from evalspec.providers.kinds import provider_kinds
+from evalspec.providers.limits import Limits
 from evalspec.providers.local_embedder import is_local, make_local_embedder
+from evalspec.providers.tool_rounds import ToolKit, tool_problems, toolkit_for
 
 LimitsFor = Callable[[Suite, ProviderSpec], Limits | None]
 

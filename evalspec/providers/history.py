@@ -23,10 +23,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalspec.errors import ProviderError
-from evalspec.providers.base import CallContext, ProviderResponse
-from evalspec.providers.kinds import takes_history
-from evalspec.providers.strategies import NEEDS_MODEL
+from evalspec.config.strategies import NEEDS_MODEL
+from evalspec.core.errors import ProviderError
+from evalspec.extend.kinds import takes_history
+from evalspec.extend.provider import CallContext, ProviderResponse
 
 if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec, Suite
@@ -264,7 +264,7 @@ def parse_state(mode: str, text: str) -> Any:
     try:
         data = parse_verdict(text, SCHEMAS[mode], role=f"history {mode}")
     except Exception:  # not a verdict: a summary that ends in prose is still a summary
-        from evalspec.textutil import find_json
+        from evalspec.core.text import find_json
 
         found, value = find_json(text, objects_only=True)
         data = value if found else {}

@@ -14,9 +14,9 @@ import jmespath
 from jmespath.visitor import TreeInterpreter
 
 from evalspec.config.interpolate import TemplateProblem, is_template, render_value
-from evalspec.errors import ProviderError
-from evalspec.providers.base import CallContext, ProviderResponse, url_problem
-from evalspec.providers.kinds import provider_kind
+from evalspec.core.errors import ProviderError
+from evalspec.extend.kinds import provider_kind
+from evalspec.extend.provider import CallContext, ProviderResponse, url_problem
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:

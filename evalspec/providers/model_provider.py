@@ -16,15 +16,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalspec.cache import ResponseCache, cache_key
 from evalspec.config.interpolate import TemplateProblem, render_text
 from evalspec.config.model import ProviderSpec
-from evalspec.config.suggest import did_you_mean
-from evalspec.errors import ProviderError
-from evalspec.providers.base import CallContext, ProviderResponse, url_problem
+from evalspec.config.strategies import HISTORY_KEY
+from evalspec.core.errors import ProviderError
+from evalspec.core.model_keys import KEY_ENV, NO_KEY, split_model
+from evalspec.core.suggest import did_you_mean
+from evalspec.extend.kinds import provider_kind
+from evalspec.extend.provider import CallContext, ProviderResponse, url_problem
+from evalspec.providers.cache import ResponseCache, cache_key
 from evalspec.providers.history import ContextStrategy, strategy_metadata
-from evalspec.providers.kinds import provider_kind
-from evalspec.providers.model_keys import KEY_ENV, NO_KEY, split_model
 from evalspec.providers.openai_compat import (
     OpenAICompatClient,
     about_format,
@@ -33,7 +34,6 @@ from evalspec.providers.openai_compat import (
     price_map,
     reply_content,
 )
-from evalspec.providers.strategies import HISTORY_KEY
 
 if TYPE_CHECKING:
     from evalspec.config.model import Suite
@@ -305,6 +305,6 @@ def model_prepare(spec: ProviderSpec) -> None:
                doc="any litellm model string (openai/gpt-4o-mini, ...), with system/params/history",
                keys=MODEL_KEYS, preflight=model_preflight, prepare=model_prepare)
 def build_model(spec: ProviderSpec, suite: Suite) -> ModelProvider:
-    from evalspec.agent import load_tools
+    from evalspec.providers.tool_rounds import load_tools
 
     return ModelProvider(spec.id, spec.config, suite.vars, tools=load_tools(spec.config.get("tools"), suite.path.parent))

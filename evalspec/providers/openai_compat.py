@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalspec.errors import ProviderError
-from evalspec.providers.base import ProviderResponse
+from evalspec.core.errors import ProviderError
+from evalspec.extend.provider import ProviderResponse
 
 if TYPE_CHECKING:
     from collections.abc import Callable

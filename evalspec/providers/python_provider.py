@@ -1,6 +1,6 @@
 """`python: FILE.py:function` — a function (sync or async) is the system under test.
 
-The function runs through `evalspec.usercode`: whatever it raises (`SystemExit` included) is this
+The function runs through `evalspec.core.usercode`: whatever it raises (`SystemExit` included) is this
 call's error, a sync function that hangs is abandoned on its thread, and a reply that is missing
 (`None`, a dict without `content`) is an error, never an empty string.
 """
@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalspec.errors import ProviderError
-from evalspec.loading import LoadError, load_callable
-from evalspec.providers.base import CallContext, ProviderResponse, json_safe
+from evalspec.config.strategies import HISTORY_KEY
+from evalspec.core.errors import ProviderError
+from evalspec.core.pyref import LoadError, load_callable
+from evalspec.core.usercode import UserCodeError, call_user, describe
+from evalspec.extend.kinds import provider_kind
+from evalspec.extend.provider import CallContext, ProviderResponse, json_safe
 from evalspec.providers.history import ContextStrategy, strategy_metadata
-from evalspec.providers.kinds import provider_kind
-from evalspec.providers.strategies import HISTORY_KEY
-from evalspec.usercode import UserCodeError, call_user, describe
 
 if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec, Suite

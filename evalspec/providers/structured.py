@@ -22,8 +22,8 @@ import asyncio
 import re
 from typing import Any
 
-from evalspec.errors import ProviderError
-from evalspec.providers.base import CallContext, ProviderResponse
+from evalspec.core.errors import ProviderError
+from evalspec.extend.provider import CallContext, ProviderResponse
 from evalspec.providers.calls import ProviderCaller
 from evalspec.providers.openai_compat import about_format
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from evalspec.config.model import describe_provider
-from evalspec.limits import LIMITED
+from evalspec.providers.limits import LIMITED
 from evalspec.reporters.attacks import print_attacks
 from evalspec.reporters.catalogue import choose_lang, current, speaking, word, words
 from evalspec.reporters.judging import print_judging
@@ -228,7 +228,7 @@ def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str],
         print_failures(console, run)
     console.print(summary_table(run))
     if run.get("baseline"):
-        from evalspec.diff.render import print_diff
+        from evalspec.reporters.diff import print_diff
 
         print_diff(console, run["baseline"])
     configs = {(s["path"], p["id"]): p for s in run["suites"] for p in s["providers"]}

@@ -12,6 +12,7 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
+from evalspec.core.text import strip_controls
 from evalspec.reporters import tools
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.catalogue import choose_lang, speaking, word, words
@@ -36,7 +37,6 @@ from evalspec.reporters.vocabulary import (
 from evalspec.results.attribution import CLASSES
 from evalspec.results.findings import Excerpt, Finding, explain, findings, rule_text
 from evalspec.results.verdict import CATEGORIES
-from evalspec.textutil import strip_controls
 
 TEMPLATE = """<!doctype html>
 <html lang="{{ t('html_lang') }}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -157,7 +157,7 @@ def verdict_icon(a: dict[str, Any]) -> str:
 def _baseline_section(run: dict[str, Any]) -> Markup:
     if not run.get("baseline"):
         return Markup("")
-    from evalspec.diff.render import html_section
+    from evalspec.reporters.diff import html_section
 
     return html_section(run["baseline"])
 

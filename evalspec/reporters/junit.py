@@ -74,7 +74,7 @@ def _properties(el: ET.Element, counts: dict[str, Any], pass_rate: float | None,
     ET.SubElement(props, "property", name="evalspec.pass_rate", value=pass_rate_text(pass_rate))
     ET.SubElement(props, "property", name="evalspec.gate", value=gate_line(run["gate"]))
     if run.get("baseline"):
-        from evalspec.diff.render import junit_properties
+        from evalspec.reporters.diff import junit_properties
 
         for name, value in junit_properties(run["baseline"]).items():
             ET.SubElement(props, "property", name=name, value=clean(value))

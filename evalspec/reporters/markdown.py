@@ -7,7 +7,6 @@ The whole text stays under GitHub's comment limit; long lists are cut with a cou
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +23,7 @@ from evalspec.reporters.vocabulary import (
     failing,
     gate_line,
     judge_text,
+    md,
     metric_cells,
     metric_columns,
     one_line,
@@ -39,17 +39,6 @@ from evalspec.results.findings import Excerpt, Finding, findings
 MARKER = "<!-- evalspec-report -->"
 LIMIT = 60_000
 ICON = {0: "✅", 1: "❌", 3: "⚠️"}
-MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
-SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
-
-
-def md(text: Any) -> str:
-    """One line of text from a run, safe in Markdown and table cells: no tags, no mentions, no markup."""
-    out = one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    out = SPECIAL.sub(r"\\\1", out)
-    return MENTION.sub("@&#8203;", out)
-
-
 def _excerpt(x: Excerpt) -> str:
     match = f"**{md(x.match)}**" if x.match.strip() else ""
     return f"{md(x.before)}{match}{md(x.after)}"
@@ -130,7 +119,7 @@ def _render(run: dict[str, Any], env: Mapping[str, str]) -> str:
                + (f" · {judge_text(s)}" if s.get("judge_calls") else ""))
     out += _state_lines(run)
     if run.get("baseline"):
-        from evalspec.diff.render import markdown_lines
+        from evalspec.reporters.diff import markdown_lines
 
         out += ["", *markdown_lines(run["baseline"])]  # newly failing first: right under the headline
     link = run_link(env)

@@ -8,9 +8,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from evalspec.core.text import strip_controls
 from evalspec.reporters.catalogue import words
 from evalspec.results.findings import Fact, Finding, findings
-from evalspec.textutil import strip_controls
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
                 ("xpassed", "xpassed"), ("measured", "measured"), ("drafts", "drafts"),
@@ -191,7 +191,7 @@ def blocking(run: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for s in gate["suites"]:
         if s.get("mode") == "regressions":
-            from evalspec.diff.compare import suite_key
+            from evalspec.results.compare import suite_key
 
             key = suite_key(s["suite"])
             mine = [r for r in rows if r["suite"] == key]
@@ -237,3 +237,14 @@ def fact_words(key: str, expected: str) -> tuple[str, str]:
 def shown_facts(f: Finding) -> list[Fact]:
     """A finding's facts as the report's language writes them."""
     return [Fact(*fact_words(x.key, x.expected), x.found, x.ok) for x in f.facts]
+
+
+MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
+SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
+
+
+def md(text: Any) -> str:
+    """One line of text from a run, safe in Markdown and table cells: no tags, no mentions, no markup."""
+    out = one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = SPECIAL.sub(r"\\\1", out)
+    return MENTION.sub("@&#8203;", out)

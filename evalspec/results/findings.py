@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalspec.textutil import strip_controls
+from evalspec.core.text import strip_controls
 
 EXCERPT_CHARS = 300
 WHITESPACE = re.compile(r"\s+")

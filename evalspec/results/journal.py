@@ -164,7 +164,7 @@ def lock_run_dir(run_dir: Path, pid: int) -> IO[str] | None:
         import fcntl
     except ImportError:  # Windows: no advisory locks
         return None
-    from evalspec.errors import ConfigError, Problem
+    from evalspec.core.errors import ConfigError, Problem
 
     run_dir.mkdir(parents=True, exist_ok=True)
     handle = (run_dir / LOCK).open("a+", encoding="utf-8")
@@ -208,7 +208,7 @@ def invocation_of(cli_vars: dict[str, Any], filter_: str | None, tags: list[str]
 def check_unchanged(suites: list[Any], run_dir: Path, invocation: dict[str, Any] | None = None) -> None:
     """`--resume` must not mix verdicts of two versions of a suite, nor of two command lines: exit 2
     naming the changed files and options."""
-    from evalspec.errors import ConfigError, Problem
+    from evalspec.core.errors import ConfigError, Problem
 
     try:
         manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult
-from evalspec.plan import Instance
-from evalspec.redact import redact
+from evalspec.core.redact import redact
+from evalspec.plan.build import Instance
 from evalspec.results.transcript import Transcript
 from evalspec.results.verdict import decide, test_score
 

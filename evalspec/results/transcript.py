@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalspec.agent import wire_message
+from evalspec.providers.tool_rounds import wire_message
 
 __all__ = ["Transcript"]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from servers import OpenAIServer
-
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
+from tests.servers import OpenAIServer
 
 BOT = "def respond(messages, context):\n    return '请问还有什么可以帮您？'\n"
 

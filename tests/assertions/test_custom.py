@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import check, transcript
+from tests.helpers import check, transcript
 
 CHECKS = '''
 async def polite(output, context):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from helpers import spec
-
-from evalspec.assertions.registry import threshold_of
+from evalspec.extend.registry import threshold_of
+from tests.helpers import spec
 
 
 def test_the_declared_default_applies_and_an_explicit_threshold_wins() -> None:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from helpers import check, transcript
-
 from evalspec.assertions.efficiency import correcting_phrase
+from tests.helpers import check, transcript
 
 
 def test_chinese_corrections_lower_the_score_and_are_the_evidence() -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from helpers import spec
-
-from evalspec.assertions.base import GradingContext
 from evalspec.assertions.evaluate import evaluate
 from evalspec.config.rule_examples import example_transcript
-from evalspec.plan_examples import as_tried
+from evalspec.extend.check import GradingContext
+from evalspec.plan.examples import as_tried
+from tests.helpers import spec
 
 
 def grade(rule: str, example: object, under_turn: int | None = None) -> bool | None:

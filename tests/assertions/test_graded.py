@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import OpenAIServer, Reply, chat_body
 
 from evalspec import run
 from evalspec.assertions.graded import cosine
-from evalspec.errors import ConfigError, GradingError
+from evalspec.core.errors import ConfigError, GradingError
+from evalspec.play.runner import RunOptions
 from evalspec.providers.judge import parse_verdict
-from evalspec.runner import RunOptions
+from tests.servers import OpenAIServer, Reply, chat_body
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 
@@ -230,9 +230,9 @@ def test_per_turn_judgement_reports_every_call_before_an_unusable_answer(tmp_pat
     so summary.judge_calls can count them."""
     import asyncio
 
-    from evalspec.assertions.base import GradingContext
     from evalspec.assertions.graded import judge_turns
     from evalspec.config.model import AssertionSpec
+    from evalspec.extend.check import GradingContext
     from evalspec.providers.calls import CallStats, ProviderCaller
     from evalspec.providers.judge import make_judge
     from evalspec.providers.model_provider import ModelProvider

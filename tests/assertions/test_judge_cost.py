@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import OpenAIServer, Reply, chat_body
 
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
+from tests.servers import OpenAIServer, Reply, chat_body
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 ANSWER = '{"reason": "ok", "pass": true, "level": "全程锚定"}'
@@ -154,9 +154,8 @@ def test_batch_leaves_turn_checks_samples_and_negation_as_they_are(tmp_path: Pat
 
 
 def test_a_second_opinion_review_carries_the_conversation_before_the_rule() -> None:
-    from helpers import spec, transcript
-
-    from evalspec.second_opinion import review_prompt
+    from evalspec.review.second_opinion import review_prompt
+    from tests.helpers import spec, transcript
 
     record = {"transcript": transcript(("这台瑶光是哪年的车？", "2023年的"), ("能分期吗？", "可以分期"))}
     result = {"turn": None, "scope": "last_response", "pass": True, "reason": "found", "evidence": []}

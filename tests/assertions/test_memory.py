@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from helpers import check, transcript
 
 from evalspec.assertions.memory import fuzzy_mention, mentions, recall_key
+from tests.helpers import check, transcript
 
 
 @pytest.mark.parametrize("expected,reply,score", [

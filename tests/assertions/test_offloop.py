@@ -5,10 +5,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from servers import OpenAIServer, Reply, chat_body
-
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
+from tests.servers import OpenAIServer, Reply, chat_body
 
 
 def test_slow_regexes_do_not_make_healthy_provider_calls_time_out(tmp_path: Path) -> None:
@@ -75,8 +74,8 @@ def test_a_slow_regex_frees_the_gil_so_other_threads_keep_running() -> None:
     import threading
     import time
 
-    from evalspec.assertions.patterns import regex_time_limit, search
-    from evalspec.errors import GradingError
+    from evalspec.core.errors import GradingError
+    from evalspec.extend.patterns import regex_time_limit, search
 
     def slow() -> None:
         with regex_time_limit(1.0), contextlib.suppress(GradingError):

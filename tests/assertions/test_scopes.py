@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from helpers import check, transcript
-from helpers import spec as parse
 
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
+from tests.helpers import check, transcript
+from tests.helpers import spec as parse
 
 CHAT = transcript(("a", "您好"), ("b", "欢迎试驾"), ("c", "好的"))
 

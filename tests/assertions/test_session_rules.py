@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import check, transcript
+from tests.helpers import check, transcript
 
 SALES = transcript(
     ("这台瑶光是哪年的车？", "2024年款。"),

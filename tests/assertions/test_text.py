@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from helpers import check, transcript
 
-from evalspec.assertions.patterns import regex_time_limit
+from evalspec.extend.patterns import regex_time_limit
+from tests.helpers import check, transcript
 
 CASES = [
     # (assertion yaml, reply that passes, reply that fails)

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import check, spec
 
 from evalspec.assertions.graded import format_transcript
-from evalspec.errors import ConfigError
-from evalspec.simulate import flipped
+from evalspec.core.errors import ConfigError
+from evalspec.play.simulated import flipped
+from tests.helpers import check, spec
 
 
 def call(name: str, cid: str, **args: Any) -> dict[str, Any]:
@@ -148,7 +148,7 @@ def test_simulated_users_do_not_see_tool_calls() -> None:
 
 
 def test_attackers_see_every_reply_but_no_tool_round() -> None:
-    from evalspec.attack import flipped as attacker_view
+    from evalspec.play.attack import flipped as attacker_view
 
     reported = [{"role": "user", "content": "hi", "turn": 1},
                 {"role": "assistant", "content": "booked", "turn": 1, "tool_calls": [call("book_test_drive", "x")]}]

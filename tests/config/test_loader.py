@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalspec.config import load_suite
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 HEAD = f"providers:\n  - id: bot\n    python: {BOT}:respond\n"
@@ -108,7 +108,7 @@ tests: [{id: t, conversation: [{user: "say $${UNSET_ANYWHERE}"}]}]
     suite = load_suite(path, environ={"PRICE": "12.98万"})  # UNSET_ANYWHERE is not set, and not needed
     assert suite.vars == {"price": "${PRICE} is 12.98万", "shell": "${HOME:-/root} $$ ${ not a name"}
     assert suite.tests[0].conversation[0].text == "say ${UNSET_ANYWHERE}"
-    from evalspec.executors.bundle import suite_environ
+    from evalspec.play.bundle import suite_environ
 
     monkeypatch.setenv("PRICE", "1")
     monkeypatch.setenv("HOME", "/home/someone")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalspec.config import load_suite
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import invoke
 
 from evalspec import run
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
+from tests.helpers import invoke
 
 BOT = "def respond(messages, context):\n    open('called', 'a').write('x')\n    return 'hello'\n"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from evalspec.cli import main
+from evalspec.app.cli.main import main
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 HEAD = f"providers: [{{id: bot, python: '{BOT}:respond'}}]\ntests:\n  - id: t\n    conversation:\n"

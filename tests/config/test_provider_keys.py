@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalspec.config import load_suite
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
 
 
 def test_provider_vars_are_an_unknown_key(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalspec.cli import main
+from evalspec.app.cli.main import main
 from evalspec.config.interpolate import TemplateProblem, render_text
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"

@@ -10,7 +10,7 @@ import pytest
 
 from evalspec.config import load_suite
 from evalspec.config.yamlfile import MAX_ALIAS_NODES, load_yaml
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import invoke
 
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
+from tests.helpers import invoke
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 PYTHON = os.environ.get("EVALSPEC_REALMODEL_PYTHON") or sys.executable

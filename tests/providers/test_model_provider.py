@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import OpenAIServer, Reply, chat_body
 
 from evalspec import run
-from evalspec.errors import ConfigError
-from evalspec.runner import RunOptions
+from evalspec.core.errors import ConfigError
+from evalspec.play.runner import RunOptions
+from tests.servers import OpenAIServer, Reply, chat_body
 
 CLIENTS = ["litellm", "lean"]
 

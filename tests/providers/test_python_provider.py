@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
 
 BOTS = '''
 import asyncio
@@ -68,7 +68,7 @@ def test_siblings_import_without_pythonpath_and_editing_one_is_a_cache_miss(tmp_
     (tmp_path / "s.yaml").write_text("providers: [{id: p, python: bots/bot.py:respond}]\n"
                                      "tests:\n  - id: t\n    conversation: [{user: 你好}]\n", encoding="utf-8")
     script = ("import sys, json; from pathlib import Path; from evalspec import run; "
-              "from evalspec.runner import RunOptions; "
+              "from evalspec.play.runner import RunOptions; "
               "r = run([Path('s.yaml')], options=RunOptions(run_dir=Path(sys.argv[1]))); "
               "print(json.dumps(r.results[0]['transcript'][1]['content']))")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -10,13 +10,13 @@ from pathlib import Path
 import httpx
 import jsonschema
 from rich.console import Console
-from servers import OpenAIServer, RateLimited
 
 from evalspec import run
-from evalspec.limits import LIMITED, AdaptiveLimit
+from evalspec.play.runner import RunOptions
+from evalspec.providers.limits import LIMITED, AdaptiveLimit
 from evalspec.providers.openai_compat import status_error
 from evalspec.reporters.console import ConsoleReporter, print_summary
-from evalspec.runner import RunOptions
+from tests.servers import OpenAIServer, RateLimited
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "run.schema.json").read_text(encoding="utf-8"))
 
@@ -100,7 +100,7 @@ def test_retry_after_pauses_every_call_to_the_provider(tmp_path: Path) -> None:
     def script(request: dict, n: int):  # type: ignore[no-untyped-def]
         import time
 
-        from servers import Reply, echo
+        from tests.servers import Reply, echo
         times.append(time.monotonic())
         if n == 0:
             return Reply(429, {"error": {"message": "slow down"}}, {"retry-after": "0.4"})

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import OpenAIServer, Reply, chat_body, form_of, llama_cpp_like
 
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
+from tests.servers import OpenAIServer, Reply, chat_body, form_of, llama_cpp_like
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 
@@ -212,7 +212,7 @@ tests:
 
 def test_ollama_models_get_format_with_the_schema_through_litellm(tmp_path: Path) -> None:
     """SPEC §20: `ollama/` and `ollama_chat/` models take `format: <schema>` (Ollama's /api/chat)."""
-    from servers import LoopbackServer
+    from tests.servers import LoopbackServer
 
     def ollama(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         return Reply(body={"model": body.get("model"), "created_at": "2024-01-01T00:00:00Z", "done": True,

@@ -84,7 +84,7 @@ def _with_a_baseline(run: dict[str, Any]) -> dict[str, Any]:
     """The fixed run against a base in which its failures passed: every baseline row is a regression."""
     import copy
 
-    from evalspec.diff.compare import compare_runs
+    from evalspec.results.compare import compare_runs
 
     base = copy.deepcopy(run)
     for v in base["verdicts"]:

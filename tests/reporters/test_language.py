@@ -217,7 +217,7 @@ def test_the_html_page_says_its_language(fixed_run: dict[str, Any], tmp_path: Pa
 
 
 def test_the_diff_headline_counts_gated_regressions_apart_from_measured_points() -> None:
-    from evalspec.diff.render import headline_parts
+    from evalspec.reporters.diff import headline_parts
 
     rows = ([{"category": "regressed", "measured": False}] * 2 + [{"category": "regressed", "measured": True}] * 3
             + [{"category": "fixed", "measured": True}, {"category": "unchanged", "measured": True}])
@@ -242,7 +242,7 @@ def _suite(path: Path, user: str, extra: str = "") -> Path:
 ])
 def test_run_speaks_the_conversations_language_unless_told(in_tmp: Path, monkeypatch: pytest.MonkeyPatch, user: str,
                                                           args: list[str], expected: str, not_expected: str) -> None:
-    from helpers import invoke
+    from tests.helpers import invoke
 
     monkeypatch.delenv("EVALSPEC_LANG")
     suite = _suite(in_tmp / "s.yaml", user)
@@ -256,7 +256,7 @@ def test_run_speaks_the_conversations_language_unless_told(in_tmp: Path, monkeyp
 
 
 def test_a_suites_report_lang_decides_without_a_flag(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from helpers import invoke
+    from tests.helpers import invoke
 
     monkeypatch.delenv("EVALSPEC_LANG")
     first = _suite(in_tmp / "a.yaml", "how much is it?", "report: {lang: zh}\n")
@@ -271,7 +271,7 @@ ATTACKER = Path(__file__).resolve().parents[2] / "providers" / "demo_attacker.py
 def test_the_progress_lines_of_an_attack_suite_speak_its_goals_language(in_tmp: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """An attack test has no written user turn: its goal tells the language, as its transcripts tell the summary's."""
-    from helpers import invoke
+    from tests.helpers import invoke
 
     monkeypatch.delenv("EVALSPEC_LANG")
     (in_tmp / "s.yaml").write_text(f"""\
@@ -288,8 +288,9 @@ tests:
 
 def test_the_progress_lines_align_their_verdicts_in_chinese(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """预期失败 is four characters wide twice over: the verdict column is padded by display width."""
-    from helpers import invoke
     from rich.cells import cell_len
+
+    from tests.helpers import invoke
 
     monkeypatch.delenv("EVALSPEC_LANG")
     (in_tmp / "s.yaml").write_text(f"""\

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from evalspec import run
+from evalspec.play.runner import RunOptions
 from evalspec.reporters.html import render_html
-from evalspec.runner import RunOptions
 
 NOTE = "transcript not embedded in a large report"
 

@@ -12,12 +12,12 @@ from typing import Any
 
 from rich.console import Console
 
-from evalspec.diff.compare import compare_runs
-from evalspec.diff.render import markdown_lines
 from evalspec.reporters.console import ConsoleReporter
+from evalspec.reporters.diff import markdown_lines
 from evalspec.reporters.html import render_html
 from evalspec.reporters.junit import build_junit
 from evalspec.reporters.markdown import render_markdown
+from evalspec.results.compare import compare_runs
 from evalspec.results.findings import findings, first_failure
 from tests.reporters.test_golden import console_text
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalspec.cli import main
+from evalspec.app.cli.main import main
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

@@ -12,10 +12,10 @@ import pytest
 
 from evalspec import run
 from evalspec.config.loader import load_suites
-from evalspec.errors import ConfigError
+from evalspec.core.errors import ConfigError
+from evalspec.play.runner import RunOptions
 from evalspec.reporters.html import render_html
 from evalspec.results.curves import stable_until, terms_text
-from evalspec.runner import RunOptions
 
 BOT = """\
 def respond(messages, context):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalspec import run
+from evalspec.play.runner import RunOptions
 from evalspec.reporters.markdown import render_markdown
 from evalspec.results.findings import findings
-from evalspec.runner import RunOptions
 
 BOT = """
 def respond(messages, context):

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from evalspec import run
+from evalspec.play.runner import RunOptions
 from evalspec.reporters.junit import build_junit
-from evalspec.runner import RunOptions
 
 BOT = '''
 def leak_then_fail(messages, context):

@@ -13,10 +13,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from servers import OpenAIServer, Reply, chat_body
 
 from evalspec import run
-from evalspec.runner import RunOptions
+from evalspec.play.runner import RunOptions
+from tests.servers import OpenAIServer, Reply, chat_body
 
 RUN_SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schema" / "run.schema.json").read_text(encoding="utf-8"))
 CALL_COST = 10 * 1.5e-7 + 5 * 6e-7  # one loopback answer, at gpt-4o-mini's prices

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from evalspec import run
-from evalspec.cli import main
+from evalspec.app.cli.main import main
+from evalspec.play.runner import RunOptions
 from evalspec.reporters.console import ConsoleReporter
-from evalspec.runner import RunOptions
 
 BOT = '''
 def respond(messages, context):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from evalspec import run
+from evalspec.play.runner import RunOptions
 from evalspec.results.verdict import combine_repeats
-from evalspec.runner import RunOptions
 
 FLAKY = '''
 import itertools

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from servers import ChatbotServer, OpenAIServer, Reply, chat_body
+from tests.servers import ChatbotServer, OpenAIServer, Reply, chat_body
 
 # modules a python-provider run without templates never needs: the HTTP stack (~0.5 s to import),
 # litellm (seconds), jinja2 (templates) and the progress bar (a terminal's)
@@ -91,7 +91,7 @@ tests:
 def test_a_python_provider_run_loads_no_http_stack_and_no_litellm(tmp_path: Path) -> None:
     seen, run = probe_run(tmp_path, PYTHON_SUITE)
     assert [r["status"] for r in run["results"]] == ["passed"] * 3
-    assert "evalspec.runner" in seen["modules"]  # the probe saw the whole run
+    assert "evalspec.play.runner" in seen["modules"]  # the probe saw the whole run
     assert [m for m in NOT_FOR_PYTHON if m in seen["modules"]] == []
 
 

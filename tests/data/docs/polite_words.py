@@ -1,7 +1,7 @@
 from dataclasses import dataclass
 
 from evalspec import assertion
-from evalspec.assertions.base import Check, Evidence
+from evalspec.extend.check import Check, Evidence
 
 
 @dataclass

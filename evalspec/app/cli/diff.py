@@ -1,0 +1,54 @@
+"""`evalspec diff`: read two run.json files, print and write the diff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from markupsafe import escape
+
+from evalspec.reporters.diff import html_section, markdown_lines, print_diff
+from evalspec.results.compare import compare_runs
+from evalspec.results.runjson import read_run
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>evalspec diff</title><style>body{{font-family:system-ui,sans-serif;margin:16px;color:#1f2937}}
+table{{border-collapse:collapse;width:100%}}td,th{{padding:4px 8px;border-bottom:1px solid #e5e7eb;text-align:left;font-size:14px}}
+.failed{{color:#b91c1c;font-weight:bold}}.passed{{color:#15803d}}.skipped{{color:#6b7280}}.meta{{color:#6b7280;font-size:12px}}</style>
+</head><body><h1>evalspec diff</h1><p class="meta">{base} → {head}</p>{section}</body></html>
+"""
+
+
+
+
+def diff_page(diff: dict[str, Any]) -> str:
+    return PAGE.format(base=escape(diff["base"].get("path") or diff["base"].get("run_id")),
+                       head=escape(diff["head"].get("path") or diff["head"].get("run_id")),
+                       section=html_section(diff))
+
+
+def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_path: str | None,
+                     output: str | None, lang: str | None = None) -> int:
+    """The diff in `lang` (None: the head run's language, SPEC §21)."""
+    from evalspec.reporters.catalogue import choose_lang, speaking
+
+    head = read_run(head_path, check=True)
+    diff = compare_runs(read_run(base_path, check=True), head, base_path, head_path)
+    with speaking(choose_lang(head, lang)):
+        return _write_diff(diff, md_path, html_path, output)
+
+
+def _write_diff(diff: dict[str, Any], md_path: str | None, html_path: str | None, output: str | None) -> int:
+    from evalspec.reporters.console import make_console
+    from evalspec.results.runjson import write_json
+
+    print_diff(make_console(), diff)
+    if md_path:
+        Path(md_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(md_path).write_text("\n".join(markdown_lines(diff)) + "\n", encoding="utf-8")
+    if html_path:
+        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(html_path).write_text(diff_page(diff), encoding="utf-8")
+    if output:
+        write_json(Path(output), diff)
+    return int(diff["exit_code"])

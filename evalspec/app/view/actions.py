@@ -1,0 +1,199 @@
+"""The review actions of `evalspec view` (SPEC §22), each written to a file the command line also reads:
+
+    triage   → run.json and .evalspec/triage.jsonl, through `evalspec triage`'s own writer
+    label    → .evalspec/labels.jsonl, one `judge-eval` line: {transcript, assert, label} (+ who, when, note)
+    approve  → the suite file without the test's `draft: true`, and a line in .evalspec/review.log
+
+Nothing is written outside the project directory: a path that resolves outside it is refused, and a
+run.json given on the command line from elsewhere keeps its content (the triage still goes to
+triage.jsonl). A bad body is an ActionError whose message the server answers with 400.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalspec.app.view.runs import RunStore, UnknownRun
+from evalspec.core.errors import EvalspecError
+
+LABELS_FILE = Path(".evalspec") / "labels.jsonl"
+REVIEW_LOG = Path(".evalspec") / "review.log"
+SCOPES_AS_WRITTEN = ("each_turn", "any_turn", "last_response", "conversation")
+
+
+class ActionError(EvalspecError):
+    """A review action's body names nothing it can act on."""
+
+
+@dataclass
+class Reviewer:
+    root: Path
+    who: str
+    store: RunStore
+
+    def inside(self, path: Path) -> Path | None:
+        """`path` resolved, when it lies inside the project directory; None otherwise."""
+        resolved = (self.root / path).resolve()
+        return resolved if resolved.is_relative_to(self.root.resolve()) else None
+
+    def _file(self, relative: Path) -> Path:
+        target = self.inside(relative)
+        if target is None:  # .evalspec is a symlink out of the project
+            raise ActionError(f"{relative} lies outside {self.root}: nothing written")
+        return target
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def text_field(body: dict[str, Any], key: str, required: bool = True) -> str | None:
+    value = body.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise ActionError(f"`{key}` must be a non-empty string, got {value!r}")
+    return value
+
+
+def _run(reviewer: Reviewer, body: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+    try:
+        return reviewer.store.load(str(text_field(body, "run")))
+    except UnknownRun as exc:
+        raise ActionError(str(exc)) from None
+
+
+def record_triage(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/triage {run, test, provider, attribution, note}."""
+    from evalspec.results.runjson import write_json
+    from evalspec.review.triage import TriageError, triage
+
+    data, path = _run(reviewer, body)
+    test, cls = str(text_field(body, "test")), str(text_field(body, "attribution"))
+    provider, note = text_field(body, "provider", False), text_field(body, "note", False)
+    triage_file = reviewer._file(Path(".evalspec") / "triage.jsonl")
+    try:
+        records = triage(data, test, provider, cls, note or None, path=triage_file, who=reviewer.who)
+    except TriageError as exc:
+        raise ActionError(str(exc)) from None
+    written = [str(triage_file)]
+    if reviewer.inside(path) is not None:
+        write_json(path, data)
+        written.append(str(path))
+    return {"written": written, "records": [{"test_id": r["test_id"], "provider": r["provider"],
+                                             "repeat": r["repeat"], "status": r["status"], "triage": r["triage"]}
+                                            for r in records]}
+
+
+def _record(data: dict[str, Any], test: str, provider: str | None, repeat: Any) -> dict[str, Any]:
+    for r in data["results"]:
+        if r["test_id"] == test and (provider is None or r["provider"] == provider) and \
+                (repeat is None or r.get("repeat") == repeat):
+            return dict(r)
+    where = f" @ {provider}" if provider else ""
+    raise ActionError(f"no record {test}{where} in run {data.get('run_id')}")
+
+
+def label_line(record: dict[str, Any], index: int, right: bool, level: str | None) -> dict[str, Any]:
+    """The `judge-eval` line for assertion `index` of `record`: its transcript (up to its turn), the
+    assertion as a suite writes it, and the label a person gave (the judge's answer, or its opposite)."""
+    assertions = record.get("assertions") or []
+    if not 0 <= index < len(assertions):
+        raise ActionError(f"`assertion` must be an index of the record's {len(assertions)} assertions, got {index}")
+    a = assertions[index]
+    details = a.get("details") or {}
+    if not details.get("verdicts") or a.get("error") or a.get("pass") is None:
+        raise ActionError(f"assertion {index} ({a.get('type')}) has no judge verdict to mark")
+    rule: dict[str, Any] = {str(a["type"]): a.get("value")}
+    found = details.get("levels")
+    levels: dict[str, Any] = found if isinstance(found, dict) else {}
+    if levels:
+        rule["levels"] = levels
+    if isinstance(a.get("threshold"), (int, float)):
+        rule["threshold"] = a["threshold"]
+    transcript = [m for m in record.get("transcript") or [] if m.get("role") in ("user", "assistant", "system")]
+    if a.get("turn") is not None:  # graded at its turn: the transcript up to it, graded as its last reply
+        transcript = [m for m in transcript if m.get("turn") is None or m["turn"] <= a["turn"]]
+        rule["scope"] = "last_response"
+    elif a.get("scope") in SCOPES_AS_WRITTEN:
+        rule["scope"] = a["scope"]
+    rule = _as_judge_eval_reads(rule)
+    answer: bool | str = details["level"] if levels and "level" in details else bool(a["pass"])
+    if right:
+        label: bool | str = answer
+    elif isinstance(answer, bool):
+        label = not answer
+    elif level is None or level not in levels or level == answer:
+        others = ", ".join(k for k in levels if k != answer)
+        raise ActionError(f"the judge answered {answer!r}; a wrong level needs `level`, the right one: {others}")
+    else:
+        label = level
+    return {"transcript": [{"role": m["role"], "content": m.get("content") or ""} for m in transcript],
+            "assert": rule, "label": label}
+
+
+def _as_judge_eval_reads(rule: dict[str, Any]) -> dict[str, Any]:
+    """The assertion as `judge-eval` will parse it: without `scope` for a type that always reads the whole
+    transcript; a rule it would still reject is an ActionError, so labels.jsonl only gets lines it reads."""
+    from evalspec.config.asserts import parse_assertion
+    from evalspec.config.paths import LineMap
+    from evalspec.core.errors import Problem
+
+    for candidate in (rule, {k: v for k, v in rule.items() if k != "scope"}):
+        problems: list[Problem] = []
+        parse_assertion(candidate, ("assert",), LineMap(str(LABELS_FILE)), problems, None)
+        if not problems:
+            return candidate
+    raise ActionError(f"judge-eval could not read this assertion back: {problems[0].message}")
+
+
+def record_label(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/label {run, test, provider, assertion, verdict: right|wrong, note} (+ `level` for a rubric)."""
+    data, _ = _run(reviewer, body)
+    verdict = body.get("verdict")
+    if verdict not in ("right", "wrong"):
+        raise ActionError(f"`verdict` must be 'right' or 'wrong', got {verdict!r}")
+    index = body.get("assertion")
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise ActionError(f"`assertion` must be the assertion's index in the record, got {index!r}")
+    record = _record(data, str(text_field(body, "test")), text_field(body, "provider", False), body.get("repeat"))
+    line = label_line(record, index, verdict == "right", text_field(body, "level", False))
+    line |= {"verdict": verdict, "note": text_field(body, "note", False) or None, "who": reviewer.who, "at": now(),
+             "run_id": data.get("run_id"), "suite": record["suite"], "test_id": record["test_id"],
+             "provider": record["provider"], "assertion": index}
+    target = reviewer._file(LABELS_FILE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return {"written": [str(target)], "line": line}
+
+
+def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/approve {suite, test}: the draft becomes a regular test; review.log says who and when."""
+    from evalspec.app.view.approve import ApproveError, remove_draft
+
+    suite, test = str(text_field(body, "suite")), str(text_field(body, "test"))
+    path = reviewer.inside(Path(suite))
+    if path is None:
+        raise ActionError(f"{suite}: outside {reviewer.root}; only suites inside it can be approved")
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        raise ActionError(f"{suite}: not a suite file (.yaml) in {reviewer.root}")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+        edited, line = remove_draft(text, test)
+    except UnicodeDecodeError:
+        raise ActionError(f"{suite}: not UTF-8 text") from None
+    except ApproveError as exc:
+        raise ActionError(f"{suite}: {exc}") from None
+    path.write_bytes(edited.encode("utf-8"))  # bytes: a CRLF file keeps its line ends
+    log = reviewer._file(REVIEW_LOG)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    entry = f"{now()} {reviewer.who} approved {suite}:{line} {test} (draft: true removed)"
+    with log.open("a", encoding="utf-8") as out:
+        out.write(entry + "\n")
+    return {"written": [str(path), str(log)], "suite": suite, "test": test, "line": line, "log": entry}

@@ -1,0 +1,1 @@
+"""Writing suites: `evalspec init`, `evalspec redteam`, and the importers."""

@@ -1,0 +1,196 @@
+"""Suites from elsewhere: promptfoo configs, MT-Bench-101 data, spreadsheets (CSV) — and CSV back out.
+
+Each importer turns its input into `ImportedSuite`s; `write_suites` writes them as YAML that validates
+as written: whatever could not be converted is listed in a comment at the top of the suite (and
+returned, for stderr), and a suite without a provider gets one to edit (`--provider`, or a python
+stub next to the suite).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalspec.config.interpolate import LITERAL_DOLLAR_BRACE, is_template
+from evalspec.config.yamlfile import typographic_quotes
+from evalspec.core.errors import ConfigError, Problem
+
+STUB_FILE = "provider_stub.py"
+STUB_SOURCE = '''"""A stand-in for the system under test, written by `evalspec import`.
+
+Replace the body of `respond` with a call to your chatbot (or point the suite's `providers:` at it).
+"""
+
+
+def respond(messages, context):
+    """messages: OpenAI-style history ending with the user turn to answer; context: thread_id, vars, ..."""
+    return "(stub) " + messages[-1]["content"]
+'''
+
+
+@dataclass
+class ImportedSuite:
+    """One suite to write: its file name, its data, and what of the source was not converted."""
+
+    filename: str
+    data: dict[str, Any]
+    not_converted: list[str] = field(default_factory=list)
+    source: str = ""
+    files: dict[str, str] = field(default_factory=dict)  # extra files to write next to the suite
+
+
+RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
+_END_RAW = re.compile(r"\{%(-?\s*endraw\b)")  # what would close a raw block early
+_END_RAW_KEPT = '{% endraw %}{{ "{%" }}{% raw %}'  # renders as "{%", the raw block going on after it
+
+
+def plain(value: Any) -> Any:
+    """Copied data (a name, a tag, a var, a reference answer) as text that `${ENV}` leaves alone: every
+    `${` written `$${` (SPEC §17, "Imported text is text"). Mappings and lists are escaped item by item."""
+    if isinstance(value, str):
+        return value.replace("${", LITERAL_DOLLAR_BRACE)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def literal(value: Any) -> Any:
+    """Copied data that evalspec renders as a template (a user or assistant turn, an assertion's value),
+    so that it is sent as written: `plain`, and text holding `{{` or `{%` wrapped in {% raw %}…{% endraw %}."""
+    if isinstance(value, str):
+        text = plain(value)
+        return RAW_OPEN + _END_RAW.sub(lambda m: _END_RAW_KEPT + m.group(1), text) + RAW_CLOSE \
+            if is_template(text) else text
+    if isinstance(value, dict):
+        return {k: literal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [literal(v) for v in value]
+    return value
+
+
+def unliteral(text: str) -> str:
+    """The text `literal` wrapped (as loaded: `$${` already read as `${`), for writing it back out."""
+    if text.startswith(RAW_OPEN) and text.endswith(RAW_CLOSE):
+        return text[len(RAW_OPEN):-len(RAW_CLOSE)].replace(_END_RAW_KEPT, "{%")
+    return text
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings, insertion order kept."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    # copied text wrapped in “…” or 「…」 keeps its quotes: written in YAML quotes, as SPEC §18 asks for that
+    style = "|" if "\n" in value else "'" if typographic_quotes(value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1000)
+
+
+def provider_from_spec(spec: str) -> dict[str, Any]:
+    """`--provider`: `model:NAME`, `http:URL`, `python:FILE.py:function`, a YAML mapping, or a bare model."""
+    text = spec.strip()
+    if text.startswith("{"):
+        parsed = yaml.safe_load(text)
+        if not isinstance(parsed, dict):
+            raise ValueError(f"--provider {spec!r}: expected a mapping")
+        return {"id": "target", **parsed} if "id" not in parsed else parsed
+    kind, sep, rest = text.partition(":")
+    if sep and kind == "python":
+        return {"id": "target", "python": rest}
+    if sep and kind == "http":
+        return {"id": "target", "http": {"url": rest, "body": {"message": "{{ message }}"}, "response": "reply"}}
+    if sep and kind == "model":
+        return {"id": "target", "model": rest}
+    return {"id": "target", "model": text}
+
+
+def with_provider(suite: ImportedSuite, provider: str | None) -> None:
+    """Give a suite without providers the one from `--provider`, or a python stub to edit."""
+    tests = [t for t in suite.data.get("tests") or [] if isinstance(t, dict)]
+    if suite.data.get("providers") or (tests and all("transcript" in t for t in tests)):
+        return  # recorded conversations call nothing
+    if provider:
+        entry = provider_from_spec(provider)
+    else:
+        entry = {"id": "stub", "python": f"{STUB_FILE}:respond"}
+        suite.files.setdefault(STUB_FILE, STUB_SOURCE)
+        suite.not_converted.append(f"no system under test in the source: edit {STUB_FILE} or the providers entry")
+    ordered = {"providers": [entry]}
+    suite.data = {**{k: v for k, v in suite.data.items() if k in ("description", "tags")}, **ordered,
+                  **{k: v for k, v in suite.data.items() if k not in ("description", "tags", "providers")}}
+
+
+def render_suite(suite: ImportedSuite) -> str:
+    """The suite's YAML, with the source and everything not converted in a comment on top."""
+    head = [f"# Imported by evalspec from {suite.source}" if suite.source else "# Imported by evalspec"]
+    if suite.not_converted:
+        head.append("# Not converted:")
+        head += [f"#   - {line}" for line in suite.not_converted]
+    return "\n".join(head) + "\n" + dump_yaml(suite.data)
+
+
+class ImportRefused(ConfigError):
+    """The import would write a hollow suite (SPEC §19): nothing is written."""
+
+
+def hollow_problems(suite: ImportedSuite) -> list[Problem]:
+    """What makes an imported suite hollow: no test, a test that checks nothing (no check of its own, on
+    its turns or from `defaults`), an empty user turn."""
+    data, source = suite.data, suite.source or suite.filename
+    inherited = bool((data.get("defaults") or {}).get("assert"))
+    tests = [t for t in data.get("tests") or [] if isinstance(t, dict)]
+    if not tests and not data.get("transcripts"):
+        return [Problem(source, None, "", "no test could be imported: nothing to write"
+                        + (f" ({suite.not_converted[0]})" if suite.not_converted else ""))]
+    problems = []
+    for i, test in enumerate(tests):
+        name = str(test.get("id") or test.get("name") or f"test {i + 1}")
+        entries = [e for e in (test.get("conversation") or test.get("transcript") or []) if isinstance(e, dict)]
+        if not (test.get("assert") or inherited or any(e.get("assert") for e in entries)):
+            problems.append(Problem(source, None, f"test '{name}'", "checks nothing: none of its source's "
+                                    "checks could be converted (see 'not converted' above)"))
+        for j, entry in enumerate(entries):
+            text = entry.get("user")
+            if "user" in entry and not unliteral(str(text or "")).strip():
+                problems.append(Problem(source, None, f"test '{name}', entry {j + 1}", "empty user turn"))
+    return problems
+
+
+def check_not_hollow(suites: list[ImportedSuite]) -> None:
+    """Raise ImportRefused naming every hollow part of every suite (`--allow-empty` skips this)."""
+    problems = [p for suite in suites for p in hollow_problems(suite)]
+    if problems:
+        raise ImportRefused(problems)
+
+
+def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | None = None,
+                 allow_empty: bool = False) -> list[Path]:
+    """Write each suite (and its extra files) under `out_dir`; returns the paths written. A hollow
+    suite is refused (ImportRefused, nothing written) unless `allow_empty`."""
+    if not allow_empty:
+        check_not_hollow(suites)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for suite in suites:
+        with_provider(suite, provider)
+        path = out_dir / suite.filename
+        path.write_text(render_suite(suite), encoding="utf-8")
+        written.append(path)
+        for name, content in suite.files.items():
+            extra = out_dir / name
+            if not extra.exists():
+                extra.write_text(content, encoding="utf-8")
+                written.append(extra)
+    return written

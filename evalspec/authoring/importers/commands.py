@@ -1,0 +1,127 @@
+"""`evalspec import promptfoo|mtbench101|csv` and `evalspec export csv`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evalspec.authoring.importers import ImportedSuite, ImportRefused, write_suites
+from evalspec.core.exitcodes import ExitCode
+
+PROVIDER_HELP = ("the system under test for suites without one: model:NAME, http:URL, python:FILE.py:function "
+                 "or a YAML mapping (default: a python stub written next to the suite)")
+
+
+ALLOW_EMPTY_HELP = "write the suite even with tests that check nothing, no test or an empty user turn"
+
+
+def allow_empty_option(f: Any) -> Any:
+    return click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)(f)
+
+
+def judge_option(f: Any) -> Any:
+    return click.option("--judge", default="openai/gpt-4o-mini", show_default=True,
+                        help="the judge: a litellm model string or a YAML mapping")(f)
+
+
+def judge_ref(judge: str) -> Any:
+    """`--judge` as the suite will hold it: a model string, or the mapping a `{...}` value spells."""
+    import yaml
+
+    return yaml.safe_load(judge) if judge.strip().startswith("{") else judge
+
+
+def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, allow_empty: bool = False) -> None:
+    for suite in suites:
+        for note in suite.not_converted:
+            click.echo(f"not converted ({suite.filename}): {note}", err=True)
+    try:
+        written = write_suites(suites, Path(out_dir), provider, allow_empty)
+    except ImportRefused as exc:
+        for problem in exc.problems:
+            click.echo(f"error {problem}", err=True)
+        click.echo(f"refused: {len(exc.problems)} problem(s) would make a hollow suite; nothing was written "
+                   "(--allow-empty writes it anyway)", err=True)
+        sys.exit(ExitCode.CONFIG_ERROR)
+    for path in written:
+        click.echo(f"wrote {path}")
+
+
+@click.group(name="import")
+def import_() -> None:
+    """Write suites from promptfoo configs, DeepEval goldens, MT-Bench-101 data or a spreadsheet (CSV)."""
+
+
+@import_.command()
+@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suite")
+@click.option("--provider", help=PROVIDER_HELP)
+@allow_empty_option
+def promptfoo(config: str, out_dir: str, provider: str | None, allow_empty: bool) -> None:
+    """A promptfoo config (providers, prompts, tests, defaultTest, _conversation) -> one suite."""
+    from evalspec.authoring.importers.promptfoo import import_promptfoo
+
+    _finish([import_promptfoo(Path(config), Path(out_dir))], out_dir, provider, allow_empty)
+
+
+@import_.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suites")
+@click.option("--provider", help=PROVIDER_HELP)
+@judge_option
+@allow_empty_option
+def mtbench101(file: str, out_dir: str, provider: str | None, judge: str, allow_empty: bool) -> None:
+    """MT-Bench-101 JSONL -> one golden-history suite per task, judged against the golden last reply."""
+    from evalspec.authoring.importers.mtbench101 import import_mtbench101
+
+    _finish(import_mtbench101(Path(file), judge_ref(judge)), out_dir, provider, allow_empty)
+
+
+@import_.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suite")
+@click.option("--provider", help=PROVIDER_HELP)
+@judge_option
+@allow_empty_option
+def deepeval(file: str, out_dir: str, provider: str | None, judge: str, allow_empty: bool) -> None:
+    """DeepEval goldens (JSON) -> one suite: recorded turns as transcript: tests, the others played or simulated."""
+    from evalspec.authoring.importers.deepeval import import_deepeval
+
+    _finish([import_deepeval(Path(file), judge_ref(judge))], out_dir, provider, allow_empty)
+
+
+@import_.command(name="csv")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False), help="folder for the suite")
+@click.option("--provider", help=PROVIDER_HELP)
+@allow_empty_option
+def csv_(file: str, out_dir: str, provider: str | None, allow_empty: bool) -> None:
+    """A CSV (test_id, user, label, contains, not_contains, regex, not_regex, name, tags) -> one suite."""
+    from evalspec.authoring.importers.csvfile import import_csv
+
+    _finish([import_csv(Path(file))], out_dir, provider, allow_empty)
+
+
+@click.group()
+def export() -> None:
+    """Write a suite in another format."""
+
+
+@export.command(name="csv")
+@click.argument("suite", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write to FILE instead of stdout")
+def export_csv_(suite: str, output: str | None) -> None:
+    """A suite's scripted user turns and their contains/regex checks as CSV (UTF-8 with BOM)."""
+    from evalspec.authoring.importers.csvfile import export_csv
+
+    text, skipped = export_csv(Path(suite))
+    for note in skipped:
+        click.echo(f"not exported: {note}", err=True)
+    if output:
+        Path(output).write_text(text, encoding="utf-8", newline="")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        sys.stdout.write(text)

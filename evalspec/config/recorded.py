@@ -1,0 +1,183 @@
+"""Recorded conversations (SPEC §19): a suite's `transcripts:` (JSONL in OpenAI chat format, or CSV) read
+one conversation at a time, each a test graded by the suite's `defaults` as if it had been played.
+
+Nothing is called: the provider of every recorded conversation is `recorded`. The files are read again
+on every walk of the plan (its length, its keys, its instances), so memory stays flat however many
+conversations they hold; a `sample:` is drawn once (seeded) from the conversations `where:` keeps.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalspec.config.model import ProviderSpec, Suite, TestSpec, TranscriptsSpec, TurnSpec
+from evalspec.core.errors import ConfigError, Problem
+
+RECORDED = ProviderSpec(id="recorded", kind="recorded", config={})
+ROLES = ("user", "assistant", "tool", "system")
+CSV_COLUMNS = ("conversation_id", "turn", "role", "content")
+
+
+@dataclass
+class Conversation:
+    """One recorded conversation as read: where it is (file, line) and its fields."""
+
+    id: str
+    messages: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    file: str
+    line: int
+
+
+class RecordedProblem(Exception):
+    """A conversation that cannot be read: file, line and what is wrong."""
+
+    def __init__(self, file: str, line: int | None, message: str) -> None:
+        super().__init__(message)
+        self.problem = Problem(file, line, "", message)
+
+
+def files_of(suite: Suite, override: str | None = None) -> list[Path]:
+    """The files `transcripts.path` (or `--transcripts PATH`, relative to the working folder) names."""
+    source = suite.transcripts
+    assert source is not None
+    pattern = override if override is not None else source.path
+    base = Path.cwd() if override is not None else suite.path.parent
+    full = pattern if Path(pattern).is_absolute() else str(base / pattern)
+    found = sorted(Path(p) for p in glob.glob(full, recursive=True) if Path(p).is_file())
+    if not found:
+        given = f"--transcripts {override}" if override is not None else f"transcripts.path {source.path!r}"
+        where = suite.lines.problem(source.at + ("path",), "") if suite.lines and override is None else None
+        raise ConfigError([Problem(str(suite.path), where.line if where else None, where.path if where else "",
+                                   f"{given}: no file matches {full}; give a JSONL or CSV file of recorded "
+                                   "conversations (or a glob)")])
+    return found
+
+
+def _content(value: Any) -> str:
+    """OpenAI content: a text, None (a reply that only calls tools) or a list of parts (their text)."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _jsonl(path: Path) -> Iterator[Conversation]:
+    with path.open(encoding="utf-8-sig") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RecordedProblem(str(path), number, f"not a JSON line ({exc.msg}); each line is "
+                                      '{"id": ..., "messages": [{"role": ..., "content": ...}], "metadata": {...}}') from None
+            if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
+                raise RecordedProblem(str(path), number, "a recorded conversation needs 'messages': a list of "
+                                      '{"role": "user"|"assistant"|"tool"|"system", "content": ...}')
+            metadata: dict[str, Any] = row["metadata"] if isinstance(row.get("metadata"), dict) else {}
+            cid = row.get("id", metadata.get("id", f"{path.stem}-{number}"))
+            yield Conversation(str(cid), row["messages"], dict(metadata), str(path), number)
+
+
+def _csv(path: Path) -> Iterator[Conversation]:
+    """Rows `conversation_id, turn, role, content` (+ metadata columns), grouped by conversation id in
+    the order the ids first appear; rows of one conversation in `turn` order."""
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise RecordedProblem(str(path), 1, f"missing column(s) {', '.join(missing)}: a CSV of recorded "
+                                  f"conversations has {', '.join(CSV_COLUMNS)} (+ any metadata columns)")
+        groups: dict[str, tuple[int, dict[str, Any], list[tuple[float, int, dict[str, Any]]]]] = {}
+        for number, row in enumerate(reader, 2):
+            cid = str(row["conversation_id"])
+            first, metadata, rows = groups.setdefault(cid, (number, {}, []))
+            try:
+                order = float(row["turn"] or 0)
+            except ValueError:
+                raise RecordedProblem(str(path), number, f"turn {row['turn']!r} is not a number") from None
+            rows.append((order, number, {"role": row["role"], "content": row["content"]}))
+            metadata.update({k: v for k, v in row.items() if k not in CSV_COLUMNS and v not in (None, "")})
+    for cid, (first, metadata, rows) in groups.items():
+        yield Conversation(cid, [m for *_, m in sorted(rows, key=lambda r: (r[0], r[1]))], metadata, str(path), first)
+
+
+def _read(path: Path) -> Iterator[Conversation]:
+    return _csv(path) if path.suffix.lower() == ".csv" else _jsonl(path)
+
+
+def _kept(conversation: Conversation, where: dict[str, Any]) -> bool:
+    return all(str(conversation.metadata.get(k)) == str(v) for k, v in where.items())
+
+
+def conversations(suite: Suite, override: str | None = None) -> Iterator[Conversation]:
+    """The suite's recorded conversations that `where:` keeps, in file order (a `sample:` of them)."""
+    source = suite.transcripts
+    assert source is not None
+    files = files_of(suite, override)
+    chosen = _sample(source, files) if source.sample is not None else None
+    index = 0
+    for path in files:
+        for conversation in _read(path):
+            if not _kept(conversation, source.where):
+                continue
+            if chosen is None or index in chosen:
+                yield conversation
+            index += 1
+
+
+_SAMPLES: dict[tuple[Any, ...], frozenset[int]] = {}
+
+
+def _sample(source: TranscriptsSpec, files: list[Path]) -> frozenset[int]:
+    """The positions of a seeded random sample among the kept conversations (drawn once per process)."""
+    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    key = (stamp, source.sample, source.seed, json.dumps(source.where, sort_keys=True, default=str))
+    if key not in _SAMPLES:
+        total = sum(1 for p in files for c in _read(p) if _kept(c, source.where))
+        _SAMPLES[key] = frozenset(random.Random(source.seed).sample(range(total), min(int(source.sample or 0), total)))
+    return _SAMPLES[key]
+
+
+def test_of(suite: Suite, conversation: Conversation, index: int) -> TestSpec:
+    """A recorded conversation as a test: its turns, the suite's `defaults` as its checks."""
+    source = suite.transcripts
+    assert source is not None
+    name = conversation.metadata.get("name")
+    test = TestSpec(id=conversation.id, name=str(name) if name else conversation.id, index=index,
+                    tags=list(source.tags), asserts=source.asserts, threshold=source.threshold,
+                    where=("transcripts",), recorded="file", metadata=conversation.metadata)
+    for k, message in enumerate(conversation.messages):
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            role = message.get("role") if isinstance(message, dict) else message
+            raise RecordedProblem(conversation.file, conversation.line,
+                                  f"conversation '{conversation.id}', message {k + 1}: role {role!r} is not one of "
+                                  f"{', '.join(ROLES)}")
+        role = message["role"]
+        if role == "system":
+            continue
+        extras = {key: message[key] for key in ("tool_calls", "tool_call_id", "name") if message.get(key)}
+        test.conversation.append(TurnSpec(kind=role, text=_content(message.get("content")), message=extras or None))
+    return test
+
+
+def label_turns(patterns: dict[str, str], texts: list[tuple[int, str]]) -> dict[str, int]:
+    """Each label: the first user turn whose text matches its pattern (labels that match none are absent)."""
+    from evalspec.extend.patterns import search
+
+    found: dict[str, int] = {}
+    for label, pattern in patterns.items():
+        for turn, text in texts:
+            if search(pattern, text):
+                found[label] = turn
+                break
+    return found

@@ -1,0 +1,118 @@
+"""What a check receives and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalspec.core.errors import GradingError
+
+
+@dataclass
+class Evidence:
+    turn: int | None
+    text: str
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"turn": self.turn, "text": self.text}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class Check:
+    """The outcome of one check on one reply (or one transcript)."""
+
+    passed: bool
+    score: float
+    reason: str = ""
+    evidence: list[Evidence] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, passed: bool, reason: str = "", evidence: list[Evidence] | None = None) -> Check:
+        return cls(passed, 1.0 if passed else 0.0, reason, evidence or [])
+
+
+@dataclass
+class Reply:
+    """An assistant reply under check; on `conversation` scope, all replies joined."""
+
+    text: str
+    turn: int | None
+    latency_ms: float | None = None
+    tokens: int | None = None
+    cost: float | None = None
+    whole_conversation: bool = False
+
+
+JudgeFn = Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[dict[str, Any]]]
+EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
+
+
+@dataclass
+class GradingContext:
+    """Everything a check may read. `transcript` ends at `turn` for turn-attached assertions."""
+
+    transcript: list[dict[str, Any]]
+    labels: Mapping[str, int]
+    vars: Mapping[str, Any]
+    test_id: str
+    turn: int | None
+    suite_dir: Path
+    judge: JudgeFn | None = None
+    embed: EmbedFn | None = None
+    tools: Any = None  # the provider's declared tools (a list, or FILE.py:NAME), for tool-args-valid
+
+    def until(self, turn: int) -> GradingContext:
+        """The context of an assertion attached to `turn`: the transcript ends with that turn."""
+        cut = object.__new__(type(self))  # a copy of every field (faster than dataclasses.replace)
+        cut.__dict__.update(self.__dict__)
+        cut.transcript, cut.turn = [m for m in self.transcript if (m.get("turn") or 0) <= turn], turn
+        return cut
+
+    def replies(self) -> list[dict[str, Any]]:
+        """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds
+        before it and injected history are excluded)."""
+        return [m for m in self.transcript if m["role"] == "assistant" and not m.get("injected")
+                and not m.get("intermediate")]
+
+    def reply_for_turn(self, turn: int) -> dict[str, Any] | None:
+        for m in self.transcript:
+            if m["role"] == "assistant" and m.get("turn") == turn and not m.get("intermediate"):
+                return m
+        return None
+
+    def tool_calls(self, turn: int | None = None) -> list[tuple[int | None, dict[str, Any]]]:
+        """(turn, call) for every tool call in the transcript, or only those made during `turn`."""
+        return [(m.get("turn"), c) for m in self.transcript
+                if m["role"] == "assistant" and not m.get("injected") and (turn is None or m.get("turn") == turn)
+                for c in m.get("tool_calls") or []]
+
+    def user_turns(self) -> int:
+        return sum(1 for m in self.transcript if m["role"] == "user" and not m.get("not_sent"))
+
+    def resolve_turn(self, ref: Any) -> int:
+        """A turn number or a label -> turn number."""
+        return resolve_turn(ref, self.labels)
+
+
+def snippet(text: str, limit: int = 160) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+def resolve_turn(ref: Any, labels: Mapping[str, int]) -> int:
+    """A turn number, a label or a number written as text -> the turn number."""
+    if isinstance(ref, bool):
+        raise GradingError(f"turn reference {ref!r} is not a number or label")
+    if isinstance(ref, int):
+        return ref
+    if isinstance(ref, str) and ref in labels:
+        return labels[ref]
+    if isinstance(ref, str) and ref.isdigit():
+        return int(ref)
+    raise GradingError(f"unknown turn label {ref!r}")

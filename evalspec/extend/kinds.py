@@ -1,0 +1,128 @@
+"""The provider-kind registry: each kind (`python`, `model`, `http`, and plugins') with its schema,
+builder, preflight and doc, so that parser, schema, factory and `evalspec list` read one table.
+
+    from evalspec.extend.kinds import provider_kind
+
+    @provider_kind("echo", schema={"type": "object", "properties": {"prefix": {"type": "string"}}},
+                   doc="answers with the user's message")
+    def build_echo(spec, suite):          # spec.config["echo"] is the value written in the suite
+        return EchoProvider(spec.id, spec.config["echo"])   # anything with `id`, `respond`, `cache_identity`
+
+The built-in kinds register the same way, each in the module that implements it (`BUILTIN`); this
+table imports those modules on first use, as it imports plugins' entry points, so that the suite's
+parser and schema (which read names, schemas and config checks) stand before the providers layer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalspec.config.model import ProviderSpec, Suite
+    from evalspec.extend.provider import Provider
+
+Builder = Callable[["ProviderSpec", "Suite"], "Provider"]
+Preflight = Callable[["ProviderSpec", "Suite"], list[str]]
+Prepare = Callable[["ProviderSpec"], None]
+# config-time problems of one provider mapping: (key path under the provider, message)
+ConfigCheck = Callable[[dict[str, Any]], list[tuple[tuple[str, ...], str]]]
+
+# kind -> the module that registers it; their order is the order of the suite schema's `oneOf`
+BUILTIN = {"python": "evalspec.providers.python_provider", "model": "evalspec.providers.model_provider",
+           "http": "evalspec.providers.http_provider"}
+
+
+def _no_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
+    return []
+
+
+def _nothing_to_prepare(spec: ProviderSpec) -> None:
+    return None
+
+
+def _no_config_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    return []
+
+
+def _never(config: dict[str, Any]) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class ProviderKind:
+    """A registered provider kind.
+
+    `schema` is the JSON Schema of the value under the kind's key; `keys` the other provider keys the
+    kind reads (`system`, `history`, ...) with theirs; `check` finds what a schema cannot in a provider
+    mapping (reported with the line); `preflight` what stops a built provider from working, without
+    calling it; `prepare` loads, before a run's first call, what the kind's first call would otherwise
+    load on the event loop (an HTTP transport: `validate` does not need it, so preflight leaves it); `stateful` says whether the system keeps the conversation itself (only the new message
+    is sent, and `assistant:` history cannot be)."""
+
+    name: str
+    doc: str
+    schema: dict[str, Any]
+    build: Builder
+    preflight: Preflight = _no_problems
+    keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    check: ConfigCheck = _no_config_problems
+    stateful: Callable[[dict[str, Any]], bool] = _never
+    builtin: bool = False
+    prepare: Prepare = _nothing_to_prepare
+
+
+PROVIDER_KINDS: dict[str, ProviderKind] = {}
+_loaded_builtin = False
+
+
+def provider_kind(name: str, *, schema: dict[str, Any] | None, doc: str = "", preflight: Preflight | None = None,
+                  keys: dict[str, dict[str, Any]] | None = None, check: ConfigCheck | None = None,
+                  stateful: Callable[[dict[str, Any]], bool] | None = None,
+                  prepare: Prepare | None = None) -> Callable[[Builder], Builder]:
+    """Register a builder `(spec, suite) -> Provider` under the suite key `name` (`schema` None: any value)."""
+
+    def register(build: Builder) -> Builder:
+        text = doc or ((build.__doc__ or "").strip().splitlines() or [""])[0]
+        PROVIDER_KINDS[name] = ProviderKind(
+            name, text, schema if schema is not None else {}, build, preflight or _no_problems, dict(keys or {}),
+            check or _no_config_problems, stateful or _never, builtin=BUILTIN.get(name) == build.__module__,
+            prepare=prepare or _nothing_to_prepare)
+        return build
+
+    return register
+
+
+def provider_kinds() -> dict[str, ProviderKind]:
+    """Every kind: the built-in ones first, then plugins (installed as `evalspec.providers` entry points
+    or named by a suite's `plugins:`)."""
+    global _loaded_builtin
+    if not _loaded_builtin:
+        _loaded_builtin = True
+        for module in BUILTIN.values():
+            importlib.import_module(module)
+    from evalspec.core.plugins import load_entry_points
+
+    load_entry_points()
+    builtin = {name: PROVIDER_KINDS[name] for name in BUILTIN if name in PROVIDER_KINDS}
+    return {**builtin, **PROVIDER_KINDS}
+
+
+def kind_of(config: dict[str, Any]) -> str | None:
+    """The kind a provider mapping (as written, or as recorded in run.json) names, or None."""
+    return next((name for name in provider_kinds() if name in config), None)
+
+
+def takes_history(kind: str) -> bool:
+    """Whether a kind's providers take a client-side context strategy (`history:` among its keys)."""
+    entry = provider_kinds().get(kind)
+    return entry is not None and "history" in entry.keys
+
+
+def is_stateful(config: dict[str, Any], kind: str | None = None) -> bool:
+    """Whether the system a provider mapping (or a recorded one) describes keeps the conversation itself
+    (SPEC §2.1 `stateful: true`): its kind's registry entry decides."""
+    entry = provider_kinds().get(kind or kind_of(config) or "")
+    return entry is not None and entry.stateful(config)

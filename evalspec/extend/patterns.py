@@ -1,0 +1,87 @@
+"""Regexes written in suites: one owner for compiling, checking and matching them.
+
+The `regex` module (Unicode-aware: `\\p{Han}`, full-width text), each pattern compiled once per
+process, matched with a time-out that frees the GIL: a catastrophic pattern is an error naming it,
+never a hung run. Load-time checks (`regex_problem`) and grading (`search`, `fullmatch`) share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import regex
+
+from evalspec.core.errors import GradingError
+from evalspec.extend.registry import AssertionType
+
+REGEX_TIMEOUT_S = 30.0  # options.grade_timeout's default; grading sets the suite's own
+_regex_limit: contextvars.ContextVar[float] = contextvars.ContextVar("regex_limit", default=REGEX_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def regex_time_limit(seconds: float) -> Iterator[None]:
+    """Regexes matched inside this block stop after `seconds` (a catastrophic pattern is an error)."""
+    token = _regex_limit.set(seconds)
+    try:
+        yield
+    finally:
+        _regex_limit.reset(token)
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_pattern(pattern: str, flags: int = 0) -> Any:
+    """Compile with the `regex` module (once per pattern); raises regex.error."""
+    return regex.compile(pattern, flags)
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why `pattern` is no valid regex, or None: the load-time check."""
+    try:
+        compile_pattern(pattern)
+    except regex.error as exc:
+        return f"bad regex {pattern!r}: {exc}"
+    return None
+
+
+HOLD_GIL_S = 0.001  # a match may keep the GIL this long; a longer one starts again with the GIL free
+
+
+def _match(how: str, pattern: str, text: str, flags: int) -> Any:
+    limit = _regex_limit.get()
+    try:
+        match = getattr(compile_pattern(pattern, flags), how)
+        if limit > HOLD_GIL_S:  # nearly every match ends well within this: no hand-over of the GIL to wait for
+            try:
+                return match(text, timeout=HOLD_GIL_S)
+            except TimeoutError:
+                pass
+        return match(text, timeout=limit, concurrent=True)  # concurrent: frees the GIL
+    except TimeoutError:
+        raise GradingError(f"regex {pattern!r} timed out after {limit:g}s") from None
+    except regex.error as exc:
+        raise GradingError(f"bad regex {pattern!r}: {exc}") from None
+
+
+def search(pattern: str, text: str, flags: int = 0) -> Any:
+    """The first match of `pattern` in `text`, within the time limit; a bad or slow pattern is a GradingError."""
+    return _match("search", pattern, text, flags)
+
+
+def fullmatch(pattern: str, text: str, flags: int = 0) -> Any:
+    """`text` matched as a whole by `pattern`, within the time limit."""
+    return _match("fullmatch", pattern, text, flags)
+
+
+def written_patterns(atype: AssertionType, value: Any, path: tuple[Any, ...]) -> list[tuple[str, tuple[Any, ...]]]:
+    """The regexes an assertion's value holds (the keys its parameters type `Regex`), with their paths."""
+    found: list[tuple[str, tuple[Any, ...]]] = []
+    for key in atype.patterns:
+        pattern, where = (value, path) if key == "" else (value.get(key), (*path, key)) if isinstance(value, dict) \
+            else (None, path)
+        if isinstance(pattern, str):
+            found.append((pattern, where))
+    return found

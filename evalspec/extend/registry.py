@@ -1,0 +1,126 @@
+"""The assertion registry: `@assertion(name, ...)` registers a check under its YAML name.
+
+A pure declaration: it imports no check. `evalspec.assertions.builtin` registers the built-in ones
+(imported by `import evalspec` and by grading), plugins their own.
+
+Each registered type declares the JSON Schema of its value and of its own options; the
+suite schema (`schema/suite.schema.json`) is generated from these declarations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from evalspec.extend.params import REGEX, TURN_REF, marked_keys, options_schema, value_schema
+from evalspec.extend.params import value_required as params_value_required
+
+Kind = Literal["reply", "conversation"]
+Needs = Literal["judge", "embedder"]
+
+COMMON_KEYS = ("type", "value", "scope", "threshold", "weight", "metric", "severity", "provider", "description",
+               "examples")
+
+
+@dataclass(frozen=True)
+class AssertionType:
+    """A registered assertion type.
+
+    kind "reply": the check reads one reply (or, on `conversation` scope, all replies joined);
+    kind "conversation": it always reads the whole transcript (session rules, judges).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    kind: Kind
+    doc: str
+    value_schema: dict[str, Any]
+    value_required: bool = True
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    default_scope: str = "last_response"
+    default_threshold: float | None = None
+    needs: Needs | None = None
+    patterns: tuple[str, ...] = ()  # value keys (or "" for the value itself) that hold regexes
+    turn_refs: tuple[str, ...] = ()  # value keys that reference a turn number or label
+    params: Any = None  # a dataclass whose fields are the value's keys (`spec.params` is an instance)
+
+
+REGISTRY: dict[str, AssertionType] = {}
+
+
+def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None = None,
+              value_required: bool = True, options: dict[str, dict[str, Any]] | None = None,
+              default_scope: str = "last_response", default_threshold: float | None = None,
+              needs: Needs | None = None, patterns: tuple[str, ...] = (),
+              turn_refs: tuple[str, ...] = (), params: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a check function under `name` (its first docstring line is the one-line doc).
+
+    `params`, a dataclass, declares the value, the options, the regexes and the turn references at once
+    (see `params`); plugins may instead give the value's JSON Schema (`value=`) and `options=`."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        declared: dict[str, Any] = {"value_schema": value or {}, "value_required": value_required,
+                                    "options": options or {}, "patterns": patterns, "turn_refs": turn_refs}
+        if params is not None:  # everything the loader and the schema need comes from the dataclass
+            declared = {"value_schema": value_schema(params), "value_required": params_value_required(params),
+                        "options": options_schema(params), "patterns": marked_keys(params, REGEX),
+                        "turn_refs": marked_keys(params, TURN_REF)}
+        REGISTRY[name] = AssertionType(
+            name=name, fn=fn, kind=kind, doc=doc, params=params,
+            default_scope="conversation" if kind == "conversation" else default_scope,
+            default_threshold=default_threshold, needs=needs, **declared,
+        )
+        return fn
+
+    return register
+
+
+def resolve_type(name: str) -> tuple[AssertionType, bool] | None:
+    """`not-regex` -> (regex, negated). Names that start with `not-` themselves win."""
+    load_installed_plugins()
+    if name in REGISTRY:
+        return REGISTRY[name], False
+    if name.startswith("not-") and name[4:] in REGISTRY:
+        return REGISTRY[name[4:]], True
+    return None
+
+
+def threshold_of(spec: Any) -> float:
+    """An assertion's own `threshold`, else its type's `default_threshold` (0.5 when it declares none)."""
+    if spec.threshold is not None:
+        return float(spec.threshold)
+    resolved = resolve_type(spec.type)
+    default = resolved[0].default_threshold if resolved else None
+    return default if default is not None else 0.5
+
+
+def model_needed(spec: Any) -> Needs | None:
+    """The model an assertion needs (judge or embedder), or None: its type's, unless its parameters say
+    this use needs none (their `uses_model()`: `asks-clarification` with `mode: heuristic`)."""
+    resolved = resolve_type(spec.type)
+    if resolved is None or resolved[0].needs is None:
+        return None
+    uses_model = getattr(spec.params, "uses_model", None)
+    return resolved[0].needs if uses_model is None or uses_model() else None
+
+
+def all_type_names() -> list[str]:
+    load_installed_plugins()
+    return sorted(REGISTRY)
+
+
+def load_installed_plugins() -> None:
+    """Add the types of installed plugins (entry points) to the registry, once. The built-in checks are
+    registered by `evalspec.assertions.builtin`, which `import evalspec` imports."""
+    global _plugins_loaded
+    if _plugins_loaded:  # grading resolves every assertion of every conversation: no import statement per call
+        return
+    from evalspec.core.plugins import load_entry_points
+
+    load_entry_points()
+    _plugins_loaded = True
+
+
+_plugins_loaded = False

@@ -1,0 +1,483 @@
+"""The plan: tests × providers × matrix values × repeat, in suite order, each instance rendered when reached."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, overload
+
+import regex
+
+from evalspec.assertions.grade import GradingInput
+from evalspec.config.interpolate import TemplateProblem, render_text, render_value
+from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
+from evalspec.config.paths import PathKey
+from evalspec.config.recorded import RECORDED, RecordedProblem, label_turns
+from evalspec.config.recorded import conversations as recorded_conversations
+from evalspec.config.recorded import test_of as recorded_test
+from evalspec.config.turnrefs import ref_problem, turn_refs
+from evalspec.core.errors import ConfigError, EvalspecError, Problem
+from evalspec.core.suggest import did_you_mean
+from evalspec.extend.patterns import regex_problem, written_patterns
+from evalspec.extend.registry import resolve_type
+from evalspec.plan.fillers import pick_fillers
+
+
+@dataclass
+class PlannedTurn:
+    """A rendered conversation entry. `call` is False for history (`assistant:` and the user turn before it)."""
+
+    role: str  # user | assistant
+    text: str
+    turn: int
+    call: bool = True
+    filler: bool = False
+    label: str | None = None
+    asserts: list[AssertionSpec] = field(default_factory=list)
+    message: dict[str, Any] | None = None  # a recorded entry's other fields (tool_calls, tool_call_id)
+    capture: str | None = None  # `capture: NAME`: this turn's reply becomes the var NAME (SPEC §19)
+
+
+@dataclass
+class Instance:
+    """One conversation to play: a test instance × provider × repeat."""
+
+    suite: Suite
+    test: TestSpec
+    provider: ProviderSpec
+    test_id: str  # instance id with #k
+    base_id: str  # instance id without #k
+    matrix: dict[str, Any]
+    repeat: int
+    vars: dict[str, Any]
+    turns: list[PlannedTurn]
+    asserts: list[AssertionSpec]
+    labels: dict[str, int]
+
+    @property
+    def key(self) -> str:
+        return instance_key(self.suite, self.test_id, self.provider)
+
+
+def instance_assertions(instance: Instance) -> list[AssertionSpec]:
+    """Turn-attached assertions in turn order, then the test's own."""
+    return [a for t in instance.turns for a in t.asserts] + list(instance.asserts)
+
+
+def grading_input(instance: Instance) -> GradingInput:
+    """What grading reads of this conversation (grading does not read the plan)."""
+    absent = frozenset(k for k in instance.suite.labels if k not in instance.labels) \
+        if instance.test.recorded else frozenset()
+    return GradingInput(instance.test_id, instance_assertions(instance), instance.labels, instance.vars,
+                        instance.suite.path.parent, instance.provider.config.get("tools"),
+                        float(instance.suite.option("grade_timeout")), absent)
+
+
+@dataclass
+class Selection:
+    filter: str | None = None
+    tags: list[str] = field(default_factory=list)
+    providers: list[str] = field(default_factory=list)
+    repeat: int | None = None
+    transcripts: str | None = None  # `run --transcripts PATH`: replaces every suite's `transcripts.path`
+
+
+def fmt_value(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def instance_id(test_id: str, matrix: dict[str, Any], repeat: int, n: int) -> tuple[str, str]:
+    base = test_id + ("[" + ",".join(f"{k}={fmt_value(v)}" for k, v in matrix.items()) + "]" if matrix else "")
+    return base, (f"{base}#{repeat}" if n > 1 else base)
+
+
+def identity_problems(suites: list[Suite]) -> list[Problem]:
+    """Two instances of one suite with the same id would merge into one verdict (SPEC §17, "Identity is
+    unique"): a hand-written `greet[lang=en]` beside a matrix instance, or `x: [1, "1"]`. Each is named
+    where the second is written, with the line of the first; whatever the selection."""
+    problems = []
+    for suite in suites:
+        first: dict[str, tuple[TestSpec, dict[str, Any], PathKey]] = {}
+        for test in suite.tests:
+            if not test.matrix and regex.search(r"#\d+$", test.id):  # a repeat's record id (`#k`, SPEC §2.3)
+                plain = test.id.rsplit("#", 1)[0]
+                message = (f"test id '{test.id}' ends like a repeat's id: '#k' is added to each repeat, so a test "
+                           f"'{plain}' run more than once has a record '{test.id}' too; rename it (e.g. "
+                           f"'{plain}-{test.id.rsplit('#', 1)[1]}')")
+                problems.append(suite.lines.problem((*test.where, "id"), message) if suite.lines
+                                else Problem(str(suite.path), None, "", message))
+            keys = list(test.matrix)
+            for picks in itertools.product(*(range(len(test.matrix[k])) for k in keys)):
+                matrix = {k: test.matrix[k][i] for k, i in zip(keys, picks, strict=True)}
+                base, _ = instance_id(test.id, matrix, 1, 1)
+                where: PathKey = (*test.where, "matrix", keys[-1], picks[-1]) if keys else (*test.where, "id")
+                if base not in first:
+                    first[base] = (test, matrix, where)
+                    continue
+                problems.append(_identity_problem(suite, base, test, matrix, where, first[base]))
+    return problems
+
+
+def _identity_problem(suite: Suite, base: str, test: TestSpec, matrix: dict[str, Any], where: PathKey,
+                      seen: tuple[TestSpec, dict[str, Any], PathKey]) -> Problem:
+    other, other_matrix, other_where = seen
+    values = ",".join(f"{k}={fmt_value(v)}" for k, v in other_matrix.items())
+    if other is test:
+        alike = " and ".join(f"{other_matrix[k]!r} and {v!r}" for k, v in matrix.items() if v is not other_matrix[k])
+        whose, fix = f"that of {values} in the same matrix", f"make the matrix values distinct ({alike} read the same)"
+    else:
+        whose = f"that of test '{other.id}'" + (f" with {values}" if values else "")
+        fix = "rename one of the tests"
+    line = suite.lines.line(other_where) if suite.lines else None
+    message = (f"instance id '{base}' is also {whose}" + (f" (line {line})" if line else "")
+               + f": two instances with one id would merge into one verdict; {fix}")
+    return suite.lines.problem(where, message) if suite.lines else Problem(str(suite.path), None, "", message)
+
+
+Slot = tuple[Suite, TestSpec, ProviderSpec, dict[str, Any], int, str, str]  # suite, test, provider, matrix, k, base, id
+
+
+def plan_slots(suites: list[Suite], selection: Selection | None = None) -> Iterator[Slot]:
+    """What each instance of the plan is, in plan order, without rendering anything."""
+    selection = selection or Selection()
+    pattern = regex.compile(selection.filter) if selection.filter else None
+    for suite in suites:
+        for test in suite.tests:
+            if selection.tags and not set(selection.tags) & (set(test.tags) | set(suite.tags)):
+                continue
+            if test.recorded:
+                if (not selection.providers or RECORDED.id in selection.providers) and \
+                        (not pattern or pattern.search(test.id) or pattern.search(test.name)):
+                    yield suite, test, RECORDED, {}, 1, test.id, test.id
+                continue
+            providers = [p for p in suite.providers if test.providers is None or p.id in test.providers]
+            if selection.providers:
+                providers = [p for p in providers if p.id in selection.providers]
+            if not providers:
+                continue
+            keys = list(test.matrix)
+            n = selection.repeat or test.repeat.n
+            for values in itertools.product(*(test.matrix[k] for k in keys)):
+                matrix = dict(zip(keys, values, strict=False))
+                for k in range(1, n + 1):
+                    base, tid = instance_id(test.id, matrix, k, n)
+                    if pattern and not (pattern.search(tid) or pattern.search(test.name)):
+                        continue
+                    for provider in providers:
+                        yield suite, test, provider, matrix, k, base, tid
+        if suite.transcripts is not None:
+            yield from _recorded_slots(suite, selection, pattern)
+
+
+def _recorded_slots(suite: Suite, selection: Selection, pattern: Any) -> Iterator[Slot]:
+    """One slot per recorded conversation of the suite's `transcripts:`, read as it is reached."""
+    if selection.tags and not set(selection.tags) & (set(suite.transcripts.tags if suite.transcripts else [])
+                                                     | set(suite.tags)):
+        return
+    if selection.providers and RECORDED.id not in selection.providers:
+        return
+    try:
+        for index, conversation in enumerate(recorded_conversations(suite, selection.transcripts)):
+            if pattern and not pattern.search(conversation.id):
+                continue
+            test = recorded_test(suite, conversation, index)
+            yield suite, test, RECORDED, {}, 1, test.id, test.id
+    except RecordedProblem as exc:
+        raise ConfigError([exc.problem]) from None
+
+
+class Plan(Sequence[Instance]):
+    """Every instance to run, rendered when it is reached: iterating holds one instance at a time, so a
+    run of a million conversations keeps none of them in memory. Repeats of a test without fillers
+    share one rendering (their turns and assertions are the same)."""
+
+    def __init__(self, suites: list[Suite], selection: Selection | None = None, checked: bool = False) -> None:
+        self.suites, self.selection = suites, selection or Selection()
+        self.checked = checked  # its problems() were found empty (by `preflight.prepare`)
+        self._length = sum(1 for _ in plan_slots(suites, self.selection))
+        self._memo: tuple[Any, Instance] | None = None
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[Instance]:
+        for slot in plan_slots(self.suites, self.selection):
+            try:
+                yield self._render(slot)
+            except _RenderProblem as exc:
+                raise ConfigError([_problem(slot[0], exc)]) from None
+
+    def renderable(self) -> Iterator[Instance]:
+        """The instances that render (a broken one is left out: `problems()` reports it)."""
+        for slot in plan_slots(self.suites, self.selection):
+            try:
+                yield self._render(slot)
+            except _RenderProblem:
+                continue
+
+    @overload
+    def __getitem__(self, index: int) -> Instance: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Instance]: ...
+
+    def __getitem__(self, index: int | slice) -> Instance | list[Instance]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        index = range(self._length)[index]
+        return self._render(next(itertools.islice(plan_slots(self.suites, self.selection), index, None)))
+
+    def positions(self, keep: Callable[[int, str], bool]) -> Iterator[tuple[int, Instance]]:
+        """(position, instance) where `keep(position, key)` holds, rendering only those."""
+        for position, slot in enumerate(plan_slots(self.suites, self.selection)):
+            if keep(position, instance_key(slot[0], slot[6], slot[2])):
+                try:
+                    yield position, self._render(slot)
+                except _RenderProblem as exc:
+                    raise ConfigError([_problem(slot[0], exc)]) from None
+
+    def keys(self) -> Iterator[str]:
+        """Each instance's key, in plan order, without rendering."""
+        for suite, _test, provider, *_, tid in plan_slots(self.suites, self.selection):
+            yield instance_key(suite, tid, provider)
+
+    def representatives(self) -> Iterator[Instance]:
+        """One instance per (suite, test, provider): what preflight checks (providers, judges, checks
+        are per test, never per repeat)."""
+        seen: set[tuple[int, int, int]] = set()
+        for slot in plan_slots(self.suites, self.selection):
+            mark = (id(slot[0]), id(slot[1]), id(slot[2]))
+            if slot[1].recorded == "file":  # every conversation of `transcripts:` has the same checks
+                mark = (id(slot[0]), -1, -1)
+            if mark in seen:
+                continue
+            try:
+                instance = self._render(slot)
+            except _RenderProblem:
+                continue  # `problems()` reports it; a later instance of the test may stand for it
+            seen.add(mark)
+            yield instance
+
+    def problems(self) -> list[Problem]:
+        """Every identity problem of its suites, and every template problem of every instance (rendering
+        each once, keeping none)."""
+        problems = identity_problems(self.suites)
+        last = None
+        for slot in plan_slots(self.suites, self.selection):
+            if (key := _memo_key(slot)) == last:
+                continue  # another repeat of the instance just rendered: the same rendering
+            last = key
+            try:
+                self._render(slot)
+            except _RenderProblem as exc:
+                problems.append(_problem(slot[0], exc))
+        return list(dict.fromkeys(problems))
+
+    def _render(self, slot: Slot) -> Instance:
+        suite, test, provider, matrix, k, base, tid = slot
+        if test.recorded == "file":  # a test of its own, made as its line was read
+            return _instance(suite, test, provider, matrix, k, base, tid)
+        memo_key = _memo_key(slot)
+        if self._memo is not None and self._memo[0] == memo_key:
+            first = self._memo[1]
+            return Instance(suite, test, provider, tid, base, matrix, k, first.vars, first.turns, first.asserts,
+                            first.labels)
+        instance = _instance(suite, test, provider, matrix, k, base, tid)
+        self._memo = (memo_key, instance)
+        return instance
+
+
+def _memo_key(slot: Slot) -> tuple[Any, ...]:
+    """Slots with the same key render the same turns and assertions (repeats of a test without fillers)."""
+    suite, test, _provider, matrix, k, *_ = slot
+    fillers = any(entry.kind == "filler" for entry in test.conversation)
+    return id(suite), id(test), tuple(matrix.items()), k if fillers else 0
+
+
+def positions(plan: Sequence[Instance], keep: Callable[[int, str], bool]) -> Iterator[tuple[int, Instance]]:
+    """`Plan.positions` for any sequence of instances (a list from `build_plan`, say)."""
+    if isinstance(plan, Plan):
+        return plan.positions(keep)
+    return ((position, inst) for position, inst in enumerate(plan) if keep(position, inst.key))
+
+
+def checked_plan(suites: list[Suite], selection: Selection | None = None) -> Plan:
+    """The plan of `suites`, its template problems looked for first: a ConfigError names them all (nothing runs)."""
+    plan = Plan(suites, selection)
+    problems = plan.problems()
+    if problems:  # a template problem quotes the template, with its `${TOKEN}` values
+        from evalspec.core.redact import redact_problems, run_secrets
+
+        raise ConfigError(redact_problems(problems, run_secrets(suites)))
+    plan.checked = True
+    return plan
+
+
+def build_plan(suites: list[Suite], selection: Selection | None = None) -> list[Instance]:
+    """Every instance to run, in suite order, as a list; template problems are ConfigErrors (nothing runs)."""
+    return list(checked_plan(suites, selection))
+
+
+def instance_key(suite: Suite, test_id: str, provider: ProviderSpec) -> str:
+    return f"{suite.path}::{test_id}::{provider.id}"
+
+
+def _problem(suite: Suite, exc: _RenderProblem) -> Problem:
+    return suite.lines.problem(exc.path, exc.message) if suite.lines else Problem(str(suite.path), None, "",
+                                                                                  exc.message)
+
+
+class _RenderProblem(Exception):
+    def __init__(self, path: PathKey, message: str) -> None:
+        super().__init__(message)
+        self.path, self.message = path, message
+
+
+def _render(value: Any, variables: dict[str, Any], path: PathKey) -> Any:
+    try:
+        return render_value(value, variables)
+    except TemplateProblem as exc:
+        raise _RenderProblem(path, _with_hint(str(exc), variables)) from None
+
+
+def _with_hint(message: str, variables: dict[str, Any]) -> str:
+    found = regex.search(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined", message)
+    return message + did_you_mean(found.group(1), list(variables)) if found else message
+
+
+def _render_asserts(specs: list[AssertionSpec], variables: dict[str, Any], turn: int | None) -> list[AssertionSpec]:
+    out = []
+    for spec in specs:
+        value = _render(spec.value, variables, spec.value_where)
+        scope = _render(spec.scope, variables, (*spec.where, "scope"))
+        out.append(replace(spec, value=value, scope=scope, turn=turn if spec.turn is not None else None))
+    return out
+
+
+def has_captures(instance: Instance) -> bool:
+    return any(t.capture for t in instance.turns)
+
+
+def with_captures(instance: Instance, captured: dict[str, str]) -> Instance:
+    """The instance rendered again now that its captures' values are known (SPEC §19): a capture not in
+    `captured` (its turn was not reached or errored) is undefined, and a template using it an error
+    (`EvalspecError`, naming the file, line and key)."""
+    try:
+        return _instance(instance.suite, instance.test, instance.provider, instance.matrix, instance.repeat,
+                         instance.base_id, instance.test_id, captured)
+    except _RenderProblem as exc:
+        raise EvalspecError(str(_problem(instance.suite, exc))) from None
+
+
+def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict[str, Any], k: int,
+              base: str, tid: str, captured: dict[str, str] | None = None) -> Instance:
+    """`captured`: the values of the captures so far (None when planning: a capture then renders as its
+    own `{{ NAME }}`, so that a later turn using it checks and reads as written)."""
+    variables = {**suite.vars, **test.vars, **matrix}
+    if test.recorded:
+        return _recorded_instance(suite, test, provider, tid, variables)
+    turns: list[PlannedTurn] = []
+    labels: dict[str, int] = {}
+    turn = 0
+    for position, entry in enumerate(test.conversation):
+        if entry.kind == "user":
+            turn += 1
+            local = {**variables, **entry.vars}
+            text = _render(entry.text, local, (*entry.where, "user"))
+            if not str(text).strip():
+                raise _RenderProblem((*entry.where, "user"), "empty user message after rendering")
+            if entry.label:
+                labels[entry.label] = turn
+            turns.append(PlannedTurn("user", str(text), turn, label=entry.label,
+                                     asserts=_render_asserts(entry.asserts, local, turn), capture=entry.capture))
+            if entry.capture:  # defined for the later turns and the test's assertions
+                if captured is None:
+                    variables[entry.capture] = "{{ " + entry.capture + " }}"
+                elif entry.capture in captured:
+                    variables[entry.capture] = captured[entry.capture]
+        elif entry.kind == "filler":
+            count = _render(entry.count, variables, (*entry.where, "filler"))
+            try:
+                count = int(count)
+            except (TypeError, ValueError):
+                raise _RenderProblem((*entry.where, "filler"), f"filler count must be a whole number, got {count!r}") from None
+            if count < 0:
+                raise _RenderProblem((*entry.where, "filler"), f"filler count must be >= 0, got {count}")
+            pool = [str(_render(p, variables, (*entry.where, "filler", "pool"))) for p in entry.pool or []]
+            for text in pick_fillers(count, pool or None, seed=int(suite.option("seed")), test_id=test.id,
+                                     position=position, matrix=matrix, repeat=k,
+                                     user_texts=[str(e.text) for e in test.conversation if e.kind == "user"]):
+                turn += 1
+                turns.append(PlannedTurn("user", text, turn, filler=True))
+        else:
+            text = render_text_at(entry.text, variables, (*entry.where, "assistant"))
+            if turns and turns[-1].role == "user":
+                turns[-1].call = False
+            turns.append(PlannedTurn("assistant", text, turn, call=False))
+    asserts = _render_asserts(test.asserts, variables, None)
+    for t in turns:
+        _check_rendered(t.asserts, labels, turn)
+    _check_rendered(asserts, labels, turn)
+    if captured is None:  # a capture's stand-in is not a value: no provider or check sees it as one
+        variables = {n: v for n, v in variables.items() if not any(t.capture == n for t in turns)}
+    return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels)
+
+
+def _recorded_instance(suite: Suite, test: TestSpec, provider: ProviderSpec, tid: str,
+                       variables: dict[str, Any]) -> Instance:
+    """A recorded conversation as it happened: user turns numbered, every other message in the turn of
+    the user message before it; labels written on entries, then `labels:` by pattern. A recorded file's
+    text is taken as it is; an inline `transcript:` is rendered like a suite's turns."""
+    turns: list[PlannedTurn] = []
+    labels: dict[str, int] = {}
+    turn = 0
+    inline = test.recorded == "inline"
+    for entry in test.conversation:
+        text = str(entry.text)
+        if inline:
+            text = str(_render(entry.text, variables, (*entry.where, entry.kind)))
+        if entry.kind == "user":
+            turn += 1
+            if entry.label:
+                labels[entry.label] = turn
+            asserts = _render_asserts(entry.asserts, variables, turn) if entry.asserts else []
+            turns.append(PlannedTurn("user", text, turn, call=False, label=entry.label, asserts=asserts))
+        else:
+            turns.append(PlannedTurn(entry.kind, text, turn, call=False, message=entry.message))
+    texts = [(t.turn, t.text) for t in turns if t.role == "user"]
+    for label, found in label_turns({k: v for k, v in suite.labels.items() if k not in labels}, texts).items():
+        labels[label] = found
+        next(t for t in turns if t.role == "user" and t.turn == found).label = label
+    asserts = _render_asserts(test.asserts, variables, None) if inline else list(test.asserts)
+    known = {**{k: 0 for k in suite.labels}, **labels}  # a label by pattern may match nothing: skipped then
+    for t in turns:
+        _check_rendered(t.asserts, known, turn)
+    if inline:
+        _check_rendered(asserts, known, turn)
+    return Instance(suite, test, provider, tid, tid, {}, 1, variables, turns, asserts, labels)
+
+
+def render_text_at(text: str, variables: dict[str, Any], path: PathKey) -> str:
+    try:
+        return render_text(text, variables)
+    except TemplateProblem as exc:
+        raise _RenderProblem(path, _with_hint(str(exc), variables)) from None
+
+
+def _check_rendered(specs: list[AssertionSpec], labels: dict[str, int], length: int) -> None:
+    """Templated patterns and turn references, checked once their values are known."""
+    for spec in specs:
+        resolved = resolve_type(spec.type)
+        if resolved is None:
+            continue
+        for pattern, where in written_patterns(resolved[0], spec.value, spec.value_where):
+            if msg := regex_problem(pattern):
+                raise _RenderProblem(where, msg)
+        if length == 0:
+            continue  # a simulated conversation: its length is not known in advance
+        for ref, where in turn_refs(spec):
+            if isinstance(ref, str) and ref.isdigit():
+                ref = int(ref)  # a rendered template gives text
+            if not isinstance(ref, bool) and (message := ref_problem(ref, labels, length)):
+                raise _RenderProblem(where, message)

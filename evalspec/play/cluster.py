@@ -1,0 +1,185 @@
+"""What runs on the Ray cluster: the conversation workers and the two services they share.
+
+- `LimitBroker`: one actor for the whole cluster holding each provider's `max_concurrency` slots and
+  `rpm` schedule; every worker asks it before each call starts, so the limits hold across workers. It
+  knows which worker holds each slot: the slots of a worker that died are given back (`drop`).
+- `CacheReader`: an actor on the driver's node answering reads of the driver's response cache.
+- `ConversationWorker`: an actor that unpacks the suites' files, loads the suites and the plan once,
+  and plays the conversations it is handed; the cache entries a conversation wrote travel back with
+  its record, and the driver stores them.
+
+These classes are made remote by the executor (`ray.remote(...)(LimitBroker)`), so this module does
+not need ray to be imported.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import sys
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from evalspec.config.model import ProviderSpec, Suite
+from evalspec.plan.build import Instance, Selection
+from evalspec.play.bundle import driver_path, mirrored, remove, unpack
+from evalspec.providers.cache import ResponseCache
+from evalspec.providers.factory import ProviderPool
+from evalspec.providers.limits import Limits, LocalLimits
+
+PlayFn = Callable[[Instance, ProviderPool], Awaitable[dict[str, Any]]]
+CacheEntry = tuple[str, dict[str, Any]]
+_written: contextvars.ContextVar[list[CacheEntry] | None] = contextvars.ContextVar("_written", default=None)
+
+
+RATE_MARGIN = 1.01  # starts spaced 1% wider than 60/rpm: the network's jitter cannot push rpm+1 into a minute
+
+
+class LimitBroker:
+    """The cluster's limiter: `acquire` returns when a call to provider `key` may start. Each provider's
+    limits are the same `LocalLimits` a local run uses, held here once for every worker; each slot of a
+    `max_concurrency` is held by a worker (`holder`) until it releases it or is dropped."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[str, LocalLimits] = {}
+        self.held: dict[str, Counter[str]] = {}  # holder -> provider key -> slots it holds
+        self.gone: set[str] = set()  # holders dropped: what they are granted later goes straight back
+
+    async def acquire(self, key: str, rpm: float | None, max_concurrency: int | None, holder: str = "") -> None:
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            bucket = self.buckets[key] = LocalLimits(max_concurrency, rpm / RATE_MARGIN if rpm else None)
+        await bucket.acquire()
+        if not max_concurrency:
+            return
+        if holder in self.gone:  # it asked, then died: nobody will release this slot
+            bucket.release()
+            return
+        self.held.setdefault(holder, Counter())[key] += 1
+
+    def release(self, key: str, holder: str = "") -> None:
+        held = self.held.get(holder)
+        if held is None or held[key] <= 0:
+            return  # given back already, when its holder was dropped
+        held[key] -= 1
+        self.buckets[key].release()
+
+    def drop(self, holder: str) -> int:
+        """`holder` is gone (its worker died): every slot it held is free again; returns how many."""
+        self.gone.add(holder)
+        held = self.held.pop(holder, Counter())
+        for key, count in held.items():
+            for _ in range(count):
+                self.buckets[key].release()
+        return sum(held.values())
+
+
+class ClusterLimits:
+    """A worker's handle on one provider's limits in the broker (`Limits`)."""
+
+    def __init__(self, broker: Any, key: str, rpm: float | None, max_concurrency: int | None,
+                 holder: str = "") -> None:
+        self.broker, self.key, self.rpm, self.max_concurrency = broker, key, rpm, max_concurrency
+        self.holder = holder
+
+    async def acquire(self) -> None:
+        await self.broker.acquire.remote(self.key, self.rpm, self.max_concurrency, self.holder)
+
+    def release(self) -> None:
+        if self.max_concurrency:
+            self.broker.release.remote(self.key, self.holder)
+
+
+class CacheReader:
+    """Reads of the driver's response cache, served from the driver's node."""
+
+    def __init__(self, cache_dir: str) -> None:
+        self.cache = ResponseCache(Path(cache_dir))
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.cache.get(key)
+
+
+class ShippingCache(ResponseCache):
+    """A worker's cache: reads ask the driver's cache; writes travel back with the conversation's record
+    (and are kept here a while, so this worker's later conversations see them before the driver has)."""
+
+    RECENT = 4096
+
+    def __init__(self, reader: Any) -> None:  # no sqlite file of its own
+        self.reader = reader
+        self.recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if key in self.recent:
+            return self.recent[key]
+        import ray
+
+        value: dict[str, Any] | None = ray.get(self.reader.get.remote(key))
+        return value
+
+    async def aget(self, key: str) -> dict[str, Any] | None:
+        if key in self.recent:
+            return self.recent[key]
+        value: dict[str, Any] | None = await self.reader.get.remote(key)
+        return value
+
+    def put_many(self, entries: list[CacheEntry]) -> None:
+        written = _written.get()
+        for key, value in entries:
+            self.recent[key] = value
+            self.recent.move_to_end(key)
+            if written is not None:
+                written.append((key, value))
+        while len(self.recent) > self.RECENT:
+            self.recent.popitem(last=False)
+
+    def close(self) -> None:
+        self.recent.clear()
+
+
+class ConversationWorker:
+    """A Ray actor: the suites' files unpacked, the suites and the plan loaded once; one conversation per
+    call, returned with the cache entries it wrote."""
+
+    def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: dict[str, Any], environ: dict[str, str],
+                 selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any,
+                 holder: str = "") -> None:
+        from evalspec.config.loader import load_suites
+        from evalspec.plan.build import checked_plan
+        from evalspec.plan.needs import prepare_plan
+
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        self.root = unpack(bundle)
+        cwd = mirrored(self.root, driver_cwd)
+        os.chdir(cwd if cwd.is_dir() else self.root)  # relative paths in user code resolve as on the driver
+        if cwd.is_dir():  # `module:function` beside the driver's working directory: imported from the bundle
+            sys.path.insert(0, str(cwd))
+        self.suites = load_suites([mirrored(self.root, p) for p in suite_paths], cli_vars, environ)
+        plan = checked_plan(self.suites, selection)
+        self.plan = list(plan)  # played by position
+        prepare_plan(list(plan.representatives()))  # the HTTP transport: not mid-run
+        self.play, self.broker, self.holder = play, broker, holder  # holder: this worker's name at the broker
+        self.pool = ProviderPool(self.suites, None, cache=ShippingCache(reader) if reader is not None else None,
+                                 limits_for=self.limits_for)
+
+    def limits_for(self, suite: Suite, spec: ProviderSpec) -> Limits | None:
+        if not spec.rpm and not spec.max_concurrency:
+            return None
+        key = f"{driver_path(self.root, suite.path)}|{spec.id}@{spec.where}"  # the same on every worker
+        return ClusterLimits(self.broker, key, spec.rpm, spec.max_concurrency, self.holder)
+
+    async def run(self, index: int) -> tuple[dict[str, Any], list[CacheEntry]]:
+        written: list[CacheEntry] = []
+        token = _written.set(written)
+        try:
+            record = await self.play(self.plan[index], self.pool)
+        finally:
+            _written.reset(token)
+        return record, written
+
+    async def close(self) -> None:
+        await self.pool.aclose()
+        remove(self.root)

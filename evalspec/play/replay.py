@@ -1,0 +1,107 @@
+"""`evalspec grade` (re-run assertions on recorded transcripts) and `evalspec rerun --failed`
+(re-play failed tests and label each failure reproduced / flaky / error)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from evalspec.config.loader import load_suites
+from evalspec.core.redact import redact, run_secrets
+from evalspec.plan.build import Instance, build_plan, grading_input
+from evalspec.plan.needs import check_plan
+from evalspec.play.runner import grade_with, run_instance
+from evalspec.play.scripted import Transcript
+from evalspec.providers.factory import ProviderPool
+from evalspec.results.aggregate import finalize
+from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
+from evalspec.results.record import make_record
+
+
+def _instances(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
+    """The current plan of the run's suites, by record key; and warnings about changed suites."""
+    paths = [s["path"] for s in run["suites"]]
+    suites = load_suites(paths)
+    warnings = [f"{s.path}: changed since the run; using the suite as it is now"
+                for s, meta in zip(suites, run["suites"]) if s.sha256 != meta["sha256"]]
+    plan = build_plan(suites)
+    secrets = run_secrets(suites)  # records hold keys redacted with the secrets of the whole run
+    return {redact(inst.key, secrets): inst for inst in plan}, warnings
+
+
+async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str, Any], list[str]]:
+    """Grade every recorded transcript again with the suites' current assertions; no call to a system
+    under test is made (judges and embedders are called, through the cache)."""
+    instances, warnings = _instances(run)
+    pool = ProviderPool([], cache_dir)
+    out = []
+    try:
+        for record in run["results"]:
+            inst = instances.get(record["key"])
+            if inst is None:
+                warnings.append(f"{record['test_id']} @ {record['provider']}: no longer in the suite; kept as recorded")
+                out.append(record)
+                continue
+            transcript = Transcript(messages=record["transcript"], stop_reason=record["stop_reason"],
+                                    error=record["error"] if record["stop_reason"] == "error" else None,
+                                    calls=record.get("calls", 0), cached_calls=record.get("cached_calls", 0))
+            results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
+            cut = cut_replies(record["transcript"])
+            specs = grading_input(inst).specs if cut else []
+            if results and cut:  # verdicts reached on a whole reply stand; new rules cannot read it
+                results = regraded_on_cut(record, specs, results)
+            graded = make_record(inst, transcript, results, record.get("duration_ms", 0.0))
+            if cut:
+                name_rules(graded, specs)
+            out.append(redact(graded, run_secrets([inst.suite])))
+    finally:
+        await pool.aclose()
+    # an earlier second opinion judged verdicts that may have changed: neither it nor its calls carry over
+    regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": out}
+    gate = run.get("gate", {})
+    return finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts"))), warnings
+
+
+def label(statuses: list[str]) -> str:
+    """reproduced: every replay failed; flaky: some passed; error: no replay reached a verdict."""
+    verdicts = [s for s in statuses if s != "error"]
+    if not verdicts:
+        return "error"
+    if all(s in ("failed", "xfailed") for s in verdicts):
+        return "reproduced"
+    return "flaky"
+
+
+async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """Replay each failed or errored record `times` times, live (no cache), and label it: an error that
+    repeats is `error` (infrastructure), one that now passes `flaky` (model fluctuation), SPEC §17."""
+    instances, warnings = _instances(run)
+    # measured curve points are measurements, not failures: they are never replayed
+    failed = [r for r in run["results"] if r["status"] in ("failed", "error") and not r.get("curve")]
+    suites = list({id(i.suite): i.suite for i in instances.values()}.values())
+    pool = ProviderPool(suites, cache_dir=None)
+    slots = asyncio.Semaphore(max(1, concurrency))
+
+    async def replay(inst: Instance) -> dict[str, Any]:
+        async with slots:
+            return dict(redact(await run_instance(inst, pool), run_secrets(suites)))
+
+    rows = []
+    try:
+        targets = [(r, instances.get(r["key"])) for r in failed]
+        for r, inst in targets:
+            if inst is None:
+                warnings.append(f"{r['test_id']} @ {r['provider']}: no longer in the suite; skipped")
+        check_plan([inst for _, inst in targets if inst is not None])
+        for r, inst in targets:
+            if inst is None:
+                continue
+            records = await asyncio.gather(*(replay(inst) for _ in range(times)))
+            statuses = [x["status"] for x in records]
+            rows.append({"test_id": r["test_id"], "provider": r["provider"], "suite": r["suite"],
+                         "label": label(statuses), "statuses": statuses,
+                         "errors": [x["error"] for x in records if x.get("error")]})
+    finally:
+        await pool.aclose()
+    return rows, warnings

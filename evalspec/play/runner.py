@@ -1,0 +1,321 @@
+"""Run a plan: conversations concurrently, turns in order, each result journaled as it finishes."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import os
+import random
+import secrets as pysecrets
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalspec.assertions.evaluate import AssertionResult
+from evalspec.assertions.grade import grade, received_only
+from evalspec.config.model import Suite
+from evalspec.core.errors import EvalspecError
+from evalspec.core.redact import redact, run_secrets
+from evalspec.core.usercode import describe
+from evalspec.core.version import __version__
+from evalspec.extend.provider import CallContext, ProviderResponse
+from evalspec.plan.build import Instance, Plan, grading_input, has_captures, positions, with_captures
+from evalspec.plan.needs import check_plan
+from evalspec.play.processes import Children, Play, process_count
+from evalspec.play.ray_executor import ConversationLost, RayConfig, RayExecutor
+from evalspec.play.scripted import CallFn, Transcript, captured_values, run_scripted, user_message
+from evalspec.play.supervise import PlayGuard
+from evalspec.play.teardown import run_teardown
+from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
+from evalspec.providers.factory import ProviderPool
+from evalspec.providers.limits import LIMITED, RATE_LIMITED
+from evalspec.results.aggregate import finalize
+from evalspec.results.cut import cut_replies, name_rules
+from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
+from evalspec.results.record import make_record
+from evalspec.results.stream import JournalRecords, light
+
+ResultCallback = Callable[[dict[str, Any]], None]
+STREAM_ABOVE = 5000  # records: with stream_results, a larger run's results are read from the journal on demand
+
+
+@dataclass
+class RunOptions:
+    concurrency: int = 8
+    run_dir: Path | None = None
+    resume: bool = False
+    use_cache: bool = True
+    cache_dir: Path = Path(".evalspec/cache")
+    fail_under: float | None = None
+    include_drafts: bool = False
+    on_start: Callable[[int, int], None] | None = None
+    on_result: ResultCallback | None = None
+    ray: RayConfig | None = None  # set to run the conversations on a Ray cluster
+    stream_results: bool = False  # True: run["results"] reads the journal on demand (the CLI: flat memory)
+    processes: int | None = None  # None: several on a multi-core machine for a large run (see evalspec.play.processes)
+    invocation: dict[str, Any] | None = None  # the command line a --resume must repeat (journal.invocation_of)
+    guard: PlayGuard | None = None  # a supervised run (see evalspec.play.supervise): what a child plays and reports
+
+
+def new_run_id() -> str:
+    return dt.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + pysecrets.token_hex(3)
+
+
+def suite_meta(suite: Suite) -> dict[str, Any]:
+    return {"path": str(suite.path), "sha256": suite.sha256, "description": suite.description,
+            "min_pass_rate": suite.min_pass_rate, "max_errors": suite.max_errors, "gate_mode": suite.gate_mode,
+            **({"report": {"lang": suite.report_lang}} if suite.report_lang else {}),
+            "providers": [p.redacted(suite.secrets) for p in suite.providers],
+            **{role: spec.redacted(suite.secrets) for role in ("judge", "simulator", "embedder")
+               if (spec := getattr(suite, role)) is not None}}
+
+
+async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> dict[str, Any]:
+    """Play every instance of `plan` and return the run (the content of run.json).
+
+    The plan is walked once, lazily (a `Plan` renders each instance when a worker reaches it); what stays
+    in memory per conversation is its journal offset and light record, by plan position."""
+    run_dir = options.run_dir or Path(".evalspec/runs") / new_run_id()
+    journal_path = run_dir / "journal.jsonl"
+    secrets = run_secrets(suites)
+    before: dict[str, tuple[int, dict[str, Any]]] = {}  # stored key -> (journal offset, light record)
+    lock = lock_run_dir(run_dir, options.guard.parent if options.guard is not None else os.getpid())
+    if options.resume:
+        check_unchanged(suites, run_dir, options.invocation)
+        before = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
+    write_manifest(suites, run_dir, options.invocation)
+    kept: list[tuple[int, dict[str, Any]] | None] = [None] * len(plan)  # by plan position
+    if before:  # journal keys are redacted
+        keys = plan.keys() if isinstance(plan, Plan) else (inst.key for inst in plan)
+        for position, key in enumerate(keys):
+            kept[position] = before.get(redact(key, secrets))
+        before.clear()
+    resumed = sum(1 for entry in kept if entry is not None)
+    LIMITED.clear()  # the providers this run finds rate limited (the progress line names them)
+    if options.on_start:
+        options.on_start(len(plan), resumed)
+    cache_dir = options.cache_dir if options.use_cache else None
+    pool = ProviderPool(suites, cache_dir=cache_dir, concurrency=options.concurrency)
+    if pool.cache is not None and not pool.cache.usable:
+        cache_dir = None  # skipped with its warning: forked players and Ray workers do not try it again
+    try:
+        check_plan(list(plan.representatives()) if isinstance(plan, Plan) else list(plan))
+    except BaseException:
+        await pool.aclose()
+        if lock is not None:
+            lock.close()
+        raise
+    executor = RayExecutor(options.ray, options.concurrency, cache_dir, run_instance) \
+        if options.ray is not None else None
+    journal = Journal(journal_path)
+    started = time.time()
+
+    def pending(index: int = 0, share: int = 1) -> Iterator[tuple[int, Instance]]:
+        return positions(plan, lambda position, _key: position % share == index and kept[position] is None)
+
+    def keep(position: int, record: dict[str, Any], line: bytes | bytearray | None = None) -> None:
+        offset = journal.write_line(line) if line is not None else journal.write(record)
+        kept[position] = (offset, light(record))  # the transcript stays on disk
+        if options.on_result:
+            options.on_result(record)
+
+    guard = options.guard
+
+    async def play_one(position: int, inst: Instance) -> None:
+        if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again
+            record = make_record(inst, Transcript(stop_reason="error", error=guard.crashed[inst.key]), [], 0.0)
+        elif executor is not None:
+            try:
+                record = await executor.run(inst, position)
+            except ConversationLost as exc:  # it ended every worker it was played on (SPEC §17)
+                record = make_record(inst, Transcript(stop_reason="error", error=str(exc)), [], 0.0)
+        else:
+            if guard is not None:
+                guard.started(inst.key)
+            record = await run_instance(inst, pool)
+        keep(position, redact(record, secrets))  # every field, with the secrets of every suite of the run
+        if guard is not None:
+            guard.finished(inst.key)
+
+    async def worker(queue: Iterator[tuple[int, Instance]]) -> None:  # `concurrency` of them: memory stays flat
+        for position, inst in queue:
+            await play_one(position, inst)
+
+    children = Children()
+    try:
+        if guard is not None and (guard.crashed or guard.suspects):  # what ended an earlier child, first:
+            again = guard.crashed.keys() | guard.suspects  # recorded as errors, or played one at a time
+            await worker(positions(plan, lambda position, key: kept[position] is None and key in again))
+        share = 1 if executor is not None else \
+            process_count(suites, len(plan) - resumed, options.concurrency, options.processes)
+        if share > 1:
+            def player() -> tuple[Play, Callable[[], Awaitable[None]]]:
+                own = ProviderPool(suites, cache_dir=cache_dir, concurrency=-(-options.concurrency // share))
+
+                async def play(inst: Instance) -> dict[str, Any]:
+                    return redact(await run_instance(inst, own), secrets)  # type: ignore[no-any-return]
+                return play, own.aclose
+
+            fds = children.start(share, lambda index: pending(index, share), player, -(-options.concurrency // share))
+            await children.collect(fds, lambda position, line, record: keep(position, record, line))
+            children.reap()
+        queue = pending()  # what no child delivered (all of it in a one-process run)
+        await asyncio.gather(*(worker(queue) for _ in range(max(1, min(options.concurrency, len(plan) - resumed)))))
+    finally:
+        children.stop()
+        if lock is not None:
+            lock.close()
+        journal.close()
+        await pool.aclose()
+        if executor is not None:
+            await executor.aclose()
+    done = [entry for entry in kept if entry is not None]
+    kept.clear()
+    run = {
+        "evalspec_version": __version__,
+        "run_id": run_dir.name,
+        "started_at": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
+        "duration_s": round(time.time() - started, 3),
+        "suites": redact([suite_meta(s) for s in suites], secrets),
+        "results": [lite for _, lite in done],
+    }
+    run = finalize(run, options.fail_under, options.include_drafts)  # aggregates from the light records
+    records = JournalRecords(journal_path, [offset for offset, _ in done], run["results"])
+    # reporters still scan the results once per verdict: a small run keeps them in memory
+    run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
+    return run
+
+
+def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Replies longer than `limit` characters are stored cut, with a marker (they were graded whole)."""
+    out = []
+    for m in messages:
+        text = m.get("content")
+        if m.get("role") == "assistant" and isinstance(text, str) and len(text) > limit:
+            m = {**m, "content": text[:limit] + f"\n…[cut by evalspec: {len(text):,} characters, the first "
+                                                 f"{limit:,} kept (options.max_reply_chars)]",
+                 "original_chars": len(text), "cut_at": limit}
+        out.append(m)
+    return out
+
+
+async def grade_with(pool: ProviderPool, inst: Instance, messages: list[dict[str, Any]],
+                     ended_in_error: bool = False) -> list[AssertionResult]:
+    """Grade a conversation; one that ended in an error is graded on the replies it received."""
+    if has_captures(inst):  # the checks see the replies the conversation captured (SPEC §19)
+        try:
+            inst = with_captures(inst, captured_values(messages)[0])
+        except EvalspecError:
+            if ended_in_error:  # a capture its error left undefined: the error is the verdict
+                return []
+            raise
+    given = grading_input(inst)
+    if ended_in_error:
+        given = received_only(given, messages)
+        if not given.specs:
+            return []
+    return await grade(given, messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite),
+                       judge_for=lambda raw: pool.judge_for(inst.suite, raw))
+
+
+async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
+               caller: Callable[..., CallFn]) -> Transcript:
+    """A stateful server's conversation is replayed from the cache only when every turn is cached;
+    otherwise it runs live from the start with a new thread id."""
+    kit = pool.toolkit(inst.provider, inst.suite)
+    if inst.test.attack is not None:
+        from evalspec.play.attack import run_attack
+
+        if provider.stateful and provider.cache is not None:
+            try:
+                return await run_attack(inst, caller(cache_only=True), pool)
+            except CacheMiss:
+                return await run_attack(inst, caller(read=False), pool, replay=False)
+        return await run_attack(inst, caller(), pool)
+    if inst.test.simulate is not None:
+        from evalspec.play.simulated import run_simulated
+
+        if provider.stateful and provider.cache is not None:
+            try:
+                return await run_simulated(inst, caller(cache_only=True), pool, kit=kit)
+            except CacheMiss:
+                return await run_simulated(inst, caller(read=False), pool, replay=False, kit=kit)
+        return await run_simulated(inst, caller(), pool, kit=kit)
+    if provider.stateful and provider.cache is not None:
+        try:
+            return await run_scripted(inst, caller(cache_only=True), kit)
+        except CacheMiss:
+            return await run_scripted(inst, caller(read=False), kit)
+    return await run_scripted(inst, caller(), kit)
+
+
+class Caller:
+    """The system under test as one conversation calls it: one thread id for all of its turns."""
+
+    def __init__(self, inst: Instance, provider: ProviderCaller, mode: dict[str, bool], stats: CallStats) -> None:
+        self.inst, self.provider, self.mode, self.stats = inst, provider, mode, stats
+        self.thread_id = f"{random.getrandbits(128):032x}"  # uuid4().hex without a system call per conversation
+
+    def __call__(self, messages: list[dict[str, Any]], turn: int) -> Awaitable[ProviderResponse]:
+        inst = self.inst
+        ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
+                          repeat=inst.repeat)
+        return self.provider.call(messages, ctx, stats=self.stats, **self.mode)
+
+
+def recorded_transcript(inst: Instance) -> Transcript:
+    """A recorded conversation's messages as a played one's (SPEC §19): an assistant message followed by
+    another in the same turn is a tool round (`intermediate`), the turn's last one its reply."""
+    messages: list[dict[str, Any]] = []
+    for i, planned in enumerate(inst.turns):
+        if planned.role == "user":
+            messages.append(user_message(planned.text, planned.turn, label=planned.label))
+            continue
+        message = {"role": planned.role, "content": planned.text, "turn": planned.turn, "latency_ms": None,
+                   "tokens": None, "cost": None, **(planned.message or {})}
+        later = inst.turns[i + 1:]
+        if planned.role == "assistant" and later and later[0].role != "user" and \
+                any(t.role == "assistant" for t in itertools.takewhile(lambda t: t.role != "user", later)):
+            message["intermediate"] = True
+        messages.append(message)
+    return Transcript(messages=messages)
+
+
+async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
+    """One conversation, graded; every failure is captured into the record, never raised."""
+    start = time.perf_counter()
+    stats = CallStats()
+    callers: list[Caller] = []
+
+    def caller(**mode: bool) -> CallFn:
+        callers.append(Caller(inst, provider, mode, stats))
+        return callers[-1]
+
+    results: list[AssertionResult] = []
+    limited: dict[str, int] = {}
+    RATE_LIMITED.set(limited)  # this conversation's 429/503 answers, by provider (its judge's too)
+    try:
+        if inst.test.recorded:  # graded as it happened: no call
+            transcript = recorded_transcript(inst)
+        else:
+            provider = pool.get(inst.provider, inst.suite)
+            transcript = await play(inst, pool, provider, caller)
+        results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
+    except EvalspecError as exc:
+        transcript = Transcript(stop_reason="error", error=str(exc))
+    except (Exception, SystemExit) as exc:  # a bug must cost one test, not the run: it is that test's error
+        transcript = Transcript(stop_reason="error", error=f"internal error: {describe(exc)}")
+    transcript.failed_calls, transcript.retries = stats.failed, stats.retries
+    transcript.messages = cap_replies(transcript.messages, int(inst.suite.option("max_reply_chars")))
+    record = make_record(inst, transcript, results, (time.perf_counter() - start) * 1000)
+    if limited:
+        record["rate_limited"] = limited
+    if cut_replies(record["transcript"]):  # `grade` keeps these verdicts: they were reached on the whole reply
+        name_rules(record, grading_input(inst).specs)
+    if inst.provider.config.get("teardown"):
+        thread_id = callers[-1].thread_id if callers else None
+        record["teardown"] = redact(await run_teardown(inst, thread_id, record["transcript"]), inst.suite.secrets)
+    return record

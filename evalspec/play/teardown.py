@@ -1,0 +1,33 @@
+"""`teardown: FILE.py:function` on a provider: undo what an agent did in a real system (SPEC §13).
+
+Called as `fn(context)` after each conversation, whatever its outcome; `context` has the thread id,
+test id, provider id, vars and the transcript. A teardown that fails is reported beside the verdict
+(`record["teardown"]`) and never changes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from evalspec.core.pyref import LoadError, load_callable
+from evalspec.core.usercode import UserCodeError, call_user
+from evalspec.plan.build import Instance
+
+
+async def run_teardown(inst: Instance, thread_id: str | None, transcript: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run the provider's teardown; `{"ok": True}` or `{"ok": False, "error": ...}`, never an exception."""
+    ref = str(inst.provider.config["teardown"])
+    context = {"thread_id": thread_id, "test_id": inst.test_id, "provider": inst.provider.id,
+               "vars": dict(inst.vars), "transcript": [dict(m) for m in transcript]}
+    timeout = float(inst.provider.config.get("timeout") or inst.suite.option("timeout"))
+    try:
+        fn = load_callable(ref, inst.suite.path.parent)
+        await asyncio.wait_for(call_user(fn, context), timeout)
+    except LoadError as exc:
+        return {"ok": False, "function": ref, "error": str(exc)}
+    except (TimeoutError, asyncio.TimeoutError):
+        return {"ok": False, "function": ref, "error": f"{ref} timed out after {timeout:g}s"}
+    except UserCodeError as exc:  # anything the user's code raised, SystemExit included
+        return {"ok": False, "function": ref, "error": f"{ref} raised {exc}"}
+    return {"ok": True, "function": ref}

@@ -1,0 +1,2 @@
+"""Systems under test and models: python, http and model providers, the judge's transport,
+context strategies, the response cache, limits, tool rounds."""

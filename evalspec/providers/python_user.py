@@ -1,0 +1,47 @@
+"""Simulated users written in Python (seed 003's scripted users): `simulate: {python: FILE.py:function}`.
+
+The function is called before each user turn as `fn(transcript, context)` — the messages so far and
+`{turn, test_id, repeat, vars, persona, goal}` — and returns the next user message, or None to stop
+(`stop_reason: user_says`). It runs as user code: an exception or an overrun is that test's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from evalspec.core.errors import ProviderError
+from evalspec.core.pyref import LoadError, load_callable
+from evalspec.core.usercode import UserCodeError, call_user
+
+if TYPE_CHECKING:
+    from evalspec.plan.build import Instance
+
+
+def load_scripted_user(inst: Instance) -> Any:
+    sim = inst.test.simulate
+    assert sim is not None and sim.python
+    try:
+        return load_callable(sim.python, inst.suite.path.parent)
+    except LoadError as exc:
+        raise ProviderError(f"simulated user: {exc}") from exc
+
+
+async def next_message(fn: Any, inst: Instance, messages: list[dict[str, Any]], turn: int) -> str | None:
+    """The scripted user's next message (stripped), or None when it stops."""
+    sim = inst.test.simulate
+    assert sim is not None
+    context = {"turn": turn, "test_id": inst.test_id, "repeat": inst.repeat, "vars": dict(inst.vars),
+               "persona": sim.persona or None, "goal": sim.goal or None}
+    timeout = float(inst.suite.option("timeout"))
+    try:
+        result = await asyncio.wait_for(call_user(fn, [dict(m) for m in messages], context), timeout)
+    except asyncio.TimeoutError:
+        raise ProviderError(f"simulated user {sim.python} did not answer within {timeout:g}s") from None
+    except UserCodeError as exc:
+        raise ProviderError(f"simulated user {sim.python} raised {exc}") from None
+    if result is None:
+        return None
+    if isinstance(result, str) and result.strip():
+        return result.strip()
+    raise ProviderError(f"simulated user {sim.python} returned {result!r}; expected a message (str) or None to stop")

@@ -1,0 +1,270 @@
+"""Agents: tool calls inside one user turn (SPEC §13).
+
+A `model:` provider's tool calls are answered by evalspec from `tool_results` and the model is
+called again, up to `max_tool_rounds` rounds; `http:` and `python:` providers report their calls
+(optionally with a `result`), which are recorded, not answered. Either way the transcript gets an
+assistant message per round with `tool_calls: [{id, name, arguments}]` and a `role: tool` message
+per result, all with the turn's number; the turn's reply is its last assistant message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from evalspec.config.interpolate import TemplateProblem, render_value
+from evalspec.core.errors import ProviderError
+from evalspec.core.pyref import LoadError, load_attribute, load_callable
+from evalspec.extend.provider import ProviderResponse
+
+if TYPE_CHECKING:
+    from evalspec.config.model import ProviderSpec
+
+DEFAULT_MAX_TOOL_ROUNDS = 5
+
+CallFn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
+
+
+def parse_arguments(raw: Any) -> Any:
+    """A call's arguments as an object: JSON text is parsed; text that is not JSON is kept as text."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def normalize_calls(raw: Any, turn: int | None) -> list[dict[str, Any]]:
+    """OpenAI-style (`function: {name, arguments}`) or plain (`{name, arguments}`) calls -> `{id, name, arguments}`."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ProviderError(f"tool_calls must be a list of calls, got {type(raw).__name__}")
+    calls = []
+    for i, call in enumerate(raw, 1):
+        if not isinstance(call, dict):
+            raise ProviderError(f"tool call {i} is {type(call).__name__}; expected a mapping with 'name' and 'arguments'")
+        function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise ProviderError(f"tool call {i} has no name: {json.dumps(call, ensure_ascii=False, default=str)[:200]}")
+        args = function.get("arguments", function.get("args"))
+        out: dict[str, Any] = {"id": str(call.get("id") or f"call_{turn}_{i}"), "name": name,
+                               "arguments": parse_arguments(args)}
+        if "result" in call:
+            out["result"] = call["result"]
+        calls.append(out)
+    return calls
+
+
+def result_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def wire_message(m: dict[str, Any]) -> dict[str, Any]:
+    """A transcript message as the OpenAI chat protocol sends it (what providers receive as history)."""
+    if m["role"] == "tool":
+        return {"role": "tool", "tool_call_id": m.get("tool_call_id") or "", "content": m["content"]}
+    if m["role"] == "assistant" and m.get("tool_calls"):
+        return {"role": "assistant", "content": m["content"],
+                "tool_calls": [{"id": c["id"], "type": "function",
+                                "function": {"name": c["name"], "arguments": result_text(c["arguments"])}}
+                               for c in m["tool_calls"]]}
+    return {"role": m["role"], "content": m["content"]}
+
+
+# -- declared tools and their results ---------------------------------------------------------
+
+def load_tools(value: Any, base_dir: Path) -> list[dict[str, Any]] | None:
+    """`tools:` as an OpenAI function-tool list: inline, or `FILE.py:NAME` naming a list."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = load_attribute(value, base_dir)
+        except LoadError as exc:
+            raise ProviderError(f"tools: {exc}") from None
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise ProviderError("tools: expected a list of OpenAI function tools ({type: function, function: {name, ...}})")
+    return [t if "function" in t else {"type": "function", "function": t} for t in value]
+
+
+def tool_schema(tools: list[dict[str, Any]] | None, name: str) -> dict[str, Any] | None:
+    """The JSON Schema of the declared tool `name` (`{}` when it declares no parameters), or None."""
+    for tool in tools or []:
+        function = tool.get("function") or {}
+        if function.get("name") == name:
+            params = function.get("parameters")
+            return params if isinstance(params, dict) else {}
+    return None
+
+
+@dataclass
+class ToolKit:
+    """How one provider's tool calls are handled: answered (model providers) or only recorded."""
+
+    answers: bool
+    tools: list[dict[str, Any]] | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+    max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
+    base_dir: Path = Path(".")
+    vars: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 60.0
+
+    async def answer(self, call: dict[str, Any], context: dict[str, Any]) -> str:
+        """The result for one call, from `tool_results`: a fixed value, a template over `args`, or python."""
+        name = call["name"]
+        if name not in self.results:
+            known = ", ".join(sorted(self.results)) or "none"
+            raise ProviderError(f"the model called '{name}', which has no tool_results entry "
+                                f"(tools with results: {known})")
+        entry = self.results[name]
+        args = call["arguments"]
+        if isinstance(entry, dict) and set(entry) == {"python"}:
+            return result_text(await self._python(str(entry["python"]), args, {**context, "tool": name,
+                                                                               "call_id": call["id"]}))
+        try:
+            return result_text(render_value(entry, {**self.vars, **context.get("vars", {}), "args": args}))
+        except TemplateProblem as exc:
+            raise ProviderError(f"tool_results.{name}: {exc}") from None
+
+    async def _python(self, ref: str, args: Any, context: dict[str, Any]) -> Any:
+        """The user's function, off the loop and under the call time-out (it cannot end or hang the run)."""
+        from evalspec.core.usercode import UserCodeError, call_user
+
+        try:
+            fn = load_callable(ref, self.base_dir)
+        except LoadError as exc:
+            raise ProviderError(f"tool_results: {exc}") from None
+        try:
+            return await asyncio.wait_for(call_user(fn, args, context), self.timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise ProviderError(f"tool_results: {ref} timed out after {self.timeout:g}s") from None
+        except UserCodeError as exc:
+            raise ProviderError(f"tool_results: {ref} raised {exc}") from exc
+
+
+def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: dict[str, Any] | None = None,
+                timeout: float = 60.0) -> ToolKit:
+    config = spec.config
+    return ToolKit(answers=spec.kind == "model", tools=load_tools(config.get("tools"), base_dir),
+                   results=dict(config.get("tool_results") or {}),
+                   max_rounds=int(config.get("max_tool_rounds", DEFAULT_MAX_TOOL_ROUNDS)),
+                   base_dir=base_dir, vars=dict(variables or {}), timeout=timeout)
+
+
+def tool_problems(spec: ProviderSpec, base_dir: Path) -> list[str]:
+    """What stops the declared tools or their python results from loading, found before any call."""
+    problems = []
+    try:
+        toolkit_for(spec, base_dir)
+    except (ProviderError, LoadError) as exc:
+        problems.append(str(exc))
+    for name, entry in (spec.config.get("tool_results") or {}).items():
+        if isinstance(entry, dict) and set(entry) == {"python"}:
+            try:
+                load_callable(str(entry["python"]), base_dir)
+            except LoadError as exc:
+                problems.append(f"tool_results.{name}: {exc}")
+    teardown = spec.config.get("teardown")
+    if isinstance(teardown, str):
+        try:
+            load_callable(teardown, base_dir)
+        except LoadError as exc:
+            problems.append(f"teardown: {exc}")
+    return problems
+
+
+# -- the loop ----------------------------------------------------------------------------------
+
+class TurnLog(Protocol):
+    """What `play_turn` writes to: the conversation's transcript."""
+
+    messages: list[dict[str, Any]]
+    calls: int
+    cached_calls: int
+
+    def history(self) -> list[dict[str, Any]]: ...
+
+
+FIGURES = ("latency_ms", "tokens", "cost", "prompt_tokens", "completion_tokens",
+           "strategy_tokens", "strategy_cost", "strategy_calls")
+MessageFn = Callable[[ProviderResponse, int], dict[str, Any]]
+
+
+def _total(values: list[Any]) -> Any:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+async def play_turn(call: CallFn, log: TurnLog, turn: int, kit: ToolKit | None, context: dict[str, Any],
+                    assistant_message: MessageFn) -> dict[str, Any]:
+    """Get the reply to user turn `turn` (already in `log`), answering tool calls round by round.
+
+    Returns the turn's reply (its last assistant message), whose latency, tokens and cost are the
+    sums over the turn's rounds (each round's own figures are kept in its `rounds` list). A provider
+    error, a call with no result or one round too many raises ProviderError after the offending
+    message has been recorded.
+    """
+    rounds: list[dict[str, Any]] = []  # each tool round's figures (a turn without tool rounds has none)
+    while True:
+        response = await call(log.history(), turn)
+        log.calls += int(not response.cached)
+        log.cached_calls += int(response.cached)
+        calls = normalize_calls(response.tool_calls, turn)
+        message = assistant_message(response, turn)
+        message.pop("tool_calls", None)
+        if calls:
+            message["tool_calls"] = [{k: c[k] for k in ("id", "name", "arguments")} for c in calls]
+        answering = bool(calls) and kit is not None and kit.answers
+        if rounds or answering:
+            rounds.append({k: message[k] for k in FIGURES if k in message})
+        if not answering:
+            if len(rounds) > 1:
+                keys = [k for k in FIGURES if any(k in r for r in rounds)]
+                message.update({k: _total([r.get(k) for r in rounds]) for k in keys})
+                if message["latency_ms"] is not None:
+                    message["latency_ms"] = round(message["latency_ms"], 3)
+                message["rounds"] = rounds
+            log.messages.append(message)
+            log.messages.extend(_tool_message(c, result_text(c["result"]), turn) for c in calls if "result" in c)
+            return message
+        assert kit is not None
+        for k in FIGURES:  # the turn's figures are summed on its reply; a round carries none of its own
+            message.pop(k, None)
+        message.update({"latency_ms": None, "tokens": None, "cost": None, "intermediate": True})
+        log.messages.append(message)
+        if len(rounds) > kit.max_rounds:
+            raise ProviderError(f"the model still called tools after {kit.max_rounds} rounds "
+                                f"(max_tool_rounds: {kit.max_rounds})")
+        for c in calls:
+            result = await kit.answer(c, {**context, "turn": turn})
+            log.messages.append(_tool_message(c, result, turn))
+
+
+def _tool_message(call: dict[str, Any], content: str, turn: int) -> dict[str, Any]:
+    return {"role": "tool", "content": content, "turn": turn, "tool_call_id": call["id"], "name": call["name"],
+            "latency_ms": None, "tokens": None, "cost": None}
+
+
+def call_text(call: dict[str, Any], limit: int = 300) -> str:
+    """`book_test_drive({"model": "瑶光"})` — one call on one line."""
+    args = call.get("arguments")
+    text = f"{call.get('name')}({result_text(args) if args not in (None, {}) else ''})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def tool_lines(m: dict[str, Any]) -> list[str]:
+    """A message's tool calls or tool result as transcript lines (what judges read)."""
+    if m["role"] == "assistant" and m.get("tool_calls"):
+        return [f"[turn {m.get('turn')}] Assistant called tool {call_text(c)}" for c in m["tool_calls"]]
+    if m["role"] == "tool":
+        return [f"[turn {m.get('turn')}] Tool {m.get('name')} returned: {m['content']}"]
+    return []

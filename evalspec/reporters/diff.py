@@ -1,0 +1,207 @@
+"""A diff (run.json's `baseline` key) as console lines, Markdown and an HTML section: a reporter (text
+from the run is made safe by the same helpers as the rest of each report).
+
+The reporters call these with the run's `baseline` value; `evalspec diff` calls them directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markupsafe import Markup, escape
+from rich.console import Console
+from rich.markup import escape as rich_escape
+from rich.table import Table
+
+from evalspec.reporters.catalogue import word, words
+from evalspec.reporters.vocabulary import md
+from evalspec.results.compare import CATEGORIES, SCORE_DELTA
+
+STYLE = {"regressed": "red", "new failing": "red", "failing, no baseline verdict": "red", "new error": "yellow", "flaky": "yellow", "fixed": "green",
+         "recovered": "green", "still failing": "magenta", "new": "cyan", "removed": "dim", "unchanged": "dim"}
+ICON = {"regressed": "🔴", "new failing": "🔴", "failing, no baseline verdict": "🔴", "new error": "⚠️", "flaky": "🟡", "fixed": "🟢", "recovered": "🟢",
+        "still failing": "🟣", "new": "🆕", "removed": "➖", "unchanged": "⚪"}
+LISTED = [c for c in CATEGORIES if c != "unchanged"]
+
+
+def _status(side: dict[str, Any] | None) -> str:
+    return "—" if side is None else word(str(side["status"]))
+
+
+def _num(v: Any, fmt: str = "{:.2f}") -> str:
+    return "—" if v is None else fmt.format(v)
+
+
+def _figure(head: Any, delta: Any, fmt: str, unit: str = "", prefix: str = "") -> str:
+    """`13 ms (+9)`, or `—` when HEAD has no figure."""
+    if head is None:
+        return "—"
+    shown = f"{prefix}{fmt.format(head)}{unit}"
+    return shown if delta is None else f"{shown} ({fmt.replace('{:', '{:+').format(delta)})"
+
+
+def headline(diff: dict[str, Any]) -> str:
+    """One line: what changed against which run (or why there is no baseline)."""
+    if not diff.get("available"):
+        return words("no_baseline", note=diff.get("note") or words("no_baseline_given"))
+    return words("against_baseline", base=diff["base"].get("run_id") or diff["base"].get("path"),
+                 parts=" · ".join(headline_parts(diff["rows"])) or words("no_verdicts"))
+
+
+def headline_parts(rows: list[dict[str, Any]]) -> list[str]:
+    """`2 regressed · 1 fixed · 4 measured points changed`: gated changes by kind, curve points apart (they
+    gate only through their SLA, SPEC §21)."""
+    gated = [r for r in rows if not r.get("measured")]
+    parts = [f"{n} {words(k)}" for k in CATEGORIES if (n := sum(1 for r in gated if r["category"] == k))]
+    measured = sum(1 for r in rows if r.get("measured") and r["category"] != "unchanged")
+    if measured:
+        parts.append(words("measured_point_changed" if measured == 1 else "measured_points_changed", n=measured))
+    return parts
+
+
+def _note(row: dict[str, Any]) -> str:
+    bits = []
+    if row["replays"]:
+        bits.append(words("replays", list=", ".join(row["replays"])))
+    if row["draft"]:
+        bits.append(words("draft_not_gated"))
+    if row["measured"]:
+        bits.append(words("measured_not_gated"))
+    if row["critical_new"]:
+        bits.append(words("critical_newly"))
+    if row["score_delta"] is not None and abs(row["score_delta"]) >= SCORE_DELTA - 1e-9:
+        bits.append(words("score_change", base=_num(row["base"]["score"]), head=_num(row["head"]["score"]),
+                          delta=f"{row['score_delta']:+.2f}"))
+    return "; ".join(bits)
+
+
+def print_diff(console: Console, diff: dict[str, Any]) -> None:
+    console.print(f"[bold]{rich_escape(headline(diff))}[/]")
+    if not diff.get("available"):
+        return
+    rows = [r for r in diff["rows"] if r["category"] != "unchanged"]
+    rows.sort(key=lambda r: CATEGORIES.index(r["category"]))
+    if rows:
+        table = Table(title=words("against_the_baseline_title"), show_lines=False)
+        for col in _COLUMNS:
+            table.add_column(words(col), overflow="fold")
+        for r in rows:
+            table.add_row(f"[{STYLE[r['category']]}]{words(r['category'])}[/]", rich_escape(r["test_id"]),
+                          rich_escape(r["provider"]), f"{_status(r['base'])} → {_status(r['head'])}",
+                          rich_escape("; ".join(x for x in (r["problem"], _note(r)) if x)))
+        console.print(table)
+    listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
+    for s in diff["score_changes"]:
+        if (s["suite"], s["test_id"], s["provider"]) not in listed:
+            console.print(rich_escape(_score_line(s)))
+    for line in curve_lines(diff):
+        console.print(rich_escape(line))
+    for line in provider_lines(diff):
+        console.print(f"[dim]{rich_escape(line)}[/]")
+    for reason in diff["reasons"]:
+        console.print(f"[red]{words('blocks')}[/] {rich_escape(reason)}")
+
+
+_COLUMNS = ("change", "test", "provider", "base_head", "first_problem")
+
+
+def _score_line(s: dict[str, Any]) -> str:
+    return words("score_line", test=s["test_id"], provider=s["provider"], base=_num(s["base"]), head=_num(s["head"]),
+                 delta=f"{s['delta']:+.2f}")
+
+
+def curve_lines(diff: dict[str, Any]) -> list[str]:
+    out = []
+    for c in diff["curves"]:
+        hl, fp = c["half_life"], c["failure_point"]
+        sla = "; ".join(words("sla_diff", at=x["at"], min=x["min_score"], base=x["base"] or "—", head=x["head"])
+                        + (words("newly_missed") if x["newly_missed"] else "") for x in c["sla"])
+        out.append(words("curve_diff", test=c["test"], provider=c["provider"], hl0=hl[0], hl1=hl[1], fp0=fp[0],
+                         fp1=fp[1]) + (f"; {sla}" if sla else ""))
+    return out
+
+
+def provider_lines(diff: dict[str, Any]) -> list[str]:
+    out = []
+    for p in diff["providers"]:
+        b, h, d = p["base"] or {}, p["head"] or {}, p["delta"]
+        out.append(words("provider_diff", provider=p["provider"],
+                         mean=_figure(h.get("latency_mean"), d["latency_mean"], "{:.0f}", " ms"),
+                         p95=_figure(h.get("latency_p95"), d["latency_p95"], "{:.0f}", " ms"),
+                         tokens=_figure(h.get("tokens"), d["tokens"], "{:.0f}"),
+                         cost=_figure(h.get("cost"), d["cost"], "{:.4f}", prefix="$"))
+                   + ("" if b else words("new_provider")))
+    return out
+
+
+def markdown_lines(diff: dict[str, Any], limit: int = 50) -> list[str]:
+    """The PR comment's section: newly failing tests first, then every other change."""
+    out = [f"### {words('Against the baseline' if diff.get('available') else 'No baseline')}", "", md(headline(diff))]
+    if not diff.get("available"):
+        return out
+    rows = [r for r in diff["rows"] if r["category"] != "unchanged"]
+    rows.sort(key=lambda r: (not r["blocking"], CATEGORIES.index(r["category"])))
+    if rows:
+        out += ["", "| " + " | ".join(words(c) for c in _COLUMNS) + " |", "|---|---|---|---|---|"]
+        for r in rows[:limit]:
+            text = "; ".join(x for x in (r["problem"], _note(r)) if x)
+            name = r["name"] if r["name"] == r["test_id"] else f"{r['name']} ({r['test_id']})"
+            out.append(f"| {ICON[r['category']]} **{words(r['category'])}** | {md(name)} | {md(r['provider'])} | "
+                       f"{_status(r['base'])} → {_status(r['head'])} | {md(text[:300])} |")
+        if len(rows) > limit:
+            out.append("\n" + words("more_changes", n=len(rows) - limit))
+    listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
+    extra = [f"- {md(_score_line(s))}" for s in diff["score_changes"]
+             if (s["suite"], s["test_id"], s["provider"]) not in listed]
+    extra += [f"- {md(line)}" for line in curve_lines(diff)]
+    if extra:
+        out += ["", *extra[:limit]]
+    if diff["providers"]:
+        out += ["", "| " + " | ".join(words(c) for c in ("provider", "latency_mean", "p95", "tokens_conv", "cost_conv"))
+                + " |", "|---|---:|---:|---:|---:|"]
+        for p in diff["providers"]:
+            h, d = p["head"] or {}, p["delta"]
+            out.append(f"| {md(p['provider'])} | {_figure(h.get('latency_mean'), d['latency_mean'], '{:.0f}', ' ms')} | "
+                       f"{_figure(h.get('latency_p95'), d['latency_p95'], '{:.0f}', ' ms')} | "
+                       f"{_figure(h.get('tokens'), d['tokens'], '{:.0f}')} | "
+                       f"{_figure(h.get('cost'), d['cost'], '{:.4f}', prefix='$')} |")
+    return out
+
+
+def html_section(diff: dict[str, Any]) -> Markup:
+    """A self-contained `<section>` for the HTML report (everything escaped)."""
+    parts = [f'<section id="baseline"><h2>{escape(words("Against the baseline" if diff.get("available") else "No baseline"))}</h2>',
+             f"<p>{escape(headline(diff))}</p>"]
+    if diff.get("available"):
+        rows = sorted((r for r in diff["rows"] if r["category"] != "unchanged"),
+                      key=lambda r: (not r["blocking"], CATEGORIES.index(r["category"])))
+        if rows:
+            # its own scroll box: a narrow screen scrolls the table, never the page
+            labels = [escape(words(c)) for c in _COLUMNS]
+            parts.append('<div style="overflow-x:auto;max-width:100%"><table><thead><tr>'
+                         + "".join(f"<th>{label}</th>" for label in labels) + "</tr></thead>")
+            for r in rows:
+                css = "failed" if r["blocking"] else "passed" if r["category"] in ("fixed", "recovered") else "skipped"
+                text = "; ".join(x for x in (r["problem"], _note(r)) if x)
+                parts.append(f'<tr data-change="{escape(r["category"])}"><td data-label="{labels[0]}" class="{css}" style="white-space:nowrap">{escape(words(r["category"]))}</td>'
+                             f"<td data-label=\"{labels[1]}\">{escape(r['name'])} <span class=\"meta\">{escape(r['test_id'])}</span></td>"
+                             f"<td data-label=\"{labels[2]}\">{escape(r['provider'])}</td><td data-label=\"{labels[3]}\">{escape(word(_status(r['base'])))} → "
+                             f"{escape(word(_status(r['head'])))}</td><td data-label=\"{labels[4]}\" style='overflow-wrap:anywhere'>{escape(text)}</td></tr>")
+            parts.append("</table></div>")
+        listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
+        items = [_score_line(s) for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in listed]
+        items += curve_lines(diff) + provider_lines(diff)
+        if items:
+            parts.append('<ul style="word-break:break-word">' + "".join(f"<li>{escape(i)}</li>" for i in items)
+                         + "</ul>")
+    parts.append("</section>")
+    return Markup("".join(parts))
+
+
+def junit_properties(diff: dict[str, Any]) -> dict[str, str]:
+    """Name → value pairs for JUnit `<properties>`."""
+    if not diff.get("available"):
+        return {"baseline": "none", "baseline.note": str(diff.get("note") or "")}
+    props = {"baseline": str(diff["base"].get("run_id") or diff["base"].get("path"))}
+    props.update({f"baseline.{c.replace(' ', '_')}": str(diff["counts"][c]) for c in CATEGORIES})
+    return props

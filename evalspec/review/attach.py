@@ -1,0 +1,60 @@
+"""`evalspec run --baseline BASE.json|auto [--gate regressions] [--confirm N]`: find the baseline before
+the run, then diff, confirm and gate after it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evalspec.config.model import Suite
+from evalspec.plan.build import Instance
+from evalspec.results.compare import compare_runs
+from evalspec.results.gate import apply_baseline, no_baseline
+from evalspec.review.confirm import confirm_regressions
+
+
+@dataclass
+class Baseline:
+    """The baseline run (None when there is none) and where it came from, or why there is none."""
+
+    data: dict[str, Any] | None
+    source: str | None
+    note: str = ""
+    asked: bool = True  # --baseline was given (a path or auto)
+
+
+def find_baseline(spec: str | None) -> Baseline:
+    """A path is read (a bad file is exit 2); `auto` asks GitHub and never stops the run."""
+    if not spec:
+        return Baseline(None, None, "no --baseline given", asked=False)
+    if spec == "auto":
+        from evalspec.results.runjson import run_schema_problem
+        from evalspec.review.github_baseline import fetch_auto_baseline
+
+        data, note = fetch_auto_baseline()
+        if data is not None and (problem := run_schema_problem(data)) is not None:
+            data, note = None, f"the base branch's run.json does not validate against schema/run.schema.json: {problem}"
+        return Baseline(data, f"auto: {note}" if data is not None else None, note)
+    from evalspec.results.runjson import read_run
+
+    return Baseline(read_run(spec, check=True), spec)
+
+
+def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None) -> bool:
+    return baseline.asked or cli_mode == "regressions" or \
+        (cli_mode is None and any(s.gate_mode == "regressions" for s in suites))
+
+
+async def attach_baseline(run: dict[str, Any], baseline: Baseline, cli_mode: str | None, confirm: int,
+                          suites: list[Suite], plan: Sequence[Instance], concurrency: int,
+                          notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The run with its `baseline` key and, where asked for, the regressions gate."""
+    if not wants_baseline(baseline, suites, cli_mode):
+        return run
+    if baseline.data is None:
+        return apply_baseline(run, no_baseline(baseline.note), cli_mode)
+    diff = compare_runs(baseline.data, run, baseline.source)
+    diff["confirm"] = confirm
+    diff = await confirm_regressions(diff, suites, plan, confirm, concurrency, notify)
+    return apply_baseline(run, diff, cli_mode)

@@ -1,0 +1,61 @@
+"""Confirmation replays: before a verdict is called `regressed` it is replayed N times as a whole (all
+its repeats, combined by its pass rule), live: provider, simulator and judge caches are bypassed.
+If any replay passes, the verdict is `flaky`: shown, not blocking."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from evalspec.config.model import Suite
+from evalspec.plan.build import Instance
+from evalspec.plan.needs import check_plan
+from evalspec.play.runner import run_instance
+from evalspec.providers.factory import ProviderPool
+from evalspec.results.compare import finish, suite_key
+from evalspec.results.verdict import combine_repeats
+
+
+def _targets(plan: Sequence[Instance], rows: list[dict[str, Any]]) -> dict[int, list[Instance]]:
+    """The plan's instances (every repeat) behind each row to confirm, by row index."""
+    wanted = {(r["suite"], r["test_id"], r["provider"]): i for i, r in enumerate(rows) if r["blocking"]}
+    out: dict[int, list[Instance]] = {}
+    for inst in plan:
+        i = wanted.get((suite_key(str(inst.suite.path)), inst.base_id, inst.provider.id))
+        if i is not None:
+            out.setdefault(i, []).append(inst)
+    return out
+
+
+async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: Sequence[Instance], times: int,
+                              concurrency: int, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Replay every blocking verdict `times` times; one passing replay makes it `flaky`."""
+    targets = _targets(plan, diff["rows"])
+    if times < 1 or not targets:
+        return diff
+    if notify:
+        notify(f"confirming {len(targets)} regression{'s' if len(targets) != 1 else ''}: "
+               f"{times} replay{'s' if times != 1 else ''} each, without caches")
+    pool = ProviderPool(suites, cache_dir=None)
+    slots = asyncio.Semaphore(max(1, concurrency))
+
+    async def play(inst: Instance) -> dict[str, Any]:
+        async with slots:
+            return await run_instance(inst, pool)
+
+    async def replay(instances: list[Instance]) -> str:
+        records = await asyncio.gather(*(play(inst) for inst in instances))
+        return combine_repeats(list(records), instances[0].test.repeat.rule)[0]
+
+    try:
+        check_plan([inst for insts in targets.values() for inst in insts])
+        for i, instances in targets.items():
+            row = diff["rows"][i]
+            for _ in range(times):
+                row["replays"].append(await replay(instances))
+            if any(s in ("passed", "xpassed") for s in row["replays"]):
+                row["category"], row["blocking"] = "flaky", False
+    finally:
+        await pool.aclose()
+    return finish(diff)

@@ -1,0 +1,87 @@
+"""`--baseline auto`: run.json from the `evalspec-report` artifact of the newest completed run of this
+workflow on the pull request's base branch (whatever its conclusion), through the GitHub REST API.
+
+Anything missing (not a pull request, no token, no run yet, no artifact, an expired artifact, an API
+error) gives no baseline and a note saying why: the run is then gated as usual.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from evalspec.review.github import GitHub, GitHubError
+
+ARTIFACT = "evalspec-report"
+
+
+class NoBaseline(Exception):
+    """Why there is no baseline (said in the report)."""
+
+
+def _workflow(env: Mapping[str, str]) -> str:
+    """The workflow file name from GITHUB_WORKFLOW_REF (`owner/repo/.github/workflows/ci.yml@refs/...`)."""
+    ref = env.get("GITHUB_WORKFLOW_REF", "")
+    path = ref.split("@", 1)[0]
+    if "/.github/workflows/" in path:
+        return path.rsplit("/", 1)[-1]
+    raise NoBaseline("GITHUB_WORKFLOW_REF does not name a workflow file")
+
+
+def _run_json_from_zip(content: bytes) -> dict[str, Any]:
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            names = sorted((n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "run.json"), key=len)
+            if not names:
+                raise NoBaseline(f"the {ARTIFACT} artifact has no run.json")
+            data = json.loads(archive.read(names[0]).decode("utf-8"))
+    except (zipfile.BadZipFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NoBaseline(f"the {ARTIFACT} artifact could not be read: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise NoBaseline(f"the run.json of the {ARTIFACT} artifact has no results")
+    return data
+
+
+def fetch_baseline(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
+    """(run.json, where it came from); raises NoBaseline (or GitHubError) saying why there is none."""
+    base = env.get("GITHUB_BASE_REF")
+    if not base:
+        raise NoBaseline("not a pull request (GITHUB_BASE_REF is not set)")
+    github = GitHub.from_env(env)
+    repo = f"/repos/{github.repository}/actions"
+    workflow = _workflow(env)
+    with github._client() as client:
+        runs = (github.request(client, "GET", f"{repo}/workflows/{workflow}/runs",
+                               params={"branch": base, "status": "completed", "per_page": 1}) or {})
+        if not runs.get("workflow_runs"):
+            raise NoBaseline(f"no completed run of {workflow} on {base} yet")
+        run = runs["workflow_runs"][0]
+        listed = github.request(client, "GET", f"{repo}/runs/{run['id']}/artifacts", params={"name": ARTIFACT}) or {}
+        artifact = next((a for a in listed.get("artifacts") or [] if a.get("name") == ARTIFACT), None)
+        if artifact is None:
+            raise NoBaseline(f"run {run['id']} on {base} has no {ARTIFACT} artifact")
+        if artifact.get("expired"):
+            raise NoBaseline(f"the {ARTIFACT} artifact of run {run['id']} on {base} has expired")
+        # the archive is a redirect to storage elsewhere; httpx drops the token when the host changes
+        response = client.get(f"{repo}/artifacts/{artifact['id']}/zip", follow_redirects=True)
+        if response.status_code >= 400:
+            raise NoBaseline(f"downloading the {ARTIFACT} artifact failed: GitHub answered {response.status_code}")
+        data = _run_json_from_zip(response.content)
+    return data, f"{base} run {run['id']} ({run.get('conclusion') or 'completed'}) {run.get('html_url') or ''}".strip()
+
+
+def fetch_auto_baseline(env: Mapping[str, str] | None = None) -> tuple[dict[str, Any] | None, str]:
+    """(run.json or None, a note: where it came from, or why there is none). Never raises."""
+    try:
+        data, source = fetch_baseline(os.environ if env is None else env)
+    except (NoBaseline, GitHubError) as exc:
+        return None, str(exc)
+    except httpx.HTTPError as exc:  # during the artifact download
+        return None, f"downloading the {ARTIFACT} artifact failed: {exc}"
+    return data, source

@@ -1,0 +1,127 @@
+"""Failure attribution (SPEC §11): why a failed or errored record failed, in five classes.
+
+`rerun` sets bot_defect / model_fluctuation / infrastructure from what the replays did; a second opinion
+that disagrees with a failed rule only *suggests* rule_misjudgment; a person's call (`evalspec triage`)
+is written into run.json and into `.evalspec/triage.jsonl`, keyed by suite, instance id and provider, and
+later runs copy it into their own run.json for the same key while the record's status stays the same.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from evalspec.core.errors import EvalspecError
+from evalspec.results.attribution import ATTRIBUTABLE, CLASSES, by_attribution  # noqa: F401  (re-exported)
+from evalspec.results.stream import update_record
+
+RERUN_CLASS = {"reproduced": "bot_defect", "flaky": "model_fluctuation", "error": "infrastructure"}
+TRIAGE_FILE = Path(".evalspec") / "triage.jsonl"
+
+
+class TriageError(EvalspecError):
+    """A triage names no failed or errored record of the run."""
+
+
+def record_key(record: dict[str, Any]) -> tuple[str, str, str]:
+    return str(record["suite"]), str(record["test_id"]), str(record["provider"])
+
+
+def attribute_reruns(run: dict[str, Any], rows: Iterable[dict[str, Any]]) -> int:
+    """Write each rerun label's class into the failed and errored records it replayed; returns how many."""
+    labels = {(r["suite"], r["test_id"], r["provider"]): r["label"] for r in rows}
+    count = 0
+    for record in run["results"]:
+        label = labels.get(record_key(record))
+        if label is not None and record["status"] in ATTRIBUTABLE:
+            record["attribution"], record["attribution_by"] = RERUN_CLASS[label], "rerun"
+            count += 1
+    return count
+
+
+def triage(run: dict[str, Any], test_id: str, provider: str | None, cls: str, note: str | None,
+           path: Path = TRIAGE_FILE, who: str | None = None) -> list[dict[str, Any]]:
+    """Record a person's call (`who`: the reviewer) on the failed/errored records of `test_id` (and
+    `provider`, when given)."""
+    if cls not in CLASSES:
+        raise TriageError(f"unknown class {cls!r}; valid: {', '.join(CLASSES)}")
+    matching = [r for r in run["results"] if r["test_id"] == test_id and (provider is None or r["provider"] == provider)]
+    if not matching:
+        known = sorted({r["test_id"] for r in run["results"]})
+        from evalspec.core.suggest import did_you_mean
+
+        where = f" @ {provider}" if provider else ""
+        raise TriageError(f"no record {test_id}{where} in this run{did_you_mean(test_id, known)}")
+    chosen = [r for r in matching if r["status"] in ATTRIBUTABLE]
+    if not chosen:
+        statuses = ", ".join(sorted({r["status"] for r in matching}))
+        raise TriageError(f"{test_id}: nothing to attribute: its records are {statuses} (only failed or errored "
+                          "records carry an attribution)")
+    at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    lines = {}
+    for record in chosen:
+        entry = {"as": cls, "note": note, "who": who, "at": at, "status": record["status"], "run_id": run.get("run_id")}
+        record["attribution"], record["attribution_by"], record["triage"] = cls, "triage", entry
+        suite, tid, prov = record_key(record)
+        lines[(suite, tid, prov)] = {"suite": suite, "test_id": tid, "provider": prov, **entry}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        for line in lines.values():
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return chosen
+
+
+def os_user() -> str:
+    """Who is reviewing when nobody said: the OS user (`unknown` when the system cannot tell)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no USER/LOGNAME and no passwd entry (some containers)
+        return "unknown"
+
+
+def read_triage(path: Path = TRIAGE_FILE) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The latest triage per (suite, instance id, provider); unreadable lines are skipped."""
+    latest: dict[tuple[str, str, str], dict[str, Any]] = {}
+    if not path.is_file():
+        return latest
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+            latest[(str(entry["suite"]), str(entry["test_id"]), str(entry["provider"]))] = entry
+        except (ValueError, KeyError, TypeError):
+            continue
+    return latest
+
+
+def carry_over(run: dict[str, Any], path: Path = TRIAGE_FILE) -> int:
+    """Copy earlier triages into this run's records with the same key and the same status; returns the count."""
+    triages = read_triage(path)
+    if not triages:
+        return 0  # no pass over the records (a large run's are read back from the journal)
+    records, count = run["results"], 0
+    for index, record in enumerate(records):
+        entry = triages.get(record_key(record))
+        if entry is None or record["status"] != entry.get("status") or record.get("attribution_by") == "triage":
+            continue
+        update_record(records, index, {  # a large run's records are read back: set, not changed in place
+            "attribution": entry["as"], "attribution_by": "triage",
+            "triage": {k: entry.get(k) for k in ("as", "note", "who", "at", "status", "run_id")} | {"carried": True}})
+        count += 1
+    return count
+
+
+def keep_attributions(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """After re-grading, a record whose status did not change keeps its attribution."""
+    old = {r["key"]: r for r in before["results"]}
+    for record in after["results"]:
+        prior = old.get(record["key"])
+        if prior is None or prior["status"] != record["status"]:
+            continue
+        for key in ("attribution", "attribution_by", "triage"):
+            if key in prior and key not in record:
+                record[key] = prior[key]

@@ -1,0 +1,50 @@
+"""`--executor ray`: the same run on a local Ray cluster (ray is the optional extra `evalspec[ray]`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import ROOT
+
+
+def test_ray_run_matches_the_local_run(in_tmp: Path) -> None:
+    pytest.importorskip("ray")
+    suites = [str(p) for p in sorted((ROOT / "suites").glob("*.yaml"))]
+    for executor, out in (("local", "local.json"), ("ray", "ray.json")):
+        proc = subprocess.run([sys.executable, "-m", "evalspec", "run", *suites, "--executor", executor, "-q",
+                               "--no-cache", "-o", out], cwd=in_tmp, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    local = json.loads((in_tmp / "local.json").read_text())
+    remote = json.loads((in_tmp / "ray.json").read_text())
+    assert [(r["key"], r["status"], r["score"]) for r in remote["results"]] == \
+        [(r["key"], r["status"], r["score"]) for r in local["results"]]
+    assert remote["curves"] == local["curves"]
+
+
+def test_address_needs_the_ray_executor(in_tmp: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", str(ROOT / "suites" / "coreference.yaml"),
+                           "--address", "127.0.0.1:6379"], cwd=in_tmp, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--address goes with --executor ray" in proc.stderr
+
+
+def test_an_address_where_no_cluster_answers_fails_within_seconds(in_tmp: Path) -> None:
+    pytest.importorskip("ray")
+    import socket
+    import time
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nobody listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", str(ROOT / "suites" / "coreference.yaml"),
+                           "--executor", "ray", "--address", f"127.0.0.1:{port}", "-q"], cwd=in_tmp,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in proc.stderr
+    assert time.monotonic() - start < 60  # seconds under load, not a hang
+    assert not list(in_tmp.glob(".evalspec/runs/*/journal.jsonl"))  # nothing was run
