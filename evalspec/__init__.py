@@ -3,7 +3,8 @@
 The facade: `run`/`arun` play suites, `load_suite` reads one; a plugin author needs `assertion` and
 `provider_kind` (the decorators), `Check`, `Evidence`, `Reply` and `GradingContext` (what a check
 receives and returns), and `Provider`, `ProviderResponse` and `CallContext` (what a provider kind
-builds). Nothing outside this list is API: the modules behind it move.
+builds); `ConfigError` (a suite that does not validate) and `EvalspecError` (the root of every
+error evalspec raises) for callers. Nothing outside this list is API: the modules behind it move.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 from evalspec.app.api import Run, RunResult, arun, run
 from evalspec.assertions import builtin as _builtin  # noqa: F401  (registers the built-in checks)
 from evalspec.config import Suite, load_suite
+from evalspec.core.errors import ConfigError, EvalspecError
 from evalspec.core.version import __version__
 from evalspec.extend.check import Check, Evidence, GradingContext, Reply
 from evalspec.extend.kinds import provider_kind
 from evalspec.extend.provider import CallContext, Provider, ProviderResponse
 from evalspec.extend.registry import assertion
 
-__all__ = ["CallContext", "Check", "Evidence", "GradingContext", "Provider", "ProviderResponse", "Reply", "Run",
-           "RunResult", "Suite", "__version__", "arun", "assertion", "load_suite", "provider_kind", "run"]
+__all__ = ["CallContext", "Check", "ConfigError", "EvalspecError", "Evidence", "GradingContext", "Provider",
+           "ProviderResponse", "Reply", "Run", "RunResult", "Suite", "__version__", "arun", "assertion", "load_suite",
+           "provider_kind", "run"]

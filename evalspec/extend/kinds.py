@@ -1,7 +1,7 @@
 """The provider-kind registry: each kind (`python`, `model`, `http`, and plugins') with its schema,
 builder, preflight and doc, so that parser, schema, factory and `evalspec list` read one table.
 
-    from evalspec.extend.kinds import provider_kind
+    from evalspec import provider_kind
 
     @provider_kind("echo", schema={"type": "object", "properties": {"prefix": {"type": "string"}}},
                    doc="answers with the user's message")

@@ -1,7 +1,6 @@
 from dataclasses import dataclass
 
-from evalspec import assertion
-from evalspec.extend.check import Check, Evidence
+from evalspec import Check, Evidence, assertion
 
 
 @dataclass
