@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from evalspec.config.model import Suite, TestSpec
+from evalspec.core.errors import EvalspecError
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -80,7 +81,7 @@ class SuiteFile(pytest.File):
         return self.run_data
 
 
-class SuiteFailure(Exception):
+class SuiteFailure(EvalspecError):
     """An evalspec test failed or errored (shown without a Python traceback)."""
 
 

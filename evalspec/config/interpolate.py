@@ -9,15 +9,13 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from evalspec.core.errors import TemplateProblem as TemplateProblem
+
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 #: `${NAME}` / `${NAME:-default}`, or `$${`: a literal `${` (how imported text keeps one, SPEC §17)
 ENV_OR_LITERAL = re.compile(r"\$\$\{|" + ENV_PATTERN.pattern)
 LITERAL_DOLLAR_BRACE = "$${"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-
-
-class TemplateProblem(Exception):
-    """A template could not be rendered (unknown variable, syntax)."""
 
 
 @lru_cache(maxsize=4096)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.config.model import ProviderSpec, Suite, TestSpec, TranscriptsSpec, TurnSpec
-from evalspec.core.errors import ConfigError, Problem
+from evalspec.core.errors import ConfigError, ControlFlow, Problem
 
 RECORDED = ProviderSpec(id="recorded", kind="recorded", config={})
 ROLES = ("user", "assistant", "tool", "system")
@@ -36,7 +36,7 @@ class Conversation:
     line: int
 
 
-class RecordedProblem(Exception):
+class RecordedProblem(ControlFlow):
     """A conversation that cannot be read: file, line and what is wrong."""
 
     def __init__(self, file: str, line: int | None, message: str) -> None:

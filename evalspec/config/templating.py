@@ -21,6 +21,8 @@ from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
+from evalspec.core.errors import ControlFlow
+
 #: characters one rendered template may have
 MAX_OUTPUT_CHARS = 1_000_000
 #: seconds one template may take to render
@@ -33,7 +35,7 @@ _SIZED_FILTERS = ("center", "indent", "wordwrap", "truncate", "batch", "slice")
 _BIG_FORMAT_WIDTH = re.compile(r"\d{7,}")
 
 
-class TemplateLimit(SecurityError):
+class TemplateLimit(ControlFlow, SecurityError):
     """A template would exceed its time or size limit."""
 
 

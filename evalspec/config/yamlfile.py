@@ -15,7 +15,7 @@ import yaml
 from evalspec.config.paths import LineMap, PathKey, format_path
 from evalspec.config.yamlerrors import plain_yaml_error
 from evalspec.config.yamlfixes import mend
-from evalspec.core.errors import ConfigError, Problem
+from evalspec.core.errors import ConfigError, ControlFlow, Problem
 
 # libyaml's parser when PyYAML was built with it (several times faster); marks are kept either way
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -101,7 +101,7 @@ def _alias_problem(root: yaml.Node) -> str | None:
     return None
 
 
-class _RecursiveAlias(Exception):
+class _RecursiveAlias(ControlFlow):
     def __init__(self, line: int) -> None:
         self.line = line
 

@@ -1,9 +1,39 @@
-"""Error types.
+"""Every exception evalspec defines, one tree (drawn as httpx draws its own in `httpx/_exceptions.py`).
 
-    EvalspecError
-     ├── ConfigError        the suite did not validate; carries every Problem found (exit 2)
-     ├── ProviderError      the system under test (or a judge) failed after retries: the test is `error`
-     └── GradingError       an assertion could not reach a verdict (bad judge output, regex time-out)
+One line per class, indented under its base; where a class lives when not here; what it means and what
+it becomes (an exit code, a test's or check's `error`, an HTTP answer):
+
+* EvalspecError                  base of every exception evalspec defines (`evalspec.EvalspecError`)
+  x ConfigError                  the suite (or a command's input) is invalid; carries every Problem → exit 2
+    + PreflightError             (providers.factory) a provider cannot work as configured, nothing called → exit 2
+    + ImportRefused              (authoring.importers) the import would write a hollow suite, nothing written → exit 2
+  x ProviderError                a call to the system under test (or a judge) failed for good → the test is `error`
+  x GradingError                 an assertion could not reach a verdict (bad judge answer, regex time-out) → check `error`
+  x LoadError                    a `FILE.py:function` could not be loaded → a Problem (exit 2), in a run the `error`
+  x UserCodeError                the user's code raised (SystemExit included) → the test's or check's `error`
+  x PluginError                  a plugin could not be imported → a suite's Problem, or a bad `--plugin` (exit 2)
+  x TemplateProblem              a `{{ }}` template did not render → a Problem (exit 2), or a ProviderError
+  x ConversationLost             (play.ray_executor) every worker that played a conversation died → the test's `error`
+  x Interrupted                  (core.interrupts) SIGINT / SIGTERM stopped the run → exit 130 / 143, resumable
+  x TriageError                  (review.triage) a triage names no failed record → exit 2 (`triage`), or an ActionError
+  x GitHubError                  (review.github) the GitHub API refused or failed → exit 1 (`github-comment`), or a note
+  x NotAPullRequest              (review.github) the event is no pull request → `github-comment` writes nothing, exit 0
+  x UnknownRun                   (app.view.runs; also a LookupError) `view` has no such run → HTTP 404, or an ActionError
+  x ApproveError                 (app.view.approve) a draft cannot be approved → an ActionError
+  x ActionError                  (app.view.actions) a `view` action cannot be done → HTTP 400 with its message
+  x SuiteFailure                 (app.pytest_plugin) a suite's test failed or errored → a failed pytest item, no traceback
+  x ControlFlow                  internal: raised and caught inside evalspec, never shown as itself
+    + CacheMiss                  (providers.calls) a cache-only call found nothing → the stateful test is played live
+    + RecordedProblem            (config.recorded) a recorded conversation file is unusable → a ConfigError (exit 2)
+    + TemplateLimit              (config.templating; also jinja2's SecurityError) a template hit a limit → TemplateProblem
+    + NoBaseline                 (review.github_baseline) no baseline run on the base branch → a note, no diff
+    + _RecursiveAlias            (config.yamlfile) a YAML alias inside itself → the file's problem line
+    + _RenderProblem             (plan.build) an instance did not render → a Problem (exit 2), or an EvalspecError
+
+Where the play and grading code catches `EvalspecError` (its message becomes the record's `error`),
+none of Interrupted, the review, app and ControlFlow classes can arrive: a ControlFlow is caught by the
+code that raises it, or by its one caller, before. tests/structure/test_exceptions.py keeps this tree
+whole: every exception class in evalspec is an EvalspecError, and each is on a line here.
 """
 
 from __future__ import annotations
@@ -14,6 +44,11 @@ from typing import Any
 
 class EvalspecError(Exception):
     """Base of every error evalspec raises on purpose."""
+
+
+class ControlFlow(EvalspecError):
+    """Raised and caught inside evalspec to change course (a cache miss, a render problem to locate);
+    the catcher turns it into a Problem, another error or another path: it never reaches a person as itself."""
 
 
 @dataclass(frozen=True)
@@ -57,3 +92,19 @@ class GradingError(EvalspecError):
     def __init__(self, message: str, *, usage: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.usage: list[dict[str, Any]] = list(usage or [])
+
+
+class LoadError(EvalspecError):
+    """A `FILE.py:function` reference could not be loaded."""
+
+
+class UserCodeError(EvalspecError):
+    """The user's code raised (anything, `SystemExit` included)."""
+
+
+class PluginError(EvalspecError):
+    """A plugin could not be imported."""
+
+
+class TemplateProblem(EvalspecError):
+    """A template could not be rendered (unknown variable, syntax)."""

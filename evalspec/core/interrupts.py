@@ -13,11 +13,13 @@ import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from evalspec.core.errors import EvalspecError
+
 T = TypeVar("T")
 GRACE_S = 1.0
 
 
-class Interrupted(Exception):
+class Interrupted(EvalspecError):
     """The run was stopped by a signal; `exit_code` is 128 + its number (130 for Ctrl-C, 143 for SIGTERM)."""
 
     def __init__(self, signum: int) -> None:

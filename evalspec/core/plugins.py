@@ -16,15 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalspec.core.errors import ConfigError, EvalspecError, Problem
+from evalspec.core.errors import ConfigError, Problem
+from evalspec.core.errors import PluginError as PluginError
 from evalspec.core.pyref import step
 
 GROUPS = ("evalspec.assertions", "evalspec.providers")
 _loaded_entry_points = False
-
-
-class PluginError(EvalspecError):
-    """A plugin could not be imported."""
 
 
 def load_plugin(ref: str, base_dir: Path | None = None) -> None:

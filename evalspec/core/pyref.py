@@ -15,13 +15,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evalspec.core.errors import EvalspecError
+from evalspec.core.errors import LoadError as LoadError
 
 _cache: dict[tuple[str, str], Callable[..., Any]] = {}
-
-
-class LoadError(EvalspecError):
-    """A `FILE.py:function` reference could not be loaded."""
 
 
 TELL: Callable[[str | None], None] | None = None  # a watched process's line to its watcher (evalspec.play.supervise)

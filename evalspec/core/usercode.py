@@ -20,14 +20,10 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
-from evalspec.core.errors import EvalspecError
+from evalspec.core.errors import UserCodeError as UserCodeError
 
 T = TypeVar("T")
 MESSAGE_LIMIT = 500
-
-
-class UserCodeError(EvalspecError):
-    """The user's code raised (anything, `SystemExit` included)."""
 
 
 def describe(exc: BaseException) -> str:

@@ -17,7 +17,7 @@ from evalspec.config.recorded import RECORDED, RecordedProblem, label_turns
 from evalspec.config.recorded import conversations as recorded_conversations
 from evalspec.config.recorded import test_of as recorded_test
 from evalspec.config.turnrefs import ref_problem, turn_refs
-from evalspec.core.errors import ConfigError, EvalspecError, Problem
+from evalspec.core.errors import ConfigError, ControlFlow, EvalspecError, Problem
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.patterns import regex_problem, written_patterns
 from evalspec.extend.registry import resolve_type
@@ -328,7 +328,7 @@ def _problem(suite: Suite, exc: _RenderProblem) -> Problem:
                                                                                   exc.message)
 
 
-class _RenderProblem(Exception):
+class _RenderProblem(ControlFlow):
     def __init__(self, path: PathKey, message: str) -> None:
         super().__init__(message)
         self.path, self.message = path, message

@@ -7,7 +7,7 @@ import random
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from evalspec.core.errors import ProviderError
+from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import CallContext, Provider, ProviderResponse
 from evalspec.providers.cache import ResponseCache, cache_key
 from evalspec.providers.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
@@ -62,7 +62,7 @@ class Deadlines:
         self._timer = self._loop.call_later(self.tick, self._check) if self._due else None
 
 
-class CacheMiss(Exception):
+class CacheMiss(ControlFlow):
     """Raised by a cache-only call that finds nothing (stateful replay falls back to a live run)."""
 
 

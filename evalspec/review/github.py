@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from evalspec.core.errors import EvalspecError
 from evalspec.reporters.markdown import MARKER, render_markdown
 
 PERMISSIONS_HINT = ("the workflow's token needs `pull-requests: write`: add "
@@ -25,11 +26,11 @@ PERMISSIONS_HINT = ("the workflow's token needs `pull-requests: write`: add "
                     "(pull requests from forks only get a read-only token)")
 
 
-class GitHubError(Exception):
+class GitHubError(EvalspecError):
     """The GitHub REST API refused or failed a request; the message says what to do."""
 
 
-class NotAPullRequest(Exception):
+class NotAPullRequest(EvalspecError):
     """The workflow was not triggered by a pull request: there is no conversation to comment on."""
 
 

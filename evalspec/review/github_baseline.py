@@ -16,12 +16,13 @@ from typing import Any
 
 import httpx
 
+from evalspec.core.errors import ControlFlow
 from evalspec.review.github import GitHub, GitHubError
 
 ARTIFACT = "evalspec-report"
 
 
-class NoBaseline(Exception):
+class NoBaseline(ControlFlow):
     """Why there is no baseline (said in the report)."""
 
 

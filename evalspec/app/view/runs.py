@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalspec.core.errors import EvalspecError
+
 RUNS_DIR = Path(".evalspec") / "runs"
 
 
-class UnknownRun(LookupError):
+class UnknownRun(EvalspecError, LookupError):
     """No served run has this id."""
 
 
