@@ -3,32 +3,32 @@
 One line per class, indented under its base; where a class lives when not here; what it means and what
 it becomes (an exit code, a test's or check's `error`, an HTTP answer):
 
-* EvalspecError                  base of every exception evalspec defines (`evalspec.EvalspecError`)
-  x ConfigError                  the suite (or a command's input) is invalid; carries every Problem → exit 2
-    + PreflightError             (providers.factory) a provider cannot work as configured, nothing called → exit 2
-    + ImportRefused              (authoring.importers) the import would write a hollow suite, nothing written → exit 2
-  x ProviderError                a call to the system under test (or a judge) failed for good → the test is `error`
-  x GradingError                 an assertion could not reach a verdict (bad judge answer, regex time-out) → check `error`
-  x LoadError                    a `FILE.py:function` could not be loaded → a Problem (exit 2), in a run the `error`
-  x UserCodeError                the user's code raised (SystemExit included) → the test's or check's `error`
-  x PluginError                  a plugin could not be imported → a suite's Problem, or a bad `--plugin` (exit 2)
-  x TemplateProblem              a `{{ }}` template did not render → a Problem (exit 2), or a ProviderError
-  x ConversationLost             (play.ray_executor) every worker that played a conversation died → the test's `error`
-  x Interrupted                  (core.interrupts) SIGINT / SIGTERM stopped the run → exit 130 / 143, resumable
-  x TriageError                  (review.triage) a triage names no failed record → exit 2 (`triage`), or an ActionError
-  x GitHubError                  (review.github) the GitHub API refused or failed → exit 1 (`github-comment`), or a note
-  x NotAPullRequest              (review.github) the event is no pull request → `github-comment` writes nothing, exit 0
-  x UnknownRun                   (app.view.runs; also a LookupError) `view` has no such run → HTTP 404, or an ActionError
-  x ApproveError                 (app.view.approve) a draft cannot be approved → an ActionError
-  x ActionError                  (app.view.actions) a `view` action cannot be done → HTTP 400 with its message
-  x SuiteFailure                 (app.pytest_plugin) a suite's test failed or errored → a failed pytest item, no traceback
-  x ControlFlow                  internal: raised and caught inside evalspec, never shown as itself
-    + CacheMiss                  (providers.calls) a cache-only call found nothing → the stateful test is played live
-    + RecordedProblem            (config.recorded) a recorded conversation file is unusable → a ConfigError (exit 2)
-    + TemplateLimit              (config.templating; also jinja2's SecurityError) a template hit a limit → TemplateProblem
-    + NoBaseline                 (review.github_baseline) no baseline run on the base branch → a note, no diff
-    + _RecursiveAlias            (config.yamlfile) a YAML alias inside itself → the file's problem line
-    + _RenderProblem             (plan.build) an instance did not render → a Problem (exit 2), or an EvalspecError
+* EvalspecError        base of every exception evalspec defines
+  x ConfigError        the suite (or a command's input) is invalid; carries every Problem → exit 2
+    + PreflightError   (providers.factory) a provider cannot work as configured, nothing called → exit 2
+    + ImportRefused    (authoring.importers) the import would write a hollow suite, nothing written → exit 2
+  x ProviderError      a call to the system under test (or a judge) failed for good → the test is `error`
+  x GradingError       an assertion reached no verdict (bad judge answer, regex time-out) → check `error`
+  x LoadError          a `FILE.py:function` could not be loaded → a Problem (exit 2), in a run the `error`
+  x UserCodeError      the user's code raised (SystemExit included) → the test's or check's `error`
+  x PluginError        a plugin could not be imported → a suite's Problem, or a bad `--plugin` (exit 2)
+  x TemplateProblem    a `{{ }}` template did not render → a Problem (exit 2), or a ProviderError
+  x ConversationLost   (play.ray_executor) every worker that played a conversation died → the test's `error`
+  x Interrupted        (core.interrupts) SIGINT / SIGTERM stopped the run → exit 130 / 143, resumable
+  x TriageError        (review.triage) a triage names no failed record → exit 2 (`triage`) or an ActionError
+  x GitHubError        (review.github) the GitHub API refused or failed → exit 1 (github-comment) or a note
+  x NotAPullRequest    (review.github) the event is no pull request → `github-comment` does nothing, exit 0
+  x UnknownRun         (app.view.runs; a LookupError too) `view` has no such run → 404 or an ActionError
+  x ApproveError       (app.view.approve) a draft cannot be approved → an ActionError
+  x ActionError        (app.view.actions) a `view` action cannot be done → HTTP 400 with its message
+  x SuiteFailure       (app.pytest_plugin) a suite's test failed or errored → a failed pytest item
+  x ControlFlow        internal: raised and caught inside evalspec, never shown as itself
+    + CacheMiss        (providers.calls) a cache-only call found nothing → the stateful test is played live
+    + RecordedProblem  (config.recorded) a recorded conversation file is unusable → a ConfigError (exit 2)
+    + TemplateLimit    (config.templating; a jinja2 SecurityError too) a template's limit → TemplateProblem
+    + NoBaseline       (review.github_baseline) no baseline run on the base branch → a note, no diff
+    + _RecursiveAlias  (config.yamlfile) a YAML alias inside itself → the file's problem line
+    + _RenderProblem   (plan.build) an instance did not render → a Problem (exit 2), or an EvalspecError
 
 Where the play and grading code catches `EvalspecError` (its message becomes the record's `error`),
 none of Interrupted, the review, app and ControlFlow classes can arrive: a ControlFlow is caught by the
