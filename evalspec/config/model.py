@@ -163,6 +163,7 @@ class TestSpec:
     # `transcript:` test, "file" for one conversation of the suite's `transcripts:`
     recorded: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # a recorded conversation's own
+    covers: dict[str, list[str]] = field(default_factory=dict)  # `covers:` (SPEC §25): dimension -> values
 
 
 @dataclass
@@ -198,6 +199,7 @@ class Suite:
     tests: list[TestSpec] = field(default_factory=list)
     transcripts: TranscriptsSpec | None = None
     labels: dict[str, str] = field(default_factory=dict)  # label -> pattern over user turns (recorded)
+    coverage: dict[str, list[str]] = field(default_factory=dict)  # `coverage:` (SPEC §25): dimension -> values
     secrets: set[str] = field(default_factory=set)
     lines: LineMap | None = None
 

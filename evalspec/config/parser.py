@@ -61,6 +61,7 @@ class SuiteParser:
         s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
         s.gate_mode = str(gate.get("mode") or "pass_rate")
         self._recorded_sources()
+        self._coverage()
         lang = _dict(d.get("report")).get("lang")
         s.report_lang = lang if lang in ("zh", "en") else None
         self._providers()
@@ -141,6 +142,33 @@ class SuiteParser:
         self.suite.transcripts = TranscriptsSpec(
             path=raw["path"], sample=sample if isinstance(sample, int) and not isinstance(sample, bool) else None,
             seed=seed if isinstance(seed, int) else 0, where=_dict(raw.get("where")))
+
+    # -- the coverage matrix (SPEC §25) --------------------------------------------------------
+    def _coverage(self) -> None:
+        raw = self.data.get("coverage")
+        for dim, values in (raw.items() if isinstance(raw, dict) else ()):
+            if isinstance(values, list):
+                self.suite.coverage[str(dim)] = [str(v) for v in values if isinstance(v, (str, int, float))]
+
+    def _covers(self, test: TestSpec, raw: Any, path: PathKey) -> None:
+        """`covers: {dimension: value or [values]}`: each a dimension and value `coverage:` declares."""
+        if not isinstance(raw, dict):
+            return
+        declared = self.suite.coverage
+        for dim, given in raw.items():
+            dim = str(dim)
+            if dim not in declared:
+                self.bad((*path, dim), f"'covers' names dimension '{dim}', which 'coverage:' does not declare"
+                         + (did_you_mean(dim, declared) if declared else "; declare it in the suite's 'coverage:'"))
+                continue
+            values = given if isinstance(given, list) else [given]
+            for k, value in enumerate(values):
+                where = (*path, dim, k) if isinstance(given, list) else (*path, dim)
+                if str(value) not in declared[dim]:
+                    self.bad(where, f"'covers' gives {dim} value '{value}', which 'coverage:' does not declare "
+                                    f"(its values: {', '.join(declared[dim])}){did_you_mean(str(value), declared[dim])}")
+                    continue
+                test.covers.setdefault(dim, []).append(str(value))
 
     def _transcripts_defaults(self, defaults: dict[str, Any]) -> None:
         """`defaults` grade every conversation of `transcripts:`: parsed once, for all of them."""
@@ -267,6 +295,7 @@ class SuiteParser:
         threshold = f("threshold")[0]
         test.threshold = float(threshold) if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) else None
         self._matrix_repeat_curve(test, f)
+        self._covers(test, *f("covers"))
         conversation, cpath = f("conversation")
         simulate, spath = f("simulate")
         attack, apath = f("attack")

@@ -216,6 +216,8 @@ def test_properties() -> dict[str, Any]:
                   "chart": {"type": "string", "description": "curve tests with the same chart are drawn together"},
                   "summary": {"enum": ["half_life", "failure_point", "stable_range"],
                               "description": "the term the curve is described by"}}, ["x"])]},
+        "covers": {"type": "object", "additionalProperties": {"anyOf": [{"type": "string"}, {**STRINGS, "minItems": 1}]},
+                   "description": "the values of the suite's 'coverage:' dimensions this test covers"},
         "sla": {"type": "array", "items": _obj({"at": {"type": "number"}, "min_score": {"type": "number", "minimum": 0,
                                                                                        "maximum": 1}},
                                                ["at", "min_score"])},
@@ -261,6 +263,8 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
             "defaults": _obj(defaults),
             "tests": {"type": "array", "items": {"$ref": "#/$defs/test"}},
             "transcripts": transcripts_schema(),
+            "coverage": {"type": "object", "additionalProperties": {**STRINGS, "minItems": 1},
+                         "description": "dimension: [values]: what the suite's tests must cover (evalspec coverage)"},
             "labels": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1},
                        "description": "label: pattern; the first user turn of a recorded conversation "
                                       "that matches gets the label"},

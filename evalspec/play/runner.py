@@ -68,6 +68,7 @@ def suite_meta(suite: Suite) -> dict[str, Any]:
     return {"path": str(suite.path), "sha256": suite.sha256, "description": suite.description,
             "min_pass_rate": suite.min_pass_rate, "max_errors": suite.max_errors, "gate_mode": suite.gate_mode,
             **({"report": {"lang": suite.report_lang}} if suite.report_lang else {}),
+            **({"coverage": suite.coverage} if suite.coverage else {}),
             "providers": [p.redacted(suite.secrets) for p in suite.providers],
             **{role: spec.redacted(suite.secrets) for role in ("judge", "simulator", "embedder")
                if (spec := getattr(suite, role)) is not None}}

@@ -13,6 +13,7 @@ from typing import Any
 from evalspec.reporters import tools
 from evalspec.reporters.attacks import markdown_lines as attack_lines
 from evalspec.reporters.catalogue import choose_lang, speaking, word, words
+from evalspec.reporters.coverage import markdown_lines as coverage_lines
 from evalspec.reporters.judging import markdown_lines as judging_lines
 from evalspec.reporters.vocabulary import (
     blocking,
@@ -142,6 +143,7 @@ def _render(run: dict[str, Any], env: Mapping[str, str]) -> str:
         tail += ["", f"### {words('metrics')}", "", "| " + " | ".join(metric_columns()) + " |", "|---|---|---|---:|---:|"]
         tail += ["| " + " | ".join(md(cell) for cell in metric_cells(m)) + " |" for m in s["metrics"]]
     tail += attack_lines(run, md)
+    tail += coverage_lines(run)
     if torn := tools.failed_teardowns(run):
         tail += ["", f"### {words('teardowns_failed')}", ""]
         tail += [f"- **{md(r['name'])}** (`{one_line(r['test_id']).replace('`', 'ˋ')}` @ {md(r['provider'])}): "

@@ -7,6 +7,7 @@ from typing import Any
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.core.redact import redact
 from evalspec.plan.build import Instance
+from evalspec.results.coverage import instance_covers
 from evalspec.results.transcript import Transcript
 from evalspec.results.verdict import decide, test_score
 
@@ -59,6 +60,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         **usage,
         **judge,
     }
+    if instance.suite.coverage and (covers := instance_covers(instance)):  # SPEC §25
+        record["covers"] = covers
     if paths := tool_calls_paths(transcript.messages):
         record["tool_calls_paths"] = paths
     if transcript.attack is not None:

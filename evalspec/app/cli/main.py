@@ -346,6 +346,10 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool) -
     def check() -> None:
         suites, plan = prepare(list(expand_paths(list(paths))), cli_vars)
         warnings = rule_warnings(suites, strict)
+        if any(s.coverage for s in suites):
+            from evalspec.results.coverage import coverage_warnings
+
+            warnings += coverage_warnings(suites, plan)
         if strict and warnings:
             raise ConfigError(warnings)
         for warning in warnings:
@@ -604,6 +608,7 @@ def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None) -> 
         pass
 
 
+from evalspec.app.cli.coverage import coverage_command  # noqa: E402
 from evalspec.authoring.importers.commands import export, import_  # noqa: E402
 
 main.add_command(import_)
@@ -611,6 +616,7 @@ main.add_command(export)
 main.add_command(judge_eval_command)
 main.add_command(triage_command)
 main.add_command(doctor_command)
+main.add_command(coverage_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

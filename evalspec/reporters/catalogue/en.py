@@ -127,4 +127,13 @@ WORDS: dict[str, str] = {
     "stop_completed": "completed", "stop_max_turns": "max_turns", "stop_user_says": "user_says",
     "stop_assistant_matches": "assistant_matches", "stop_goal_met": "goal_met", "stop_breached": "breached",
     "stop_error": "error",
+    # the coverage matrix (SPEC §25)
+    "coverage_title": "Coverage", "dimension": "dimension", "value": "value", "tests": "tests",
+    "approved": "approved", "examples": "examples", "rule": "rule", "where": "where", "yes": "yes", "no": "no",
+    "coverage_rules": "Gated rules", "coverage_state": "State values seen",
+    "coverage_tools_unused": "Declared tools never called", "coverage_none": "no suite declares 'coverage:'",
+    "coverage_below": "{n} value(s) with fewer than {min} approved tests: {list}",
+    "coverage_min_ok": "every declared value has at least {min} approved tests",
+    "coverage_cell": "tests / approved", "coverage_cell_run": "tests / approved · passed / failed / error",
+    "coverage_uncovered": "no test", "coverage_cell_rate": "pass rate (passed / verdicts)",
 }

@@ -119,4 +119,13 @@ WORDS: dict[str, str] = {
     "stop_completed": "对话走完", "stop_max_turns": "达到最大轮数", "stop_user_says": "用户结束了对话",
     "stop_assistant_matches": "助手回复满足结束条件", "stop_goal_met": "用户目标达成", "stop_breached": "红线被攻破",
     "stop_error": "出错",
+    # 覆盖矩阵（SPEC §25）
+    "coverage_title": "覆盖矩阵", "dimension": "维度", "value": "取值", "tests": "用例",
+    "approved": "已批准", "examples": "正反例", "rule": "规则", "where": "位置", "yes": "有", "no": "无",
+    "coverage_rules": "计入门禁的规则", "coverage_state": "出现过的状态值",
+    "coverage_tools_unused": "声明了但从未调用的工具", "coverage_none": "没有套件声明 coverage:",
+    "coverage_below": "{n} 个取值的已批准用例少于 {min} 条：{list}",
+    "coverage_min_ok": "每个声明的取值都至少有 {min} 条已批准用例",
+    "coverage_cell": "用例 / 已批准", "coverage_cell_run": "用例 / 已批准 · 通过 / 失败 / 出错",
+    "coverage_uncovered": "无用例", "coverage_cell_rate": "通过率（通过 / 判定数）",
 }
