@@ -112,9 +112,10 @@ def report_lines(report: dict[str, Any], md: bool) -> list[str]:
 def _rate_cell(cell: dict[str, Any] | None) -> str:
     if not cell:
         return EMPTY
-    decided = cell.get("passed", 0) + cell.get("failed", 0)
-    rate = pass_rate_text(cell.get("pass_rate")) if decided else EMPTY
-    return f"{rate} ({cell['passed']}/{decided + cell.get('error', 0)})"
+    verdicts = sum(cell.get(k, 0) for k in VERDICTS)
+    if not verdicts:  # covered, but no verdict passed, failed or errored (an xfail, a draft)
+        return f"{EMPTY} ({cell['tests']} {words('tests')})"
+    return f"{pass_rate_text(cell.get('pass_rate'))} ({cell['passed']}/{verdicts})"
 
 
 def markdown_lines(run: dict[str, Any]) -> list[str]:
@@ -133,7 +134,8 @@ def markdown_lines(run: dict[str, Any]) -> list[str]:
 CSS = """.coverage table.grid td,.coverage table.grid th{text-align:center}.coverage table.grid th:first-child,
 .coverage table.grid td:first-child{text-align:left}.coverage td.none{color:#9ca3af;background:#f9fafb}
 .coverage td.low{background:#fef2f2}.coverage td.mid{background:#fffbeb}.coverage td.high{background:#f0fdf4}
-.coverage .legend{font-size:12px;color:#6b7280}"""
+.coverage .legend{font-size:12px;color:#6b7280}.coverage h3{font-size:15px;margin:14px 0 4px}
+@media (max-width:600px){.coverage td,.coverage th{padding:4px 3px;font-size:12px}}"""
 
 
 def _shade(cell: dict[str, Any] | None) -> str:
@@ -172,8 +174,7 @@ def html_section(run: dict[str, Any]) -> Markup:
                 rows.append("<tr>" + "".join(
                     f"<td data-label='{escape(h)}'{'' if i == 0 else ' class=n'}>{escape(c)}</td>"
                     for i, (h, c) in enumerate(zip(heads, cells, strict=True))) + "</tr>")
-            # class stack: at 420 px each row is a card of label/value lines (html.py's CSS)
-            parts.append(f"<div class='scroll'><table class='stack'><thead><tr>{head}</tr></thead>"
+            parts.append(f"<div class='scroll'><table class='values'><thead><tr>{head}</tr></thead>"
                          f"<tbody>{''.join(rows)}</tbody></table></div>")
     parts.append(f"<p class='legend'>{escape(words('coverage_cell_rate'))}</p></section>")
     return Markup("".join(parts))
