@@ -228,7 +228,7 @@ def coverage_warnings(suites: Sequence[Suite], plan: Iterable[Instance]) -> list
             for v in d["values"]:
                 if v["tests"]:
                     continue
-                message = (f"coverage {d['name']}: no test covers '{v['value']}'; give one `covers: "
+                message = (f"no test covers {d['name']} '{v['value']}'; give a test `covers: "
                            f"{{{d['name']}: {v['value']}}}`, a turn label or a tag '{v['value']}'")
                 path = ("coverage", d["name"], suite.coverage[d["name"]].index(v["value"]))
                 warnings.append(suite.lines.problem(path, message) if suite.lines
