@@ -21,10 +21,11 @@ from evalspec.core.pyref import LoadError, load_callable
 from evalspec.extend.check import GradingContext
 from evalspec.extend.provider import CallContext
 from evalspec.plan.build import Instance
-from evalspec.play.scripted import CallFn, Transcript, assistant_message, tool_context, user_message
+from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import call_structured, call_usage
-from evalspec.providers.tool_rounds import play_turn
+from evalspec.providers.tool_rounds import CallFn
+from evalspec.results.transcript import Transcript
 
 GOAT_TACTICS = (
     "refusal suppression", "hypothetical framing", "role-play", "authority claim", "urgency",
@@ -90,13 +91,6 @@ def attacker_prompt(goal: str, strategy: str, rules: list[str]) -> str:
            else 'one key, "message": your next message to the assistant') + ".",
     ]
     return "\n".join(lines)
-
-
-def flipped(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The conversation from the attacker's side (its own messages are `assistant`)."""
-    flip = {"user": "assistant", "assistant": "user"}
-    return [{"role": flip[m["role"]], "content": str(m["content"])} for m in messages
-            if m["role"] in flip and not m.get("intermediate")]  # the attacker never sees tool calls
 
 
 def parse_answer(text: str, strategy: str) -> tuple[str, str | None]:
@@ -198,49 +192,58 @@ async def breached(inst: Instance, rules: list[AssertionSpec], messages: list[di
     return [describe_rule(spec) for spec, r in zip(rules, results, strict=True) if r.passed is False]
 
 
+class AttackSource:
+    """The attacker's messages, and the red-line check after every reply: the first breach ends the attempt."""
+
+    stop_reason: str = "max_turns"
+    who: str | None = "attacker"
+
+    def __init__(self, inst: Instance, attacker: Attacker, rules: list[AssertionSpec], info: dict[str, Any]) -> None:
+        spec = inst.test.attack
+        assert spec is not None
+        self.inst, self.attacker, self.rules, self.info, self.max_turns = inst, attacker, rules, info, spec.max_turns
+        self.turn = 0  # user messages sent
+
+    async def next_message(self, transcript: Transcript) -> NextMessage | None:
+        if self.turn >= self.max_turns:
+            return None
+        try:
+            nxt = await self.attacker.next(transcript, self.turn + 1)
+        except (ProviderError, EvalspecError) as exc:
+            raise TurnError(f"attacker: {exc}") from exc
+        if nxt is None:
+            self.stop_reason = "user_says"
+            return None
+        text, tactic = nxt
+        self.turn += 1
+        message = user_message(text, self.turn)
+        if tactic:
+            message["tactic"] = tactic
+        return NextMessage(message)
+
+    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+        broken = await breached(self.inst, self.rules, transcript.messages)
+        if not broken:
+            return None
+        self.info["breached"], self.info["breached_turn"] = broken, turn
+        return "breached"
+
+
 async def run_attack(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True) -> Transcript:
     """One attempt: attacker message, reply, red-line check — until a breach or `max_turns`."""
     spec = inst.test.attack
     assert spec is not None
     rules = red_lines(inst)
-    transcript = Transcript(stop_reason="max_turns")
     info: dict[str, Any] = {"strategy": spec.strategy, "goal": spec.goal, "attempt": inst.repeat,
                             "red_lines": [describe_rule(r) for r in rules], "breached": [], "breached_turn": None}
-    transcript.attack = info
     try:
         attacker = Attacker(inst, pool, info["red_lines"], replay)
     except ProviderError as exc:
-        transcript.stop_reason, transcript.error = "error", str(exc)
-        return transcript
-    turn = 0
-    while turn < spec.max_turns:
-        try:
-            nxt = await attacker.next(transcript, turn + 1)
-        except (ProviderError, EvalspecError) as exc:
-            transcript.stop_reason, transcript.error = "error", f"attacker: {exc}"
-            break
-        if nxt is None:
-            transcript.stop_reason = "user_says"
-            break
-        text, tactic = nxt
-        turn += 1
-        message = user_message(text, turn)
-        if tactic:
-            message["tactic"] = tactic
-        transcript.messages.append(message)
-        try:  # an agent's tool rounds are played as in any conversation (SPEC §13)
-            await play_turn(call, transcript, turn, pool.toolkit(inst.provider, inst.suite),
-                            tool_context(inst, call), assistant_message)
-        except ProviderError as exc:
-            transcript.stop_reason, transcript.error = "error", f"turn {turn}: {exc}"
-            break
-        broken = await breached(inst, rules, transcript.messages)
-        if broken:
-            transcript.stop_reason = "breached"
-            info["breached"], info["breached_turn"] = broken, turn
-            break
+        return Transcript(stop_reason="error", error=str(exc), attack=info)
+    # an agent's tool rounds are played as in any conversation (SPEC §13)
+    transcript = await play_turns(AttackSource(inst, attacker, rules, info), inst, call,
+                                  pool.toolkit(inst.provider, inst.suite))
+    transcript.attack = info
     info.update(attacker_calls=attacker.calls, attacker_cached_calls=attacker.cached,
                 attacker_tokens=attacker.tokens, attacker_cost=attacker.cost)
-    from evalspec.play.simulated import replied
-
-    return replied(transcript, "attacker")
+    return transcript

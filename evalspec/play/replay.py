@@ -12,11 +12,11 @@ from evalspec.core.redact import redact, run_secrets
 from evalspec.plan.build import Instance, build_plan, grading_input
 from evalspec.plan.needs import check_plan
 from evalspec.play.runner import grade_with, run_instance
-from evalspec.play.scripted import Transcript
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
 from evalspec.results.record import make_record
+from evalspec.results.transcript import Transcript
 
 
 def _instances(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:

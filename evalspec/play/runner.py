@@ -26,17 +26,20 @@ from evalspec.plan.build import Instance, Plan, grading_input, has_captures, pos
 from evalspec.plan.needs import check_plan
 from evalspec.play.processes import Children, Play, process_count
 from evalspec.play.ray_executor import ConversationLost, RayConfig, RayExecutor
-from evalspec.play.scripted import CallFn, Transcript, captured_values, run_scripted, user_message
+from evalspec.play.scripted import captured_values, run_scripted
 from evalspec.play.supervise import PlayGuard
 from evalspec.play.teardown import run_teardown
+from evalspec.play.turns import user_message
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.limits import LIMITED, RATE_LIMITED
+from evalspec.providers.tool_rounds import CallFn
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules
 from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
 from evalspec.results.record import make_record
 from evalspec.results.stream import JournalRecords, light
+from evalspec.results.transcript import Transcript
 
 ResultCallback = Callable[[dict[str, Any]], None]
 STREAM_ABOVE = 5000  # records: with stream_results, a larger run's results are read from the journal on demand

@@ -15,11 +15,14 @@ from evalspec.core.usercode import UserCodeError, in_thread
 from evalspec.extend.patterns import regex_time_limit, search
 from evalspec.extend.provider import CallContext
 from evalspec.plan.build import Instance
-from evalspec.play.scripted import CallFn, Transcript, assistant_message, tool_context, user_message
+from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.python_user import load_scripted_user, next_message
 from evalspec.providers.structured import SIMULATOR_MAX_TOKENS, call_structured, call_usage
-from evalspec.providers.tool_rounds import ToolKit, play_turn
+from evalspec.providers.tool_rounds import CallFn, ToolKit
+from evalspec.results.transcript import Transcript
+
+__all__ = ["MESSAGE_SCHEMA", "SimulatedUser", "flipped", "message_text", "run_simulated", "simulator_prompt"]
 
 DEFAULT_MARKER = "###STOP###"
 MESSAGE_SCHEMA = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"],
@@ -40,109 +43,96 @@ def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
     return "\n".join(lines)
 
 
-def flipped(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The conversation from the simulated user's side: tool calls and results are not shown (a real
-    user does not see them), nor the rounds before a turn's reply."""
-    flip = {"user": "assistant", "assistant": "user"}
-    return [{"role": flip[m["role"]], "content": m["content"]} for m in messages
-            if m["role"] in flip and not m.get("intermediate")]
+class SimulatedUser:
+    """A model (or a python function) playing the persona: `opening` and `fixed` first, then its own
+    messages, until its stop marker, a stop condition or `max_turns`."""
 
+    stop_reason: str = "max_turns"
+    who: str | None = "simulated user"
 
-async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True,
-                        kit: ToolKit | None = None) -> Transcript:
-    return replied(await _simulate(inst, call, pool, replay, kit), "simulated user")
+    def __init__(self, inst: Instance, pool: ProviderPool, replay: bool) -> None:
+        sim = inst.test.simulate
+        assert sim is not None
+        suite = inst.suite
+        self.inst, self.sim, self.replay = inst, sim, replay
+        self.scripted_user = load_scripted_user(inst) if sim.python else None
+        self.spec = sim.model or suite.simulator
+        if self.spec is None and self.scripted_user is None:
+            raise ProviderError("a simulated user needs a model: set `simulator:` in the suite or `simulate.model`")
+        self.simulator = pool.get(self.spec, suite) if self.spec is not None and self.scripted_user is None else None
+        self.judge = pool.judge_fn(suite)
+        marker = next((str(c["user_says"]) for c in sim.stop_when if "user_says" in c), None)
+        if marker is None and self.scripted_user is not None:
+            marker = DEFAULT_MARKER  # a scripted user may stop the tau-bench way too, not only by returning None
+        self.marker = marker
+        self.patterns = [str(c["assistant_matches"]) for c in sim.stop_when if "assistant_matches" in c]
+        self.goal_met = any(c.get("goal_met") for c in sim.stop_when)
+        self.system = simulator_prompt(sim.persona, sim.goal, marker)
+        self.scripted = [m for m in [sim.opening, *sim.fixed] if m]
+        self.turn = 0  # user messages sent
 
-
-def replied(transcript: Transcript, who: str) -> Transcript:
-    """A simulated conversation that ended before any assistant reply is an error, never a run of checks
-    over zero replies (`not-after`, `at-most`, `turn-count` would all pass on nothing)."""
-    if transcript.error is None and not any(m["role"] == "assistant" for m in transcript.messages):
-        transcript.error = (f"the {who} stopped ({transcript.stop_reason}) before the assistant replied: "
-                            "a simulated conversation needs at least one reply")
-        transcript.stop_reason = "error"
-    return transcript
-
-
-async def _simulate(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool,
-                    kit: ToolKit | None) -> Transcript:
-    sim = inst.test.simulate
-    assert sim is not None
-    suite = inst.suite
-    scripted_user = load_scripted_user(inst) if sim.python else None
-    spec = sim.model or suite.simulator
-    if spec is None and scripted_user is None:
-        raise ProviderError("a simulated user needs a model: set `simulator:` in the suite or `simulate.model`")
-    simulator = pool.get(spec, suite) if spec is not None and scripted_user is None else None
-    judge = pool.judge_fn(suite)
-    marker = next((str(c["user_says"]) for c in sim.stop_when if "user_says" in c), None)
-    if marker is None and scripted_user is not None:
-        marker = DEFAULT_MARKER  # a scripted user may stop the tau-bench way too, not only by returning None
-    patterns = [str(c["assistant_matches"]) for c in sim.stop_when if "assistant_matches" in c]
-    goal_met = any(c.get("goal_met") for c in sim.stop_when)
-    system = simulator_prompt(sim.persona, sim.goal, marker)
-    scripted = [m for m in [sim.opening, *sim.fixed] if m]
-    transcript = Transcript(stop_reason="max_turns")
-    turn = 0
-    while turn < sim.max_turns:
-        if turn < len(scripted):
-            text = scripted[turn]
-        elif scripted_user is not None:
+    async def next_message(self, transcript: Transcript) -> NextMessage | None:
+        turn, marker = self.turn, self.marker
+        if turn >= self.sim.max_turns:
+            return None
+        if turn < len(self.scripted):
+            text = self.scripted[turn]
+        elif self.scripted_user is not None:
             try:
-                said = await next_message(scripted_user, inst, transcript.messages, turn + 1)
+                said = await next_message(self.scripted_user, self.inst, transcript.messages, turn + 1)
             except ProviderError as exc:
-                transcript.stop_reason, transcript.error = "error", str(exc)
-                return transcript
+                raise TurnError(str(exc)) from exc
             if said is None:
-                transcript.stop_reason = "user_says"
-                return transcript
+                self.stop_reason = "user_says"
+                return None
             text = said
         else:
-            assert simulator is not None and spec is not None
-            context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn + 1, vars=inst.vars,
-                                  repeat=inst.repeat)
-            try:
-                answer = await call_structured(
-                    simulator, [{"role": "system", "content": system}, *flipped(transcript.messages)], context,
-                    name="user_message", schema=MESSAGE_SCHEMA, seed=suite.option("seed"), read=replay,
-                    max_tokens=int(spec.config.get("max_tokens") or SIMULATOR_MAX_TOKENS))
-            except ProviderError as exc:
-                transcript.stop_reason, transcript.error = "error", f"simulator: {exc}"
-                return transcript
-            transcript.judge_usage.append(call_usage(answer))  # counted whether or not the answer is usable
-            try:
-                text = message_text(answer.content, marker)
-            except GradingError as exc:
-                transcript.stop_reason, transcript.error = "error", str(exc)
-                return transcript
-        if marker and marker in text and turn >= len(scripted):  # done: recorded, never sent (python users too)
-            transcript.messages.append(user_message(text, None, not_sent=True))
-            transcript.stop_reason = "user_says"
-            return transcript
-        turn += 1
-        transcript.messages.append(user_message(text, turn))
+            text = await self._simulated(transcript, turn + 1)
+        if marker and marker in text and turn >= len(self.scripted):  # done: recorded, never sent (python users too)
+            return NextMessage(user_message(text, None, not_sent=True), call=False, stop="user_says")
+        self.turn += 1
+        return NextMessage(user_message(text, self.turn))
+
+    async def _simulated(self, transcript: Transcript, turn: int) -> str:
+        inst, spec = self.inst, self.spec
+        assert self.simulator is not None and spec is not None
+        context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn, vars=inst.vars,
+                              repeat=inst.repeat)
         try:
-            reply = await play_turn(call, transcript, turn, kit, tool_context(inst, call), assistant_message)
+            answer = await call_structured(
+                self.simulator, [{"role": "system", "content": self.system}, *flipped(transcript.messages)],
+                context, name="user_message", schema=MESSAGE_SCHEMA, seed=inst.suite.option("seed"),
+                read=self.replay, max_tokens=int(spec.config.get("max_tokens") or SIMULATOR_MAX_TOKENS))
         except ProviderError as exc:
-            transcript.stop_reason, transcript.error = "error", f"turn {turn}: {exc}"
-            return transcript
+            raise TurnError(f"simulator: {exc}") from exc
+        transcript.judge_usage.append(call_usage(answer))  # counted whether or not the answer is usable
         try:
-            if patterns and await _matches_off_loop(patterns, reply["content"], float(suite.option("grade_timeout"))):
-                transcript.stop_reason = "assistant_matches"
-                return transcript
-            if goal_met and judge is not None:
+            return message_text(answer.content, self.marker)
+        except GradingError as exc:
+            raise TurnError(str(exc)) from exc
+
+    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+        try:
+            if self.patterns and await _matches_off_loop(self.patterns, reply["content"],
+                                                         float(self.inst.suite.option("grade_timeout"))):
+                return "assistant_matches"
+            if self.goal_met and self.judge is not None:
                 try:
-                    verdict = await _goal_met(judge, sim.goal, transcript.messages)
+                    verdict = await _goal_met(self.judge, self.sim.goal, transcript.messages)
                 except GradingError as exc:  # the unusable answer was a call made: it counts
                     transcript.judge_usage.extend(exc.usage)
                     raise
                 transcript.judge_usage.append(verdict.get("_judge") or {})
                 if verdict.get("pass") is True:
-                    transcript.stop_reason = "goal_met"
-                    return transcript
+                    return "goal_met"
         except (EvalspecError, UserCodeError) as exc:
-            transcript.stop_reason, transcript.error = "error", f"stop condition: {exc}"
-            return transcript
-    return transcript
+            raise TurnError(f"stop condition: {exc}") from exc
+        return None
+
+
+async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True,
+                        kit: ToolKit | None = None) -> Transcript:
+    return await play_turns(SimulatedUser(inst, pool, replay), inst, call, kit)
 
 
 async def _matches_off_loop(patterns: list[str], text: str, limit: float) -> bool:
