@@ -28,6 +28,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
     + TemplateLimit    (config.templating; a jinja2 SecurityError too) a template's limit → TemplateProblem
     + NoBaseline       (review.github_baseline) no baseline run on the base branch → a note, no diff
     + _RecursiveAlias  (config.yamlfile) a YAML alias inside itself → the file's problem line
+    + TurnError        (play.turns) a source of user turns or a stop condition failed → the record's error
     + _RenderProblem   (plan.build) an instance did not render → a Problem (exit 2), or an EvalspecError
 
 Where the play and grading code catches `EvalspecError` (its message becomes the record's `error`),

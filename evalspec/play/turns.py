@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from evalspec.core.errors import ProviderError
+from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import ProviderResponse, clean_text
 from evalspec.plan.build import Instance
 from evalspec.providers.tool_rounds import CallFn, ToolKit, play_turn
@@ -39,7 +39,7 @@ class NextMessage:
     stop: str | None = None
 
 
-class TurnError(Exception):
+class TurnError(ControlFlow):
     """A source or a stop condition failed: the conversation ends in an error with this line."""
 
 
