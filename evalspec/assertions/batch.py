@@ -29,6 +29,7 @@ from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
 from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn
 from evalspec.extend.registry import model_needed
+from evalspec.extend.transcript import Message
 from evalspec.providers.judge import BATCHING, _decision, _objects, _quoted, answer_text, is_format_example
 from evalspec.providers.structured import verdict_schema
 
@@ -71,7 +72,7 @@ def criterion(spec: AssertionSpec) -> str:
     return with_reference(spec, text)
 
 
-def batch_prompt(specs: list[AssertionSpec], transcript: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+def batch_prompt(specs: list[AssertionSpec], transcript: list[Message]) -> tuple[str, dict[str, Any]]:
     """The question (the transcript first, SPEC §23) and the answer's JSON Schema."""
     parts = [f"Conversation:\n{format_transcript(transcript)}\n\n"
              f"Judge the assistant against each of the {len(specs)} criteria below, each on its own."]

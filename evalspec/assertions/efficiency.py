@@ -17,6 +17,7 @@ from evalspec.config.model import AssertionSpec
 from evalspec.extend.check import Check, Evidence, GradingContext, snippet
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
+from evalspec.extend.transcript import written_user_turns
 
 CORRECTING_PHRASES: tuple[str, ...] = ("不对", "不是", "我说的是", "错了", "no,", "that's not", "I said")
 CLAUSE_START = r"(?:^|(?<=[.。！？!?，,；;：:…\n]))\s*[\"'“‘「（(]?\s*"
@@ -47,17 +48,11 @@ def correcting_phrase(text: str, phrases: list[str] | tuple[str, ...]) -> str | 
     return str(found.group(1)) if found else None
 
 
-def user_turns(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """User messages the person (or simulated user) wrote: no fillers, golden history or unsent markers."""
-    return [m for m in transcript if m.get("role") == "user" and not m.get("filler") and not m.get("history")
-            and not m.get("not_sent")]
-
-
 def _efficiency(spec: AssertionSpec, ctx: GradingContext) -> Check:
     p: EfficiencyParams = spec.params
     phrases = list(p.phrases or CORRECTING_PHRASES)
     minimum = p.min if p.min is not None else spec.threshold if spec.threshold is not None else DEFAULT_MIN
-    turns = user_turns(ctx.transcript)
+    turns = written_user_turns(ctx.transcript)
     if not turns:
         return Check(True, 1.0, "no user turns")
     evidence = []

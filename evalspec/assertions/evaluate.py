@@ -13,6 +13,7 @@ from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
 from evalspec.extend.check import Check, Evidence, GradingContext, Reply
 from evalspec.extend.registry import resolve_type
+from evalspec.extend.transcript import Message
 
 
 @dataclass
@@ -58,7 +59,7 @@ class AssertionResult:
         return out
 
 
-def _reply(m: dict[str, Any]) -> Reply:
+def _reply(m: Message) -> Reply:
     return Reply(m["content"], m.get("turn"), m.get("latency_ms"), m.get("tokens"), m.get("cost"))
 
 

@@ -16,6 +16,7 @@ from evalspec.core.errors import GradingError
 from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, resolve_turn
 from evalspec.extend.patterns import REGEX_TIMEOUT_S
 from evalspec.extend.registry import model_needed
+from evalspec.extend.transcript import Message
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def needs_model(spec: AssertionSpec) -> bool:
     return model_needed(spec) is not None
 
 
-def received_only(given: GradingInput, transcript: list[dict[str, Any]]) -> GradingInput:
+def received_only(given: GradingInput, transcript: list[Message]) -> GradingInput:
     """The assertions a conversation that ended in an error can still be graded on (SPEC §17: every reply
     that was received is graded): those of a turn that has its reply, `each_turn` (over the replies that
     came) and listed turns that all came. A test-level `last_response`, `any_turn` or `conversation` check
@@ -60,7 +61,7 @@ def received_only(given: GradingInput, transcript: list[dict[str, Any]]) -> Grad
     return replace(given, specs=[s for s in given.specs if decidable(s)])
 
 
-async def grade(graded_input: GradingInput, transcript: list[dict[str, Any]], judge: JudgeFn | None = None,
+async def grade(graded_input: GradingInput, transcript: list[Message], judge: JudgeFn | None = None,
                 embed: EmbedFn | None = None,
                 judge_for: Callable[[Any], JudgeFn | None] | None = None,
                 grade_timeout: float | None = None) -> list[AssertionResult]:
@@ -76,7 +77,7 @@ async def grade(graded_input: GradingInput, transcript: list[dict[str, Any]], ju
     return out
 
 
-def _anchored(given: GradingInput, transcript: list[dict[str, Any]]) -> tuple[list[AssertionSpec],
+def _anchored(given: GradingInput, transcript: list[Message]) -> tuple[list[AssertionSpec],
                                                                              dict[int, AssertionResult]]:
     """The specs with `not-before` on an absent label moved past the last turn, and a skipped result
     for every other rule that refers to an absent label (it leaves the score: neither pass nor fail)."""
@@ -98,7 +99,7 @@ def _anchored(given: GradingInput, transcript: list[dict[str, Any]]) -> tuple[li
     return specs, skipped
 
 
-async def _grade(graded_input: GradingInput, transcript: list[dict[str, Any]], judge: JudgeFn | None,
+async def _grade(graded_input: GradingInput, transcript: list[Message], judge: JudgeFn | None,
                  embed: EmbedFn | None, judge_for: Callable[[Any], JudgeFn | None] | None,
                  grade_timeout: float | None) -> list[AssertionResult]:
     given = graded_input

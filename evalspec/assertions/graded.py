@@ -20,6 +20,7 @@ from evalspec.core.errors import GradingError, ProviderError
 from evalspec.extend.check import Check, Evidence, GradingContext, Reply
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
+from evalspec.extend.transcript import Message
 from evalspec.providers.tool_rounds import tool_lines
 
 Levels = Annotated[dict[str, Annotated[float, Keywords(minimum=0, maximum=1)]], Keywords(
@@ -126,7 +127,7 @@ LEVEL_FORMAT = ('Answer with a JSON object with two keys: "reason" (one or two s
                 'turn) and "level" (one level name, exactly as written).')
 
 
-def format_transcript(transcript: list[dict[str, Any]]) -> str:
+def format_transcript(transcript: list[Message]) -> str:
     lines = []
     for m in transcript:
         if m["role"] in ("user", "assistant") and (m["content"] or not m.get("tool_calls")):
@@ -260,13 +261,14 @@ async def judge_conversation(spec: AssertionSpec, ctx: GradingContext, criterion
     return await _verdict(spec, ctx, prompt, ctx.turn)
 
 
-def assistant_turns(transcript: list[dict[str, Any]]) -> list[tuple[int, str]]:
+def assistant_turns(transcript: list[Message]) -> list[tuple[int, str]]:
     """(turn, reply) of every turn the system answered: its last assistant message with text; golden
     (scripted) assistant lines are the test's words, not the system's, and are not judged."""
     replies: dict[int, str] = {}
     for m in transcript:
-        if m["role"] == "assistant" and m.get("turn") is not None and not m.get("injected") and m.get("content"):
-            replies[int(m["turn"])] = str(m["content"])
+        if m["role"] == "assistant" and (turn := m.get("turn")) is not None and not m.get("injected") \
+                and m.get("content"):
+            replies[int(turn)] = str(m["content"])
     return sorted(replies.items())
 
 

@@ -67,8 +67,13 @@ def _matches(ctx: GradingContext, rule: RuleParams, turns: range | None = None) 
 
 
 def _last_turn(ctx: GradingContext) -> int:
-    turns = [m["turn"] for m in ctx.transcript if m["role"] == "user" and m.get("turn")]
+    turns = [turn for m in ctx.transcript if m["role"] == "user" and (turn := m.get("turn"))]
     return max(turns, default=0)
+
+
+def _reply_text(ctx: GradingContext, turn: int) -> str:
+    reply = ctx.reply_for_turn(turn)
+    return reply.get("content", "") if reply else ""
 
 
 @assertion("not-before", kind="conversation", params=NotBeforeParams)
@@ -92,7 +97,7 @@ def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
     hits = _matches(ctx, rule, window)
     if hits:
         return Check.of(True, f"turn {hits[0].turn} matched", hits[:1])
-    shown = [Evidence(t, (ctx.reply_for_turn(t) or {}).get("content", "")[:160], "no match") for t in window]
+    shown = [Evidence(t, _reply_text(ctx, t)[:160], "no match") for t in window]
     span = f"turn {start}" if start == end else f"turns {start}-{end}"
     return Check.of(False, f"no reply in {span} matched {rule.what()}", shown)
 

@@ -10,6 +10,7 @@ each matched once, in any order), `subset` (the agent called nothing outside the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -22,9 +23,10 @@ from evalspec.extend.check import Check, Evidence, GradingContext, Reply
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.patterns import fullmatch
 from evalspec.extend.registry import assertion
+from evalspec.extend.transcript import ToolCall
 from evalspec.providers.tool_rounds import call_text, load_tools, tool_schema
 
-Call = tuple[int | None, dict[str, Any]]
+Call = tuple[int | None, ToolCall]
 
 Name = Annotated[str, Keywords(minLength=1)]
 Args = Annotated[dict[str, Any], Keywords(description="expected arguments, a subset match ('re:...' is a full-match regex)")]
@@ -84,7 +86,7 @@ def value_matches(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
-def call_matches(ref: str | CallRef, call: dict[str, Any]) -> bool:
+def call_matches(ref: str | CallRef, call: Mapping[str, Any]) -> bool:
     """A reference (a tool name, or {name, args}) matches a call."""
     if isinstance(ref, str):
         return bool(call["name"] == ref)
@@ -159,7 +161,7 @@ def _ref_text(ref: str | CallRef) -> str:
     return ref if isinstance(ref, str) else call_text({"name": ref.name, "arguments": ref.args})
 
 
-def _pairing(refs: list[Any], calls: list[dict[str, Any]]) -> tuple[list[Any], set[int]]:
+def _pairing(refs: list[Any], calls: list[ToolCall]) -> tuple[list[Any], set[int]]:
     """Match each reference to a distinct call (agentevals' superset matching); unmatched refs, used calls."""
     used: set[int] = set()
     left = []
@@ -172,11 +174,11 @@ def _pairing(refs: list[Any], calls: list[dict[str, Any]]) -> tuple[list[Any], s
     return left, used
 
 
-def _unmatched(refs: list[Any], calls: list[dict[str, Any]]) -> list[Any]:
+def _unmatched(refs: list[Any], calls: list[ToolCall]) -> list[Any]:
     return _pairing(refs, calls)[0]
 
 
-def _unmatched_calls(refs: list[Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _unmatched_calls(refs: list[Any], calls: list[ToolCall]) -> list[ToolCall]:
     """Calls that no distinct reference entry accounts for (the agent went outside the reference)."""
     used: set[int] = set()
     extra = []
@@ -189,7 +191,7 @@ def _unmatched_calls(refs: list[Any], calls: list[dict[str, Any]]) -> list[dict[
     return extra
 
 
-def _first_difference(refs: list[Any], calls: list[dict[str, Any]]) -> str:
+def _first_difference(refs: list[Any], calls: list[ToolCall]) -> str:
     for i, (ref, call) in enumerate(zip(refs, calls, strict=False), 1):
         if not call_matches(ref, call):
             return f"call {i} is {call_text(call)}, expected {_ref_text(ref)}"

@@ -9,13 +9,14 @@ error on its line. Model-graded assertions keep their examples for `judge-eval -
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
 from evalspec.core.errors import Problem
 from evalspec.extend.check import snippet
 from evalspec.extend.registry import model_needed
+from evalspec.extend.transcript import Message
 
 _TOOL_CALL = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1},
                                                "arguments": {"type": "object"}},
@@ -53,7 +54,7 @@ def example_problems(examples: Any) -> list[tuple[PathKey, str]]:
     return found
 
 
-def example_transcript(example: Any) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def example_transcript(example: Any) -> tuple[list[Message], dict[str, int]]:
     """A reply -> one turn; a transcript -> messages numbered as the runner numbers them (each user entry
     opens a turn; in a turn, assistant entries before the last are its tool rounds), and its labels."""
     if not isinstance(example, list):
@@ -77,7 +78,7 @@ def example_transcript(example: Any) -> tuple[list[dict[str, Any]], dict[str, in
                                       "arguments": dict(c.get("arguments") or {})}
                                      for k, c in enumerate(entry["tool_calls"])]
         transcript.append(message)
-    return transcript, labels
+    return cast(list[Message], transcript), labels  # an example's messages: the keys checks read
 
 
 def shown(example: Any) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.core.errors import GradingError
+from evalspec.extend.transcript import Message, ToolCall, sent_user_turns
 
 
 @dataclass
@@ -58,7 +59,7 @@ EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
 class GradingContext:
     """Everything a check may read. `transcript` ends at `turn` for turn-attached assertions."""
 
-    transcript: list[dict[str, Any]]
+    transcript: list[Message]
     labels: Mapping[str, int]
     vars: Mapping[str, Any]
     test_id: str
@@ -75,26 +76,27 @@ class GradingContext:
         cut.transcript, cut.turn = [m for m in self.transcript if (m.get("turn") or 0) <= turn], turn
         return cut
 
-    def replies(self) -> list[dict[str, Any]]:
+    def replies(self) -> list[Message]:
         """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds
         before it and injected history are excluded)."""
         return [m for m in self.transcript if m["role"] == "assistant" and not m.get("injected")
                 and not m.get("intermediate")]
 
-    def reply_for_turn(self, turn: int) -> dict[str, Any] | None:
+    def reply_for_turn(self, turn: int) -> Message | None:
         for m in self.transcript:
             if m["role"] == "assistant" and m.get("turn") == turn and not m.get("intermediate"):
                 return m
         return None
 
-    def tool_calls(self, turn: int | None = None) -> list[tuple[int | None, dict[str, Any]]]:
+    def tool_calls(self, turn: int | None = None) -> list[tuple[int | None, ToolCall]]:
         """(turn, call) for every tool call in the transcript, or only those made during `turn`."""
         return [(m.get("turn"), c) for m in self.transcript
                 if m["role"] == "assistant" and not m.get("injected") and (turn is None or m.get("turn") == turn)
                 for c in m.get("tool_calls") or []]
 
     def user_turns(self) -> int:
-        return sum(1 for m in self.transcript if m["role"] == "user" and not m.get("not_sent"))
+        """How many user turns the system under test received (`sent_user_turns`)."""
+        return len(sent_user_turns(self.transcript))
 
     def resolve_turn(self, ref: Any) -> int:
         """A turn number or a label -> turn number."""

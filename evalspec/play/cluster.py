@@ -28,8 +28,9 @@ from evalspec.play.bundle import driver_path, mirrored, remove, unpack
 from evalspec.providers.cache import ResponseCache
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.limits import Limits, LocalLimits
+from evalspec.results.record import Record
 
-PlayFn = Callable[[Instance, ProviderPool], Awaitable[dict[str, Any]]]
+PlayFn = Callable[[Instance, ProviderPool], Awaitable[Record]]
 CacheEntry = tuple[str, dict[str, Any]]
 _written: contextvars.ContextVar[list[CacheEntry] | None] = contextvars.ContextVar("_written", default=None)
 
@@ -171,7 +172,7 @@ class ConversationWorker:
         key = f"{driver_path(self.root, suite.path)}|{spec.id}@{spec.where}"  # the same on every worker
         return ClusterLimits(self.broker, key, spec.rpm, spec.max_concurrency, self.holder)
 
-    async def run(self, index: int) -> tuple[dict[str, Any], list[CacheEntry]]:
+    async def run(self, index: int) -> tuple[Record, list[CacheEntry]]:
         written: list[CacheEntry] = []
         token = _written.set(written)
         try:

@@ -28,11 +28,12 @@ from typing import Any
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.plan.build import Instance
 from evalspec.results.journal import decode, encode_line
+from evalspec.results.record import Record
 
 HEADER = struct.Struct("<II")  # plan position, length of the journal line that follows
 PIPE_READ = 1 << 16  # bytes per read: a Linux pipe holds 64 KiB (a larger request only costs a larger allocation)
 SMALLEST = 2000  # conversations: below this, forking costs more than it saves
-Play = Callable[[Instance], Awaitable[dict[str, Any]]]
+Play = Callable[[Instance], Awaitable[Record]]
 Player = Callable[[], tuple[Play, Callable[[], Awaitable[None]]]]  # made in the child: (play, close)
 Receive = Callable[[int, bytearray, dict[str, Any]], None]
 

@@ -21,7 +21,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalspec.core.errors import ConfigError, EvalspecError, Problem
 from evalspec.plan.build import Instance, Selection
@@ -29,8 +29,9 @@ from evalspec.play import cluster
 from evalspec.play.bundle import pack, suite_environ
 from evalspec.providers.cache import ResponseCache
 from evalspec.providers.factory import ProviderPool
+from evalspec.results.record import Record
 
-PlayFn = Callable[[Instance, ProviderPool], Awaitable[dict[str, Any]]]
+PlayFn = Callable[[Instance, ProviderPool], Awaitable[Record]]
 
 
 @dataclass
@@ -134,7 +135,7 @@ class RayExecutor:
         self.workers.append(actor)
         return holder, actor, node
 
-    async def run(self, instance: Instance, index: int) -> dict[str, Any]:
+    async def run(self, instance: Instance, index: int) -> Record:
         """The record of `instance` (the plan's `index`-th), its cache entries stored in the driver's cache.
         A conversation whose worker died is played again; the last time on a worker of its own."""
         for attempt in range(PLAYS):
@@ -170,7 +171,7 @@ class RayExecutor:
         if self.cache is not None:
             self.cache.put_many(written)
         record["key"], record["suite"] = instance.key, str(instance.suite.path)
-        return record
+        return cast(Record, record)  # a worker's record, as `run_instance` made it
 
     def _any_node(self) -> str:
         return str(next(n["NodeID"] for n in self.ray.nodes() if n.get("Alive")))

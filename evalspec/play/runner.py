@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import grade, received_only
@@ -22,6 +22,7 @@ from evalspec.core.redact import redact, run_secrets
 from evalspec.core.usercode import describe
 from evalspec.core.version import __version__
 from evalspec.extend.provider import CallContext, ProviderResponse
+from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance, Plan, grading_input, has_captures, positions, with_captures
 from evalspec.plan.needs import check_plan
 from evalspec.play.processes import Children, Play, process_count
@@ -37,7 +38,7 @@ from evalspec.providers.tool_rounds import CallFn
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules
 from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
-from evalspec.results.record import make_record
+from evalspec.results.record import Record, make_record
 from evalspec.results.stream import JournalRecords, light
 from evalspec.results.transcript import Transcript
 
@@ -159,7 +160,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
             def player() -> tuple[Play, Callable[[], Awaitable[None]]]:
                 own = ProviderPool(suites, cache_dir=cache_dir, concurrency=-(-options.concurrency // share))
 
-                async def play(inst: Instance) -> dict[str, Any]:
+                async def play(inst: Instance) -> Record:
                     return redact(await run_instance(inst, own), secrets)  # type: ignore[no-any-return]
                 return play, own.aclose
 
@@ -193,7 +194,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     return run
 
 
-def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+def cap_replies(messages: list[Message], limit: int) -> list[Message]:
     """Replies longer than `limit` characters are stored cut, with a marker (they were graded whole)."""
     out = []
     for m in messages:
@@ -206,7 +207,7 @@ def cap_replies(messages: list[dict[str, Any]], limit: int) -> list[dict[str, An
     return out
 
 
-async def grade_with(pool: ProviderPool, inst: Instance, messages: list[dict[str, Any]],
+async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message],
                      ended_in_error: bool = False) -> list[AssertionResult]:
     """Grade a conversation; one that ended in an error is graded on the replies it received."""
     if has_captures(inst):  # the checks see the replies the conversation captured (SPEC §19)
@@ -273,13 +274,13 @@ class Caller:
 def recorded_transcript(inst: Instance) -> Transcript:
     """A recorded conversation's messages as a played one's (SPEC §19): an assistant message followed by
     another in the same turn is a tool round (`intermediate`), the turn's last one its reply."""
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
     for i, planned in enumerate(inst.turns):
         if planned.role == "user":
             messages.append(user_message(planned.text, planned.turn, label=planned.label))
             continue
-        message = {"role": planned.role, "content": planned.text, "turn": planned.turn, "latency_ms": None,
-                   "tokens": None, "cost": None, **(planned.message or {})}
+        message = cast(Message, {"role": planned.role, "content": planned.text, "turn": planned.turn,
+                                 "latency_ms": None, "tokens": None, "cost": None, **(planned.message or {})})
         later = inst.turns[i + 1:]
         if planned.role == "assistant" and later and later[0].role != "user" and \
                 any(t.role == "assistant" for t in itertools.takewhile(lambda t: t.role != "user", later)):
@@ -288,7 +289,7 @@ def recorded_transcript(inst: Instance) -> Transcript:
     return Transcript(messages=messages)
 
 
-async def run_instance(inst: Instance, pool: ProviderPool) -> dict[str, Any]:
+async def run_instance(inst: Instance, pool: ProviderPool) -> Record:
     """One conversation, graded; every failure is captured into the record, never raised."""
     start = time.perf_counter()
     stats = CallStats()

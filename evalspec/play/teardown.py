@@ -12,10 +12,11 @@ from typing import Any
 
 from evalspec.core.pyref import LoadError, load_callable
 from evalspec.core.usercode import UserCodeError, call_user
+from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 
 
-async def run_teardown(inst: Instance, thread_id: str | None, transcript: list[dict[str, Any]]) -> dict[str, Any]:
+async def run_teardown(inst: Instance, thread_id: str | None, transcript: list[Message]) -> dict[str, Any]:
     """Run the provider's teardown; `{"ok": True}` or `{"ok": False, "error": ...}`, never an exception."""
     ref = str(inst.provider.config["teardown"])
     context = {"thread_id": thread_id, "test_id": inst.test_id, "provider": inst.provider.id,

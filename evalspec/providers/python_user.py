@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from evalspec.core.errors import ProviderError
 from evalspec.core.pyref import LoadError, load_callable
 from evalspec.core.usercode import UserCodeError, call_user
+from evalspec.extend.transcript import Message
 
 if TYPE_CHECKING:
     from evalspec.plan.build import Instance
@@ -27,7 +28,7 @@ def load_scripted_user(inst: Instance) -> Any:
         raise ProviderError(f"simulated user: {exc}") from exc
 
 
-async def next_message(fn: Any, inst: Instance, messages: list[dict[str, Any]], turn: int) -> str | None:
+async def next_message(fn: Any, inst: Instance, messages: list[Message], turn: int) -> str | None:
     """The scripted user's next message (stripped), or None when it stops."""
     sim = inst.test.simulate
     assert sim is not None

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from evalspec.config.interpolate import TemplateProblem, render_value
 from evalspec.core.errors import ProviderError
 from evalspec.core.pyref import LoadError, load_attribute, load_callable
 from evalspec.extend.provider import ProviderResponse
+from evalspec.extend.transcript import Message
 
 if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec
@@ -68,7 +69,7 @@ def result_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def wire_message(m: dict[str, Any]) -> dict[str, Any]:
+def wire_message(m: Mapping[str, Any]) -> dict[str, Any]:
     """A transcript message as the OpenAI chat protocol sends it (what providers receive as history)."""
     if m["role"] == "tool":
         return {"role": "tool", "tool_call_id": m.get("tool_call_id") or "", "content": m["content"]}
@@ -187,7 +188,7 @@ def tool_problems(spec: ProviderSpec, base_dir: Path) -> list[str]:
 class TurnLog(Protocol):
     """What `play_turn` writes to: the conversation's transcript."""
 
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     calls: int
     cached_calls: int
 
@@ -233,14 +234,14 @@ async def play_turn(call: CallFn, log: TurnLog, turn: int, kit: ToolKit | None, 
                 if message["latency_ms"] is not None:
                     message["latency_ms"] = round(message["latency_ms"], 3)
                 message["rounds"] = rounds
-            log.messages.append(message)
+            log.messages.append(cast(Message, message))  # the reply the loop's `make` built
             log.messages.extend(_tool_message(c, result_text(c["result"]), turn) for c in calls if "result" in c)
             return message
         assert kit is not None
         for k in FIGURES:  # the turn's figures are summed on its reply; a round carries none of its own
             message.pop(k, None)
         message.update({"latency_ms": None, "tokens": None, "cost": None, "intermediate": True})
-        log.messages.append(message)
+        log.messages.append(cast(Message, message))
         if len(rounds) > kit.max_rounds:
             raise ProviderError(f"the model still called tools after {kit.max_rounds} rounds "
                                 f"(max_tool_rounds: {kit.max_rounds})")
@@ -249,19 +250,19 @@ async def play_turn(call: CallFn, log: TurnLog, turn: int, kit: ToolKit | None, 
             log.messages.append(_tool_message(c, result, turn))
 
 
-def _tool_message(call: dict[str, Any], content: str, turn: int) -> dict[str, Any]:
+def _tool_message(call: dict[str, Any], content: str, turn: int) -> Message:
     return {"role": "tool", "content": content, "turn": turn, "tool_call_id": call["id"], "name": call["name"],
             "latency_ms": None, "tokens": None, "cost": None}
 
 
-def call_text(call: dict[str, Any], limit: int = 300) -> str:
+def call_text(call: Mapping[str, Any], limit: int = 300) -> str:
     """`book_test_drive({"model": "瑶光"})` — one call on one line."""
     args = call.get("arguments")
     text = f"{call.get('name')}({result_text(args) if args not in (None, {}) else ''})"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def tool_lines(m: dict[str, Any]) -> list[str]:
+def tool_lines(m: Mapping[str, Any]) -> list[str]:
     """A message's tool calls or tool result as transcript lines (what judges read)."""
     if m["role"] == "assistant" and m.get("tool_calls"):
         return [f"[turn {m.get('turn')}] Assistant called tool {call_text(c)}" for c in m["tool_calls"]]

@@ -15,9 +15,11 @@ from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.config.model import AssertionSpec
+from evalspec.extend.transcript import Message
+from evalspec.results.record import Record
 
 
-def cut_replies(messages: list[dict[str, Any]]) -> dict[int | None, int]:
+def cut_replies(messages: list[Message]) -> dict[int | None, int]:
     """Turn -> the characters kept of that turn's reply, for every reply stored cut."""
     return {m.get("turn"): int(m.get("cut_at") or len(m.get("content") or ""))
             for m in messages if m.get("role") == "assistant" and m.get("original_chars")}
@@ -31,7 +33,7 @@ def rule_id(spec: AssertionSpec) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def name_rules(record: dict[str, Any], specs: list[AssertionSpec]) -> None:
+def name_rules(record: Record, specs: list[AssertionSpec]) -> None:
     """Give each assertion of a record holding a cut reply its rule's digest (`grade` compares them)."""
     if cut_replies(record["transcript"]) and len(specs) == len(record["assertions"]):
         for checked, spec in zip(record["assertions"], specs):

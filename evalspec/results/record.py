@@ -2,18 +2,131 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.core.redact import redact
+from evalspec.extend.params import Keywords
+from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.results.coverage import instance_covers
-from evalspec.results.transcript import Transcript
+from evalspec.results.transcript import StopReason, Transcript
 from evalspec.results.verdict import decide, test_score
 
 
+@dataclass(frozen=True, eq=False)  # hashed by identity, as type hints that carry it must hash
+class Exactly:
+    """run.json's schema of a key, written out where the Python type says less (a `$ref`, an enum of a str)."""
+
+    schema: dict[str, Any]
+
+
+def ref(name: str) -> Exactly:
+    return Exactly({"$ref": f"#/$defs/{name}"})
+
+
+Count = Annotated[int, Keywords(minimum=0)]
+Status = Annotated[str, ref("status")]
+Attribution = Annotated[str, ref("attribution")]
+
+
+class _TeardownRequired(TypedDict):
+    ok: bool
+
+
+class TeardownResult(_TeardownRequired, total=False):
+    """The provider's teardown after a conversation (`play.teardown`)."""
+
+    function: str
+    error: str
+
+
+_TriageRequired = TypedDict("_TriageRequired", {"as": Attribution, "at": str, "status": Status})
+
+
+class Triage(_TriageRequired, total=False):
+    """A person's `triage` of a failing record (`review.triage`)."""
+
+    note: str | None
+    who: str | None
+    run_id: str | None
+    carried: bool
+
+
+class _StoredRecord(TypedDict):
+    """The keys every stored record has (run.json's `record` requires them)."""
+
+    key: str
+    test_id: str
+    name: str
+    suite: str
+    provider: str
+    repeat: Annotated[int, Keywords(minimum=1)]
+    status: Status
+    score: Annotated[float | None, Keywords(minimum=0, maximum=1)]
+    draft: bool
+    assertions: list[Annotated[dict[str, Any], ref("assertion")]]
+    transcript: list[Annotated[Message, ref("message")]]
+    stop_reason: StopReason
+
+
+class Record(_StoredRecord, total=False):
+    """One run.json record: a test instance × provider × repeat. `make_record` writes every key but
+    `tool_calls_paths` and `attack` (only where they hold) and the ones later steps add: `rate_limited`,
+    `teardown` (the run), `attribution*` and `triage` (rerun, triage). run.json's `record` schema is
+    generated from this type (`evalspec.results.schema`)."""
+
+    base_id: str
+    test: str
+    description: str
+    repeat_rule: Annotated[str | float, Exactly({"anyOf": [{"enum": ["all", "majority", "any"]}, {"type": "number"}]})]
+    matrix: dict[str, Any]
+    tags: list[str]
+    threshold: float | None
+    critical_failed: bool
+    xfail: str | None
+    curve: str | None
+    chart: str | None
+    curve_summary: Annotated[str | None, Exactly({"enum": ["half_life", "failure_point", "stable_range", None]})]
+    measured: Annotated[bool, Keywords(description="a curve point: shown as measured, never FAIL")]
+    sla: list[Any]
+    error: str | None
+    teardown: Annotated[TeardownResult, Keywords(description="the provider's teardown after this conversation")]
+    duration_ms: Annotated[float, Keywords(minimum=0)]
+    calls: Count
+    cached_calls: Count
+    failed_calls: Count
+    retries: Count
+    rate_limited: Annotated[dict[str, Count], Keywords(
+        description="this conversation's 429/503 answers by provider id (its judge's included)")]
+    tokens: int | None
+    cost: float | None
+    judge_calls: Annotated[int, Keywords(minimum=0, description=(
+        "judge, simulated user and attacker calls made for this record (cached answers not counted), "
+        "usable answer or not"))]
+    judge_tokens: int | None
+    judge_cost: float | None
+    attribution: Attribution
+    attribution_by: Literal["rerun", "triage"]
+    attribution_suggested: Attribution
+    triage: Triage
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    strategy_calls: Count
+    strategy_tokens: int | None
+    strategy_cost: float | None
+    tool_calls_paths: Annotated[dict[str, bool], Keywords(
+        description="each http `tool_calls:` path of the conversation: was its key in some turn's response")]
+    attack: Annotated[dict[str, Any], Keywords(
+        description="an attack attempt's strategy, red lines and breach (SPEC §16)")]
+    covers: Annotated[dict[str, list[str]], Keywords(
+        description="the declared coverage values this instance covers, by dimension (SPEC §25)")]
+
+
 def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],
-                duration_ms: float) -> dict[str, Any]:
+                duration_ms: float) -> Record:
     test, secrets = instance.test, instance.suite.secrets
     status, score, critical = decide(results, test.threshold, transcript.error, test.xfail)
     if test.curve:  # a curve point's score is its test's own assertions: suite defaults gate, never dilute
@@ -21,7 +134,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
     replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("injected")]
     usage = usage_fields(replies)
     judge = judge_figures([u for r in results for u in r.judge_usage] + transcript.judge_usage)
-    record = {
+    record: Record = {
         "key": instance.key,
         "test_id": instance.test_id,
         "base_id": instance.base_id,
@@ -55,10 +168,16 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "cached_calls": transcript.cached_calls,
         "failed_calls": transcript.failed_calls,
         "retries": transcript.retries,
-        "tokens": usage.pop("tokens"),
-        "cost": usage.pop("cost"),
-        **usage,
-        **judge,
+        "tokens": usage["tokens"],
+        "cost": usage["cost"],
+        "prompt_tokens": usage["prompt_tokens"],
+        "completion_tokens": usage["completion_tokens"],
+        "strategy_calls": usage["strategy_calls"],
+        "strategy_tokens": usage["strategy_tokens"],
+        "strategy_cost": usage["strategy_cost"],
+        "judge_calls": judge["judge_calls"],
+        "judge_tokens": judge["judge_tokens"],
+        "judge_cost": judge["judge_cost"],
     }
     if instance.suite.coverage and (covers := instance_covers(instance)):  # SPEC §25
         record["covers"] = covers
@@ -82,7 +201,7 @@ def judge_figures(usage: list[dict[str, Any]]) -> dict[str, Any]:
             "judge_cost": sum(costs) if costs else None}
 
 
-def tool_calls_paths(messages: list[dict[str, Any]]) -> dict[str, bool]:
+def tool_calls_paths(messages: list[Message]) -> dict[str, bool]:
     """Each http `tool_calls:` path of the conversation: was its key in some turn's response."""
     found: dict[str, bool] = {}
     for m in messages:
@@ -94,7 +213,7 @@ def tool_calls_paths(messages: list[dict[str, Any]]) -> dict[str, bool]:
 _USAGE = ("tokens", "cost", "prompt_tokens", "completion_tokens", "strategy_calls", "strategy_tokens", "strategy_cost")
 
 
-def usage_fields(replies: list[dict[str, Any]]) -> dict[str, Any]:
+def usage_fields(replies: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The replies' tokens and cost, prompt/completion tokens, and the context strategy's own calls,
     tokens and cost: each a sum, None when no reply has it (strategy calls: 0)."""
     totals: dict[str, Any] = dict.fromkeys(_USAGE)

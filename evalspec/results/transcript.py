@@ -7,17 +7,20 @@ run.json's record. It lives in `results` so the record reads it without importin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from evalspec.extend.transcript import Message
 from evalspec.providers.tool_rounds import wire_message
 
-__all__ = ["Transcript"]
+__all__ = ["StopReason", "Transcript"]
+
+StopReason = Literal["completed", "max_turns", "user_says", "assistant_matches", "goal_met", "breached", "error"]
 
 
 @dataclass
 class Transcript:
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    stop_reason: str = "completed"
+    messages: list[Message] = field(default_factory=list)
+    stop_reason: StopReason = "completed"
     error: str | None = None
     calls: int = 0
     cached_calls: int = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,7 +96,7 @@ class Verdict:
         return out
 
 
-def combine_repeats(records: list[dict[str, Any]], rule: str | float) -> tuple[str, int, float, bool]:
+def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> tuple[str, int, float, bool]:
     """(status, passed count, pass rate, pass^k) for one instance's repeats under the pass rule.
 
     A critical assertion that failed in any repeat fails the verdict (SPEC §17): the pass rule and

@@ -14,6 +14,7 @@ from evalspec.plan.needs import check_plan
 from evalspec.play.runner import run_instance
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.compare import finish, suite_key
+from evalspec.results.record import Record
 from evalspec.results.verdict import combine_repeats
 
 
@@ -40,7 +41,7 @@ async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: S
     pool = ProviderPool(suites, cache_dir=None)
     slots = asyncio.Semaphore(max(1, concurrency))
 
-    async def play(inst: Instance) -> dict[str, Any]:
+    async def play(inst: Instance) -> Record:
         async with slots:
             return await run_instance(inst, pool)
 

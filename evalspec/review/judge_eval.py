@@ -14,7 +14,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalspec.assertions.evaluate import evaluate
 from evalspec.config.asserts import parse_assertion
@@ -22,12 +22,13 @@ from evalspec.config.model import AssertionSpec
 from evalspec.config.paths import LineMap
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.extend.check import GradingContext, JudgeFn
+from evalspec.extend.transcript import Message
 
 
 @dataclass
 class LabelledItem:
     line: int
-    transcript: list[dict[str, Any]]
+    transcript: list[Message]
     spec: AssertionSpec
     label: bool | str
     example: str = ""  # `file:line: path: fail example N` for an item taken from a suite's `examples:`
@@ -56,16 +57,17 @@ def example_items(suite: Any) -> list[LabelledItem]:
     return items
 
 
-def numbered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def numbered(messages: list[dict[str, Any]]) -> list[Message]:
     """OpenAI-style messages with turn numbers (each user message opens a turn), as evalspec records them."""
-    out, turn = [], 0
+    out: list[Message] = []
+    turn = 0
     for m in messages:
         if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "system"):
             continue
         if m["role"] == "user":
             turn += 1
         if m["role"] != "system":
-            out.append({"role": m["role"], "content": str(m.get("content") or ""), "turn": m.get("turn", turn)})
+            out.append(cast(Message, {"role": m["role"], "content": str(m.get("content") or ""), "turn": m.get("turn", turn)}))
     return out
 
 

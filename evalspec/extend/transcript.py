@@ -1,0 +1,95 @@
+"""A transcript message, the one shape every folder reads: the conversation loops write it, checks read it,
+run.json stores it (its `message` schema is generated from `Message`, `evalspec.results.schema`).
+
+A `TypedDict` is a dict at run time: the type names the keys, nothing checks them. The six keys every
+stored message has are required; the rest are written only where they hold (a flag only when true).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal, TypedDict
+
+from evalspec.extend.params import Keywords
+
+__all__ = ["Message", "ToolCall", "is_sent_user_turn", "is_written_user_turn", "sent_user_turns", "written_user_turns"]
+
+Count = Annotated[int, Keywords(minimum=0)]
+
+
+class ToolCall(TypedDict):
+    """One tool call of an assistant message, as the provider returned it."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+class _Stored(TypedDict):
+    """The keys every stored message has (run.json's `message` requires them)."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str
+    turn: int | None
+    latency_ms: float | None
+    tokens: int | None
+    cost: float | None
+
+
+class Message(_Stored, total=False):
+    injected: bool  # an `assistant:` turn of the test: golden history, never a reply of the system
+    filler: bool  # a `filler:` user turn
+    history: bool  # a user turn of golden history (not sent on its own: the reply after it is injected)
+    cached: bool  # the reply came from the response cache
+    not_sent: bool  # the simulated user's last words, which ended the conversation (never sent)
+    original_chars: Annotated[int, Keywords(
+        minimum=1, description="a reply stored cut (options.max_reply_chars): its full length; it was graded whole")]
+    cut_at: Annotated[int, Keywords(minimum=1, description="a reply stored cut: the characters kept")]
+    cached_tokens: Annotated[int | None, Keywords(
+        minimum=0, description="prompt tokens the provider's prompt cache served (SPEC §23)")]
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    strategy_calls: Count
+    strategy_tokens: int | None
+    strategy_cost: float | None
+    label: str
+    tactic: Annotated[str, Keywords(description="an attack turn's GOAT tactic (SPEC §16)")]
+    capture: Annotated[str, Keywords(description="a user turn's `capture: NAME`: its reply became the var NAME "
+                                                 "for the later turns (SPEC §19)")]
+    tool_calls: list[ToolCall]
+    tool_calls_path: Annotated[dict[str, Any], Keywords(
+        description="an http provider's `tool_calls:` path and whether this turn's response had it ({path, found})")]
+    intermediate: Annotated[bool, Keywords(description="a tool round before the turn's reply")]
+    rounds: Annotated[list[dict[str, Any]], Keywords(
+        description="each model call's figures of a turn with tool rounds")]
+    tool_call_id: str
+    name: str
+    # SPEC §24, reserved (documented, not yet produced): the bot's state after the turn, and the turn's
+    # several messages, each with its buttons
+    state: Annotated[dict[str, Any], Keywords(
+        description="the bot's state after this turn (SPEC §24; reserved, not yet produced)")]
+    parts: Annotated[list[dict[str, Any]], Keywords(
+        description="the turn's several messages {text, buttons: [{title, payload}], image, custom} "
+                    "(SPEC §24; reserved, not yet produced)")]
+
+
+def is_sent_user_turn(m: Mapping[str, Any]) -> bool:
+    """A user message the system under test received: fillers and golden history included, the simulated
+    user's unsent last words not."""
+    return m.get("role") == "user" and not m.get("not_sent")
+
+
+def sent_user_turns(transcript: Iterable[Message]) -> list[Message]:
+    """The user messages the system under test received (what `turn-count` counts)."""
+    return [m for m in transcript if is_sent_user_turn(m)]
+
+
+def is_written_user_turn(m: Mapping[str, Any]) -> bool:
+    """A user message the person (or the simulated user) wrote and sent: no fillers, golden history or
+    unsent last words."""
+    return is_sent_user_turn(m) and not m.get("filler") and not m.get("history")
+
+
+def written_user_turns(transcript: Iterable[Message]) -> list[Message]:
+    """The user messages the person (or the simulated user) wrote (what `efficiency` judges)."""
+    return [m for m in transcript if is_written_user_turn(m)]
