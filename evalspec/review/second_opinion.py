@@ -26,7 +26,7 @@ from evalspec.plan.build import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
 from evalspec.results.aggregate import judge_totals
-from evalspec.results.record import judge_figures
+from evalspec.results.record import Record, judge_figures
 from evalspec.results.stream import update_record
 
 FLAG_MIN_SAMPLES = 5
@@ -46,7 +46,7 @@ def needs_judges(suites: list[Suite]) -> None:
         raise ConfigError(missing)
 
 
-def _gated(record: dict[str, Any]) -> bool:
+def _gated(record: Record) -> bool:
     return not (record.get("draft") or record.get("xfail") or record.get("curve")) and record["status"] != "skipped"
 
 
@@ -65,7 +65,7 @@ def candidates(run: dict[str, Any], instances: dict[str, Instance]) -> list[tupl
     return out
 
 
-def review_prompt(record: dict[str, Any], result: dict[str, Any], spec: AssertionSpec) -> str:
+def review_prompt(record: Record, result: dict[str, Any], spec: AssertionSpec) -> str:
     turn = result.get("turn")
     messages = [m for m in record["transcript"] if turn is None or (m.get("turn") or 0) <= turn]
     # the conversation first (SPEC §23): a provider's prompt cache serves it to the reviews of its other rules
@@ -80,7 +80,7 @@ def review_prompt(record: dict[str, Any], result: dict[str, Any], spec: Assertio
     return "\n".join(lines)
 
 
-async def _ask(judge: JudgeFn, record: dict[str, Any], index: int, spec: AssertionSpec) -> dict[str, Any]:
+async def _ask(judge: JudgeFn, record: Record, index: int, spec: AssertionSpec) -> dict[str, Any]:
     result = record["assertions"][index]
     item: dict[str, Any] = {"suite": record["suite"], "test_id": record["test_id"], "provider": record["provider"],
                             "key": record["key"], "assertion": index, "type": result["type"],

@@ -16,6 +16,7 @@ from typing import Any
 
 from evalspec.core.errors import EvalspecError
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES, by_attribution  # noqa: F401  (re-exported)
+from evalspec.results.record import Record
 from evalspec.results.stream import update_record
 
 RERUN_CLASS = {"reproduced": "bot_defect", "flaky": "model_fluctuation", "error": "infrastructure"}
@@ -26,7 +27,7 @@ class TriageError(EvalspecError):
     """A triage names no failed or errored record of the run."""
 
 
-def record_key(record: dict[str, Any]) -> tuple[str, str, str]:
+def record_key(record: Record) -> tuple[str, str, str]:
     return str(record["suite"]), str(record["test_id"]), str(record["provider"])
 
 
