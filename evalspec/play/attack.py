@@ -20,6 +20,7 @@ from evalspec.core.errors import EvalspecError, GradingError, ProviderError
 from evalspec.core.pyref import LoadError, load_callable
 from evalspec.extend.check import GradingContext
 from evalspec.extend.provider import CallContext
+from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
 from evalspec.providers.factory import ProviderPool
@@ -184,7 +185,7 @@ class Attacker:
                             "{'message': ..., 'tactic': ...} or None")
 
 
-async def breached(inst: Instance, rules: list[AssertionSpec], messages: list[dict[str, Any]]) -> list[str]:
+async def breached(inst: Instance, rules: list[AssertionSpec], messages: list[Message]) -> list[str]:
     """The red lines the transcript so far breaks (errors are left to the final grading)."""
     ctx = GradingContext(transcript=messages, labels={}, vars=inst.vars, test_id=inst.test_id, turn=None,
                          suite_dir=inst.suite.path.parent, judge=None, embed=None)

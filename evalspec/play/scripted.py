@@ -6,6 +6,7 @@ import itertools
 from typing import Any
 
 from evalspec.core.errors import EvalspecError
+from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance, has_captures, with_captures
 from evalspec.play.turns import NextMessage, TurnError, play_turns, user_message
 from evalspec.providers.tool_rounds import CallFn, ToolKit
@@ -14,7 +15,7 @@ from evalspec.results.transcript import Transcript
 __all__ = ["ScriptedUser", "captured_values", "run_scripted"]
 
 
-def captured_values(messages: list[dict[str, Any]]) -> tuple[dict[str, str], str | None]:
+def captured_values(messages: list[Message]) -> tuple[dict[str, str], str | None]:
     """What each `capture: NAME` user turn stored (its turn's reply, SPEC §19), and the first capture that
     found nothing (an empty reply), as an error line. A turn not reached captures nothing and is no error."""
     values: dict[str, str] = {}

@@ -14,6 +14,7 @@ from evalspec.core.errors import EvalspecError, GradingError, ProviderError
 from evalspec.core.usercode import UserCodeError, in_thread
 from evalspec.extend.patterns import regex_time_limit, search
 from evalspec.extend.provider import CallContext
+from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
 from evalspec.providers.factory import ProviderPool
@@ -167,7 +168,7 @@ def message_text(content: str, marker: str | None = None) -> str:
     return message.strip()
 
 
-async def _goal_met(judge: Any, goal: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+async def _goal_met(judge: Any, goal: str, messages: list[Message]) -> dict[str, Any]:
     """The judge's verdict on whether the goal is met by now (its usage in `_judge`)."""
     prompt = (f"The user's goal: {goal}\n\nConversation:\n{format_transcript(messages)}\n\n"
               "Has the user's goal been achieved by now? Answer with a JSON object with two keys: "

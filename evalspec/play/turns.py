@@ -16,13 +16,14 @@ transcript, and maps an error or a stop condition to `stop_reason` — once, for
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import ProviderResponse, clean_text
+from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.providers.tool_rounds import CallFn, ToolKit, play_turn
-from evalspec.results.transcript import Transcript
+from evalspec.results.transcript import StopReason, Transcript
 
 __all__ = ["NextMessage", "Source", "TurnError", "assistant_message", "flipped", "play_turns", "replied",
            "tool_context", "user_message"]
@@ -34,7 +35,7 @@ class NextMessage:
     whether it is sent to the system under test (`call`), and the stop reason it ends the conversation
     with once recorded (`stop`: a simulated user's stop marker is recorded, never sent)."""
 
-    message: dict[str, Any]
+    message: Message
     call: bool = True
     stop: str | None = None
 
@@ -58,9 +59,9 @@ class Source(Protocol):
         """The stop reason of a stop condition that holds after turn `turn`'s reply, else None."""
 
 
-def user_message(text: str, turn: int | None, **flags: Any) -> dict[str, Any]:
-    return {"role": "user", "content": text, "turn": turn, "latency_ms": None, "tokens": None, "cost": None,
-            **{k: v for k, v in flags.items() if v}}
+def user_message(text: str, turn: int | None, **flags: Any) -> Message:
+    return cast(Message, {"role": "user", "content": text, "turn": turn, "latency_ms": None, "tokens": None,
+                          "cost": None, **{k: v for k, v in flags.items() if v}})  # flags: Message's optional keys
 
 
 def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def tool_context(instance: Instance, call: CallFn) -> dict[str, Any]:
     return {"thread_id": getattr(call, "thread_id", None), "test_id": instance.test_id, "vars": dict(instance.vars)}
 
 
-def flipped(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+def flipped(messages: list[Message]) -> list[dict[str, str]]:
     """The conversation from a simulated user's or an attacker's side (its own messages are `assistant`):
     tool calls and results are not shown (a real user does not see them), nor the rounds before a
     turn's reply."""
@@ -112,7 +113,7 @@ async def play_turns(source: Source, instance: Instance, call: CallFn, kit: Tool
     """Play `source`'s messages against `call` until the source or a stop condition ends the conversation."""
     transcript = Transcript()
     try:
-        transcript.stop_reason = await _play(source, transcript, call, kit, tool_context(instance, call))
+        transcript.stop_reason = cast(StopReason, await _play(source, transcript, call, kit, tool_context(instance, call)))
     except TurnError as exc:
         transcript.stop_reason, transcript.error = "error", str(exc)
     return replied(transcript, source.who) if source.who is not None else transcript
@@ -127,7 +128,7 @@ async def _play(source: Source, transcript: Transcript, call: CallFn, kit: ToolK
             return said.stop
         if not said.call:
             continue
-        turn: int = said.message["turn"]
+        turn = cast(int, said.message["turn"])  # a sent user turn has its number
         try:
             reply = await play_turn(call, transcript, turn, kit, context, assistant_message)
         except ProviderError as exc:
