@@ -26,6 +26,7 @@ from evalspec.config.numbers import finite_problem
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.plan.build import Plan, Selection, checked_plan
 from evalspec.play.runner import RunOptions, new_run_id, run_plan
+from evalspec.results.gate import GateDecision
 from evalspec.results.runjson import write_json
 from evalspec.results.stream import to_plain
 
@@ -55,10 +56,17 @@ class Run:
 
     @property
     def gate(self) -> dict[str, Any]:
+        """run.json's `gate`: the decision results/gate.py reached (`decision`), as stored."""
         return dict(self.data["gate"])
 
     @property
+    def decision(self) -> GateDecision:
+        """The gate, typed: passed, exit code (SPEC §1), reasons, per suite."""
+        return GateDecision.from_json(self.data["gate"])
+
+    @property
     def exit_code(self) -> int:
+        """The gate's exit code, as the CLI exits with it."""
         return int(self.data["gate"]["exit_code"])
 
     @property

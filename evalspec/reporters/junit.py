@@ -20,6 +20,8 @@ from evalspec.reporters.vocabulary import (
     shown_facts,
 )
 from evalspec.results.findings import findings
+from evalspec.results.gate import GateDecision
+from evalspec.results.verdict import reaches_gate
 
 ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -52,12 +54,12 @@ def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:
     status = r["status"]
     if status == "error":
         return None
-    if r.get("critical_failed") and (gated_drafts or not r.get("draft")):
+    if r.get("critical_failed") and reaches_gate(r, gated_drafts):
         return None  # a red line broken on a curve point or in an xfail test fails the gate: a failure
     if r.get("curve"):
         score = f"{r['score']:.2f}" if r.get("score") is not None else "—"
         return words("junit_measured", status=words(status), score=score)
-    if r.get("draft") and not gated_drafts:
+    if not reaches_gate(r, gated_drafts):
         return words("junit_draft", status=words(status))
     if status == "xfailed":
         return words("junit_xfailed", reason=r.get("xfail"))
@@ -105,7 +107,7 @@ def build_junit(run: dict[str, Any], lang: str | None = None) -> ET.Element:
 
 
 def _build(run: dict[str, Any]) -> ET.Element:
-    gated_drafts = bool(run["gate"].get("include_drafts"))
+    gated_drafts = GateDecision.from_json(run["gate"]).include_drafts
     root = ET.Element("testsuites", name="evalspec", time=f"{run.get('duration_s', 0):.3f}")
     by_suite: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in run["results"]:

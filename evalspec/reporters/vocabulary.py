@@ -11,6 +11,7 @@ from typing import Any
 from evalspec.core.text import strip_controls
 from evalspec.reporters.catalogue import words
 from evalspec.results.findings import Fact, Finding, findings
+from evalspec.results.verdict import reaches_gate
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
                 ("xpassed", "xpassed"), ("measured", "measured"), ("drafts", "drafts"),
@@ -201,7 +202,7 @@ def blocking(run: dict[str, Any]) -> list[str]:
                     if c["suite"] == key and any(x["newly_missed"] for x in c["sla"])]
             continue
         out += [words("blocks_critical", what=_who(v)) for v in run["verdicts"] if v["suite"] == s["suite"]
-                and v["status"] == "failed" and v["critical_failed"] and (drafts_gate or not v["draft"])]
+                and v["status"] == "failed" and v["critical_failed"] and reaches_gate(v, drafts_gate)]
         out += [words("blocks_sla", what=f"{x['id']}: {x['text']}") for x in run["slas"]
                 if x["suite"] == s["suite"] and x["status"] == "missed"]
         if s["pass_rate"] is not None and s["pass_rate"] < s["min_pass_rate"]:

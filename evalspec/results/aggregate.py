@@ -1,4 +1,4 @@
-"""Verdicts, curves, summary and the gate — computed from run.json records alone."""
+"""Verdicts, curves, summary and the gate (decided by results/gate.py) — computed from run.json records alone."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
-from evalspec.results.verdict import CATEGORIES, Verdict, category, combine_repeats, mean_std
+from evalspec.results.gate import decide
+from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
 
 
 def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> list[Verdict]:
@@ -25,7 +26,7 @@ def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> lis
         critical = status in ("failed",) and any(r.get("critical_failed") for r in recs)
         is_curve = bool(first.get("curve"))
         draft = bool(first.get("draft"))
-        gated = not draft and not first.get("xfail") and not is_curve and status != "skipped"
+        gated = is_gated({"status": status, "draft": draft, "xfail": first.get("xfail"), "curve": is_curve})
         out.append(Verdict(suite, base_id, first["name"], provider, status, len(recs), ok, rate, hat, mean, std,
                            gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
                            category(status, is_curve, draft, include_drafts)))
@@ -61,71 +62,6 @@ def sla_text(curve: dict[str, Any], sla: dict[str, Any]) -> str:
         return f"no measured point at or below {sla['at']:g} (target ≥ {target:.2f})"
     low = binding_point(covered)
     return f"at {low['value']}: {low['mean']:.2f} ≥ {target:.2f}"
-
-
-def counts(vs: list[Verdict], slas: list[dict[str, Any]]) -> dict[str, int]:
-    """The verdict counts every report shows, in one vocabulary."""
-    out = {c: 0 for c in CATEGORIES}
-    for v in vs:
-        out[v.category] += 1
-    out["slas_missed"] = sum(1 for s in slas if s["status"] == "missed")
-    return out
-
-
-def gate(suites: list[dict[str, Any]], vs: list[Verdict], curve_list: list[dict[str, Any]],
-         fail_under: float | None, include_drafts: bool) -> dict[str, Any]:
-    """The gate verdict per suite and for the run; `exit_code` follows SPEC §1 and §8.
-
-    A pass rate over no gated verdict is None (shown "—"), never 100%."""
-    per_suite = []
-    all_passed = all_failed = all_errors = 0
-    any_fail = any_errors = False
-    slas = sla_verdicts(curve_list)
-    for s in suites:
-        mine = [v for v in vs if v.suite == s["path"]]
-        gated = [v for v in mine if (v.gated or (include_drafts and v.draft and not v.xfail and not v.curve))]
-        passed = sum(1 for v in gated if v.status == "passed")
-        failed = sum(1 for v in gated if v.status == "failed")
-        errors = sum(1 for v in mine if v.status == "error" and (include_drafts or not v.draft))
-        rate = passed / (passed + failed) if passed + failed else None
-        min_rate = fail_under if fail_under is not None else s["min_pass_rate"]
-        # a critical failure gates wherever it happens: curve points and xfail tests included, never drafts
-        critical = [v.test_id + " @ " + v.provider for v in mine
-                    if v.status == "failed" and v.critical_failed and (include_drafts or not v.draft)]
-        sla_missed = [f"{x['id']}: {x['text']}" for x in slas if x["suite"] == s["path"] and x["status"] == "missed"]
-        reasons = []
-        if rate is not None and rate < min_rate:
-            reasons.append(f"pass rate {rate:.2%} < {min_rate:.2%}")
-        if critical:
-            reasons.append("critical assertion failed: " + ", ".join(critical))
-        if sla_missed:
-            reasons.append("SLA missed: " + "; ".join(sla_missed))
-        # SPEC §17: an SLA without data gates like an error (exit 3 unless something failed)
-        no_data = [f"{x['id']}: {x['text']}" for x in slas if x["suite"] == s["path"] and x["status"] == "no data"]
-        too_many_errors = errors > s["max_errors"]
-        per_suite.append({"suite": s["path"], "passed": passed, "failed": failed, "errors": errors,
-                          "pass_rate": rate, "min_pass_rate": min_rate, "max_errors": s["max_errors"],
-                          "ok": not reasons, "reasons": reasons, "errors_exceeded": too_many_errors,
-                          "sla_no_data": no_data,
-                          "counts": counts(mine, [x for x in slas if x["suite"] == s["path"]])})
-        all_passed, all_failed, all_errors = all_passed + passed, all_failed + failed, all_errors + errors
-        any_fail = any_fail or bool(reasons)
-        any_errors = any_errors or too_many_errors or bool(no_data)
-    overall = all_passed / (all_passed + all_failed) if all_passed + all_failed else None
-    reasons = [f"{p['suite']}: {r}" for p in per_suite for r in p["reasons"]]
-    if fail_under is not None and overall is not None and overall < fail_under:
-        any_fail = True
-        reasons.append(f"run pass rate {overall:.2%} < --fail-under {fail_under:.2%}")
-    no_verdict = overall is None and all_errors > 0  # SPEC §8: whatever max_errors says
-    exit_code = 1 if any_fail else 3 if any_errors or no_verdict else 0
-    if exit_code == 3:
-        reasons.extend(f"{p['suite']}: {p['errors']} errors > max_errors {p['max_errors']}"
-                       for p in per_suite if p["errors_exceeded"])
-        reasons.extend(f"{p['suite']}: SLA no data: {x}" for p in per_suite for x in p["sla_no_data"])
-        if no_verdict:
-            reasons.append(f"no gated verdict was reached: {all_errors} error{'s' if all_errors != 1 else ''}")
-    return {"passed": exit_code == 0, "exit_code": exit_code, "pass_rate": overall, "fail_under": fail_under,
-            "include_drafts": include_drafts, "reasons": reasons, "suites": per_suite}
 
 
 def metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -210,7 +146,7 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     run["summary"] = summary(records, vs, run["slas"])
     if review := run.get("judge_review"):  # the second opinion's calls are the run's, not a record's
         run["summary"].update(judge_totals(review.get("items") or [], run["summary"]))
-    run["gate"] = gate(run["suites"], vs, cs, fail_under, include_drafts)
+    run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts).to_json()
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks
     if warnings := path_warnings(records):

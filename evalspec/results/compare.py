@@ -15,7 +15,7 @@ from typing import Any
 
 from evalspec.results.curves import sla_entry_status
 from evalspec.results.findings import first_failure, rule_text
-from evalspec.results.verdict import combine_repeats, mean_std
+from evalspec.results.verdict import combine_repeats, is_gated, mean_std, reaches_gate
 
 #: every category, in the order reports list them (the ones that block first)
 CATEGORIES = ("regressed", "new failing", "failing, no baseline verdict", "new error", "flaky", "fixed", "recovered",
@@ -102,7 +102,7 @@ def _side(records: list[dict[str, Any]] | None, rule: str | float) -> dict[str, 
 
 def newly_critical(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[str]:
     """The head's failed critical rules that did not also fail in the matched base verdict (SPEC §17)."""
-    if head is None or head["draft"]:
+    if head is None or not reaches_gate(head):
         return []
     known = set(base["critical_rules"]) if base is not None else set()
     if FLAG_ONLY in known:  # the base kept only the flag: any critical failure is one it had
@@ -131,7 +131,7 @@ def compare_verdicts(base: dict[str, Any], head: dict[str, Any]) -> list[dict[st
         loose = h if h is not None else b
         assert loose is not None
         # drafts, measured points and xfail tests are compared but never block
-        gated = h is not None and not (h["draft"] or h["measured"] or h["xfail"])
+        gated = h is not None and is_gated(h)
         delta = (h["score"] - b["score"]) if h and b and h["score"] is not None and b["score"] is not None else None
         name = (h_recs or b_recs or [{}])[0].get("name", key[1])
         rows.append({

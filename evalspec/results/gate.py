@@ -1,17 +1,180 @@
-"""The regressions gate (SPEC §10): with a baseline, "no regression" replaces the pass-rate check.
+"""The gate (SPEC §1, §8, §10, §17): ONE owner of the exit code, whether it passed and why.
 
-`regressed`, `new failing`, an SLA newly missed or a critical assertion that newly failed exit 1;
-failures the baseline already had are shown but do not block; exit 3 for errors still applies.
+`decide` reaches the usual gate from the verdicts: per suite its pass rate against `min_pass_rate`, a
+critical assertion that failed, an SLA missed; errors beyond `max_errors`, an SLA without data and a run
+with no gated verdict exit 3 unless something failed. `GateDecision.with_baseline` is the regressions
+gate (SPEC §10): with a baseline, "no regression" replaces the pass-rate check of the suites gated on
+regressions — `regressed`, `new failing`, an SLA newly missed or a critical assertion that newly failed
+exit 1; failures the baseline already had are shown but do not block; exit 3 for errors still applies.
 Without a baseline the usual gate runs, and the run says so.
+
+Every other place (run.json's `gate`, the CLI's exit code, the API's `Run.exit_code`, the reports) reads
+the decision made here; `GateDecision.to_json()` is exactly run.json's `gate`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from evalspec.core.exitcodes import ExitCode
 from evalspec.results.compare import blocking_reasons
+from evalspec.results.verdict import Verdict, counts, is_gated, reaches_gate
 
 MODES = ("pass_rate", "regressions")
+
+
+@dataclass(frozen=True)
+class SuiteGate:
+    """One suite's part of the gate: its figures, whether it passed and why not."""
+
+    suite: str
+    passed: int
+    failed: int
+    errors: int
+    pass_rate: float | None
+    min_pass_rate: float
+    max_errors: int
+    ok: bool
+    reasons: tuple[str, ...]
+    errors_exceeded: bool
+    sla_no_data: tuple[str, ...]
+    counts: Mapping[str, int]
+    mode: str | None = None  # set by the regressions gate only
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"suite": self.suite, "passed": self.passed, "failed": self.failed, "errors": self.errors,
+               "pass_rate": self.pass_rate, "min_pass_rate": self.min_pass_rate, "max_errors": self.max_errors,
+               "ok": self.ok, "reasons": list(self.reasons), "errors_exceeded": self.errors_exceeded,
+               "sla_no_data": list(self.sla_no_data), "counts": dict(self.counts)}
+        if self.mode is not None:
+            out["mode"] = self.mode
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SuiteGate:
+        return cls(data["suite"], data["passed"], data["failed"], data["errors"], data["pass_rate"],
+                   data["min_pass_rate"], data["max_errors"], bool(data["ok"]), tuple(data["reasons"]),
+                   bool(data.get("errors_exceeded")), tuple(data.get("sla_no_data") or ()),
+                   dict(data.get("counts") or {}), data.get("mode"))
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """The gate of a run: passed (exit 0) or not, its exit code (SPEC §1) and its reasons, per suite too."""
+
+    passed: bool
+    exit_code: int
+    pass_rate: float | None
+    fail_under: float | None
+    include_drafts: bool
+    reasons: tuple[str, ...]
+    suites: tuple[SuiteGate, ...]
+    mode: str | None = None  # "pass_rate" / "regressions" once a baseline was asked for
+
+    def to_json(self) -> dict[str, Any]:
+        """run.json's `gate`."""
+        out: dict[str, Any] = {
+            "passed": self.passed, "exit_code": self.exit_code, "pass_rate": self.pass_rate,
+            "fail_under": self.fail_under, "include_drafts": self.include_drafts, "reasons": list(self.reasons),
+            "suites": [s.to_json() for s in self.suites]}
+        if self.mode is not None:
+            out["mode"] = self.mode
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GateDecision:
+        """The decision stored in a run.json's `gate`."""
+        return cls(bool(data["passed"]), int(data["exit_code"]), data.get("pass_rate"), data.get("fail_under"),
+                   bool(data.get("include_drafts")), tuple(data.get("reasons") or ()),
+                   tuple(SuiteGate.from_json(s) for s in data.get("suites") or ()), data.get("mode"))
+
+    def without_baseline(self, note: str) -> GateDecision:
+        """Regressions were asked for but no baseline could be had: the usual gate stands, and says so."""
+        return dataclasses.replace(self, mode="pass_rate",
+                                   reasons=(*self.reasons, f"no baseline ({note}): the usual gate ran"))
+
+    def with_baseline(self, diff: Mapping[str, Any], modes: Mapping[str, str]) -> GateDecision:
+        """The regressions gate: the suites gated on regressions are blocked only by what got worse."""
+        if not diff.get("available"):
+            return self.without_baseline(str(diff.get("note")))
+        suites = tuple(_on_regressions(s, diff) if modes.get(s.suite) == "regressions" else s for s in self.suites)
+        failures = [f"{s.suite}: {r}" for s in suites for r in s.reasons]
+        # an earlier "no gated verdict" (exit 3) still counts; its reason is not repeated
+        errors = self.exit_code == ExitCode.TOO_MANY_ERRORS or any(s.errors_exceeded or s.sla_no_data for s in suites)
+        return _concluded(suites, failures, errors, [], self.pass_rate, self.fail_under, self.include_drafts,
+                          "regressions")
+
+
+def _on_regressions(suite: SuiteGate, diff: Mapping[str, Any]) -> SuiteGate:
+    reasons = tuple(blocking_reasons(dict(diff), suite.suite))
+    return dataclasses.replace(suite, mode="regressions", reasons=reasons, ok=not reasons)
+
+
+def exit_code(failed: bool, errors: bool) -> int:
+    """SPEC §1: 1 when the gate failed, else 3 when errors left it without a verdict, else 0."""
+    return int(ExitCode.GATE_FAILED if failed else ExitCode.TOO_MANY_ERRORS if errors else ExitCode.OK)
+
+
+def _concluded(suites: tuple[SuiteGate, ...], failures: list[str], errors: bool, no_verdict: list[str],
+               pass_rate: float | None, fail_under: float | None, include_drafts: bool,
+               mode: str | None) -> GateDecision:
+    """The one place an exit code is reached: the failures decide, then the errors (their reasons listed
+    only when they decide)."""
+    code = exit_code(bool(failures), errors)
+    reasons = list(failures)
+    if code == ExitCode.TOO_MANY_ERRORS:
+        reasons += [f"{s.suite}: {s.errors} errors > max_errors {s.max_errors}" for s in suites if s.errors_exceeded]
+        reasons += [f"{s.suite}: SLA no data: {x}" for s in suites for x in s.sla_no_data]
+        reasons += no_verdict
+    return GateDecision(code == ExitCode.OK, code, pass_rate, fail_under, include_drafts, tuple(reasons), suites, mode)
+
+
+def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Sequence[Mapping[str, Any]],
+           fail_under: float | None, include_drafts: bool) -> GateDecision:
+    """The usual gate per suite and for the run, from the verdicts and the SLA verdicts.
+
+    A pass rate over no gated verdict is None (shown "—"), never 100%."""
+    per_suite = []
+    all_passed = all_failed = all_errors = 0
+    any_errors = False
+    for s in suites:
+        mine = [v for v in vs if v.suite == s["path"]]
+        gated = [v for v in mine if is_gated(v, include_drafts)]
+        passed = sum(1 for v in gated if v.status == "passed")
+        failed = sum(1 for v in gated if v.status == "failed")
+        errors = sum(1 for v in mine if v.status == "error" and reaches_gate(v, include_drafts))
+        rate = passed / (passed + failed) if passed + failed else None
+        min_rate = fail_under if fail_under is not None else s["min_pass_rate"]
+        # a critical failure gates wherever it happens: curve points and xfail tests included, never drafts
+        critical = [v.test_id + " @ " + v.provider for v in mine
+                    if v.status == "failed" and v.critical_failed and reaches_gate(v, include_drafts)]
+        mine_slas = [x for x in slas if x["suite"] == s["path"]]
+        sla_missed = [f"{x['id']}: {x['text']}" for x in mine_slas if x["status"] == "missed"]
+        reasons = []
+        if rate is not None and rate < min_rate:
+            reasons.append(f"pass rate {rate:.2%} < {min_rate:.2%}")
+        if critical:
+            reasons.append("critical assertion failed: " + ", ".join(critical))
+        if sla_missed:
+            reasons.append("SLA missed: " + "; ".join(sla_missed))
+        # SPEC §17: an SLA without data gates like an error (exit 3 unless something failed)
+        no_data = [f"{x['id']}: {x['text']}" for x in mine_slas if x["status"] == "no data"]
+        too_many_errors = errors > s["max_errors"]
+        per_suite.append(SuiteGate(s["path"], passed, failed, errors, rate, min_rate, s["max_errors"], not reasons,
+                                   tuple(reasons), too_many_errors, tuple(no_data), counts(mine, mine_slas)))
+        all_passed, all_failed, all_errors = all_passed + passed, all_failed + failed, all_errors + errors
+        any_errors = any_errors or too_many_errors or bool(no_data)
+    overall = all_passed / (all_passed + all_failed) if all_passed + all_failed else None
+    failures = [f"{p.suite}: {r}" for p in per_suite for r in p.reasons]
+    if fail_under is not None and overall is not None and overall < fail_under:
+        failures.append(f"run pass rate {overall:.2%} < --fail-under {fail_under:.2%}")
+    no_verdict = overall is None and all_errors > 0  # SPEC §8: whatever max_errors says
+    why = [f"no gated verdict was reached: {all_errors} error{'s' if all_errors != 1 else ''}"] if no_verdict else []
+    return _concluded(tuple(per_suite), failures, any_errors or no_verdict, why, overall, fail_under, include_drafts,
+                      None)
 
 
 def no_baseline(note: str) -> dict[str, Any]:
@@ -19,34 +182,15 @@ def no_baseline(note: str) -> dict[str, Any]:
     return {"available": False, "note": note}
 
 
-def suite_mode(suite_meta: dict[str, Any], cli_mode: str | None) -> str:
+def suite_mode(suite_meta: Mapping[str, Any], cli_mode: str | None) -> str:
     return cli_mode or str(suite_meta.get("gate_mode") or "pass_rate")
 
 
 def apply_baseline(run: dict[str, Any], diff: dict[str, Any], cli_mode: str | None) -> dict[str, Any]:
     """Put the diff into the run and, for suites gated on regressions, replace their gate verdict."""
     run["baseline"] = diff
-    gate = run["gate"]
     modes = {s["path"]: suite_mode(s, cli_mode) for s in run["suites"]}
     if "regressions" not in modes.values():
         return run
-    if not diff.get("available"):
-        gate["mode"] = "pass_rate"
-        gate["reasons"] = [*gate["reasons"], f"no baseline ({diff.get('note')}): the usual gate ran"]
-        return run
-    was_errors = gate["exit_code"] == 3
-    for s in gate["suites"]:
-        if modes.get(s["suite"]) != "regressions":
-            continue
-        s["mode"] = "regressions"
-        s["reasons"] = blocking_reasons(diff, s["suite"])
-        s["ok"] = not s["reasons"]
-    reasons = [f"{s['suite']}: {r}" for s in gate["suites"] for r in s["reasons"]]
-    errors = was_errors or any(s.get("errors_exceeded") or s.get("sla_no_data") for s in gate["suites"])
-    exit_code = 1 if reasons else 3 if errors else 0
-    if exit_code == 3:
-        reasons += [f"{s['suite']}: {s['errors']} errors > max_errors {s['max_errors']}"
-                    for s in gate["suites"] if s.get("errors_exceeded")]
-        reasons += [f"{s['suite']}: SLA no data: {x}" for s in gate["suites"] for x in s.get("sla_no_data") or []]
-    gate.update({"mode": "regressions", "exit_code": exit_code, "passed": exit_code == 0, "reasons": reasons})
+    run["gate"] = GateDecision.from_json(run["gate"]).with_baseline(diff, modes).to_json()
     return run

@@ -1,9 +1,10 @@
-"""From assertion results to a test status; from repeats to a verdict; from verdicts to the gate."""
+"""From assertion results to a test status; from repeats to a verdict; whether a verdict is gated (the gate
+itself is results/gate.py)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,32 @@ def category(status: str, curve: bool, draft: bool, gated_drafts: bool = False) 
 
 def record_category(record: dict[str, Any], gated_drafts: bool = False) -> str:
     return category(record["status"], bool(record.get("curve")), bool(record.get("draft")), gated_drafts)
+
+
+def _field(x: Any, name: str) -> Any:
+    return x.get(name) if isinstance(x, Mapping) else getattr(x, name, None)
+
+
+def reaches_gate(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
+    """Whether a verdict's (or a record's) errors and critical failures gate: all but drafts, unless
+    drafts gate (`--include-drafts`); curve points and xfail tests included (SPEC §17)."""
+    return include_drafts or not _field(x, "draft")
+
+
+def is_gated(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
+    """Whether a verdict's (or a record's, or a diff side's) pass or fail counts in the pass rate and the
+    regressions gate: not a draft (unless drafts gate), an xfail test, a measured curve point or skipped."""
+    return (reaches_gate(x, include_drafts) and not _field(x, "xfail")
+            and not (_field(x, "curve") or _field(x, "measured")) and _field(x, "status") != "skipped")
+
+
+def counts(vs: Iterable[Verdict], slas: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The verdict counts every report shows, in one vocabulary."""
+    out = {c: 0 for c in CATEGORIES}
+    for v in vs:
+        out[v.category] += 1
+    out["slas_missed"] = sum(1 for s in slas if s["status"] == "missed")
+    return out
 
 
 def test_score(results: list[AssertionResult]) -> float | None:

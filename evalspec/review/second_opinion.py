@@ -28,6 +28,7 @@ from evalspec.providers.structured import verdict_schema
 from evalspec.results.aggregate import judge_totals
 from evalspec.results.record import Record, judge_figures
 from evalspec.results.stream import update_record
+from evalspec.results.verdict import is_gated
 
 FLAG_MIN_SAMPLES = 5
 FLAG_DISAGREEMENT = 0.10
@@ -46,17 +47,13 @@ def needs_judges(suites: list[Suite]) -> None:
         raise ConfigError(missing)
 
 
-def _gated(record: Record) -> bool:
-    return not (record.get("draft") or record.get("xfail") or record.get("curve")) and record["status"] != "skipped"
-
-
 def candidates(run: dict[str, Any], instances: dict[str, Instance]) -> list[tuple[int, int, AssertionSpec]]:
     """(record position, assertion index, spec) of every rule verdict in a gated record: positions, not
     records, so a large run's records (read back from its journal) are not all held at once."""
     out = []
     for position, record in enumerate(run["results"]):
         inst = instances.get(record["key"])
-        if inst is None or not _gated(record):
+        if inst is None or not is_gated(record):
             continue
         specs = instance_assertions(inst)
         for i, result in enumerate(record["assertions"]):
