@@ -27,7 +27,7 @@ from evalspec.assertions.graded import (
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
-from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn
+from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn, JudgeRequest
 from evalspec.extend.registry import model_needed
 from evalspec.extend.transcript import Message
 from evalspec.providers.judge import BATCHING, _decision, _objects, _quoted, answer_text, is_format_example
@@ -133,7 +133,7 @@ def parse_batch(text: str, names: list[str], keys: dict[str, list[str]]) -> dict
 def _check(spec: AssertionSpec, verdict: dict[str, Any], turn: int | None) -> Check:
     """The check the verdict makes, as the one-by-one path makes it (`graded._verdict` / `_graded`, one sample)."""
     levels = levels_of(spec)
-    shown = repr({k: v for k, v in verdict.items() if k != "_judge"})
+    shown = repr(verdict)
     if levels is None:
         if not isinstance(verdict.get("pass"), bool):
             raise GradingError(f"judge answer has no boolean 'pass': {shown}")
@@ -159,15 +159,15 @@ async def judge_batch(group: Group, ctx: GradingContext, judge: JudgeFn) -> list
     prompt, schema = batch_prompt(specs, ctx.transcript)
     messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
     try:
-        answer = await judge(messages, {"schema": schema, "name": "batch_verdicts", "raw": True,
-                                        "answers": len(specs)})
+        answer = await judge(JudgeRequest(messages, schema=schema, name="batch_verdicts", answers=len(specs),
+                                          parse=False))
     except EvalspecError as exc:
         return [no_verdict(spec, str(exc) or type(exc).__name__) for spec in specs]
     except (Exception, SystemExit) as exc:
         return [no_verdict(spec, describe(exc)) for spec in specs]
-    usage = answer.get("_judge") or {}
+    usage = answer.usage
     keys = {n: list(schema["properties"][n]["required"]) for n in names}
-    parsed = parse_batch(str(answer.get("text") or ""), names, keys)
+    parsed = parse_batch(answer.text, names, keys)
     results: list[AssertionResult] = []
     for spec, name in zip(specs, names, strict=True):
         verdict = parsed[name]

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from evalspec.assertions.coherence import CoherenceParams, coherence
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError, ProviderError
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.check import Check, Evidence, GradingContext, JudgeRequest, JudgeVerdict, Reply
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
 from evalspec.extend.transcript import Message
@@ -159,26 +159,22 @@ def levels_of(spec: AssertionSpec) -> dict[str, float] | None:
 
 
 @contextmanager
-def _counted(verdicts: list[dict[str, Any]]) -> Iterator[None]:
+def _counted(verdicts: list[JudgeVerdict]) -> Iterator[None]:
     """A check that ends in an error still reports every judge call it made (`GradingError.usage`): the
     earlier samples' and the unusable answer's; a judge call that failed for good leaves the earlier ones."""
     try:
         yield
     except GradingError as exc:
-        exc.usage = [*(v.get("_judge") or {} for v in verdicts), *exc.usage]
+        exc.usage = [*(v.usage for v in verdicts), *exc.usage]
         raise
     except ProviderError as exc:
         if not verdicts:
             raise
-        raise GradingError(str(exc), usage=[v.get("_judge") or {} for v in verdicts]) from exc
-
-
-def _shown(answer: dict[str, Any]) -> str:
-    return repr({k: v for k, v in answer.items() if k != "_judge"})
+        raise GradingError(str(exc), usage=[v.usage for v in verdicts]) from exc
 
 
 async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
-                  levels: dict[str, float], threshold: float | None) -> Check:
+                  levels: dict[str, float], threshold: float | None) -> tuple[Check, list[JudgeVerdict]]:
     """A graded rubric: each sample answers one level; the majority level wins (a tie: the lower score)."""
     assert ctx.judge is not None
     from evalspec.providers.structured import verdict_schema
@@ -190,31 +186,38 @@ async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: i
     question = f"{prompt}\n\nChoose the one level that fits best, answering its name exactly as written:\n{listing}" \
                f"\n\n{LEVEL_FORMAT}"
     samples = judging(spec).samples or 1
-    verdicts: list[dict[str, Any]] = []
+    verdicts: list[JudgeVerdict] = []
     for i in range(samples):
         with _counted(verdicts):
-            answer = await ctx.judge([{"role": "system", "content": system},
-                                      {"role": "user", "content": question}],
-                                     {"sample": i, "schema": schema, "name": "graded_verdict"})
-            verdicts.append(answer)
-            level = answer.get("level")
+            verdict = await ctx.judge(JudgeRequest([{"role": "system", "content": system},
+                                                    {"role": "user", "content": question}],
+                                                   schema=schema, name="graded_verdict", sample=i))
+            verdicts.append(verdict)
+            level = verdict.answer.get("level")
             if not isinstance(level, str) or level.strip() not in levels:
                 raise GradingError(f"judge answered level {level!r}, which is not one of: {', '.join(names)}")
-            answer["level"] = level.strip()
-    counts = Counter(v["level"] for v in verdicts)
+            verdict.answer["level"] = level.strip()
+    answers = [v.answer for v in verdicts]
+    counts = Counter(a["level"] for a in answers)
     top = max(counts.values())
     chosen = min((name for name, c in counts.items() if c == top), key=lambda name: levels[name])
     score = levels[chosen]
     threshold = threshold if threshold is not None else LEVEL_THRESHOLD
-    why = str(next(v.get("reason", "") for v in verdicts if v["level"] == chosen))
+    why = str(next(a.get("reason", "") for a in answers if a["level"] == chosen))
     reason = f"{chosen} ({score:g}): {why}" if samples == 1 else \
         f"{counts[chosen]}/{samples} samples chose {chosen} ({score:g}): {why}"
     return Check(score >= threshold, score, reason, [Evidence(turn, reason)],
-                 {"verdicts": verdicts, "level": chosen, "levels": levels})
+                 {"verdicts": [v.recorded() for v in verdicts], "level": chosen, "levels": levels}), verdicts
 
 
 async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
                    one_turn: bool = False) -> Check:
+    """The judge's verdict on `prompt` (see `_verdicts`)."""
+    return (await _verdicts(spec, ctx, prompt, turn, one_turn))[0]
+
+
+async def _verdicts(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
+                    one_turn: bool = False) -> tuple[Check, list[JudgeVerdict]]:
     """The judge's verdict on `prompt`; `one_turn`: one turn of a per-turn check, passing at its samples'
     majority (or level 0.5), whatever the assertion's threshold (that is for the share of good turns)."""
     prompt = with_reference(spec, prompt)
@@ -225,21 +228,22 @@ async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: 
     if levels is not None:
         return await _graded(spec, ctx, prompt, turn, levels, threshold)
     samples = judging(spec).samples or 1
-    verdicts: list[dict[str, Any]] = []
+    verdicts: list[JudgeVerdict] = []
     for i in range(samples):
         messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": f"{prompt}\n\n{PASS_FORMAT}"}]
         with _counted(verdicts):
-            answer = await ctx.judge(messages, {"sample": i})
-            verdicts.append(answer)
-            if not isinstance(answer.get("pass"), bool):
-                raise GradingError(f"judge answer has no boolean 'pass': {_shown(answer)}")
-    passes = sum(1 for v in verdicts if v["pass"])
+            verdict = await ctx.judge(JudgeRequest(messages, sample=i))
+            verdicts.append(verdict)
+            if not isinstance(verdict.answer.get("pass"), bool):
+                raise GradingError(f"judge answer has no boolean 'pass': {verdict.answer!r}")
+    answers = [v.answer for v in verdicts]
+    passes = sum(1 for a in answers if a["pass"])
     score = passes / samples
     majority = passes * 2 > samples
     passed = score >= threshold if threshold is not None else majority
-    reason = str(verdicts[0].get("reason", "")) if samples == 1 else \
-        f"{passes}/{samples} judge samples passed; " + str(next((v.get("reason", "") for v in verdicts if v["pass"] == majority), ""))
-    return Check(passed, score, reason, [Evidence(turn, reason)], {"verdicts": verdicts})
+    reason = str(answers[0].get("reason", "")) if samples == 1 else \
+        f"{passes}/{samples} judge samples passed; " + str(next((a.get("reason", "") for a in answers if a["pass"] == majority), ""))
+    return Check(passed, score, reason, [Evidence(turn, reason)], {"verdicts": [v.recorded() for v in verdicts]}), verdicts
 
 
 async def judge_reply(spec: AssertionSpec, ctx: GradingContext, reply: Reply, criterion: str) -> Check:
@@ -280,7 +284,7 @@ async def judge_turns(spec: AssertionSpec, ctx: GradingContext, criterion: str, 
     turns = assistant_turns(ctx.transcript)
     if not turns:
         raise GradingError(f"'{spec.type}' judges each assistant turn, and the conversation has none")
-    verdicts: list[dict[str, Any]] = []
+    verdicts: list[JudgeVerdict] = []
     bad: list[Evidence] = []
     for turn, reply in turns:
         shown = [m for m in ctx.transcript if turn - window < (m.get("turn") or 0) <= turn
@@ -288,8 +292,8 @@ async def judge_turns(spec: AssertionSpec, ctx: GradingContext, criterion: str, 
         prompt = (f"Criterion: {criterion}\n\nConversation so far (the last {window} turns):\n{format_transcript(shown)}"
                   f"\n\nReply under evaluation (turn {turn}):\n{reply}\n\nDoes this reply meet the criterion?")
         with _counted(verdicts):
-            check = await _verdict(spec, ctx, prompt, turn, one_turn=True)
-        verdicts.extend(check.details.get("verdicts", []))
+            check, judged = await _verdicts(spec, ctx, prompt, turn, one_turn=True)
+        verdicts.extend(judged)
         if not check.passed:
             bad.append(Evidence(turn, check.reason))
     good = len(turns) - len(bad)
@@ -297,7 +301,8 @@ async def judge_turns(spec: AssertionSpec, ctx: GradingContext, criterion: str, 
     threshold = spec.threshold if spec.threshold is not None else 1.0
     reason = f"{good}/{len(turns)} turns good" + \
         ("; " + "; ".join(f"turn {e.turn}: {e.text}" for e in bad) if bad else "")
-    return Check(score >= threshold, score, reason, bad, {"verdicts": verdicts, "turns": len(turns), "good": good})
+    return Check(score >= threshold, score, reason, bad,
+                 {"verdicts": [v.recorded() for v in verdicts], "turns": len(turns), "good": good})
 
 
 @assertion("llm-rubric", params=RubricParams, default_scope="conversation", needs="judge")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.core.errors import GradingError
+from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message, ToolCall, sent_user_turns
 
 
@@ -51,7 +52,45 @@ class Reply:
     whole_conversation: bool = False
 
 
-JudgeFn = Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[dict[str, Any]]]
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One call evalspec makes on its own behalf (judge, second opinion, simulated user, attacker): the
+    messages, the answer's JSON Schema (None: `{reason, pass}`) under `name`, and `role` (named in errors).
+    `max_tokens` None: the judge's cap (its `max_tokens`, default 512) × `answers` (a batch's verdicts).
+    `parse` False: the answer is left unread (`JudgeVerdict.answer` empty) for the caller to read.
+    `context` None: the judge's own (`thread_id` "judge", repeat `sample` + 1); `seed` and `read` (the
+    cache) as for any call."""
+
+    messages: list[dict[str, Any]]
+    schema: dict[str, Any] | None = None
+    name: str = "verdict"
+    sample: int = 0
+    answers: int = 1
+    max_tokens: int | None = None
+    role: str = "judge"
+    parse: bool = True
+    context: CallContext | None = None
+    seed: int | None = None
+    read: bool = True
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """A `JudgeRequest`'s answer: the parsed object (`answer`), the raw `text`, and the call's `usage`
+    (`{tokens, cost, cached}`, and `cached_tokens` when the provider's prompt cache served some)."""
+
+    answer: dict[str, Any]
+    text: str
+    usage: dict[str, Any]
+
+    def recorded(self) -> dict[str, Any]:
+        """The verdict as run.json records it (`details.verdicts[*]`): the answer, its usage as `_judge`."""
+        out = dict(self.answer)
+        out.setdefault("_judge", self.usage)
+        return out
+
+
+JudgeFn = Callable[[JudgeRequest], Awaitable[JudgeVerdict]]
 EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
 
 

@@ -12,14 +12,16 @@ from typing import Any
 from evalspec.assertions.graded import format_transcript
 from evalspec.core.errors import EvalspecError, GradingError, ProviderError
 from evalspec.core.usercode import UserCodeError, in_thread
+from evalspec.extend.check import JudgeFn, JudgeRequest, JudgeVerdict
 from evalspec.extend.patterns import regex_time_limit, search
 from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
 from evalspec.providers.factory import ProviderPool
+from evalspec.providers.judge import ask
 from evalspec.providers.python_user import load_scripted_user, next_message
-from evalspec.providers.structured import SIMULATOR_MAX_TOKENS, call_structured, call_usage
+from evalspec.providers.structured import SIMULATOR_MAX_TOKENS
 from evalspec.providers.tool_rounds import CallFn, ToolKit
 from evalspec.results.transcript import Transcript
 
@@ -100,15 +102,15 @@ class SimulatedUser:
         context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn, vars=inst.vars,
                               repeat=inst.repeat)
         try:
-            answer = await call_structured(
-                self.simulator, [{"role": "system", "content": self.system}, *flipped(transcript.messages)],
-                context, name="user_message", schema=MESSAGE_SCHEMA, seed=inst.suite.option("seed"),
-                read=self.replay, max_tokens=int(spec.config.get("max_tokens") or SIMULATOR_MAX_TOKENS))
+            answer = await ask(self.simulator, JudgeRequest(
+                [{"role": "system", "content": self.system}, *flipped(transcript.messages)], schema=MESSAGE_SCHEMA,
+                name="user_message", max_tokens=int(spec.config.get("max_tokens") or SIMULATOR_MAX_TOKENS),
+                role="simulator", parse=False, context=context, seed=inst.suite.option("seed"), read=self.replay))
         except ProviderError as exc:
             raise TurnError(f"simulator: {exc}") from exc
-        transcript.judge_usage.append(call_usage(answer))  # counted whether or not the answer is usable
+        transcript.judge_usage.append(answer.usage)  # counted whether or not the answer is usable
         try:
-            return message_text(answer.content, self.marker)
+            return message_text(answer.text, self.marker)
         except GradingError as exc:
             raise TurnError(str(exc)) from exc
 
@@ -123,8 +125,8 @@ class SimulatedUser:
                 except GradingError as exc:  # the unusable answer was a call made: it counts
                     transcript.judge_usage.extend(exc.usage)
                     raise
-                transcript.judge_usage.append(verdict.get("_judge") or {})
-                if verdict.get("pass") is True:
+                transcript.judge_usage.append(verdict.usage)
+                if verdict.answer.get("pass") is True:
                     return "goal_met"
         except (EvalspecError, UserCodeError) as exc:
             raise TurnError(f"stop condition: {exc}") from exc
@@ -168,10 +170,9 @@ def message_text(content: str, marker: str | None = None) -> str:
     return message.strip()
 
 
-async def _goal_met(judge: Any, goal: str, messages: list[Message]) -> dict[str, Any]:
-    """The judge's verdict on whether the goal is met by now (its usage in `_judge`)."""
+async def _goal_met(judge: JudgeFn, goal: str, messages: list[Message]) -> JudgeVerdict:
+    """The judge's verdict on whether the goal is met by now."""
     prompt = (f"The user's goal: {goal}\n\nConversation:\n{format_transcript(messages)}\n\n"
               "Has the user's goal been achieved by now? Answer with a JSON object with two keys: "
               '"reason" (one sentence of your own) and "pass" (true or false).')
-    verdict: dict[str, Any] = await judge([{"role": "user", "content": prompt}], {"sample": 0})
-    return verdict
+    return await judge(JudgeRequest([{"role": "user", "content": prompt}]))

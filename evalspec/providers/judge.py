@@ -14,7 +14,7 @@ import weakref
 from typing import Any
 
 from evalspec.core.errors import GradingError
-from evalspec.extend.check import JudgeFn
+from evalspec.extend.check import JudgeFn, JudgeRequest, JudgeVerdict
 from evalspec.extend.provider import CallContext
 from evalspec.providers.calls import ProviderCaller
 from evalspec.providers.structured import JUDGE_MAX_TOKENS, call_structured, call_usage, verdict_schema
@@ -106,27 +106,30 @@ def parse_verdict(text: str, schema: dict[str, Any] | None = None, role: str = "
 PASS_SCHEMA = verdict_schema("pass", {"type": "boolean"})
 
 
+async def ask(caller: ProviderCaller, request: JudgeRequest, cap: int = JUDGE_MAX_TOKENS) -> JudgeVerdict:
+    """The one call every role makes on evalspec's behalf: `request`'s messages to `caller`, asking for its
+    schema (structured output, `max_tokens` capped), the answer parsed unless `request.parse` is False.
+    An unusable answer raises a GradingError whose `usage` lists the call's."""
+    context = request.context or CallContext(thread_id="judge", test_id="judge", turn=0, repeat=request.sample + 1)
+    schema = request.schema or PASS_SCHEMA
+    max_tokens = request.max_tokens or cap * request.answers
+    response = await call_structured(caller, request.messages, context, name=request.name, schema=schema,
+                                     max_tokens=max_tokens, seed=request.seed, read=request.read)
+    usage = call_usage(response)
+    if not request.parse:
+        return JudgeVerdict({}, response.content, usage)
+    try:
+        answer = parse_verdict(response.content, schema, request.role)
+    except GradingError as exc:  # the call was made: its usage travels with the error, to be counted
+        raise GradingError(str(exc), usage=[usage]) from None
+    return JudgeVerdict(answer, response.content, usage)
+
+
 def make_judge(caller: ProviderCaller, max_tokens: int | None = None) -> JudgeFn:
-    """A judge over `caller`. `meta` may carry `sample` (the sample number) and `schema` (the answer's
-    JSON Schema; default `{"reason", "pass"}`). A verdict carries its call's usage as `_judge`
-    (`{tokens, cost, cached}`); an unusable answer raises a GradingError whose `usage` lists it.
-    `raw` (a batch of `answers` verdicts, `evalspec.assertions.batch`): `{text, _judge}`, parsed by the caller."""
+    """The judge over `caller` (`ask` with its `max_tokens` cap, default 512)."""
     cap = int(max_tokens or JUDGE_MAX_TOKENS)
 
-    async def judge(messages: list[dict[str, str]], meta: dict[str, Any]) -> dict[str, Any]:
-        sample = int(meta.get("sample", 0))
-        context = CallContext(thread_id="judge", test_id="judge", turn=0, repeat=sample + 1)
-        schema = meta.get("schema") or PASS_SCHEMA
-        response = await call_structured(caller, messages, context, name=str(meta.get("name", "verdict")),
-                                         schema=schema, max_tokens=cap * int(meta.get("answers", 1)))
-        usage = call_usage(response)
-        if meta.get("raw"):
-            return {"text": response.content, "_judge": usage}
-        try:
-            verdict = parse_verdict(response.content, schema)
-        except GradingError as exc:  # the call was made: its usage travels with the error, to be counted
-            raise GradingError(str(exc), usage=[usage]) from None
-        verdict.setdefault("_judge", usage)
-        return verdict
+    async def judge(request: JudgeRequest) -> JudgeVerdict:
+        return await ask(caller, request, cap)
 
     return judge

@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,7 +21,7 @@ from evalspec.config.asserts import parse_assertion
 from evalspec.config.model import AssertionSpec
 from evalspec.config.paths import LineMap
 from evalspec.core.errors import ConfigError, Problem
-from evalspec.extend.check import GradingContext, JudgeFn
+from evalspec.extend.check import GradingContext, JudgeFn, JudgeRequest, JudgeVerdict
 from evalspec.extend.transcript import Message
 
 
@@ -155,8 +155,8 @@ def _offset(judge: JudgeFn, offset: int) -> JudgeFn:
     if not offset:
         return judge
 
-    async def shifted(messages: list[dict[str, str]], meta: dict[str, Any]) -> dict[str, Any]:
-        return await judge(messages, {**meta, "sample": int(meta.get("sample", 0)) + offset})
+    async def shifted(request: JudgeRequest) -> JudgeVerdict:
+        return await judge(replace(request, sample=request.sample + offset))
 
     return shifted
 

@@ -21,7 +21,7 @@ from evalspec.assertions.graded import format_transcript
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.core.errors import ConfigError, EvalspecError, GradingError, Problem
 from evalspec.core.redact import redact, run_secrets
-from evalspec.extend.check import JudgeFn
+from evalspec.extend.check import JudgeFn, JudgeRequest
 from evalspec.plan.build import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
@@ -85,11 +85,11 @@ async def _ask(judge: JudgeFn, record: Record, index: int, spec: AssertionSpec) 
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": review_prompt(record, result, spec)}]
     usage: list[dict[str, Any]] = []
     try:
-        answer = await judge(messages, {"sample": 0, "schema": AGREE_SCHEMA, "name": "second_opinion"})
-        usage.append(answer.get("_judge") or {})
+        verdict = await judge(JudgeRequest(messages, schema=AGREE_SCHEMA, name="second_opinion"))
+        usage.append(verdict.usage)
+        answer = verdict.answer
         if not isinstance(answer.get("agree"), bool):
-            shown = {k: v for k, v in answer.items() if k != "_judge"}
-            raise GradingError(f"judge answer has no boolean 'agree': {shown!r:.200}")
+            raise GradingError(f"judge answer has no boolean 'agree': {answer!r:.200}")
         item["agree"], item["reason"] = answer["agree"], str(answer.get("reason", ""))
     except GradingError as exc:
         item["error"] = str(exc)

@@ -13,6 +13,7 @@ import pytest
 from evalspec import run
 from evalspec.app.api import load
 from evalspec.core.errors import GradingError
+from evalspec.extend.check import JudgeRequest
 from evalspec.play.runner import RunOptions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import PASS_SCHEMA, parse_verdict
@@ -136,7 +137,7 @@ tests: [{{id: t, conversation: [{{user: hi}}], assert: [{{llm-rubric: polite}}]}
             assert judge is not None
             try:
                 with pytest.raises(GradingError) as caught:
-                    await judge([{"role": "user", "content": "judge this"}], {"sample": 0})
+                    await judge(JudgeRequest([{"role": "user", "content": "judge this"}]))
             finally:
                 await pool.aclose()
             return caught.value
