@@ -9,7 +9,6 @@ red lines are checked; the first one that breaks ends the attempt (`stop_reason:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from typing import Any
 
@@ -18,13 +17,14 @@ from evalspec.assertions.grade import needs_model
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError, ProviderError
 from evalspec.core.pyref import LoadError, load_callable
-from evalspec.extend.check import GradingContext
+from evalspec.core.usercode import UserCodeError, call_user
+from evalspec.extend.check import GradingContext, JudgeRequest
 from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
 from evalspec.providers.factory import ProviderPool
-from evalspec.providers.structured import call_structured, call_usage
+from evalspec.providers.judge import ask
 from evalspec.providers.tool_rounds import CallFn
 from evalspec.results.transcript import Transcript
 
@@ -148,32 +148,31 @@ class Attacker:
         context = CallContext(thread_id="attacker", test_id=self.inst.test_id, turn=turn, vars=self.inst.vars,
                               repeat=self.inst.repeat)
         # structured output with a token cap; a server that rejects response_format is asked again without it
-        response = await call_structured(self._caller, messages, context, name="attack_message",
-                                         schema=answer_schema(self.spec.strategy), max_tokens=self.max_tokens,
-                                         seed=self.inst.suite.option("seed"), read=self.replay)
-        self.calls += int(not response.cached)
-        self.cached += int(response.cached)
-        if response.tokens is not None and not response.cached:
-            self.tokens = (self.tokens or 0) + response.tokens
-        if response.cost is not None and not response.cached:
-            self.cost = (self.cost or 0.0) + response.cost
-        transcript.judge_usage.append(call_usage(response))  # a judge figure too, usable answer or not (SPEC §17)
-        return parse_answer(response.content, self.spec.strategy)
+        answer = await ask(self._caller, JudgeRequest(
+            messages, schema=answer_schema(self.spec.strategy), name="attack_message", max_tokens=self.max_tokens,
+            role="attacker", parse=False, context=context, seed=self.inst.suite.option("seed"), read=self.replay))
+        usage = answer.usage
+        self.calls += int(not usage["cached"])
+        self.cached += int(usage["cached"])
+        if usage["tokens"] is not None and not usage["cached"]:
+            self.tokens = (self.tokens or 0) + usage["tokens"]
+        if usage["cost"] is not None and not usage["cached"]:
+            self.cost = (self.cost or 0.0) + usage["cost"]
+        transcript.judge_usage.append(usage)  # a judge figure too, usable answer or not (SPEC §17)
+        return parse_answer(answer.text, self.spec.strategy)
 
     async def _scripted(self, transcript: Transcript, turn: int) -> tuple[str, str | None] | None:
         context = {"goal": self.spec.goal, "strategy": self.spec.strategy, "red_lines": list(self.rules),
                    "turn": turn, "attempt": self.inst.repeat, "test_id": self.inst.test_id,
                    "vars": dict(self.inst.vars)}
         history = [dict(m) for m in transcript.messages]
-        try:
-            if inspect.iscoroutinefunction(self._fn):
-                result = await self._fn(history, context)
-            else:
-                result = await asyncio.to_thread(self._fn, history, context)
-        except BaseException as exc:  # user code: any exception, SystemExit included, is this test's error
-            if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
-                raise
-            raise ProviderError(f"attacker {self.spec.python} raised {type(exc).__name__}: {exc}") from None
+        timeout = float(self.inst.suite.option("timeout"))
+        try:  # user code (time limit, exits contained), as a python simulated user's is
+            result = await asyncio.wait_for(call_user(self._fn, history, context), timeout)
+        except asyncio.TimeoutError:
+            raise ProviderError(f"attacker {self.spec.python} did not answer within {timeout:g}s") from None
+        except UserCodeError as exc:
+            raise ProviderError(f"attacker {self.spec.python} raised {exc}") from None
         if result is None:
             return None
         if isinstance(result, str) and result.strip():
