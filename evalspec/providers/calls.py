@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from evalspec.core.errors import ControlFlow, ProviderError
@@ -215,3 +215,25 @@ class ProviderCaller:
 def backoff(attempt: int, base: float = 0.5, cap: float = 30.0) -> float:
     """Exponential back-off with full jitter."""
     return random.uniform(0, min(cap, base * (2 ** attempt)))
+
+
+EMBEDDING = CallContext(thread_id="embedder", test_id="embedder", turn=0)
+
+
+def embedding_fn(caller: ProviderCaller, cache: ResponseCache | None,
+                 identity: dict[str, Any]) -> Callable[[list[str]], Awaitable[list[list[float]]]]:
+    """An embedder over `caller`, whose provider answers `[{"texts": [...]}]` with the vectors in its
+    response's `metadata["vectors"]`: limits, time-out and retries like any call; the vectors cached under
+    `identity` and the texts (the embedders' own cache entries, `{"vectors": ...}`)."""
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        key = cache_key(identity, [{"texts": texts}], 0)
+        if cache is not None and (hit := cache.get(key)) is not None and isinstance(hit.get("vectors"), list):
+            return list(hit["vectors"])
+        response = await caller.call([{"texts": texts}], EMBEDDING, read=False, write=False)
+        vectors: list[list[float]] = response.metadata["vectors"]
+        if cache is not None:
+            cache.put(key, {"vectors": vectors})
+        return vectors
+
+    return embed

@@ -14,10 +14,10 @@ from evalspec.extend.check import EmbedFn, JudgeFn
 from evalspec.extend.kinds import provider_kinds
 from evalspec.extend.provider import Provider
 from evalspec.providers.cache import ResponseCache
-from evalspec.providers.calls import CallStats, ProviderCaller
+from evalspec.providers.calls import CallStats, ProviderCaller, embedding_fn
 from evalspec.providers.history import attach_strategy
 from evalspec.providers.limits import Limits
-from evalspec.providers.local_embedder import is_local, make_local_embedder
+from evalspec.providers.local_embedder import IDENTITY, LocalEmbedding, is_local
 from evalspec.providers.tool_rounds import ToolKit, tool_problems, toolkit_for
 
 LimitsFor = Callable[[Suite, ProviderSpec], Limits | None]
@@ -62,6 +62,7 @@ class ProviderPool:
         self._callers: dict[tuple[str, str], ProviderCaller] = {}
         self._judges: dict[str, JudgeFn] = {}
         self._embedders: dict[str, EmbedFn | None] = {}
+        self._embedder_callers: list[ProviderCaller] = []
         self._toolkits: dict[tuple[str, str], ToolKit] = {}
 
     def get(self, spec: ProviderSpec, suite: Suite) -> ProviderCaller:
@@ -115,18 +116,24 @@ class ProviderPool:
         key = str(suite.path)
         if key not in self._embedders:
             self._embedders[key] = None
-            if is_local(suite.embedder):
-                self._embedders[key] = make_local_embedder(self.cache)
-            elif suite.embedder is not None:
-                from evalspec.providers.model_provider import make_embedder
+            spec = suite.embedder
+            if spec is not None:
+                from evalspec.providers.model_provider import EmbeddingModel
 
-                self._embedders[key] = make_embedder(suite.embedder, self.cache,
-                                                     float(suite.embedder.config.get("timeout") or suite.option("timeout")))
+                provider: Any = LocalEmbedding() if is_local(spec) else EmbeddingModel(spec)
+                caller = ProviderCaller(  # limits, time-out and retries like any call; counted apart (not a model call)
+                    provider, cache=None, timeout=float(spec.config.get("timeout") or suite.option("timeout")),
+                    retries=int(spec.config.get("retries", suite.option("retries"))),
+                    max_concurrency=spec.max_concurrency, rpm=spec.rpm, stats=CallStats(),
+                    max_retry_wait=float(suite.option("max_retry_wait")), ceiling=self.concurrency)
+                embed = embedding_fn(caller, self.cache, IDENTITY if is_local(spec) else provider.cache_identity())
+                self._embedder_callers.append(caller)
+                self._embedders[key] = embed
         return self._embedders[key]
 
     async def aclose(self) -> None:
-        for embed in self._embedders.values():
-            close = getattr(embed, "aclose", None)
+        for embedder in self._embedder_callers:
+            close = getattr(embedder.provider, "aclose", None)
             if close is not None:
                 await close()
         for caller in self._callers.values():

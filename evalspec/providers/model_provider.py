@@ -7,7 +7,6 @@ imported on first use (it takes seconds) with `LITELLM_LOCAL_MODEL_COST_MAP=True
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import os
@@ -24,7 +23,6 @@ from evalspec.core.model_keys import KEY_ENV, NO_KEY, split_model
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.kinds import provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, url_problem
-from evalspec.providers.cache import ResponseCache, cache_key
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.openai_compat import (
     OpenAICompatClient,
@@ -213,56 +211,49 @@ def model_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
-def make_embedder(spec: ProviderSpec, cache: ResponseCache | None, timeout: float = 60.0) -> Any:
-    """An async `embed(texts) -> vectors` for the suite's `embedder`, cached like any call, and
-    within `timeout` seconds like any call."""
-    config = spec.config
-    model = str(config["model"])
+class EmbeddingModel:
+    """The suite's `embedder` model as a provider: `[{"texts": [...]}]` answered with the vectors in the
+    response's `metadata["vectors"]` (`calls.embedding_fn` calls it through a `ProviderCaller`)."""
 
-    async def embed(texts: list[str]) -> list[list[float]]:
-        key = cache_key({"embedder": model, "api_base": config.get("api_base")}, [{"texts": texts}], 0)
-        if cache is not None and (hit := cache.get(key)) is not None and isinstance(hit.get("vectors"), list):
-            return list(hit["vectors"])
-        try:
-            vectors = await asyncio.wait_for(fetch(texts), timeout)
-        except asyncio.TimeoutError:
-            raise ProviderError(f"embedder {model}: timed out after {timeout:g}s") from None
+    def __init__(self, spec: ProviderSpec) -> None:
+        self.config = spec.config
+        self.model = str(self.config["model"])
+        self.id = f"embedder {self.model}"
+        self._client: OpenAICompatClient | None = None
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The key of its cache entries (the embedders' own, `{"vectors": ...}`)."""
+        return {"embedder": self.model, "api_base": self.config.get("api_base")}
+
+    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+        texts = list(messages[0]["texts"])
+        vectors = await self._fetch(texts)
         if len(vectors) != len(texts):
-            raise ProviderError(f"embedder {model}: {len(vectors)} vectors for {len(texts)} texts")
-        if cache is not None:
-            cache.put(key, {"vectors": vectors})
-        return vectors
+            raise ProviderError(f"{len(vectors)} vectors for {len(texts)} texts")
+        return ProviderResponse(content="", metadata={"vectors": vectors})
 
-    client: OpenAICompatClient | None = None
-
-    async def fetch(texts: list[str]) -> list[list[float]]:
-        nonlocal client
+    async def _fetch(self, texts: list[str]) -> list[list[float]]:
+        config, model = self.config, self.model
         if use_lean_client(config):
-            if client is None:
-                client = open_lean_client(config)
-            vectors = await client.embed(split_model(model)[1], texts)
-        else:
-            litellm = import_litellm()
-            kwargs = {k: config[k] for k in ("api_base", "api_key") if config.get(k)}
-            try:
-                response = await litellm.aembedding(model=model, input=texts, **kwargs)
-            except Exception as exc:
-                raise litellm_error(litellm, exc, model) from exc
-            try:
-                vectors = [list(map(float, d["embedding"])) for d in response.data]
-            except (KeyError, TypeError, ValueError):
-                raise ProviderError(f"{model}: malformed embeddings response") from None
-        return vectors
+            if self._client is None:
+                self._client = open_lean_client(config)
+            return await self._client.embed(split_model(model)[1], texts)
+        litellm = import_litellm()
+        kwargs = {k: config[k] for k in ("api_base", "api_key") if config.get(k)}
+        try:
+            response = await litellm.aembedding(model=model, input=texts, **kwargs)
+        except Exception as exc:
+            raise litellm_error(litellm, exc, model) from exc
+        try:
+            return [list(map(float, d["embedding"])) for d in response.data]
+        except (KeyError, TypeError, ValueError):
+            raise ProviderError(f"{model}: malformed embeddings response") from None
 
-    async def aclose() -> None:
+    async def aclose(self) -> None:
         """Close the HTTP client (the pool calls it, so no "Unclosed client session" is left behind)."""
-        nonlocal client
-        if client is not None:
-            await client.aclose()
-            client = None
-
-    embed.aclose = aclose  # type: ignore[attr-defined]
-    return embed
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
 
 
 # -- the `model` kind ----------------------------------------------------------------------------
