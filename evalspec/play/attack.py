@@ -25,7 +25,7 @@ from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import ask
-from evalspec.providers.tool_rounds import CallFn
+from evalspec.providers.tool_rounds import SendTurn
 from evalspec.results.transcript import Transcript
 
 GOAT_TACTICS = (
@@ -229,7 +229,7 @@ class AttackSource:
         return "breached"
 
 
-async def run_attack(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True) -> Transcript:
+async def run_attack(inst: Instance, call: SendTurn, pool: ProviderPool, replay: bool = True) -> Transcript:
     """One attempt: attacker message, reply, red-line check — until a breach or `max_turns`."""
     spec = inst.test.attack
     assert spec is not None

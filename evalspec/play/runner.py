@@ -34,7 +34,7 @@ from evalspec.play.turns import user_message
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.limits import LIMITED, RATE_LIMITED
-from evalspec.providers.tool_rounds import CallFn
+from evalspec.providers.tool_rounds import SendTurn
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules
 from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
@@ -227,7 +227,7 @@ async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message]
 
 
 async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
-               caller: Callable[..., CallFn]) -> Transcript:
+               send_turn: Callable[..., SendTurn]) -> Transcript:
     """A stateful server's conversation is replayed from the cache only when every turn is cached;
     otherwise it runs live from the start with a new thread id."""
     kit = pool.toolkit(inst.provider, inst.suite)
@@ -236,28 +236,28 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
 
         if provider.stateful and provider.cache is not None:
             try:
-                return await run_attack(inst, caller(cache_only=True), pool)
+                return await run_attack(inst, send_turn(cache_only=True), pool)
             except CacheMiss:
-                return await run_attack(inst, caller(read=False), pool, replay=False)
-        return await run_attack(inst, caller(), pool)
+                return await run_attack(inst, send_turn(read=False), pool, replay=False)
+        return await run_attack(inst, send_turn(), pool)
     if inst.test.simulate is not None:
         from evalspec.play.simulated import run_simulated
 
         if provider.stateful and provider.cache is not None:
             try:
-                return await run_simulated(inst, caller(cache_only=True), pool, kit=kit)
+                return await run_simulated(inst, send_turn(cache_only=True), pool, kit=kit)
             except CacheMiss:
-                return await run_simulated(inst, caller(read=False), pool, replay=False, kit=kit)
-        return await run_simulated(inst, caller(), pool, kit=kit)
+                return await run_simulated(inst, send_turn(read=False), pool, replay=False, kit=kit)
+        return await run_simulated(inst, send_turn(), pool, kit=kit)
     if provider.stateful and provider.cache is not None:
         try:
-            return await run_scripted(inst, caller(cache_only=True), kit)
+            return await run_scripted(inst, send_turn(cache_only=True), kit)
         except CacheMiss:
-            return await run_scripted(inst, caller(read=False), kit)
-    return await run_scripted(inst, caller(), kit)
+            return await run_scripted(inst, send_turn(read=False), kit)
+    return await run_scripted(inst, send_turn(), kit)
 
 
-class Caller:
+class TurnCaller:
     """The system under test as one conversation calls it: one thread id for all of its turns."""
 
     def __init__(self, inst: Instance, provider: ProviderCaller, mode: dict[str, bool], stats: CallStats) -> None:
@@ -293,10 +293,10 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> Record:
     """One conversation, graded; every failure is captured into the record, never raised."""
     start = time.perf_counter()
     stats = CallStats()
-    callers: list[Caller] = []
+    callers: list[TurnCaller] = []
 
-    def caller(**mode: bool) -> CallFn:
-        callers.append(Caller(inst, provider, mode, stats))
+    def send_turn(**mode: bool) -> SendTurn:
+        callers.append(TurnCaller(inst, provider, mode, stats))
         return callers[-1]
 
     results: list[AssertionResult] = []
@@ -307,7 +307,7 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> Record:
             transcript = recorded_transcript(inst)
         else:
             provider = pool.get(inst.provider, inst.suite)
-            transcript = await play(inst, pool, provider, caller)
+            transcript = await play(inst, pool, provider, send_turn)
         results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
     except EvalspecError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))

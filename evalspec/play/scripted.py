@@ -9,7 +9,7 @@ from evalspec.core.errors import EvalspecError
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance, has_captures, with_captures
 from evalspec.play.turns import NextMessage, TurnError, play_turns, user_message
-from evalspec.providers.tool_rounds import CallFn, ToolKit
+from evalspec.providers.tool_rounds import SendTurn, ToolKit
 from evalspec.results.transcript import Transcript
 
 __all__ = ["ScriptedUser", "captured_values", "run_scripted"]
@@ -74,7 +74,7 @@ class ScriptedUser:
         return None
 
 
-async def run_scripted(instance: Instance, call: CallFn, kit: ToolKit | None = None) -> Transcript:
+async def run_scripted(instance: Instance, call: SendTurn, kit: ToolKit | None = None) -> Transcript:
     """Send each user turn and record the reply (after its tool rounds); the first provider failure
     ends the conversation."""
     return await play_turns(ScriptedUser(instance), instance, call, kit)

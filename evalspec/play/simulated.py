@@ -22,7 +22,7 @@ from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import ask
 from evalspec.providers.python_user import load_scripted_user, next_message
 from evalspec.providers.structured import SIMULATOR_MAX_TOKENS
-from evalspec.providers.tool_rounds import CallFn, ToolKit
+from evalspec.providers.tool_rounds import SendTurn, ToolKit
 from evalspec.results.transcript import Transcript
 
 __all__ = ["MESSAGE_SCHEMA", "SimulatedUser", "flipped", "message_text", "run_simulated", "simulator_prompt"]
@@ -133,7 +133,7 @@ class SimulatedUser:
         return None
 
 
-async def run_simulated(inst: Instance, call: CallFn, pool: ProviderPool, replay: bool = True,
+async def run_simulated(inst: Instance, call: SendTurn, pool: ProviderPool, replay: bool = True,
                         kit: ToolKit | None = None) -> Transcript:
     return await play_turns(SimulatedUser(inst, pool, replay), inst, call, kit)
 

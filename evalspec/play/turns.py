@@ -22,7 +22,7 @@ from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import ProviderResponse, clean_text
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
-from evalspec.providers.tool_rounds import CallFn, ToolKit, play_turn
+from evalspec.providers.tool_rounds import SendTurn, ToolKit, play_turn
 from evalspec.results.transcript import StopReason, Transcript
 
 __all__ = ["NextMessage", "Source", "TurnError", "assistant_message", "flipped", "play_turns", "replied",
@@ -85,7 +85,7 @@ def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
     return msg
 
 
-def tool_context(instance: Instance, call: CallFn) -> dict[str, Any]:
+def tool_context(instance: Instance, call: SendTurn) -> dict[str, Any]:
     """What a `tool_results` python function gets besides the call's arguments."""
     return {"thread_id": getattr(call, "thread_id", None), "test_id": instance.test_id, "vars": dict(instance.vars)}
 
@@ -109,7 +109,7 @@ def replied(transcript: Transcript, who: str) -> Transcript:
     return transcript
 
 
-async def play_turns(source: Source, instance: Instance, call: CallFn, kit: ToolKit | None) -> Transcript:
+async def play_turns(source: Source, instance: Instance, call: SendTurn, kit: ToolKit | None) -> Transcript:
     """Play `source`'s messages against `call` until the source or a stop condition ends the conversation."""
     transcript = Transcript()
     try:
@@ -119,7 +119,7 @@ async def play_turns(source: Source, instance: Instance, call: CallFn, kit: Tool
     return replied(transcript, source.who) if source.who is not None else transcript
 
 
-async def _play(source: Source, transcript: Transcript, call: CallFn, kit: ToolKit | None,
+async def _play(source: Source, transcript: Transcript, call: SendTurn, kit: ToolKit | None,
                 context: dict[str, Any]) -> str:
     """The conversation's stop reason; a failure raises TurnError."""
     while (said := await source.next_message(transcript)) is not None:

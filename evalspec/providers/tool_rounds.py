@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_TOOL_ROUNDS = 5
 
-CallFn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
+# one conversation sends one turn: (messages, turn) -> the reply (`play.runner.TurnCaller`)
+SendTurn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
 
 
 def parse_arguments(raw: Any) -> Any:
@@ -205,7 +206,7 @@ def _total(values: list[Any]) -> Any:
     return sum(known) if known else None
 
 
-async def play_turn(call: CallFn, log: TurnLog, turn: int, kit: ToolKit | None, context: dict[str, Any],
+async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None, context: dict[str, Any],
                     assistant_message: MessageFn) -> dict[str, Any]:
     """Get the reply to user turn `turn` (already in `log`), answering tool calls round by round.
 
