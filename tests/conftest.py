@@ -1,15 +1,28 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.servers import ChatbotServer, OpenAIServer
+
+if TYPE_CHECKING:
+    from tests.raycluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # reports in English unless a test asks for another language: most fixtures are Chinese conversations,
 # whose reports would otherwise be Chinese (SPEC §21); tests of the language choice remove it
 os.environ["EVALSPEC_LANG"] = "en"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The Ray tests first: they are the longest group (one cluster, one xdist worker), so under
+    pytest-xdist (--dist loadgroup) their worker starts on them at once while the others share the rest."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
 
 
 @pytest.fixture
@@ -22,3 +35,45 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run with the working directory in a temporary folder (runs and cache land there)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[LocalCluster]:
+    """A two-node Ray cluster on this machine (tests/raycluster.py), started once per session: the tests
+    using it are the xdist group `ray`, so under pytest-xdist one worker starts it."""
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'evalspec[ray]')")
+    from tests.raycluster import LocalCluster
+
+    running = LocalCluster().start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="session")
+def _echo_server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def echo_server(_echo_server: OpenAIServer) -> OpenAIServer:
+    """An OpenAI-compatible server answering `echo: <last user message>` (tests/servers.py echo), one per
+    session, its recorded requests, calls and keys forgotten before each test."""
+    _echo_server.reset()
+    return _echo_server
+
+
+@pytest.fixture(scope="session")
+def _chatbot_server() -> Iterator[ChatbotServer]:
+    with ChatbotServer() as server:
+        yield server
+
+
+@pytest.fixture
+def chatbot_server(_chatbot_server: ChatbotServer) -> ChatbotServer:
+    """The stateful loopback chatbot (tests/servers.py), one per session, its sessions and recorded
+    requests forgotten before each test."""
+    _chatbot_server.reset()
+    return _chatbot_server

@@ -130,7 +130,9 @@ class LoopbackServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # a short poll: `shutdown()` waits for the loop's next look at its flag (0.5 s by default)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01},
+                                        daemon=True)
 
     def __enter__(self) -> LoopbackServer:
         self._thread.start()
@@ -139,6 +141,12 @@ class LoopbackServer:
     def __exit__(self, *exc: Any) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def reset(self) -> None:
+        """Forget what was recorded, as a new server would (a server shared by several tests)."""
+        with self._lock:
+            self.requests.clear()
+            self.paths.clear()
 
     @property
     def url(self) -> str:
@@ -161,6 +169,11 @@ class OpenAIServer(LoopbackServer):
             return Reply(404, {"error": {"message": f"no route {path}"}})
 
         super().__init__(handle)
+
+    def reset(self) -> None:
+        super().reset()
+        self.calls = 0
+        self.auth.clear()
 
     @property
     def base(self) -> str:
@@ -190,6 +203,10 @@ class ChatbotServer(LoopbackServer):
             return Reply(404, {"error": "no route"})
 
         super().__init__(handle)
+
+    def reset(self) -> None:
+        super().reset()
+        self.sessions.clear()
 
 
 class RateLimited:

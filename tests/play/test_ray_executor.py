@@ -10,14 +10,17 @@ from pathlib import Path
 import pytest
 
 from tests import ROOT
+from tests.raycluster import LocalCluster
 
 
-def test_ray_run_matches_the_local_run(in_tmp: Path) -> None:
-    pytest.importorskip("ray")
+@pytest.mark.xdist_group("ray")  # the Ray tests share one worker and the session's cluster
+def test_ray_run_matches_the_local_run(in_tmp: Path, ray_cluster: LocalCluster) -> None:
     suites = [str(p) for p in sorted((ROOT / "suites").glob("*.yaml"))]
     for executor, out in (("local", "local.json"), ("ray", "ray.json")):
-        proc = subprocess.run([sys.executable, "-m", "evalspec", "run", *suites, "--executor", executor, "-q",
-                               "--no-cache", "-o", out], cwd=in_tmp, capture_output=True, text=True, timeout=300)
+        where = ["--address", ray_cluster.address] if executor == "ray" else []  # the session's cluster
+        proc = subprocess.run([sys.executable, "-m", "evalspec", "run", *suites, "--executor", executor, *where,
+                               "-q", "--no-cache", "-o", out], cwd=in_tmp, env=ray_cluster.env(),
+                              capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     local = json.loads((in_tmp / "local.json").read_text())
     remote = json.loads((in_tmp / "ray.json").read_text())

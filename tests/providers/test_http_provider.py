@@ -45,12 +45,11 @@ providers:
 """ + CONVERSATION
 
 
-def test_stateful_sends_only_the_new_message_with_a_stable_thread_id(tmp_path: Path) -> None:
-    with ChatbotServer() as server:
-        data = go(tmp_path, stateful(server))
+def test_stateful_sends_only_the_new_message_with_a_stable_thread_id(tmp_path: Path, chatbot_server: ChatbotServer) -> None:
+    data = go(tmp_path, stateful(chatbot_server))
     assert [r["status"] for r in data["results"]] == ["passed", "passed"]
-    assert all(set(r) == {"session", "text"} for r in server.requests)
-    sessions = [r["session"] for r in server.requests]
+    assert all(set(r) == {"session", "text"} for r in chatbot_server.requests)
+    sessions = [r["session"] for r in chatbot_server.requests]
     # two conversations (repeats), two turns each: stable within, unique across
     assert len(set(sessions)) == 2 and sessions.count(sessions[0]) == 2
     assert data["results"][0]["transcript"][3]["content"] == "[2] 收到：还记得我吗？（张三）"
@@ -88,9 +87,8 @@ tests:
     assert data["results"][0]["transcript"][1]["content"] == "1 user messages, last: 你好"
 
 
-def test_response_path_that_finds_nothing_is_an_error(tmp_path: Path) -> None:
-    with ChatbotServer() as server:
-        data = go(tmp_path, stateful(server).replace("data.reply", "data.missing"))
+def test_response_path_that_finds_nothing_is_an_error(tmp_path: Path, chatbot_server: ChatbotServer) -> None:
+    data = go(tmp_path, stateful(chatbot_server).replace("data.reply", "data.missing"))
     assert data["results"][0]["status"] == "error"
     assert "data.missing" in data["results"][0]["error"]
 

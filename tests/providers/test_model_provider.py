@@ -41,33 +41,31 @@ def go(path: Path, tmp_path: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_reply_tokens_latency_and_cost_recorded(tmp_path: Path, client: str) -> None:
-    with OpenAIServer() as server:
-        data = go(suite(tmp_path, server, client, turns=2), tmp_path)
+def test_reply_tokens_latency_and_cost_recorded(tmp_path: Path, client: str, echo_server: OpenAIServer) -> None:
+    data = go(suite(tmp_path, echo_server, client, turns=2), tmp_path)
     record = data["results"][0]
     assert record["status"] == "passed", record
     replies = [m for m in record["transcript"] if m["role"] == "assistant"]
     assert [m["content"] for m in replies] == ["echo: 第1个问题", "echo: 第2个问题"]
     assert all(m["tokens"] == 15 and m["latency_ms"] > 0 for m in replies)
     assert replies[0]["cost"] == pytest.approx(10 * 1.5e-7 + 5 * 6e-7)
-    first = server.chats()[0]
+    first = echo_server.chats()[0]
     assert first["messages"][0] == {"role": "system", "content": "你是汽车销售顾问"}
     assert first["model"] == "gpt-4o-mini"
-    assert server.auth[0] == "Bearer sk-test-123"
+    assert echo_server.auth[0] == "Bearer sk-test-123"
     # the system's own reply is the next turn's context
-    assert server.chats()[1]["messages"][2] == {"role": "assistant", "content": "echo: 第1个问题"}
+    assert echo_server.chats()[1]["messages"][2] == {"role": "assistant", "content": "echo: 第1个问题"}
     # the key never lands in run.json
     assert "sk-test-123" not in str(data)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_window_history_sends_only_the_last_exchanges(tmp_path: Path, client: str) -> None:
-    with OpenAIServer() as server:
-        go(suite(tmp_path, server, client, extra="    history: {mode: window, turns: 2}", turns=5), tmp_path)
-    last = server.chats()[-1]["messages"]
+def test_window_history_sends_only_the_last_exchanges(tmp_path: Path, client: str, echo_server: OpenAIServer) -> None:
+    go(suite(tmp_path, echo_server, client, extra="    history: {mode: window, turns: 2}", turns=5), tmp_path)
+    last = echo_server.chats()[-1]["messages"]
     assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert [m["content"] for m in last if m["role"] == "user"] == ["第3个问题", "第4个问题", "第5个问题"]
-    assert sum(1 for m in server.chats()[1]["messages"] if m["role"] == "user") == 2
+    assert sum(1 for m in echo_server.chats()[1]["messages"] if m["role"] == "user") == 2
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -154,9 +152,8 @@ def test_unknown_model_provider_is_a_preflight_error(tmp_path: Path) -> None:
         go(path, tmp_path)
 
 
-def test_provider_configuration_is_described_with_a_system_prompt_hash(tmp_path: Path) -> None:
-    with OpenAIServer() as server:
-        data = go(suite(tmp_path, server, "lean", extra="    history: {mode: window, turns: 3}\n    params: {temperature: 0}"), tmp_path)
+def test_provider_configuration_is_described_with_a_system_prompt_hash(tmp_path: Path, echo_server: OpenAIServer) -> None:
+    data = go(suite(tmp_path, echo_server, "lean", extra="    history: {mode: window, turns: 3}\n    params: {temperature: 0}"), tmp_path)
     config = data["suites"][0]["providers"][0]
     assert config["context"] == "window 3" and config["history"] == {"mode": "window", "turns": 3} and len(config["system_sha256"]) == 12
     from evalspec.config.model import describe_provider
