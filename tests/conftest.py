@@ -19,10 +19,30 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["EVALSPEC_LANG"] = "en"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The Ray tests first: they are the longest group (one cluster, one xdist worker), so under
-    pytest-xdist (--dist loadgroup) their worker starts on them at once while the others share the rest."""
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The grouped tests first (`xdist_group`: the Ray tests, the longest group, one cluster on one
+    worker), so under pytest-xdist (--dist loadgroup) their worker starts on them at once while the
+    others share the rest."""
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+    if getattr(config.option, "loadgroup", False):  # an xdist worker, --dist loadgroup
+        _suffix_groups(items)
+
+
+def _suffix_groups(items: list[pytest.Item]) -> None:
+    """pytest-xdist sends a grouped test to its group's worker by the `@group` suffix it gives the test's
+    node id; on pytest 9.2 that suffix no longer takes (pytest-xdist#1386: the id is structured now) and
+    the groups are scattered, so it is given here (the same string pytest-xdist makes)."""
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # a pytest before structured ids: pytest-xdist's own suffix works
+        return
+    for item in items:
+        names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                        for mark in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            item._id = coerce_node_id(item.nodeid + suffix)  # type: ignore[attr-defined]
 
 
 @pytest.fixture
