@@ -153,6 +153,8 @@ class TestSpec:
     asserts: list[AssertionSpec] = field(default_factory=list)
     threshold: float | None = None
     matrix: dict[str, list[Any]] = field(default_factory=dict)
+    reduce: str | None = None  # min | mean: a matrix test's instances are one verdict (SPEC §19)
+    until_turn: Any = None  # an int or a template: the conversation is played up to that user turn
     repeat: RepeatSpec = field(default_factory=RepeatSpec)
     curve: str | None = None  # the x variable
     chart: str | None = None  # curve tests sharing a chart are drawn on one chart

@@ -344,6 +344,15 @@ class SuiteParser:
         matrix, mpath = f("matrix")
         if isinstance(matrix, dict):
             test.matrix = {str(k): list(v) for k, v in matrix.items() if isinstance(v, list)}
+        reduce, redpath = f("reduce")
+        if reduce in ("min", "mean"):
+            test.reduce = str(reduce)
+            if not test.matrix:
+                self.bad(redpath, f"'reduce: {reduce}' combines the instances of a matrix test: this test has no "
+                                  "'matrix'")
+        until, _ = f("until_turn")
+        if isinstance(until, (int, str)) and not isinstance(until, bool):
+            test.until_turn = until
         repeat, rpath = f("repeat")
         if isinstance(repeat, int) and not isinstance(repeat, bool):
             test.repeat = RepeatSpec(max(1, repeat))
@@ -360,6 +369,8 @@ class SuiteParser:
                          + did_you_mean(curve, list(test.matrix)) if test.matrix else
                          f"curve variable '{curve}' needs a 'matrix' with that key")
             test.curve = curve
+            if test.reduce:
+                self.bad(cvpath, f"a curve test reports each point: it cannot also 'reduce: {test.reduce}' its instances")
         sla, slpath = f("sla")
         if isinstance(sla, list):
             if not test.curve:

@@ -205,6 +205,11 @@ def test_properties() -> dict[str, Any]:
         "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"}},
         "threshold": {"type": "number", "minimum": 0, "maximum": 1},
         "matrix": {"type": "object", "additionalProperties": {"type": "array", "minItems": 1}},
+        "reduce": {"enum": ["min", "mean"], "description": "the matrix instances are one test, scored by the "
+                                                            "minimum (or mean) of their scores"},
+        "until_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}],
+                       "description": "play the conversation up to this user turn (e.g. \"{{ turn }}\"): the "
+                                      "turns before it are history, its golden reply is left out, and it is sent"},
         "repeat": {"anyOf": [{"type": "integer", "minimum": 1},
                              _obj({"n": {"type": "integer", "minimum": 1},
                                    "pass": {"anyOf": [{"enum": ["all", "majority", "any"]},

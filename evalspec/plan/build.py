@@ -380,7 +380,12 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
     turns: list[PlannedTurn] = []
     labels: dict[str, int] = {}
     turn = 0
+    until = _until_turn(test, variables)
     for position, entry in enumerate(test.conversation):
+        if until is not None and (turn > until or (turn == until and entry.kind != "assistant")):
+            break  # past the sent turn; its golden reply (and what follows) is left out
+        if until is not None and turn == until:
+            continue
         if entry.kind == "user":
             turn += 1
             local = {**variables, **entry.vars}
@@ -389,8 +394,10 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
                 raise _RenderProblem((*entry.where, "user"), "empty user message after rendering")
             if entry.label:
                 labels[entry.label] = turn
+            # under `until_turn` the turns before the sent one are golden history: nothing of theirs is graded
+            graded = entry.asserts if until is None or turn == until else []
             turns.append(PlannedTurn("user", str(text), turn, label=entry.label,
-                                     asserts=_render_asserts(entry.asserts, local, turn), capture=entry.capture))
+                                     asserts=_render_asserts(graded, local, turn), capture=entry.capture))
             if entry.capture:  # defined for the later turns and the test's assertions
                 if captured is None:
                     variables[entry.capture] = "{{ " + entry.capture + " }}"
@@ -422,6 +429,21 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
     if captured is None:  # a capture's stand-in is not a value: no provider or check sees it as one
         variables = {n: v for n, v in variables.items() if not any(t.capture == n for t in turns)}
     return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels)
+
+
+def _until_turn(test: TestSpec, variables: dict[str, Any]) -> int | None:
+    """`until_turn:` rendered: the user turn the instance sends (SPEC §19, MT-Bench-101 per turn)."""
+    if test.until_turn is None:
+        return None
+    where: PathKey = (*test.where, "until_turn")
+    value = _render(test.until_turn, variables, where)
+    try:
+        until = int(value)
+    except (TypeError, ValueError):
+        raise _RenderProblem(where, f"until_turn must be a whole number, got {value!r}") from None
+    if until < 1:
+        raise _RenderProblem(where, f"until_turn must be >= 1, got {until}")
+    return until
 
 
 def _recorded_instance(suite: Suite, test: TestSpec, provider: ProviderSpec, tid: str,

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from evalspec.results import verdict as reduction  # SPEC §19 `reduce:`
 from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
 from evalspec.results.gate import decide
@@ -30,7 +31,7 @@ def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> lis
         out.append(Verdict(suite, base_id, first["name"], provider, status, len(recs), ok, rate, hat, mean, std,
                            gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
                            category(status, is_curve, draft, include_drafts)))
-    return out
+    return reduction.reduce_instances(out, records, include_drafts)
 
 
 def sla_verdicts(curve_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -80,7 +81,7 @@ def metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             scores[key] += [a["score"] for a in checks if a.get("score") is not None]
             status = ("error" if any(a.get("error") or a.get("pass") is None for a in checks)
                       else "passed" if all(a.get("pass") for a in checks) else "failed")
-            repeats[key].setdefault(r["base_id"], []).append({"status": status, "rule": r.get("repeat_rule", "all")})
+            repeats[key].setdefault(reduction.verdict_key(r), []).append({"status": status, "rule": r.get("repeat_rule", "all")})
     out = []
     for key, by_test in repeats.items():
         decided = [combine_repeats(recs, recs[0]["rule"])[0] for recs in by_test.values()]

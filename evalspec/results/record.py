@@ -121,6 +121,8 @@ class Record(_StoredRecord, total=False):
         description="each http `tool_calls:` path of the conversation: was its key in some turn's response")]
     attack: Annotated[dict[str, Any], Keywords(
         description="an attack attempt's strategy, red lines and breach (SPEC §16)")]
+    reduce: Annotated[Literal["min", "mean"], Keywords(
+        description="the test's matrix instances are one verdict, scored by this")]
     covers: Annotated[dict[str, list[str]], Keywords(
         description="the declared coverage values this instance covers, by dimension (SPEC §25)")]
 
@@ -150,6 +152,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "status": status,
         "score": round(score, 6) if score is not None else None,
         "threshold": test.threshold,
+        **({"reduce": test.reduce} if test.reduce else {}),  # the instances are one verdict (SPEC §19)
         "critical_failed": critical,
         "draft": test.draft,
         "xfail": test.xfail,

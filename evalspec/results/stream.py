@@ -25,6 +25,8 @@ def light(record: dict[str, Any]) -> dict[str, Any]:
     no assertion details, and no field that is empty (they read those with `.get`)."""
     out = {k: sys.intern(v) if isinstance(v, str) else v for k, v in record.items()
            if k not in HEAVY and (v or k in ALWAYS or isinstance(v, str))}
+    if record.get("reduce"):  # a reduced test is passed by its threshold (SPEC §19)
+        out["threshold"] = record.get("threshold")
     teardown = record.get("teardown")
     if isinstance(teardown, dict) and teardown.get("ok") is False:  # the summary names failed teardowns
         out["teardown"] = {"ok": False, "error": teardown.get("error")}

@@ -112,13 +112,14 @@ class Verdict:
     curve: bool
     records: list[int] = field(default_factory=list)
     category: str = ""
+    reduce: str | None = None  # min | mean: this verdict stands for all instances of a matrix test
 
     @property
     def measured(self) -> bool:
         return self.curve
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "records"}
+        out = {k: v for k, v in self.__dict__.items() if k != "records" and (k != "reduce" or v)}
         out["measured"] = self.curve
         return out
 
@@ -157,3 +158,61 @@ def mean_std(values: list[float]) -> tuple[float | None, float | None]:
         return None, None
     mean = sum(values) / len(values)
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
+REDUCE_THRESHOLD = 0.5  # a reduced test without `threshold:` passes at the assertions' default
+
+
+def reduce_instances(vs: list[Verdict], records: list[dict[str, Any]], gated_drafts: bool = False) -> list[Verdict]:
+    """SPEC §19 `reduce: min | mean`: the verdicts of a matrix test's instances (per provider) become one
+    verdict, in the place of its first instance, scored by the minimum (or mean) of the instances' scores
+    and passed only when that score reaches the test's threshold. A critical failure in any instance fails
+    it, an error in any instance makes it an error; its records are every instance's (reports list each)."""
+    groups: dict[tuple[str, str, str], list[Verdict]] = {}
+    out: list[Verdict | tuple[str, str, str]] = []
+    for v in vs:
+        first = records[v.records[0]] if v.records else {}
+        if not first.get("reduce"):
+            out.append(v)
+            continue
+        key = (v.suite, str(first.get("test") or v.test_id), v.provider)
+        if key not in groups:
+            groups[key] = []
+            out.append(key)
+        groups[key].append(v)
+    return [x if isinstance(x, Verdict) else _reduced(groups[x], records, gated_drafts) for x in out]
+
+
+def _reduced(group: list[Verdict], records: list[dict[str, Any]], gated_drafts: bool) -> Verdict:
+    first = records[group[0].records[0]]
+    how = str(first["reduce"])
+    scores = [v.score_mean for v in group if v.score_mean is not None]
+    score = (min(scores) if how == "min" else sum(scores) / len(scores)) if scores else None
+    statuses = [v.status for v in group]
+    critical = any(v.critical_failed for v in group)
+    threshold = first.get("threshold")
+    xfail = bool(first.get("xfail"))
+    if critical:
+        status = "failed"
+    elif "error" in statuses:
+        status = "error"
+    elif all(s == "skipped" for s in statuses):
+        status = "skipped"
+    else:
+        if score is None:
+            passed = all(s in ("passed", "xpassed", "skipped") for s in statuses)
+        else:
+            passed = score >= (threshold if threshold is not None else REDUCE_THRESHOLD)
+        status = ("xpassed" if passed else "xfailed") if xfail else ("passed" if passed else "failed")
+    ok = sum(1 for s in statuses if s in ("passed", "xpassed"))
+    curve, draft = bool(first.get("curve")), bool(first.get("draft"))
+    gated = not draft and not xfail and not curve and status != "skipped"
+    return Verdict(group[0].suite, str(first.get("test") or group[0].test_id), group[0].name, group[0].provider,
+                   status, sum(v.n for v in group), ok, ok / len(group), all(v.pass_hat_k for v in group),
+                   round(score, 6) if score is not None else None, None, gated, critical, draft, xfail, curve,
+                   [i for v in group for i in v.records], category(status, curve, draft, gated_drafts), how)
+
+
+def verdict_key(record: dict[str, Any]) -> str:
+    """The test a record counts for in per-test figures: its instance, or its test under `reduce`."""
+    return str(record.get("test") or record["base_id"]) if record.get("reduce") else str(record["base_id"])

@@ -1,7 +1,10 @@
-"""MT-Bench-101 dialogues as golden-history suites, one per task.
+"""MT-Bench-101 dialogues as golden-history suites, one per task, every judged turn graded (SPEC §19).
 
-Every turn but the last is history (`user` + `assistant` with the golden reply); the last user turn is
-sent, and a judge grades the reply with the task's rubric, shown the golden last reply as `reference:`.
+One test per dialogue with a matrix over the turns the benchmark judges (`turn: [2, 3]`): instance
+`[turn=k]` holds the golden history before turn k (`until_turn`) and sends user turn k, whose reply a
+judge grades on the benchmark's 1–10 scale (`levels`); the dialogue's score is the minimum over its
+turns (`reduce: min`), as the benchmark reports it. Its per-task rules (opencompass MT-Bench-101): the
+first turn of some tasks is not judged, and the reasoning tasks show the judge the golden reply.
 """
 
 from __future__ import annotations
@@ -54,6 +57,16 @@ def read_dialogues(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+SKIP_FIRST = ("FR", "CR", "AR", "SA", "SC", "CM")  # tasks whose first turn only sets up the dialogue
+NEED_REFERENCE = ("MR", "GR")  # tasks judged against the golden reply
+LEVELS = {str(n): round((n - 1) / 9, 4) for n in range(10, 0, -1)}  # "10": 1.0 … "1": 0.0
+
+
+def judged_turns(task: str, turns: int) -> list[int]:
+    """The user turns (1-based) MT-Bench-101 judges in a dialogue of this task."""
+    return [k for k in range(1, turns + 1) if not (k == 1 and task in SKIP_FIRST)]
+
+
 def import_mtbench101(path: Path, judge: Any = "openai/gpt-4o-mini") -> list[ImportedSuite]:
     """One suite per task, in the order the tasks first appear."""
     by_task: dict[str, list[dict[str, Any]]] = {}
@@ -62,20 +75,32 @@ def import_mtbench101(path: Path, judge: Any = "openai/gpt-4o-mini") -> list[Imp
     suites = []
     for task, rows in by_task.items():
         title, rubric = TASKS.get(task, (task, "The reply is as good as the reference reply for this conversation."))
+        rubric += " Rate the reply from 1 (fails completely) to 10 (meets every criterion)."
         tests: list[dict[str, Any]] = []
-        for row in rows:
-            conversation: list[dict[str, Any]] = []
-            for turn in row["history"][:-1]:  # the dialogue is sent as written (the reference is not rendered)
-                conversation += [{"user": literal(turn["user"])}, {"assistant": literal(turn["bot"])}]
-            last = row["history"][-1]
-            conversation.append({"user": literal(last["user"]), "assert": [
-                {"llm-rubric": rubric, "reference": plain(last["bot"])}]})
-            tests.append({"id": plain(f"{task}-{row.get('id', len(tests) + 1)}"), "tags": plain([task]),
-                          "conversation": conversation})
         notes = [] if task in TASKS else [f"task '{task}' is not an MT-Bench-101 task: a generic rubric was used"]
+        for row in rows:
+            tid = f"{task}-{row.get('id', len(tests) + 1)}"
+            turns = judged_turns(task, len(row["history"]))
+            if not turns:
+                notes.append(f"{tid}: a one-turn dialogue of a task whose first turn is not judged: left out")
+                continue
+            conversation: list[dict[str, Any]] = []
+            for k, turn in enumerate(row["history"], 1):  # the dialogue is sent as written
+                entry: dict[str, Any] = {"user": literal(turn["user"])}
+                if k in turns:
+                    check: dict[str, Any] = {"llm-rubric": rubric, "levels": dict(LEVELS)}
+                    if task in NEED_REFERENCE or task not in TASKS:
+                        check["reference"] = plain(turn["bot"])
+                    entry["assert"] = [check]
+                conversation += [entry, {"assistant": literal(turn["bot"])}]
+            tests.append({"id": plain(tid), "tags": plain([task]), "matrix": {"turn": turns}, "reduce": "min",
+                          "until_turn": "{{ turn }}", "conversation": conversation})
+        if not tests:
+            continue
         suites.append(ImportedSuite(
             filename=f"mtbench101-{_NOT_NAME.sub('_', task)}.yaml",  # a task is not a path
             source=path.name, not_converted=notes,
-            data={"description": plain(f"MT-Bench-101 {task} ({title}): golden history, the last turn judged"),
+            data={"description": plain(f"MT-Bench-101 {task} ({title}): golden history, every judged turn "
+                                       "graded 1–10, the dialogue scored by its lowest turn"),
                   "tags": ["mtbench101"], "judge": judge, "tests": tests}))
     return suites

@@ -1,4 +1,4 @@
-"""MT-Bench-101 data becomes one golden-history suite per task, judged against the golden last reply."""
+"""MT-Bench-101 data becomes one golden-history suite per task, every judged turn graded, the lowest one scoring."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from evalspec import run
 from evalspec.app.cli.main import main
+from evalspec.authoring.importers.mtbench101 import import_mtbench101, judged_turns
 from evalspec.config import load_suites
 from evalspec.play.runner import RunOptions
 from tests import TESTS
@@ -18,13 +19,17 @@ from tests.servers import OpenAIServer, Reply, chat_body
 DATA = TESTS / "data" / "mtbench101-sample.jsonl"
 
 
-def test_one_suite_per_task_with_golden_history_and_reference(tmp_path: Path) -> None:
+def test_one_test_per_dialogue_judged_per_turn_scored_by_its_lowest_turn(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
+    gr2 = next(r for r in rows if r["task"] == "GR" and r["id"] == 2)
     judged: list[str] = []
 
     def script(request: dict[str, Any], n: int) -> Reply:
         if request["model"] == "judge":
-            judged.append(request["messages"][-1]["content"])
-            return Reply(body=chat_body('{"reason": "matches the reference", "pass": true}'))
+            prompt = request["messages"][-1]["content"]
+            judged.append(prompt)
+            low = gr2["history"][2]["user"] in prompt and gr2["history"][3]["user"] not in prompt
+            return Reply(body=chat_body(json.dumps({"reason": "checked", "level": "3" if low else "9"})))
         return Reply(body=chat_body("my answer"))
 
     with OpenAIServer(script) as server:
@@ -37,16 +42,34 @@ def test_one_suite_per_task_with_golden_history_and_reference(tmp_path: Path) ->
         assert len(files) == 13
         suites = load_suites(list(files))  # validates as written
         gr = next(s for s in suites if s.path.name == "mtbench101-GR.yaml")
-        first = json.loads(DATA.read_text(encoding="utf-8").splitlines()[0])
         test = gr.tests[0]
-        assert [t.kind for t in test.conversation] == ["user", "assistant", "user", "assistant", "user"]
-        assert test.conversation[1].text == first["history"][0]["bot"]
-        rubric = test.conversation[-1].asserts[0]
-        assert rubric.type == "llm-rubric" and rubric.options["reference"] == first["history"][-1]["bot"]
+        assert test.matrix == {"turn": [1, 2, 3]} and test.reduce == "min"
+        assert [t.kind for t in test.conversation] == ["user", "assistant"] * 3
+        rubric = test.conversation[4].asserts[0]
+        assert rubric.type == "llm-rubric" and rubric.options["reference"] == rows[0]["history"][2]["bot"]
+        assert list(rubric.options["levels"]) == [str(n) for n in range(10, 0, -1)]
         data = run([gr.path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
-    assert len(server.chats()) == 3 + 3  # one reply and one verdict per dialogue
-    assert all(r["status"] == "passed" for r in data["results"])
-    assert any(first["history"][-1]["bot"] in prompt for prompt in judged)  # the judge sees the reference
+    calls = [c for c in server.chats() if c["model"] == "under-test"]
+    assert len(calls) == 3 + 4 + 3 and len(judged) == 10  # every turn of every dialogue, one verdict each
+    sent = [[m["content"] for m in c["messages"]] for c in calls]
+    h = rows[0]["history"]
+    assert [h[0]["user"], h[0]["bot"], h[1]["user"]] in sent  # [turn=2]: the golden turn 1, then turn 2
+    assert len(data["results"]) == 10  # each instance is listed
+    assert [(v["test_id"], v["status"], v["n"]) for v in data["verdicts"]] == [
+        ("GR-1", "passed", 3), ("GR-2", "failed", 4), ("GR-3", "passed", 3)]
+    assert data["verdicts"][1]["score_mean"] == 0.2222  # the lowest turn's level ("3")
+    assert data["gate"]["suites"][0]["passed"] == 2 and data["gate"]["suites"][0]["failed"] == 1
+    assert any(h[2]["bot"] in prompt for prompt in judged)  # a reasoning task's judge sees the golden reply
+
+
+def test_the_benchmark_rules_pick_the_judged_turns_and_the_reference() -> None:
+    suites = {s.filename: s.data["tests"] for s in import_mtbench101(DATA)}
+    ar = suites["mtbench101-AR.yaml"][0]  # anaphora resolution: the first turn only sets up the dialogue
+    assert ar["matrix"] == {"turn": [2, 3, 4]} and "assert" not in ar["conversation"][0]
+    assert all("reference" not in e["assert"][0] for e in ar["conversation"] if "assert" in e)
+    mr = suites["mtbench101-MR.yaml"][0]  # mathematical reasoning: every turn, against the golden reply
+    assert mr["matrix"] == {"turn": [1, 2]} and mr["conversation"][0]["assert"][0]["reference"]
+    assert judged_turns("SC", 1) == [] and judged_turns("PI", 3) == [1, 2, 3]
 
 
 def test_a_bad_line_is_named_with_its_number(tmp_path: Path) -> None:
@@ -81,6 +104,6 @@ def test_dialogue_text_is_sent_as_written_never_as_a_template_or_a_variable(
         files = list((tmp_path / "mt").glob("*.yaml"))
         assert [f.name for f in files] == ["mtbench101-___CM.yaml"]  # a task names no folder
         run(files, options=RunOptions(run_dir=tmp_path / "run", use_cache=False))
-    sent = next(c for c in server.chats() if c["model"] == "under-test")["messages"]
-    assert [m["content"] for m in sent] == [history[0]["user"], history[0]["bot"], history[1]["user"]]
-    assert history[1]["bot"] in judged[0] and "sk-never-sent" not in judged[0]
+    sent = [[m["content"] for m in c["messages"]] for c in server.chats() if c["model"] == "under-test"]
+    assert sorted(sent, key=len) == [[history[0]["user"]], [history[0]["user"], history[0]["bot"], history[1]["user"]]]
+    assert any(history[1]["bot"] in j for j in judged) and not any("sk-never-sent" in j for j in judged)
