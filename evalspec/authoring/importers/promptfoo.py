@@ -17,7 +17,7 @@ from typing import Any
 
 import regex
 import yaml
-from jinja2 import nodes
+from jinja2 import Undefined, nodes
 
 from evalspec.authoring.importers import RAW_CLOSE, RAW_OPEN, ImportedSuite, literal, plain
 from evalspec.config.templating import LimitedEnvironment, render_limited
@@ -113,7 +113,7 @@ class _NunjucksEnvironment(LimitedEnvironment):
 
     def __init__(self) -> None:
         super().__init__(autoescape=False)
-        self.filters["dump"] = lambda v: json.dumps(v, ensure_ascii=False)
+        self.filters["dump"] = lambda v: '""' if isinstance(v, Undefined) else json.dumps(v, ensure_ascii=False)
         self.filters[_PAIRS_FILTER] = lambda v: list(v.items()) if isinstance(v, dict) else v
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
@@ -386,8 +386,14 @@ class _Converter:
                                 f"{type(exc).__name__}: {exc}")
             return None
 
-    def messages(self, prompt: Any, variables: dict[str, Any], where: str) -> list[dict[str, str]]:
-        rendered = self.render(prompt, {**variables, "_conversation": []}, where)
+    def messages(self, prompt: Any, variables: dict[str, Any], where: str,
+                 own: dict[str, Any] | None = None) -> list[dict[str, str]]:
+        """The test's messages: the rendered prompt, with the history its vars hold (`_conversation`,
+        `previous_messages`) as messages of the user's and the assistant's own words, never the template's
+        scaffold around them ("\nUser: ..."): a text prompt that lays out a history sends the user's words
+        (the test's own var it shows), or else the history's last user message."""
+        history = history_of(variables)
+        rendered = self.render(prompt, {**variables, **{k: [] for k in HISTORY_VARS}}, where)
         if rendered is None:
             return []
         stripped = rendered.strip()
@@ -398,8 +404,20 @@ class _Converter:
             except (json.JSONDecodeError, yaml.YAMLError):
                 parsed = None
             if isinstance(parsed, list) and all(isinstance(m, dict) and "role" in m for m in parsed):
-                return [{"role": str(m["role"]), "content": str(m.get("content", ""))} for m in parsed]
-        return [{"role": "user", "content": rendered}]
+                chat = [{"role": str(m["role"]), "content": str(m.get("content", ""))} for m in parsed]
+                if history and chat and chat[-1]["role"] == "user" and not chat[-1]["content"].strip():
+                    return chat[:-1] + _last_exchange_sent(history)
+                return chat[:-1] + history + chat[-1:] if history and chat else chat
+        if not history and not any(k in str(prompt) for k in HISTORY_VARS):
+            return [{"role": "user", "content": rendered}]
+        words = [str(v) for k, v in (own or {}).items()
+                 if k not in HISTORY_VARS and isinstance(v, str) and v.strip() and v in rendered]
+        if words:
+            sent = max(words, key=len)
+            if rendered.strip() != sent.strip():
+                self.notes.append(f"{where}: the prompt's text around the user's words (its scaffold) is not sent")
+            return [*history, {"role": "user", "content": sent}]
+        return _last_exchange_sent(history) if history else [{"role": "user", "content": rendered}]
 
     # -- assertions --------------------------------------------------------------------------
     def assertion(self, raw: Any, where: str) -> dict[str, Any] | None:
@@ -456,6 +474,34 @@ class _Converter:
     def assertions(self, raw: Any, where: str) -> list[dict[str, Any]]:
         items = raw if isinstance(raw, list) else []
         return [a for i, item in enumerate(items) if (a := self.assertion(item, f"{where}.assert[{i}]"))]
+
+
+HISTORY_VARS = ("_conversation", "previous_messages")
+
+
+def history_of(variables: dict[str, Any]) -> list[dict[str, str]]:
+    """The messages a test's `previous_messages` ([{user: …} | {assistant: …} | {role, content}]) and then
+    `_conversation` ([{input, output}]) vars hold, in the user's and the assistant's words."""
+    out: list[dict[str, str]] = []
+    for item in variables.get("previous_messages") or [] if isinstance(variables.get("previous_messages"), list) else []:
+        if isinstance(item, dict) and item.get("role") in ("user", "assistant") and "content" in item:
+            out.append({"role": str(item["role"]), "content": str(item["content"])})
+        elif isinstance(item, dict):
+            out += [{"role": role, "content": str(item[role])} for role in ("user", "assistant")
+                    if isinstance(item.get(role), (str, int, float))]
+    for item in variables.get("_conversation") or [] if isinstance(variables.get("_conversation"), list) else []:
+        if isinstance(item, dict):
+            out += [{"role": role, "content": str(item[key])} for key, role in (("input", "user"), ("output", "assistant"))
+                    if isinstance(item.get(key), (str, int, float))]
+    return out
+
+
+def _last_exchange_sent(history: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A history whose test has no words of its own: the last exchange's user message is sent, its
+    recorded reply left out."""
+    if len(history) >= 2 and history[-1]["role"] == "assistant" and history[-2]["role"] == "user":
+        return history[:-1]
+    return history
 
 
 def _captured(text: Any) -> Any:
@@ -548,7 +594,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
                          if isinstance(v, str) else v for key, v in variables.items()}
         turns.append((group, test, conv.assertions(test.get("assert"), where),
-                      conv.messages(prompt, {**markers, **variables}, where), dict(test.get("vars") or {})))
+                      conv.messages(prompt, {**markers, **variables}, where, dict(test.get("vars") or {})),
+                      {k: v for k, v in dict(test.get("vars") or {}).items() if k not in HISTORY_VARS}))
     if conv.problems:
         raise ConfigError(conv.problems)
 
@@ -592,8 +639,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         if not any("model" in p for p in providers):
             conv.notes.append("the prompt's system message (only model providers take `system:`)")
     suite: dict[str, Any] = {"description": str(data.get("description") or f"Imported from {path.name}")}
-    if default_vars:
-        suite["vars"] = plain(default_vars)
+    if kept := {k: v for k, v in default_vars.items() if k not in HISTORY_VARS}:  # a history is in the turns
+        suite["vars"] = plain(kept)
     if providers:
         suite["providers"] = providers
     default_asserts = conv.assertions(default.get("assert"), "defaultTest")

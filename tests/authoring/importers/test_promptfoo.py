@@ -260,3 +260,52 @@ def test_store_output_as_becomes_a_capture_and_conversation_id_groups_any_prompt
     data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
     assert [r["status"] for r in data["results"]] == ["passed", "passed"]
     assert data["results"][0]["transcript"][2]["content"] == "status of ORD-7"
+
+
+TEXT_CONVERSATION_PROMPT = """{% for completion in _conversation %}
+User: {{ completion.input }}
+Assistant: {{ completion.output }}
+{% endfor %}
+User: {{ question }}"""
+
+
+def test_a_text_prompt_over_conversation_sends_the_users_words_not_the_scaffold(tmp_path: Path) -> None:
+    code, out, err = import_config(tmp_path, {"prompts": [TEXT_CONVERSATION_PROMPT], "providers": ["echo"], "tests": [
+        {"vars": {"question": "我叫张三"}, "assert": [{"type": "contains", "value": "张三"}]},
+        {"vars": {"question": "我叫什么？"}, "assert": [{"type": "contains", "value": "什么"}]}]})
+    assert code == 0, err
+    path = tmp_path / "out" / "promptfooconfig.yaml"
+    suite = load_suite(path)
+    assert [t.text for t in suite.tests[0].conversation] == ["我叫张三", "我叫什么？"]  # no "\nUser: "
+    data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert [m["content"] for m in data["results"][0]["transcript"]] == ["我叫张三", "我叫张三", "我叫什么？", "我叫什么？"]
+
+
+def test_previous_messages_and_a_conversation_var_become_history_in_the_users_words(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "prompt.json").write_text("""[
+  {% for message in previous_messages %}{% for role, content in message %}
+    {"role": "{{ role }}", "content": {{ content | dump }}},
+  {% endfor %}{% endfor %}
+  {"role": "user", "content": {{ question | dump }}}
+]""", encoding="utf-8")
+    code, out, err = import_config(tmp_path, {
+        "prompts": ["file://prompt.json"], "providers": ["echo"],
+        "defaultTest": {"vars": {"previous_messages": [{"user": "Who founded Facebook?"},
+                                                       {"assistant": "Mark Zuckerberg"}]}},
+        "tests": [{"vars": {"question": "Other companies?"}, "assert": [{"type": "contains", "value": "Other"}]},
+                  {"vars": {"_conversation": [{"input": "Plan a trip", "output": "Where to?"},
+                                              {"input": "Italy", "output": "(recorded)"}]},
+                   "assert": [{"type": "icontains", "value": "italy"}]}]})
+    assert code == 0, err
+    path = tmp_path / "out" / "promptfooconfig.yaml"
+    written = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert "vars" not in written  # the history is in the turns, not a var
+    first, second = load_suite(path).tests
+    assert [(t.kind, t.text) for t in first.conversation] == [
+        ("user", "Who founded Facebook?"), ("assistant", "Mark Zuckerberg"), ("user", "Other companies?")]
+    # a conversation var with no words of the test's own: its last user message is sent, its reply left out
+    assert [(t.kind, t.text) for t in second.conversation][-3:] == [
+        ("user", "Plan a trip"), ("assistant", "Where to?"), ("user", "Italy")]
+    data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert [r["status"] for r in data["results"]] == ["passed", "passed"]
