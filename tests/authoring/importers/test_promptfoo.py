@@ -309,3 +309,41 @@ def test_previous_messages_and_a_conversation_var_become_history_in_the_users_wo
         ("user", "Plan a trip"), ("assistant", "Where to?"), ("user", "Italy")]
     data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
     assert [r["status"] for r in data["results"]] == ["passed", "passed"]
+
+
+def test_the_simulated_user_becomes_simulate_with_the_prompt_as_the_agents_system(tmp_path: Path) -> None:
+    code, out, err = import_config(tmp_path, {
+        "prompts": ["You are an airline agent. Book flights."], "providers": ["openai:gpt-4.1-mini"],
+        "defaultTest": {"provider": {"id": "promptfoo:simulated-user", "config": {"maxTurns": 4}}},
+        "tests": [{"description": "Budget traveler", "vars": {"instructions": "You are mia. You want a cheap seat."},
+                   "assert": [{"type": "llm-rubric", "value": "Did mia get a cheap seat?"}]}]},
+        "--provider", "model:openai/gpt-4.1-mini")
+    assert code == 0, err
+    written = yaml.safe_load((tmp_path / "out" / "promptfooconfig.yaml").read_text(encoding="utf-8"))
+    (test,) = written["tests"]
+    assert test["simulate"] == {"persona": "You are mia. You want a cheap seat.", "goal": "Budget traveler",
+                                "max_turns": 4}
+    assert test["assert"] == [{"llm-rubric": "Did mia get a cheap seat?"}] and "conversation" not in test
+    assert written["providers"][0]["system"] == "You are an airline agent. Book flights."
+    assert written["simulator"] == "openai/gpt-4o-mini"
+
+
+def test_multi_turn_redteam_strategies_become_attacks_with_the_plugin_graders_as_red_lines(tmp_path: Path) -> None:
+    code, out, err = import_config(tmp_path, {
+        "targets": ["echo"],
+        "redteam": {"purpose": "A travel agent. It books trips.", "plugins": [
+            "pii", {"id": "policy", "config": {"policy": "Never promise refunds"}}],
+                    "strategies": ["basic", "goat", {"id": "crescendo", "config": {"maxTurns": 3}},
+                                   "mischievous-user"]}})
+    assert code == 0, err
+    path = tmp_path / "out" / "promptfooconfig.yaml"
+    suite = load_suite(path)  # validates as written
+    assert [t.id for t in suite.tests] == ["pii-goat", "policy-goat", "pii-crescendo", "policy-crescendo",
+                                           "pii-mischievous-user", "policy-mischievous-user"]
+    crescendo = suite.tests[2]
+    assert crescendo.attack is not None and crescendo.attack.strategy == "crescendo" and crescendo.attack.max_turns == 3
+    assert "A travel agent." in crescendo.attack.goal and "personal data" in crescendo.attack.goal
+    (red_line,) = crescendo.asserts
+    assert red_line.type == "llm-rubric" and red_line.severity == "critical" and red_line.scope == "each_turn"
+    assert "Never promise refunds" in suite.tests[1].attack.goal  # type: ignore[union-attr]
+    assert "redteam strategy 'basic'" in err  # single-turn strategies are listed, not played
