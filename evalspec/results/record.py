@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, cast
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.core.redact import redact
@@ -152,7 +152,6 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "status": status,
         "score": round(score, 6) if score is not None else None,
         "threshold": test.threshold,
-        **({"reduce": test.reduce} if test.reduce else {}),  # the instances are one verdict (SPEC §19)
         "critical_failed": critical,
         "draft": test.draft,
         "xfail": test.xfail,
@@ -182,6 +181,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "judge_tokens": judge["judge_tokens"],
         "judge_cost": judge["judge_cost"],
     }
+    if test.reduce:  # the instances are one verdict (SPEC §19)
+        record["reduce"] = cast(Literal["min", "mean"], test.reduce)
     if instance.suite.coverage and (covers := instance_covers(instance)):  # SPEC §25
         record["covers"] = covers
     if paths := tool_calls_paths(transcript.messages):
