@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.play.test_cache_and_resume import _wait_for_journal, slow_suite
+from tests.play.test_cache_and_resume import slow_suite
 
 BIG_BOT = "def respond(messages, context):\n    return 'x' * 30000\n"
 
@@ -69,15 +69,37 @@ def test_a_read_only_run_directory_is_refused_before_the_run(in_tmp: Path, small
     assert not (in_tmp / "calls.log").exists()
 
 
+HELD_BOT = """
+import os, time
+def respond(messages, context):
+    with open("calls.log", "a") as f:
+        f.write(context["test_id"] + "\\n")
+    deadline = time.time() + 60
+    while not os.path.exists("release") and time.time() < deadline:
+        time.sleep(0.02)
+    return "ok"
+"""
+
+
+def _wait_for_file(path: Path, timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and not path.exists():
+        time.sleep(0.02)
+    assert path.exists(), f"{path.name} was not written"
+
+
 def test_a_second_resume_of_a_run_in_progress_is_refused_and_a_dead_runs_lock_is_taken_over(in_tmp: Path) -> None:
     path = slow_suite(in_tmp)
+    # the first run's bot holds each conversation until `release` exists: the run is surely in progress when
+    # the second resume arrives, however slowly a loaded machine starts it
+    (in_tmp / "bot.py").write_text(HELD_BOT)
     run_dir = in_tmp / "r"
     run_dir.mkdir()
     (run_dir / "journal.jsonl").write_text("")
     first = subprocess.Popen([sys.executable, "-m", "evalspec", "run", str(path), "-j", "1", "--resume", "r"],
                              cwd=in_tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_for_journal(run_dir / "journal.jsonl", 1)
+        _wait_for_file(in_tmp / "calls.log")
         second = cli(in_tmp, "--resume", "r")
         assert second.returncode == 2, second.stdout + second.stderr  # before: both played into one journal
         assert f"in use by PID {first.pid}" in second.stderr and "Traceback" not in second.stderr
@@ -87,6 +109,7 @@ def test_a_second_resume_of_a_run_in_progress_is_refused_and_a_dead_runs_lock_is
     deadline = time.time() + 10  # the killed run's player ends with it (it was told to)
     while time.time() < deadline and subprocess.run(["fuser", str(run_dir / "lock")], capture_output=True).returncode == 0:
         time.sleep(0.05)
+    (in_tmp / "release").write_text("")
     third = cli(in_tmp, "--resume", "r")
     assert third.returncode == 0, third.stdout + third.stderr
 
