@@ -41,7 +41,8 @@ def test_editor_schema_rejects_a_typo() -> None:
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(public) == ["CallContext", "Check", "ConfigError", "EvalspecError", "Evidence", "GradingContext", "Provider", "ProviderResponse", "Reply",
+    assert sorted(public) == ["CallContext", "Check", "ConfigError", "EvalspecError", "Evidence", "GradingContext", "JudgeRequest",
+                              "JudgeVerdict", "Message", "Provider", "ProviderResponse", "Reply",
                               "Run", "RunResult", "Suite", "__version__", "arun", "assertion", "load_suite",
                               "provider_kind", "run"]
 
