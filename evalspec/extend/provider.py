@@ -29,12 +29,16 @@ class ProviderResponse:
     metadata: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
     cached_tokens: int | None = None  # prompt tokens the provider's prompt cache served (SPEC §23)
+    state: dict[str, Any] | None = None  # the bot's state after this turn (SPEC §24), None: no state read
+    parts: list[dict[str, Any]] | None = None  # the turn's messages `{text, buttons, image, custom}` (SPEC §24)
 
     def to_cache(self) -> dict[str, Any]:
         return {"content": self.content, "latency_ms": self.latency_ms, "tokens": self.tokens,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "cost": self.cost, "tool_calls": self.tool_calls, "metadata": self.metadata,
-                **({"cached_tokens": self.cached_tokens} if self.cached_tokens is not None else {})}
+                **({"cached_tokens": self.cached_tokens} if self.cached_tokens is not None else {}),
+                **({"state": self.state} if self.state is not None else {}),
+                **({"parts": self.parts} if self.parts is not None else {})}
 
     @classmethod
     def from_cache(cls, data: dict[str, Any]) -> ProviderResponse | None:
@@ -45,7 +49,7 @@ class ProviderResponse:
                    tokens=data.get("tokens"), prompt_tokens=data.get("prompt_tokens"),
                    completion_tokens=data.get("completion_tokens"), cost=data.get("cost"),
                    tool_calls=data.get("tool_calls"), metadata=data.get("metadata") or {}, cached=True,
-                   cached_tokens=data.get("cached_tokens"))
+                   cached_tokens=data.get("cached_tokens"), state=data.get("state"), parts=data.get("parts"))
 
 
 def clean_text(text: str) -> str:

@@ -64,13 +64,13 @@ class Message(_Stored, total=False):
         description="each model call's figures of a turn with tool rounds")]
     tool_call_id: str
     name: str
-    # SPEC §24, reserved (documented, not yet produced): the bot's state after the turn, and the turn's
+    # SPEC §24: the bot's state after the turn, and the turn's
     # several messages, each with its buttons
     state: Annotated[dict[str, Any], Keywords(
-        description="the bot's state after this turn (SPEC §24; reserved, not yet produced)")]
+        description="the bot's state after this turn (SPEC §24)")]
     parts: Annotated[list[dict[str, Any]], Keywords(
         description="the turn's several messages {text, buttons: [{title, payload}], image, custom} "
-                    "(SPEC §24; reserved, not yet produced)")]
+                    "(SPEC §24)")]
 
 
 def is_sent_user_turn(m: Mapping[str, Any]) -> bool:
