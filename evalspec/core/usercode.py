@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
+from evalspec.core.errors import ProviderError
 from evalspec.core.errors import UserCodeError as UserCodeError
 
 T = TypeVar("T")
@@ -272,3 +273,14 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
     if not isinstance(result, (str, dict)) and inspect.isawaitable(result):  # a sync function that hands back a coroutine (a partial, a lambda)
         return await detached(result)
     return result
+
+
+async def call_user_within(who: str, timeout: float, fn: Callable[..., Any], *args: Any) -> Any:
+    """`call_user` with a time limit, for user code that plays a part in a conversation (a python
+    simulated user, a python attacker): an overrun or a failure is a ProviderError naming `who`."""
+    try:
+        return await asyncio.wait_for(call_user(fn, *args), timeout)
+    except asyncio.TimeoutError:
+        raise ProviderError(f"{who} did not answer within {timeout:g}s") from None
+    except UserCodeError as exc:
+        raise ProviderError(f"{who} raised {exc}") from None

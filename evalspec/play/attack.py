@@ -8,7 +8,6 @@ red lines are checked; the first one that breaks ends the attempt (`stop_reason:
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -17,7 +16,7 @@ from evalspec.assertions.grade import needs_model
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError, ProviderError
 from evalspec.core.pyref import LoadError, load_callable
-from evalspec.core.usercode import UserCodeError, call_user
+from evalspec.core.usercode import call_user_within
 from evalspec.extend.check import GradingContext, JudgeRequest
 from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message
@@ -166,13 +165,8 @@ class Attacker:
                    "turn": turn, "attempt": self.inst.repeat, "test_id": self.inst.test_id,
                    "vars": dict(self.inst.vars)}
         history = [dict(m) for m in transcript.messages]
-        timeout = float(self.inst.suite.option("timeout"))
-        try:  # user code (time limit, exits contained), as a python simulated user's is
-            result = await asyncio.wait_for(call_user(self._fn, history, context), timeout)
-        except asyncio.TimeoutError:
-            raise ProviderError(f"attacker {self.spec.python} did not answer within {timeout:g}s") from None
-        except UserCodeError as exc:
-            raise ProviderError(f"attacker {self.spec.python} raised {exc}") from None
+        result = await call_user_within(f"attacker {self.spec.python}", float(self.inst.suite.option("timeout")),
+                                        self._fn, history, context)  # user code, as a python simulated user's is
         if result is None:
             return None
         if isinstance(result, str) and result.strip():

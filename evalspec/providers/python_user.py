@@ -7,12 +7,11 @@ The function is called before each user turn as `fn(transcript, context)` — th
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from evalspec.core.errors import ProviderError
 from evalspec.core.pyref import LoadError, load_callable
-from evalspec.core.usercode import UserCodeError, call_user
+from evalspec.core.usercode import call_user_within
 from evalspec.extend.transcript import Message
 
 if TYPE_CHECKING:
@@ -34,13 +33,8 @@ async def next_message(fn: Any, inst: Instance, messages: list[Message], turn: i
     assert sim is not None
     context = {"turn": turn, "test_id": inst.test_id, "repeat": inst.repeat, "vars": dict(inst.vars),
                "persona": sim.persona or None, "goal": sim.goal or None}
-    timeout = float(inst.suite.option("timeout"))
-    try:
-        result = await asyncio.wait_for(call_user(fn, [dict(m) for m in messages], context), timeout)
-    except asyncio.TimeoutError:
-        raise ProviderError(f"simulated user {sim.python} did not answer within {timeout:g}s") from None
-    except UserCodeError as exc:
-        raise ProviderError(f"simulated user {sim.python} raised {exc}") from None
+    result = await call_user_within(f"simulated user {sim.python}", float(inst.suite.option("timeout")),
+                                    fn, [dict(m) for m in messages], context)
     if result is None:
         return None
     if isinstance(result, str) and result.strip():
