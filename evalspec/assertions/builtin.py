@@ -2,6 +2,6 @@
 check, filled by the modules that declare checks (these, and plugins'). `import evalspec` imports it,
 and so does grading, so every command and the API see the built-in types."""
 
-from evalspec.assertions import custom, efficiency, graded, memory, session, text, tools  # noqa: F401
+from evalspec.assertions import custom, efficiency, graded, memory, session, state, text, tools  # noqa: F401
 
-BUILTIN_MODULES = (custom, efficiency, graded, memory, session, text, tools)
+BUILTIN_MODULES = (custom, efficiency, graded, memory, session, state, text, tools)

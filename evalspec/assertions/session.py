@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
+from evalspec.assertions.state import compiled, state_of, state_value, truthy
+from evalspec.assertions.state import shown as shown_value
 from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
-from evalspec.extend.check import Check, Evidence, GradingContext
+from evalspec.extend.check import Check, Evidence, GradingContext, snippet
 from evalspec.extend.params import Keywords, Regex, TurnRef
 from evalspec.extend.patterns import search
 from evalspec.extend.registry import assertion
@@ -19,12 +21,22 @@ from evalspec.providers.tool_rounds import call_text
 
 
 @dataclass(frozen=True, kw_only=True)
-class RuleParams:  # `pattern` (a regex over replies) or `tool` (a tool name, SPEC §13)
-    schema_extra: ClassVar[dict[str, Any]] = {"oneOf": [{"required": ["pattern"]}, {"required": ["tool"]}]}
+class RuleParams:  # `pattern` (a regex over replies), `tool` (a tool name, SPEC §13) or `state` (SPEC §24)
+    schema_extra: ClassVar[dict[str, Any]] = {"oneOf": [{"required": ["pattern"]}, {"required": ["tool"]},
+                                                        {"required": ["state"]}]}
     pattern: Annotated[Regex, Keywords(minLength=1)] | None = None
     tool: Annotated[str, Keywords(minLength=1, description="a tool name instead of a pattern")] | None = None
+    state: Annotated[str, Keywords(minLength=1, description="a JMESPath expression over each turn's state "
+                                                            "instead of a pattern: a turn matches when it is truthy")
+                     ] | None = None
+
+    def __post_init__(self) -> None:
+        if self.state is not None:
+            compiled(self.state)
 
     def what(self) -> str:
+        if self.state is not None:
+            return f"state {self.state}"
         return f"tool {self.tool}" if self.tool is not None else f"/{self.pattern}/"
 
 
@@ -56,6 +68,14 @@ def _matches(ctx: GradingContext, rule: RuleParams, turns: range | None = None) 
         return [Evidence(turn, call_text(call)) for turn, call in ctx.tool_calls()
                 if call["name"] == rule.tool and turn is not None and (turns is None or turn in turns)]
     hits = []
+    if rule.state is not None:  # a turn without state is an error, never a turn that did not match
+        for m in ctx.replies():
+            turn = m.get("turn")
+            if turn is not None and (turns is None or turn in turns):
+                found = state_value(rule.state, state_of(m, turn))
+                if truthy(found):
+                    hits.append(Evidence(turn, snippet(f"{rule.state} = {shown_value(found)}")))
+        return hits
     for m in ctx.replies():
         turn = m.get("turn")
         if turn is None or (turns is not None and turn not in turns):
@@ -69,6 +89,13 @@ def _matches(ctx: GradingContext, rule: RuleParams, turns: range | None = None) 
 def _last_turn(ctx: GradingContext) -> int:
     turns = [turn for m in ctx.transcript if m["role"] == "user" and (turn := m.get("turn"))]
     return max(turns, default=0)
+
+
+def _turn_seen(ctx: GradingContext, rule: RuleParams, turn: int) -> str:
+    """What a rule saw at a turn that did not match: its reply, or the value of its state expression."""
+    if rule.state is not None and (reply := ctx.reply_for_turn(turn)) is not None:
+        return snippet(f"{rule.state} = {shown_value(state_value(rule.state, state_of(reply, turn)))}")
+    return _reply_text(ctx, turn)[:160]
 
 
 def _reply_text(ctx: GradingContext, turn: int) -> str:
@@ -97,7 +124,7 @@ def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
     hits = _matches(ctx, rule, window)
     if hits:
         return Check.of(True, f"turn {hits[0].turn} matched", hits[:1])
-    shown = [Evidence(t, _reply_text(ctx, t)[:160], "no match") for t in window]
+    shown = [Evidence(t, _turn_seen(ctx, rule, t), "no match") for t in window]
     span = f"turn {start}" if start == end else f"turns {start}-{end}"
     return Check.of(False, f"no reply in {span} matched {rule.what()}", shown)
 

@@ -8,6 +8,7 @@ error on its line. Model-graded assertions keep their examples for `judge-eval -
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -21,15 +22,27 @@ from evalspec.extend.transcript import Message
 _TOOL_CALL = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1},
                                                "arguments": {"type": "object"}},
               "required": ["name"], "additionalProperties": False}
+_BUTTON = {"type": "object", "properties": {"title": {"type": ["string", "number"]}, "payload": {}},
+           "additionalProperties": False}
+_PART = {"type": "object", "additionalProperties": False, "properties": {
+    "text": {"type": ["string", "null"]}, "buttons": {"type": "array", "items": _BUTTON}, "image": {}, "custom": {}}}
+# what the bot reported with a reply (SPEC §24): its state after the turn, and the turn's messages
+_BOT_STATE = {"state": {"type": "object", "description": "the bot's state after the turn"},
+              "parts": {"type": "array", "items": _PART,
+                        "description": "the turn's messages, each {text, buttons: [{title, payload}], image, custom}"}}
 _ENTRY = {"anyOf": [
     {"type": "object", "properties": {"user": {"type": "string"}, "label": {"type": "string", "minLength": 1}},
      "required": ["user"], "additionalProperties": False},
     {"type": "object", "properties": {"assistant": {"type": "string"},
-                                      "tool_calls": {"type": "array", "items": _TOOL_CALL}},
+                                      "tool_calls": {"type": "array", "items": _TOOL_CALL}, **_BOT_STATE},
      "required": ["assistant"], "additionalProperties": False}]}
 _EXAMPLE = {"anyOf": [{"type": ["string", "number"], "description": "a reply"},
+                      {"type": "object", "properties": {"reply": {"type": ["string", "number"]}, **_BOT_STATE},
+                       "minProperties": 1, "additionalProperties": False,
+                       "description": "a reply with the bot's state and parts: {reply, state, parts}"},
                       {"type": "array", "items": _ENTRY, "minItems": 1,
-                       "description": "a transcript: {user:, label:} and {assistant:, tool_calls:} entries"}]}
+                       "description": "a transcript: {user:, label:} and {assistant:, tool_calls:, state:, parts:} "
+                                      "entries"}]}
 #: the `examples:` key of every assertion (the suite schema's `assertion_examples`)
 EXAMPLES_SCHEMA: dict[str, Any] = {
     "type": "object", "minProperties": 1, "additionalProperties": False,
@@ -55,9 +68,13 @@ def example_problems(examples: Any) -> list[tuple[PathKey, str]]:
 
 
 def example_transcript(example: Any) -> tuple[list[Message], dict[str, int]]:
-    """A reply -> one turn; a transcript -> messages numbered as the runner numbers them (each user entry
-    opens a turn; in a turn, assistant entries before the last are its tool rounds), and its labels."""
-    if not isinstance(example, list):
+    """A reply (or `{reply, state, parts}`) -> one turn; a transcript -> messages numbered as the runner
+    numbers them (each user entry opens a turn; in a turn, assistant entries before the last are its tool
+    rounds), and its labels."""
+    if isinstance(example, dict):
+        example = [{"user": ""}, {"assistant": str(example.get("reply", "")),
+                                  **{k: example[k] for k in ("state", "parts") if k in example}}]
+    elif not isinstance(example, list):
         example = [{"user": ""}, {"assistant": str(example)}]
     transcript: list[dict[str, Any]] = []
     labels: dict[str, int] = {}
@@ -77,6 +94,9 @@ def example_transcript(example: Any) -> tuple[list[Message], dict[str, int]]:
             message["tool_calls"] = [{"id": f"example-{turn}-{k}", "name": c["name"],
                                       "arguments": dict(c.get("arguments") or {})}
                                      for k, c in enumerate(entry["tool_calls"])]
+        for key in ("state", "parts"):  # what the bot reported with the reply (SPEC §24)
+            if key in entry:
+                message[key] = entry[key]
         transcript.append(message)
     return cast(list[Message], transcript), labels  # an example's messages: the keys checks read
 
@@ -86,6 +106,13 @@ def shown(example: Any) -> str:
     if isinstance(example, list):
         text = " / ".join(str(e.get("user", e.get("assistant", ""))) for e in example)
         return repr(snippet(text, 100)) + " (transcript)"
+    if isinstance(example, dict):
+        said = [repr(snippet(str(example["reply"]), 100))] if "reply" in example else []
+        if "state" in example:
+            said.append("state " + snippet(json.dumps(example["state"], ensure_ascii=False), 100))
+        if "parts" in example:
+            said.append(f"{len(example['parts'])} parts")
+        return " with ".join(said) if said else "{}"
     return repr(snippet(str(example), 100))
 
 

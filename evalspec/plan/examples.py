@@ -20,7 +20,8 @@ from evalspec.extend.registry import model_needed
 
 
 def as_tried(spec: AssertionSpec, example: Any) -> AssertionSpec:
-    """The spec as it grades `example`: a lone reply is the reply of the rule's turn or turns."""
+    """The spec as it grades `example`: a lone reply (or `{reply, state, parts}`) is the reply of the rule's
+    turn or turns."""
     if isinstance(example, list):
         return spec
     scope = spec.scope
