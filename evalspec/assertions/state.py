@@ -87,7 +87,7 @@ def state_of(message: Mapping[str, Any], turn: int | None) -> Any:
     """The state recorded on a turn's reply; none is an error naming the turn (never a pass)."""
     state = message.get("state")
     if state is None:
-        raise GradingError(f"turn {turn} has no state to check: the provider reported none for it (SPEC §24)")
+        raise GradingError(f"turn {turn} has no state to check: the provider reported none for it")
     return state
 
 
@@ -120,8 +120,7 @@ def button_titles(message: Mapping[str, Any], turn: int | None) -> list[str]:
     """The titles of the buttons of every part of a turn's reply, in order; no parts is an error."""
     parts = message.get("parts")
     if parts is None:
-        raise GradingError(f"turn {turn} has no parts to read buttons from: the provider reported none for it "
-                           "(SPEC §24)")
+        raise GradingError(f"turn {turn} has no parts to read buttons from: the provider reported none for it")
     return [str(b.get("title")) for part in parts if isinstance(part, Mapping)
             for b in part.get("buttons") or [] if isinstance(b, Mapping) and b.get("title") is not None]
 

@@ -112,7 +112,7 @@ def test_a_turn_without_state_is_an_error_never_a_pass_also_negated() -> None:
                  "not-state: {path: slots.x, exists: true}"):
         result = check(rule, stateless, turn=2)
         assert result.passed is None and result.score is None, rule
-        assert result.error == "turn 2 has no state to check: the provider reported none for it (SPEC §24)"
+        assert result.error == "turn 2 has no state to check: the provider reported none for it"
     every = check("not-state: handoff\nscope: each_turn", stateless)
     assert every.passed is None and every.error is not None and "turn 2" in every.error
     assert check("state: slots.city\nscope: any_turn", stateless).error is not None
@@ -283,3 +283,107 @@ def test_a_malformed_state_example_is_refused_on_its_line(tmp_path: Path) -> Non
     code, output = validate(tmp_path, "          - buttons: [周六]\n            examples: "
                                       "{fail: [{reply: x, parts: [{text: a, buttons: [{label: 周六}]}]}]}\n")
     assert code == 2 and "examples.fail[0]" in output
+
+
+# a whole run: a plugin provider kind that reports its state and parts, as SPEC §24's providers do
+SHOP_PLUGIN = '''
+from evalspec.extend.kinds import provider_kind
+from evalspec.extend.provider import ProviderResponse
+
+
+class Shop:
+    def __init__(self, pid, stateless):
+        self.id, self.stateless = pid, stateless
+
+    def cache_identity(self):
+        return {"shop": self.stateless}
+
+    async def respond(self, messages, context):
+        if self.stateless:
+            return ProviderResponse("好的")
+        said = messages[-1]["content"]
+        state = {"slots": {"car_model": "瑶光" if "瑶光" in said else None}, "turn": context.turn}
+        parts = [{"text": "选个时间", "buttons": [{"title": "周六", "payload": "/sat"}, {"title": "周日"}]}]
+        return ProviderResponse("选个时间", state=state, parts=parts)
+
+
+@provider_kind("shop", doc="a bot that reports its state", schema={"type": "boolean"})
+def build_shop(spec, suite):
+    return Shop(spec.id, spec.config["shop"] is False)
+'''
+
+RUN_SUITE = """\
+plugins: [shop_plugin.py]
+providers:
+  - {id: shop, shop: true}
+  - {id: plain, shop: false}
+tests:
+  - id: booked
+    providers: [shop]
+    conversation:
+      - user: 我想试驾瑶光
+        assert:
+          - state: "slots.car_model == '瑶光'"
+          - buttons: [周日, 周六]
+      - user: 周六
+    assert:
+      - not-state: "slots.car_model == '瑶光'"
+        scope: each_turn
+      - state: {path: turn, equals: 2}
+  - id: wrong
+    providers: [shop]
+    conversation:
+      - user: 我想试驾天枢
+        assert:
+          - state: {path: slots.car_model, equals: 瑶光}
+  - id: stateless
+    providers: [plain]
+    conversation:
+      - user: 我想试驾瑶光
+        assert:
+          - not-state: handoff
+"""
+
+
+@pytest.fixture
+def clean_registries() -> Any:
+    """The plugin registers its kind into a process-wide table: give it back as it was."""
+    import sys
+
+    from evalspec.extend.kinds import PROVIDER_KINDS, provider_kinds
+    from evalspec.extend.registry import REGISTRY, load_installed_plugins
+
+    load_installed_plugins()
+    provider_kinds()
+    assertions, kinds = dict(REGISTRY), dict(PROVIDER_KINDS)
+    yield
+    REGISTRY.clear()
+    REGISTRY.update(assertions)
+    PROVIDER_KINDS.clear()
+    PROVIDER_KINDS.update(kinds)
+    for name in [m for m in sys.modules if m.startswith("evalspec_plugin_")]:
+        del sys.modules[name]
+
+
+def test_a_run_grades_the_state_and_buttons_its_provider_reports(tmp_path: Path, clean_registries: None) -> None:
+    import json
+
+    (tmp_path / "shop_plugin.py").write_text(SHOP_PLUGIN, encoding="utf-8")
+    path = tmp_path / "s.yaml"
+    path.write_text(RUN_SUITE, encoding="utf-8")
+    code, output = invoke("run", str(path), "-o", str(tmp_path / "run.json"), "--no-cache")
+    assert code != 0, output
+    results = {r["test_id"]: r for r in json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["results"]}
+    assert {k: r["status"] for k, r in results.items()} == {"booked": "failed", "wrong": "failed",
+                                                            "stateless": "error"}
+    booked = [(a["type"], a["pass"], a["turn"]) for a in results["booked"]["assertions"]]
+    assert booked == [("state", True, 1), ("buttons", True, 1), ("not-state", False, None), ("state", True, None)]
+    negated = next(a for a in results["booked"]["assertions"] if a["pass"] is False)
+    assert negated["reason"] == "1/2 replies failed (turns 1): unexpected: slots.car_model == '瑶光' = true"
+    assert negated["evidence"] == [{"turn": 1, "text": "slots.car_model == '瑶光' = true"}]
+    wrong = results["wrong"]["assertions"][0]
+    assert wrong["pass"] is False and wrong["reason"] == "slots.car_model = null, expected 瑶光"
+    stateless = results["stateless"]["assertions"][0]
+    assert stateless["pass"] is None and "turn 1 has no state to check" in stateless["error"]
+    assert [m.get("state") for m in results["booked"]["transcript"] if m["role"] == "assistant"] == [
+        {"slots": {"car_model": "瑶光"}, "turn": 1}, {"slots": {"car_model": None}, "turn": 2}]
