@@ -1,2 +1,2 @@
-"""The built-in checks (reply, conversation, graded, memory, tools, session rules) and how a
-record is graded. Importing `evalspec.assertions.builtin` registers them."""
+"""The built-in checks (reply, conversation, graded, memory, tools, session rules, the bot's state) and
+how a record is graded. Importing `evalspec.assertions.builtin` registers them."""
