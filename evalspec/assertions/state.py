@@ -40,6 +40,17 @@ def truthy(value: Any) -> bool:
     return not (value is None or value is False or (isinstance(value, (str, list, dict)) and not value))
 
 
+def same(a: Any, b: Any) -> bool:
+    """JSON equality, as JMESPath compares: true is not 1 (Python's `==` says it is), 1 is 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
@@ -103,11 +114,11 @@ def state_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
     value = shown(found)
     said = f"{p.path} = {value}"
     if p.equals is not UNSET:
-        passed, expected = found == p.equals, f"expected {shown(p.equals)}"
+        passed, expected = same(found, p.equals), f"expected {shown(p.equals)}"
     elif p.matches is not None:
         passed, expected = found is not None and search(p.matches, value) is not None, f"does not match /{p.matches}/"
     elif p.in_ is not None:
-        passed, expected = found in p.in_, f"not one of {shown(p.in_)}"
+        passed, expected = any(same(found, v) for v in p.in_), f"not one of {shown(p.in_)}"
     elif p.exists is not None:
         passed = (found is not None) is p.exists
         expected = "expected it to exist" if p.exists else "expected it not to exist"

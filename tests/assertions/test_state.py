@@ -75,6 +75,11 @@ def test_equals_matches_in_and_exists_pass_and_fail_with_the_value_found() -> No
         ("state: {path: slots.booking_id, exists: false}", 3, False,
          "slots.booking_id = BK-0042, expected it not to exist"),
         ("state: {path: n, equals: 1}", 2, True, "n = 1"),
+        ("state: {path: n, equals: 1.0}", 2, True, "n = 1"),
+        ("state: {path: n, equals: true}", 2, False, "n = 1, expected true"),  # JSON: true is not 1
+        ("state: {path: handoff, in: [0, null]}", 2, False, "handoff = false, not one of [0, null]"),
+        ("state: {path: slots, equals: {city: 北京, car_model: 瑶光}}", 2, True,
+         'slots = {"city": "北京", "car_model": "瑶光"}'),
     ]
     for rule, turn, passed, reason in cases:
         result = check(rule, SHOP, turn=turn)
