@@ -13,6 +13,7 @@ from rich.table import Table
 
 from evalspec.config.model import describe_provider
 from evalspec.providers.limits import LIMITED
+from evalspec.reporters import state
 from evalspec.reporters.attacks import print_attacks
 from evalspec.reporters.catalogue import choose_lang, current, speaking, word, words
 from evalspec.reporters.judging import print_judging
@@ -166,6 +167,8 @@ def print_failures(console: Console, run: dict[str, Any]) -> None:
                       f"{repeats_text(v)}[/]")
         for f in findings(recs[0]) if recs else []:
             print_finding(console, f)
+        for line in state.failing_state_text(recs[0]) if recs else []:
+            console.print(f"    [dim]{escape(one_line(line))}[/]")
     if known:
         console.print()
         console.print(f"[bold]{words('known_failures')}[/]")

@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from evalspec.reporters import tools
+from evalspec.reporters import state, tools
 from evalspec.reporters.catalogue import choose_lang, speaking, words
 from evalspec.reporters.vocabulary import (
     count_items,
@@ -40,12 +40,23 @@ def failure_text(record: dict[str, Any]) -> str:
         lines += [f"    {words('reply_turn', turn=x.turn)} {one_line(x.before)}[{one_line(x.match)}]{one_line(x.after)}"
                   if x.match else f"    {words('reply_turn', turn=x.turn)} {one_line(x.text)}" for x in f.excerpts]
     lines += [f"    {line}" for line in tools.failing_calls_text(record)]
+    lines += [f"    {line}" for line in state.failing_state_text(record)]
     lines += [t for t in [tools.teardown_text(record)] if t]
     return "\n".join(lines)
 
 
 def transcript_text(record: dict[str, Any]) -> str:
-    return "\n".join(f"[{m['role']} {m.get('turn')}] {m['content']}" for m in record["transcript"])
+    """Each message as `[role turn] content`; a click turn says so, and a turn with state or buttons has
+    its state line under it (SPEC §24)."""
+    transcript = record["transcript"]
+    shown = state.turn_states(transcript)
+    lines = []
+    for i, m in enumerate(transcript):
+        click = state.clicked_text(m)
+        lines.append(f"[{m['role']} {m.get('turn')}] {m['content']}" + (f" ({click})" if click else ""))
+        if i in shown:
+            lines.append(f"    {state.turn_text(shown[i])}")
+    return "\n".join(lines)
 
 
 def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:

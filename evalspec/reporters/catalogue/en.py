@@ -136,4 +136,7 @@ WORDS: dict[str, str] = {
     "coverage_min_ok": "every declared value has at least {min} approved tests",
     "coverage_cell": "tests / approved", "coverage_cell_run": "tests / approved · passed / failed / error",
     "coverage_uncovered": "no test", "coverage_cell_rate": "pass rate (passed / verdicts)",
+    # the bot's own state (SPEC §24)
+    "bot_state": "state", "state_line": "state: {changes}", "buttons_line": "buttons: {buttons}",
+    "clicked": "clicked {title}", "turn_state_line": "turn {turn}: {text}",
 }

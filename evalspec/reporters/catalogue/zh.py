@@ -128,4 +128,7 @@ WORDS: dict[str, str] = {
     "coverage_min_ok": "每个声明的取值都至少有 {min} 条已批准用例",
     "coverage_cell": "用例 / 已批准", "coverage_cell_run": "用例 / 已批准 · 通过 / 失败 / 出错",
     "coverage_uncovered": "无用例", "coverage_cell_rate": "通过率（通过 / 判定数）",
+    # 机器人自身的状态（SPEC §24）
+    "bot_state": "状态", "state_line": "状态：{changes}", "buttons_line": "按钮：{buttons}",
+    "clicked": "点击了「{title}」", "turn_state_line": "第 {turn} 轮：{text}",
 }
