@@ -78,6 +78,8 @@ def step(state: dict[str, Any], text: str) -> list[dict[str, Any]]:
     if TEST_DRIVE.search(text) and not day:
         state.update(intent="request_test_drive", active_flow=FLOW)
         slots.update(date=None, booking_id=None)
+    elif found_city and state["active_flow"] == FLOW and not day:
+        state["intent"] = "provide_city"
     elif day and state["active_flow"] == FLOW:
         state["intent"] = "choose_date"
         slots["date"] = day

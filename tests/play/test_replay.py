@@ -163,3 +163,21 @@ def test_grade_keeps_run_s_verdicts_on_a_cut_reply_and_errs_on_new_rules(in_tmp:
         jsonschema.validate(json.loads((in_tmp / name).read_text(encoding="utf-8")), schema)
     assert {"original_chars", "cut_at"} <= set(schema["$defs"]["message"]["properties"])
     assert "rule" in schema["$defs"]["assertion"]["properties"]
+
+
+def test_grade_keeps_the_bots_state_and_parts_of_every_turn(in_tmp: Path) -> None:
+    """SPEC §24: state and parts are kept by `grade` like a reply."""
+    run_json = setup(in_tmp)
+    data = json.loads(run_json.read_text())
+    state = {"slots": {"city": "北京", "car_model": "瑶光"}, "active_flow": "book_test_drive"}
+    parts = [{"text": "no", "buttons": [{"title": "周六", "payload": "/choose_date"}], "image": None, "custom": None}]
+    for r in data["results"]:
+        for m in r["transcript"]:
+            if m["role"] == "assistant":
+                m.update(state=state, parts=parts)
+    run_json.write_text(json.dumps(data, ensure_ascii=False))
+    code, out = invoke("grade", str(run_json), "-o", "regraded.json")
+    regraded = json.loads((in_tmp / "regraded.json").read_text())
+    replies = [m for r in regraded["results"] for m in r["transcript"] if m["role"] == "assistant"]
+    assert len(replies) == 3
+    assert all(m["state"] == state and m["parts"] == parts for m in replies), out
