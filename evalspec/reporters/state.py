@@ -20,13 +20,13 @@ from evalspec.reporters.catalogue import words
 NOTABLE = ("intent", "active_flow", "actions")
 LIMIT = 60  # characters of one shown value
 
-CSS = (".state{margin:2px 0 6px;max-width:75%;font-size:13px;color:#374151}"
+CSS = (".state{margin:4px 0 2px;font-size:13px;color:#374151;white-space:normal}"
        ".state .chg{display:inline-block;background:#ecfdf5;border:1px solid #a7f3d0;border-radius:6px;"
        "padding:0 6px;margin:2px 4px 2px 0;font-family:ui-monospace,monospace;word-break:break-word}"
        ".state .chg s{color:#9ca3af}.state .key{color:#047857;font-weight:600}"
        ".state .note{display:inline-block;background:#f5f3ff;border:1px solid #ddd6fe;border-radius:6px;"
        "padding:0 6px;margin:2px 4px 2px 0;word-break:break-word}"
-       ".buttons{margin:6px 0 2px;display:flex;gap:6px;flex-wrap:wrap}"
+       ".buttons{margin:6px 0 2px;display:flex;gap:6px;flex-wrap:wrap;white-space:normal}"
        ".chip{display:inline-block;border:1px solid #6366f1;color:#4338ca;background:#fff;border-radius:999px;"
        "padding:1px 10px;font-size:13px;white-space:nowrap;max-width:100%;overflow:hidden;text-overflow:ellipsis}"
        ".clicked{font-size:12px;color:#4338ca}")
