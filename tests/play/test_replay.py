@@ -181,3 +181,12 @@ def test_grade_keeps_the_bots_state_and_parts_of_every_turn(in_tmp: Path) -> Non
     replies = [m for r in regraded["results"] for m in r["transcript"] if m["role"] == "assistant"]
     assert len(replies) == 3
     assert all(m["state"] == state and m["parts"] == parts for m in replies), out
+
+
+def test_a_reply_stored_cut_keeps_its_state_and_parts() -> None:
+    from evalspec.play.runner import cap_replies
+
+    reply = {"role": "assistant", "content": "x" * 50, "turn": 1, "latency_ms": None, "tokens": None, "cost": None,
+             "state": {"slots": {"city": "北京"}}, "parts": [{"text": "x" * 50, "buttons": [{"title": "周六"}]}]}
+    cut = cap_replies([reply], 10)[0]  # type: ignore[list-item]
+    assert cut["cut_at"] == 10 and cut["state"] == reply["state"] and cut["parts"] == reply["parts"]
