@@ -69,7 +69,10 @@ class TurnSpec:
     vars: dict[str, Any] = field(default_factory=dict)
     where: PathKey = ()
     message: dict[str, Any] | None = None  # a recorded entry's other fields: tool_calls, tool_call_id, name
-    capture: str | None = None  # a user turn's `capture: NAME`: its reply becomes the var NAME (SPEC §19)
+    capture: str | None = None  # a user turn's `capture:` names, as the transcript shows them (SPEC §19)
+    # SPEC §24: each capture's source: NAME -> ("reply", "") | ("regex", R) | ("state", PATH)
+    captures: dict[str, tuple[str, str]] = field(default_factory=dict)
+    click: Any = None  # `click: T` (template): a user turn that presses the previous reply's button T (SPEC §24)
 
 
 @dataclass

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Literal, cast
+
+import jsonschema
 
 from evalspec.config.asserts import parse_assertion
 from evalspec.config.interpolate import is_template
@@ -38,6 +42,20 @@ def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else []
 
 
+_FRAGMENT_VALIDATORS: dict[tuple[str, ...], jsonschema.Draft202012Validator] = {}
+
+
+def _fragment_validator() -> jsonschema.Draft202012Validator:
+    """The schema of an `include:` fragment, rebuilt when a plugin registers a provider kind."""
+    from evalspec.config.schema import fragment_schema
+    from evalspec.extend.kinds import provider_kinds
+
+    key = tuple(f"{name}#{id(kind)}" for name, kind in provider_kinds().items())
+    if key not in _FRAGMENT_VALIDATORS:
+        _FRAGMENT_VALIDATORS[key] = jsonschema.Draft202012Validator(fragment_schema())
+    return _FRAGMENT_VALIDATORS[key]
+
+
 
 class SuiteParser:
     """Turns the schema-checked data into dataclasses, checking what a schema cannot."""
@@ -46,6 +64,7 @@ class SuiteParser:
                  cli_vars: dict[str, Any]) -> None:
         self.suite, self.data, self.lines, self.problems = suite, data, lines, problems
         self.cli_vars = cli_vars
+        self.fragment_schema: list[Problem] = []  # the schema's words on `include:` fragments (SPEC §24)
 
     def bad(self, path: PathKey, message: str) -> None:
         self.problems.append(self.lines.problem(path, message))
@@ -92,6 +111,8 @@ class SuiteParser:
             s.tests.append(test)
         for secret_source in s.providers:
             collect_provider_secrets(secret_source.config, s.secrets)
+        named = {(p.file, p.line, p.path) for p in self.problems}
+        self.problems.extend(p for p in self.fragment_schema if (p.file, p.line, p.path) not in named)
 
     # -- providers ---------------------------------------------------------------------------
     def _providers(self) -> None:
@@ -384,22 +405,27 @@ class SuiteParser:
         user_entries = 0
         labels: dict[str, PathKey] = {}
         captures: dict[str, PathKey] = {}
-        for j, raw in enumerate(entries):
-            tpath = (*path, j)
-            kind = self._entry_kind(raw, tpath, "a turn", ("user", "filler", "assistant"),
-                                    "'- user: ...', '- filler: N' or '- assistant: ...'")
+        for raw, tpath in self._spliced(test, entries, path, self.suite.path, (self.suite.path.resolve(),)):
+            kind = self._entry_kind(raw, tpath, "a turn", ("user", "click", "filler", "assistant"),
+                                    "'- user: ...', '- click: ...', '- filler: N', '- assistant: ...' or "
+                                    "'- include: FILE.yaml'")
             if kind is None:
                 continue
-            spec = TurnSpec(kind=cast(TurnKind, kind), where=tpath)
+            spec = TurnSpec(kind="user" if kind == "click" else cast(TurnKind, kind), where=tpath)
             for extra in ("label", "assert", "vars", "capture"):
-                if extra in raw and kind != "user":
+                if extra in raw and kind not in ("user", "click"):
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' turn, not '{kind}'")
-            if kind == "user":
+            if kind in ("user", "click"):
+                if kind == "click":
+                    if not user_entries:
+                        self.bad((*tpath, "click"), "'click:' presses a button of the previous reply: the first "
+                                                    "turn has none before it; write '- user: ...'")
+                    spec.click = raw["click"]
                 turn = turn + 1 if turn is not None else None
                 user_entries += 1
-                text = raw["user"]
+                text = raw[kind]
                 if text is None or (isinstance(text, str) and not text.strip()):
-                    self.bad((*tpath, "user"), "empty user message")
+                    self.bad((*tpath, kind), "empty user message" if kind == "user" else "'click:' needs a button title")
                 spec.text = "" if text is None else str(text)
                 spec.vars = dict(raw.get("vars") or {}) if isinstance(raw.get("vars"), dict) else {}
                 label = raw.get("label")
@@ -408,16 +434,8 @@ class SuiteParser:
                         self.bad((*tpath, "label"), f"duplicate label '{label}'")
                     labels[label] = tpath
                     spec.label = label
-                capture = raw.get("capture")
-                if isinstance(capture, str) and capture.isascii() and capture.isidentifier():
-                    if capture in captures:
-                        self.bad((*tpath, "capture"), f"capture '{capture}' is already set at line "
-                                                      f"{self.lines.line(captures[capture])}; give it another name")
-                    captures[capture] = (*tpath, "capture")
-                    spec.capture = capture
-                elif "capture" in raw:
-                    self.bad((*tpath, "capture"), f"capture {capture!r} is not a variable name: write "
-                                                  f"'capture: NAME' (letters, digits, _), used later as {{{{ NAME }}}}")
+                if "capture" in raw:
+                    self._captures(spec, raw["capture"], (*tpath, "capture"), captures)
             elif kind == "filler":
                 value = raw["filler"]
                 if isinstance(value, dict):
@@ -433,11 +451,122 @@ class SuiteParser:
                                  f"{'HTTP' if p.kind == 'http' else p.kind} provider '{p.id}'")
                         break
             test.conversation.append(spec)
-            under = (turn if turn is not None else user_entries) if kind == "user" else None
+            under = (turn if turn is not None else user_entries) if kind in ("user", "click") else None
             for k, item in enumerate(raw.get("assert") or [] if isinstance(raw.get("assert"), list) else []):
                 a = parse_assertion(item, (*tpath, "assert", k), self.lines, self.problems, under)
                 if a:
                     spec.asserts.append(a)
+
+    def _captures(self, spec: TurnSpec, capture: Any, where: PathKey, seen: dict[str, PathKey]) -> None:
+        """`capture: NAME` (the reply) or `{NAME: reply | {regex: R} | {state: PATH}}` (SPEC §19, §24)."""
+        given: dict[str, tuple[tuple[str, str], PathKey]] = {}
+        if isinstance(capture, str) and capture.isascii() and capture.isidentifier():
+            given[capture] = (("reply", ""), where)
+        elif isinstance(capture, dict) and capture:
+            for name, how in capture.items():
+                at = (*where, name)
+                if not (name.isascii() and name.isidentifier()):
+                    self.bad(at, f"capture {name!r} is not a variable name (letters, digits, _), used later "
+                                 f"as {{{{ NAME }}}}")
+                elif how == "reply":
+                    given[name] = (("reply", ""), at)
+                elif isinstance(how, dict) and len(how) == 1 and isinstance(how.get("regex"), str):
+                    from evalspec.extend.patterns import regex_problem
+
+                    if message := regex_problem(how["regex"]):
+                        self.bad((*at, "regex"), message)
+                    given[name] = (("regex", how["regex"]), at)
+                elif isinstance(how, dict) and len(how) == 1 and isinstance(how.get("state"), str):
+                    import jmespath
+
+                    try:
+                        jmespath.compile(how["state"])
+                    except jmespath.exceptions.JMESPathError as exc:
+                        self.bad((*at, "state"), f"'{how['state']}' is not a JMESPath expression: {exc}")
+                    given[name] = (("state", how["state"]), at)
+                else:
+                    self.bad(at, f"capture '{name}' takes 'reply', {{regex: R}} or {{state: PATH}}, got {how!r}")
+        else:
+            self.bad(where, f"capture {capture!r} is not a variable name: write 'capture: NAME' (letters, "
+                            f"digits, _), used later as {{{{ NAME }}}}, or {{NAME: reply | {{regex: R}} | "
+                            f"{{state: PATH}}}}")
+        for name, (how, at) in given.items():
+            if name in seen:
+                self.bad(at, f"capture '{name}' is already set at line {self.lines.line(seen[name])}; "
+                             f"give it another name")
+                continue
+            seen[name] = at
+            spec.captures[name] = how
+        if spec.captures:
+            spec.capture = ", ".join(spec.captures)
+
+    def _spliced(self, test: TestSpec, entries: list[Any], path: PathKey, file: Path,
+                 stack: tuple[Path, ...]) -> Iterator[tuple[Any, PathKey]]:
+        """The turns of a conversation with each `include: FILE.yaml` replaced by that file's turns (SPEC
+        §24): a spliced turn's path is under its include entry, and the suite's line map sends problems
+        there to the fragment's file and line, naming the including test."""
+        for j, raw in enumerate(entries):
+            tpath = (*path, j)
+            if not (isinstance(raw, dict) and "include" in raw):
+                yield raw, tpath
+                continue
+            for extra in raw:
+                if extra != "include":
+                    self.bad((*tpath, extra), f"'{extra}' does not go with 'include': the fragment's turns "
+                                              f"carry their own labels, checks and captures")
+            ref = raw["include"]
+            if not isinstance(ref, str) or not ref.strip():
+                self.bad((*tpath, "include"), "'include:' names a FILE.yaml whose 'conversation:' is spliced here")
+                continue
+            fragment = (file.parent / ref).resolve()
+            shown = os.path.normpath(str(Path(self.lines.problem(tpath, "").file).parent / ref))
+            if fragment in stack:
+                including = self.lines.problem(tpath, "").file
+                self.bad((*tpath, "include"), f"include cycle: {including} includes {shown}, which includes "
+                                              f"{including} again (directly or through other fragments)")
+                continue
+            loaded = self._fragment(fragment, shown, (*tpath, "include"), test)
+            if loaded is None:
+                continue
+            turns, fragment_vars = loaded
+            for name, value in fragment_vars.items():  # defaults: the test's (and the command line's) win
+                if name not in test.vars and name not in self.cli_vars:
+                    test.vars[name] = value
+            yield from self._spliced(test, turns, (*tpath, "include"), fragment, (*stack, fragment))
+
+    def _fragment(self, fragment: Path, shown: str, where: PathKey,
+                  test: TestSpec) -> tuple[list[Any], dict[str, Any]] | None:
+        """A fragment's turns and vars, its problems reported in its own file and lines; None when it
+        cannot be read."""
+        try:
+            text = fragment.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self.bad(where, f"include: {shown} not found")
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            self.bad(where, f"include: cannot read {shown}: {exc}")
+            return None
+        from evalspec.config.yamlfile import load_yaml
+        from evalspec.core.errors import ConfigError
+
+        at = self.lines.problem(where, "")
+        note = f"a fragment included by test '{test.id}' at {at.file}:{at.line}"
+        found: list[Problem] = []
+        try:
+            data, lines = load_yaml(text, shown, found)
+        except ConfigError as exc:
+            self.problems.extend(Problem(p.file, p.line, p.path, f"{p.message} ({note})") for p in exc.problems)
+            return None
+        self.problems.extend(Problem(p.file, p.line, p.path, f"{p.message} ({note})") for p in found)
+        if not isinstance(data, dict) or not isinstance(data.get("conversation"), list):
+            self.bad(where, f"include: {shown} has no 'conversation:' list of turns to splice")
+            return None
+        from evalspec.config.messages import schema_problems
+
+        for err in _fragment_validator().iter_errors(data):  # added after parsing, where it names nothing
+            self.fragment_schema.extend(lines.problem(spot, f"{message} ({note})") for spot, message in schema_problems(err))
+        self.lines.fragments[where] = (lines, ("conversation",), note)
+        return data["conversation"], _dict(data.get("vars"))
 
     def _simulate(self, raw: dict[str, Any], path: PathKey) -> SimulateSpec | None:
         for k, cond in enumerate(raw.get("stop_when") or []):

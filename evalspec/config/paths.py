@@ -27,9 +27,23 @@ class LineMap:
         self.lines: dict[PathKey, int] = {}
         self.plain_quoted: set[PathKey] = set()
         self.plain_typed: dict[str, str] = {}  # formatted path -> how a plain scalar read as true/false/a number was written
+        # `include:` fragments (SPEC §24): a data path prefix of spliced turns -> (the fragment's own lines,
+        # the path there the prefix stands for, the words naming the including test)
+        self.fragments: dict[PathKey, tuple[LineMap, PathKey, str]] = {}
+
+    def _fragment(self, path: PathKey) -> tuple[LineMap, PathKey, str] | None:
+        """The fragment `path` lies in (the longest registered prefix), as (its lines, its path, note)."""
+        for n in range(len(path), 0, -1):
+            found = self.fragments.get(tuple(path[:n]))
+            if found is not None:
+                lines, at, note = found
+                return lines, (*at, *path[n:]), note
+        return None
 
     def line(self, path: PathKey) -> int | None:
         """The line of `path`, or of its closest written ancestor."""
+        if self.fragments and (inside := self._fragment(path)):
+            return inside[0].line(inside[1])
         p = tuple(path)
         while p:
             if p in self.lines:
@@ -38,4 +52,7 @@ class LineMap:
         return self.lines.get((), 1)
 
     def problem(self, path: PathKey, message: str) -> Problem:
+        if self.fragments and (inside := self._fragment(path)):
+            lines, at, note = inside
+            return Problem(lines.file, lines.line(at), format_path(at), f"{message} ({note})")
         return Problem(self.file, self.line(path), format_path(path), message)

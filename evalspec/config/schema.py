@@ -118,6 +118,18 @@ def assertion_defs() -> dict[str, Any]:
     return defs
 
 
+CAPTURE_NAME = "^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def fragment_schema() -> dict[str, Any]:
+    """A file an `include:` turn splices (SPEC §24): its `conversation:` and the `vars:` it defaults."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **_obj({
+        "description": {"type": "string"},
+        "vars": {"type": "object"},
+        "conversation": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/turn"}},
+    }, ["conversation"]), "$defs": suite_schema(for_validation=True)["$defs"]}
+
+
 def turn_schema(for_validation: bool) -> dict[str, Any]:
     filler = {"anyOf": [TEMPLATED_INT, _obj({"count": TEMPLATED_INT, "pool": {**STRINGS, "minItems": 1}}, ["count"])]}
     schema = _obj({
@@ -127,12 +139,26 @@ def turn_schema(for_validation: bool) -> dict[str, Any]:
         "label": {"type": "string", "minLength": 1},
         "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"}},
         "vars": {"type": "object"},
-        "capture": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
-                    "description": "store this turn's reply as the var NAME for the later turns and the test's "
-                                   "assertions ({{ NAME }})"},
+        "click": {"type": "string", "minLength": 1,
+                  "description": "a user turn that presses the previous reply's button with this title (else "
+                                 "this payload) and sends its payload (SPEC §24)"},
+        "include": {"type": "string", "minLength": 1,
+                    "description": "FILE.yaml: splice the 'conversation:' of that file here (relative to this "
+                                   "file; its 'vars:' are defaults the test's vars override)"},
+        "capture": {"anyOf": [
+            {"type": "string", "pattern": CAPTURE_NAME,
+             "description": "store this turn's reply as the var NAME for the later turns and the test's "
+                            "assertions ({{ NAME }})"},
+            {"type": "object", "minProperties": 1, "propertyNames": {"pattern": CAPTURE_NAME},
+             "additionalProperties": {"anyOf": [
+                 {"const": "reply"},
+                 _obj({"regex": {"type": "string", "minLength": 1}}, ["regex"]),
+                 _obj({"state": {"type": "string", "minLength": 1}}, ["state"])]},
+             "description": "NAME: reply | {regex: R} (its first group, else the whole match) | {state: PATH} "
+                            "(JMESPath over the turn's state) (SPEC §24)"}]},
     })
     if not for_validation:
-        schema["oneOf"] = [{"required": ["user"]}, {"required": ["filler"]}, {"required": ["assistant"]}]
+        schema["oneOf"] = [{"required": [k]} for k in ("user", "click", "filler", "assistant", "include")]
     return schema
 
 

@@ -56,6 +56,8 @@ class Message(_Stored, total=False):
     tactic: Annotated[str, Keywords(description="an attack turn's GOAT tactic (SPEC §16)")]
     capture: Annotated[str, Keywords(description="a user turn's `capture: NAME`: its reply became the var NAME "
                                                  "for the later turns (SPEC §19)")]
+    click: Annotated[str, Keywords(description="a `click: T` user turn: the button title pressed; the content is "
+                                               "what it sent, its payload (SPEC §24)")]
     tool_calls: list[ToolCall]
     tool_calls_path: Annotated[dict[str, Any], Keywords(
         description="an http provider's `tool_calls:` path and whether this turn's response had it ({path, found})")]

@@ -37,6 +37,9 @@ class PlannedTurn:
     asserts: list[AssertionSpec] = field(default_factory=list)
     message: dict[str, Any] | None = None  # a recorded entry's other fields (tool_calls, tool_call_id)
     capture: str | None = None  # `capture: NAME`: this turn's reply becomes the var NAME (SPEC §19)
+    # each capture's source (SPEC §24): NAME -> ("reply", "") | ("regex", R) | ("state", PATH)
+    captures: dict[str, tuple[str, str]] = field(default_factory=dict)
+    click: str | None = None  # `click: T` rendered: the turn presses the previous reply's button T (SPEC §24)
 
 
 @dataclass
@@ -356,7 +359,7 @@ def _render_asserts(specs: list[AssertionSpec], variables: dict[str, Any], turn:
 
 
 def has_captures(instance: Instance) -> bool:
-    return any(t.capture for t in instance.turns)
+    return any(t.captures for t in instance.turns)
 
 
 def with_captures(instance: Instance, captured: dict[str, str]) -> Instance:
@@ -389,20 +392,23 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
         if entry.kind == "user":
             turn += 1
             local = {**variables, **entry.vars}
-            text = _render(entry.text, local, (*entry.where, "user"))
+            key = "click" if entry.click is not None else "user"
+            text = _render(entry.text, local, (*entry.where, key))
             if not str(text).strip():
-                raise _RenderProblem((*entry.where, "user"), "empty user message after rendering")
+                raise _RenderProblem((*entry.where, key), "empty user message after rendering" if key == "user"
+                                     else "'click:' names no button after rendering")
             if entry.label:
                 labels[entry.label] = turn
             # under `until_turn` the turns before the sent one are golden history: nothing of theirs is graded
             graded = entry.asserts if until is None or turn == until else []
             turns.append(PlannedTurn("user", str(text), turn, label=entry.label,
-                                     asserts=_render_asserts(graded, local, turn), capture=entry.capture))
-            if entry.capture:  # defined for the later turns and the test's assertions
+                                     asserts=_render_asserts(graded, local, turn), capture=entry.capture,
+                                     captures=dict(entry.captures), click=str(text) if key == "click" else None))
+            for name in entry.captures:  # defined for the later turns and the test's assertions
                 if captured is None:
-                    variables[entry.capture] = "{{ " + entry.capture + " }}"
-                elif entry.capture in captured:
-                    variables[entry.capture] = captured[entry.capture]
+                    variables[name] = "{{ " + name + " }}"
+                elif name in captured:
+                    variables[name] = captured[name]
         elif entry.kind == "filler":
             count = _render(entry.count, variables, (*entry.where, "filler"))
             try:
@@ -427,7 +433,7 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
         _check_rendered(t.asserts, labels, turn)
     _check_rendered(asserts, labels, turn)
     if captured is None:  # a capture's stand-in is not a value: no provider or check sees it as one
-        variables = {n: v for n, v in variables.items() if not any(t.capture == n for t in turns)}
+        variables = {n: v for n, v in variables.items() if not any(n in t.captures for t in turns)}
     return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels)
 
 

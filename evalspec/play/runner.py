@@ -212,7 +212,7 @@ async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message]
     """Grade a conversation; one that ended in an error is graded on the replies it received."""
     if has_captures(inst):  # the checks see the replies the conversation captured (SPEC §19)
         try:
-            inst = with_captures(inst, captured_values(messages)[0])
+            inst = with_captures(inst, captured_values(messages, inst)[0])
         except EvalspecError:
             if ended_in_error:  # a capture its error left undefined: the error is the verdict
                 return []

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
+import jmespath
+
 from evalspec.core.errors import EvalspecError
+from evalspec.extend.patterns import search
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance, has_captures, with_captures
 from evalspec.play.turns import NextMessage, TurnError, play_turns, user_message
 from evalspec.providers.tool_rounds import SendTurn, ToolKit
 from evalspec.results.transcript import Transcript
 
-__all__ = ["ScriptedUser", "captured_values", "run_scripted"]
+__all__ = ["ScriptedUser", "captured_values", "pressed", "run_scripted"]
 
 
-def captured_values(messages: list[Message]) -> tuple[dict[str, str], str | None]:
-    """What each `capture: NAME` user turn stored (its turn's reply, SPEC §19), and the first capture that
-    found nothing (an empty reply), as an error line. A turn not reached captures nothing and is no error."""
+def captured_values(messages: list[Message], instance: Instance | None = None) -> tuple[dict[str, str], str | None]:
+    """What each capturing user turn stored (SPEC §19, §24: its reply, a regex's first group or whole match
+    over it, or a JMESPath over its state), and the first capture that found nothing, as an error line. A
+    turn not reached captures nothing and is no error. Without `instance`, every capture is of the reply."""
+    sources = {t.turn: t.captures for t in instance.turns if t.captures} if instance is not None else {}
     values: dict[str, str] = {}
     for i, message in enumerate(messages):
         name = message.get("capture") if message.get("role") == "user" else None
@@ -27,12 +33,60 @@ def captured_values(messages: list[Message]) -> tuple[dict[str, str], str | None
                    if m.get("role") == "assistant" and not m.get("intermediate")]
         if not replies:
             continue
-        text = replies[-1].get("content")
-        if not isinstance(text, str) or not text.strip():
-            return values, (f"turn {message.get('turn')}: capture '{name}' found nothing: the reply is empty, "
-                            f"so the later turns and checks that use {{{{ {name} }}}} cannot be rendered")
-        values[name] = text
+        turn = message.get("turn")
+        for var, (how, arg) in ((sources.get(turn) if turn is not None else None) or {name: ("reply", "")}).items():
+            value, why = _captured(replies[-1], how, arg)
+            if value is None:
+                return values, (f"turn {message.get('turn')}: capture '{var}' found nothing: {why}, so the later "
+                                f"turns and checks that use {{{{ {var} }}}} cannot be rendered")
+            values[var] = value
     return values, None
+
+
+def _captured(reply: Message, how: str, arg: str) -> tuple[str | None, str]:
+    """One capture's value from a turn's reply, or None and why it found nothing."""
+    text = reply.get("content")
+    text = text if isinstance(text, str) else ""
+    if how == "state":
+        state = reply.get("state")
+        if not isinstance(state, dict):
+            return None, "the turn has no state (its provider gave none)"
+        found = jmespath.search(arg, state)
+        if found is None or found == "" or found == [] or found == {}:
+            return None, f"the turn's state has nothing at '{arg}'"
+        return (str(found) if isinstance(found, (str, int, float)) and not isinstance(found, bool)
+                else json.dumps(found, ensure_ascii=False)), ""
+    if not text.strip():
+        return None, "the reply is empty"
+    if how == "regex":
+        try:
+            match = search(arg, text)
+        except EvalspecError as exc:
+            return None, str(exc)
+        if match is None:
+            return None, f"the reply does not match {arg!r}"
+        value = match.group(1) if match.re.groups else match.group(0)
+        return (value, "") if value else (None, f"{arg!r} matched an empty text")
+    return text, ""
+
+
+def pressed(transcript: list[Message], title: str, turn: int) -> tuple[str, str]:
+    """`click: T` (SPEC §24): the first button of the previous reply titled T, else the first whose payload
+    is T, as (what is sent: its payload, else its title; the title pressed). No such button is a TurnError."""
+    previous = next((m for m in reversed(transcript) if m.get("role") == "assistant" and not m.get("intermediate")),
+                    None)
+    buttons = [b for part in (previous or {}).get("parts") or [] if isinstance(part, dict)
+               for b in part.get("buttons") or [] if isinstance(b, dict)]
+    chosen = next((b for b in buttons if str(b.get("title")) == title), None) \
+        or next((b for b in buttons if b.get("payload") is not None and str(b.get("payload")) == title), None)
+    if chosen is None:
+        titles = [str(b.get("title")) for b in buttons]
+        offered = ("it offers " + ", ".join(f"'{t}'" for t in titles)) if titles else "it offers no buttons"
+        raise TurnError(f"turn {turn}: click '{title}' found no button titled (or with payload) '{title}' in the "
+                        f"previous reply: {offered}")
+    payload = chosen.get("payload")
+    sent = str(payload) if payload is not None and str(payload) != "" else str(chosen.get("title") or title)
+    return sent, title
 
 
 class ScriptedUser:
@@ -49,13 +103,13 @@ class ScriptedUser:
     async def next_message(self, transcript: Transcript) -> NextMessage | None:
         index = self.index
         if index == len(self.instance.turns):
-            if self.captures and (problem := captured_values(transcript.messages)[1]):
+            if self.captures and (problem := captured_values(transcript.messages, self.instance)[1]):
                 raise TurnError(problem)
             return None
         self.index += 1
         planned = self.instance.turns[index]
         if self.captures:
-            values, problem = captured_values(transcript.messages)
+            values, problem = captured_values(transcript.messages, self.instance)
             if problem:
                 raise TurnError(problem)
             if len(values) != self.known:
@@ -67,8 +121,12 @@ class ScriptedUser:
         if planned.role == "assistant":
             return NextMessage({"role": "assistant", "content": planned.text, "turn": planned.turn,
                                 "latency_ms": None, "tokens": None, "cost": None, "injected": True}, call=False)
-        return NextMessage(user_message(planned.text, planned.turn, filler=planned.filler, label=planned.label,
-                                        history=not planned.call, capture=planned.capture), call=planned.call)
+        text, click = planned.text, None
+        if planned.click is not None:
+            text, click = pressed(transcript.messages, planned.click, planned.turn)
+        return NextMessage(user_message(text, planned.turn, filler=planned.filler, label=planned.label,
+                                        history=not planned.call, capture=planned.capture, click=click),
+                           call=planned.call)
 
     async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
         return None
