@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, cast
 
+import jmespath
 import jsonschema
 
 from evalspec.config.asserts import parse_assertion
 from evalspec.config.interpolate import is_template
 from evalspec.config.meaning import stop_when_problem
+from evalspec.config.messages import schema_problems
 from evalspec.config.model import (
     AssertionSpec,
     AttackSpec,
@@ -26,10 +29,14 @@ from evalspec.config.model import (
 )
 from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
+from evalspec.config.schema import fragment_schema
 from evalspec.config.turnrefs import ref_problem, turn_refs
-from evalspec.core.errors import Problem
+from evalspec.config.yamlfile import load_yaml
+from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.redact import collect_provider_secrets
 from evalspec.core.suggest import did_you_mean, slugify
+from evalspec.extend.kinds import provider_kinds
+from evalspec.extend.patterns import regex_problem
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
 
@@ -47,8 +54,6 @@ _FRAGMENT_VALIDATORS: dict[tuple[str, ...], jsonschema.Draft202012Validator] = {
 
 def _fragment_validator() -> jsonschema.Draft202012Validator:
     """The schema of an `include:` fragment, rebuilt when a plugin registers a provider kind."""
-    from evalspec.config.schema import fragment_schema
-    from evalspec.extend.kinds import provider_kinds
 
     key = tuple(f"{name}#{id(kind)}" for name, kind in provider_kinds().items())
     if key not in _FRAGMENT_VALIDATORS:
@@ -65,6 +70,7 @@ class SuiteParser:
         self.suite, self.data, self.lines, self.problems = suite, data, lines, problems
         self.cli_vars = cli_vars
         self.fragment_schema: list[Problem] = []  # the schema's words on `include:` fragments (SPEC §24)
+        self.fragment_digests: dict[str, str] = {}  # each fragment read: its resolved path -> sha256
 
     def bad(self, path: PathKey, message: str) -> None:
         self.problems.append(self.lines.problem(path, message))
@@ -113,6 +119,10 @@ class SuiteParser:
             collect_provider_secrets(secret_source.config, s.secrets)
         named = {(p.file, p.line, p.path) for p in self.problems}
         self.problems.extend(p for p in self.fragment_schema if (p.file, p.line, p.path) not in named)
+        if self.fragment_digests:  # a changed fragment is a changed suite (resume, grade): its sha256 says so
+
+            parts = [s.sha256, *(f"{k}\0{v}" for k, v in sorted(self.fragment_digests.items()))]
+            s.sha256 = hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
     # -- providers ---------------------------------------------------------------------------
     def _providers(self) -> None:
@@ -406,7 +416,7 @@ class SuiteParser:
         labels: dict[str, PathKey] = {}
         captures: dict[str, PathKey] = {}
         for raw, tpath in self._spliced(test, entries, path, self.suite.path, (self.suite.path.resolve(),)):
-            kind = self._entry_kind(raw, tpath, "a turn", ("user", "click", "filler", "assistant"),
+            kind = self._entry_kind(raw, tpath, "a turn", ("user", "filler", "assistant", "click"),
                                     "'- user: ...', '- click: ...', '- filler: N', '- assistant: ...' or "
                                     "'- include: FILE.yaml'")
             if kind is None:
@@ -471,13 +481,11 @@ class SuiteParser:
                 elif how == "reply":
                     given[name] = (("reply", ""), at)
                 elif isinstance(how, dict) and len(how) == 1 and isinstance(how.get("regex"), str):
-                    from evalspec.extend.patterns import regex_problem
 
                     if message := regex_problem(how["regex"]):
                         self.bad((*at, "regex"), message)
                     given[name] = (("regex", how["regex"]), at)
                 elif isinstance(how, dict) and len(how) == 1 and isinstance(how.get("state"), str):
-                    import jmespath
 
                     try:
                         jmespath.compile(how["state"])
@@ -539,15 +547,17 @@ class SuiteParser:
         """A fragment's turns and vars, its problems reported in its own file and lines; None when it
         cannot be read."""
         try:
-            text = fragment.read_text(encoding="utf-8")
+            raw = fragment.read_bytes()
+            text = raw.decode("utf-8")
         except FileNotFoundError:
             self.bad(where, f"include: {shown} not found")
             return None
         except (OSError, UnicodeDecodeError) as exc:
             self.bad(where, f"include: cannot read {shown}: {exc}")
             return None
-        from evalspec.config.yamlfile import load_yaml
-        from evalspec.core.errors import ConfigError
+
+
+        self.fragment_digests[str(fragment)] = hashlib.sha256(raw).hexdigest()
 
         at = self.lines.problem(where, "")
         note = f"a fragment included by test '{test.id}' at {at.file}:{at.line}"
@@ -561,7 +571,6 @@ class SuiteParser:
         if not isinstance(data, dict) or not isinstance(data.get("conversation"), list):
             self.bad(where, f"include: {shown} has no 'conversation:' list of turns to splice")
             return None
-        from evalspec.config.messages import schema_problems
 
         for err in _fragment_validator().iter_errors(data):  # added after parsing, where it names nothing
             self.fragment_schema.extend(lines.problem(spot, f"{message} ({note})") for spot, message in schema_problems(err))

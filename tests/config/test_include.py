@@ -75,6 +75,13 @@ def test_a_fragment_is_spliced_with_its_labels_checks_captures_and_var_defaults(
     assert (2, "contains") in checked and (3, "contains") in checked
 
 
+def test_a_changed_fragment_changes_the_suites_sha256(tmp_path: Path) -> None:
+    path = write(tmp_path, {"s.yaml": SUITE, "fragments/confirm.yaml": CONFIRM, "fragments/closing.yaml": CLOSING})
+    before = load_suite(path).sha256
+    (tmp_path / "fragments" / "closing.yaml").write_text(CLOSING.replace("那就", "好，那就"), encoding="utf-8")
+    assert load_suite(path).sha256 != before  # resume and grade see the suite as changed
+
+
 def test_an_include_cycle_is_refused_naming_both_files(tmp_path: Path) -> None:
     path = write(tmp_path, {"s.yaml": SUITE, "fragments/confirm.yaml": CONFIRM,
                             "fragments/closing.yaml": CLOSING + "  - include: confirm.yaml\n"})

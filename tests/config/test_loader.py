@@ -196,7 +196,7 @@ tests:
       - {filler: 2, label: x}
 """)
     found = "\n".join(problems(path))
-    assert "exactly one of 'user', 'filler', 'assistant' (found user, assistant)" in found
+    assert "exactly one of 'user', 'filler', 'assistant', 'click' (found user, assistant)" in found
     assert "'label' goes with a 'user' turn, not 'filler'" in found
 
 
