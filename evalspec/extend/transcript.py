@@ -55,7 +55,8 @@ class Message(_Stored, total=False):
     label: str
     tactic: Annotated[str, Keywords(description="an attack turn's GOAT tactic (SPEC §16)")]
     capture: Annotated[str, Keywords(description="a user turn's `capture: NAME`: its reply became the var NAME "
-                                                 "for the later turns (SPEC §19)")]
+                                                 "for the later turns (SPEC §19); a `capture:` mapping's names, "
+                                                 "joined by ', ' (SPEC §24)")]
     click: Annotated[str, Keywords(description="a `click: T` user turn: the button title pressed; the content is "
                                                "what it sent, its payload (SPEC §24)")]
     tool_calls: list[ToolCall]
