@@ -54,7 +54,6 @@ _FRAGMENT_VALIDATORS: dict[tuple[str, ...], jsonschema.Draft202012Validator] = {
 
 def _fragment_validator() -> jsonschema.Draft202012Validator:
     """The schema of an `include:` fragment, rebuilt when a plugin registers a provider kind."""
-
     key = tuple(f"{name}#{id(kind)}" for name, kind in provider_kinds().items())
     if key not in _FRAGMENT_VALIDATORS:
         _FRAGMENT_VALIDATORS[key] = jsonschema.Draft202012Validator(fragment_schema())
@@ -120,7 +119,6 @@ class SuiteParser:
         named = {(p.file, p.line, p.path) for p in self.problems}
         self.problems.extend(p for p in self.fragment_schema if (p.file, p.line, p.path) not in named)
         if self.fragment_digests:  # a changed fragment is a changed suite (resume, grade): its sha256 says so
-
             parts = [s.sha256, *(f"{k}\0{v}" for k, v in sorted(self.fragment_digests.items()))]
             s.sha256 = hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
@@ -481,12 +479,10 @@ class SuiteParser:
                 elif how == "reply":
                     given[name] = (("reply", ""), at)
                 elif isinstance(how, dict) and len(how) == 1 and isinstance(how.get("regex"), str):
-
                     if message := regex_problem(how["regex"]):
                         self.bad((*at, "regex"), message)
                     given[name] = (("regex", how["regex"]), at)
                 elif isinstance(how, dict) and len(how) == 1 and isinstance(how.get("state"), str):
-
                     try:
                         jmespath.compile(how["state"])
                     except jmespath.exceptions.JMESPathError as exc:
@@ -555,10 +551,7 @@ class SuiteParser:
         except (OSError, UnicodeDecodeError) as exc:
             self.bad(where, f"include: cannot read {shown}: {exc}")
             return None
-
-
         self.fragment_digests[str(fragment)] = hashlib.sha256(raw).hexdigest()
-
         at = self.lines.problem(where, "")
         note = f"a fragment included by test '{test.id}' at {at.file}:{at.line}"
         found: list[Problem] = []
@@ -571,9 +564,9 @@ class SuiteParser:
         if not isinstance(data, dict) or not isinstance(data.get("conversation"), list):
             self.bad(where, f"include: {shown} has no 'conversation:' list of turns to splice")
             return None
-
         for err in _fragment_validator().iter_errors(data):  # added after parsing, where it names nothing
-            self.fragment_schema.extend(lines.problem(spot, f"{message} ({note})") for spot, message in schema_problems(err))
+            self.fragment_schema.extend(lines.problem(spot, f"{message} ({note})")
+                                        for spot, message in schema_problems(err))
         self.lines.fragments[where] = (lines, ("conversation",), note)
         return data["conversation"], _dict(data.get("vars"))
 
