@@ -73,6 +73,7 @@ class TurnSpec:
     # SPEC §24: each capture's source: NAME -> ("reply", "") | ("regex", R) | ("state", PATH)
     captures: dict[str, tuple[str, str]] = field(default_factory=dict)
     click: Any = None  # `click: T` (template): a user turn that presses the previous reply's button T (SPEC §24)
+    metadata: dict[str, Any] | None = None  # a user turn's `metadata:`, sent with it (`rasa:`, SPEC §24)
 
 
 @dataclass
@@ -169,6 +170,8 @@ class TestSpec:
     recorded: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # a recorded conversation's own
     covers: dict[str, list[str]] = field(default_factory=dict)  # `covers:` (SPEC §25): dimension -> values
+    state: dict[str, Any] | None = None  # `state:` (SPEC §24): put in the bot before turn 1
+    tool_results: dict[str, Any] | None = None  # this test's tool results, over its provider's (SPEC §24)
 
 
 @dataclass
@@ -230,6 +233,8 @@ def describe_provider(config: dict[str, Any]) -> str:
         from evalspec.extend.kinds import is_stateful
 
         return f"http {http.get('url')}" + (" (stateful)" if is_stateful(config, "http") else "")
+    if "rasa" in config and isinstance(config["rasa"], dict):
+        return f"rasa {config['rasa'].get('url')}"
     if "python" not in config:  # a plugin's kind: `redacted` writes its key right after the id
         kind = next((k for k in config if k != "id"), "?")
         return f"{kind} {config.get(kind)}"

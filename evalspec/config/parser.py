@@ -325,6 +325,7 @@ class SuiteParser:
         test.threshold = float(threshold) if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) else None
         self._matrix_repeat_curve(test, f)
         self._covers(test, *f("covers"))
+        self._state_and_stubs(test, f)
         conversation, cpath = f("conversation")
         simulate, spath = f("simulate")
         attack, apath = f("attack")
@@ -368,6 +369,24 @@ class SuiteParser:
                     spec.scope = "each_turn"  # the red lines under attack hold on every reply
         self._check_references(test)
         return test
+
+    def _state_and_stubs(self, test: TestSpec, f: Callable[[str], tuple[Any, PathKey]]) -> None:
+        """`state:` (seeded before turn 1) and `tool_results:` (over the provider's), SPEC §24; a `rasa:`
+        provider takes only `slots` (sent as slot events)."""
+        state, spath = f("state")
+        if isinstance(state, dict):
+            test.state = dict(state)
+            rasa = [p.id for p in self.suite.providers
+                    if p.kind == "rasa" and (test.providers is None or p.id in test.providers)]
+            other = [k for k in state if k != "slots"]
+            if rasa and other:
+                self.bad((*spath, other[0]), f"'{other[0]}' cannot be seeded into rasa provider '{rasa[0]}': "
+                                             "a rasa provider takes `state: {slots: {...}}` (sent as slot events)")
+            elif rasa and not isinstance(state.get("slots"), dict):
+                self.bad((*spath, "slots"), "`state.slots` is a mapping of slot name to value")
+        results, _ = f("tool_results")
+        if isinstance(results, dict):
+            test.tool_results = dict(results)
 
     def _matrix_repeat_curve(self, test: TestSpec, f: Callable[[str], tuple[Any, PathKey]]) -> None:
         matrix, mpath = f("matrix")
@@ -420,7 +439,7 @@ class SuiteParser:
             if kind is None:
                 continue
             spec = TurnSpec(kind="user" if kind == "click" else cast(TurnKind, kind), where=tpath)
-            for extra in ("label", "assert", "vars", "capture"):
+            for extra in ("label", "assert", "vars", "capture", "metadata"):
                 if extra in raw and kind not in ("user", "click"):
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' turn, not '{kind}'")
             if kind in ("user", "click"):
@@ -436,6 +455,7 @@ class SuiteParser:
                     self.bad((*tpath, kind), "empty user message" if kind == "user" else "'click:' needs a button title")
                 spec.text = "" if text is None else str(text)
                 spec.vars = dict(raw.get("vars") or {}) if isinstance(raw.get("vars"), dict) else {}
+                spec.metadata = dict(raw["metadata"]) if isinstance(raw.get("metadata"), dict) else None
                 label = raw.get("label")
                 if isinstance(label, str):
                     if label in labels:

@@ -72,6 +72,7 @@ def tool_properties() -> dict[str, Any]:
         "max_tool_rounds": {"type": "integer", "minimum": 1,
                             "description": "model providers: tool rounds allowed in one user turn (default 5)"},
         "teardown": {"type": "string", "description": "FILE.py:function called as fn(context) after each conversation"},
+        "setup": {"type": "string", "description": "FILE.py:function called as fn(context) before each conversation"},
     }
 
 
@@ -139,6 +140,7 @@ def turn_schema(for_validation: bool) -> dict[str, Any]:
         "label": {"type": "string", "minLength": 1},
         "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"}},
         "vars": {"type": "object"},
+        "metadata": {"type": "object", "description": "sent with this user turn (`rasa:` providers' REST channel)"},
         "click": {"type": "string", "minLength": 1,
                   "description": "a user turn that presses the previous reply's button with this title (else "
                                  "this payload) and sends its payload (SPEC §24)"},
@@ -249,6 +251,10 @@ def test_properties() -> dict[str, Any]:
                               "description": "the term the curve is described by"}}, ["x"])]},
         "covers": {"type": "object", "additionalProperties": {"anyOf": [{"type": "string"}, {**STRINGS, "minItems": 1}]},
                    "description": "the values of the suite's 'coverage:' dimensions this test covers"},
+        "state": {"type": "object", "description": "the bot's state before turn 1 (SPEC §24): `rasa:` providers get "
+                                                   "its `slots` as slot events, others `context['state']` "
+                                                   "and {{ state }}"},
+        "tool_results": {"type": "object", "description": "this test's tool results, merged over its provider's"},
         "sla": {"type": "array", "items": _obj({"at": {"type": "number"}, "min_score": {"type": "number", "minimum": 0,
                                                                                        "maximum": 1}},
                                                ["at", "min_score"])},

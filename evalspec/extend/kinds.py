@@ -1,4 +1,4 @@
-"""The provider-kind registry: each kind (`python`, `model`, `http`, and plugins') with its schema,
+"""The provider-kind registry: each kind (`python`, `model`, `http`, `rasa`, and plugins') with its schema,
 builder, preflight and doc, so that parser, schema, factory and `evalspec list` read one table.
 
     from evalspec import provider_kind
@@ -32,7 +32,7 @@ ConfigCheck = Callable[[dict[str, Any]], list[tuple[tuple[str, ...], str]]]
 
 # kind -> the module that registers it; their order is the order of the suite schema's `oneOf`
 BUILTIN = {"python": "evalspec.providers.python_provider", "model": "evalspec.providers.model_provider",
-           "http": "evalspec.providers.http_provider"}
+           "http": "evalspec.providers.http_provider", "rasa": "evalspec.providers.rasa_provider"}
 
 
 def _no_problems(spec: ProviderSpec, suite: Suite) -> list[str]:

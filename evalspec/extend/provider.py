@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from evalspec.core.errors import ProviderError
+
 
 @dataclass
 class CallContext:
@@ -15,6 +17,8 @@ class CallContext:
     vars: dict[str, Any] = field(default_factory=dict)
     repeat: int = 1
     params: dict[str, Any] | None = None  # per-call request params of evalspec's own calls (response_format, ...)
+    state: dict[str, Any] | None = None  # the test's `state:` seed (SPEC §24): `context["state"]`, `{{ state }}`
+    metadata: dict[str, Any] | None = None  # the user turn's `metadata:` (sent by `rasa:` providers, SPEC §24)
 
 
 @dataclass
@@ -50,6 +54,24 @@ class ProviderResponse:
                    completion_tokens=data.get("completion_tokens"), cost=data.get("cost"),
                    tool_calls=data.get("tool_calls"), metadata=data.get("metadata") or {}, cached=True,
                    cached_tokens=data.get("cached_tokens"), state=data.get("state"), parts=data.get("parts"))
+
+
+PART_KEYS = ("text", "buttons", "image", "custom")
+
+
+def as_parts(found: Any, where: str) -> list[dict[str, Any]]:
+    """A turn's messages as parts `{text, buttons: [{title, payload}], image, custom}` (SPEC §24): each
+    object is read by those keys, a missing key is null; anything but a list of objects is an error."""
+    if not isinstance(found, list) or not all(isinstance(m, dict) for m in found):
+        raise ProviderError(f"{where} found {type(found).__name__}, expected a list of message objects")
+    parts = []
+    for message in found:
+        buttons = message.get("buttons")
+        parts.append({"text": message.get("text"),
+                      "buttons": [{"title": b.get("title"), "payload": b.get("payload")}
+                                  for b in buttons if isinstance(b, dict)] if isinstance(buttons, list) else None,
+                      "image": message.get("image"), "custom": json_safe(message.get("custom"))})
+    return parts
 
 
 def clean_text(text: str) -> str:

@@ -40,6 +40,7 @@ class PlannedTurn:
     # each capture's source (SPEC §24): NAME -> ("reply", "") | ("regex", R) | ("state", PATH)
     captures: dict[str, tuple[str, str]] = field(default_factory=dict)
     click: str | None = None  # `click: T` rendered: the turn presses the previous reply's button T (SPEC §24)
+    metadata: dict[str, Any] | None = None  # `metadata:` sent with this user turn (`rasa:`, SPEC §24)
 
 
 @dataclass
@@ -403,7 +404,8 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
             graded = entry.asserts if until is None or turn == until else []
             turns.append(PlannedTurn("user", str(text), turn, label=entry.label,
                                      asserts=_render_asserts(graded, local, turn), capture=entry.capture,
-                                     captures=dict(entry.captures), click=str(text) if key == "click" else None))
+                                     captures=dict(entry.captures), click=str(text) if key == "click" else None,
+                                     metadata=entry.metadata))
             for name in entry.captures:  # defined for the later turns and the test's assertions
                 if captured is None:
                     variables[name] = "{{ " + name + " }}"

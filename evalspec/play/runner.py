@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import itertools
 import os
@@ -29,8 +30,8 @@ from evalspec.play.processes import Children, Play, process_count
 from evalspec.play.ray_executor import ConversationLost, RayConfig, RayExecutor
 from evalspec.play.scripted import captured_values, run_scripted
 from evalspec.play.supervise import PlayGuard
-from evalspec.play.teardown import run_teardown
-from evalspec.play.turns import user_message
+from evalspec.play.teardown import run_setup, run_teardown
+from evalspec.play.turns import TurnError, user_message
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.limits import LIMITED, RATE_LIMITED
@@ -231,6 +232,8 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
     """A stateful server's conversation is replayed from the cache only when every turn is cached;
     otherwise it runs live from the start with a new thread id."""
     kit = pool.toolkit(inst.provider, inst.suite)
+    if inst.test.tool_results:  # this test's stubs over its provider's (SPEC §24)
+        kit = dataclasses.replace(kit, results={**kit.results, **inst.test.tool_results})
     if inst.test.attack is not None:
         from evalspec.play.attack import run_attack
 
@@ -258,17 +261,52 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
 
 
 class TurnCaller:
-    """The system under test as one conversation calls it: one thread id for all of its turns."""
+    """The system under test as one conversation calls it: one thread id for all of its turns. Before its
+    first live call (never before cached answers) the provider's `setup:` runs and the test's `state:` is
+    seeded into a provider that can take it (SPEC §24)."""
 
     def __init__(self, inst: Instance, provider: ProviderCaller, mode: dict[str, bool], stats: CallStats) -> None:
         self.inst, self.provider, self.mode, self.stats = inst, provider, mode, stats
         self.thread_id = f"{random.getrandbits(128):032x}"  # uuid4().hex without a system call per conversation
+        test, config = inst.test, inst.provider.config
+        self.extra = conversation_extra(inst)
+        self._seed = getattr(provider.provider, "seed", None) if test.state is not None else None
+        self._prepared = not (config.get("setup") or self._seed is not None)
+        self._metadata = {t.turn: t.metadata for t in inst.turns if t.role == "user" and t.metadata}
 
     def __call__(self, messages: list[dict[str, Any]], turn: int) -> Awaitable[ProviderResponse]:
         inst = self.inst
         ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
-                          repeat=inst.repeat)
-        return self.provider.call(messages, ctx, stats=self.stats, **self.mode)
+                          repeat=inst.repeat, state=inst.test.state, metadata=self._metadata.get(turn))
+        return self.provider.call(messages, ctx, self.extra, stats=self.stats,
+                                  prepare=None if self._prepared else self._prepare, **self.mode)
+
+    async def _prepare(self) -> None:
+        if self._prepared:
+            return
+        self._prepared = True
+        inst = self.inst
+        if inst.provider.config.get("setup") and (problem := await run_setup(inst, self.thread_id)):
+            raise TurnError(f"{problem} (nothing was sent)")
+        if self._seed is not None:
+            ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=0, vars=inst.vars,
+                              repeat=inst.repeat, state=inst.test.state)
+            try:
+                await asyncio.wait_for(self._seed(ctx), self.provider.timeout)
+            except (TimeoutError, asyncio.TimeoutError):
+                raise TurnError(f"seeding the test's state timed out after {self.provider.timeout:g}s") from None
+            except EvalspecError as exc:
+                raise TurnError(f"seeding the test's state failed: {exc}") from exc
+
+
+def conversation_extra(inst: Instance) -> dict[str, Any] | None:
+    """What besides the messages decides a conversation's answers (the cache key's extra part, SPEC §24):
+    the test's `state:` and `tool_results:`, the provider's `setup:`; None when it has none of them (the
+    key of every conversation without them is what it always was)."""
+    extra = {"state": inst.test.state, "tool_results": inst.test.tool_results,
+             "setup": inst.provider.config.get("setup")}
+    extra = {k: v for k, v in extra.items() if v is not None}
+    return extra or None
 
 
 def recorded_transcript(inst: Instance) -> Transcript:

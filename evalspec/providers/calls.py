@@ -109,9 +109,12 @@ class ProviderCaller:
 
     async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None, *,
                    read: bool = True, write: bool = True, cache_only: bool = False,
-                   stats: CallStats | None = None) -> ProviderResponse:
+                   stats: CallStats | None = None,
+                   prepare: Callable[[], Awaitable[None]] | None = None) -> ProviderResponse:
         """Answer from the cache when allowed, else call (with limits, time-out and retries).
-        `stats`, when given, counts this call's requests too (one conversation's share)."""
+        `stats`, when given, counts this call's requests too (one conversation's share); `prepare`, when
+        given, is awaited before a live call (never before a cached answer): a conversation's setup and
+        seeding (SPEC §24)."""
         counters = [self.stats] + ([stats] if stats is not None else [])
         key = self.key(messages, context, extra) if self.cache is not None else ""
         if (read or cache_only) and self.cache is not None:
@@ -123,6 +126,8 @@ class ProviderCaller:
                 return cached
         if cache_only:
             raise CacheMiss(self.id)
+        if prepare is not None:
+            await prepare()
         response = await self._call_with_retries(messages, context, counters)
         if write and self.cache is not None:
             self.cache.put(key, response.to_cache())

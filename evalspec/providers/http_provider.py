@@ -1,7 +1,8 @@
 """`http:` providers: any HTTP chatbot, through httpx.
 
 url, headers and body are templates (`{{ message }}`, `{{ thread_id }}`, `{{ messages }}`, suite vars);
-`response` is a JMESPath into the JSON reply. `stateful: true` sends only the new message with a
+`response` is a JMESPath into the JSON reply (a list of texts is joined by a newline); `state` and
+`parts` JMESPaths read the bot's state and the turn's messages (SPEC §24). `stateful: true` sends only the new message with a
 thread id stable within one conversation; otherwise the whole history goes as `messages`.
 """
 
@@ -16,7 +17,7 @@ from jmespath.visitor import TreeInterpreter
 from evalspec.config.interpolate import TemplateProblem, is_template, render_value
 from evalspec.core.errors import ProviderError
 from evalspec.extend.kinds import provider_kind
-from evalspec.extend.provider import CallContext, ProviderResponse, url_problem
+from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, url_problem
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ class HttpProvider:
         self._expr = jmespath.compile(self.path) if self.path else None
         self._calls_expr = jmespath.compile(self.http["tool_calls"]) if self.http.get("tool_calls") else None
         self._calls_path = calls_path(self._calls_expr.parsed) if self._calls_expr is not None else None
+        self._state_expr = jmespath.compile(self.http["state"]) if self.http.get("state") else None
+        self._parts_expr = jmespath.compile(self.http["parts"]) if self.http.get("parts") else None
         self.max_bytes = int(self.http.get("max_response_bytes") or MAX_RESPONSE_BYTES)
         self._client: httpx.AsyncClient | None = None
 
@@ -56,7 +59,8 @@ class HttpProvider:
         message = messages[-1]["content"]
         thread_id = context.thread_id if thread_id is None else thread_id
         variables = {**self.vars, **context.vars, "message": message, "thread_id": thread_id,
-                     "messages": messages, "turn": context.turn}
+                     "messages": messages, "turn": context.turn,
+                     **({"state": context.state} if context.state is not None else {})}
         try:
             url = str(render_value(self.http["url"], variables))
             headers = {str(k): str(render_value(v, variables)) for k, v in (self.http.get("headers") or {}).items()}
@@ -97,8 +101,38 @@ class HttpProvider:
         metadata: dict[str, Any] = {"status": response.status_code}
         calls = self._tool_calls(response, metadata)
         # a turn that made tool calls may have no text (OpenAI's `content: null`)
-        return ProviderResponse(content=self._extract(response, optional=bool(calls)), latency_ms=latency,
-                                tool_calls=calls, metadata=metadata)
+        reply = self._extract(response, optional=bool(calls))
+        state = self._read_path(response, "state", self._state_expr)
+        if state is not None and not isinstance(state, dict):
+            raise ProviderError(f"{self.id}: state path '{self.http['state']}' found {type(state).__name__}, "
+                                f"expected an object (the bot's state)")
+        found = self._read_path(response, "parts", self._parts_expr)
+        parts = as_parts(found, f"{self.id}: parts path '{self.http['parts']}'") if found is not None else None
+        return ProviderResponse(content=reply, latency_ms=latency, tool_calls=calls, metadata=metadata,
+                                state=state, parts=parts)
+
+    def _read_path(self, response: httpx.Response, key: str, expr: Any) -> Any:
+        """What the `state:` / `parts:` JMESPath finds, read like `response:` (SPEC §17, §24): the object
+        holding its last key must be there (else an error naming the path); the key itself may be absent
+        (None: this turn has none)."""
+        if expr is None:
+            return None
+        path = self.http[key]
+        try:
+            data = response.json()
+        except ValueError:
+            raise ProviderError(f"{self.id}: response is not JSON, cannot apply {key} path '{path}': "
+                                f"{response.text[:200]!r}") from None
+        holder = calls_path(expr.parsed)
+        if holder is None:  # a filter, function or projection: what it finds
+            return expr.search(data)
+        parent_expr, last = holder
+        parent = data if parent_expr is None else TreeInterpreter().visit(parent_expr, data)
+        if not isinstance(parent, dict) or (parent_expr is None and last not in parent):
+            where = "its key" if parent_expr is None else "the object holding its last key"
+            raise ProviderError(f"{self.id}: {key} path '{path}' found nothing: {where} is not in "
+                                f"{str(data)[:200]} (check the path)")
+        return parent.get(last)
 
     async def _read(self, response: httpx.Response, url: str) -> bytes:
         """The body, read as it streams in and refused once it passes `max_response_bytes` (never loaded whole first)."""
@@ -164,6 +198,8 @@ class HttpProvider:
             if value is None:
                 raise ProviderError(f"{self.id}: no reply: response path '{self.path}' found nothing in "
                                     f"{str(data)[:200]}")
+            if isinstance(value, list) and all(isinstance(v, str) or v is None for v in value):
+                return "\n".join(v for v in value if v is not None)  # the turn's messages (SPEC §24)
             if isinstance(value, (dict, list)):
                 raise ProviderError(f"{self.id}: response path '{self.path}' found {type(value).__name__}, "
                                     f"not text: {str(value)[:200]}")
@@ -208,6 +244,8 @@ HTTP_SCHEMA: dict[str, Any] = {
         "stateful": {"type": "boolean"},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "tool_calls": {"type": "string", "description": "JMESPath to the tool calls the bot reports"},
+        "state": {"type": "string", "description": "JMESPath to the bot's state after the turn (SPEC §24)"},
+        "parts": {"type": "string", "description": "JMESPath to the turn's messages {text, buttons, image, custom}"},
         "max_response_bytes": {"type": "integer", "minimum": 1,
                                "description": "a larger response is an error (default 10 MiB)"},
     },
@@ -232,7 +270,7 @@ def http_problems(config: dict[str, Any]) -> list[str]:
         return ["http needs a `url`"]
     if not is_template(url) and (wrong := url_problem(url)):
         problems.append(wrong)
-    for key in ("response", "tool_calls"):
+    for key in ("response", "tool_calls", "state", "parts"):
         if http.get(key):
             try:
                 jmespath.compile(http[key])

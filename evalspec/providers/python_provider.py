@@ -19,7 +19,7 @@ from evalspec.core.errors import ProviderError
 from evalspec.core.pyref import LoadError, load_callable
 from evalspec.core.usercode import UserCodeError, call_user, describe
 from evalspec.extend.kinds import provider_kind
-from evalspec.extend.provider import CallContext, ProviderResponse, json_safe
+from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, json_safe
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 
 if TYPE_CHECKING:
@@ -51,7 +51,8 @@ class PythonProvider:
             self.load()
         sent, usage = await self.strategy.build(None, messages, context)
         ctx = {"thread_id": context.thread_id, "vars": dict(context.vars), "test_id": context.test_id,
-               "turn": context.turn, "repeat": context.repeat}
+               "turn": context.turn, "repeat": context.repeat,
+               **({"state": dict(context.state)} if context.state is not None else {})}
         start = time.perf_counter()
         try:  # `sent` is the user's to change: every call's history is built afresh from the transcript
             result = await call_user(self._fn, sent, ctx)
@@ -93,11 +94,17 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
     usage = result.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     metadata = result.get("metadata")
+    state = result.get("state")  # the bot's own state after the turn (SPEC §24)
+    if state is not None and not isinstance(state, dict):
+        raise ProviderError(f"{where} returned 'state' as {type(state).__name__}; expected a dict")
+    parts = result.get("parts")
     return ProviderResponse(str(content or ""), latency, tokens=_count(usage.get("total_tokens")),
                             prompt_tokens=_count(usage.get("prompt_tokens")),
                             completion_tokens=_count(usage.get("completion_tokens")),
                             cost=_money(result.get("cost")), tool_calls=json_safe(tool_calls) or None,
-                            metadata=json_safe(metadata) if isinstance(metadata, dict) else {})
+                            metadata=json_safe(metadata) if isinstance(metadata, dict) else {},
+                            state=json_safe(state) if state is not None else None,
+                            parts=as_parts(parts, f"{where} returned 'parts':") if parts is not None else None)
 
 
 # -- the `python` kind ---------------------------------------------------------------------------

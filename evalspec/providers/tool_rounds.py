@@ -175,12 +175,13 @@ def tool_problems(spec: ProviderSpec, base_dir: Path) -> list[str]:
                 load_callable(str(entry["python"]), base_dir)
             except LoadError as exc:
                 problems.append(f"tool_results.{name}: {exc}")
-    teardown = spec.config.get("teardown")
-    if isinstance(teardown, str):
-        try:
-            load_callable(teardown, base_dir)
-        except LoadError as exc:
-            problems.append(f"teardown: {exc}")
+    for hook in ("setup", "teardown"):
+        ref = spec.config.get(hook)
+        if isinstance(ref, str):
+            try:
+                load_callable(ref, base_dir)
+            except LoadError as exc:
+                problems.append(f"{hook}: {exc}")
     return problems
 
 
