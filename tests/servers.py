@@ -266,3 +266,103 @@ def form_of(request: dict[str, Any]) -> str:
     if isinstance(fmt, dict):
         return "json_object+schema" if fmt.get("type") == "json_object" and "schema" in fmt else str(fmt.get("type"))
     return "ollama_format" if "format" in request else "none"
+
+
+class RasaServer(LoopbackServer):
+    """A Rasa assistant as its REST channel and tracker API answer (the JSON shapes of Rasa's docs), scripted
+    as a tiny booking flow: `试驾` starts `book_test_drive` (sets `car_model`, asks the day with buttons),
+    a day (its button's payload `/choose_day{"day": "..."}` or the title) books it (`booking_id`) and
+    completes the flow; anything else is a greeting. `POST /conversations/{id}/tracker/events` appends
+    events (seeding); with `token` set, every request needs `?token=` (else 401)."""
+
+    SLOTS = ("car_model", "day", "booking_id", "city")
+
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token
+        self.trackers: dict[str, dict[str, Any]] = {}
+        self.bookings = 0
+
+        def handle(method: str, path: str, body: Any, headers: dict[str, str]) -> Reply:
+            from urllib.parse import parse_qs, unquote, urlsplit
+
+            url = urlsplit(path)
+            if self.token is not None and parse_qs(url.query).get("token") != [self.token]:
+                return Reply(401, {"version": "3.10", "status": "failure", "reason": "NotAuthenticated"})
+            parts = [unquote(p) for p in url.path.split("/") if p]
+            if method == "POST" and parts == ["webhooks", "rest", "webhook"]:
+                return Reply(body=self._turn(str(body["sender"]), str(body["message"]), body.get("metadata")))
+            if len(parts) >= 3 and parts[0] == "conversations" and parts[2] == "tracker":
+                tracker = self._tracker(parts[1])
+                if method == "GET" and len(parts) == 3:
+                    return Reply(body=tracker)
+                if method == "POST" and parts[3:] == ["events"]:
+                    for event in body if isinstance(body, list) else [body]:
+                        self._event(tracker, event)
+                    return Reply(body=tracker)
+            return Reply(404, {"status": "failure", "reason": f"no route {method} {url.path}"})
+
+        super().__init__(handle)
+
+    def reset(self) -> None:
+        super().reset()
+        self.trackers.clear()
+        self.bookings = 0
+
+    def _tracker(self, sender: str) -> dict[str, Any]:
+        return self.trackers.setdefault(sender, {
+            "sender_id": sender, "slots": {name: None for name in self.SLOTS},
+            "latest_message": {"intent": {}, "entities": [], "text": None}, "events": [],
+            "latest_action_name": "action_listen", "active_loop": {}, "paused": False})
+
+    def _event(self, tracker: dict[str, Any], event: dict[str, Any]) -> None:
+        tracker["events"].append({**event, "timestamp": time.time()})
+        if event.get("event") == "slot":
+            tracker["slots"][event["name"]] = event.get("value")
+
+    def _turn(self, sender: str, text: str, metadata: Any) -> list[dict[str, Any]]:
+        tracker = self._tracker(sender)
+        add = lambda **event: self._event(tracker, event)  # noqa: E731
+        replies: list[dict[str, Any]] = []
+
+        def utter(name: str, reply: str, **extra: Any) -> None:
+            add(event="action", name=name)
+            add(event="bot", text=reply, data={k: v for k, v in extra.items()}, metadata={"utter_action": name})
+            replies.append({"recipient_id": sender, "text": reply, **extra})
+
+        day = None
+        if text.startswith("/choose_day"):
+            day = json.loads(text[len("/choose_day"):])["day"]
+        elif text in ("周六", "周日"):
+            day = text
+        if "试驾" in text:
+            intent, entities = "book_test_drive", [{"entity": "car_model", "value": "瑶光", "start": 3, "end": 5}]
+        elif day is not None:
+            intent, entities = "choose_day", [{"entity": "day", "value": day}]
+        else:
+            intent, entities = "greet", []
+        message = {"intent": {"name": intent, "confidence": 0.97}, "entities": entities, "text": text}
+        tracker["latest_message"] = message
+        add(event="user", text=text, parse_data=message, metadata=metadata or {}, input_channel="rest")
+        if intent == "book_test_drive":
+            add(event="flow_started", flow_id="book_test_drive")
+            add(event="stack", update=json.dumps([{"op": "add", "path": "/0", "value": {
+                "frame_id": "F1", "flow_id": "book_test_drive", "step_id": "ask_day", "type": "flow"}}]))
+            add(event="slot", name="car_model", value="瑶光")
+            utter("utter_ask_day", "您想哪天来试驾？",
+                  buttons=[{"title": "周六", "payload": '/choose_day{"day": "周六"}'},
+                           {"title": "周日", "payload": '/choose_day{"day": "周日"}'}])
+        elif intent == "choose_day":
+            self.bookings += 1
+            booking = f"B-{self.bookings:04d}"
+            add(event="slot", name="day", value=day)
+            add(event="action", name="action_book_test_drive")
+            add(event="slot", name="booking_id", value=booking)
+            city = tracker["slots"].get("city")
+            utter("utter_booked", f"已为您预约{day}试驾，预约号 {booking}" + (f"，{city}店见" if city else ""),
+                  image="https://example.invalid/map.png")
+            add(event="flow_completed", flow_id="book_test_drive", step_id="END")
+            add(event="stack", update=json.dumps([{"op": "remove", "path": "/0"}]))
+        else:
+            utter("utter_greet", "您好！有什么可以帮您？", custom={"handoff": False})
+        add(event="action", name="action_listen")
+        return replies

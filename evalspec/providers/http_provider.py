@@ -104,10 +104,10 @@ class HttpProvider:
         reply = self._extract(response, optional=bool(calls))
         state = self._read_path(response, "state", self._state_expr)
         if state is not None and not isinstance(state, dict):
-            raise ProviderError(f"{self.id}: state path '{self.http['state']}' found {type(state).__name__}, "
+            raise ProviderError(f"state path '{self.http['state']}' found {type(state).__name__}, "
                                 f"expected an object (the bot's state)")
         found = self._read_path(response, "parts", self._parts_expr)
-        parts = as_parts(found, f"{self.id}: parts path '{self.http['parts']}'") if found is not None else None
+        parts = as_parts(found, f"parts path '{self.http['parts']}'") if found is not None else None
         return ProviderResponse(content=reply, latency_ms=latency, tool_calls=calls, metadata=metadata,
                                 state=state, parts=parts)
 
@@ -121,7 +121,7 @@ class HttpProvider:
         try:
             data = response.json()
         except ValueError:
-            raise ProviderError(f"{self.id}: response is not JSON, cannot apply {key} path '{path}': "
+            raise ProviderError(f"response is not JSON, cannot apply {key} path '{path}': "
                                 f"{response.text[:200]!r}") from None
         holder = calls_path(expr.parsed)
         if holder is None:  # a filter, function or projection: what it finds
@@ -130,7 +130,7 @@ class HttpProvider:
         parent = data if parent_expr is None else TreeInterpreter().visit(parent_expr, data)
         if not isinstance(parent, dict) or (parent_expr is None and last not in parent):
             where = "its key" if parent_expr is None else "the object holding its last key"
-            raise ProviderError(f"{self.id}: {key} path '{path}' found nothing: {where} is not in "
+            raise ProviderError(f"{key} path '{path}' found nothing: {where} is not in "
                                 f"{str(data)[:200]} (check the path)")
         return parent.get(last)
 

@@ -57,13 +57,13 @@ class RasaProvider:
             response = await self._client.request(method, url, params=self._params(),
                                                   **({"json": body} if body is not None else {}))
         except httpx.HTTPError as exc:
-            raise transport_error(exc, f"{self.id} ({url})") from exc
+            raise transport_error(exc, url) from exc
         if response.status_code >= 400:
-            raise status_error(response, f"{self.id} ({url})")
+            raise status_error(response, url)
         try:
             return response.json()
         except ValueError:
-            raise ProviderError(f"{self.id} ({url}): the answer is not JSON: {response.text[:200]!r}") from None
+            raise ProviderError(f"{url}: the answer is not JSON: {response.text[:200]!r}") from None
 
     def _tracker(self, thread_id: str) -> str:
         return f"/conversations/{quote(thread_id, safe='')}/tracker"
@@ -80,11 +80,11 @@ class RasaProvider:
         body = {"sender": context.thread_id, "message": messages[-1]["content"], "metadata": context.metadata or {}}
         answer = await self._send("POST", "/webhooks/rest/webhook", body)
         latency = (time.perf_counter() - start) * 1000
-        parts = as_parts(answer, f"{self.id}: the REST channel's answer")
+        parts = as_parts(answer, "the REST channel's answer")
         content = "\n".join(p["text"] for p in parts if isinstance(p["text"], str))
         tracker = await self._send("GET", self._tracker(context.thread_id))
         if not isinstance(tracker, dict):
-            raise ProviderError(f"{self.id}: the tracker is {type(tracker).__name__}, expected an object")
+            raise ProviderError(f"the tracker is {type(tracker).__name__}, expected an object")
         return ProviderResponse(content=content, latency_ms=latency, state=tracker_state(tracker), parts=parts,
                                 metadata={"status": 200})
 
