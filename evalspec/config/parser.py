@@ -249,7 +249,7 @@ class SuiteParser:
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' entry, not '{kind}'")
             text = raw[kind]
             spec = TurnSpec(kind=cast(TurnKind, kind), text="" if text is None else str(text), where=tpath)
-            extras = {k: raw[k] for k in ("tool_calls", "tool_call_id", "name") if k in raw}
+            extras = {k: raw[k] for k in ("tool_calls", "tool_call_id", "name", "state", "parts") if k in raw}
             spec.message = extras or None
             if kind == "user":
                 turn += 1

@@ -165,7 +165,8 @@ def test_of(suite: Suite, conversation: Conversation, index: int) -> TestSpec:
         role = message["role"]
         if role == "system":
             continue
-        extras = {key: message[key] for key in ("tool_calls", "tool_call_id", "name") if message.get(key)}
+        extras = {key: message[key] for key in ("tool_calls", "tool_call_id", "name", "state", "parts")
+                  if message.get(key) is not None and (key in ("state", "parts") or message.get(key))}
         test.conversation.append(TurnSpec(kind=role, text=_content(message.get("content")), message=extras or None))
     return test
 

@@ -177,6 +177,9 @@ def transcript_entry_schema(for_validation: bool) -> dict[str, Any]:
                        "description": "the assistant's tool calls (OpenAI format)"},
         "tool_call_id": {"type": "string"},
         "name": {"type": "string"},
+        "state": {"type": "object", "description": "the bot's state after this reply (SPEC §24)"},
+        "parts": {"type": "array", "items": {"type": "object"},
+                  "description": "the reply's messages {text, buttons, image, custom}"},
     })
     if not for_validation:  # the loader names a missing or doubled kind itself
         schema["oneOf"] = [{"required": ["user"]}, {"required": ["assistant"]}, {"required": ["tool"]}]

@@ -172,3 +172,34 @@ tests:
     assert code == 1 and record["provider"] == "recorded" and record["status"] == "failed"
     failed = [a for a in record["assertions"] if a["pass"] is False]
     assert [(a["type"], a["turn"]) for a in failed] == [("not-contains", 1)]
+
+
+def test_recorded_assistant_messages_keep_their_state_and_parts(tmp_path, monkeypatch):
+    """SPEC §24: JSONL and inline `transcript:` assistant messages may carry `state` and `parts`."""
+    monkeypatch.chdir(tmp_path)
+    state = {"slots": {"city": "北京"}, "active_flow": "book_test_drive"}
+    parts = [{"text": "哪天？", "buttons": [{"title": "周六", "payload": "/sat"}], "image": None, "custom": None}]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.jsonl").write_text(json.dumps({"id": "c1", "messages": [
+        {"role": "user", "content": "试驾"}, {"role": "assistant", "content": "哪天？", "state": state,
+                                              "parts": parts}]}, ensure_ascii=False) + "\n", encoding="utf-8")
+    (tmp_path / "rules.yaml").write_text("transcripts: {path: logs/*.jsonl}\ndefaults:\n  assert: [{contains: 哪天}]\n",
+                                         encoding="utf-8")
+    code, out = invoke("run", "rules.yaml", "-o", "run.json", "-q")
+    assert code == 0, out
+    reply = results(tmp_path / "run.json")["c1"]["transcript"][1]
+    assert reply["state"] == state and reply["parts"] == parts
+    (tmp_path / "inline.yaml").write_text(f"""\
+tests:
+  - id: inline
+    transcript:
+      - user: 试驾
+      - assistant: 哪天？
+        state: {json.dumps(state, ensure_ascii=False)}
+        parts: {json.dumps(parts, ensure_ascii=False)}
+    assert: [{{contains: 哪天}}]
+""", encoding="utf-8")
+    code, out = invoke("run", "inline.yaml", "-o", "inline.json", "-q")
+    assert code == 0, out
+    reply = results(tmp_path / "inline.json")["inline"]["transcript"][1]
+    assert reply["state"] == state and reply["parts"] == parts
