@@ -384,9 +384,24 @@ class SuiteParser:
                                              "a rasa provider takes `state: {slots: {...}}` (sent as slot events)")
             elif rasa and not isinstance(state.get("slots"), dict):
                 self.bad((*spath, "slots"), "`state.slots` is a mapping of slot name to value")
-        results, _ = f("tool_results")
+        results, rpath = f("tool_results")
         if isinstance(results, dict):
             test.tool_results = dict(results)
+            runs_on = [p for p in self.suite.providers if test.providers is None or p.id in test.providers]
+            if runs_on and not any(p.kind == "model" for p in runs_on):
+                self.bad(rpath, "'tool_results' is for model providers: this test's providers report their "
+                                "tool calls (they are recorded, not answered)")
+            for p in runs_on:
+                tools = p.config.get("tools")
+                if p.kind != "model" or not isinstance(tools, list):
+                    continue
+                names = [str(t.get("function", t).get("name")) for t in tools if isinstance(t, dict)]
+                for name in results:
+                    if name not in names:
+                        self.bad((*rpath, name), f"tool_results for '{name}', which is not in provider "
+                                                 f"'{p.id}' `tools`" + (did_you_mean(str(name), names)
+                                                                       or f" (tools: {', '.join(names)})"))
+                break
 
     def _matrix_repeat_curve(self, test: TestSpec, f: Callable[[str], tuple[Any, PathKey]]) -> None:
         matrix, mpath = f("matrix")

@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from evalspec import run
+from evalspec.core.errors import ConfigError
 from evalspec.play.runner import RunOptions
 from tests.servers import AgentScript, OpenAIServer
 
@@ -115,3 +118,22 @@ tests:
     by_id = {r["test_id"]: r for r in data["results"]}
     assert by_id["stubbed"]["transcript"][-1]["content"] == 'done: {"in_stock": true} | 20万'
     assert by_id["plain"]["transcript"][-1]["content"] == "done: 无货 | 20万"
+
+
+def test_a_tests_tool_results_naming_no_declared_tool_is_a_validation_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("""\
+providers:
+  - id: agent
+    model: openai/test-model
+    tools: [{type: function, function: {name: lookup_stock}}]
+tests:
+  - id: t
+    tool_results: {lookup_stok: 有货}
+    conversation: [{user: 有现车吗？}]
+""", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False))
+    assert any("tests[0].tool_results.lookup_stok: tool_results for 'lookup_stok', which is not in provider "
+               "'agent' `tools` (did you mean 'lookup_stock'?)" in str(p) for p in err.value.problems), \
+        [str(p) for p in err.value.problems]
