@@ -60,7 +60,7 @@ class HttpProvider:
         thread_id = context.thread_id if thread_id is None else thread_id
         variables = {**self.vars, **context.vars, "message": message, "thread_id": thread_id,
                      "messages": messages, "turn": context.turn,
-                     **({"state": context.state} if context.state is not None else {})}
+                     "state": context.state if context.state is not None else {}}  # the test's seed (SPEC §24)
         try:
             url = str(render_value(self.http["url"], variables))
             headers = {str(k): str(render_value(v, variables)) for k, v in (self.http.get("headers") or {}).items()}
