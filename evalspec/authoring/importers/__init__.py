@@ -40,7 +40,7 @@ class ImportedSuite:
     data: dict[str, Any]
     not_converted: list[str] = field(default_factory=list)
     source: str = ""
-    files: dict[str, str] = field(default_factory=dict)  # extra files to write next to the suite
+    files: dict[str, str] = field(default_factory=dict)  # extra files to write, relative to the suite
 
 
 RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
@@ -185,11 +185,13 @@ def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | Non
     written: list[Path] = []
     for suite in suites:
         with_provider(suite, provider)
-        path = out_dir / suite.filename
+        path = out_dir / suite.filename  # a relative path: an imported folder's sub-folders are kept
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_suite(suite), encoding="utf-8")
         written.append(path)
-        for name, content in suite.files.items():
-            extra = out_dir / name
+        for name, content in suite.files.items():  # relative to the suite (a stub, fragments)
+            extra = path.parent / name
+            extra.parent.mkdir(parents=True, exist_ok=True)
             if not extra.exists():
                 extra.write_text(content, encoding="utf-8")
                 written.append(extra)

@@ -1,0 +1,379 @@
+"""BotiumScript (`.convo.txt`, `.pconvo.txt`, `.utterances.txt`) as evalspec suites (SPEC §24, §19).
+
+A convo is a title line and `#me` / `#bot` sections: the lines of one `#me` are one user message, the
+`#bot`s after it check its reply, matched as Botium does by default (`wildcardIgnoreCase`: a
+case-insensitive search anywhere in the reply, `*` any text). `INCLUDE NAME` splices a partial convo
+(`include:` of a fragment file written beside the suite), an utterance list named by a `#me` becomes a
+matrix over its phrasings, `$name` in a `#bot` line captures that word for later turns, and `BUTTON x`
+presses a button (`click:`). The suites get an `http:` provider to edit (or `--provider`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalspec.authoring.importers import ImportedSuite, dump_yaml, literal, plain, provider_from_spec
+from evalspec.authoring.importers.rasa import Refused, jp_literal
+from evalspec.core.errors import ConfigError, Problem
+from evalspec.core.suggest import slugify
+
+DEFAULT_PROVIDER: dict[str, Any] = {
+    "id": "bot",
+    "http": {"url": "http://localhost:8080/chat", "body": {"session": "{{ thread_id }}", "text": "{{ message }}"},
+             "response": "messages[].text", "parts": "messages", "state": "@", "stateful": True},
+}
+SECTIONS = ("#me", "#bot", "#begin", "#end")
+_VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_TEXT_ASSERTERS = {f"TEXT_{kind}_{mode}{ic}" for kind in ("CONTAINS", "REGEXP", "WILDCARD", "WILDCARDEXACT")
+                   for mode in ("ANY", "ALL") for ic in ("", "_IC")} | {"TEXT_EQUALS", "TEXT_EQUALS_IC", "TEXT"}
+KNOWN_HOOKS = _TEXT_ASSERTERS | {
+    "BUTTONS", "INTENT", "ENTITIES", "JSON_PATH", "INCLUDE", "BUTTON", "MEDIA", "CARDS", "FORM", "FORMS",
+    "JSON_PATH_COUNT", "RESPONSE_LENGTH", "ENTITY_VALUES", "ENTITY_CONTENT", "INTENT_UNIQUE", "INTENT_CONFIDENCE",
+    "PAUSE", "PAUSE_ASSERTER", "WAIT_FOR_BOT", "SET_SCRIPTING_MEMORY", "CLEAR_SCRIPTING_MEMORY", "UPDATE_CUSTOM",
+    "SKIP_BOT_UNCONSUMED", "BOT_CONSUMED", "BOT_UNCONSUMED_COUNT", "CONDITIONAL_STEP_TIME_BASED",
+    "CONDITIONAL_STEP_BUSINESS_HOURS", "CONDITIONAL_STEP_JSON_PATH_BASED", "ORDERED_LIST_TO_BUTTON", "LINKS",
+    "CHECKLINK", "TEXT_WILDCARD", "SET_ACTIVITY_VALUE", "SET_SCRIPTING_MEMORY_FROM_JSON_PATH",
+}
+
+
+@dataclass
+class Convo:
+    title: str
+    sections: list[tuple[str, list[str], int]]  # (section, lines, line number of its header)
+    path: Path
+
+
+@dataclass
+class _Out:
+    """A convo (or a partial) being converted."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    lead: list[dict[str, Any]] = field(default_factory=list)  # a partial's checks before its first #me
+    test_checks: list[dict[str, Any]] = field(default_factory=list)
+    turns: int = 0
+    target: tuple[str, int] | None = None  # ("entry", index) or ("turns", N): what a #bot checks
+
+
+def _hook(line: str) -> tuple[str, bool, list[str]] | None:
+    """A logic hook / asserter line -> (NAME, negated, args); None for text."""
+    match = re.match(r"(!?)([A-Z][A-Z0-9_]+)(?:\s+(.*))?\Z", line.strip())
+    if not match:
+        return None
+    name, rest = match.group(2), match.group(3)
+    if name not in KNOWN_HOOKS and not (rest and "|" in rest):
+        return None
+    args = [a.strip() for a in rest.split("|")] if rest and name != "INCLUDE" else [rest.strip()] if rest else []
+    return name, bool(match.group(1)), args
+
+
+def parse_convo(path: Path) -> Convo:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([Problem(str(path), None, "", f"cannot read: {exc}")]) from None
+    lines = text.splitlines()
+    title, sections, current = "", [], None
+    for number, raw in enumerate(lines, 1):
+        line = raw.rstrip()
+        head = line.strip().split()[0].lower() if line.strip() else ""
+        if head in SECTIONS or (head.startswith("#") and current is not None and re.match(r"#\w+\Z", head)):
+            current = (head, [], number)
+            sections.append(current)
+        elif current is None:
+            if line.strip() and not title:
+                title = line.strip()
+        else:
+            current[1].append(line)
+    for _, body, _ in sections:
+        while body and not body[-1].strip():
+            body.pop()
+        while body and not body[0].strip():
+            body.pop(0)
+    return Convo(title or path.name.split(".")[0], [(h, b, n) for h, b, n in sections], path)
+
+
+def parse_utterances(path: Path) -> tuple[str, list[str]]:
+    lines = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines()]
+    lines = [line for line in lines if line]
+    return (lines[0], lines[1:]) if lines else (path.name.split(".")[0], [])
+
+
+def wildcard(text: str, anchored: bool = False, captured: frozenset[str] = frozenset(),
+             group: str | None = None) -> str:
+    """Botium's wildcard match as a regex: case-insensitive, `*` any text, `$name` a word (`(\\S+)` for
+    `group`, a captured var's value for vars already captured)."""
+    out = []
+    for piece in re.split(r"(\*|\$[A-Za-z_][A-Za-z0-9_]*)", text):
+        if piece == "*":
+            out.append(".*")
+        elif piece.startswith("$") and len(piece) > 1:
+            name = piece[1:]
+            out.append("(\\S+)" if name == group else "{{ " + name + " }}" if name in captured else "\\S+")
+        else:
+            out.append(re.escape(piece).replace("\\ ", " "))
+    body = "".join(out)
+    return "(?is)" + (f"^\\s*{body}\\s*$" if anchored else body)
+
+
+def _user_text(text: str, captured: set[str], notes: list[str], where: str) -> str:
+    pieces = []
+    for piece in re.split(r"(\$[A-Za-z_][A-Za-z0-9_]*)", text):
+        if piece.startswith("$") and piece[1:] in captured:
+            pieces.append("{{ " + piece[1:] + " }}")
+        else:
+            if piece.startswith("$") and len(piece) > 1:
+                notes.append(f"{where}: {piece} is not captured by an earlier #bot line: sent as written")
+            pieces.append(literal(piece))
+    return "".join(pieces)
+
+
+def _jmespath(path: str) -> str:
+    """A JSONPath (`$.a.b[*].c`) as JMESPath (`a.b[].c`)."""
+    out = re.sub(r"^\$\.?", "", path.strip())
+    out = re.sub(r"\[\*\]", "[]", out)
+    return re.sub(r"\[['\"]([^'\"]+)['\"]\]", r".\1", out) or "@"
+
+
+class _Converter:
+    def __init__(self, partials: dict[str, Convo], utterances: dict[str, list[str]], notes: list[str]) -> None:
+        self.partials, self.utterances, self.notes = partials, utterances, notes
+        self.fragments: dict[str, str] = {}  # file (relative to the suite) -> YAML
+        self.matrix: dict[str, list[str]] = {}
+        self.captured: set[str] = set()
+
+    def asserter(self, name: str, negated: bool, args: list[str], where: str) -> list[dict[str, Any]]:
+        no = "not-" if negated else ""
+        ic = name.endswith("_IC")
+        base = name[:-3] if ic else name
+        if base in ("TEXT_CONTAINS_ANY", "TEXT_CONTAINS_ALL") and args:
+            if base.endswith("ANY") or negated:
+                if not ic and base.endswith("ANY"):
+                    return [{f"{no}contains-any": literal(args)}]
+                joined = "|".join(re.escape(a) for a in args) if base.endswith("ANY") \
+                    else "".join(f"(?=.*{re.escape(a)})" for a in args)
+                return [{f"{no}regex": plain(("(?is)" if ic else "(?s)") + ("" if base.endswith("ANY") else "^") + joined)}]
+            return [{"icontains": literal(a)} for a in args] if ic else [{"contains-all": literal(args)}]
+        if base in ("TEXT_REGEXP_ANY", "TEXT_REGEXP_ALL") and args:
+            flag = "(?i)" if ic else ""
+            if base.endswith("ANY") or len(args) == 1:
+                return [{f"{no}regex": plain(flag + "|".join(f"(?:{a})" for a in args))}]
+            if negated:
+                return [{"not-regex": plain("(?s)" + flag + "^" + "".join(f"(?=.*(?:{a}))" for a in args))}]
+            return [{"regex": plain(flag + a)} for a in args]
+        if base in ("TEXT_WILDCARD_ANY", "TEXT_WILDCARD_ALL", "TEXT_WILDCARDEXACT_ANY", "TEXT_WILDCARDEXACT_ALL") and args:
+            exact = "EXACT" in base
+            pats = [wildcard(a, exact, frozenset(self.captured)) for a in args]
+            if not ic:
+                pats = [p.replace("(?is)", "(?s)", 1) for p in pats]
+            if base.endswith("ANY") or len(pats) == 1:
+                return [{f"{no}regex": plain(pats[0][:5] + "|".join(f"(?:{p[5:]})" for p in pats))}]
+            return [{"regex": plain(p)} for p in pats] if not negated else \
+                [{"not-regex": plain(pats[0][:5] + "^" + "".join(f"(?=.*(?:{p[5:]}))" for p in pats))}]
+        if base == "TEXT_EQUALS" and args:
+            if ic:
+                return [{f"{no}regex": plain("(?i)^\\s*" + re.escape(args[0]) + "\\s*$")}]
+            return [{f"{no}equals": literal(args[0])}]
+        if name == "BUTTONS":
+            if not args or args == [""]:
+                self.notes.append(f"{where}: BUTTONS without titles (any button) not converted")
+                return []
+            return [{f"{no}buttons": plain(args)}]
+        if name == "INTENT" and args:
+            return [{f"{no}state": {"path": "intent", "equals": plain(args[0])}}]
+        if name == "ENTITIES" and args:
+            return [{f"{no}state": plain(f"contains(entities[].entity, {jp_literal(a)})")} for a in args if a]
+        if name == "JSON_PATH" and args:
+            path = _jmespath(args[0])
+            if len(args) < 2:
+                return [{f"{no}state": {"path": plain(path), "exists": True}}]
+            if "[]" in path:
+                return [{f"{no}state": plain(f"contains({path}, {jp_literal(args[1])})")}]
+            return [{f"{no}state": {"path": plain(path), "equals": plain(args[1])}}]
+        self.notes.append(f"{where}: {'!' if negated else ''}{name}{' ' + ' | '.join(args) if args else ''}: not converted")
+        return []
+
+    def bot(self, lines: list[str], where: str) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+        """A #bot section -> (checks, captures, INCLUDE names)."""
+        checks: list[dict[str, Any]] = []
+        captures: dict[str, Any] = {}
+        includes: list[str] = []
+        texts: list[str] = []
+        for line in lines:
+            hook = _hook(line)
+            if hook is None:
+                texts.append(line)
+                continue
+            name, negated, args = hook
+            if name == "INCLUDE":
+                includes += args
+            else:
+                checks += self.asserter(name, negated, args, where)
+        text = "\n".join(texts).strip()
+        if text:
+            negated = text.startswith("!")
+            if negated:
+                text = text[1:]
+            no = "not-" if negated else ""
+            if text in self.utterances:
+                phrasings = self.utterances[text]
+                checks.insert(0, {f"{no}regex": plain("(?is)" + "|".join(f"(?:{wildcard(p)[5:]})" for p in phrasings))})
+            else:
+                names = [n for n in _VAR.findall(text) if n not in self.captured]
+                if "*" not in text and not _VAR.search(text):
+                    checks.insert(0, {f"{no}icontains": literal(text)})
+                else:
+                    checks.insert(0, {f"{no}regex": plain(wildcard(text, captured=frozenset(self.captured)))})
+                if not negated:
+                    for name in names:
+                        captures[name] = {"regex": plain(wildcard(text, captured=frozenset(self.captured), group=name))}
+        return checks, captures, includes
+
+    def attach(self, out: _Out, checks: list[dict[str, Any]], captures: dict[str, Any], where: str,
+               fragment: bool) -> None:
+        if out.target is None:
+            if fragment:
+                out.lead += checks
+            elif checks:
+                self.notes.append(f"{where}: a #bot before the first #me (the bot's greeting) is not checked")
+            if captures:
+                self.notes.append(f"{where}: capture of {', '.join('$' + n for n in captures)} before the first #me")
+            return
+        kind, n = out.target
+        if kind == "entry":
+            entry = out.entries[n]
+            if checks:
+                entry.setdefault("assert", []).extend(checks)
+            if captures:
+                entry.setdefault("capture", {}).update(captures)
+                self.captured.update(captures)
+        else:
+            if fragment and checks:
+                self.notes.append(f"{where}: a #bot right after a nested INCLUDE is not checked (a fragment has "
+                                  "no test-level checks)")
+            else:
+                out.test_checks += [{**c, "scope": {"turns": [n]}} for c in checks]
+            if captures:
+                self.notes.append(f"{where}: capture of {', '.join('$' + n for n in captures)} right after an "
+                                  "INCLUDE is not converted")
+
+    def include(self, out: _Out, name: str, stack: tuple[str, ...], where: str, fragment: bool) -> None:
+        partial = self.partials.get(name)
+        if partial is None:
+            raise Refused(f"INCLUDE {name}: no partial convo (.pconvo.txt) titled {name!r}")
+        if name in stack:
+            raise Refused("INCLUDE cycle: " + " -> ".join([*stack, name]))
+        frag_file = f"{slugify(name) or 'partial'}.yaml"
+        sub = self.convert(partial, (*stack, name), fragment=True)
+        self.attach(out, sub.lead, {}, where, fragment)
+        body = dump_yaml({"conversation": sub.entries})
+        self.fragments["fragments/" + frag_file] = (f"# Fragment imported by evalspec from {partial.path.name}\n"
+                                                    + body)
+        out.entries.append({"include": (frag_file if fragment else "fragments/" + frag_file)})
+        if sub.turns:
+            out.turns += sub.turns
+            out.target = ("turns", out.turns)
+
+    def convert(self, convo: Convo, stack: tuple[str, ...], fragment: bool = False) -> _Out:
+        out = _Out()
+        for head, lines, number in convo.sections:
+            where = f"{convo.path.name}:{number}"
+            if head == "#me":
+                texts, includes, click = [], [], None
+                for line in lines:
+                    hook = _hook(line)
+                    if hook is None:
+                        texts.append(line)
+                    elif hook[0] == "INCLUDE":
+                        includes += hook[2]
+                    elif hook[0] == "BUTTON" and hook[2]:
+                        click = " | ".join(hook[2])
+                    else:
+                        self.notes.append(f"{where}: #me {hook[0]}: not converted")
+                text = "\n".join(texts).strip()
+                entry: dict[str, Any]
+                if click is not None:
+                    value = _user_text(click, self.captured, self.notes, where)
+                    entry = {"click": value} if out.turns or fragment else {"user": value}
+                    if text:
+                        self.notes.append(f"{where}: the text beside BUTTON is not sent ({text[:40]!r})")
+                elif text in self.utterances:
+                    key = slugify(text).replace("-", "_") or "utterance"
+                    self.matrix[key] = plain(self.utterances[text])
+                    entry = {"user": "{{ " + key + " }}"}
+                elif text or not includes:
+                    entry = {"user": _user_text(text, self.captured, self.notes, where)}
+                else:
+                    entry = {}
+                if entry:
+                    out.entries.append(entry)
+                    out.turns += 1
+                    out.target = ("entry", len(out.entries) - 1)
+                for name in includes:
+                    self.include(out, name, stack, where, fragment)
+            elif head == "#bot":
+                checks, captures, includes = self.bot(lines, where)
+                self.attach(out, checks, captures, where, fragment)
+                for name in includes:
+                    self.include(out, name, stack, where, fragment)
+            else:
+                for line in lines:
+                    hook = _hook(line)
+                    if hook and hook[0] == "INCLUDE":
+                        for name in hook[2]:
+                            self.include(out, name, stack, where, fragment)
+                    elif line.strip():
+                        self.notes.append(f"{where}: {head} {line.strip()[:60]}: not converted")
+        return out
+
+
+def import_botium_file(path: Path, filename: str, partials: dict[str, Convo], utterances: dict[str, list[str]],
+                       provider: str | None = None) -> ImportedSuite:
+    convo = parse_convo(path)
+    notes: list[str] = []
+    conv = _Converter(partials, utterances, notes)
+    out = conv.convert(convo, (convo.title,))
+    test: dict[str, Any] = {"id": slugify(convo.title)[:60] or "convo", "name": plain(convo.title)}
+    if conv.matrix:
+        test["matrix"] = conv.matrix
+    test["conversation"] = out.entries
+    if out.test_checks:
+        test["assert"] = out.test_checks
+    suite: dict[str, Any] = {"description": f"Imported from BotiumScript {path.name}",
+                             "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
+                             "tests": [test]}
+    return ImportedSuite(filename=filename, data=suite, not_converted=notes, source=path.name, files=conv.fragments)
+
+
+def _suite_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root)
+    return str(rel.parent / f"{slugify(path.name[:-len('.convo.txt')]) or 'convo'}.yaml")
+
+
+def import_botium(target: Path, provider: str | None = None) -> tuple[list[ImportedSuite], list[tuple[str, str]]]:
+    """A `.convo.txt` file (partials and utterances from its folder), or a folder read recursively (sub-folders
+    kept) -> (suites, refused convos)."""
+    root = target.parent if target.is_file() else target
+    files = sorted(root.rglob("*") if target.is_dir() else root.iterdir())
+    partials: dict[str, Convo] = {}
+    utterances: dict[str, list[str]] = {}
+    for path in files:
+        if path.name.endswith(".pconvo.txt"):
+            partial = parse_convo(path)
+            partials[partial.title] = partial
+        elif path.name.endswith(".utterances.txt"):
+            name, phrasings = parse_utterances(path)
+            utterances[name] = phrasings
+    convos = [target] if target.is_file() else [p for p in files if p.name.endswith(".convo.txt")]
+    if target.is_file() and not target.name.endswith(".convo.txt"):
+        raise ConfigError([Problem(str(target), None, "", "expected a BotiumScript .convo.txt file or a folder")])
+    suites, refused = [], []
+    for path in convos:
+        name = _suite_name(path, root)
+        try:
+            suites.append(import_botium_file(path, name, partials, utterances, provider))
+        except Refused as exc:
+            refused.append((str(path.relative_to(root)), str(exc)))
+    return suites, refused
