@@ -1,4 +1,4 @@
-"""`evalspec import promptfoo|mtbench101|csv` and `evalspec export csv`."""
+"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium` and `evalspec export csv`."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, all
 
 @click.group(name="import")
 def import_() -> None:
-    """Write suites from promptfoo configs, DeepEval goldens, MT-Bench-101 data or a spreadsheet (CSV)."""
+    """Write suites from promptfoo configs, DeepEval goldens, MT-Bench-101 data, a spreadsheet (CSV), Rasa e2e tests or BotiumScript."""
 
 
 @import_.command()
@@ -103,6 +103,48 @@ def csv_(file: str, out_dir: str, provider: str | None, allow_empty: bool) -> No
     from evalspec.authoring.importers.csvfile import import_csv
 
     _finish([import_csv(Path(file))], out_dir, provider, allow_empty)
+
+
+def _finish_platform(suites: list[ImportedSuite], refused: list[tuple[str, str]], out_dir: str,
+                     allow_empty: bool) -> None:
+    """A platform import (a file or a folder): refused sources on stderr; nothing to write is an error."""
+    for source, reason in refused:
+        click.echo(f"refused {source}: {reason}", err=True)
+    if not suites and not allow_empty:
+        click.echo("refused: no test could be imported; nothing was written", err=True)
+        sys.exit(ExitCode.CONFIG_ERROR)
+    _finish(suites, out_dir, None, allow_empty)
+
+
+@import_.command()
+@click.argument("source", type=click.Path(exists=True))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="folder for the suites (a folder's sub-folders are kept)")
+@click.option("--provider", help="the bot to test instead of rasa: {url: http://localhost:5005}: a YAML mapping "
+              "such as '{rasa: {url: ..., token: ...}}', model:NAME, http:URL or python:FILE.py:function")
+@judge_option
+@allow_empty_option
+def rasa(source: str, out_dir: str, provider: str | None, judge: str, allow_empty: bool) -> None:
+    """Rasa end-to-end tests (test_cases:, a file or a folder) -> suites of scripted tests with a rasa: provider."""
+    from evalspec.authoring.importers.rasa import import_rasa
+
+    suites, refused = import_rasa(Path(source), provider, judge_ref(judge))
+    _finish_platform(suites, refused, out_dir, allow_empty)
+
+
+@import_.command()
+@click.argument("source", type=click.Path(exists=True))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="folder for the suites (a folder's sub-folders are kept)")
+@click.option("--provider", help="the bot to test instead of an http: provider to edit: http:URL, a YAML mapping, "
+              "model:NAME or python:FILE.py:function")
+@allow_empty_option
+def botium(source: str, out_dir: str, provider: str | None, allow_empty: bool) -> None:
+    """BotiumScript (.convo.txt, .pconvo.txt, .utterances.txt; a file or a folder) -> one suite per convo."""
+    from evalspec.authoring.importers.botium import import_botium
+
+    suites, refused = import_botium(Path(source), provider)
+    _finish_platform(suites, refused, out_dir, allow_empty)
 
 
 @click.group()
