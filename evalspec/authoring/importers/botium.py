@@ -75,7 +75,9 @@ def parse_convo(path: Path) -> Convo:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([Problem(str(path), None, "", f"cannot read: {exc}")]) from None
     lines = text.splitlines()
-    title, sections, current = "", [], None
+    title = ""
+    sections: list[tuple[str, list[str], int]] = []
+    current: tuple[str, list[str], int] | None = None
     for number, raw in enumerate(lines, 1):
         line = raw.rstrip()
         head = line.strip().split()[0].lower() if line.strip() else ""
@@ -165,13 +167,12 @@ class _Converter:
             return [{"regex": plain(flag + a)} for a in args]
         if base in ("TEXT_WILDCARD_ANY", "TEXT_WILDCARD_ALL", "TEXT_WILDCARDEXACT_ANY", "TEXT_WILDCARDEXACT_ALL") and args:
             exact = "EXACT" in base
-            pats = [wildcard(a, exact, frozenset(self.captured)) for a in args]
-            if not ic:
-                pats = [p.replace("(?is)", "(?s)", 1) for p in pats]
-            if base.endswith("ANY") or len(pats) == 1:
-                return [{f"{no}regex": plain(pats[0][:5] + "|".join(f"(?:{p[5:]})" for p in pats))}]
-            return [{"regex": plain(p)} for p in pats] if not negated else \
-                [{"not-regex": plain(pats[0][:5] + "^" + "".join(f"(?=.*(?:{p[5:]}))" for p in pats))}]
+            flag = "(?is)" if ic else "(?s)"
+            bodies = [wildcard(a, exact, frozenset(self.captured))[len("(?is)"):] for a in args]
+            if base.endswith("ANY") or len(bodies) == 1:
+                return [{f"{no}regex": plain(flag + "|".join(f"(?:{b})" for b in bodies))}]
+            return [{"regex": plain(flag + b)} for b in bodies] if not negated else \
+                [{"not-regex": plain(flag + "^" + "".join(f"(?=.*(?:{b}))" for b in bodies))}]
         if base == "TEXT_EQUALS" and args:
             if ic:
                 return [{f"{no}regex": plain("(?i)^\\s*" + re.escape(args[0]) + "\\s*$")}]
