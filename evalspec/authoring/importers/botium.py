@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.authoring.importers import ImportedSuite, dump_yaml, literal, plain, provider_from_spec
-from evalspec.authoring.importers.rasa import Refused, jp_literal
+from evalspec.authoring.importers.rasa import SourceRefused, jp_literal
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
@@ -263,9 +263,9 @@ class _Converter:
     def include(self, out: _Out, name: str, stack: tuple[str, ...], where: str, fragment: bool) -> None:
         partial = self.partials.get(name)
         if partial is None:
-            raise Refused(f"INCLUDE {name}: no partial convo (.pconvo.txt) titled {name!r}")
+            raise SourceRefused(f"INCLUDE {name}: no partial convo (.pconvo.txt) titled {name!r}")
         if name in stack:
-            raise Refused("INCLUDE cycle: " + " -> ".join([*stack, name]))
+            raise SourceRefused("INCLUDE cycle: " + " -> ".join([*stack, name]))
         frag_file = f"{slugify(name) or 'partial'}.yaml"
         sub = self.convert(partial, (*stack, name), fragment=True)
         self.attach(out, sub.lead, {}, where, fragment)
@@ -375,6 +375,6 @@ def import_botium(target: Path, provider: str | None = None) -> tuple[list[Impor
         name = _suite_name(path, root)
         try:
             suites.append(import_botium_file(path, name, partials, utterances, provider))
-        except Refused as exc:
+        except SourceRefused as exc:
             refused.append((str(path.relative_to(root)), str(exc)))
     return suites, refused

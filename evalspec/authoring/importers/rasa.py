@@ -26,8 +26,15 @@ JUDGE = "openai/gpt-4o-mini"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-class Refused(Exception):
-    """A source file that is not imported at all, with the reason."""
+class SourceRefused(ConfigError):
+    """A source file that is not imported at all (stub_custom_actions, an INCLUDE cycle): its reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__([Problem("", None, "", reason)])
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
 
 
 def jp_literal(value: Any) -> str:
@@ -286,14 +293,14 @@ def _orders(data: dict[str, Any], notes: list[str]) -> None:
 
 
 def import_rasa_file(path: Path, filename: str, provider: str | None = None, judge: Any = JUDGE) -> ImportedSuite:
-    """One Rasa e2e test file -> one suite. Raises Refused (stub_custom_actions) or ConfigError."""
+    """One Rasa e2e test file -> one suite. Raises SourceRefused (stub_custom_actions) or ConfigError."""
     data = _load(path)
     if not isinstance(data, dict) or not isinstance(data.get("test_cases"), list):
         raise ConfigError([Problem(str(path), 1, "", "not a Rasa end-to-end test file: expected test_cases:")])
     if data.get("stub_custom_actions"):
         names = ", ".join(sorted(str(k) for k in data["stub_custom_actions"])) \
             if isinstance(data["stub_custom_actions"], dict) else "?"
-        raise Refused(f"stub_custom_actions ({names}): the stubs live in the Rasa server (its e2e test runner "
+        raise SourceRefused(f"stub_custom_actions ({names}): the stubs live in the Rasa server (its e2e test runner "
                       "replaces those actions); evalspec talks to the server as it runs, so the checks that "
                       "depend on the stubbed results would test something else")
     notes: list[str] = []
@@ -323,7 +330,7 @@ def import_rasa(target: Path, provider: str | None = None, judge: Any = JUDGE
     if target.is_file():
         try:
             return [import_rasa_file(target, f"{slugify(target.stem)}.yaml", provider, judge)], refused
-        except Refused as exc:
+        except SourceRefused as exc:
             return [], [(target.name, str(exc))]
     suites = []
     for path in sorted(p for p in target.rglob("*") if p.suffix in (".yml", ".yaml") and p.is_file()):
@@ -331,7 +338,7 @@ def import_rasa(target: Path, provider: str | None = None, judge: Any = JUDGE
         filename = str(rel.parent / f"{slugify(path.stem)}.yaml")
         try:
             suites.append(import_rasa_file(path, filename, provider, judge))
-        except Refused as exc:
+        except SourceRefused as exc:
             refused.append((str(rel), str(exc)))
         except ConfigError as exc:
             refused.append((str(rel), "; ".join(p.message for p in exc.problems)))
