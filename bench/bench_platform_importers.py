@@ -64,6 +64,12 @@ def main() -> None:
     print(f"imported: {len(suites)}")
     print(f"tests written: {len(tests)}")
     print(f"checks written: {len(checks)} ({', '.join(f'{k} {n}' for k, n in kinds.most_common())})")
+    from evalspec.authoring.importers import hollow_problems
+
+    hollow = [str(p) for s in suites for p in hollow_problems(s)]
+    print(f"hollow (the import exits 2 unless --allow-empty): {len(hollow)}")
+    for problem in hollow[:5]:
+        print(f"  {problem}")
     print(f"refused: {len(refused)}")
     for reason, n in collections.Counter(r.split(" (")[0].split(":")[0] for _, r in refused).most_common():
         print(f"  {n:3}  {reason}")
