@@ -151,7 +151,7 @@ def test_botium_convo_partials_utterances_captures_and_asserters(tmp_path):
     assert order["assert"] == [{"regex": r"(?is)您的订单号是 \S+ ，请确认"}, {"buttons": ["确认", "取消"]},
                                {"state": {"path": "intent", "equals": "buy_laptop"}}]
     assert order["capture"] == {"order": {"regex": r"(?is)您的订单号是 (\S+) ，请确认"}}
-    assert click == {"click": "确认", "assert": [
+    assert click == {"click": "确认 {{ order }}", "assert": [
         {"regex": "(?is)done|完成"}, {"state": 'contains(entities[].entity, `"product"`)'},
         {"state": 'contains(entities[].entity, `"product"`)'}, {"not-equals": "failed"}]}
     # a partial's leading #bot checks the including turn; a #bot after INCLUDE is a test-level check
@@ -159,8 +159,11 @@ def test_botium_convo_partials_utterances_captures_and_asserters(tmp_path):
     assert include == {"include": "fragments/登录.yaml"}
     assert test["assert"] == [{"icontains": "明天", "scope": {"turns": [5]}}]
     assert _load(tmp_path / "fragments" / "登录.yaml") == {"conversation": [{"user": "123456"}]}
-    assert "#begin UPDATE_CUSTOM SET_HEADER|x-env|test: not converted" in "\n".join(_header(tmp_path / "order.yaml"))
-    assert "not converted (order.yaml)" in out
+    header = "\n".join(_header(tmp_path / "order.yaml"))
+    for note in ("order.convo.txt:3: #begin UPDATE_CUSTOM SET_HEADER|x-env|test: not converted",
+                 "order.convo.txt:6: a #bot before the first #me (the bot's greeting) is not checked",
+                 "order.convo.txt:30: MY_ASSERTER order | $order: not converted"):
+        assert note in header and f"not converted (order.yaml): {note}" in out
 
 
 def test_botium_button_on_a_first_turn_checking_nothing_is_refused(tmp_path):
