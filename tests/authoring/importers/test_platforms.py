@@ -239,14 +239,14 @@ class _Rasa:
                        {"event": "bot", "text": "Hey! How are you?", "metadata": {"utter_action": "utter_greet"}},
                        {"event": "slot", "name": "greeted", "value": True},
                        {"event": "action", "name": "action_listen"}]
-            return Reply({"body": [{"recipient_id": body["sender"], "text": "Hey! How are you?"}]}["body"])
+            return Reply(body=[{"recipient_id": body["sender"], "text": "Hey! How are you?"}])
         sender = path.split("/")[2]
         events = self.events.setdefault(sender, [])
         if path.split("?")[0].endswith("/tracker/events"):
             events += body if isinstance(body, list) else [body]
-            return Reply({"ok": True})
+            return Reply(body={"ok": True})
         slots = {e["name"]: e["value"] for e in events if e.get("event") == "slot"}
-        return Reply({"sender_id": sender, "slots": slots, "events": events,
+        return Reply(body={"sender_id": sender, "slots": slots, "events": events,
                       "latest_message": {"intent": {"name": "greet"}, "entities": []}, "stack": []})
 
 
@@ -264,7 +264,9 @@ def test_imported_rasa_suite_runs_against_a_loopback_rasa(tmp_path):
         code, out = invoke("import", "rasa", str(source), "-o", str(tmp_path / "out"),
                            "--provider", json.dumps({"rasa": {"url": server.url}}))
         assert code == 0, out
-        code, out = invoke("run", str(tmp_path / "out" / "e2e.yaml"), "-o", str(tmp_path / "run"))
+        code, out = invoke("run", str(tmp_path / "out" / "e2e.yaml"), "-o", str(tmp_path / "run.json"))
         assert code == 0, out
+    record = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert "utter_greet" in json.dumps(record, ensure_ascii=False)  # the turn's state is on its assistant message
     seeded = [e for events in rasa.events.values() for e in events if e.get("name") == "membership"]
     assert seeded and seeded[0]["value"] == "gold"
