@@ -295,3 +295,20 @@ def test_imported_botium_convo_runs_against_a_loopback_bot(tmp_path):
         code, out = invoke("run", str(tmp_path / "out" / "code.yaml"), "-o", str(tmp_path / "run.json"))
         assert code == 0, out
         assert [r.get("message") for r in server.requests] == ["my code is 42", "code 42", "bye"]
+
+
+@needs_state
+def test_imported_rasa_booking_flow_passes_against_the_loopback_rasa_server(tmp_path):
+    """Every converted assertion form (flows, slots, actions, utterances, buttons, text) graded on a real run."""
+    from tests.servers import RasaServer
+
+    with RasaServer() as server:
+        code, out = invoke("import", "rasa", str(RASA / "flows" / "test_drive.yml"), "-o", str(tmp_path / "out"),
+                           "--provider", json.dumps({"rasa": {"url": server.url}}))
+        assert code == 0, out
+        code, out = invoke("run", str(tmp_path / "out" / "test-drive.yaml"), "-o", str(tmp_path / "run.json"))
+        assert code == 0, out
+        tracker, = server.trackers.values()
+    assert tracker["slots"]["city"] == "北京"  # the fixture, seeded before turn 1
+    users = [e for e in tracker["events"] if e["event"] == "user"]
+    assert [e["metadata"] for e in users] == [{"channel": "web"}] * 3
