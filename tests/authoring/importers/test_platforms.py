@@ -312,3 +312,43 @@ def test_imported_rasa_booking_flow_passes_against_the_loopback_rasa_server(tmp_
     assert tracker["slots"]["city"] == "北京"  # the fixture, seeded before turn 1
     users = [e for e in tracker["events"] if e["event"] == "user"]
     assert [e["metadata"] for e in users] == [{"channel": "web"}] * 3
+
+
+WRONG_SLOT = """\
+test_cases:
+  - test_case: books saturday
+    steps:
+      - user: 我想试驾瑶光
+      - user: 周六
+        assertions:
+          - slot_was_set:
+              - name: day
+                value: 周六
+  - test_case: expects sunday
+    steps:
+      - user: 我想试驾瑶光
+      - user: 周六
+        assertions:
+          - slot_was_set:
+              - name: day
+                value: 周日
+"""
+
+
+@needs_state
+def test_an_imported_rasa_test_that_expects_the_wrong_slot_fails_on_that_slot_and_the_right_one_passes(tmp_path):
+    from tests.servers import RasaServer
+
+    (tmp_path / "e2e.yml").write_text(WRONG_SLOT, encoding="utf-8")
+    with RasaServer() as server:
+        code, out = invoke("import", "rasa", str(tmp_path / "e2e.yml"), "-o", str(tmp_path / "out"),
+                           "--provider", json.dumps({"rasa": {"url": server.url}}))
+        assert code == 0, out
+        code, out = invoke("run", str(tmp_path / "out" / "e2e.yaml"), "-o", str(tmp_path / "run.json"))
+    assert code == 1, out  # the gate fails on the test whose author expected the wrong slot value
+    records = {r["test_id"]: r for r in json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["results"]}
+    assert len(records) == 2
+    by_status = {r["status"]: r for r in records.values()}
+    assert set(by_status) == {"passed", "failed"}
+    failed = [a for a in by_status["failed"]["assertions"] if not a["pass"]]
+    assert len(failed) == 1 and failed[0]["turn"] == 2 and "周日" in json.dumps(failed[0], ensure_ascii=False)
