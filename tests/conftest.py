@@ -97,3 +97,23 @@ def chatbot_server(_chatbot_server: ChatbotServer) -> ChatbotServer:
     requests forgotten before each test."""
     _chatbot_server.reset()
     return _chatbot_server
+
+
+@pytest.fixture
+def clean_registries() -> Iterator[None]:
+    """A plugin registers into process-wide tables (checks, provider kinds): give them back as they were."""
+    import sys
+
+    from evalspec.extend.kinds import PROVIDER_KINDS, provider_kinds
+    from evalspec.extend.registry import REGISTRY, load_installed_plugins
+
+    load_installed_plugins()
+    provider_kinds()
+    assertions, kinds = dict(REGISTRY), dict(PROVIDER_KINDS)
+    yield
+    REGISTRY.clear()
+    REGISTRY.update(assertions)
+    PROVIDER_KINDS.clear()
+    PROVIDER_KINDS.update(kinds)
+    for name in [m for m in sys.modules if m.startswith("evalspec_plugin_")]:
+        del sys.modules[name]

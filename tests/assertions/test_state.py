@@ -350,24 +350,6 @@ tests:
 """
 
 
-@pytest.fixture
-def clean_registries() -> Any:
-    """The plugin registers its kind into a process-wide table: give it back as it was."""
-    import sys
-
-    from evalspec.extend.kinds import PROVIDER_KINDS, provider_kinds
-    from evalspec.extend.registry import REGISTRY, load_installed_plugins
-
-    load_installed_plugins()
-    provider_kinds()
-    assertions, kinds = dict(REGISTRY), dict(PROVIDER_KINDS)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(assertions)
-    PROVIDER_KINDS.clear()
-    PROVIDER_KINDS.update(kinds)
-    for name in [m for m in sys.modules if m.startswith("evalspec_plugin_")]:
-        del sys.modules[name]
 
 
 def test_a_run_grades_the_state_and_buttons_its_provider_reports(tmp_path: Path, clean_registries: None) -> None:

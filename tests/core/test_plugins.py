@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,6 @@ from click.testing import CliRunner
 from evalspec.app.cli.main import main
 from evalspec.config.model import describe_provider
 from evalspec.core.plugins import may_declare_entry_points
-from evalspec.extend.kinds import PROVIDER_KINDS, provider_kinds
-from evalspec.extend.registry import REGISTRY, load_installed_plugins
 
 PLUGIN = '''
 from dataclasses import dataclass
@@ -105,19 +102,6 @@ tests:
 """
 
 
-@pytest.fixture
-def clean_registries() -> Iterator[None]:
-    """A plugin registers into process-wide tables: give them back as they were."""
-    load_installed_plugins()
-    provider_kinds()
-    assertions, kinds = dict(REGISTRY), dict(PROVIDER_KINDS)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(assertions)
-    PROVIDER_KINDS.clear()
-    PROVIDER_KINDS.update(kinds)
-    for name in [m for m in sys.modules if m.startswith("evalspec_plugin_")]:
-        del sys.modules[name]
 
 
 def invoke(*args: str) -> tuple[int, str]:

@@ -4,16 +4,12 @@ that answers with state and parts."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalspec import run
-from evalspec.extend.kinds import PROVIDER_KINDS, provider_kinds
-from evalspec.extend.registry import REGISTRY, load_installed_plugins
 from evalspec.play.runner import RunOptions
 from tests.helpers import invoke
 
@@ -51,19 +47,6 @@ def build(spec, suite):
 '''
 
 
-@pytest.fixture
-def clean_registries() -> Iterator[None]:
-    """The plugin registers into process-wide tables: give them back as they were."""
-    load_installed_plugins()
-    provider_kinds()
-    assertions, kinds = dict(REGISTRY), dict(PROVIDER_KINDS)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(assertions)
-    PROVIDER_KINDS.clear()
-    PROVIDER_KINDS.update(kinds)
-    for name in [m for m in sys.modules if m.startswith("evalspec_plugin_")]:
-        del sys.modules[name]
 
 
 def suite(conversation: str, asserts: str = "") -> str:
