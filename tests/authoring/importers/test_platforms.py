@@ -352,3 +352,24 @@ def test_an_imported_rasa_test_that_expects_the_wrong_slot_fails_on_that_slot_an
     assert set(by_status) == {"passed", "failed"}
     failed = [a for a in by_status["failed"]["assertions"] if not a["pass"]]
     assert len(failed) == 1 and failed[0]["turn"] == 2 and "周日" in json.dumps(failed[0], ensure_ascii=False)
+
+
+@needs_state
+def test_an_imported_botium_convo_presses_a_rasa_button_and_passes(tmp_path):
+    """A BotiumScript convo written against the loopback Rasa bot: its BUTTON becomes a click: that sends the
+    button's payload, its #bot lines Botium's case-insensitive search — the verdict its author meant."""
+    from tests.servers import RasaServer
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "book.convo.txt").write_text("book\n\n#me\n我想试驾瑶光\n\n#bot\n哪天\n\n#me\nBUTTON 周六\n\n#bot\n预约号 B-*\n",
+                                           encoding="utf-8")
+    with RasaServer() as server:
+        code, out = invoke("import", "botium", str(folder), "-o", str(tmp_path / "out"),
+                           "--provider", json.dumps({"rasa": {"url": server.url}}))
+        assert code == 0, out
+        code, out = invoke("run", str(tmp_path / "out" / "book.yaml"), "-o", str(tmp_path / "run.json"))
+        assert code == 0, out
+    record, = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["results"]
+    assert record["status"] == "passed"
+    assert record["transcript"][2]["click"] == "周六" and record["transcript"][2]["content"].startswith("/choose_day")
