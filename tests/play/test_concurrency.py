@@ -65,8 +65,8 @@ def test_provider_max_concurrency(in_tmp: Path) -> None:
 
 
 def test_provider_rpm_spaces_calls(in_tmp: Path) -> None:
-    go(in_tmp, jobs=8, provider_extra="    rpm: 1200\n", turns=1)  # one call every 50 ms
+    go(in_tmp, jobs=8, provider_extra="    rpm: 600\n", turns=1)  # one call every 100 ms
     starts = sorted(peak(in_tmp)["starts"])
-    # 8 calls at one every 50 ms span at least 350 ms (unlimited, they would all start at once);
-    # the first start may be a little late under load, so allow some slack
-    assert starts[-1] - starts[0] >= 0.3, starts
+    # 8 calls at one every 100 ms span at least 700 ms (unlimited, they would all start at once); a thread
+    # that starts late on a loaded machine can bunch two starts, so allow two intervals of slack
+    assert starts[-1] - starts[0] >= 0.5, starts
