@@ -115,6 +115,16 @@ def _read(path: Path) -> Iterator[Conversation]:
     return _csv(path) if path.suffix.lower() == ".csv" else _jsonl(path)
 
 
+def read_conversations(path: Path) -> Iterator[Conversation]:
+    """Every conversation of one JSONL or CSV file, in file order (`evalspec import transcripts`, SPEC §25)."""
+    return _read(path)
+
+
+def content_text(value: Any) -> str:
+    """An OpenAI message content as text (a list of parts: their text; None: empty)."""
+    return _content(value)
+
+
 def _kept(conversation: Conversation, where: dict[str, Any]) -> bool:
     return all(str(conversation.metadata.get(k)) == str(v) for k, v in where.items())
 

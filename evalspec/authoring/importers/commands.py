@@ -1,4 +1,4 @@
-"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium` and `evalspec export csv`."""
+"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium|transcripts` and `evalspec export csv`."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, all
 
 @click.group(name="import")
 def import_() -> None:
-    """Write suites from promptfoo configs, DeepEval goldens, MT-Bench-101 data, a spreadsheet (CSV), Rasa e2e tests or BotiumScript."""
+    """Write suites from promptfoo configs, DeepEval goldens, MT-Bench-101 data, a spreadsheet (CSV), Rasa e2e tests, BotiumScript or conversations."""
 
 
 @import_.command()
@@ -145,6 +145,32 @@ def botium(source: str, out_dir: str, provider: str | None, allow_empty: bool) -
 
     suites, refused = import_botium(Path(source), provider)
     _finish_platform(suites, refused, out_dir, allow_empty)
+
+
+@import_.command()
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
+              help="the suite to write, or to append the tests to when it exists")
+@click.option("--ids", help="only these conversations (test or conversation ids, comma-separated)")
+@click.option("--expect-state", "expect_state",
+              help="JMESPath(s), comma-separated: a state check per turn holding the value that turn had")
+def transcripts(source: str, out: str, ids: str | None, expect_state: str | None) -> None:
+    """Recorded (JSONL) or played (run.json) conversations -> draft scripted tests in SUITE.yaml."""
+    from evalspec.authoring.importers.transcripts import import_transcripts
+    from evalspec.core.errors import ConfigError
+
+    wanted = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
+    paths = [p.strip() for p in expect_state.split(",") if p.strip()] if expect_state else None
+    try:
+        written, notes = import_transcripts(Path(source), Path(out), wanted, paths)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            click.echo(f"error {problem}", err=True)
+        sys.exit(ExitCode.CONFIG_ERROR)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    for path in written:
+        click.echo(f"wrote {path}")
 
 
 @click.group()
