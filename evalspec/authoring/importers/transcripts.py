@@ -238,7 +238,7 @@ def append_text(text: str, sources: list[Source], expect_state: list[str], name:
         return "\n".join([*lines, "tests:"]) + "\n" + _tests_text(sources, taken, expect_state, "  ")
     inline = lines[start].split(":", 1)[1].split(" #", 1)[0].strip()
     if inline in ("[]", "~", "null"):
-        lines[start] = lines[start].replace(inline, "", 1).rstrip()
+        lines[start] = lines[start].replace(" " + inline, "", 1).replace(inline, "", 1).rstrip()
     elif inline:
         raise ConfigError([Problem(name, start + 1, "tests", "the tests are written inline (tests: [...]); "
                                    "write them as a block list (one '- ' item a test) to append to them")])
@@ -253,8 +253,7 @@ def _insert(lines: list[str], start: int, block: str) -> str:
         end -= 1  # blank lines (and, before another key, its comments) stay after the new tests
     before, after = lines[:end], lines[end:]
     out = "\n".join(before).rstrip("\n") + "\n" + block
-    rest = "\n".join(after)
-    return out + rest if rest else out
+    return out + "\n".join(after) + "\n" if after else out
 
 
 def import_transcripts(given: Path, out: Path, ids: list[str] | None = None,
