@@ -3,6 +3,8 @@
     triage   → run.json and .evalspec/triage.jsonl, through `evalspec triage`'s own writer
     label    → .evalspec/labels.jsonl, one `judge-eval` line: {transcript, assert, label} (+ who, when, note)
     approve  → the suite file without the test's `draft: true`, and a line in .evalspec/review.log
+    make-test → a draft scripted test from a conversation, appended to (or starting) a suite, and a line
+                in .evalspec/review.log (`evalspec import transcripts`' writer)
 
 Nothing is written outside the project directory: a path that resolves outside it is refused, and a
 run.json given on the command line from elsewhere keeps its content (the triage still goes to
@@ -197,3 +199,40 @@ def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
     with log.open("a", encoding="utf-8") as out:
         out.write(entry + "\n")
     return {"written": [str(path), str(log)], "suite": suite, "test": test, "line": line, "log": entry}
+
+
+def make_test(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/make-test {run, test, provider, suite}: the conversation as a draft scripted test in the
+    suite (appended, the file otherwise untouched; or a new suite with the source's rules and providers),
+    as `evalspec import transcripts` writes it; review.log says who and when."""
+    from evalspec.authoring.importers.transcripts import from_run, write_tests
+    from evalspec.core.errors import ConfigError
+
+    data, run_path = _run(reviewer, body)
+    test, provider = str(text_field(body, "test")), str(text_field(body, "provider"))
+    suite = str(text_field(body, "suite"))
+    path = reviewer.inside(Path(suite))
+    if path is None:
+        raise ActionError(f"{suite}: outside {reviewer.root}; a test can only be written to a suite inside it")
+    if path.suffix not in (".yaml", ".yml") or path.is_dir():
+        raise ActionError(f"{suite}: not a suite file (.yaml) in {reviewer.root}")
+    if not any(r.get("test_id") == test for r in data["results"]):
+        raise ActionError(f"no test {test} in run {data.get('run_id')}")
+    if not any(r.get("test_id") == test and r.get("provider") == provider for r in data["results"]):
+        raise ActionError(f"no record {test} @ {provider} in run {data.get('run_id')}")
+    try:
+        sources, source = from_run(run_path, [test], data, provider)
+        written, notes = write_tests(sources, source, path, [], str(run_path))
+    except (ConfigError, UnicodeDecodeError) as exc:
+        raise ActionError(f"{suite}: {exc}") from None
+    import yaml
+
+    tests = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("tests") or []
+    written_id = str(tests[-1].get("id")) if tests and isinstance(tests[-1], dict) else test
+    log = reviewer._file(REVIEW_LOG)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    entry = f"{now()} {reviewer.who} made test {suite}:{written_id} from {data.get('run_id')} {test} @ {provider}"
+    with log.open("a", encoding="utf-8") as out:
+        out.write(entry + "\n")
+    return {"written": [str(p) for p in written] + [str(log)], "suite": suite, "path": str(path),
+            "test": written_id, "notes": notes, "log": entry}

@@ -146,6 +146,7 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str) ->
     app.router.add_post("/api/triage", post(actions.record_triage))
     app.router.add_post("/api/label", post(actions.record_label))
     app.router.add_post("/api/approve", post(actions.approve))
+    app.router.add_post("/api/make-test", post(actions.make_test))
     return app
 
 

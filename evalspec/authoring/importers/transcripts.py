@@ -91,16 +91,21 @@ def _suite_file(run_path: Path, given: str) -> Path | None:
     return next((c for c in candidates if c.is_file()), None)
 
 
-def from_run(path: Path, ids: list[str] | None) -> tuple[list[Source], SourceSuite]:
-    """A run.json's played (or graded) conversations, one per test instance, and the suite they came from."""
+def from_run(path: Path, ids: list[str] | None, data: dict[str, Any] | None = None,
+             provider: str | None = None) -> tuple[list[Source], SourceSuite]:
+    """A run.json's played (or graded) conversations, one per test instance (of `provider` when given), and
+    the suite they came from. `data`: the run already read from `path`."""
     from evalspec.results.runjson import read_run
 
-    data = read_run(str(path))
+    data = read_run(str(path)) if data is None else data
     suites = [s for s in data.get("suites") or [] if isinstance(s, dict) and s.get("path")]
     records = [r for r in data["results"] if isinstance(r, dict)]
-    chosen = [r for r in records if not ids or r.get("test_id") in ids or r.get("base_id") in ids]
+    chosen = [r for r in records if (not ids or r.get("test_id") in ids or r.get("base_id") in ids)
+              and (provider is None or r.get("provider") == provider)]
     if not chosen:
-        raise _problem(path, "no test to import" + (f": none of {', '.join(ids)} is in the run" if ids else ""))
+        wanted = f"none of {', '.join(ids)}" if ids else "no test"
+        raise _problem(path, "no test to import" + (f": {wanted} is in the run" if ids else "")
+                       + (f" for provider {provider}" if provider is not None else ""))
     names = {str(r.get("suite")) for r in chosen}
     if len(names) > 1:
         raise _problem(path, f"the tests come from several suites ({', '.join(sorted(names))}); "
@@ -264,10 +269,16 @@ def import_transcripts(given: Path, out: Path, ids: list[str] | None = None,
         sources, source = from_run(given, ids)
     else:
         sources, source = from_jsonl(given, ids), SourceSuite()
+    return write_tests(sources, source, out, states, str(given))
+
+
+def write_tests(sources: list[Source], source: SourceSuite, out: Path, states: list[str],
+                given: str) -> tuple[list[Path], list[str]]:
+    """Append the tests to `out`, or write it as a new suite (with a stub provider when needed)."""
     if out.exists():
         out.write_text(append_text(out.read_text(encoding="utf-8"), sources, states, str(out)), encoding="utf-8")
         return [out], []
-    text, files, notes = new_suite(sources, source, out, states, str(given))
+    text, files, notes = new_suite(sources, source, out, states, given)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     written = [out]
