@@ -118,7 +118,7 @@ def review_data(run: dict[str, Any]) -> list[dict[str, Any]]:
                             "triage": r.get("triage"), "judged": judged})
         first = (verdict_records(run, v) or [{}])[0]
         out.append({"suite": v["suite"], "test": first.get("test", v["test_id"]), "provider": v["provider"],
-                    "draft": bool(v.get("draft")), "records": records})
+                    "draft": bool(v.get("draft")), "status": v.get("status"), "records": records})
     return out
 
 
@@ -218,12 +218,25 @@ function approvePanel(box,v){
   });
   row.appendChild(btn);row.appendChild(said);box.appendChild(row);
 }
+function makeTestPanel(box,v){
+  var rec=v.records[0];if(!rec)return;
+  var row=el('div',{'class':'row make-test'});
+  var suite=el('input',{type:'text','class':'suite',value:v.suite,'aria-label':'suite'});
+  var btn=el('button',{type:'button','class':'make-test'},'做成测试 Make a test');
+  var said=el('span',{'class':'said'});
+  btn.addEventListener('click',function(){
+    post('/api/make-test',{run:data.run,test:rec.test_id,provider:v.provider,suite:suite.value},said).then(function(j){
+      said.textContent='✓ draft test '+j.test+' → '+j.suite;},function(){});
+  });
+  [suite,btn,said].forEach(function(x){row.appendChild(x);});box.appendChild(row);
+}
 data.verdicts.forEach(function(v,i){
   var d=document.getElementById('v-'+i);if(!d)return;
   var box=el('div',{'class':'review'});box.appendChild(el('h3',{},'评审 Review'));
   triagePanel(box,v,d);
   v.records.forEach(function(r){r.judged.forEach(function(a){judgedRow(box,v,r,a);});});
   if(v.draft)approvePanel(box,v);
+  if(v.status!=='passed')makeTestPanel(box,v);
   if(box.children.length>1){var chat=d.querySelector('.chat');chat.insertBefore(box,chat.firstChild);}
 });
 })();

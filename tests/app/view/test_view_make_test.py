@@ -3,6 +3,8 @@ scripted test, as `evalspec import transcripts` does, against the real command o
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
 from tests.app.view.project import REVIEWER, Project, View
@@ -46,3 +48,24 @@ def test_make_test_refuses_unknown_runs_tests_providers_and_suites_outside(view:
         assert answer.status_code == 400 and error in answer.json()["error"], (change, answer.text)
     assert project.suite.read_text(encoding="utf-8") == before
     assert not (project.root.parent / "x.yaml").exists()
+
+
+def test_make_a_test_from_a_failed_conversation_on_the_run_page(browser: Any, view: View, project: Project) -> None:
+    def steps() -> None:
+        context = browser.browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = context.new_page()
+            page.set_default_timeout(10_000)
+            page.goto(view.url)
+            page.click(f"a[href='/run/{project.runs[0]}']")
+            page.wait_for_selector(".review")
+            price = page.locator("details.test", has_text="询价不留手机号")
+            price.locator("input.suite").fill("suites/from_page.yaml")
+            price.locator("button.make-test").click()
+            price.locator(".make-test .said", has_text="✓ draft test price").wait_for()
+        finally:
+            context.close()
+
+    browser.run(steps)
+    written = yaml.safe_load((project.root / "suites" / "from_page.yaml").read_text(encoding="utf-8"))
+    assert [t["id"] for t in written["tests"]] == ["price"] and written["tests"][0]["draft"] is True
