@@ -160,3 +160,24 @@ def test_unknown_ids_are_a_usage_error(tmp_path: Path) -> None:
     code, output = invoke("import", "transcripts", str(run_json), "--ids", "nope", "-o", str(tmp_path / "x.yaml"))
     assert code == 2 and "none of nope is in the run" in output
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_a_graded_recorded_run_gets_its_rules_and_labels_and_a_stub(tmp_path: Path) -> None:
+    row = {"id": "c1", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "要预约试驾吗"},
+                                    {"role": "user", "content": "能分期吗"}, {"role": "assistant", "content": "可以"}]}
+    (tmp_path / "logs.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    (tmp_path / "rec.yaml").write_text("transcripts: {path: logs.jsonl}\nlabels: {purchase_signal: 分期}\n"
+                                       "defaults:\n  assert:\n    - not-before: {pattern: 预约, turn: purchase_signal}\n",
+                                       encoding="utf-8")
+    run([tmp_path / "rec.yaml"], options=RunOptions(run_dir=tmp_path / "run", use_cache=False))
+    out = tmp_path / "out" / "s.yaml"
+    code, output = invoke("import", "transcripts", str(tmp_path / "run" / "run.json"), "-o", str(out))
+    assert code == 0, output
+    text = out.read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    assert data["providers"] == [{"id": "stub", "python": "provider_stub.py:respond"}]
+    assert data["labels"] == {"purchase_signal": "分期"} and data["defaults"]["assert"][0]["not-before"]["turn"] == \
+        "purchase_signal"
+    assert data["tests"][0]["conversation"] == [{"user": "hi"}, {"user": "能分期吗", "label": "purchase_signal"}]
+    assert "not-before" in text.split("- id: c1")[0]  # the rule that failed on the recording, named above it
+    assert invoke("validate", str(out))[0] == 0
