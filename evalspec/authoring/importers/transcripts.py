@@ -30,6 +30,8 @@ class Source:
     turns: list[dict[str, Any]]  # {"text", "label"?, "state"?}
     failed: list[str] = field(default_factory=list)
     origin: str = ""  # "provider p in run R"
+    asserts: list[Any] = field(default_factory=list)  # the source test's own test-level rules, as written
+    turn_asserts: dict[int, list[Any]] = field(default_factory=dict)  # user turn index -> its rules, as written
 
 
 @dataclass
@@ -126,8 +128,37 @@ def from_run(path: Path, ids: list[str] | None, data: dict[str, Any] | None = No
             continue
         turns = _turns_of(r.get("transcript") or [])
         _label(patterns, turns)
-        out[tid] = Source(tid, turns, _failed_rules(r), f"provider {r.get('provider')} in run {data.get('run_id')}")
+        test = _source_test(source.data, r)
+        out[tid] = Source(tid, turns, _failed_rules(r), f"provider {r.get('provider')} in run {data.get('run_id')}",
+                          _own_rules(test), _turn_rules(test, len(turns)))
     return list(out.values()), source
+
+
+def _source_test(suite: dict[str, Any], record: dict[str, Any]) -> dict[str, Any] | None:
+    """The source suite's test a record was played from, as written; None for a matrix test, whose rules
+    may name its matrix values."""
+    test = next((t for t in suite.get("tests") or [] if isinstance(t, dict)
+                 and str(t.get("id")) in (str(record.get("test")), str(record.get("base_id")))), None)
+    return None if test is None or test.get("matrix") else test
+
+
+def _own_rules(test: dict[str, Any] | None) -> list[Any]:
+    """The source test's test-level `assert:` as written, so the new test checks what the source checked
+    (SPEC §25, §19: never hollow)."""
+    return list(test["assert"]) if test and isinstance(test.get("assert"), list) else []
+
+
+def _turn_rules(test: dict[str, Any] | None, user_turns: int) -> dict[int, list[Any]]:
+    """The source test's turn-level rules by user turn, when its conversation is plain `user:`/`assistant:`
+    entries with as many user turns as were played (a fragment, filler or click would shift them)."""
+    entries = test.get("conversation") if test else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and ("user" in e or "assistant" in e)
+                                                and not {"filler", "include", "click"} & set(e) for e in entries):
+        return {}
+    users = [e for e in entries if "user" in e]
+    if len(users) != user_turns:
+        return {}
+    return {i: list(e["assert"]) for i, e in enumerate(users) if isinstance(e.get("assert"), list)}
 
 
 def from_jsonl(path: Path, ids: list[str] | None) -> list[Source]:
@@ -153,14 +184,18 @@ def _state_check(state: dict[str, Any] | None, path: str) -> dict[str, Any]:
 
 def test_of(source: Source, test_id: str, expect_state: list[str]) -> dict[str, Any]:
     conversation = []
-    for turn in source.turns:
+    for i, turn in enumerate(source.turns):
         entry: dict[str, Any] = {"user": literal(turn["text"])}
         if turn.get("label"):
             entry["label"] = turn["label"]
-        if expect_state:
-            entry["assert"] = [_state_check(turn.get("state"), p) for p in expect_state]
+        rules = list(source.turn_asserts.get(i, [])) + [_state_check(turn.get("state"), p) for p in expect_state]
+        if rules:
+            entry["assert"] = rules
         conversation.append(entry)
-    return {"id": test_id, "draft": True, "conversation": conversation}
+    test: dict[str, Any] = {"id": test_id, "draft": True, "conversation": conversation}
+    if source.asserts:
+        test["assert"] = source.asserts
+    return test
 
 
 def _comment(source: Source) -> list[str]:
@@ -221,7 +256,10 @@ def new_suite(sources: list[Source], source: SourceSuite, out: Path, expect_stat
     for key in ("labels", "defaults"):
         if isinstance(data.get(key), dict) and data[key]:
             head[key] = data[key]
-    if not (head.get("defaults") or {}).get("assert") and not expect_state:
+    for key in ("judge", "simulator", "embedder"):  # what the copied rules may need to be graded
+        if data.get(key) is not None:
+            head[key] = data[key]
+    if not (head.get("defaults") or {}).get("assert") and not expect_state and not any(s.asserts or s.turn_asserts for s in sources):
         notes.append("the tests check nothing yet: add rules under defaults: or give --expect-state")
     top = [f"# Imported by evalspec from {given}" + (f" (suite {source.path})" if source.path else "")]
     top += [f"# Note: {n}" for n in notes]

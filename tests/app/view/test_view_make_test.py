@@ -22,7 +22,9 @@ def test_make_test_starts_a_suite_then_appends_to_one_and_logs_it(view: View, pr
     text = new.read_text(encoding="utf-8")
     data = yaml.safe_load(text)
     assert data["providers"] == [{"id": "bot", "python": "bot.py:respond"}]
-    assert data["tests"] == [{"id": "price", "draft": True, "conversation": [{"user": "价格多少？"}]}]
+    # the test checks what the source checked: its red line comes along (SPEC §25, never hollow)
+    assert data["tests"] == [{"id": "price", "draft": True, "conversation": [
+        {"user": "价格多少？", "assert": [{"not-regex": "1[3-9]\\d{9}"}]}]}]
     assert "# failed there:" in text and "not-regex" in text  # the rule that failed on it, named
     assert invoke("validate", str(new))[0] == 0
 
