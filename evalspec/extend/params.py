@@ -118,11 +118,15 @@ def _base_schema(hint: Any) -> dict[str, Any]:
 
 
 def _union_schema(args: tuple[Any, ...]) -> dict[str, Any]:
-    """Members that are plain `{"type": T}` merge into one `type` list; the others stay `anyOf` entries."""
+    return union_of([type_schema(arg) for arg in args])
+
+
+def union_of(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """The schema of a union of these member schemas: members that are plain `{"type": T}` merge into one
+    `type` list; the others stay `anyOf` entries (also run.json's generated schema, `results.schema`)."""
     names: list[str] = []
     entries: list[dict[str, Any]] = []
-    for arg in args:
-        schema = type_schema(arg)
+    for schema in members:
         if set(schema) == {"type"} and isinstance(schema["type"], str):
             if not names:
                 entries.append({"type": names})

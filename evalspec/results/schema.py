@@ -13,7 +13,7 @@ import typing
 from importlib import resources
 from typing import Annotated, Any, Literal, is_typeddict
 
-from evalspec.extend.params import Keywords
+from evalspec.extend.params import Keywords, union_of
 from evalspec.extend.transcript import Message
 from evalspec.results.record import Exactly, Record
 
@@ -48,26 +48,8 @@ def typed_schema(hint: Any) -> dict[str, Any]:
     if origin is dict:
         return {"type": "object"} if args[1] is Any else {"type": "object", "additionalProperties": typed_schema(args[1])}
     if origin in (typing.Union, __import__("types").UnionType):
-        return _union(args)
+        return union_of([typed_schema(arg) for arg in args])
     raise TypeError(f"no JSON Schema for the type {hint!r}")
-
-
-def _union(args: tuple[Any, ...]) -> dict[str, Any]:
-    """Members that are a plain `{"type": T}` merge into one `type` list; the others are `anyOf` entries."""
-    names: list[str] = []
-    entries: list[dict[str, Any]] = []
-    for arg in args:
-        schema = typed_schema(arg)
-        if set(schema) == {"type"}:
-            if not names:
-                entries.append({"type": names})
-            names.append(schema["type"])
-        else:
-            entries.append(schema)
-    for entry in entries:
-        if entry.get("type") is names and len(names) == 1:
-            entry["type"] = names[0]
-    return entries[0] if len(entries) == 1 else {"anyOf": entries}
 
 
 def object_schema(cls: Any) -> dict[str, Any]:
