@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from evalspec.core.errors import TemplateProblem as TemplateProblem
+from evalspec.core.errors import TemplateProblem
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 #: `${NAME}` / `${NAME:-default}`, or `$${`: a literal `${` (how imported text keeps one, SPEC §17)

@@ -20,8 +20,8 @@ from evalspec.config.parser import SuiteParser
 from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.schema import suite_schema
 from evalspec.config.yamlfile import load_yaml
-from evalspec.core.errors import ConfigError, Problem
-from evalspec.core.plugins import PluginError, load_plugin
+from evalspec.core.errors import ConfigError, PluginError, Problem
+from evalspec.core.plugins import load_plugin
 from evalspec.core.pyref import step
 from evalspec.core.redact import collect_written_secrets, redact_problems, run_secrets
 from evalspec.extend.kinds import provider_kinds

@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalspec.core.errors import ConfigError, Problem
-from evalspec.core.errors import PluginError as PluginError
+from evalspec.core.errors import ConfigError, PluginError, Problem
 from evalspec.core.pyref import step
 
 GROUPS = ("evalspec.assertions", "evalspec.providers")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evalspec.core.errors import LoadError as LoadError
+from evalspec.core.errors import LoadError
 
 _cache: dict[tuple[str, str], Callable[..., Any]] = {}
 

@@ -20,8 +20,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
-from evalspec.core.errors import ProviderError
-from evalspec.core.errors import UserCodeError as UserCodeError
+from evalspec.core.errors import ProviderError, UserCodeError
 
 T = TypeVar("T")
 MESSAGE_LIMIT = 500

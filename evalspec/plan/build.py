@@ -10,14 +10,14 @@ from typing import Any, overload
 import regex
 
 from evalspec.assertions.grade import GradingInput
-from evalspec.config.interpolate import TemplateProblem, render_text, render_value
+from evalspec.config.interpolate import render_text, render_value
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
 from evalspec.config.paths import PathKey
 from evalspec.config.recorded import RECORDED, RecordedProblem, label_turns
 from evalspec.config.recorded import conversations as recorded_conversations
 from evalspec.config.recorded import test_of as recorded_test
 from evalspec.config.turnrefs import ref_problem, turn_refs
-from evalspec.core.errors import ConfigError, ControlFlow, EvalspecError, Problem
+from evalspec.core.errors import ConfigError, ControlFlow, EvalspecError, Problem, TemplateProblem
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.patterns import regex_problem, written_patterns
 from evalspec.extend.registry import resolve_type

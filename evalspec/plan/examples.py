@@ -13,8 +13,8 @@ from evalspec.assertions.offloop import evaluate_off_loop
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
 from evalspec.config.rule_examples import example_transcript, examples_of, shown
-from evalspec.core.errors import Problem
-from evalspec.core.pyref import LoadError, load_callable, step
+from evalspec.core.errors import LoadError, Problem
+from evalspec.core.pyref import load_callable, step
 from evalspec.extend.check import GradingContext
 from evalspec.extend.registry import model_needed
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from evalspec.config.loader import chart_problems, check_suite
 from evalspec.config.model import Suite
-from evalspec.core.errors import ConfigError, Problem
-from evalspec.core.pyref import LoadError, load_callable, step
+from evalspec.core.errors import ConfigError, LoadError, Problem
+from evalspec.core.pyref import load_callable, step
 from evalspec.core.redact import redact_problems, run_secrets
 from evalspec.plan.build import Plan, Selection
 

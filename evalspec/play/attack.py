@@ -14,8 +14,8 @@ from typing import Any
 from evalspec.assertions.evaluate import evaluate
 from evalspec.assertions.grade import needs_model
 from evalspec.config.model import AssertionSpec
-from evalspec.core.errors import EvalspecError, GradingError, ProviderError
-from evalspec.core.pyref import LoadError, load_callable
+from evalspec.core.errors import EvalspecError, GradingError, LoadError, ProviderError
+from evalspec.core.pyref import load_callable
 from evalspec.core.usercode import call_user_within
 from evalspec.extend.check import GradingContext, JudgeRequest
 from evalspec.extend.provider import CallContext

@@ -10,8 +10,8 @@ import asyncio
 from typing import Any
 
 from evalspec.assertions.graded import format_transcript
-from evalspec.core.errors import EvalspecError, GradingError, ProviderError
-from evalspec.core.usercode import UserCodeError, in_thread
+from evalspec.core.errors import EvalspecError, GradingError, ProviderError, UserCodeError
+from evalspec.core.usercode import in_thread
 from evalspec.extend.check import JudgeFn, JudgeRequest, JudgeVerdict
 from evalspec.extend.patterns import regex_time_limit, search
 from evalspec.extend.provider import CallContext

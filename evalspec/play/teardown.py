@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from evalspec.core.pyref import LoadError, load_callable
-from evalspec.core.usercode import UserCodeError, call_user
+from evalspec.core.errors import LoadError, UserCodeError
+from evalspec.core.pyref import load_callable
+from evalspec.core.usercode import call_user
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import jmespath
 from jmespath.visitor import TreeInterpreter
 
-from evalspec.config.interpolate import TemplateProblem, is_template, render_value
-from evalspec.core.errors import ProviderError
+from evalspec.config.interpolate import is_template, render_value
+from evalspec.core.errors import ProviderError, TemplateProblem
 from evalspec.extend.kinds import provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, url_problem
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error

@@ -15,10 +15,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalspec.config.interpolate import TemplateProblem, render_text
+from evalspec.config.interpolate import render_text
 from evalspec.config.model import ProviderSpec
 from evalspec.config.strategies import HISTORY_KEY
-from evalspec.core.errors import ProviderError
+from evalspec.core.errors import ProviderError, TemplateProblem
 from evalspec.core.model_keys import KEY_ENV, NO_KEY, split_model
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.kinds import provider_kind

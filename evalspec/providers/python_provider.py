@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalspec.config.strategies import HISTORY_KEY
-from evalspec.core.errors import ProviderError
-from evalspec.core.pyref import LoadError, load_callable
-from evalspec.core.usercode import UserCodeError, call_user, describe
+from evalspec.core.errors import LoadError, ProviderError, UserCodeError
+from evalspec.core.pyref import load_callable
+from evalspec.core.usercode import call_user, describe
 from evalspec.extend.kinds import provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, json_safe
 from evalspec.providers.history import ContextStrategy, strategy_metadata

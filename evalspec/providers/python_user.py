@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evalspec.core.errors import ProviderError
-from evalspec.core.pyref import LoadError, load_callable
+from evalspec.core.errors import LoadError, ProviderError
+from evalspec.core.pyref import load_callable
 from evalspec.core.usercode import call_user_within
 from evalspec.extend.transcript import Message
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from evalspec.config.interpolate import TemplateProblem, render_value
-from evalspec.core.errors import ProviderError
-from evalspec.core.pyref import LoadError, load_attribute, load_callable
+from evalspec.config.interpolate import render_value
+from evalspec.core.errors import LoadError, ProviderError, TemplateProblem
+from evalspec.core.pyref import load_attribute, load_callable
 from evalspec.extend.provider import ProviderResponse
 from evalspec.extend.transcript import Message
 
@@ -139,7 +139,8 @@ class ToolKit:
 
     async def _python(self, ref: str, args: Any, context: dict[str, Any]) -> Any:
         """The user's function, off the loop and under the call time-out (it cannot end or hang the run)."""
-        from evalspec.core.usercode import UserCodeError, call_user
+        from evalspec.core.errors import UserCodeError
+        from evalspec.core.usercode import call_user
 
         try:
             fn = load_callable(ref, self.base_dir)

@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from evalspec.app.cli.main import main
-from evalspec.config.interpolate import TemplateProblem, render_text
+from evalspec.config.interpolate import render_text
+from evalspec.core.errors import TemplateProblem
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
 

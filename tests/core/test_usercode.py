@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from evalspec.core.usercode import UserCodeError, call_user, describe
+from evalspec.core.errors import UserCodeError
+from evalspec.core.usercode import call_user, describe
 
 FAULTS = {
     "exit0": "sys.exit(0)",

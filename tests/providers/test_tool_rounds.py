@@ -229,8 +229,7 @@ tests:
 
 
 def test_tool_keys_are_checked_before_any_call(tmp_path: Path) -> None:
-    from evalspec.core.errors import ConfigError
-    from evalspec.core.pyref import LoadError
+    from evalspec.core.errors import ConfigError, LoadError
 
     (tmp_path / "bot.py").write_text("def respond(m, c):\n    return 'hi'\n", encoding="utf-8")
     (tmp_path / "s.yaml").write_text("""\

@@ -373,7 +373,8 @@ PLUGIN_HELP = "also load this plugin (module or FILE.py; repeatable)"
 
 
 def _load_plugins(refs: tuple[str, ...]) -> None:
-    from evalspec.core.plugins import PluginError, load_plugin
+    from evalspec.core.errors import PluginError
+    from evalspec.core.plugins import load_plugin
 
     for ref in refs:
         try:
