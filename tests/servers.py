@@ -268,60 +268,36 @@ def form_of(request: dict[str, Any]) -> str:
     return "ollama_format" if "format" in request else "none"
 
 
-class RasaServer(LoopbackServer):
-    """A Rasa assistant as its REST channel and tracker API answer (the JSON shapes of Rasa's docs), scripted
-    as a tiny booking flow: `试驾` starts `book_test_drive` (sets `car_model`, asks the day with buttons),
-    a day (its button's payload `/choose_day{"day": "..."}` or the title) books it (`booking_id`) and
-    completes the flow; anything else is a greeting. `POST /conversations/{id}/tracker/events` appends
-    events (seeding); with `token` set, every request needs `?token=` (else 401)."""
+class RasaBot:
+    """The assistant behind `RasaServer`, as a tiny booking flow over Rasa trackers: `试驾` starts
+    `book_test_drive` (sets `car_model`, asks the day with buttons), a day (its button's payload
+    `/choose_day{"day": "..."}` or the title) books it (`booking_id`) and completes the flow; anything else
+    is a greeting. Usable without a server (a test's HTTP or python bot that answers as Rasa would)."""
 
     SLOTS = ("car_model", "day", "booking_id", "city")
 
-    def __init__(self, token: str | None = None) -> None:
-        self.token = token
+    def __init__(self) -> None:
         self.trackers: dict[str, dict[str, Any]] = {}
         self.bookings = 0
 
-        def handle(method: str, path: str, body: Any, headers: dict[str, str]) -> Reply:
-            from urllib.parse import parse_qs, unquote, urlsplit
-
-            url = urlsplit(path)
-            if self.token is not None and parse_qs(url.query).get("token") != [self.token]:
-                return Reply(401, {"version": "3.10", "status": "failure", "reason": "NotAuthenticated"})
-            parts = [unquote(p) for p in url.path.split("/") if p]
-            if method == "POST" and parts == ["webhooks", "rest", "webhook"]:
-                return Reply(body=self._turn(str(body["sender"]), str(body["message"]), body.get("metadata")))
-            if len(parts) >= 3 and parts[0] == "conversations" and parts[2] == "tracker":
-                tracker = self._tracker(parts[1])
-                if method == "GET" and len(parts) == 3:
-                    return Reply(body=tracker)
-                if method == "POST" and parts[3:] == ["events"]:
-                    for event in body if isinstance(body, list) else [body]:
-                        self._event(tracker, event)
-                    return Reply(body=tracker)
-            return Reply(404, {"status": "failure", "reason": f"no route {method} {url.path}"})
-
-        super().__init__(handle)
-
     def reset(self) -> None:
-        super().reset()
         self.trackers.clear()
         self.bookings = 0
 
-    def _tracker(self, sender: str) -> dict[str, Any]:
+    def tracker(self, sender: str) -> dict[str, Any]:
         return self.trackers.setdefault(sender, {
             "sender_id": sender, "slots": {name: None for name in self.SLOTS},
             "latest_message": {"intent": {}, "entities": [], "text": None}, "events": [],
             "latest_action_name": "action_listen", "active_loop": {}, "paused": False})
 
-    def _event(self, tracker: dict[str, Any], event: dict[str, Any]) -> None:
+    def event(self, tracker: dict[str, Any], event: dict[str, Any]) -> None:
         tracker["events"].append({**event, "timestamp": time.time()})
         if event.get("event") == "slot":
             tracker["slots"][event["name"]] = event.get("value")
 
-    def _turn(self, sender: str, text: str, metadata: Any) -> list[dict[str, Any]]:
-        tracker = self._tracker(sender)
-        add = lambda **event: self._event(tracker, event)  # noqa: E731
+    def turn(self, sender: str, text: str, metadata: Any) -> list[dict[str, Any]]:
+        tracker = self.tracker(sender)
+        add = lambda **event: self.event(tracker, event)  # noqa: E731
         replies: list[dict[str, Any]] = []
 
         def utter(name: str, reply: str, **extra: Any) -> None:
@@ -366,3 +342,42 @@ class RasaServer(LoopbackServer):
             utter("utter_greet", "您好！有什么可以帮您？", custom={"handoff": False})
         add(event="action", name="action_listen")
         return replies
+
+
+class RasaServer(LoopbackServer):
+    """A Rasa assistant (`RasaBot`) as its REST channel and tracker API answer (the JSON shapes of Rasa's
+    docs). `POST /conversations/{id}/tracker/events` appends events (seeding); with `token` set, every
+    request needs `?token=` (else 401)."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token
+        self.bot = RasaBot()
+
+        def handle(method: str, path: str, body: Any, headers: dict[str, str]) -> Reply:
+            from urllib.parse import parse_qs, unquote, urlsplit
+
+            url = urlsplit(path)
+            if self.token is not None and parse_qs(url.query).get("token") != [self.token]:
+                return Reply(401, {"version": "3.10", "status": "failure", "reason": "NotAuthenticated"})
+            parts = [unquote(p) for p in url.path.split("/") if p]
+            if method == "POST" and parts == ["webhooks", "rest", "webhook"]:
+                return Reply(body=self.bot.turn(str(body["sender"]), str(body["message"]), body.get("metadata")))
+            if len(parts) >= 3 and parts[0] == "conversations" and parts[2] == "tracker":
+                tracker = self.bot.tracker(parts[1])
+                if method == "GET" and len(parts) == 3:
+                    return Reply(body=tracker)
+                if method == "POST" and parts[3:] == ["events"]:
+                    for event in body if isinstance(body, list) else [body]:
+                        self.bot.event(tracker, event)
+                    return Reply(body=tracker)
+            return Reply(404, {"status": "failure", "reason": f"no route {method} {url.path}"})
+
+        super().__init__(handle)
+
+    @property
+    def trackers(self) -> dict[str, dict[str, Any]]:
+        return self.bot.trackers
+
+    def reset(self) -> None:
+        super().reset()
+        self.bot.reset()

@@ -13,7 +13,7 @@ import pytest
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
-from tests.servers import LoopbackServer, RasaServer, Reply
+from tests.servers import LoopbackServer, RasaBot, RasaServer, Reply
 
 TESTS = """\
 tests:
@@ -85,20 +85,19 @@ def test_a_rasa_bot_is_checked_on_its_slots_flows_actions_and_buttons(tmp_path: 
 
 class HttpBot:
     """A home-made state machine behind HTTP, Dialogflow-style: `{messages: [...], session_info: {...}}`,
-    played on the loopback Rasa server's logic so the three bots answer alike."""
+    played on the loopback Rasa server's bot (`RasaBot`) so the three bots answer alike."""
 
     def __init__(self) -> None:
-        self.rasa = RasaServer.__new__(RasaServer)
-        self.rasa.trackers, self.rasa.bookings = {}, 0
+        self.rasa = RasaBot()
 
     def handle(self, method: str, path: str, body: Any, headers: dict[str, str]) -> Reply:
         session = str(body["session"])
-        tracker = self.rasa._tracker(session)
+        tracker = self.rasa.tracker(session)
         seed = body.get("state") or {}
         assert isinstance(seed, dict), seed  # `{{ state }}` alone in a body value stays a mapping
         if isinstance(seed, dict) and not any(e.get("event") == "user" for e in tracker["events"]):
             tracker["slots"].update(seed.get("slots") or {})
-        replies = self.rasa._turn(session, str(body["text"]), None)
+        replies = self.rasa.turn(session, str(body["text"]), None)
         from evalspec.providers.rasa_provider import tracker_state
 
         state = tracker_state(tracker)
@@ -118,18 +117,17 @@ def test_an_http_bot_with_state_and_parts_paths_gets_the_same_verdicts(tmp_path:
 
 PYTHON_BOT = '''
 import json
-from tests.servers import RasaServer
+from tests.servers import RasaBot
 from evalspec.providers.rasa_provider import tracker_state
 
-_rasa = RasaServer.__new__(RasaServer)
-_rasa.trackers, _rasa.bookings = {}, 0
+_rasa = RasaBot()
 
 
 def respond(messages, context):
-    tracker = _rasa._tracker(context["thread_id"])
+    tracker = _rasa.tracker(context["thread_id"])
     if context.get("state") and not tracker["events"]:
         tracker["slots"].update(context["state"].get("slots") or {})
-    replies = _rasa._turn(context["thread_id"], messages[-1]["content"], None)
+    replies = _rasa.turn(context["thread_id"], messages[-1]["content"], None)
     return {"content": "\\n".join(r["text"] for r in replies), "state": tracker_state(tracker),
             "parts": [{"text": r["text"], "buttons": r.get("buttons")} for r in replies]}
 '''

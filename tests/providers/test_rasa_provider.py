@@ -77,12 +77,12 @@ def test_a_booking_turn_gives_the_reply_its_buttons_and_the_tracker_state(tmp_pa
 
 def test_several_messages_in_one_answer_are_joined_and_kept_as_parts(tmp_path: Path) -> None:
     with RasaServer() as server:
-        original = server._turn
+        original = server.bot.turn
 
         def twice(sender: str, text: str, metadata: Any) -> list[dict[str, Any]]:
             return original(sender, text, metadata) + [{"recipient_id": sender, "text": "还有别的吗？"}]
 
-        server._turn = twice  # type: ignore[method-assign]
+        server.bot.turn = twice  # type: ignore[method-assign]
         data = go(tmp_path, suite(server, "  - id: t\n    conversation: [{user: 你好}]\n"))
     reply = replies(data["results"][0])[0]
     assert reply["content"] == "您好！有什么可以帮您？\n还有别的吗？"
