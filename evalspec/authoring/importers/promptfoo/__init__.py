@@ -1,0 +1,222 @@
+"""promptfoo configs as evalspec suites.
+
+Providers `openai:`/`anthropic:` become `model:`, `http`/URL providers `http:`, `file://x.py` python
+providers a `python:` adapter (promptfoo's `call_api(prompt, options, context)` called from evalspec's
+`respond(messages, context)`). Each test's prompt is rendered with its vars into a user turn (a chat prompt's
+earlier messages become history, its system message the model's `system:`); tests whose prompt loops over
+`_conversation` are turns of one conversation (grouped by `metadata.conversationId`). Assertions of types
+evalspec has keep their meaning; everything else is listed as not converted.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from evalspec.authoring.importers import RAW_CLOSE, RAW_OPEN, ImportedSuite, literal, plain
+from evalspec.authoring.importers.promptfoo.checks import Checks
+from evalspec.authoring.importers.promptfoo.prompts import HISTORY_VARS, Prompts
+from evalspec.authoring.importers.promptfoo.providers import Providers
+from evalspec.authoring.importers.promptfoo.redteam import redteam_tests
+from evalspec.authoring.importers.promptfoo.testfiles import TestFiles
+from evalspec.core.errors import ConfigError, Problem
+from evalspec.core.suggest import slugify
+
+
+class _Converter(Providers, TestFiles, Prompts, Checks):
+    """One config's import: each part (providers, test files, prompts, checks) in a module of its own."""
+
+
+SIMULATED_USER = "promptfoo:simulated-user"
+
+
+def _simulated_user(provider: Any) -> dict[str, Any] | None:
+    """`defaultTest.provider: promptfoo:simulated-user` (its config), or None."""
+    pid = provider if isinstance(provider, str) else provider.get("id") if isinstance(provider, dict) else None
+    if pid != SIMULATED_USER:
+        return None
+    config = provider.get("config") if isinstance(provider, dict) else None
+    return config if isinstance(config, dict) else {}
+
+
+def _simulate_test(entry: dict[str, Any], raw: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """A test promptfoo's simulated user plays: its `instructions` var is the persona, its description the
+    goal, its checks the test's (on the whole conversation); the prompt is the agent's system message."""
+    variables: dict[str, Any] = raw["vars"] if isinstance(raw.get("vars"), dict) else {}
+    persona = variables.get("instructions") or raw.get("description") or "a customer"
+    turns = config.get("maxTurns")
+    out = {k: v for k, v in entry.items() if k not in ("conversation", "vars")}
+    out["simulate"] = {"persona": plain(str(persona)), "goal": plain(str(raw.get("description") or persona)),
+                       "max_turns": turns if isinstance(turns, int) and 1 <= turns <= 50 else 10}
+    asserts = [a for turn in entry["conversation"] for a in turn.get("assert", [])]
+    if asserts:
+        out["assert"] = asserts
+    return out
+
+
+
+def _captured(text: Any) -> Any:
+    """A turn rendered with a stored output's stand-in (`\\x00NAME\\x00`): the stand-in becomes `{{ NAME }}`,
+    the capture evalspec fills in when the conversation is played."""
+    if not isinstance(text, str) or "\x00" not in text:
+        return text
+    inside = text.startswith(RAW_OPEN)
+    return regex.sub(r"\x00(\w+)\x00", lambda m: (RAW_CLOSE + "{{ " + m.group(1) + " }}" + RAW_OPEN) if inside
+                     else "{{ " + m.group(1) + " }}", text)
+
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError([Problem(str(path), None, "", f"cannot read: {exc}")]) from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError([Problem(str(path), None, "", f"not a promptfoo config: {exc}")]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([Problem(str(path), 1, "", "a promptfoo config is a mapping (prompts, providers, tests)")])
+    return data
+
+
+def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
+    """One promptfoo config -> one suite (written to `out_dir`, which relative paths are computed for)."""
+    data = _load(path)
+    conv = _Converter(path, out_dir)
+    providers = conv.providers(data.get("providers") if data.get("providers") is not None else data.get("targets"))
+    prompts = conv.prompts(data.get("prompts"))
+    default = data.get("defaultTest") or {}
+    if isinstance(default, str):
+        conv.notes.append(f"defaultTest {default}: external file")
+        default = {}
+    default_vars = dict(default.get("vars") or {}) if isinstance(default.get("vars"), dict) else {}
+    tests_raw = conv.external_tests(data.get("tests") or [])
+    for key in sorted(set(data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest",
+                                   *(("redteam",) if isinstance(data.get("redteam"), dict) else ())}):
+        conv.notes.append(f"top-level '{key}'")
+    options: dict[str, Any] = default["options"] if isinstance(default.get("options"), dict) else {}
+    judge = conv.judge(options.get("provider")) if options.get("provider") is not None else None
+    for key in sorted(set(options) - {"provider"}):
+        conv.notes.append(f"defaultTest.options.{key}")
+    for key in sorted(set(default) - {"vars", "assert", "options"}):
+        conv.notes.append(f"defaultTest.{key}")
+
+    # a conversation is the tests sharing a `metadata.conversationId` (whatever the prompt), or a prompt's
+    # `_conversation` loop over the tests in order
+    grouped = any(isinstance(t, dict) and isinstance(t.get("metadata"), dict) and t["metadata"].get("conversationId")
+                  for t in tests_raw)
+    multi_turn = grouped or any("_conversation" in str(p) for p in prompts)
+    turns: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]] = []
+    stored = [str(t["options"]["storeOutputAs"]) for t in tests_raw if isinstance(t, dict) and isinstance(
+        t.get("options"), dict) and isinstance(t["options"].get("storeOutputAs"), str)]
+    multi_turn = multi_turn or bool(stored)  # a stored output is read by the later tests: one conversation
+    for (pk, prompt), (i, test) in itertools.product(enumerate(prompts, 1),
+                                                      enumerate(t for t in tests_raw if isinstance(t, dict))):
+        where = f"tests[{i}]"
+        if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
+            conv.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
+            test = {k: v for k, v in test.items() if k != "vars"}
+        variables = {**default_vars, **dict(test.get("vars") or {})}
+        for k, v in variables.items():
+            if isinstance(v, str) and v.startswith("file://"):
+                conv.notes.append(f"{where}: var '{k}' reads {v} (kept as written)")
+        test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
+        for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options"}) + \
+                [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs"})]:
+            if pk == 1:
+                conv.notes.append(f"{where}.{key}")
+        metadata: dict[str, Any] = test["metadata"] if isinstance(test.get("metadata"), dict) else {}
+        group = str(metadata.get("conversationId") or "conversation") if multi_turn \
+            else str(test.get("description") or f"test-{i + 1}")
+        if len(prompts) > 1:
+            group += f" prompt-{pk}"
+        markers = {name: f"\x00{name}\x00" for name in stored if name not in variables}
+        if markers:  # promptfoo renders a var's own `{{ NAME }}` with the stored output too
+            variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
+                         if isinstance(v, str) else v for key, v in variables.items()}
+        turns.append((group, test, conv.assertions(test.get("assert"), where),
+                      conv.messages(prompt, {**markers, **variables}, where, dict(test.get("vars") or {})),
+                      {k: v for k, v in dict(test.get("vars") or {}).items() if k not in HISTORY_VARS}))
+    if conv.problems:
+        raise ConfigError(conv.problems)
+
+    system = None
+    tests: list[dict[str, Any]] = []
+    by_group: dict[str, dict[str, Any]] = {}
+    for group, test, asserts, messages, own_vars in turns:
+        if messages and messages[0]["role"] == "system":
+            if system not in (None, messages[0]["content"]):
+                conv.notes.append(f"{group}: a system message that differs between tests (the first is used)")
+            system = system or messages[0]["content"]
+            messages = messages[1:]
+        entry = by_group.get(group)
+        if entry is None:
+            entry = by_group[group] = {"id": slugify(group), "conversation": []}
+            if not multi_turn and test.get("description"):
+                entry["name"] = plain(str(test["description"]))
+            if isinstance(test.get("threshold"), (int, float)):
+                entry["threshold"] = test["threshold"]
+            if own_vars and not multi_turn:
+                entry["vars"] = plain(own_vars)
+            tests.append(entry)
+        history = messages[:-1] if not multi_turn else []
+        for m in history:
+            if m["role"] in ("user", "assistant"):
+                entry["conversation"].append({m["role"]: literal(m["content"])})
+        last = messages[-1] if messages else {"role": "user", "content": ""}
+        turn: dict[str, Any] = {"user": _captured(literal(last["content"]))}  # rendered here: sent as it reads
+        store = (test.get("options") or {}).get("storeOutputAs") if isinstance(test.get("options"), dict) else None
+        if isinstance(store, str) and store.isascii() and store.isidentifier():
+            turn["capture"] = store  # promptfoo's storeOutputAs: the reply is a var of the later tests
+        if own_vars and multi_turn:
+            turn["vars"] = plain(own_vars)  # the turn's checks may use them
+        if asserts:
+            turn["assert"] = asserts
+        entry["conversation"].append(turn)
+    simulated = _simulated_user(default.get("provider"))
+    if simulated is not None and system is None and turns and turns[0][3]:
+        system = turns[0][3][-1]["content"]  # the prompt is the agent's instructions; the simulated user talks
+    if system:
+        for p in providers:
+            if "model" in p:
+                p["system"] = literal(system)
+        if not any("model" in p for p in providers):
+            conv.notes.append("the prompt's system message (only model providers take `system:`)")
+    suite: dict[str, Any] = {"description": str(data.get("description") or f"Imported from {path.name}")}
+    if kept := {k: v for k, v in default_vars.items() if k not in HISTORY_VARS}:  # a history is in the turns
+        suite["vars"] = plain(kept)
+    if providers:
+        suite["providers"] = providers
+    default_asserts = conv.assertions(default.get("assert"), "defaultTest")
+    if default_asserts:
+        if multi_turn:  # promptfoo checks each test's output: here, each turn
+            default_asserts = [{**a, "scope": "each_turn"} for a in default_asserts]
+        suite["defaults"] = {"assert": default_asserts}
+    used = {k.removeprefix("not-") for t in tests for turn in t["conversation"] for a in turn.get("assert", [])
+            for k in a} | {k.removeprefix("not-") for a in default_asserts for k in a}
+    if "conversation-relevance" in used or "trajectory:goal-success" in used:
+        used.add("llm-rubric")  # judged too
+    if judge is not None and "llm-rubric" in used:
+        suite["judge"] = judge
+    for role, key, model in (("judge", "llm-rubric", "openai/gpt-4o-mini"),
+                             ("embedder", "similar", "openai/text-embedding-3-small")):
+        if key in used and role not in suite:
+            suite[role] = model
+            conv.notes.append(f"{role}: {model} (promptfoo's default; edit `{role}:`)")
+    if simulated is not None:  # promptfoo's simulated user plays each test: a `simulate:` test
+        tests = [_simulate_test(t, raw, simulated) for t, raw in zip(tests, (t for _, t, *_ in turns), strict=False)]
+    if isinstance(data.get("redteam"), dict):
+        tests += redteam_tests(data["redteam"], conv.notes)
+    if any("simulate" in t or "attack" in t for t in tests):
+        suite["simulator"] = judge if isinstance(judge, str) else "openai/gpt-4o-mini"
+        if "judge" not in suite and any("attack" in t for t in tests):
+            suite["judge"] = suite["simulator"]  # the red lines are judged
+        conv.notes.append(f"simulator: {suite['simulator']} (the simulated user and the attacker; edit `simulator:`)")
+    suite["tests"] = tests
+    return ImportedSuite(filename=f"{slugify(path.stem)}.yaml", data=suite, not_converted=conv.notes,
+                         source=path.name, files=conv.files)

@@ -1,0 +1,136 @@
+"""promptfoo assertions as evalspec checks: the types evalspec has keep their meaning (negated forms via
+`not-`), renamed ones take their evalspec name, one-line `javascript` on the reply's text becomes evalspec's
+own checks; everything else is listed as not converted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from evalspec.authoring.importers import plain
+from evalspec.authoring.importers.promptfoo.source import Source
+
+# promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
+SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals", "regex", "starts-with",
+              "is-json", "contains-json", "llm-rubric", "similar", "cost", "latency"}
+RENAMED = {"g-eval": "llm-rubric", "model-graded-closedqa": "llm-rubric", "conversation-relevance":
+           "conversation-relevance", "trajectory:goal-success": "trajectory:goal-success",
+           "is-valid-openai-tools-call": "tool-args-valid"}
+_JS_STRING = r"""(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
+_JS_TEST = regex.compile(r"(!?)\s*output(\.toLowerCase\(\))?\.(includes|startsWith)\(\s*" + _JS_STRING + r"\s*\)")
+_JS_LENGTH = regex.compile(r"output(?:\.trim\(\))?\.length\s*(>=|<=|>|<)\s*(\d+)")
+
+
+def _js_string(m: regex.Match[str]) -> str:
+    raw = m.group(4) if m.group(4) is not None else m.group(5)
+    return str(regex.sub(r"\\(.)", r"\1", raw))
+
+
+def js_checks(code: str, negate: bool = False) -> dict[str, Any] | None:
+    """A one-line `javascript` check on the reply's text evalspec can say with its own checks, with the
+    same meaning: `output.includes(S)`, `.toLowerCase().includes(s)`, `.startsWith(S)`, `output.length
+    OP N`, one `!`, and `&&` or `||` between them. Anything else is None (not converted)."""
+    code = code.strip().rstrip(";").strip()
+    if code.startswith("'") and code.endswith("'") or code.startswith('"') and code.endswith('"'):
+        code = code[1:-1].strip()
+    if "\n" in code or not code or negate:
+        return None
+    ors = [part.strip() for part in code.split("||")]
+    ands = [part.strip() for part in code.split("&&")]
+    if len(ors) > 1 and len(ands) > 1:
+        return None
+    parts, joined = (ors, "any") if len(ors) > 1 else (ands, "all")
+    checks: list[tuple[str, Any]] = []
+    for part in parts:
+        while part.startswith("(") and part.endswith(")"):
+            part = part[1:-1].strip()
+        if (m := _JS_TEST.fullmatch(part)) is not None:
+            text = _js_string(m)
+            if not text:
+                return None
+            kind = "starts-with" if m.group(3) == "startsWith" else "icontains" if m.group(2) else "contains"
+            if kind == "icontains" and text != text.lower():
+                return None  # a lower-cased reply never holds capitals
+            checks.append((("not-" if m.group(1) else "") + kind, text))
+        elif (m := _JS_LENGTH.fullmatch(part)) is not None and "trim" not in part:
+            op, n = m.group(1), int(m.group(2))
+            least = {">": n + 1, ">=": n}.get(op)
+            most = {"<": n - 1, "<=": n}.get(op)
+            if most is not None and most < 0:
+                return None
+            span = f"{{{least},}}" if least is not None else f"{{0,{most}}}"
+            checks.append(("regex", rf"\A[\s\S]{span}\Z"))
+        else:
+            return None
+    if len(checks) == 1:
+        return {checks[0][0]: checks[0][1]}
+    if joined == "any":
+        if any(kind.startswith("not-") for kind, _ in checks):
+            return None
+        alternatives = [rf"\A{regex.escape(t)}" if kind == "starts-with" else
+                        ("(?i:" + regex.escape(t) + ")" if kind == "icontains" else regex.escape(t))
+                        if kind != "regex" else f"(?:{t})" for kind, t in checks]
+        return {"regex": "|".join(alternatives)}
+    if all(kind == "contains" for kind, _ in checks):
+        return {"contains-all": [t for _, t in checks]}
+    return None
+
+
+
+class Checks(Source):
+    def assertion(self, raw: Any, where: str) -> dict[str, Any] | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+            self.notes.append(f"{where}: assertion {raw!r}")
+            return None
+        kind = raw["type"]
+        negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
+        value = raw.get("value")
+        name = ("not-" if negate else "") + base
+        out: dict[str, Any]
+        threshold = raw.get("threshold")
+        if base in ("latency", "cost") and value is None and isinstance(threshold, (int, float)):
+            value, raw = threshold, {k: v for k, v in raw.items() if k != "threshold"}  # promptfoo's limit
+        if base in SAME_TYPES and value is None and base not in ("is-json", "contains-json"):
+            self.notes.append(f"{where}: assertion '{kind}' without a value")
+            return None
+        if base in ("contains-json", "is-json") and isinstance(value, str):
+            self.notes.append(f"{where}: assertion '{kind}' with a JSON Schema (checked as '{kind}' without it)")
+            value = None
+        if base == "equals" and not isinstance(value, (str, int, float)):
+            self.notes.append(f"{where}: assertion 'equals' on a structured value")
+            return None
+        if base == "javascript" and isinstance(value, str) and (checks := js_checks(value, negate)) is not None:
+            out = checks
+        elif base in RENAMED and (RENAMED[base] in ("conversation-relevance", "tool-args-valid")
+                                  or isinstance(value, str) and value.strip()):
+            out = {("not-" if negate else "") + RENAMED[base]: value if RENAMED[base] != "tool-args-valid" else True}
+        elif base == "icontains-any" and isinstance(value, list) and value:
+            out = {("not-" if negate else "") + "regex": "(?i)" + "|".join(regex.escape(str(v)) for v in value)}
+        elif base in SAME_TYPES:
+            if base in ("is-json", "contains-json") and value is None:
+                out = {"type": name}
+            else:
+                out = {name: value}
+        elif base == "levenshtein" and isinstance(raw.get("threshold"), (int, float)):
+            out = {name: {"value": value, "max": int(raw["threshold"])}}
+        elif base == "python" and isinstance(value, str) and value.startswith("file://"):
+            file, _, function = value[len("file://"):].partition(":")
+            relative = self.relative(file, where)
+            if relative is None:
+                return None
+            out = {name: f"{relative}:{function or 'get_assert'}"}
+        else:
+            self.notes.append(f"{where}: assertion type '{kind}'")
+            return None
+        for key in ("threshold", "weight", "metric"):
+            if key in raw and not (key == "threshold" and base == "levenshtein"):
+                out[key] = raw[key]
+        for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric"}):
+            self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
+        return dict(plain(out))  # its templates are the config's, rendered with the test's vars; `${` is text
+
+    def assertions(self, raw: Any, where: str) -> list[dict[str, Any]]:
+        items = raw if isinstance(raw, list) else []
+        return [a for i, item in enumerate(items) if (a := self.assertion(item, f"{where}.assert[{i}]"))]
+

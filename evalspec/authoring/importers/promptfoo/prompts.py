@@ -1,0 +1,133 @@
+"""promptfoo prompts rendered with a test's vars (its Nunjucks as far as configs use it) into the messages
+of a turn, with the history `_conversation` / `previous_messages` hold in the user's own words."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import regex
+import yaml
+from jinja2 import Undefined, nodes
+
+from evalspec.authoring.importers.promptfoo.source import Source
+from evalspec.config.templating import LimitedEnvironment, render_limited
+
+
+class _NunjucksEnvironment(LimitedEnvironment):
+    """promptfoo's Nunjucks as far as its configs use it, under the limits of a suite's templates (SPEC §8,
+    §17): `| dump`, and `{% for key, value in mapping %}` looping over the mapping's items."""
+
+    def __init__(self) -> None:
+        super().__init__(autoescape=False)
+        self.filters["dump"] = lambda v: '""' if isinstance(v, Undefined) else json.dumps(v, ensure_ascii=False)
+        self.filters[_PAIRS_FILTER] = lambda v: list(v.items()) if isinstance(v, dict) else v
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        template = super()._parse(source, name, filename)
+        for loop in template.find_all(nodes.For):  # its iterable is already wrapped by the loop budget
+            if isinstance(loop.target, nodes.Tuple) and len(loop.target.items) == 2 \
+                    and isinstance(loop.iter, nodes.Filter) and loop.iter.node is not None:
+                loop.iter.node = nodes.Filter(loop.iter.node, _PAIRS_FILTER, [], [], None, None, lineno=loop.lineno)
+        return template
+
+
+_PAIRS_FILTER = "evalspec_nunjucks_pairs"
+_env = _NunjucksEnvironment()
+
+
+class Prompts(Source):
+    def prompts(self, raw: Any) -> list[Any]:
+        """Every prompt (one test per prompt when there are several, SPEC §19)."""
+        items = raw if isinstance(raw, list) else [raw] if raw is not None else []
+        return [self.prompt(item) for item in items] or ["{{ prompt }}"]
+
+    def prompt(self, first: Any) -> Any:
+        """One prompt: a string template, or a list of chat messages (templates)."""
+        if isinstance(first, dict):
+            first = first.get("raw") or first.get("id") or ""
+        text = str(first)
+        if text.startswith("file://"):
+            file = self.inside(text[len("file://"):], "prompts[0]")
+            if file is None:
+                return "{{ prompt }}"
+            if not file.is_file() or file.suffix not in (".txt", ".json", ".md", ".yaml", ".yml", ".j2"):
+                self.notes.append(f"prompt {text}: not a readable text/JSON/YAML prompt file")
+                return "{{ prompt }}"
+            text = file.read_text(encoding="utf-8")
+        stripped = text.strip()
+        if stripped.startswith("[") or stripped.startswith("- role:"):
+            return stripped  # a chat prompt, parsed after rendering
+        return text
+
+    def render(self, template: str, variables: dict[str, Any], where: str) -> str | None:
+        """The prompt rendered with a test's vars, under a suite template's limits; None (a problem) when
+        it cannot be (its syntax, a limit, or an error of its own: promptfoo's Nunjucks is not jinja2)."""
+        try:
+            return render_limited(_env.from_string(template), variables)
+        except Exception as exc:
+            self.problem(where, f"the prompt could not be rendered with this test's vars: "
+                                f"{type(exc).__name__}: {exc}")
+            return None
+
+    def messages(self, prompt: Any, variables: dict[str, Any], where: str,
+                 own: dict[str, Any] | None = None) -> list[dict[str, str]]:
+        """The test's messages: the rendered prompt, with the history its vars hold (`_conversation`,
+        `previous_messages`) as messages of the user's and the assistant's own words, never the template's
+        scaffold around them ("\nUser: ..."): a text prompt that lays out a history sends the user's words
+        (the test's own var it shows), or else the history's last user message."""
+        history = history_of(variables)
+        rendered = self.render(prompt, {**variables, **{k: [] for k in HISTORY_VARS}}, where)
+        if rendered is None:
+            return []
+        stripped = rendered.strip()
+        if stripped.startswith("[") or stripped.startswith("- role:"):
+            try:
+                parsed = json.loads(regex.sub(r",\s*([\]}])", r"\1", stripped)) if stripped.startswith("[") \
+                    else yaml.safe_load(stripped)
+            except (json.JSONDecodeError, yaml.YAMLError):
+                parsed = None
+            if isinstance(parsed, list) and all(isinstance(m, dict) and "role" in m for m in parsed):
+                chat = [{"role": str(m["role"]), "content": str(m.get("content", ""))} for m in parsed]
+                if history and chat and chat[-1]["role"] == "user" and not chat[-1]["content"].strip():
+                    return chat[:-1] + _last_exchange_sent(history)
+                return chat[:-1] + history + chat[-1:] if history and chat else chat
+        if not history and not any(k in str(prompt) for k in HISTORY_VARS):
+            return [{"role": "user", "content": rendered}]
+        words = [str(v) for k, v in (own or {}).items()
+                 if k not in HISTORY_VARS and isinstance(v, str) and v.strip() and v in rendered]
+        if words:
+            sent = max(words, key=len)
+            if rendered.strip() != sent.strip():
+                self.notes.append(f"{where}: the prompt's text around the user's words (its scaffold) is not sent")
+            return [*history, {"role": "user", "content": sent}]
+        return _last_exchange_sent(history) if history else [{"role": "user", "content": rendered}]
+
+HISTORY_VARS = ("_conversation", "previous_messages")
+
+
+def history_of(variables: dict[str, Any]) -> list[dict[str, str]]:
+    """The messages a test's `previous_messages` ([{user: …} | {assistant: …} | {role, content}]) and then
+    `_conversation` ([{input, output}]) vars hold, in the user's and the assistant's words."""
+    out: list[dict[str, str]] = []
+    for item in variables.get("previous_messages") or [] if isinstance(variables.get("previous_messages"), list) else []:
+        if isinstance(item, dict) and item.get("role") in ("user", "assistant") and "content" in item:
+            out.append({"role": str(item["role"]), "content": str(item["content"])})
+        elif isinstance(item, dict):
+            out += [{"role": role, "content": str(item[role])} for role in ("user", "assistant")
+                    if isinstance(item.get(role), (str, int, float))]
+    for item in variables.get("_conversation") or [] if isinstance(variables.get("_conversation"), list) else []:
+        if isinstance(item, dict):
+            out += [{"role": role, "content": str(item[key])} for key, role in (("input", "user"), ("output", "assistant"))
+                    if isinstance(item.get(key), (str, int, float))]
+    return out
+
+
+
+def _last_exchange_sent(history: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A history whose test has no words of its own: the last exchange's user message is sent, its
+    recorded reply left out."""
+    if len(history) >= 2 and history[-1]["role"] == "assistant" and history[-2]["role"] == "user":
+        return history[:-1]
+    return history
+

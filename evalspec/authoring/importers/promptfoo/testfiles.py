@@ -1,0 +1,81 @@
+"""promptfoo's `tests: file://…` entries: CSV, JSONL, YAML and JSON test files read inside the config's folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from evalspec.authoring.importers.promptfoo.source import Source
+
+
+class TestFiles(Source):
+    def external_tests(self, raw: Any) -> list[Any]:
+        """`tests:` as a list of test mappings: `file://x.csv|jsonl|yaml|json` entries read (inside the
+        config's folder), a CSV's columns as vars (`__expected`, `__description` as promptfoo reads them)."""
+        items = raw if isinstance(raw, list) else [raw]
+        out: list[Any] = []
+        for item in items:
+            if not isinstance(item, str):
+                out.append(item)
+                continue
+            target = item.removeprefix("file://")
+            for file in self._globbed(target):
+                out.extend(self._test_file(file, item))
+        return out
+
+    def _globbed(self, target: str) -> list[Path]:
+        import glob
+
+        folder = self.path.parent.resolve()
+        if any(ch in target for ch in "*?["):
+            found = sorted(Path(p).resolve() for p in glob.glob(str(folder / target)))
+            return [p for p in found if p.is_relative_to(folder)] or self._missing(target)
+        file = self.inside(target, f"tests {target}")
+        if file is None:
+            return []
+        return [file] if file.is_file() else self._missing(target)
+
+    def _missing(self, target: str) -> list[Path]:
+        self.problem(f"tests file://{target}", "no such test file next to the config: copy it there and import again")
+        return []
+
+    def _test_file(self, file: Path, written: str) -> list[Any]:
+        import csv
+
+        suffix = file.suffix.lower()
+        try:
+            text = file.read_text(encoding="utf-8-sig")
+            if suffix == ".csv":
+                return [self._csv_test(row) for row in csv.DictReader(text.splitlines())]
+            if suffix == ".jsonl":
+                return [json.loads(line) for line in text.splitlines() if line.strip()]
+            if suffix in (".yaml", ".yml", ".json"):
+                loaded = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+                return loaded if isinstance(loaded, list) else [loaded]
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, csv.Error) as exc:
+            self.problem(f"tests {written}", f"cannot read {file.name}: {exc}")
+            return []
+        self.notes.append(f"tests {written}: a {suffix or 'suffixless'} test file (CSV, JSONL, YAML or JSON are read)")
+        return []
+
+    def _csv_test(self, row: dict[str, Any]) -> dict[str, Any]:
+        test: dict[str, Any] = {"vars": {k: v for k, v in row.items() if k and not k.startswith("__")}}
+        asserts = []
+        for key, value in row.items():
+            if not key or not key.startswith("__expected") or not value:
+                continue
+            kind, sep, rest = str(value).partition(":")
+            if sep and regex.fullmatch(r"[a-z][a-z-]*", kind.strip()):
+                kind = kind.strip()
+                asserts.append({"type": "llm-rubric" if kind == "grade" else kind, "value": rest.strip()})
+            else:
+                asserts.append({"type": "equals", "value": value})
+        if asserts:
+            test["assert"] = asserts
+        if row.get("__description"):
+            test["description"] = row["__description"]
+        return test
