@@ -41,6 +41,9 @@ class ImportedSuite:
     not_converted: list[str] = field(default_factory=list)
     source: str = ""
     files: dict[str, str] = field(default_factory=dict)  # extra files to write, relative to the suite
+    # tests that check nothing in the source itself (no check was lost: there was none), e.g. promptfoo's
+    # tests kept to read their output; `leave_out_unchecked` drops them beside tests that do check
+    unchecked: list[str] = field(default_factory=list)
 
 
 RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
@@ -159,13 +162,31 @@ def hollow_problems(suite: ImportedSuite) -> list[Problem]:
         name = str(test.get("id") or test.get("name") or f"test {i + 1}")
         entries = [e for e in (test.get("conversation") or test.get("transcript") or []) if isinstance(e, dict)]
         if not (test.get("assert") or inherited or any(e.get("assert") for e in entries)):
-            problems.append(Problem(source, None, f"test '{name}'", "checks nothing: none of its source's "
-                                    "checks could be converted (see 'not converted' above)"))
+            why = "its source has no check either (a test kept to read its reply): add one" \
+                if test.get("id") in suite.unchecked else \
+                "none of its source's checks could be converted (see 'not converted' above)"
+            problems.append(Problem(source, None, f"test '{name}'", f"checks nothing: {why}"))
         for j, entry in enumerate(entries):
             text = entry.get("user")
             if "user" in entry and not unliteral(str(text or "")).strip():
                 problems.append(Problem(source, None, f"test '{name}', entry {j + 1}", "empty user turn"))
     return problems
+
+
+def leave_out_unchecked(suite: ImportedSuite) -> None:
+    """Leave out the tests that checked nothing in the source, beside tests that check something, with a
+    note naming them: no check is lost, and no test is written that would pass having checked nothing.
+    When every test is of that kind, they stay (and the suite is refused as hollow)."""
+    tests = [t for t in suite.data.get("tests") or [] if isinstance(t, dict)]
+    unchecked = set(suite.unchecked)
+    kept = [t for t in tests if t.get("id") not in unchecked]
+    if unchecked and kept and len(kept) < len(tests):
+        left = [str(t.get("id")) for t in tests if t.get("id") in unchecked]
+        suite.data["tests"] = kept
+        suite.not_converted.append(
+            f"{len(left)} test(s) left out that check nothing in the source (kept there to read their replies; "
+            f"--allow-empty writes them): {', '.join(left)}")
+        suite.unchecked = []
 
 
 def check_not_hollow(suites: list[ImportedSuite]) -> None:
@@ -180,6 +201,8 @@ def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | Non
     """Write each suite (and its extra files) under `out_dir`; returns the paths written. A hollow
     suite is refused (ImportRefused, nothing written) unless `allow_empty`."""
     if not allow_empty:
+        for suite in suites:
+            leave_out_unchecked(suite)
         check_not_hollow(suites)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

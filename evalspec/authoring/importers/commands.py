@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from evalspec.authoring.importers import ImportedSuite, ImportRefused, write_suites
+from evalspec.authoring.importers import ImportedSuite, ImportRefused, leave_out_unchecked, write_suites
 from evalspec.core.exitcodes import ExitCode
 
 PROVIDER_HELP = ("the system under test for suites without one: model:NAME, http:URL, python:FILE.py:function "
@@ -36,6 +36,8 @@ def judge_ref(judge: str) -> Any:
 
 def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, allow_empty: bool = False) -> None:
     for suite in suites:
+        if not allow_empty:
+            leave_out_unchecked(suite)  # before the notes are shown: it adds one
         for note in suite.not_converted:
             click.echo(f"not converted ({suite.filename}): {note}", err=True)
     try:

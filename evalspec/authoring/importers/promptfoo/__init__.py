@@ -218,5 +218,9 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             suite["judge"] = suite["simulator"]  # the red lines are judged
         conv.notes.append(f"simulator: {suite['simulator']} (the simulated user and the attacker; edit `simulator:`)")
     suite["tests"] = tests
+    # promptfoo runs a test without checks to show its reply (it passes when the provider answers): such
+    # tests check nothing in the source, as distinct from tests whose checks could not be converted
+    checked = {group for group, test, *_ in turns if test.get("assert")}
+    unchecked = [] if default.get("assert") else [by_group[g]["id"] for g in by_group if g not in checked]
     return ImportedSuite(filename=f"{slugify(path.stem)}.yaml", data=suite, not_converted=conv.notes,
-                         source=path.name, files=conv.files)
+                         source=path.name, files=conv.files, unchecked=unchecked)
