@@ -63,3 +63,100 @@ def test_default_checks_make_every_test_checked(tmp_path: Path) -> None:
     code, _, err = import_config(tmp_path, config)
     assert code == 0, err
     assert len(written(tmp_path)["tests"]) == 3 and "left out" not in err
+
+
+def played(tmp_path: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Import a config with promptfoo's `echo` provider (the reply is the message sent) and run it."""
+    from evalspec import run
+    from evalspec.play.runner import RunOptions
+
+    code, _, err = import_config(tmp_path, {"providers": ["echo"], **config})
+    assert code == 0, err
+    data = run([tmp_path / "out" / "promptfooconfig.yaml"],
+               options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    return sorted(data["results"], key=lambda r: r["test_id"])
+
+
+def test_python_checks_give_promptfoo_s_verdicts(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "grade.py").write_text(
+        "def get_assert(output, context):\n    return 0.2 if context['vars']['n'] == '1' else 0\n\n"
+        "def strict(output, context):\n"
+        "    return {'pass': True, 'score': 0.4, 'reason': 'graded ' + context['prompt']}\n", encoding="utf-8")
+    results = played(tmp_path, {"prompts": ["say {{ n }}"], "tests": [
+        {"description": "a-expression", "vars": {"n": "1"}, "assert": [{"type": "python", "value": "'1' in output"}]},
+        {"description": "b-body", "vars": {"n": "2"}, "assert": [{"type": "python", "value":
+            "words = output.split()\nif len(words) != 2:\n    return False\nreturn {'pass': words[1] == '3', "
+            "'score': 1.0, 'reason': 'second word ' + words[1]}"}]},
+        {"description": "c-score-above-0", "vars": {"n": "1"}, "assert": [{"type": "python", "value": "file://grade.py"}]},
+        {"description": "d-score-0", "vars": {"n": "2"}, "assert": [{"type": "python", "value": "file://grade.py"}]},
+        {"description": "e-threshold", "vars": {"n": "1"},
+         "assert": [{"type": "python", "value": "file://grade.py:strict", "threshold": 0.5}]},
+        {"description": "f-text-true", "vars": {"n": "1"}, "assert": [{"type": "python", "value": "'TRUE'"}]},
+        {"description": "g-raises", "vars": {"n": "1"}, "assert": [{"type": "python", "value": "1 / 0"}]},
+    ]})
+    verdicts = {r["test_id"]: r["status"] for r in results}
+    assert verdicts == {"a-expression": "passed", "b-body": "failed", "c-score-above-0": "passed",
+                        "d-score-0": "failed", "e-threshold": "failed", "f-text-true": "passed",
+                        "g-raises": "error"}  # 0.2 passes as in promptfoo (evalspec alone reads 0.5)
+    reasons = {r["test_id"]: r["assertions"][0].get("reason", "") for r in results}
+    assert "second word 2" in reasons["b-body"]
+    assert "less than threshold 0.5: graded say 1" in reasons["e-threshold"]
+
+
+def test_var_files_are_read_as_promptfoo_reads_them_and_default_test_may_be_a_file(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "topic.txt").write_text("  the sea 大海\n", encoding="utf-8")
+    (tmp_path / "pf" / "facts.yaml").write_text("city: 北京\nsize: 2\n", encoding="utf-8")
+    (tmp_path / "pf" / "defaults.yaml").write_text(
+        "vars: {style: file://topic.txt}\nassert: [{type: icontains, value: sea}]\n", encoding="utf-8")
+    results = played(tmp_path, {"prompts": ["{{ topic }} | {{ facts }} | {{ style }}"],
+                                "defaultTest": "file://defaults.yaml",
+                                "tests": [{"vars": {"topic": "file://topic.txt", "facts": "file://facts.yaml"}}]})
+    (result,) = results
+    assert result["status"] == "passed"
+    sent = result["transcript"][0]["content"]
+    assert sent == 'the sea 大海 | {"city":"北京","size":2} | the sea 大海'
+
+
+def test_a_var_file_outside_the_config_folder_or_a_script_is_never_read(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("hunter2", encoding="utf-8")
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ a }}"], "providers": ["echo"], "tests": [
+        {"vars": {"a": "file://../secret.txt"}, "assert": [{"type": "contains", "value": "x"}]}]})
+    assert code == 2 and "outside the config's folder" in err and "hunter2" not in err
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ a }}"], "providers": ["echo"], "tests": [
+        {"vars": {"a": "file://make.py"}, "assert": [{"type": "contains", "value": "x"}]}]})
+    assert code == 0 and "var 'a' reads file://make.py (promptfoo runs or encodes it; kept as written)" in err
+
+
+def test_more_promptfoo_types_convert_with_their_meaning(tmp_path: Path) -> None:
+    results = played(tmp_path, {"prompts": ["{{ q }}"], "tests": [
+        {"description": "icontains-all", "vars": {"q": "Paris is in FRANCE"},
+         "assert": [{"type": "icontains-all", "value": ["paris", "france"]},
+                    {"type": "not-icontains-all", "value": ["paris", "spain"]}]},
+        {"description": "icontains-all-missing", "vars": {"q": "Paris"},
+         "assert": [{"type": "icontains-all", "value": ["paris", "france"]}]},
+        {"description": "not-empty", "vars": {"q": "x"}, "assert": [{"type": "not-equals", "value": ""}]},
+        {"description": "word-count", "vars": {"q": "one two three"},
+         "assert": [{"type": "word-count", "value": 3}, {"type": "word-count", "value": {"min": 1, "max": 2}}]},
+        {"description": "schema", "vars": {"q": '{"name": "Ann"}'}, "assert": [{"type": "is-json", "value":
+            "type: object\nrequired: [name, age]"}]},
+    ]})
+    verdicts = {r["test_id"]: [a["pass"] for a in r["assertions"]] for r in results}
+    assert verdicts == {"icontains-all": [True, True], "icontains-all-missing": [False], "not-empty": [True],
+                        "word-count": [True, False], "schema": [False]}  # the schema is kept: no age, a fail
+
+
+def test_model_graded_checks_become_rubrics_a_judge_answers(tmp_path: Path) -> None:
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["openai:gpt-4o-mini"], "tests": [
+        {"vars": {"q": "capital of France?"},
+         "assert": [{"type": "factuality", "value": "Paris is the capital of France"},
+                    {"type": "answer-relevance", "threshold": 0.8},
+                    {"type": "context-recall", "value": "Paris"}]}]})
+    assert code == 0, err
+    (test,) = written(tmp_path)["tests"]
+    rubrics = [a["llm-rubric"] for a in test["conversation"][0]["assert"]]
+    assert rubrics[0].endswith("contradicts none of it. Reference: Paris is the capital of France")
+    assert rubrics[1] == "The reply is relevant to the user's question and answers it."
+    assert "assertion type 'context-recall'" in err and "threshold 0.8 (promptfoo's own scale" in err
+    assert written(tmp_path)["judge"] == "openai/gpt-4o-mini"

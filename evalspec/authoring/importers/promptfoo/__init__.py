@@ -90,11 +90,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     conv = _Converter(path, out_dir)
     providers = conv.providers(data.get("providers") if data.get("providers") is not None else data.get("targets"))
     prompts = conv.prompts(data.get("prompts"))
-    default = data.get("defaultTest") or {}
-    if isinstance(default, str):
-        conv.notes.append(f"defaultTest {default}: external file")
-        default = {}
-    default_vars = dict(default.get("vars") or {}) if isinstance(default.get("vars"), dict) else {}
+    default = conv.default_test(data.get("defaultTest"))
+    default_vars = conv.var_files(dict(default["vars"]), "defaultTest") if isinstance(default.get("vars"), dict) else {}
     tests_raw = conv.external_tests(data.get("tests") or [])
     for key in sorted(set(data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest",
                                    *(("redteam",) if isinstance(data.get("redteam"), dict) else ())}):
@@ -115,16 +112,17 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     stored = [str(t["options"]["storeOutputAs"]) for t in tests_raw if isinstance(t, dict) and isinstance(
         t.get("options"), dict) and isinstance(t["options"].get("storeOutputAs"), str)]
     multi_turn = multi_turn or bool(stored)  # a stored output is read by the later tests: one conversation
+    loaded_vars: dict[int, dict[str, Any]] = {}  # a test's vars with their files read, once for every prompt
     for (pk, prompt), (i, test) in itertools.product(enumerate(prompts, 1),
                                                       enumerate(t for t in tests_raw if isinstance(t, dict))):
         where = f"tests[{i}]"
         if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
             conv.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
             test = {k: v for k, v in test.items() if k != "vars"}
+        if test.get("vars"):  # promptfoo reads `file://` vars when it renders the prompt
+            test = {**test, "vars": conv.var_files(test["vars"], where) if pk == 1 else loaded_vars[i]}
+            loaded_vars[i] = test["vars"]
         variables = {**default_vars, **dict(test.get("vars") or {})}
-        for k, v in variables.items():
-            if isinstance(v, str) and v.startswith("file://"):
-                conv.notes.append(f"{where}: var '{k}' reads {v} (kept as written)")
         test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
         for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options"}) + \
                 [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs"})]:

@@ -9,6 +9,7 @@ from typing import Any
 import regex
 
 from evalspec.authoring.importers import plain
+from evalspec.authoring.importers.promptfoo.pychecks import CHECKS_FILE, HEADER, file_check, inline_check
 from evalspec.authoring.importers.promptfoo.source import Source
 
 # promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
@@ -17,6 +18,14 @@ SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals",
 RENAMED = {"g-eval": "llm-rubric", "model-graded-closedqa": "llm-rubric", "conversation-relevance":
            "conversation-relevance", "trajectory:goal-success": "trajectory:goal-success",
            "is-valid-openai-tools-call": "tool-args-valid"}
+# promptfoo's model-graded checks whose question a judge asks of the reply, as `llm-rubric` rubrics
+MODEL_GRADED = {
+    "factuality": "The reply is factually consistent with this reference: it may leave out or add detail, but it "
+                  "contradicts none of it. Reference: {value}",
+    "model-graded-factuality": "The reply is factually consistent with this reference: it may leave out or add "
+                               "detail, but it contradicts none of it. Reference: {value}",
+    "answer-relevance": "The reply is relevant to the user's question and answers it.",
+}
 _JS_STRING = r"""(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
 _JS_TEST = regex.compile(r"(!?)\s*output(\.toLowerCase\(\))?\.(includes|startsWith)\(\s*" + _JS_STRING + r"\s*\)")
 _JS_LENGTH = regex.compile(r"output(?:\.trim\(\))?\.length\s*(>=|<=|>|<)\s*(\d+)")
@@ -95,12 +104,15 @@ class Checks(Source):
             self.notes.append(f"{where}: assertion '{kind}' without a value")
             return None
         if base in ("contains-json", "is-json") and isinstance(value, str):
-            self.notes.append(f"{where}: assertion '{kind}' with a JSON Schema (checked as '{kind}' without it)")
-            value = None
+            value = self.json_schema(value, kind, where)  # promptfoo's JSON Schema written as YAML or JSON text
+            if value is None:
+                return None
         if base == "equals" and not isinstance(value, (str, int, float)):
             self.notes.append(f"{where}: assertion 'equals' on a structured value")
             return None
-        if base == "javascript" and isinstance(value, str) and (checks := js_checks(value, negate)) is not None:
+        if base == "equals" and value == "":  # promptfoo: the reply is exactly empty (or, negated, is not)
+            out = {"regex": r"[\s\S]"} if negate else {"regex": r"\A\Z"}
+        elif base == "javascript" and isinstance(value, str) and (checks := js_checks(value, negate)) is not None:
             out = checks
         elif base in RENAMED and (RENAMED[base] in ("conversation-relevance", "tool-args-valid")
                                   or isinstance(value, str) and value.strip()):
@@ -114,12 +126,23 @@ class Checks(Source):
                 out = {name: value}
         elif base == "levenshtein" and isinstance(raw.get("threshold"), (int, float)):
             out = {name: {"value": value, "max": int(raw["threshold"])}}
-        elif base == "python" and isinstance(value, str) and value.startswith("file://"):
-            file, _, function = value[len("file://"):].partition(":")
-            relative = self.relative(file, where)
-            if relative is None:
+        elif base in MODEL_GRADED and (base == "answer-relevance" or isinstance(value, str) and value.strip()):
+            out = {("not-" if negate else "") + "llm-rubric": MODEL_GRADED[base].format(value=value)}
+            if "threshold" in raw:
+                self.notes.append(f"{where}: assertion '{kind}' threshold {raw['threshold']} (promptfoo's own "
+                                  "scale; the judge's verdict decides)")
+                raw = {k: v for k, v in raw.items() if k != "threshold"}
+        elif base == "icontains-all" and isinstance(value, list) and value:
+            out = {("not-" if negate else "") + "regex":
+                   "(?is)" + "".join(f"(?=.*{regex.escape(str(v))})" for v in value)}
+        elif base == "word-count" and not negate and (isinstance(value, int) and value >= 0 or isinstance(
+                value, dict) and set(value) <= {"min", "max"} and value):
+            out = {"word-count": {"min": value, "max": value} if isinstance(value, int) else dict(value)}
+        elif base == "python" and isinstance(value, str) and value.strip():
+            out = self.python_check(name, value, raw, where)
+            if not out:
                 return None
-            out = {name: f"{relative}:{function or 'get_assert'}"}
+            raw = {k: v for k, v in raw.items() if k not in ("threshold", "config")}  # read inside the check
         else:
             self.notes.append(f"{where}: assertion type '{kind}'")
             return None
@@ -129,6 +152,42 @@ class Checks(Source):
         for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric"}):
             self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
         return dict(plain(out))  # its templates are the config's, rendered with the test's vars; `${` is text
+
+    def json_schema(self, text: str, kind: str, where: str) -> dict[str, Any] | None:
+        """An `is-json`/`contains-json` schema given as text (YAML or JSON) or `file://schema.json|yaml`;
+        None (noted) when it is not a schema: the check is not written without the schema it has."""
+        import yaml
+
+        if text.startswith("file://"):
+            file = self.inside(text[len("file://"):], where)
+            try:
+                text = file.read_text(encoding="utf-8") if file is not None else ""
+            except (OSError, UnicodeDecodeError):
+                text = ""
+        try:
+            schema = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError:
+            schema = None
+        if not isinstance(schema, dict):
+            self.notes.append(f"{where}: assertion '{kind}' with a JSON Schema that could not be read")
+            return None
+        return schema
+
+    def python_check(self, name: str, value: str, raw: dict[str, Any], where: str) -> dict[str, Any]:
+        """A promptfoo `python` check (inline code, or `file://x.py[:fn]`) through a function of
+        `promptfoo_checks.py` that reads its result as promptfoo does; {} when its file is missing."""
+        threshold = raw.get("threshold") if isinstance(raw.get("threshold"), (int, float)) else None
+        number = self.files.get(CHECKS_FILE, "").count("\ndef check_") + 1
+        if value.startswith("file://"):
+            file, _, function = value[len("file://"):].partition(":")
+            relative = self.relative(file, where)
+            if relative is None:
+                return {}
+            code = file_check(number, relative, function or "get_assert", threshold, raw.get("config"))
+        else:
+            code = inline_check(number, value, threshold, raw.get("config"))
+        self.files[CHECKS_FILE] = self.files.get(CHECKS_FILE, HEADER) + code
+        return {name: f"{CHECKS_FILE}:check_{number}"}
 
     def assertions(self, raw: Any, where: str) -> list[dict[str, Any]]:
         items = raw if isinstance(raw, list) else []

@@ -79,3 +79,56 @@ class TestFiles(Source):
         if row.get("__description"):
             test["description"] = row["__description"]
         return test
+
+    def default_test(self, raw: Any) -> dict[str, Any]:
+        """`defaultTest:` as a mapping: written inline, or `file://defaults.yaml|json` read next to the config."""
+        if not isinstance(raw, str):
+            return raw if isinstance(raw, dict) else {}
+        target = raw.removeprefix("file://")
+        file = self.inside(target, f"defaultTest {raw}")
+        if file is None:
+            return {}
+        if not file.is_file():
+            self.problem(f"defaultTest {raw}", "no such file next to the config: copy it there and import again")
+            return {}
+        loaded = self._test_file(file, f"defaultTest {raw}")
+        if len(loaded) == 1 and isinstance(loaded[0], dict):
+            return loaded[0]
+        self.problem(f"defaultTest {raw}", f"{file.name} does not hold one mapping (vars, assert, options)")
+        return {}
+
+    def var_files(self, variables: dict[str, Any], where: str) -> dict[str, Any]:
+        """The vars with `file://` values read as promptfoo reads them when it renders a prompt: a text file's
+        content trimmed, a YAML file as compact JSON. Files promptfoo runs or encodes (scripts, PDFs, images,
+        audio, video) stay as written, noted: their value would differ."""
+        out = dict(variables)
+        for key, value in variables.items():
+            if not isinstance(value, str) or not value.startswith("file://"):
+                continue
+            target = value[len("file://"):]
+            suffix = Path(target).suffix.lower()
+            if suffix in _RUN_OR_ENCODED:
+                self.notes.append(f"{where}: var '{key}' reads {value} (promptfoo runs or encodes it; kept as written)")
+                continue
+            file = self.inside(target, f"{where}: var '{key}'")
+            if file is None:
+                continue
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                self.problem(f"{where}: var '{key}'", f"cannot read {value}: {exc}; copy it next to the config")
+                continue
+            if suffix in (".yaml", ".yml"):
+                try:
+                    text = json.dumps(yaml.safe_load(text), ensure_ascii=False, separators=(",", ":"))
+                except yaml.YAMLError as exc:
+                    self.problem(f"{where}: var '{key}'", f"{value} is not YAML: {exc}")
+                    continue
+            out[key] = text.strip()
+        return out
+
+
+# what promptfoo runs (scripts) or encodes (base64, PDF text) instead of reading a var file as text
+_RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp",
+                   ".tif", ".tiff", ".svg", ".ico", ".avif", ".heic", ".mp3", ".wav", ".ogg", ".flac", ".m4a",
+                   ".aac", ".mp4", ".webm", ".mov", ".avi", ".mkv"}
