@@ -102,7 +102,7 @@ def test_http_and_python_providers_are_converted_and_run(tmp_path: Path) -> None
         code, out, err = import_config(tmp_path, config)
         assert code == 0, err
         path = tmp_path / "out" / "promptfooconfig.yaml"
-        assert "key 'transform'" in err
+        assert "transform" not in err  # `output.trim()` changes nothing a check reads: the check is kept as it is
         suite = load_suite(path)
         assert [p.id for p in suite.providers] == ["shop-bot", "file-provider-py"]
         assert suite.tests[0].name == "Paris weather"

@@ -160,3 +160,22 @@ def test_model_graded_checks_become_rubrics_a_judge_answers(tmp_path: Path) -> N
     assert rubrics[1] == "The reply is relevant to the user's question and answers it."
     assert "assertion type 'context-recall'" in err and "threshold 0.8 (promptfoo's own scale" in err
     assert written(tmp_path)["judge"] == "openai/gpt-4o-mini"
+
+
+def test_a_check_on_a_transformed_output_is_not_converted_a_trim_is(tmp_path: Path) -> None:
+    """promptfoo checks `transform(output)`: the same check on the reply as it is would mean something else."""
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
+        {"description": "trimmed", "vars": {"q": "hi"},
+         "assert": [{"type": "equals", "value": "hi", "transform": "output.trim()"}]},
+        {"description": "parsed", "vars": {"q": "hi"},
+         "assert": [{"type": "equals", "value": "Ann", "transform": "JSON.parse(output).name"}]}]})
+    assert code == 2 and "test 'parsed': checks nothing: none of its source's checks" in err
+    assert "assertion 'equals' on the output transformed by 'JSON.parse(output).name'" in err
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
+        {"vars": {"q": "hi"}, "options": {"transform": "output.toUpperCase()"},
+         "assert": [{"type": "equals", "value": "HI"}]}]})
+    assert code == 2 and "its checks run on the output transformed by 'output.toUpperCase()'" in err
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
+        {"vars": {"q": "hi"}, "assert": [{"type": "equals", "value": "hi", "transform": "output.trim()"}]}]})
+    assert code == 0, err
+    assert written(tmp_path)["tests"][0]["conversation"][0]["assert"] == [{"equals": "hi"}]
