@@ -138,10 +138,9 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
                          if isinstance(v, str) else v for key, v in variables.items()}
         transform = test_options.get("transform", options.get("transform"))
-        if not trivial_transform(transform):  # promptfoo checks the transformed output: these checks can't be said
-            if pk == 1 and test.get("assert"):
-                conv.notes.append(f"{where}: its checks run on the output transformed by {transform!r} "
-                                  "(on the reply as it is, they would mean something else)")
+        if not trivial_transform(transform) and pk == 1 and test.get("assert"):  # promptfoo checks the transformed output
+            conv.notes.append(f"{where}: its checks run on the output transformed by {transform!r} "
+                              "(on the reply as it is, they would mean something else)")
         turns.append((group, test, conv.assertions(test.get("assert") if trivial_transform(transform) else [], where),
                       conv.messages(prompt, {**markers, **variables}, where, dict(test.get("vars") or {})),
                       {k: v for k, v in dict(test.get("vars") or {}).items() if k not in HISTORY_VARS}))
