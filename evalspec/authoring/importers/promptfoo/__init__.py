@@ -70,6 +70,11 @@ def _captured(text: Any) -> Any:
 
 
 
+def entry_name(group: str) -> str:
+    """A test's name from its group key (a single-turn test's key ends in `\\x00` and its index)."""
+    return group.split("\x00")[0]
+
+
 def _load(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -92,8 +97,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     prompts = conv.prompts(data.get("prompts"))
     default = conv.default_test(data.get("defaultTest"))
     default_vars = conv.var_files(dict(default["vars"]), "defaultTest") if isinstance(default.get("vars"), dict) else {}
-    tests_raw = conv.external_tests(data.get("tests") or [])
-    for key in sorted(set(data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest",
+    tests_raw = conv.external_tests(data.get("tests") or []) + conv.scenario_tests(data.get("scenarios"))
+    for key in sorted(set(data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest", "scenarios",
                                    *(("redteam",) if isinstance(data.get("redteam"), dict) else ())}):
         conv.notes.append(f"top-level '{key}'")
     options: dict[str, Any] = default["options"] if isinstance(default.get("options"), dict) else {}
@@ -133,6 +138,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             else str(test.get("description") or f"test-{i + 1}")
         if len(prompts) > 1:
             group += f" prompt-{pk}"
+        if not multi_turn:
+            group += f"\x00{i}"  # one test each, whatever their descriptions (the id is made unique below)
         markers = {name: f"\x00{name}\x00" for name in stored if name not in variables}
         if markers:  # promptfoo renders a var's own `{{ NAME }}` with the stored output too
             variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
@@ -153,12 +160,15 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     for group, test, asserts, messages, own_vars in turns:
         if messages and messages[0]["role"] == "system":
             if system not in (None, messages[0]["content"]):
-                conv.notes.append(f"{group}: a system message that differs between tests (the first is used)")
+                conv.notes.append(f"{entry_name(group)}: a system message that differs between tests (the first is used)")
             system = system or messages[0]["content"]
             messages = messages[1:]
         entry = by_group.get(group)
         if entry is None:
-            entry = by_group[group] = {"id": slugify(group), "conversation": []}
+            tid = base = slugify(entry_name(group))
+            while any(t["id"] == tid for t in tests):
+                tid = f"{base}-{sum(t['id'] == base or t['id'].startswith(base + '-') for t in tests) + 1}"
+            entry = by_group[group] = {"id": tid, "conversation": []}
             if not multi_turn and test.get("description"):
                 entry["name"] = plain(str(test["description"]))
             if isinstance(test.get("threshold"), (int, float)):

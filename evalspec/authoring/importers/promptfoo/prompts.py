@@ -4,6 +4,7 @@ of a turn, with the history `_conversation` / `previous_messages` hold in the us
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import regex
@@ -36,29 +37,53 @@ _PAIRS_FILTER = "evalspec_nunjucks_pairs"
 _env = _NunjucksEnvironment()
 
 
+def _chat_or_text(text: str) -> str:
+    """A chat prompt (JSON or YAML messages, parsed after rendering) stripped; a text prompt as written."""
+    stripped = text.strip()
+    return stripped if stripped.startswith("[") or stripped.startswith("- role:") else text
+
+
 class Prompts(Source):
     def prompts(self, raw: Any) -> list[Any]:
-        """Every prompt (one test per prompt when there are several, SPEC §19)."""
+        """Every prompt (one test per prompt when there are several, SPEC §19): a `file://` glob names
+        several files, and a .txt file holds several prompts between lines of `---`, as promptfoo reads them."""
         items = raw if isinstance(raw, list) else [raw] if raw is not None else []
-        return [self.prompt(item) for item in items] or ["{{ prompt }}"]
+        return [prompt for k, item in enumerate(items) for prompt in self.prompt(item, f"prompts[{k}]")] \
+            or ["{{ prompt }}"]
 
-    def prompt(self, first: Any) -> Any:
-        """One prompt: a string template, or a list of chat messages (templates)."""
+    def prompt(self, first: Any, where: str) -> list[Any]:
+        """The prompts of one `prompts:` entry: string templates, or lists of chat messages (templates)."""
         if isinstance(first, dict):
             first = first.get("raw") or first.get("id") or ""
         text = str(first)
-        if text.startswith("file://"):
-            file = self.inside(text[len("file://"):], "prompts[0]")
+        if not text.startswith("file://"):
+            return [_chat_or_text(text)]
+        target = text[len("file://"):]
+        if any(ch in target for ch in "*?["):
+            import glob
+
+            folder = self.path.parent.resolve()
+            files = sorted(p for p in (Path(f).resolve() for f in glob.glob(str(folder / target)))
+                           if p.is_relative_to(folder))
+        else:
+            file = self.inside(target, where)
+            files = [] if file is None else [file]
             if file is None:
-                return "{{ prompt }}"
+                return ["{{ prompt }}"]
+        prompts: list[Any] = []
+        for file in files:
             if not file.is_file() or file.suffix not in (".txt", ".json", ".md", ".yaml", ".yml", ".j2"):
-                self.notes.append(f"prompt {text}: not a readable text/JSON/YAML prompt file")
-                return "{{ prompt }}"
-            text = file.read_text(encoding="utf-8")
-        stripped = text.strip()
-        if stripped.startswith("[") or stripped.startswith("- role:"):
-            return stripped  # a chat prompt, parsed after rendering
-        return text
+                self.notes.append(f"prompt file://{file.name}: not a readable text/JSON/YAML prompt file")
+                continue
+            content = file.read_text(encoding="utf-8")
+            if file.suffix == ".txt":  # promptfoo: prompts apart by a line of `---`, each trimmed
+                parts = [part.strip() for part in regex.split(r"(?m)^[ \t]*---[ \t]*\r?$", content)]
+                prompts += [_chat_or_text(part) for part in parts if part]
+            else:
+                prompts.append(_chat_or_text(content))
+        if not prompts:
+            self.notes.append(f"prompt {text}: no prompt file found")
+        return prompts or ["{{ prompt }}"]
 
     def render(self, template: str, variables: dict[str, Any], where: str) -> str | None:
         """The prompt rendered with a test's vars, under a suite template's limits; None (a problem) when

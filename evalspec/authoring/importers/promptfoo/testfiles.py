@@ -11,6 +11,11 @@ import yaml
 
 from evalspec.authoring.importers.promptfoo.source import Source
 
+# what promptfoo runs (scripts) or encodes (base64, PDF text) instead of reading a var file as text
+_RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp",
+                   ".tif", ".tiff", ".svg", ".ico", ".avif", ".heic", ".mp3", ".wav", ".ogg", ".flac", ".m4a",
+                   ".aac", ".mp4", ".webm", ".mov", ".avi", ".mkv"}
+
 
 class TestFiles(Source):
     def external_tests(self, raw: Any) -> list[Any]:
@@ -127,8 +132,23 @@ class TestFiles(Source):
             out[key] = text.strip()
         return out
 
-
-# what promptfoo runs (scripts) or encodes (base64, PDF text) instead of reading a var file as text
-_RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp",
-                   ".tif", ".tiff", ".svg", ".ico", ".avif", ".heic", ".mp3", ".wav", ".ogg", ".flac", ".m4a",
-                   ".aac", ".mp4", ".webm", ".mov", ".avi", ".mkv"}
+    def scenario_tests(self, raw: Any) -> list[Any]:
+        """promptfoo's `scenarios:`: every test of a scenario once for each of its `config` entries, the
+        entry's vars under the test's and its checks before the test's (as promptfoo merges them)."""
+        out: list[Any] = []
+        for k, scenario in enumerate(raw if isinstance(raw, list) else []):
+            if not isinstance(scenario, dict) or not isinstance(scenario.get("config"), list):
+                self.notes.append(f"scenarios[{k}]: no list of `config` entries")
+                continue
+            tests: list[Any] = scenario["tests"] if isinstance(scenario.get("tests"), list) else [{}]
+            for data in (d for d in scenario["config"] if isinstance(d, dict)):
+                data_vars: dict[str, Any] = data["vars"] if isinstance(data.get("vars"), dict) else {}
+                firsts = [str(v) for v in data_vars.values() if isinstance(v, (str, int, float))][:1]
+                which = str(data.get("description") or "".join(firsts))[:40]
+                for test in (t for t in tests if isinstance(t, dict)):
+                    test_vars: dict[str, Any] = test["vars"] if isinstance(test.get("vars"), dict) else {}
+                    name = str(test.get("description") or scenario.get("description") or f"scenario {k + 1}")
+                    out.append({**data, **test, "vars": {**data_vars, **test_vars},
+                                "assert": [*(data.get("assert") or []), *(test.get("assert") or [])],
+                                "description": f"{name} [{which}]" if which else name})
+        return out

@@ -1,0 +1,48 @@
+"""promptfoo's ways of laying out tests and prompts: scenarios, prompt files with several prompts, globs,
+tests that share a description (SPEC §19)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.authoring.importers.test_promptfoo import import_config
+from tests.authoring.importers.test_promptfoo_checks import written
+
+
+def test_scenarios_run_each_test_once_per_config_entry(tmp_path: Path) -> None:
+    config = {"prompts": ["Translate into {{ language }}: {{ input }}"], "providers": ["echo"],
+              "scenarios": [{"description": "translations",
+                             "config": [{"vars": {"language": "Spanish", "word": "Hola"}},
+                                        {"vars": {"language": "French", "word": "Bonjour"},
+                                         "assert": [{"type": "contains", "value": "French"}]}],
+                             "tests": [{"description": "Hello", "vars": {"input": "Hello"},
+                                        "assert": [{"type": "icontains", "value": "{{ word }}"}]}]}]}
+    code, _, err = import_config(tmp_path, config)
+    assert code == 0, err
+    tests = written(tmp_path)["tests"]
+    assert [(t["id"], t["name"]) for t in tests] == [("hello-spanish", "Hello [Spanish]"), ("hello-french", "Hello [French]")]
+    assert [t["conversation"][0]["user"] for t in tests] == ["Translate into Spanish: Hello", "Translate into French: Hello"]
+    assert tests[0]["vars"]["word"] == "Hola" and tests[1]["vars"]["word"] == "Bonjour"
+    assert tests[1]["conversation"][0]["assert"] == [{"contains": "French"}, {"icontains": "{{ word }}"}]
+    assert "scenarios" not in err
+
+
+def test_a_txt_prompt_file_holds_several_prompts_and_a_glob_names_several_files(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "prompts.txt").write_text("Say {{ w }}\n---\n  Shout {{ w }}  \n", encoding="utf-8")
+    (tmp_path / "pf" / "prompt_b.txt").write_text("Whisper {{ w }}\n", encoding="utf-8")
+    code, _, err = import_config(tmp_path, {"prompts": ["file://prompt*.txt"], "providers": ["echo"],
+                                            "tests": [{"vars": {"w": "hi"}, "assert": [{"type": "contains", "value": "hi"}]}]})
+    assert code == 0, err
+    sent = sorted(t["conversation"][0]["user"] for t in written(tmp_path)["tests"])
+    assert sent == ["Say hi", "Shout hi", "Whisper hi"]
+
+
+def test_tests_that_share_a_description_stay_tests_of_their_own(tmp_path: Path) -> None:
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
+        {"description": "same", "vars": {"q": "one"}, "assert": [{"type": "contains", "value": "one"}]},
+        {"description": "same", "vars": {"q": "two"}, "assert": [{"type": "contains", "value": "two"}]}]})
+    assert code == 0, err
+    tests = written(tmp_path)["tests"]
+    assert [t["id"] for t in tests] == ["same", "same-2"]
+    assert [len(t["conversation"]) for t in tests] == [1, 1]
