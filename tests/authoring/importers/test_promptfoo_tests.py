@@ -46,3 +46,12 @@ def test_tests_that_share_a_description_stay_tests_of_their_own(tmp_path: Path) 
     tests = written(tmp_path)["tests"]
     assert [t["id"] for t in tests] == ["same", "same-2"]
     assert [len(t["conversation"]) for t in tests] == [1, 1]
+
+
+def test_the_load_filter_reads_json_text_as_promptfoo_s_does(tmp_path: Path) -> None:
+    code, _, err = import_config(tmp_path, {"prompts": ["Tone: {{ (style | load).tone }}"], "providers": ["echo"],
+                                            "tests": [{"vars": {"style": '{"tone": "正式"}'},
+                                                       "assert": [{"type": "is-valid-function-call"}]}]})
+    assert code == 0, err
+    (test,) = written(tmp_path)["tests"]
+    assert test["conversation"][0] == {"user": "Tone: 正式", "assert": [{"tool-args-valid": True}]}

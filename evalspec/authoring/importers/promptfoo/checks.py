@@ -17,7 +17,8 @@ SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals",
               "is-json", "contains-json", "llm-rubric", "similar", "cost", "latency"}
 RENAMED = {"g-eval": "llm-rubric", "model-graded-closedqa": "llm-rubric", "conversation-relevance":
            "conversation-relevance", "trajectory:goal-success": "trajectory:goal-success",
-           "is-valid-openai-tools-call": "tool-args-valid"}
+           "is-valid-openai-tools-call": "tool-args-valid", "is-valid-openai-function-call": "tool-args-valid",
+           "is-valid-function-call": "tool-args-valid"}
 # promptfoo's model-graded checks whose question a judge asks of the reply, as `llm-rubric` rubrics
 MODEL_GRADED = {
     "factuality": "The reply is factually consistent with this reference: it may leave out or add detail, but it "

@@ -17,11 +17,12 @@ from evalspec.config.templating import LimitedEnvironment, render_limited
 
 class _NunjucksEnvironment(LimitedEnvironment):
     """promptfoo's Nunjucks as far as its configs use it, under the limits of a suite's templates (SPEC §8,
-    §17): `| dump`, and `{% for key, value in mapping %}` looping over the mapping's items."""
+    §17): `| dump`, `| load`, and `{% for key, value in mapping %}` looping over the mapping's items."""
 
     def __init__(self) -> None:
         super().__init__(autoescape=False)
         self.filters["dump"] = lambda v: '""' if isinstance(v, Undefined) else json.dumps(v, ensure_ascii=False)
+        self.filters["load"] = json.loads  # promptfoo's own filter: JSON text as data
         self.filters[_PAIRS_FILTER] = lambda v: list(v.items()) if isinstance(v, dict) else v
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
