@@ -238,5 +238,5 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     # tests check nothing in the source, as distinct from tests whose checks could not be converted
     checked = {group for group, test, *_ in turns if test.get("assert")}
     unchecked = [] if default.get("assert") else [by_group[g]["id"] for g in by_group if g not in checked]
-    return ImportedSuite(filename=f"{slugify(path.stem)}.yaml", data=suite, not_converted=conv.notes,
+    return ImportedSuite(filename=f"{slugify(path.stem)}.yaml", data=suite, not_converted=list(dict.fromkeys(conv.notes)),
                          source=path.name, files=conv.files, unchecked=unchecked)
