@@ -55,3 +55,26 @@ def test_the_load_filter_reads_json_text_as_promptfoo_s_does(tmp_path: Path) -> 
     assert code == 0, err
     (test,) = written(tmp_path)["tests"]
     assert test["conversation"][0] == {"user": "Tone: 正式", "assert": [{"tool-args-valid": True}]}
+
+
+def test_list_vars_and_file_globs_make_one_test_per_combination(tmp_path: Path) -> None:
+    (tmp_path / "pf" / "articles").mkdir(parents=True)
+    (tmp_path / "pf" / "articles" / "a.txt").write_text("猫\n", encoding="utf-8")
+    (tmp_path / "pf" / "articles" / "b.txt").write_text("dog", encoding="utf-8")
+    code, _, err = import_config(tmp_path, {
+        "prompts": ["{{ lang }}: {{ article }} {{ history | length }}"], "providers": ["echo"],
+        "defaultTest": {"vars": {"lang": ["en", "zh"]}},
+        "tests": [{"description": "sum", "vars": {"article": "file://articles/*", "history": [{"a": 1}]},
+                   "assert": [{"type": "contains", "value": "{{ lang }}"}]}]})
+    assert code == 0, err
+    tests = written(tmp_path)["tests"]
+    assert [t["conversation"][0]["user"] for t in tests] == ["en: 猫 1", "en: dog 1", "zh: 猫 1", "zh: dog 1"]
+    assert [t["name"] for t in tests][:2] == ["sum [en, articles/a.txt]", "sum [en, articles/b.txt]"]
+    assert len({t["id"] for t in tests}) == 4
+
+
+def test_a_glob_var_that_matches_nothing_refuses_the_import(tmp_path: Path) -> None:
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ a }}"], "providers": ["echo"],
+                                            "tests": [{"vars": {"a": "file://none/*.txt"},
+                                                       "assert": [{"type": "contains", "value": "x"}]}]})
+    assert code == 2 and "no file matches file://none/*.txt next to the config" in err

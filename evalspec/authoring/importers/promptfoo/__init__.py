@@ -97,7 +97,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     prompts = conv.prompts(data.get("prompts"))
     default = conv.default_test(data.get("defaultTest"))
     default_vars = conv.var_files(dict(default["vars"]), "defaultTest") if isinstance(default.get("vars"), dict) else {}
-    tests_raw = conv.external_tests(data.get("tests") or []) + conv.scenario_tests(data.get("scenarios"))
+    tests_raw = conv.var_combinations(conv.external_tests(data.get("tests") or [])
+                                      + conv.scenario_tests(data.get("scenarios")), default_vars)
     for key in sorted(set(data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest", "scenarios",
                                    *(("redteam",) if isinstance(data.get("redteam"), dict) else ())}):
         conv.notes.append(f"top-level '{key}'")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -108,8 +109,8 @@ class TestFiles(Source):
         audio, video) stay as written, noted: their value would differ."""
         out = dict(variables)
         for key, value in variables.items():
-            if not isinstance(value, str) or not value.startswith("file://"):
-                continue
+            if not isinstance(value, str) or not value.startswith("file://") or any(ch in value for ch in "*?["):
+                continue  # a glob is one test per file (`var_combinations`), each read here in its own test
             target = value[len("file://"):]
             suffix = Path(target).suffix.lower()
             if suffix in _RUN_OR_ENCODED:
@@ -152,3 +153,37 @@ class TestFiles(Source):
                                 "assert": [*(data.get("assert") or []), *(test.get("assert") or [])],
                                 "description": f"{name} [{which}]" if which else name})
         return out
+
+    def var_combinations(self, tests: list[Any], default_vars: dict[str, Any]) -> list[Any]:
+        """promptfoo's var combinations: a test whose vars (the defaults' under its own) hold a list of
+        texts, or a `file://` glob, is one test per combination of their values (lists of other things,
+        such as a `_conversation`, stay one value)."""
+        out: list[Any] = []
+        for test in tests:
+            own = test.get("vars") if isinstance(test, dict) and isinstance(test.get("vars"), dict) else None
+            merged = {**default_vars, **(own or {})}
+            choices = {key: self._var_values(key, value) for key, value in merged.items()}
+            if all(len(v) == 1 for v in choices.values()):
+                out.append(test)
+                continue
+            keys = list(choices)
+            for combination in itertools.product(*(choices[k] for k in keys)):
+                values = dict(zip(keys, combination))
+                which = ", ".join(str(values[k]).removeprefix("file://") for k in keys if len(choices[k]) > 1)
+                name = str(test.get("description") or "test")
+                out.append({**test, "vars": values, "description": f"{name} [{which[:60]}]"})
+        return out
+
+    def _var_values(self, key: str, value: Any) -> list[Any]:
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return list(value)
+        if isinstance(value, str) and value.startswith("file://") and any(ch in value for ch in "*?["):
+            import glob
+
+            folder = self.path.parent.resolve()
+            found = sorted(Path(p).resolve() for p in glob.glob(str(folder / value[len("file://"):])))
+            inside = [f"file://{p.relative_to(folder).as_posix()}" for p in found if p.is_relative_to(folder) and p.is_file()]
+            if not inside:
+                self.problem(f"var '{key}'", f"no file matches {value} next to the config")
+            return inside or [value]
+        return [value]
