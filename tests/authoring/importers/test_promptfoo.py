@@ -326,24 +326,3 @@ def test_the_simulated_user_becomes_simulate_with_the_prompt_as_the_agents_syste
     assert test["assert"] == [{"llm-rubric": "Did mia get a cheap seat?"}] and "conversation" not in test
     assert written["providers"][0]["system"] == "You are an airline agent. Book flights."
     assert written["simulator"] == "openai/gpt-4o-mini"
-
-
-def test_multi_turn_redteam_strategies_become_attacks_with_the_plugin_graders_as_red_lines(tmp_path: Path) -> None:
-    code, out, err = import_config(tmp_path, {
-        "targets": ["echo"],
-        "redteam": {"purpose": "A travel agent. It books trips.", "plugins": [
-            "pii", {"id": "policy", "config": {"policy": "Never promise refunds"}}],
-                    "strategies": ["basic", "goat", {"id": "crescendo", "config": {"maxTurns": 3}},
-                                   "mischievous-user"]}})
-    assert code == 0, err
-    path = tmp_path / "out" / "promptfooconfig.yaml"
-    suite = load_suite(path)  # validates as written
-    assert [t.id for t in suite.tests] == ["pii-goat", "policy-goat", "pii-crescendo", "policy-crescendo",
-                                           "pii-mischievous-user", "policy-mischievous-user"]
-    crescendo = suite.tests[2]
-    assert crescendo.attack is not None and crescendo.attack.strategy == "crescendo" and crescendo.attack.max_turns == 3
-    assert "A travel agent." in crescendo.attack.goal and "personal data" in crescendo.attack.goal
-    (red_line,) = crescendo.asserts
-    assert red_line.type == "llm-rubric" and red_line.severity == "critical" and red_line.scope == "each_turn"
-    assert "Never promise refunds" in suite.tests[1].attack.goal  # type: ignore[union-attr]
-    assert "redteam strategy 'basic'" in err  # single-turn strategies are listed, not played

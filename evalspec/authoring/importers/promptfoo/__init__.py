@@ -194,6 +194,10 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     simulated = _simulated_user(default.get("provider"))
     if simulated is not None and system is None and turns and turns[0][3]:
         system = turns[0][3][-1]["content"]  # the prompt is the agent's instructions; the simulated user talks
+    red = redteam_tests(data["redteam"], prompts if data.get("prompts") is not None else [], conv) \
+        if isinstance(data.get("redteam"), dict) else None
+    if red is not None and red.system and not turns:
+        system = red.system  # the prompt each attack message is sent in
     if system:
         for p in providers:
             if "model" in p:
@@ -227,13 +231,22 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             conv.notes.append(f"{role}: {model} (promptfoo's default; edit `{role}:`)")
     if simulated is not None:  # promptfoo's simulated user plays each test: a `simulate:` test
         tests = [_simulate_test(t, raw, simulated) for t, raw in zip(tests, (t for _, t, *_ in turns), strict=False)]
-    if isinstance(data.get("redteam"), dict):
-        tests += redteam_tests(data["redteam"], conv.notes)
+    attacker = None
+    if red is not None:
+        tests += red.tests
+        provider = data["redteam"].get("provider")
+        attacker = conv.judge(provider) if provider is not None else None  # promptfoo's attacker model
+        if red.tests and any("llm-rubric" in a for t in red.tests for a in t["assert"]) and "judge" not in suite:
+            suite["judge"] = judge if judge is not None else "openai/gpt-4o-mini"  # the red lines are judged
+            if judge is None:
+                conv.notes.append("judge: openai/gpt-4o-mini (promptfoo's red-team grader is its default model; "
+                                  "edit `judge:`)")
     if any("simulate" in t or "attack" in t for t in tests):
-        suite["simulator"] = judge if isinstance(judge, str) else "openai/gpt-4o-mini"
-        if "judge" not in suite and any("attack" in t for t in tests):
-            suite["judge"] = suite["simulator"]  # the red lines are judged
-        conv.notes.append(f"simulator: {suite['simulator']} (the simulated user and the attacker; edit `simulator:`)")
+        suite["simulator"] = attacker if attacker is not None else judge if isinstance(judge, str) \
+            else "openai/gpt-4o-mini"
+        if attacker is None:
+            conv.notes.append(f"simulator: {suite['simulator']} (the simulated user and the attacker; edit "
+                              "`simulator:`)")
     suite["tests"] = tests
     # promptfoo runs a test without checks to show its reply (it passes when the provider answers): such
     # tests check nothing in the source, as distinct from tests whose checks could not be converted
