@@ -178,8 +178,8 @@ def _strategies(redteam: dict[str, Any], notes: list[str]) -> tuple[bool, list[t
         elif sid in MULTI_TURN or sid in SINGLE_SHOT:
             others.append((sid, config))
         else:
-            notes.append(f"redteam strategy {sid!r} (not converted: no evalspec attack does what it does to "
-                         "each prompt; the plugins' basic tests are imported)")
+            notes.append(f"redteam strategy {sid!r} (no evalspec attack does what it does to each prompt: an "
+                         "encoding, an injection template, a transformation or code of its own)")
     return basic, others
 
 
@@ -188,7 +188,7 @@ MARK = "EVALSPEC_ATTACK_MESSAGE_7F3A"  # the injected var, found again in the re
 
 def _frame(redteam: dict[str, Any], prompts: list[Any], conv: Prompts, notes: list[str]) -> tuple[str | None, str]:
     """(the prompt's system message, its user message with the injected var as `MARK`): promptfoo sends each
-    adversarial prompt inside the prompt, in its `injectVar` (by default the prompt's var)."""
+    adversarial prompt inside the prompt, in its `injectVar` (by default the prompt's last var)."""
     if not prompts:
         return None, MARK
     if len(prompts) > 1:
@@ -196,7 +196,7 @@ def _frame(redteam: dict[str, Any], prompts: list[Any], conv: Prompts, notes: li
     template = str(prompts[0])
     inject = redteam.get("injectVar")
     names = list(dict.fromkeys(regex.findall(r"\{\{\s*(\w+)", template)))
-    var = inject if isinstance(inject, str) else "prompt" if "prompt" in names or not names else names[0]
+    var = inject if isinstance(inject, str) else names[-1] if names else "query"  # promptfoo's choice: the last
     problems = len(conv.problems)
     messages = conv.messages(template, {var: MARK}, "redteam")
     if len(conv.problems) > problems:
