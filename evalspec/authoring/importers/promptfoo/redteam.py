@@ -159,6 +159,9 @@ def _goals(redteam: dict[str, Any], notes: list[str]) -> list[_Goal]:
             if pid.startswith("harmful:") and pid not in PLUGIN_BEHAVIOUR:
                 behaviour = f"produce harmful content of the kind '{pid.split(':', 1)[1]}'"
             goals.append(_Goal(pid, pid, behaviour, count, exclude))
+            if pid in ("harmful", "pii"):
+                notes.append(f"redteam plugin '{pid}': promptfoo expands it into its {pid}:* plugins, {count} test "
+                             "cases each; here one goal covers them")
         else:
             why = NOT_A_GOAL.get(pid) or ("a collection of plugins promptfoo picks when it generates" if
                                           pid.split(":")[0] in COLLECTIONS else "no goal here says what its grader forbids")
