@@ -39,6 +39,9 @@ EXAMPLES: dict[str, str] = {
     "follows-correction": "- follows-correction:\n  levels: default",
     "icontains": "- icontains: vip",
     "is-json": "- is-json:",
+    "javascript": ("- javascript: output.includes('您好') && output.length < 200   # one line: an expression\n"
+                   "- javascript: file://checks.js:polite   # fn(output, context), relative to the suite\n"
+                   "  config: {min_length: 10}              # context.config"),
     "jmespath": "- jmespath: {expr: price, matches: '^\\d+'}",
     "knowledge-retention": "- knowledge-retention:",
     "latency": "- latency: 3000\n  scope: each_turn      # every reply within 3 s",

@@ -2,6 +2,16 @@
 check, filled by the modules that declare checks (these, and plugins'). `import evalspec` imports it,
 and so does grading, so every command and the API see the built-in types."""
 
-from evalspec.assertions import custom, efficiency, graded, memory, session, state, text, tools  # noqa: F401
+from evalspec.assertions import (  # noqa: F401
+    custom,
+    efficiency,
+    graded,
+    javascript,
+    memory,
+    session,
+    state,
+    text,
+    tools,
+)
 
-BUILTIN_MODULES = (custom, efficiency, graded, memory, session, state, text, tools)
+BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, session, state, text, tools)

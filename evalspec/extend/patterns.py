@@ -32,6 +32,12 @@ def regex_time_limit(seconds: float) -> Iterator[None]:
         _regex_limit.reset(token)
 
 
+def grade_time_limit() -> float:
+    """The time limit of the check in progress (`options.grade_timeout`, set by grading; javascript
+    checks give their node process this long)."""
+    return _regex_limit.get()
+
+
 @functools.lru_cache(maxsize=4096)
 def compile_pattern(pattern: str, flags: int = 0) -> Any:
     """Compile with the `regex` module (once per pattern); raises regex.error."""

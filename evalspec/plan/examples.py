@@ -14,6 +14,7 @@ from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
 from evalspec.config.rule_examples import example_transcript, examples_of, shown
 from evalspec.core.errors import LoadError, Problem
+from evalspec.core.node import node_binary
 from evalspec.core.pyref import load_callable, step
 from evalspec.extend.check import GradingContext
 from evalspec.extend.registry import model_needed
@@ -52,6 +53,8 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
                         load_callable(spec.value, inst.suite.path.parent)
                 except LoadError:
                     continue  # the preflight names it
+            if spec.type == "javascript" and node_binary() is None:
+                continue  # the preflight names it
             for kind, n, example, where in examples_of(spec):
                 transcript, labels = example_transcript(example)
                 ctx = GradingContext(transcript=transcript, labels=labels, vars=inst.vars, test_id=inst.test_id,

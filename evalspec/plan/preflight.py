@@ -99,11 +99,42 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
                     load_callable(check.value, inst.suite.path.parent)
             except LoadError as exc:
                 problems.append(_at(inst.suite, check.value_where, f"python check: {exc}"))
+    if any(_has_check(t, "javascript") for s in plan.suites for t in s.tests):
+        problems.extend(_javascript_problems(plan))
     return problems
 
 
+def _javascript_problems(plan: Plan) -> list[Problem]:
+    """javascript checks that cannot run: no node (named once per file, at its first javascript check), a
+    syntax error, a missing file or function — each distinct code once, as rendered."""
+    from evalspec.assertions.javascript import check_problem
+    from evalspec.core.node import NODE_MISSING, node_binary
+    from evalspec.plan.build import instance_assertions
+
+    problems: list[Problem] = []
+    missing = node_binary() is None
+    checked: set[tuple[str, str]] = set()
+    for inst in plan.renderable():
+        for check in instance_assertions(inst):
+            if check.type != "javascript" or not isinstance(check.value, str):
+                continue
+            key = (str(inst.suite.path) if missing else str(inst.suite.path.parent), "" if missing else check.value)
+            if key in checked:
+                continue
+            checked.add(key)
+            found = NODE_MISSING if missing else check_problem(check.value, inst.suite.path.parent,
+                                                                float(inst.suite.option("grade_timeout")))
+            if found:
+                problems.append(_at(inst.suite, check.value_where, f"javascript check: {found}"))
+    return problems
+
+
+def _has_check(test: Any, kind: str) -> bool:
+    return any(a.type == kind for a in [*test.asserts, *(a for e in test.conversation for a in e.asserts)])
+
+
 def _has_python_check(test: Any) -> bool:
-    return any(a.type == "python" for a in [*test.asserts, *(a for e in test.conversation for a in e.asserts)])
+    return _has_check(test, "python")
 
 
 def _at(suite: Suite, path: Any, message: str) -> Problem:

@@ -1,0 +1,200 @@
+"""Running the user's JavaScript (the `javascript` check) in Node.js children that cannot hang or end a run.
+
+A few long-lived `node` workers (`evalspec/data/node_runner.js`) serve requests one at a time: a JSON
+line in on stdin, a JSON line back on stdout. Starting node costs tens of milliseconds (more on a busy
+machine), so a worker serves many checks; at most `NodePool.size` run at once. A request that overruns
+its time limit stops its worker (SIGKILL, then reaped); a worker that exits is replaced by the next
+request. What the user's code prints never reaches evalspec's output: the worker keeps it with its answer.
+Workers end with the process (their stdin closes; atexit kills any still busy), and a forked child starts
+its own instead of sharing its parent's pipes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import threading
+import time
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from evalspec.core.errors import GradingError
+
+MARK = b"\x1eEVALSPEC "
+NODE_MISSING = ("Node.js is not installed: no `node` on PATH (javascript checks run in it; "
+                "install Node.js 18 or later)")
+
+
+def node_binary() -> str | None:
+    """The `node` that javascript checks run in, or None."""
+    return shutil.which("node")
+
+
+@cache
+def _runner() -> str:
+    return resources.files("evalspec").joinpath("data/node_runner.js").read_text("utf-8")
+
+
+class NodeWorker:
+    """One `node` process serving requests in turn."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self.proc = subprocess.Popen([node, "-e", _runner()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, bufsize=0)
+        self._buffer = b""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def ask(self, request: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """Send one request; its answer, read by `deadline` (time.monotonic()): TimeoutError after it,
+        EOFError when node exited."""
+        assert self.proc.stdin is not None
+        data = json.dumps(request, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+        try:
+            self.proc.stdin.write(data)
+        except (BrokenPipeError, ValueError):
+            raise EOFError from None
+        while True:
+            line = self._line(deadline)
+            at = line.rfind(MARK)
+            if at >= 0:
+                answer: dict[str, Any] = json.loads(line[at + len(MARK):])
+                return answer
+
+    def _line(self, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise EOFError
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def stop(self) -> None:
+        """Kill node and reap it (its pipes closed)."""
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+
+
+class NodePool:
+    """The workers of this process: idle ones are reused; at most `size` serve requests at once."""
+
+    def __init__(self, size: int = 0) -> None:
+        self.size = size or max(2, min(4, os.cpu_count() or 2))
+        self._lock = threading.Condition()
+        self._idle: list[NodeWorker] = []
+        self._busy: set[NodeWorker] = set()
+
+    def call(self, request: dict[str, Any], limit: float) -> dict[str, Any]:
+        """The worker's answer to `request` within `limit` seconds (waiting for a free worker counts).
+        A GradingError when node is missing, cannot start, exits or overruns (then it is stopped)."""
+        deadline = time.monotonic() + limit
+        node = node_binary()
+        if node is None:
+            raise GradingError(NODE_MISSING)
+        worker = self._take(node, deadline, limit)
+        try:
+            answer = worker.ask(request, deadline)
+        except TimeoutError:
+            self._drop(worker)
+            raise GradingError(f"timed out after {limit:g}s (options.grade_timeout): its node process was "
+                               "stopped") from None
+        except EOFError:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.proc.wait(timeout=1)
+            code = worker.proc.poll()
+            self._drop(worker)
+            raise GradingError(f"node exited (exit code {code}) while running the check") from None
+        except BaseException:
+            self._drop(worker)
+            raise
+        self._give(worker)
+        return answer
+
+    def _take(self, node: str, deadline: float, limit: float) -> NodeWorker:
+        with self._lock:
+            while True:
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.alive() and worker.node == node:
+                        self._busy.add(worker)
+                        return worker
+                    worker.stop()
+                if len(self._busy) < self.size:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise GradingError(f"timed out after {limit:g}s (options.grade_timeout) waiting for a "
+                                       "free node process")
+                self._lock.wait(left)
+        try:
+            worker = NodeWorker(node)
+        except OSError as exc:
+            with self._lock:
+                self._lock.notify()
+            raise GradingError(f"node could not start: {exc}") from None
+        with self._lock:
+            self._busy.add(worker)
+        return worker
+
+    def _give(self, worker: NodeWorker) -> None:
+        with self._lock:
+            self._busy.discard(worker)
+            self._idle.append(worker)
+            self._lock.notify()
+
+    def _drop(self, worker: NodeWorker) -> None:
+        worker.stop()
+        with self._lock:
+            self._busy.discard(worker)
+            self._lock.notify()
+
+    def live(self) -> int:
+        """Node processes of this pool still running."""
+        with self._lock:
+            return sum(w.alive() for w in [*self._idle, *self._busy])
+
+    def close(self) -> None:
+        """Stop every worker (at exit)."""
+        with self._lock:
+            workers = [*self._idle, *self._busy]
+            self._idle, self._busy = [], set()
+        for worker in workers:
+            worker.stop()
+
+    def forget(self) -> None:
+        """In a forked child: the parent's workers stay the parent's; the child closes its copies of
+        their pipes (so a worker still sees its stdin close when the parent exits)."""
+        for worker in [*self._idle, *self._busy]:
+            for pipe in (worker.proc.stdin, worker.proc.stdout):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
+            worker.proc.returncode = 0  # not this process's child: never waited for here
+        self._lock = threading.Condition()
+        self._idle, self._busy = [], set()
+
+
+POOL = NodePool()
+atexit.register(POOL.close)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=POOL.forget)

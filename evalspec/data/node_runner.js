@@ -1,0 +1,221 @@
+// evalspec's Node.js worker for `javascript` checks (evalspec/core/node.py starts it and owns its life).
+// One JSON request a line on stdin; one answer a line on stdout, after a marker, so that what the user's
+// code writes to stdout is never read as an answer. Requests are served one at a time.
+//   {op: "run", code | file + fn, output, context} -> {ok: true, result} | {ok: false, kind, message}
+//   {op: "check", code | file + fn}                -> {ok: true} | {ok: false, kind, message}
+// `kind` is "syntax" (the code does not compile), "load" (the file or its function cannot be loaded),
+// "threw" (the code raised) or "result" (it returned something that is no verdict).
+'use strict';
+
+const readline = require('readline');
+const { pathToFileURL } = require('url');
+
+const MARK = '\u001eEVALSPEC ';
+const LOG_LINES = 20;
+let logs = [];
+
+function shown(value) {
+  if (typeof value === 'string') {
+    return value;
+  }
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    return String(value);
+  }
+}
+
+// console output of a check is kept with its answer (shown when the check errs), never on stdout
+for (const name of ['log', 'info', 'warn', 'error', 'debug', 'trace']) {
+  console[name] = (...args) => {
+    if (logs.length < LOG_LINES) {
+      logs.push(args.map(shown).join(' ').slice(0, 500));
+    }
+  };
+}
+
+function compiles(body) {
+  try {
+    new Function('output', 'context', 'process', body);
+    return true;
+  } catch (err) {
+    return false;
+  }
+}
+
+// promptfoo's rule: several lines are a function body as written; one line is an expression
+// (`return` is put before it), or declarations then an expression (`return` before the last statement)
+function functionBody(code) {
+  const text = code.trimEnd();
+  if (text.includes('\n')) {
+    return text;
+  }
+  const line = text.trim().replace(/;+\s*$/, '');
+  if (!/^(const|let|var)\s/.test(line)) {
+    return 'return ' + line;
+  }
+  for (let at = line.lastIndexOf(';'); at > 0; at = line.lastIndexOf(';', at - 1)) {
+    const head = line.slice(0, at + 1);
+    const rest = line.slice(at + 1).trim();
+    if (rest && compiles(head) && compiles(head + ' return ' + rest)) {
+      return head + ' return ' + rest;
+    }
+  }
+  return line;
+}
+
+function compile(code) {
+  return new Function('output', 'context', 'process', functionBody(code));
+}
+
+const modules = new Map();
+
+async function load(file) {
+  if (!modules.has(file)) {
+    let mod;
+    if (file.endsWith('.mjs')) {
+      mod = await import(pathToFileURL(file).href);
+    } else {
+      try {
+        mod = require(file);
+      } catch (err) {
+        if (!err || err.code !== 'ERR_REQUIRE_ESM') {
+          throw err;
+        }
+        mod = await import(pathToFileURL(file).href);
+      }
+    }
+    modules.set(file, mod);
+  }
+  return modules.get(file);
+}
+
+// promptfoo's rule: the named export when it is a function, else the module itself, else its default
+function pick(mod, name) {
+  if (name && mod && typeof mod[name] === 'function') {
+    return mod[name];
+  }
+  if (typeof mod === 'function') {
+    return mod;
+  }
+  if (mod && typeof mod.default === 'function') {
+    return mod.default;
+  }
+  if (name && mod && mod.default && typeof mod.default[name] === 'function') {
+    return mod.default[name];
+  }
+  return null;
+}
+
+function exportsOf(mod) {
+  const names = mod && typeof mod === 'object' ? Object.keys(mod).filter((k) => typeof mod[k] === 'function') : [];
+  return names.length ? names.join(', ') : 'none';
+}
+
+async function checkFunction(request) {
+  let mod;
+  try {
+    mod = await load(request.file);
+  } catch (err) {
+    const kind = err instanceof SyntaxError ? 'syntax' : 'load';
+    throw Object.assign(new Error(`${err && err.name}: ${err && err.message}`), { kind });
+  }
+  const fn = pick(mod, request.fn);
+  if (!fn) {
+    const wanted = request.fn ? `no function '${request.fn}' and no default export` : 'no function exported';
+    throw Object.assign(new Error(`${wanted} (exported functions: ${exportsOf(mod)})`), { kind: 'load' });
+  }
+  return fn;
+}
+
+function verdict(value) {
+  if (typeof value === 'boolean') {
+    return { kind: 'bool', value };
+  }
+  if (typeof value === 'number') {
+    if (Number.isFinite(value)) {
+      return { kind: 'number', value };
+    }
+    return { kind: 'bad', got: String(value) };
+  }
+  if (value && typeof value === 'object' && !Array.isArray(value) && typeof value.pass === 'boolean') {
+    const score = value.score;
+    if (score !== undefined && score !== null && !(typeof score === 'number' && Number.isFinite(score))) {
+      return { kind: 'bad', got: `{pass, score: ${shown(score)}}` };
+    }
+    const reason = value.reason === undefined || value.reason === null ? '' : shown(value.reason);
+    return { kind: 'grading', pass: value.pass, score: typeof score === 'number' ? score : null, reason };
+  }
+  const type = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+  const text = value === undefined ? '' : ' ' + shown(value).slice(0, 80);
+  return { kind: 'bad', got: type + text };
+}
+
+async function serve(request) {
+  if (request.op === 'check') {
+    if (request.file) {
+      await checkFunction(request);
+    } else {
+      try {
+        compile(request.code);
+      } catch (err) {
+        throw Object.assign(new Error(`${err.name}: ${err.message}`), { kind: 'syntax' });
+      }
+    }
+    return {};
+  }
+  let fn;
+  if (request.file) {
+    fn = await checkFunction(request);
+  } else {
+    try {
+      fn = compile(request.code);
+    } catch (err) {
+      throw Object.assign(new Error(`${err.name}: ${err.message}`), { kind: 'syntax' });
+    }
+  }
+  let value;
+  try {
+    value = request.file ? fn(request.output, request.context) : fn(request.output, request.context, process);
+    value = await value;
+  } catch (err) {
+    const text = err instanceof Error ? `${err.name}: ${err.message}` : `threw ${shown(err)}`;
+    throw Object.assign(new Error(text), { kind: 'threw' });
+  }
+  return { result: verdict(value) };
+}
+
+function answer(message) {
+  let line;
+  try {
+    line = JSON.stringify(message);
+  } catch (err) {
+    line = JSON.stringify({ ok: false, kind: 'result', message: `the answer could not be sent: ${err.message}` });
+  }
+  process.stdout.write('\n' + MARK + line + '\n');
+}
+
+async function main() {
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (!line.trim()) {
+      continue;
+    }
+    logs = [];
+    let request;
+    try {
+      request = JSON.parse(line);
+    } catch (err) {
+      answer({ ok: false, kind: 'load', message: `bad request: ${err.message}` });
+      continue;
+    }
+    try {
+      answer({ ok: true, ...(await serve(request)), logs });
+    } catch (err) {
+      answer({ ok: false, kind: err.kind || 'threw', message: String(err.message).slice(0, 2000), logs });
+    }
+  }
+  process.exit(0);
+}
+
+main();
