@@ -37,7 +37,7 @@ def multi_turn_config(base: str) -> dict[str, Any]:
             {"vars": {"question": "Who founded Facebook?"}, "metadata": {"conversationId": "facebook"},
              "assert": [{"type": "icontains", "value": "founded"}]},
             {"vars": {"question": "Where does he live?"}, "metadata": {"conversationId": "facebook"},
-             "assert": [{"type": "javascript", "value": "JSON.parse(output).ok === true"},
+             "assert": [{"type": "javascript", "value": "output.answer === 'Menlo Park'"},
                         {"type": "regex", "value": "live"}]},
             {"vars": {"question": "天气怎么样？"}, "metadata": {"conversationId": "weather"},
              "assert": [{"type": "contains-any", "value": ["天气", "weather"]}]},
@@ -62,8 +62,8 @@ def test_conversation_tests_become_one_conversation_each_and_run(tmp_path: Path)
         assert code == 0, err
         path = tmp_path / "out" / "promptfooconfig.yaml"
         text = path.read_text(encoding="utf-8")
-        assert "# Not converted:" in text and "assertion type 'javascript'" in text
-        assert "assertion type 'javascript'" in err
+        assert "# Not converted:" in text and "assertion 'javascript' reading output.answer" in text
+        assert "assertion 'javascript' reading output.answer" in err
         suite = load_suite(path)  # validates as written
         assert [t.id for t in suite.tests] == ["facebook", "weather"]
         assert [t.text for t in suite.tests[0].conversation] == ["Who founded Facebook?", "Where does he live?"]
@@ -228,11 +228,11 @@ def test_one_line_javascript_checks_keep_their_meaning_and_run(tmp_path: Path) -
     assert code == 0, err
     path = tmp_path / "out" / "promptfooconfig.yaml"
     suite = load_suite(path)
-    assert [a.type for a in suite.tests[0].conversation[0].asserts] == ["contains", "regex", "regex", "regex"]
-    assert "assertion type 'javascript'" in err  # the JSON one is not converted, and says so
-    verdicts = [a["pass"] for a in run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False))
-                .data["results"][0]["assertions"]]
-    assert verdicts == [True, True, False, True]  # "Say 你好" is 6 characters: > 5 holds, <= 3 does not
+    assert [a.type for a in suite.tests[0].conversation[0].asserts] == ["contains", "regex", "regex", "regex",
+                                                                        "javascript"]  # the JSON one runs in node
+    results = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data["results"][0]["assertions"]
+    assert [a["pass"] for a in results] == [True, True, False, True, None]  # "Say 你好" is 6 characters
+    assert "SyntaxError" in results[4]["error"]  # not JSON: promptfoo's check threw, evalspec's is an error
 
 
 def test_several_prompts_make_one_test_each(tmp_path: Path) -> None:

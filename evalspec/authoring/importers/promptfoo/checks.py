@@ -1,6 +1,7 @@
 """promptfoo assertions as evalspec checks: the types evalspec has keep their meaning (negated forms via
 `not-`), renamed ones take their evalspec name, one-line `javascript` on the reply's text becomes evalspec's
-own checks; everything else is listed as not converted."""
+own checks and other `javascript` evalspec's `javascript` (the code as written, or its file); everything
+else is listed as not converted."""
 
 from __future__ import annotations
 
@@ -30,6 +31,19 @@ MODEL_GRADED = {
 _JS_STRING = r"""(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
 _JS_TEST = regex.compile(r"(!?)\s*output(\.toLowerCase\(\))?\.(includes|startsWith)\(\s*" + _JS_STRING + r"\s*\)")
 _JS_LENGTH = regex.compile(r"output(?:\.trim\(\))?\.length\s*(>=|<=|>|<)\s*(\d+)")
+# what javascript code reads of `output` and `context`: a string's members (and a tool-call reply's
+# `content` and `tool_calls`) are what evalspec hands over; other members are a provider's parsed object
+_JS_MEMBER = r"\s*(?:\?\.|\.)\s*([A-Za-z_$][\w$]*)"
+_JS_OUTPUT_MEMBER = regex.compile(r"(?<![\w$.])output" + _JS_MEMBER)
+_JS_CONTEXT_MEMBER = regex.compile(r"(?<![\w$.])context" + _JS_MEMBER)
+_JS_STRING_MEMBERS = frozenset({
+    "length", "includes", "toLowerCase", "toUpperCase", "toLocaleLowerCase", "toLocaleUpperCase", "trim",
+    "trimStart", "trimEnd", "startsWith", "endsWith", "split", "match", "matchAll", "replace", "replaceAll",
+    "indexOf", "lastIndexOf", "slice", "substring", "substr", "charAt", "charCodeAt", "codePointAt", "at",
+    "search", "localeCompare", "normalize", "padStart", "padEnd", "repeat", "concat", "toString", "valueOf",
+    "content", "tool_calls"})
+_JS_CONTEXT_KEYS = frozenset({"vars", "prompt", "test", "config"})  # what evalspec's context shares with promptfoo's
+_JS_FILES = (".js", ".cjs", ".mjs")
 
 
 def _js_string(m: regex.Match[str]) -> str:
@@ -125,8 +139,14 @@ class Checks(Source):
             return None
         if base == "equals" and value == "":  # promptfoo: the reply is exactly empty (or, negated, is not)
             out = {"regex": r"[\s\S]"} if negate else {"regex": r"\A\Z"}
-        elif base == "javascript" and isinstance(value, str) and (checks := js_checks(value, negate)) is not None:
+        elif base == "javascript" and isinstance(value, str) and "transform" not in raw \
+                and (checks := js_checks(value, negate)) is not None:
             out = checks
+        elif base == "javascript" and isinstance(value, str):
+            code = self.javascript(value, raw, where)
+            if code is None:
+                return None
+            out = {name: code, **({"config": raw["config"]} if isinstance(raw.get("config"), dict) else {})}
         elif base in RENAMED and (RENAMED[base] in ("conversation-relevance", "tool-args-valid")
                                   or isinstance(value, str) and value.strip()):
             out = {("not-" if negate else "") + RENAMED[base]: value if RENAMED[base] != "tool-args-valid" else True}
@@ -162,7 +182,8 @@ class Checks(Source):
         for key in ("threshold", "weight", "metric"):
             if key in raw and not (key == "threshold" and base == "levenshtein"):
                 out[key] = raw[key]
-        for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric"}):
+        for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric",
+                                      *(("config",) if base == "javascript" else ())}):
             self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
         return dict(plain(out))  # its templates are the config's, rendered with the test's vars; `${` is text
 
@@ -201,6 +222,48 @@ class Checks(Source):
             code = inline_check(number, value, threshold, raw.get("config"))
         self.files[CHECKS_FILE] = self.files.get(CHECKS_FILE, HEADER) + code
         return {name: f"{CHECKS_FILE}:check_{number}"}
+
+    def javascript(self, value: str, raw: dict[str, Any], where: str) -> str | None:
+        """The code of a `javascript` check evalspec's `javascript` runs with the same meaning: inline as
+        written, `file://F.js[:fn]` as seen from the output folder. None (noted) when its verdict could
+        differ: a transform, a threshold outside 0..1 or beside a `{pass, ...}` result (evalspec's threshold
+        decides from the score), several lines without `return` (promptfoo's check returns nothing),
+        members of `output` a string has not (a provider's parsed object) or of `context` evalspec has not."""
+        kind, threshold = raw["type"], raw.get("threshold")
+        why, text, code = None, value, value
+        if "transform" in raw:
+            why = "with a transform"
+        elif threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
+            why = f"threshold {threshold!r} (evalspec's thresholds are 0..1)"
+        if why is None and value.startswith("file://"):
+            file, _, function = value[len("file://"):].partition(":")
+            absolute = (self.path.parent / file).resolve()
+            if not file.endswith(_JS_FILES):
+                why = f"file {file} (node runs .js, .cjs and .mjs files)"
+            elif absolute.is_relative_to(self.path.parent.resolve()) and not absolute.is_file():
+                why = f"file {file} is not next to the config"
+            else:
+                relative = self.relative(file, where)
+                if relative is None:
+                    return None
+                text, code = absolute.read_text(encoding="utf-8", errors="replace"), f"file://{relative}"
+                code += f":{function}" if function else ""
+        elif why is None:
+            outside = sorted(set(_JS_OUTPUT_MEMBER.findall(value)) - _JS_STRING_MEMBERS)
+            if "\n" in value.strip() and not regex.search(r"\breturn\b", value):
+                why = "on several lines without `return` (promptfoo's check returns nothing: it always fails)"
+            elif outside:
+                why = f"reading output.{outside[0]} (a provider's parsed object; evalspec hands the reply's text)"
+        if why is None:
+            unknown = sorted(set(_JS_CONTEXT_MEMBER.findall(text)) - _JS_CONTEXT_KEYS)
+            if unknown:
+                why = f"reading context.{unknown[0]} (evalspec's context has vars, prompt, test and config)"
+            elif threshold is not None and regex.search(r"\bpass\b", text):
+                why = "with a threshold and a {pass, ...} result (evalspec's threshold decides from the score)"
+        if why is not None:
+            self.notes.append(f"{where}: assertion '{kind}' {why}")
+            return None
+        return code
 
     def assertions(self, raw: Any, where: str) -> list[dict[str, Any]]:
         items = raw if isinstance(raw, list) else []
