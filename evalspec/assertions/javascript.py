@@ -5,7 +5,8 @@ The code sees `output` (the reply's text; a reply that made tool calls is the ca
 or `{role, content, tool_calls}` when it also has text) and `context` (`vars`, `prompt`, `test`, the
 assertion's `config`, and what python checks get: `transcript`, `turn`, `test_id`, `labels`). One line
 is an expression; several lines are a function body that must `return`. It returns a boolean, a number
-(a score: passes when above 0, or at least the `threshold` when one is given) or `{pass, score, reason}`.
+(a score: passes when above 0, or at least the `threshold` when one is given) or `{pass, score, reason}`
+(all three, as promptfoo requires).
 A check that cannot run (no node, a syntax error, a missing file or function, a time-out, an exception,
 a return value that is no verdict) is an `error`, never a pass or a fail (SPEC §8).
 """
@@ -137,9 +138,9 @@ def javascript_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> 
                      {"returned": value})
     if kind == "grading":
         passed = bool(result["pass"])
-        score = (1.0 if passed else 0.0) if result.get("score") is None else _unit(float(result["score"]))
-        return Check(passed, score, str(result.get("reason") or f"{name} returned pass={str(passed).lower()}"),
-                     evidence)
+        return Check(passed, _unit(float(result["score"])),
+                     str(result["reason"] or f"{name} returned pass={str(passed).lower()}"), evidence)
     raise GradingError(f"{name} returned {result.get('got')}; expected true or false, a number or "
-                       "{pass, score, reason}" + (" (several lines are a function body: `return` the verdict)"
-                                                  if ref is None and "\n" in params.code.strip() else ""))
+                       "{pass, score, reason} (a boolean, a number and a text, as promptfoo requires)"
+                       + (" (several lines are a function body: `return` the verdict)"
+                          if ref is None and "\n" in params.code.strip() else ""))

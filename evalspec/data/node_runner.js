@@ -138,13 +138,14 @@ function verdict(value) {
     }
     return { kind: 'bad', got: String(value) };
   }
-  if (value && typeof value === 'object' && !Array.isArray(value) && typeof value.pass === 'boolean') {
-    const score = value.score;
-    if (score !== undefined && score !== null && !(typeof score === 'number' && Number.isFinite(score))) {
-      return { kind: 'bad', got: `{pass, score: ${shown(score)}}` };
+  // promptfoo's GradingResult: all three keys, a boolean, a finite number and a text
+  if (value && typeof value === 'object' && !Array.isArray(value) && 'pass' in value) {
+    const { pass, score, reason } = value;
+    if (typeof pass === 'boolean' && typeof score === 'number' && Number.isFinite(score) && typeof reason === 'string') {
+      return { kind: 'grading', pass, score, reason };
     }
-    const reason = value.reason === undefined || value.reason === null ? '' : shown(value.reason);
-    return { kind: 'grading', pass: value.pass, score: typeof score === 'number' ? score : null, reason };
+    const keys = Object.keys(value).slice(0, 6).join(', ');
+    return { kind: 'bad', got: `{${keys}} (pass ${typeof pass}, score ${shown(score)}, reason ${typeof reason})` };
   }
   const type = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
   const text = value === undefined ? '' : ' ' + shown(value).slice(0, 80);

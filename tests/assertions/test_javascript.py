@@ -114,6 +114,8 @@ def test_an_exception_or_a_result_that_is_no_verdict_is_an_error_never_a_fail() 
     assert r.passed is True
     r = grade("javascript: |\n  const v = output;\n  v.includes('json')\n", said)  # no return: undefined
     assert r.passed is None and "returned undefined" in (r.error or "") and "`return`" in (r.error or "")
+    r = grade("javascript: \"({pass: true, reason: 'no score'})\"", said)  # promptfoo wants all three keys
+    assert r.passed is None and "{pass, reason} (pass boolean, score undefined, reason string)" in (r.error or "")
 
 
 def _gone(pid: int, within: float) -> bool:
