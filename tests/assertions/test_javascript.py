@@ -82,6 +82,10 @@ def test_file_checks_call_the_named_function_or_the_module_itself(tmp_path: Path
     assert grade("{javascript: file://checks.js, config: {min: 30}}", said, tmp_path).passed is False
     later = grade("javascript: file://checks.js:later", said, tmp_path)
     assert later.passed is True and later.score == 0.4
+    (tmp_path / "esm.mjs").write_text("export default (output) => output.startsWith('您');\n"
+                                      "export const short = (output) => output.length < 3;\n", encoding="utf-8")
+    assert grade("javascript: file://esm.mjs", said, tmp_path).passed is True  # an ES module's default export
+    assert grade("javascript: file://esm.mjs:short", said, tmp_path).passed is False
     missing = grade("javascript: file://gone.js", said, tmp_path)
     assert missing.passed is None and "gone.js does not exist" in (missing.error or "")
 
