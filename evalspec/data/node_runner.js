@@ -7,6 +7,7 @@
 // "threw" (the code raised) or "result" (it returned something that is no verdict).
 'use strict';
 
+const fs = require('fs');
 const readline = require('readline');
 const { pathToFileURL } = require('url');
 
@@ -68,26 +69,31 @@ function compile(code) {
   return new Function('output', 'context', 'process', functionBody(code));
 }
 
-const modules = new Map();
+const modules = new Map(); // file -> {version, mod}: a file edited since it was loaded is loaded again
 
 async function load(file) {
-  if (!modules.has(file)) {
-    let mod;
-    if (file.endsWith('.mjs')) {
-      mod = await import(pathToFileURL(file).href);
-    } else {
-      try {
-        mod = require(file);
-      } catch (err) {
-        if (!err || err.code !== 'ERR_REQUIRE_ESM') {
-          throw err;
-        }
-        mod = await import(pathToFileURL(file).href);
-      }
-    }
-    modules.set(file, mod);
+  const version = fs.statSync(file).mtimeMs;
+  const known = modules.get(file);
+  if (known && known.version === version) {
+    return known.mod;
   }
-  return modules.get(file);
+  const url = pathToFileURL(file).href + (known ? `?v=${version}` : '');
+  let mod;
+  if (file.endsWith('.mjs')) {
+    mod = await import(url);
+  } else {
+    delete require.cache[file];
+    try {
+      mod = require(file);
+    } catch (err) {
+      if (!err || err.code !== 'ERR_REQUIRE_ESM') {
+        throw err;
+      }
+      mod = await import(url);
+    }
+  }
+  modules.set(file, { version, mod });
+  return mod;
 }
 
 // promptfoo's rule: the named export when it is a function, else the module itself, else its default

@@ -5,6 +5,7 @@ validate problem, never a pass or a fail."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import time
 from pathlib import Path
@@ -86,6 +87,12 @@ def test_file_checks_call_the_named_function_or_the_module_itself(tmp_path: Path
                                       "export const short = (output) => output.length < 3;\n", encoding="utf-8")
     assert grade("javascript: file://esm.mjs", said, tmp_path).passed is True  # an ES module's default export
     assert grade("javascript: file://esm.mjs:short", said, tmp_path).passed is False
+    edited = tmp_path / "edited.js"
+    edited.write_text("module.exports = () => true;\n", encoding="utf-8")
+    assert grade("javascript: file://edited.js", said, tmp_path).passed is True
+    edited.write_text("module.exports = () => false; // edited\n", encoding="utf-8")
+    os.utime(edited, (time.time() + 5, time.time() + 5))
+    assert grade("javascript: file://edited.js", said, tmp_path).passed is False  # loaded again once edited
     missing = grade("javascript: file://gone.js", said, tmp_path)
     assert missing.passed is None and "gone.js does not exist" in (missing.error or "")
 
