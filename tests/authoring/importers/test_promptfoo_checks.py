@@ -174,8 +174,19 @@ def test_a_check_on_a_transformed_output_is_not_converted_a_trim_is(tmp_path: Pa
     code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
         {"vars": {"q": "hi"}, "options": {"transform": "output.toUpperCase()"},
          "assert": [{"type": "equals", "value": "HI"}]}]})
-    assert code == 2 and "its checks run on the output transformed by 'output.toUpperCase()'" in err
+    assert code == 2 and "tests[0].assert[0]: assertion 'equals' on the output transformed by 'output.toUpperCase()'" in err
     code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
         {"vars": {"q": "hi"}, "assert": [{"type": "equals", "value": "hi", "transform": "output.trim()"}]}]})
     assert code == 0, err
     assert written(tmp_path)["tests"][0]["conversation"][0]["assert"] == [{"equals": "hi"}]
+
+
+def test_a_trim_is_kept_only_before_checks_that_ignore_surrounding_white_space(tmp_path: Path) -> None:
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
+        {"vars": {"q": "hi"}, "options": {"transform": "output.trim()"},
+         "assert": [{"type": "contains", "value": "hi"}, {"type": "regex", "value": "^hi$"},
+                    {"type": "contains", "value": " hi "}]}]})
+    assert code == 0, err
+    assert written(tmp_path)["tests"][0]["conversation"][0]["assert"] == [{"contains": "hi"}]
+    assert "assertion 'regex' on the output transformed by 'output.trim()'" in err
+    assert "tests[0].assert[2]: assertion 'contains' on the output transformed by 'output.trim()'" in err

@@ -86,7 +86,7 @@ def test_checks_whose_verdict_could_differ_are_listed_not_converted(tmp_path: Pa
                 "reading output.sentiment (a provider's parsed object",
                 "reading context.trace (evalspec's context has vars, prompt, test and config)",
                 "file check.ts (node runs .js, .cjs and .mjs files)", "file gone.js is not next to the config",
-                "threshold 5000 (evalspec's thresholds are 0..1)", "with a transform",
+                "threshold 5000 (evalspec's thresholds are 0..1)", "on the output transformed by 'output.trim()'",
                 "with a threshold and a {pass, ...} result"):
         assert f"assertion 'javascript' {why}" in err, why
 

@@ -18,7 +18,7 @@ import regex
 import yaml
 
 from evalspec.authoring.importers import RAW_CLOSE, RAW_OPEN, ImportedSuite, literal, plain
-from evalspec.authoring.importers.promptfoo.checks import Checks, trivial_transform
+from evalspec.authoring.importers.promptfoo.checks import Checks
 from evalspec.authoring.importers.promptfoo.prompts import HISTORY_VARS, Prompts
 from evalspec.authoring.importers.promptfoo.providers import Providers
 from evalspec.authoring.importers.promptfoo.redteam import redteam_tests
@@ -145,11 +145,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         if markers:  # promptfoo renders a var's own `{{ NAME }}` with the stored output too
             variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
                          if isinstance(v, str) else v for key, v in variables.items()}
-        transform = test_options.get("transform", options.get("transform"))
-        if not trivial_transform(transform) and pk == 1 and test.get("assert"):  # promptfoo checks the transformed output
-            conv.notes.append(f"{where}: its checks run on the output transformed by {transform!r} "
-                              "(on the reply as it is, they would mean something else)")
-        turns.append((group, test, conv.assertions(test.get("assert") if trivial_transform(transform) else [], where),
+        transform = test_options.get("transform", options.get("transform"))  # promptfoo checks transform(output)
+        turns.append((group, test, conv.assertions(test.get("assert"), where, transform),
                       conv.messages(prompt, {**markers, **variables}, where, dict(test.get("vars") or {})),
                       {k: v for k, v in dict(test.get("vars") or {}).items() if k not in HISTORY_VARS}))
     if conv.problems:
@@ -209,11 +206,7 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         suite["vars"] = plain(kept)
     if providers:
         suite["providers"] = providers
-    default_asserts = conv.assertions(default.get("assert"), "defaultTest") if trivial_transform(
-        options.get("transform")) else []
-    if default.get("assert") and not default_asserts and not trivial_transform(options.get("transform")):
-        conv.notes.append(f"defaultTest: its checks run on the output transformed by {options['transform']!r} "
-                          "(on the reply as it is, they would mean something else)")
+    default_asserts = conv.assertions(default.get("assert"), "defaultTest", options.get("transform"))
     if default_asserts:
         if multi_turn:  # promptfoo checks each test's output: here, each turn
             default_asserts = [{**a, "scope": "each_turn"} for a in default_asserts]

@@ -102,21 +102,38 @@ def js_checks(code: str, negate: bool = False) -> dict[str, Any] | None:
 
 
 
-def trivial_transform(transform: Any) -> bool:
-    """No transform, or one that changes nothing an evalspec check reads (`output.trim()`: the checks that
-    care about surrounding white space ignore it already)."""
-    return transform is None or isinstance(transform, str) and regex.fullmatch(r"\s*output\.trim\(\)\s*;?\s*",
-                                                                          transform) is not None
+# what a check reads the same on the reply trimmed (promptfoo's `output.trim()` transform) as on the reply
+_TRIM_SAFE = {"equals", "starts-with", "is-json", "contains-json", "llm-rubric", "g-eval", "model-graded-closedqa",
+              "factuality", "model-graded-factuality", "answer-relevance", "similar"}
+_TRIM_SAFE_TEXTS = {"contains", "icontains", "contains-any", "contains-all", "icontains-any", "icontains-all"}
+
+
+def transform_kept(transform: Any, raw: dict[str, Any]) -> bool:
+    """Whether a check on promptfoo's `transform(output)` means the same on the reply as it is: no
+    transform, or `output.trim()` before a check that ignores surrounding white space (evalspec's
+    `equals` and `starts-with` do; a text search does when its texts have none at their ends)."""
+    if transform is None:
+        return True
+    if not isinstance(transform, str) or regex.fullmatch(r"\s*output\.trim\(\)\s*;?\s*", transform) is None:
+        return False
+    base = str(raw.get("type", "")).removeprefix("not-")
+    value = raw.get("value")
+    texts = value if isinstance(value, list) else [value]
+    return base in _TRIM_SAFE or base in _TRIM_SAFE_TEXTS and all(
+        isinstance(t, str) and t == t.strip() for t in texts)
 
 
 class Checks(Source):
-    def assertion(self, raw: Any, where: str) -> dict[str, Any] | None:
+    def assertion(self, raw: Any, where: str, transform: Any = None) -> dict[str, Any] | None:
+        """One promptfoo check as an evalspec check, or None (noted); `transform` is the test's
+        `options.transform`, which the check's own `transform` replaces."""
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             self.notes.append(f"{where}: assertion {raw!r}")
             return None
         kind = raw["type"]
-        if not trivial_transform(raw.get("transform")):
-            self.notes.append(f"{where}: assertion '{kind}' on the output transformed by {raw['transform']!r} "
+        transform = raw.get("transform", transform)
+        if not transform_kept(transform, raw):
+            self.notes.append(f"{where}: assertion '{kind}' on the output transformed by {transform!r} "
                               "(on the reply as it is, the check would mean something else)")
             return None
         raw = {k: v for k, v in raw.items() if k != "transform"}
@@ -265,7 +282,7 @@ class Checks(Source):
             return None
         return code
 
-    def assertions(self, raw: Any, where: str) -> list[dict[str, Any]]:
+    def assertions(self, raw: Any, where: str, transform: Any = None) -> list[dict[str, Any]]:
         items = raw if isinstance(raw, list) else []
-        return [a for i, item in enumerate(items) if (a := self.assertion(item, f"{where}.assert[{i}]"))]
+        return [a for i, item in enumerate(items) if (a := self.assertion(item, f"{where}.assert[{i}]", transform))]
 
