@@ -162,19 +162,18 @@ def test_model_graded_checks_become_rubrics_a_judge_answers(tmp_path: Path) -> N
     assert written(tmp_path)["judge"] == "openai/gpt-4o-mini"
 
 
-def test_a_check_on_a_transformed_output_is_not_converted_a_trim_is(tmp_path: Path) -> None:
-    """promptfoo checks `transform(output)`: the same check on the reply as it is would mean something else."""
+def test_a_judged_check_on_a_transformed_output_is_not_converted_a_trim_is_kept(tmp_path: Path) -> None:
+    """promptfoo checks `transform(output)`: a check on the reply as it is would mean something else, so what
+    cannot run the transform itself (judged checks) is not converted."""
     code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
-        {"description": "trimmed", "vars": {"q": "hi"},
-         "assert": [{"type": "equals", "value": "hi", "transform": "output.trim()"}]},
         {"description": "parsed", "vars": {"q": "hi"},
-         "assert": [{"type": "equals", "value": "Ann", "transform": "JSON.parse(output).name"}]}]})
+         "assert": [{"type": "similar", "value": "Ann", "transform": "JSON.parse(output).name"}]}]})
     assert code == 2 and "test 'parsed': checks nothing: none of its source's checks" in err
-    assert "assertion 'equals' on the output transformed by 'JSON.parse(output).name'" in err
+    assert "assertion 'similar' on the output transformed by 'JSON.parse(output).name'" in err
     code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
         {"vars": {"q": "hi"}, "options": {"transform": "output.toUpperCase()"},
-         "assert": [{"type": "equals", "value": "HI"}]}]})
-    assert code == 2 and "tests[0].assert[0]: assertion 'equals' on the output transformed by 'output.toUpperCase()'" in err
+         "assert": [{"type": "llm-rubric", "value": "shouts"}]}]})
+    assert code == 2 and "tests[0].assert[0]: assertion 'llm-rubric' on the output transformed by" in err
     code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
         {"vars": {"q": "hi"}, "assert": [{"type": "equals", "value": "hi", "transform": "output.trim()"}]}]})
     assert code == 0, err
@@ -187,6 +186,29 @@ def test_a_trim_is_kept_only_before_checks_that_ignore_surrounding_white_space(t
          "assert": [{"type": "contains", "value": "hi"}, {"type": "regex", "value": "^hi$"},
                     {"type": "contains", "value": " hi "}]}]})
     assert code == 0, err
-    assert written(tmp_path)["tests"][0]["conversation"][0]["assert"] == [{"contains": "hi"}]
-    assert "assertion 'regex' on the output transformed by 'output.trim()'" in err
-    assert "tests[0].assert[2]: assertion 'contains' on the output transformed by 'output.trim()'" in err
+    checks = written(tmp_path)["tests"][0]["conversation"][0]["assert"]
+    assert checks[0] == {"contains": "hi"}  # as it is: the trim changes nothing it reads
+    assert [list(c) for c in checks[1:]] == [["javascript"], ["javascript"]]  # the trim runs first
+    assert "return output.trim();" in checks[1]["javascript"] and 'const expected = " hi ";' in checks[2]["javascript"]
+
+
+def test_a_text_check_on_a_transformed_output_runs_as_one_javascript_check_with_the_same_verdict(
+        tmp_path: Path) -> None:
+    import shutil
+
+    import pytest
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    body = "const parsed = JSON.parse(output);\nreturn parsed.tweet.toUpperCase();"
+    results = played(tmp_path, {"prompts": ["{{ q }}"], "tests": [
+        {"description": "a", "vars": {"q": '{"tweet": "hello 世界"}'}, "options": {"transform": "JSON.parse(output).tweet"},
+         "assert": [{"type": "equals", "value": "hello 世界"}, {"type": "not-contains", "value": "tweet"},
+                    {"type": "icontains-all", "value": ["HELLO", "世界"]}, {"type": "regex", "value": "^h.*界$"}]},
+        {"description": "b", "vars": {"q": '{"tweet": "hello"}'},
+         "assert": [{"type": "starts-with", "value": "HELLO", "transform": body},
+                    {"type": "equals", "value": "hello", "transform": body}]}]})
+    verdicts = {r["test_id"]: [a["pass"] for a in r["assertions"]] for r in results}
+    assert verdicts == {"a": [True, True, True, True], "b": [True, False]}
+    code = written(tmp_path)["tests"][1]["conversation"][0]["assert"][0]["javascript"]
+    assert "const parsed = JSON.parse(output);" in code and "String(expected)" in code

@@ -5,6 +5,7 @@ else is listed as not converted."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import regex
@@ -123,6 +124,35 @@ def transform_kept(transform: Any, raw: dict[str, Any]) -> bool:
         isinstance(t, str) and t == t.strip() for t in texts)
 
 
+# promptfoo's text checks as JavaScript on the text `s` of a transformed output (its src/assertions, exactly)
+_JS_CHECKS = {
+    "contains": "s.includes(String(V))", "icontains": "s.toLowerCase().includes(String(V).toLowerCase())",
+    "contains-any": "V.some((v) => s.includes(String(v)))", "contains-all": "V.every((v) => s.includes(String(v)))",
+    "icontains-any": "V.some((v) => s.toLowerCase().includes(String(v).toLowerCase()))",
+    "icontains-all": "V.every((v) => s.toLowerCase().includes(String(v).toLowerCase()))",
+    "starts-with": "s.startsWith(String(V))", "equals": "String(V) === s", "regex": "new RegExp(V).test(s)",
+    "is-json": "(() => { try { JSON.parse(s); return true; } catch { return false; } })()",
+}
+
+
+def transformed_check(kind: str, value: Any, transform: Any) -> str | None:
+    """A text check on promptfoo's `transform(output)` as one `javascript` check that does both, as promptfoo
+    does them (inline transforms: one line an expression, several a function body); None when it cannot be."""
+    negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
+    if not isinstance(transform, str) or transform.startswith("file://") or base not in _JS_CHECKS:
+        return None
+    lists = base.endswith(("-any", "-all"))
+    if lists and not (isinstance(value, list) and value and all(isinstance(v, (str, int, float)) for v in value)) \
+            or not lists and base != "is-json" and not isinstance(value, (str, int, float)):
+        return None
+    body = transform.strip() if "\n" in transform.strip() else f"return {transform.strip()};"
+    test = _JS_CHECKS[base].replace("V", "expected")
+    return (f"const transformed = (function (output, context) {{\n{body}\n}})(output, context);\n"
+            "const s = typeof transformed === 'string' ? transformed : JSON.stringify(transformed);\n"
+            f"const expected = {json.dumps(value, ensure_ascii=False)};\n"
+            f"return {'!' if negate else ''}({test});\n")
+
+
 class Checks(Source):
     def assertion(self, raw: Any, where: str, transform: Any = None) -> dict[str, Any] | None:
         """One promptfoo check as an evalspec check, or None (noted); `transform` is the test's
@@ -133,9 +163,12 @@ class Checks(Source):
         kind = raw["type"]
         transform = raw.get("transform", transform)
         if not transform_kept(transform, raw):
-            self.notes.append(f"{where}: assertion '{kind}' on the output transformed by {transform!r} "
-                              "(on the reply as it is, the check would mean something else)")
-            return None
+            code = transformed_check(kind, raw.get("value"), transform)
+            if code is None:
+                self.notes.append(f"{where}: assertion '{kind}' on the output transformed by {transform!r} "
+                                  "(on the reply as it is, the check would mean something else)")
+                return None
+            return dict(plain({"javascript": code, **{k: raw[k] for k in ("weight", "metric") if k in raw}}))
         raw = {k: v for k, v in raw.items() if k != "transform"}
         negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
         value = raw.get("value")
