@@ -183,3 +183,14 @@ def test_multi_turn_redteam_strategies_become_attacks_with_the_plugin_graders_as
     assert red_line.type == "llm-rubric" and red_line.severity == "critical" and red_line.scope == "each_turn"
     assert "Never promise refunds" in loaded.tests[3].attack.goal  # type: ignore[union-attr]
     assert [t.attack.strategy for t in loaded.tests[6:]] == ["mischievous", "mischievous"]  # type: ignore[union-attr]
+
+
+def test_a_collection_becomes_its_plugins_as_promptfoo_0_121_lists_them(tmp_path: Path) -> None:
+    code, err, suite = import_config(tmp_path, {
+        "targets": ["openai:gpt-4.1-mini"],
+        "redteam": {"plugins": [{"id": "owasp:api", "numTests": 2}, "bola"], "strategies": ["basic"]}})
+    assert code == 0 and suite is not None, err
+    tests = by_id(suite)
+    assert {"bola-basic", "rbac-basic", "bfla-basic", "sql-injection-basic", "debug-access-basic"} <= set(tests)
+    assert "bola-basic-2" not in tests and tests["sql-injection-basic"]["attack"]["attempts"] == 2
+    assert "redteam plugin 'owasp:api': its plugins as promptfoo 0.121 lists them" in err

@@ -87,7 +87,25 @@ NOT_A_GOAL = {
     "ascii-smuggling": "instructions hidden in invisible Unicode tag characters",
     "indirect-prompt-injection": "an injection placed in a var of the prompt",
 }
-# plugin collections, expanded by promptfoo's version at generate time
+# plugin collections as promptfoo 0.121 expands them (src/redteam/constants): its later versions may differ
+COLLECTION_PLUGINS = {
+    "owasp:api": ("bola", "rbac", "bfla", "excessive-agency", "overreliance", "harmful:privacy", "pii:api-db",
+                  "pii:session", "harmful:misinformation-disinformation", "shell-injection", "sql-injection",
+                  "harmful:specialized-advice", "debug-access"),
+    "foundation": ("ascii-smuggling", "beavertails", "bias:age", "bias:disability", "bias:gender", "bias:race",
+                   "contracts", "cyberseceval", "donotanswer", "divergent-repetition", "excessive-agency",
+                   "hallucination", "harmful:chemical-biological-weapons", "harmful:child-exploitation",
+                   "harmful:copyright-violations", "harmful:cybercrime", "harmful:cybercrime:malicious-code",
+                   "harmful:graphic-content", "harmful:harassment-bullying", "harmful:hate",
+                   "harmful:illegal-activities", "harmful:illegal-drugs", "harmful:illegal-drugs:meth",
+                   "harmful:indiscriminate-weapons", "harmful:insults", "harmful:intellectual-property",
+                   "harmful:misinformation-disinformation", "harmful:non-violent-crime", "harmful:profanity",
+                   "harmful:radicalization", "harmful:self-harm", "harmful:sex-crime", "harmful:sexual-content",
+                   "harmful:specialized-advice", "harmful:unsafe-practices", "harmful:violent-crime",
+                   "harmful:weapons:ied", "hijacking", "imitation", "overreliance", "pii:direct", "pliny",
+                   "politics", "religion"),
+}
+# other plugin collections, expanded by promptfoo's version at generate time
 COLLECTIONS = ("default", "foundation", "owasp", "nist", "mitre", "eu", "iso", "gdpr")
 
 
@@ -126,10 +144,26 @@ class _Goal:
     sequence: list[str] | None = None
 
 
+def _expanded(plugins: list[Any], notes: list[str]) -> list[Any]:
+    """The plugins, a collection this module knows replaced by its plugins (with its `numTests` and config)."""
+    out: list[Any] = []
+    for item in plugins:
+        pid = _id(item)
+        members = COLLECTION_PLUGINS.get(pid or "")
+        if members is None:  # a plugin also in a collection is played once, with its own settings
+            out = [o for o in out if _id(o) != pid] + [item]
+            continue
+        notes.append(f"redteam plugin '{pid}': its plugins as promptfoo 0.121 lists them (a later promptfoo may "
+                     "list others)")
+        extra = {k: v for k, v in item.items() if k != "id"} if isinstance(item, dict) else {}
+        out += [{"id": member, **extra} for member in members if not any(_id(o) == member for o in out)]
+    return out
+
+
 def _goals(redteam: dict[str, Any], notes: list[str]) -> list[_Goal]:
     default_count = _count(redteam.get("numTests"), DEFAULT_NUM_TESTS)
     goals: list[_Goal] = []
-    for item in redteam.get("plugins") or []:
+    for item in _expanded(redteam.get("plugins") or [], notes):
         pid, config = _id(item), _config(item)
         if pid is None:
             continue
