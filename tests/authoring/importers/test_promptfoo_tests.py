@@ -78,3 +78,20 @@ def test_a_glob_var_that_matches_nothing_refuses_the_import(tmp_path: Path) -> N
                                             "tests": [{"vars": {"a": "file://none/*.txt"},
                                                        "assert": [{"type": "contains", "value": "x"}]}]})
     assert code == 2 and "no file matches file://none/*.txt next to the config" in err
+
+
+def test_a_python_test_generator_is_called_as_promptfoo_calls_it(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "cases.py").write_text(
+        "def make(config=None):\n"
+        "    langs = (config or {}).get('languages', ['French'])\n"
+        "    return [{'vars': {'lang': l}, 'assert': [{'type': 'contains', 'value': l}]} for l in langs]\n\n"
+        "def broken():\n    raise ValueError('no data')\n", encoding="utf-8")
+    code, _, err = import_config(tmp_path, {"prompts": ["Say it in {{ lang }}"], "providers": ["echo"], "tests": [
+        "file://cases.py:make", {"path": "file://cases.py:make", "config": {"languages": ["德语", "Italian"]}}]})
+    assert code == 0, err
+    sent = [t["conversation"][0]["user"] for t in written(tmp_path)["tests"]]
+    assert sent == ["Say it in French", "Say it in 德语", "Say it in Italian"]
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ lang }}"], "providers": ["echo"],
+                                            "tests": ["file://cases.py:broken"]})
+    assert code == 2 and "the generator did not return a list of tests: ValueError: no data" in err

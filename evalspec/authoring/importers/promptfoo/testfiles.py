@@ -18,6 +18,20 @@ _RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", 
                    ".aac", ".mp4", ".webm", ".mov", ".avi", ".mkv"}
 
 
+GENERATOR_SECONDS = 60
+# runs a promptfoo test generator: its module in its own folder, its tests printed as JSON on the last line
+_GENERATE = """
+import importlib.util, json, sys
+path, name, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.path.insert(0, str(__import__("pathlib").Path(path).parent))
+spec = importlib.util.spec_from_file_location("promptfoo_tests", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print()
+print(json.dumps(getattr(module, name)(*args), ensure_ascii=False, default=str))
+"""
+
+
 class TestFiles(Source):
     def external_tests(self, raw: Any) -> list[Any]:
         """`tests:` as a list of test mappings: `file://x.csv|jsonl|yaml|json` entries read (inside the
@@ -25,6 +39,10 @@ class TestFiles(Source):
         items = raw if isinstance(raw, list) else [raw]
         out: list[Any] = []
         for item in items:
+            generator = item.get("path") if isinstance(item, dict) and set(item) <= {"path", "config"} else item
+            if isinstance(generator, str) and regex.fullmatch(r"(?:file://)?[^:]+\.py:\w+", generator):
+                out.extend(self._generated(generator, item.get("config") if isinstance(item, dict) else None))
+                continue
             if not isinstance(item, str):
                 out.append(item)
                 continue
@@ -32,6 +50,36 @@ class TestFiles(Source):
             for file in self._globbed(target):
                 out.extend(self._test_file(file, item))
         return out
+
+    def _generated(self, target: str, config: Any) -> list[Any]:
+        """The tests a promptfoo python generator (`file://tests.py:fn`, with its `config`) returns, called as
+        promptfoo calls it: in a python process of its own, in the config's folder, `fn(config)` or `fn()`."""
+        import subprocess
+        import sys
+
+        file, _, function = target.removeprefix("file://").partition(":")
+        where = f"tests {target}"
+        path = self.inside(file, where)
+        if path is None:
+            return []
+        if not path.is_file():
+            return self._missing(file)
+        args = [] if config is None else [config]
+        try:
+            done = subprocess.run([sys.executable, "-c", _GENERATE, str(path), function, json.dumps(args)],
+                                  cwd=path.parent, capture_output=True, text=True, timeout=GENERATOR_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.problem(where, f"the generator took longer than {GENERATOR_SECONDS} s")
+            return []
+        try:
+            tests = json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 and done.stdout else None
+        except json.JSONDecodeError:
+            tests = None
+        if not isinstance(tests, list):
+            tail = (done.stderr.strip().splitlines() or [f"it printed {done.stdout[-200:]!r}"])[-1]
+            self.problem(where, f"the generator did not return a list of tests: {tail}")
+            return []
+        return tests
 
     def _globbed(self, target: str) -> list[Path]:
         import glob
