@@ -20,7 +20,7 @@ import yaml
 from evalspec.authoring.importers import RAW_CLOSE, RAW_OPEN, ImportedSuite, literal, plain
 from evalspec.authoring.importers.promptfoo.checks import Checks
 from evalspec.authoring.importers.promptfoo.prompts import HISTORY_VARS, Prompts
-from evalspec.authoring.importers.promptfoo.providers import Providers
+from evalspec.authoring.importers.promptfoo.providers import Providers, uuid_var
 from evalspec.authoring.importers.promptfoo.redteam import redteam_tests
 from evalspec.authoring.importers.promptfoo.testfiles import TestFiles
 from evalspec.core.errors import ConfigError, Problem
@@ -93,6 +93,7 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     """One promptfoo config -> one suite (written to `out_dir`, which relative paths are computed for)."""
     data = _load(path)
     conv = _Converter(path, out_dir)
+    conv.session_var = uuid_var(data.get("defaultTest"))  # promptfoo's per-test id: evalspec's thread id
     providers = conv.providers(data.get("providers") if data.get("providers") is not None else data.get("targets"))
     prompts = conv.prompts(data.get("prompts"))
     default = conv.default_test(data.get("defaultTest"))
@@ -104,7 +105,7 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         conv.notes.append(f"top-level '{key}'")
     options: dict[str, Any] = default["options"] if isinstance(default.get("options"), dict) else {}
     judge = conv.judge(options.get("provider")) if options.get("provider") is not None else None
-    for key in sorted(set(options) - {"provider"}):
+    for key in sorted(set(options) - {"provider", *(("transformVars",) if conv.session_var else ())}):
         conv.notes.append(f"defaultTest.options.{key}")
     for key in sorted(set(default) - {"vars", "assert", "options"}):
         conv.notes.append(f"defaultTest.{key}")

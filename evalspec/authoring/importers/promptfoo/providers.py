@@ -1,60 +1,72 @@
-"""promptfoo providers as evalspec providers: `openai:`/`anthropic:`/... become `model:`, `http`/URL
-providers `http:`, `file://x.py` python providers a `python:` adapter (promptfoo's `call_api(prompt,
-options, context)` called from evalspec's `respond(messages, context)`), `echo` a python echo."""
+"""promptfoo providers as evalspec providers: `openai:`/`anthropic:`/`bedrock:`/... become `model:` (the
+litellm model string that calls the same API), `http`/URL providers `http:`, `file://x.py` python and
+`file://x.js` JavaScript providers a `python:` adapter (promptfoo's `call_api(prompt, options, context)`
+or `callApi(prompt, context, options)` called from evalspec's `respond(messages, context)`; JavaScript
+through node), `echo` a python echo."""
 
 from __future__ import annotations
 
+import base64
+import itertools
 from pathlib import Path
 from typing import Any
 
 import regex
 
+from evalspec.authoring.importers.promptfoo.provider_files import (
+    ECHO_FILE,
+    ECHO_SOURCE,
+    JS_ADAPTER,
+    JS_RUNNER,
+    JS_RUNNER_FILE,
+    PYTHON_ADAPTER,
+)
 from evalspec.authoring.importers.promptfoo.source import Source
 from evalspec.core.suggest import slugify
 
+# promptfoo's provider prefix -> litellm's (both call the same service)
 MODEL_PREFIXES = {"openai": "openai", "anthropic": "anthropic", "azure": "azure", "vertex": "vertex_ai",
                   "bedrock": "bedrock", "mistral": "mistral", "groq": "groq", "ollama": "ollama",
                   "google": "gemini", "xai": "xai", "openrouter": "openrouter", "perplexity": "perplexity",
-                  "deepseek": "deepseek", "fireworks": "fireworks_ai", "togetherai": "together_ai"}
+                  "deepseek": "deepseek", "fireworks": "fireworks_ai", "togetherai": "together_ai",
+                  "cerebras": "cerebras", "replicate": "replicate", "huggingface": "huggingface",
+                  "cloudflare-ai": "cloudflare", "cohere": "cohere", "databricks": "databricks",
+                  "hyperbolic": "hyperbolic", "nscale": "nscale", "github": "github", "cometapi": "cometapi",
+                  "aimlapi": "aiml", "docker": "docker_model_runner", "watsonx": "watsonx",
+                  "vercel": "vercel_ai_gateway", "sagemaker": "sagemaker"}
 LITELLM_PREFIX = "litellm"  # `litellm:PROVIDER/NAME` is already a litellm model string
-ECHO_FILE = "promptfoo_echo.py"
-ECHO_SOURCE = '''"""promptfoo's `echo` provider: the reply is the message sent (written by `evalspec import promptfoo`)."""
-
-
-def respond(messages, context):
-    return messages[-1]["content"]
-'''
-# promptfoo types evalspec has under another name (SPEC §19); model-graded ones take their value as a rubric
-
-PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
-
-ADAPTER = '''"""Calls a promptfoo python provider ({target}) the way evalspec calls providers.
-
-Written by `evalspec import promptfoo`; promptfoo passes the rendered prompt, evalspec the conversation.
-"""
-
-import importlib.util
-import json
-from pathlib import Path
-
-_spec = importlib.util.spec_from_file_location("promptfoo_provider", Path(__file__).parent / {path!r})
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
-
-
-def respond(messages, context):
-    prompt = messages[-1]["content"] if len(messages) == 1 else json.dumps(messages, ensure_ascii=False)
-    result = getattr(_module, {function!r})(prompt, {{"config": {config!r}}}, {{"vars": context["vars"]}})
-    if isinstance(result, dict):
-        if result.get("error"):
-            raise RuntimeError(result["error"])
-        return {{"content": str(result.get("output", "")), "cost": result.get("cost")}}
-    return str(result)
-'''
-
+# `PREFIX:API:MODEL`: the chat APIs, as the litellm provider that calls them (None: the prefix's own)
+CHAT_APIS: dict[tuple[str, str], str | None] = {
+    **{(p, api): None for p in MODEL_PREFIXES for api in ("chat", "messages")},
+    ("openai", "responses"): "openai/responses", ("openai", "completion"): "text-completion-openai",
+    ("azure", "completion"): "azure_text", ("anthropic", "completion"): None,
+    ("bedrock", "converse"): "bedrock/converse", ("ollama", "completion"): "ollama",
+    ("ollama", "chat"): "ollama_chat", ("huggingface", "text-generation"): None,
+    ("cloudflare-ai", "completion"): None,
+    # promptfoo's SageMaker model types: the request format the endpoint reads
+    ("sagemaker", "openai"): "sagemaker_chat", ("sagemaker", "huggingface"): "sagemaker",
+    ("sagemaker", "jumpstart"): "sagemaker", ("sagemaker", "llama"): "sagemaker",
+}
+NOT_CHAT = {"image", "video", "embedding", "embeddings", "realtime", "live", "assistant", "kb", "audio",
+            "transcription", "moderation", "tts", "stt", "voice", "isolation", "alignment", "speech",
+            "text-classification", "token-classification", "feature-extraction", "sentence-similarity",
+            "classification", "chatkit", "agents", "agent", "foundry-agent", "responses", "completion"}
+AGENT_SDKS = {"claude-agent-sdk", "codex-sdk", "agents"}  # agent frameworks, not models
+PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty",
+          "max_completion_tokens")
+PARAM_ALIASES = {"maxTokens": "max_tokens", "maxOutputTokens": "max_tokens", "max_new_tokens": "max_tokens",
+                 "topP": "top_p"}
+# where litellm takes a promptfoo `region:` / `projectId:` (the endpoint called), per litellm provider
+REGION_PARAM = {"bedrock": "aws_region_name", "sagemaker": "aws_region_name", "sagemaker_chat": "aws_region_name",
+                "vertex_ai": "vertex_location"}
+JS_SUFFIXES = (".js", ".mjs", ".cjs")
+HTTP_KEYS = {"url", "method", "headers", "body", "transformResponse", "responseParser", "stateful", "auth",
+             "maxRetries", "tls", "sessionSource", "sessionParser"}
 
 
 class Providers(Source):
+    session_var: str | None = None  # a var the config sets to a fresh id per test (promptfoo's context.uuid)
+
     def providers(self, raw: Any) -> list[dict[str, Any]]:
         items: list[Any] = raw if isinstance(raw, list) else [raw] if raw is not None else []
         out: list[dict[str, Any]] = []
@@ -79,68 +91,172 @@ class Providers(Source):
         config = item.get("config") or {} if isinstance(item, dict) else {}
         label = item.get("label") if isinstance(item, dict) else None
         name = label or pid
-        if pid.startswith("file://") and pid.split(":", 1)[1].lstrip("/").split(":")[0].endswith(".py"):
-            target = pid[len("file://"):]
-            file, _, function = target.partition(":")
-            stub = f"promptfoo_{slugify(Path(file).stem)}.py"
-            relative = self.relative(file, f"provider {pid}")
-            if relative is None:
-                return None
-            self.files[stub] = ADAPTER.format(target=target, path=relative,
-                                              function=function or "call_api", config=config)
-            return {"_name": name, "python": f"{stub}:respond"}
+        if pid.startswith("file://"):
+            return self.file_provider(pid, config, label, name)
         if pid in ("http", "https") or pid.startswith(("http://", "https://")):
             return self.http(pid, config, name)
         if pid == "echo":
             self.files[ECHO_FILE] = ECHO_SOURCE
             return {"_name": name, "python": f"{ECHO_FILE}:respond"}
-        prefix, sep, model = pid.partition(":")
+        prefix, sep, rest = pid.partition(":")
         if sep and prefix == LITELLM_PREFIX:
-            prefix, model = "litellm", model
-        if sep and (prefix in MODEL_PREFIXES or prefix == "litellm"):
-            for api in ("chat:", "messages:", "completion:"):
-                model = model.removeprefix(api)
-            if ":" in model:  # image:, video:, embedding:, realtime: ... are not chat models
+            api, colon, model = rest.partition(":")
+            if colon and api in NOT_CHAT - {"completion"}:
                 self.notes.append(f"provider {pid}: not a chat model")
                 return None
-            full = model if prefix == "litellm" else f"{MODEL_PREFIXES[prefix]}/{model}"
-            out: dict[str, Any] = {"_name": name, "model": full}
-            params = {k: config[k] for k in PARAMS if k in config}
-            if params:
-                out["params"] = params
-            base = config.get("apiBaseUrl") or config.get("apiHost")
-            if isinstance(base, str):
-                out["api_base"] = base if "://" in base else f"https://{base}"
-            if isinstance(config.get("apiKey"), str):
-                out["api_key"] = config["apiKey"]
-            rest = sorted(set(config) - set(PARAMS) - {"apiBaseUrl", "apiHost", "apiKey"})
-            if rest:
-                self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
-            return out
+            return self.model(pid, model if colon and api == "chat" else rest, config, name)
+        if sep and prefix in MODEL_PREFIXES:
+            full = self.model_string(pid, prefix, rest, config)
+            return None if full is None else self.model(pid, full, config, name)
         self.notes.append(f"provider {pid}: no evalspec equivalent")
         return None
+
+    def model_string(self, pid: str, prefix: str, rest: str, config: dict[str, Any]) -> str | None:
+        """The litellm model string of `PREFIX:[API:]MODEL`, or None (noted) when it is not a chat model."""
+        api, sep, model = rest.partition(":")
+        if prefix == "sagemaker" and not sep:  # `sagemaker:ENDPOINT` with `config.modelType`
+            api, sep, model = str(config.get("modelType") or "custom"), ":", rest
+        if prefix == "sagemaker" and (prefix, api) not in CHAT_APIS and api != "embedding":
+            self.notes.append(f"provider {pid}: a SageMaker endpoint of model type '{api}' (litellm reads "
+                              "only OpenAI-style and Hugging Face/JumpStart endpoints)")
+            return None
+        if sep and (prefix, api) in CHAT_APIS:
+            route = CHAT_APIS[prefix, api] or MODEL_PREFIXES[prefix]
+        elif sep and api in NOT_CHAT:
+            self.notes.append(f"provider {pid}: not a chat model")
+            return None
+        else:
+            route, model = MODEL_PREFIXES[prefix], rest  # a model name may hold colons (`nova-pro-v1:0`)
+        if model in AGENT_SDKS:
+            self.notes.append(f"provider {pid}: an agent SDK, not a model (no evalspec equivalent)")
+            return None
+        if not model or "nova-sonic" in model:  # Nova Sonic is speech to speech
+            self.notes.append(f"provider {pid}: not a chat model")
+            return None
+        return f"{route}/{model}"
+
+    def model(self, pid: str, full: str, config: dict[str, Any], name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"_name": name, "model": full}
+        if full.startswith("openai/responses/"):
+            out["client"] = "litellm"  # litellm sends `openai/responses/...` to the Responses API
+        params = {k: config[k] for k in PARAMS if k in config}
+        params |= {v: config[k] for k, v in PARAM_ALIASES.items() if k in config and v not in params}
+        route = full.split("/", 1)[0]
+        used = {*PARAMS, *PARAM_ALIASES, "apiBaseUrl", "apiHost", "apiKey"}
+        if isinstance(config.get("region"), str) and route in REGION_PARAM:
+            params[REGION_PARAM[route]] = config["region"]
+            used.add("region")
+        if isinstance(config.get("projectId"), str) and route == "vertex_ai":
+            params["vertex_project"] = config["projectId"]
+            used.add("projectId")
+        if isinstance(config.get("response_format"), dict):
+            params["response_format"] = config["response_format"]
+            used.add("response_format")
+        if params:
+            out["params"] = params
+        base = config.get("apiBaseUrl") or config.get("apiHost")
+        if isinstance(base, str):
+            out["api_base"] = base if "://" in base else f"https://{base}"
+        if isinstance(config.get("apiKey"), str):
+            out["api_key"] = _env(config["apiKey"])
+        if rest := sorted(set(config) - used - {"modelType"}):
+            self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
+        return out
+
+    def file_provider(self, pid: str, config: dict[str, Any], label: Any, name: str) -> dict[str, Any] | None:
+        """`file://x.py[:function]` and `file://x.js|.mjs|.cjs[:export]`: an adapter beside the suite."""
+        target = pid[len("file://"):]
+        file, _, function = target.partition(":")
+        suffix = Path(file).suffix
+        if suffix not in (".py", *JS_SUFFIXES):
+            why = ("a TypeScript provider: node runs it only with a TS loader; compile it to .js and import "
+                   "again" if suffix in (".ts", ".mts", ".cts") else "no evalspec equivalent")
+            self.notes.append(f"provider {pid}: {why}")
+            return None
+        relative = self.relative(file, f"provider {pid}")
+        if relative is None:
+            return None
+        if suffix == ".py":
+            source = PYTHON_ADAPTER.format(target=target, path=relative, function=function or "call_api",
+                                           config=config)
+        else:
+            folder = self.relative(".", f"provider {pid}") or "."
+            options = {"id": pid, "config": config, **({"label": label} if label else {})}
+            self.files[JS_RUNNER_FILE] = JS_RUNNER
+            source = JS_ADAPTER.format(target=target, path=relative, folder=folder, runner=JS_RUNNER_FILE,
+                                       options=options, function=function or None)
+        stem = f"promptfoo_{slugify(Path(file).stem)}"
+        stub = next(f"{stem}{n or ''}.py" for n in itertools.count()
+                    if self.files.get(f"{stem}{n or ''}.py", source) == source)  # one file per adapter
+        self.files[stub] = source
+        return {"_name": name, "python": f"{stub}:respond"}
 
     def http(self, pid: str, config: dict[str, Any], name: str) -> dict[str, Any] | None:
         url = config.get("url") or (pid if pid.startswith("http") and "://" in pid else None)
         if not isinstance(url, str):
             self.notes.append(f"provider {pid}: no url")
             return None
-        http: dict[str, Any] = {"url": url}
+        session = self.session_var if config.get("sessionSource") != "server" else None
+        if config.get("sessionSource") == "client":
+            session = "sessionId"
+        http: dict[str, Any] = {"url": self.swap(url, session)}
         if config.get("method"):
             http["method"] = str(config["method"]).upper()
-        if isinstance(config.get("headers"), dict):
-            http["headers"] = {str(k): str(v) for k, v in config["headers"].items()}
+        headers = {str(k): str(v) for k, v in config["headers"].items()} if isinstance(config.get("headers"),
+                                                                                     dict) else {}
+        if "auth" in config:
+            auth = _auth(config["auth"])
+            if auth is None:
+                kind = config["auth"].get("type") if isinstance(config["auth"], dict) else config["auth"]
+                self.notes.append(f"provider {pid}: auth type {kind!r} (no evalspec equivalent; the target "
+                                  "refuses calls without it)")
+                return None
+            where, key, value = auth
+            if where == "query":
+                http["url"] += ("&" if "?" in http["url"] else "?") + f"{key}={value}"
+            else:
+                headers[key] = value
+        if headers:
+            http["headers"] = self.swap(headers, session)
         if "body" in config:
-            http["body"] = _swap_prompt(config["body"])
-        transform = config.get("transformResponse")
-        if isinstance(transform, str) and (m := regex.fullmatch(r"\s*json\.([A-Za-z_][\w.\[\]]*)\s*", transform)):
-            http["response"] = m.group(1)
-        elif transform is not None:
-            self.notes.append(f"provider {pid}: transformResponse {transform!r} (give `response:` as JMESPath)")
-        rest = sorted(set(config) - {"url", "method", "headers", "body", "transformResponse"})
-        if rest:
+            http["body"] = self.swap(config["body"], session)
+        for key in ("signatureAuth", "transformRequest", "tls"):
+            if key in config and not (key == "tls" and config[key] in ({}, {"rejectUnauthorized": True})):
+                self.notes.append(f"provider {pid}: {key} (no evalspec equivalent; the target is not called "
+                                  "the same way without it)")
+                return None
+        parser = "transformResponse" if "transformResponse" in config else "responseParser"
+        if config.get(parser) is not None:
+            path = _jmespath(config[parser])
+            if path is not None:
+                http["response"] = path
+            else:
+                self.notes.append(f"provider {pid}: {parser} {config[parser]!r} (give `response:` as JMESPath)")
+        if config.get("stateful") is True:
+            http["stateful"] = True
+        if config.get("sessionParser") is not None:
+            self.notes.append(f"provider {pid}: sessionParser {config['sessionParser']!r} (the server's session "
+                              "id is not read back: each message is sent without it)")
+        if "maxRetries" in config:
+            self.notes.append(f"provider {pid}: maxRetries (evalspec retries every call `options.retries` times)")
+        if rest := sorted(set(config) - HTTP_KEYS - {"signatureAuth", "transformRequest"}):
             self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
         return {"_name": name if name not in ("http", "https") else "http", "http": http}
+
+    def swap(self, value: Any, session: str | None) -> Any:
+        """promptfoo's `{{prompt}}` is the message evalspec sends (`{{ message }}`), `{{env.X}}` the
+        environment (`${X:-}`: unset is empty, as in promptfoo); the per-test session var is evalspec's
+        `{{ thread_id }}`; a server session var the server never sent is empty."""
+        if isinstance(value, str):
+            value = regex.sub(r"\{\{\s*prompt\s*\}\}", "{{ message }}", _env(value))
+            if session:
+                value = regex.sub(r"\{\{\s*" + regex.escape(session) + r"\s*\}\}", "{{ thread_id }}", value)
+            return regex.sub(r"\{\{\s*sessionId\s*\}\}", "{{ sessionId | default('') }}", value)
+        if isinstance(value, dict):
+            return {k: self.swap(v, session) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.swap(v, session) for v in value]
+        return value
 
     def judge(self, raw: Any) -> Any:
         """`defaultTest.options.provider` (promptfoo's grader) as the suite's `judge:`."""
@@ -154,13 +270,69 @@ class Providers(Source):
             return converted["model"]
         return converted if "model" in converted else None
 
-def _swap_prompt(value: Any) -> Any:
-    """promptfoo's `{{prompt}}` is the message evalspec sends: `{{ message }}`."""
-    if isinstance(value, str):
-        return regex.sub(r"\{\{\s*prompt\s*\}\}", "{{ message }}", value)
-    if isinstance(value, dict):
-        return {k: _swap_prompt(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_swap_prompt(v) for v in value]
-    return value
 
+def uuid_var(default_test: Any) -> str | None:
+    """The var `defaultTest.options.transformVars: '{ ...vars, NAME: context.uuid }'` sets to a fresh id per
+    test (promptfoo's client-side session), or None."""
+    options = default_test.get("options") if isinstance(default_test, dict) else None
+    transform = options.get("transformVars") if isinstance(options, dict) else None
+    found = regex.fullmatch(r"\s*\{\s*\.\.\.vars\s*,\s*(\w+)\s*:\s*context\.uuid\s*,?\s*\}\s*;?\s*",
+                            transform) if isinstance(transform, str) else None
+    return found.group(1) if found else None
+
+
+def _env(text: str) -> str:
+    """promptfoo's `{{env.NAME}}` / `{{ env['NAME'] }}` as `${NAME:-}` (an unset variable renders empty)."""
+    return str(regex.sub(r"\{\{\s*env(?:\.(\w+)|\[\s*['\"](\w+)['\"]\s*\])\s*\}\}",
+                         lambda m: "${" + (m.group(1) or m.group(2)) + ":-}", text))
+
+
+def _auth(auth: Any) -> tuple[str, str, str] | None:
+    """promptfoo's http `auth:` as (header|query, name, value), or None when it has no evalspec form
+    (oauth fetches a token, `file` runs code; basic auth with templated parts cannot be encoded here)."""
+    if not isinstance(auth, dict):
+        return None
+    kind = auth.get("type")
+    if kind == "api_key" and isinstance(auth.get("value"), str):
+        where = "query" if auth.get("placement") == "query" else "header"
+        return where, str(auth.get("keyName") or "X-API-Key"), _env(auth["value"])
+    if kind == "bearer" and isinstance(auth.get("token"), str):
+        return "header", "Authorization", f"Bearer {_env(auth['token'])}"
+    user, password = auth.get("username"), auth.get("password")
+    if kind == "basic" and isinstance(user, str) and isinstance(password, str) and \
+            not any(mark in user + password for mark in ("{{", "${")):
+        return "header", "Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+    return None
+
+
+# a JavaScript property path on `json`: `.a`, `?.a`, `[0]`, `?.[0]`, `["a-b"]`
+_JS_STEP = r"(?:\??\.[A-Za-z_]\w*|(?:\?\.)?\[\d+\]|(?:\?\.)?\[\s*(?:\"[^\"\\]*\"|'[^'\\]*')\s*\])"
+_JS_PATH = regex.compile(r"\s*json(?P<path>" + _JS_STEP + r"*)\s*;?\s*")
+_ARROW = regex.compile(r"\s*(?:\(\s*json\s*(?:,\s*\w+\s*){0,2}\)|json)\s*=>\s*(?:(?P<expr>[^{].*?)|\{\s*return\s+"
+                       r"(?P<block>.*?);?\s*\})\s*", regex.DOTALL)
+
+
+def _jmespath(transform: Any) -> str | None:
+    """promptfoo's transformResponse as the JMESPath that finds the same value, or None: `json.a.b`,
+    `json?.a?.b`, `(json) => json.a[0]`, `(json) => json` (`@`). Anything else (logic, calls, `text`,
+    `file://`) has no exact JMESPath."""
+    if not isinstance(transform, str):
+        return None
+    arrow = _ARROW.fullmatch(transform)
+    expression = (arrow.group("expr") or arrow.group("block")) if arrow else transform
+    path = _JS_PATH.fullmatch(expression)
+    if path is None:
+        return None
+    steps = regex.findall(_JS_STEP, path.group("path"))
+    if not steps:
+        return "@"
+    out = []
+    for step in steps:
+        step = step.removeprefix("?.") if step.startswith("?.[") else step.lstrip("?")
+        if step.startswith("."):
+            out.append(step)
+        elif (m := regex.fullmatch(r"\[\s*[\"'](.*)[\"']\s*\]", step)) is not None:
+            out.append('."' + m.group(1) + '"')
+        else:
+            out.append(step)
+    return "".join(out).removeprefix(".")
