@@ -131,10 +131,16 @@ def test_model_ids_become_the_litellm_model_that_calls_the_same_api(tmp_path: Pa
     providers = [{"id": pid, "label": f"p{i}", "config": {"region": "eu-west-1", "apiKey": "sk-test-12345678",
                                                          "maxTokens": 50}}
                  for i, pid in enumerate([*ids, *not_chat])]
+    providers[0]["config"] |= {"instructions": "Answer in French.",  # the Responses API's own forms
+                               "response_format": {"type": "json_schema", "name": "x", "schema": {}}}
+    providers[1]["config"]["response_format"] = {"type": "json_object"}
     code, err = import_config(tmp_path, {"prompts": ["hi"], "providers": providers,
                                          "tests": [{"assert": [{"type": "contains", "value": "hi"}]}]})
     assert code == 0, err
     out = {p["id"]: p for p in written(tmp_path)["providers"]}
+    assert out["p0"]["system"] == "Answer in French."
+    assert "provider openai:responses:gpt-4.1: config keys region, response_format" in err
+    assert out["p1"]["params"]["response_format"] == {"type": "json_object"}
     assert [p["model"] for p in out.values()] == list(ids.values())
     assert out["p0"]["client"] == "litellm"  # litellm sends `openai/responses/...` to the Responses API
     assert out["p2"]["params"] == {"max_tokens": 50, "aws_region_name": "eu-west-1"}
@@ -244,3 +250,27 @@ def test_a_python_provider_imports_the_modules_beside_it(tmp_path: Path) -> None
     data = run([tmp_path / "out" / "promptfooconfig.yaml"],
                options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
     assert data["results"][0]["status"] == "passed"
+
+
+def test_a_tests_providers_filter_runs_it_on_the_converted_providers_it_names(tmp_path: Path) -> None:
+    config = {"prompts": ["{{ q }}"],
+              "providers": [{"id": "echo", "label": "fast"}, {"id": "echo", "label": "smart"},
+                            {"id": "openai:image:gpt-image-1", "label": "painter"}],
+              "tests": [{"description": "quick", "vars": {"q": "2+2"}, "providers": ["fast"],
+                         "assert": [{"type": "contains", "value": "2+2"}]},
+                        {"description": "any echo", "vars": {"q": "hi"}, "providers": ["ech*"],
+                         "assert": [{"type": "contains", "value": "hi"}]},
+                        {"description": "painted", "vars": {"q": "a cat"}, "providers": ["painter"],
+                         "assert": [{"type": "contains", "value": "cat"}]},
+                        {"description": "everywhere", "vars": {"q": "yes"},
+                         "assert": [{"type": "contains", "value": "yes"}]}]}
+    code, err = import_config(tmp_path, config)
+    assert code == 0, err
+    assert "painted: runs only on providers that were not converted (left out)" in err
+    tests = {t["name"]: t.get("providers") for t in written(tmp_path)["tests"]}
+    assert tests == {"quick": ["fast"], "any echo": ["fast", "smart"], "everywhere": None}
+    data = run([tmp_path / "out" / "promptfooconfig.yaml"],
+               options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert sorted((r["test_id"], r["provider"]) for r in data["results"]) == [
+        ("any-echo", "fast"), ("any-echo", "smart"), ("everywhere", "fast"), ("everywhere", "smart"),
+        ("quick", "fast")]

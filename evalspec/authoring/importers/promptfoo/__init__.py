@@ -131,7 +131,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             loaded_vars[i] = test["vars"]
         variables = {**default_vars, **dict(test.get("vars") or {})}
         test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
-        for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options"}) + \
+        for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options",
+                                       "providers"}) + \
                 [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs"})]:
             if pk == 1:
                 conv.notes.append(f"{where}.{key}")
@@ -162,12 +163,16 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
                 conv.notes.append(f"{entry_name(group)}: a system message that differs between tests (the first is used)")
             system = system or messages[0]["content"]
             messages = messages[1:]
+        only = conv.test_providers(test.get("providers"), group)  # promptfoo's per-test provider filter
+        if only == []:
+            continue
         entry = by_group.get(group)
         if entry is None:
             tid = base = slugify(entry_name(group))
             while any(t["id"] == tid for t in tests):
                 tid = f"{base}-{sum(t['id'] == base or t['id'].startswith(base + '-') for t in tests) + 1}"
-            entry = by_group[group] = {"id": tid, "conversation": []}
+            entry = by_group[group] = {"id": tid, "conversation": [],
+                                       **({"providers": only} if only is not None else {})}
             if not multi_turn and test.get("description"):
                 entry["name"] = plain(str(test["description"]))
             if isinstance(test.get("threshold"), (int, float)):

@@ -7,6 +7,7 @@ through node), `echo` a python echo."""
 from __future__ import annotations
 
 import base64
+import fnmatch
 import itertools
 from pathlib import Path
 from typing import Any
@@ -66,22 +67,48 @@ HTTP_KEYS = {"url", "method", "headers", "body", "transformResponse", "responseP
 
 class Providers(Source):
     session_var: str | None = None  # a var the config sets to a fresh id per test (promptfoo's context.uuid)
+    names: list[tuple[list[str], str | None]] = []
 
     def providers(self, raw: Any) -> list[dict[str, Any]]:
         items: list[Any] = raw if isinstance(raw, list) else [raw] if raw is not None else []
         out: list[dict[str, Any]] = []
+        self.names: list[tuple[list[str], str | None]] = []  # each provider's promptfoo id and label -> its id
         for item in items:
             if isinstance(item, dict) and len(item) == 1 and "id" not in item and isinstance(
                     next(iter(item.values())), dict):
                 (pid, options), = item.items()
                 item = {"id": pid, **options}
             converted = self.provider(item)
+            known = [str(v) for v in ([item] if isinstance(item, str) else [item.get("id"), item.get("label")]
+                                      if isinstance(item, dict) else []) if v]
             if converted is not None:
                 base = slugify(str(converted.pop("_name")))
                 converted = {"id": base if base not in {p["id"] for p in out} else f"{base}-{len(out) + 1}",
                              **converted}
                 out.append(converted)
+            self.names.append((known, converted["id"] if converted is not None else None))
         return out
+
+    def test_providers(self, refs: Any, where: str) -> list[str] | None:
+        """A test's `providers:` (promptfoo's filter: labels, ids or `prefix:*` patterns) as the ids of the
+        providers it runs on, or None when it runs on all; a reference to a provider that was not converted
+        is noted (the test then runs on the others it names, or is left out)."""
+        if refs is None:
+            return None
+        ids: list[str] = []
+        for ref in refs if isinstance(refs, list) else [refs]:
+            matched = [(names, pid) for names, pid in self.names
+                       if any(fnmatch.fnmatchcase(name, str(ref)) for name in names)]
+            ids += [pid for _, pid in matched if pid is not None and pid not in ids]
+            if not matched or any(pid is None for _, pid in matched):
+                self.note(f"{where}: provider {ref!r} (not converted)")
+        if not ids:
+            self.note(f"{where}: runs only on providers that were not converted (left out)")
+        return ids
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:  # a test's turns and prompts ask again
+            self.notes.append(text)
 
     def provider(self, item: Any) -> dict[str, Any] | None:
         pid = item if isinstance(item, str) else item.get("id") if isinstance(item, dict) else None
@@ -149,9 +176,14 @@ class Providers(Source):
         if isinstance(config.get("projectId"), str) and route == "vertex_ai":
             params["vertex_project"] = config["projectId"]
             used.add("projectId")
-        if isinstance(config.get("response_format"), dict):
-            params["response_format"] = config["response_format"]
+        fmt = config.get("response_format")
+        if isinstance(fmt, dict) and (fmt.get("type") in ("json_object", "text") or isinstance(
+                fmt.get("json_schema"), dict)):  # the chat completions form, which litellm takes for any route
+            params["response_format"] = fmt
             used.add("response_format")
+        if isinstance(config.get("instructions"), str) and full.startswith("openai/responses/"):
+            out["system"] = config["instructions"]  # the Responses API's system message
+            used.add("instructions")
         if params:
             out["params"] = params
         base = config.get("apiBaseUrl") or config.get("apiHost")
