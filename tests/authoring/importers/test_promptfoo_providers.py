@@ -274,3 +274,16 @@ def test_a_tests_providers_filter_runs_it_on_the_converted_providers_it_names(tm
     assert sorted((r["test_id"], r["provider"]) for r in data["results"]) == [
         ("any-echo", "fast"), ("any-echo", "smart"), ("everywhere", "fast"), ("everywhere", "smart"),
         ("quick", "fast")]
+
+
+def test_a_provider_in_a_file_of_its_own_and_the_python_prefix_convert(tmp_path: Path) -> None:
+    files = {"providers/fast.yaml": "id: openai:chat:gpt-4.1-mini\nlabel: fast\nconfig: {temperature: 0.2}\n",
+             "bot.py": "def call_api(prompt, options, context):\n    return {'output': 'bot: ' + prompt}\n"}
+    config = {"prompts": ["hi"], "providers": ["file://providers/fast.yaml", "python:bot.py", "file://gone.yaml"],
+              "tests": [{"assert": [{"type": "contains", "value": "hi"}]}]}
+    code, err = import_config(tmp_path, config, files)
+    assert code == 0, err
+    assert "provider file://gone.yaml: cannot read it" in err
+    providers = written(tmp_path)["providers"]
+    assert providers[0] == {"id": "fast", "model": "openai/gpt-4.1-mini", "params": {"temperature": 0.2}}
+    assert providers[1]["python"] == "promptfoo_bot.py:respond"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import regex
+import yaml
 
 from evalspec.authoring.importers.promptfoo.provider_files import (
     ECHO_FILE,
@@ -118,6 +119,10 @@ class Providers(Source):
         config = item.get("config") or {} if isinstance(item, dict) else {}
         label = item.get("label") if isinstance(item, dict) else None
         name = label or pid
+        if pid.startswith("python:") and pid.split(":")[1].endswith(".py"):
+            pid = "file://" + pid.removeprefix("python:")  # promptfoo's other spelling of a python provider
+        if pid.startswith("file://") and Path(pid.split(":")[1]).suffix in (".yaml", ".yml", ".json"):
+            return self.provider_file(pid, item)
         if pid.startswith("file://"):
             return self.file_provider(pid, config, label, name)
         if pid in ("http", "https") or pid.startswith(("http://", "https://")):
@@ -194,6 +199,22 @@ class Providers(Source):
         if rest := sorted(set(config) - used - {"modelType"}):
             self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
         return out
+
+    def provider_file(self, pid: str, item: Any) -> dict[str, Any] | None:
+        """`file://provider.yaml`: the provider written in a file of its own (its `id`, `config`, `label`)."""
+        file = self.inside(pid[len("file://"):], f"provider {pid}")
+        try:
+            loaded = yaml.safe_load(file.read_text(encoding="utf-8")) if file is not None else None
+        except (OSError, yaml.YAMLError) as exc:
+            self.notes.append(f"provider {pid}: cannot read it ({type(exc).__name__})")
+            return None
+        if not isinstance(loaded, dict) or not isinstance(loaded.get("id"), str) or loaded["id"].startswith(
+                "file://") and Path(loaded["id"][len("file://"):]).suffix in (".yaml", ".yml", ".json"):
+            self.notes.append(f"provider {pid}: not one provider with an id")
+            return None
+        if isinstance(item, dict) and item.get("label"):
+            loaded = {**loaded, "label": item["label"]}
+        return self.provider(loaded)
 
     def file_provider(self, pid: str, config: dict[str, Any], label: Any, name: str) -> dict[str, Any] | None:
         """`file://x.py[:function]` and `file://x.js|.mjs|.cjs[:export]`: an adapter beside the suite."""
