@@ -163,7 +163,7 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
                 conv.notes.append(f"{entry_name(group)}: a system message that differs between tests (the first is used)")
             system = system or messages[0]["content"]
             messages = messages[1:]
-        only = conv.test_providers(test.get("providers"), group)  # promptfoo's per-test provider filter
+        only = conv.test_providers(test.get("providers"), entry_name(group))  # promptfoo's per-test provider filter
         if only == []:
             continue
         entry = by_group.get(group)
