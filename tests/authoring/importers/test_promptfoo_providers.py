@@ -287,3 +287,19 @@ def test_a_provider_in_a_file_of_its_own_and_the_python_prefix_convert(tmp_path:
     providers = written(tmp_path)["providers"]
     assert providers[0] == {"id": "fast", "model": "openai/gpt-4.1-mini", "params": {"temperature": 0.2}}
     assert providers[1]["python"] == "promptfoo_bot.py:respond"
+
+
+def test_prompt_in_a_check_is_the_prompt_sent_and_the_embedding_model_is_the_embedder(tmp_path: Path) -> None:
+    config = {"prompts": ["It is {{ condition }} outside."],
+              "providers": [{"id": "echo"}, {"id": "sagemaker:llama:ep", "config": {"transform": "return prompt"}}],
+              "defaultTest": {"assert": [{"type": "equals", "value": "{{prompt}}"},
+                                         {"type": "similar", "value": "{{ prompt }}", "threshold": 0.7}],
+                              "options": {"provider": {"embedding": {"id": "sagemaker:embedding:emb-ep"}}}},
+              "tests": [{"vars": {"condition": "sunny"}}]}
+    code, err = import_config(tmp_path, config)
+    assert code == 0, err
+    assert "sagemaker:llama:ep: config.transform" in err
+    suite = written(tmp_path)
+    assert suite["embedder"] == "sagemaker/emb-ep"
+    assert suite["tests"][0]["vars"]["prompt"] == "It is sunny outside."
+    load_suite(tmp_path / "out" / "promptfooconfig.yaml")  # `{{prompt}}` renders: it validates

@@ -163,6 +163,9 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
                 conv.notes.append(f"{entry_name(group)}: a system message that differs between tests (the first is used)")
             system = system or messages[0]["content"]
             messages = messages[1:]
+        if messages and "prompt" not in own_vars and regex.search(r"\{\{\s*prompt\s*[}|]", str(
+                [asserts, default.get("assert")])):  # promptfoo's `{{prompt}}` in a check is the prompt sent
+            own_vars = {**own_vars, "prompt": messages[-1]["content"]}
         only = conv.test_providers(test.get("providers"), entry_name(group))  # promptfoo's per-test provider filter
         if only == []:
             continue
@@ -223,6 +226,8 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         used.add("llm-rubric")  # judged too
     if judge is not None and "llm-rubric" in used:
         suite["judge"] = judge
+    if "similar" in used and (embedder := conv.embedder(options.get("provider"))) is not None:
+        suite["embedder"] = embedder  # the source's embedding model: `similar` scores as promptfoo's do
     for role, key, model in (("judge", "llm-rubric", "openai/gpt-4o-mini"),
                              ("embedder", "similar", "openai/text-embedding-3-small")):
         if key in used and role not in suite:

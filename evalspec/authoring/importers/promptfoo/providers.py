@@ -138,6 +138,10 @@ class Providers(Source):
                 return None
             return self.model(pid, model if colon and api == "chat" else rest, config, name)
         if sep and prefix in MODEL_PREFIXES:
+            if prefix == "sagemaker" and "transform" in config:
+                self.notes.append(f"provider {pid}: config.transform (the prompt is rewritten before it is sent: "
+                                  "no evalspec equivalent)")
+                return None
             full = self.model_string(pid, prefix, rest, config)
             return None if full is None else self.model(pid, full, config, name)
         self.notes.append(f"provider {pid}: no evalspec equivalent")
@@ -315,6 +319,8 @@ class Providers(Source):
         """`defaultTest.options.provider` (promptfoo's grader) as the suite's `judge:`."""
         if isinstance(raw, dict) and isinstance(raw.get("text"), (str, dict)):
             raw = raw["text"]  # {text: ..., embedding: ...}
+        elif isinstance(raw, dict) and "embedding" in raw and "id" not in raw:
+            return None  # only an embedding model: the embedder
         converted = self.provider(raw)
         if converted is None:
             return None
@@ -322,6 +328,25 @@ class Providers(Source):
         if set(converted) == {"model"}:
             return converted["model"]
         return converted if "model" in converted else None
+
+    def embedder(self, raw: Any) -> str | None:
+        """`defaultTest.options.provider.embedding` (promptfoo's embedding model for `similar`) as the
+        suite's `embedder:`, or None (noted when it names one evalspec cannot call)."""
+        found = raw.get("embedding") if isinstance(raw, dict) else None
+        pid = found if isinstance(found, str) else found.get("id") if isinstance(found, dict) else None
+        if not isinstance(pid, str):
+            return None
+        prefix, _, rest = pid.partition(":")
+        api, sep, model = rest.partition(":")
+        config = found.get("config") if isinstance(found, dict) else None
+        if config:
+            self.notes.append(f"embedding provider {pid}: config keys {', '.join(sorted(config))}")
+        if prefix == LITELLM_PREFIX and api == "embedding" and sep:
+            return model
+        if prefix in MODEL_PREFIXES and sep and api in ("embedding", "embeddings") and model:
+            return f"{MODEL_PREFIXES[prefix]}/{model}"
+        self.notes.append(f"embedding provider {pid}: no evalspec equivalent")
+        return None
 
 
 def uuid_var(default_test: Any) -> str | None:
