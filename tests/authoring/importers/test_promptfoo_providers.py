@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from evalspec import run
 from evalspec.app.cli.main import main
-from evalspec.authoring.importers.promptfoo.providers import _jmespath
+from evalspec.authoring.importers.promptfoo.http_forms import response_path
 from evalspec.config import load_suite
 from evalspec.play.runner import RunOptions
 from tests.servers import LoopbackServer, Reply
@@ -165,7 +165,7 @@ def test_model_ids_become_the_litellm_model_that_calls_the_same_api(tmp_path: Pa
     ("file://parser.js", None),
 ])
 def test_transform_response_converts_only_what_a_jmespath_finds_exactly(transform: str, path: str | None) -> None:
-    assert _jmespath(transform) == path
+    assert response_path(transform) == path
 
 
 def test_http_auth_sessions_and_response_paths_call_the_target_as_promptfoo_does(

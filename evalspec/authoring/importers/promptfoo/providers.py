@@ -6,7 +6,6 @@ through node), `echo` a python echo."""
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import itertools
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import regex
 import yaml
 
+from evalspec.authoring.importers.promptfoo.http_forms import auth_form, env_refs, response_path
 from evalspec.authoring.importers.promptfoo.provider_files import (
     ECHO_FILE,
     ECHO_SOURCE,
@@ -199,7 +199,7 @@ class Providers(Source):
         if isinstance(base, str):
             out["api_base"] = base if "://" in base else f"https://{base}"
         if isinstance(config.get("apiKey"), str):
-            out["api_key"] = _env(config["apiKey"])
+            out["api_key"] = env_refs(config["apiKey"])
         if rest := sorted(set(config) - used - {"modelType"}):
             self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
         return out
@@ -262,7 +262,7 @@ class Providers(Source):
         headers = {str(k): str(v) for k, v in config["headers"].items()} if isinstance(config.get("headers"),
                                                                                      dict) else {}
         if "auth" in config:
-            auth = _auth(config["auth"])
+            auth = auth_form(config["auth"])
             if auth is None:
                 kind = config["auth"].get("type") if isinstance(config["auth"], dict) else config["auth"]
                 self.notes.append(f"provider {pid}: auth type {kind!r} (no evalspec equivalent; the target "
@@ -284,7 +284,7 @@ class Providers(Source):
                 return None
         parser = "transformResponse" if "transformResponse" in config else "responseParser"
         if config.get(parser) is not None:
-            path = _jmespath(config[parser])
+            path = response_path(config[parser])
             if path is not None:
                 http["response"] = path
             else:
@@ -305,7 +305,7 @@ class Providers(Source):
         environment (`${X:-}`: unset is empty, as in promptfoo); the per-test session var is evalspec's
         `{{ thread_id }}`; a server session var the server never sent is empty."""
         if isinstance(value, str):
-            value = regex.sub(r"\{\{\s*prompt\s*\}\}", "{{ message }}", _env(value))
+            value = regex.sub(r"\{\{\s*prompt\s*\}\}", "{{ message }}", env_refs(value))
             if session:
                 value = regex.sub(r"\{\{\s*" + regex.escape(session) + r"\s*\}\}", "{{ thread_id }}", value)
             return regex.sub(r"\{\{\s*sessionId\s*\}\}", "{{ sessionId | default('') }}", value)
@@ -357,60 +357,3 @@ def uuid_var(default_test: Any) -> str | None:
     found = regex.fullmatch(r"\s*\{\s*\.\.\.vars\s*,\s*(\w+)\s*:\s*context\.uuid\s*,?\s*\}\s*;?\s*",
                             transform) if isinstance(transform, str) else None
     return found.group(1) if found else None
-
-
-def _env(text: str) -> str:
-    """promptfoo's `{{env.NAME}}` / `{{ env['NAME'] }}` as `${NAME:-}` (an unset variable renders empty)."""
-    return str(regex.sub(r"\{\{\s*env(?:\.(\w+)|\[\s*['\"](\w+)['\"]\s*\])\s*\}\}",
-                         lambda m: "${" + (m.group(1) or m.group(2)) + ":-}", text))
-
-
-def _auth(auth: Any) -> tuple[str, str, str] | None:
-    """promptfoo's http `auth:` as (header|query, name, value), or None when it has no evalspec form
-    (oauth fetches a token, `file` runs code; basic auth with templated parts cannot be encoded here)."""
-    if not isinstance(auth, dict):
-        return None
-    kind = auth.get("type")
-    if kind == "api_key" and isinstance(auth.get("value"), str):
-        where = "query" if auth.get("placement") == "query" else "header"
-        return where, str(auth.get("keyName") or "X-API-Key"), _env(auth["value"])
-    if kind == "bearer" and isinstance(auth.get("token"), str):
-        return "header", "Authorization", f"Bearer {_env(auth['token'])}"
-    user, password = auth.get("username"), auth.get("password")
-    if kind == "basic" and isinstance(user, str) and isinstance(password, str) and \
-            not any(mark in user + password for mark in ("{{", "${")):
-        return "header", "Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-    return None
-
-
-# a JavaScript property path on `json`: `.a`, `?.a`, `[0]`, `?.[0]`, `["a-b"]`
-_JS_STEP = r"(?:\??\.[A-Za-z_]\w*|(?:\?\.)?\[\d+\]|(?:\?\.)?\[\s*(?:\"[^\"\\]*\"|'[^'\\]*')\s*\])"
-_JS_PATH = regex.compile(r"\s*json(?P<path>" + _JS_STEP + r"*)\s*;?\s*")
-_ARROW = regex.compile(r"\s*(?:\(\s*json\s*(?:,\s*\w+\s*){0,2}\)|json)\s*=>\s*(?:(?P<expr>[^{].*?)|\{\s*return\s+"
-                       r"(?P<block>.*?);?\s*\})\s*", regex.DOTALL)
-
-
-def _jmespath(transform: Any) -> str | None:
-    """promptfoo's transformResponse as the JMESPath that finds the same value, or None: `json.a.b`,
-    `json?.a?.b`, `(json) => json.a[0]`, `(json) => json` (`@`). Anything else (logic, calls, `text`,
-    `file://`) has no exact JMESPath."""
-    if not isinstance(transform, str):
-        return None
-    arrow = _ARROW.fullmatch(transform)
-    expression = (arrow.group("expr") or arrow.group("block")) if arrow else transform
-    path = _JS_PATH.fullmatch(expression)
-    if path is None:
-        return None
-    steps = regex.findall(_JS_STEP, path.group("path"))
-    if not steps:
-        return "@"
-    out = []
-    for step in steps:
-        step = step.removeprefix("?.") if step.startswith("?.[") else step.lstrip("?")
-        if step.startswith("."):
-            out.append(step)
-        elif (m := regex.fullmatch(r"\[\s*[\"'](.*)[\"']\s*\]", step)) is not None:
-            out.append('."' + m.group(1) + '"')
-        else:
-            out.append(step)
-    return "".join(out).removeprefix(".")
