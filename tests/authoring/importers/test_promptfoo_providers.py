@@ -134,6 +134,8 @@ def test_model_ids_become_the_litellm_model_that_calls_the_same_api(tmp_path: Pa
     providers[0]["config"] |= {"instructions": "Answer in French.",  # the Responses API's own forms
                                "response_format": {"type": "json_schema", "name": "x", "schema": {}}}
     providers[1]["config"]["response_format"] = {"type": "json_object"}
+    providers[6]["config"] = {"generationConfig": {"temperature": 0, "maxOutputTokens": 9}}
+    providers[7]["config"] |= {"apiVersion": "2024-10-21", "reasoning": {"effort": "high"}}
     code, err = import_config(tmp_path, {"prompts": ["hi"], "providers": providers,
                                          "tests": [{"assert": [{"type": "contains", "value": "hi"}]}]})
     assert code == 0, err
@@ -144,7 +146,8 @@ def test_model_ids_become_the_litellm_model_that_calls_the_same_api(tmp_path: Pa
     assert [p["model"] for p in out.values()] == list(ids.values())
     assert out["p0"]["client"] == "litellm"  # litellm sends `openai/responses/...` to the Responses API
     assert out["p2"]["params"] == {"max_tokens": 50, "aws_region_name": "eu-west-1"}
-    assert out["p6"]["params"] == {"max_tokens": 50, "vertex_location": "eu-west-1"}
+    assert out["p6"]["params"] == {"temperature": 0, "max_tokens": 9}
+    assert out["p7"]["params"] == {"max_tokens": 50, "reasoning_effort": "high", "api_version": "2024-10-21"}
     for pid in not_chat[:-1]:
         assert f"provider {pid}: not a chat model" in err
     assert "sagemaker:anthropic:claude: a SageMaker endpoint of model type 'anthropic'" in err
@@ -303,3 +306,31 @@ def test_prompt_in_a_check_is_the_prompt_sent_and_the_embedding_model_is_the_emb
     assert suite["embedder"] == "sagemaker/emb-ep"
     assert suite["tests"][0]["vars"]["prompt"] == "It is sunny outside."
     load_suite(tmp_path / "out" / "promptfooconfig.yaml")  # `{{prompt}}` renders: it validates
+
+
+def test_an_openai_responses_provider_calls_the_responses_api(tmp_path: Path) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        calls.append((path, body))
+        text = "bonjour" if body.get("instructions") or "French" in str(body.get("input")) else "hello"
+        return Reply(body={"id": "resp_1", "object": "response", "created_at": 0, "status": "completed",
+                           "model": "gpt-4.1", "output": [{"type": "message", "id": "msg_1", "status": "completed",
+                                                           "role": "assistant", "content": [
+                                                               {"type": "output_text", "text": text,
+                                                                "annotations": []}]}],
+                           "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}})
+
+    with LoopbackServer(handle) as server:
+        config = {"prompts": ["greet me"],
+                  "providers": [{"id": "openai:responses:gpt-4.1", "config": {
+                      "apiBaseUrl": server.url + "/v1", "apiKey": "sk-test-12345678", "instructions": "In French.",
+                      "max_output_tokens": 20}}],
+                  "tests": [{"assert": [{"type": "equals", "value": "bonjour"}]}]}
+        code, err = import_config(tmp_path, config)
+        assert code == 0, err
+        data = run([tmp_path / "out" / "promptfooconfig.yaml"],
+                   options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert data["results"][0]["status"] == "passed"
+    assert [path for path, _ in calls] == ["/v1/responses"]
+    assert calls[0][1]["model"] == "gpt-4.1" and calls[0][1]["max_output_tokens"] == 20

@@ -55,9 +55,13 @@ NOT_CHAT = {"image", "video", "embedding", "embeddings", "realtime", "live", "as
             "classification", "chatkit", "agents", "agent", "foundry-agent", "responses", "completion"}
 AGENT_SDKS = {"claude-agent-sdk", "codex-sdk", "agents"}  # agent frameworks, not models
 PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty",
-          "max_completion_tokens")
+          "max_completion_tokens", "reasoning_effort")
 PARAM_ALIASES = {"maxTokens": "max_tokens", "maxOutputTokens": "max_tokens", "max_new_tokens": "max_tokens",
-                 "topP": "top_p"}
+                 "max_output_tokens": "max_tokens", "max_gen_len": "max_tokens", "topP": "top_p"}
+# Gemini's `generationConfig` keys as litellm's params
+GENERATION_CONFIG = {"temperature": "temperature", "maxOutputTokens": "max_tokens", "topP": "top_p",
+                     "stopSequences": "stop", "seed": "seed", "presencePenalty": "presence_penalty",
+                     "frequencyPenalty": "frequency_penalty"}
 # where litellm takes a promptfoo `region:` / `projectId:` (the endpoint called), per litellm provider
 REGION_PARAM = {"bedrock": "aws_region_name", "sagemaker": "aws_region_name", "sagemaker_chat": "aws_region_name",
                 "vertex_ai": "vertex_location"}
@@ -185,6 +189,17 @@ class Providers(Source):
         if isinstance(config.get("projectId"), str) and route == "vertex_ai":
             params["vertex_project"] = config["projectId"]
             used.add("projectId")
+        generation = config.get("generationConfig")
+        if isinstance(generation, dict) and set(generation) <= set(GENERATION_CONFIG):
+            params |= {GENERATION_CONFIG[k]: v for k, v in generation.items()}
+            used.add("generationConfig")
+        reasoning = config.get("reasoning")
+        if isinstance(reasoning, dict) and set(reasoning) == {"effort"} and "reasoning_effort" not in params:
+            params["reasoning_effort"] = reasoning["effort"]  # the Responses API's form
+            used.add("reasoning")
+        if isinstance(config.get("apiVersion"), str) and route in ("azure", "azure_text"):
+            params["api_version"] = config["apiVersion"]
+            used.add("apiVersion")
         fmt = config.get("response_format")
         if isinstance(fmt, dict) and (fmt.get("type") in ("json_object", "text") or isinstance(
                 fmt.get("json_schema"), dict)):  # the chat completions form, which litellm takes for any route
