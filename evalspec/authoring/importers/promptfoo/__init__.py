@@ -163,7 +163,7 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
                 conv.notes.append(f"{entry_name(group)}: a system message that differs between tests (the first is used)")
             system = system or messages[0]["content"]
             messages = messages[1:]
-        if messages and "prompt" not in own_vars and regex.search(r"\{\{\s*prompt\s*[}|]", str(
+        if messages and "prompt" not in {**default_vars, **own_vars} and regex.search(r"\{\{\s*prompt\s*[}|]", str(
                 [asserts, default.get("assert")])):  # promptfoo's `{{prompt}}` in a check is the prompt sent
             own_vars = {**own_vars, "prompt": messages[-1]["content"]}
         only = conv.test_providers(test.get("providers"), entry_name(group))  # promptfoo's per-test provider filter
