@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -250,13 +251,13 @@ class Providers(Source):
             return None
         if suffix == ".py":
             source = PYTHON_ADAPTER.format(target=target, path=relative, function=function or "call_api",
-                                           config=config)
+                                           config=_data(config))
         else:
             folder = self.relative(".", f"provider {pid}") or "."
             options = {"id": pid, "config": config, **({"label": label} if label else {})}
             self.files[JS_RUNNER_FILE] = JS_RUNNER
             source = JS_ADAPTER.format(target=target, path=relative, folder=folder, runner=JS_RUNNER_FILE,
-                                       options=options, function=function or None)
+                                       options=_data(options), function=function or None)
         stem = f"promptfoo_{slugify(Path(file).stem)}"
         stub = next(f"{stem}{n or ''}.py" for n in itertools.count()
                     if self.files.get(f"{stem}{n or ''}.py", source) == source)  # one file per adapter
@@ -362,6 +363,11 @@ class Providers(Source):
             return f"{MODEL_PREFIXES[prefix]}/{model}"
         self.notes.append(f"embedding provider {pid}: no evalspec equivalent")
         return None
+
+
+def _data(value: Any) -> Any:
+    """A config as JSON data (YAML dates become text), so that its repr is a python literal in an adapter."""
+    return json.loads(json.dumps(value, default=str))
 
 
 def uuid_var(default_test: Any) -> str | None:
