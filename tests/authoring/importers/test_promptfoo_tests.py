@@ -95,3 +95,24 @@ def test_a_python_test_generator_is_called_as_promptfoo_calls_it(tmp_path: Path)
     code, _, err = import_config(tmp_path, {"prompts": ["{{ lang }}"], "providers": ["echo"],
                                             "tests": ["file://cases.py:broken"]})
     assert code == 2 and "the generator did not return a list of tests: ValueError: no data" in err
+
+
+def test_an_excel_file_of_tests_is_read_like_a_csv(tmp_path: Path) -> None:
+    import pytest
+
+    openpyxl = pytest.importorskip("openpyxl")
+    (tmp_path / "pf").mkdir()
+    book = openpyxl.Workbook()
+    book.active.append(["language", "body", "__expected"])
+    book.active.append(["French", "Hello world", "icontains:bonjour"])
+    other = book.create_sheet("zh")
+    other.append(["language", "body", "__expected"])
+    other.append(["中文", "你好", "contains:你好"])
+    book.save(tmp_path / "pf" / "tests.xlsx")
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ language }}: {{ body }}"], "providers": ["echo"],
+                                            "tests": ["file://tests.xlsx", "file://tests.xlsx#zh"]})
+    assert code == 0, err
+    tests = written(tmp_path)["tests"]
+    assert [t["conversation"][0] for t in tests] == [
+        {"user": "French: Hello world", "assert": [{"icontains": "bonjour"}]},
+        {"user": "中文: 你好", "assert": [{"contains": "你好"}]}]

@@ -47,6 +47,8 @@ class TestFiles(Source):
                 out.append(item)
                 continue
             target = item.removeprefix("file://")
+            if ".xlsx#" in target:  # an Excel file's sheet
+                target = target.partition("#")[0]
             for file in self._globbed(target):
                 out.extend(self._test_file(file, item))
         return out
@@ -101,6 +103,8 @@ class TestFiles(Source):
         import csv
 
         suffix = file.suffix.lower()
+        if suffix == ".xlsx":
+            return [self._csv_test(row) for row in self._sheet_rows(file, written)]
         try:
             text = file.read_text(encoding="utf-8-sig")
             if suffix == ".csv":
@@ -115,6 +119,25 @@ class TestFiles(Source):
             return []
         self.notes.append(f"tests {written}: a {suffix or 'suffixless'} test file (CSV, JSONL, YAML or JSON are read)")
         return []
+
+    def _sheet_rows(self, file: Path, written: str) -> list[dict[str, Any]]:
+        """An Excel file's first sheet (or `file://tests.xlsx#Sheet` 's) as CSV-like rows: the first row
+        names the columns. Reading it needs openpyxl (`pip install 'evalspec[xlsx]'`)."""
+        try:
+            import openpyxl
+        except ImportError:
+            self.problem(f"tests {written}", f"reading {file.name} needs openpyxl: pip install 'evalspec[xlsx]'")
+            return []
+        sheet_name = written.partition("#")[2]
+        try:
+            book = openpyxl.load_workbook(file, read_only=True, data_only=True)
+            sheet = book[sheet_name] if sheet_name else book.worksheets[0]
+            rows = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+        except (OSError, KeyError, ValueError) as exc:
+            self.problem(f"tests {written}", f"cannot read {file.name}: {exc}")
+            return []
+        header = rows[0] if rows else []
+        return [dict(zip(header, row)) for row in rows[1:] if any(row)]
 
     def _csv_test(self, row: dict[str, Any]) -> dict[str, Any]:
         test: dict[str, Any] = {"vars": {k: v for k, v in row.items() if k and not k.startswith("__")}}
