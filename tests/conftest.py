@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +14,12 @@ if TYPE_CHECKING:
     from tests.raycluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
+# bytecode is cached as Python does by default, even where the environment turns that off
+# (PYTHONDONTWRITEBYTECODE): every xdist worker, every `evalspec` subprocess and every Ray worker the
+# tests start imports evalspec and the test modules, and would compile them from source each time
+# (pytest's rewritten test modules included) — over a minute of CPU per run of the suite
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # reports in English unless a test asks for another language: most fixtures are Chinese conversations,
 # whose reports would otherwise be Chinese (SPEC §21); tests of the language choice remove it
