@@ -48,6 +48,9 @@ class LocalCluster:
                  "--runtime-env-agent-port", "--node-manager-port", "--object-manager-port"]
         command = [ray_cli(), "start", *args, "--temp-dir", str(node_dir / "t"), "--num-cpus", str(self.cpus),
                    "--resources", f'{{"evalspec_{name}": 1}}', "--disable-usage-stats",
+                   # no log monitor (drivers join with log_to_driver=False) and, below, no autoscaler
+                   # monitor (the cluster never scales): daemons the tests do not use, seconds of CPU each
+                   "--include-log-monitor", "false",
                    *[x for flag in ports for x in (flag, str(free_port()))]]
         # every process of the node inherits these: the tag finds them at stop, TMPDIR keeps workers' files here
         env = {**os.environ, **RAY_ENV, "EVALSPEC_TEST_NODE": name, "EVALSPEC_TEST_CLUSTER": str(self.base),
@@ -68,7 +71,7 @@ class LocalCluster:
     def start(self, nodes: int = 2) -> LocalCluster:
         """The head, and (with `nodes=2`) the second node."""
         self._start("head", "--head", "--port", str(self.port), "--node-ip-address", "127.0.0.1",
-                    "--include-dashboard", "false")
+                    "--include-dashboard", "false", "--no-monitor")
         if nodes > 1:
             self._start("second", "--address", self.address, "--node-ip-address", "127.0.0.1")
         return self
