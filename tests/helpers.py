@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -16,6 +17,10 @@ from evalspec.config.model import AssertionSpec
 from evalspec.config.paths import LineMap
 from evalspec.core.errors import ConfigError
 from evalspec.extend.check import GradingContext
+
+# the tests that import litellm in the test process (`client: litellm`): one xdist worker runs them all, so
+# litellm, seconds of CPU to import, is imported once per run of the suite instead of once per worker
+LITELLM = pytest.mark.xdist_group("litellm")
 
 
 def spec(text: str, under_turn: int | None = None) -> AssertionSpec:

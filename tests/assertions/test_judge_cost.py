@@ -13,6 +13,7 @@ import pytest
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
+from tests.helpers import LITELLM
 from tests.servers import OpenAIServer, Reply, chat_body
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
@@ -63,7 +64,7 @@ def test_judge_requests_carry_the_transcript_before_the_rubric_and_share_their_p
     assert "这台瑶光是哪年的车？" in shared and last_reply in shared  # the whole transcript is the shared prefix
 
 
-@pytest.mark.parametrize("client", ["lean", "litellm"])
+@pytest.mark.parametrize("client", ["lean", pytest.param("litellm", marks=LITELLM)])
 def test_cached_prompt_tokens_are_recorded_and_priced_at_the_cached_price(tmp_path: Path, client: str) -> None:
     with OpenAIServer(lambda r, n: Reply(body=cached_usage(chat_body(ANSWER if "judge" in json.dumps(r)
                                                                      or "evaluator" in json.dumps(r) else "好的"))))\

@@ -11,6 +11,7 @@ import pytest
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
+from tests.helpers import LITELLM
 from tests.servers import LoopbackServer, OpenAIServer, Reply, chat_body
 
 RED_LINES = """\
@@ -35,7 +36,7 @@ def null_content(request: dict[str, Any], n: int) -> Reply:
     return Reply(body=body)
 
 
-@pytest.mark.parametrize("client", ["lean", "litellm"])
+@pytest.mark.parametrize("client", ["lean", pytest.param("litellm", marks=LITELLM)])
 def test_chat_completion_with_null_content_and_no_tool_calls_is_an_error_not_a_pass(
         tmp_path: Path, client: str) -> None:
     with OpenAIServer(null_content) as server:

@@ -17,6 +17,7 @@ from evalspec.extend.check import JudgeRequest
 from evalspec.play.runner import RunOptions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import PASS_SCHEMA, parse_verdict
+from tests.helpers import LITELLM
 from tests.servers import OpenAIServer, Reply, chat_body
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
@@ -95,6 +96,7 @@ tests: [{{id: t, conversation: {conversation}, assert: [{{llm-rubric: 助手没�
     return data["results"][0], server
 
 
+@LITELLM
 def test_a_judge_over_litellm_is_decided_by_its_last_complete_answer(tmp_path: Path) -> None:
     answer = ('<think>{"reason": "polite", "pass": true}</think>\nFormat: {"reason": "...", "pass": true}\n'
               '```json\n{"reason": "推销了贷款", "pass": false}\n```')
@@ -103,12 +105,14 @@ def test_a_judge_over_litellm_is_decided_by_its_last_complete_answer(tmp_path: P
     assert record["status"] == "failed" and check["pass"] is False and check["reason"] == "推销了贷款"
 
 
+@LITELLM
 def test_a_judge_answer_with_only_a_format_example_is_an_error_not_a_verdict(tmp_path: Path) -> None:
     record, _ = judged(tmp_path, 'Answer as {"reason": "<one sentence>", "pass": true}')
     assert record["status"] == "error" and record["assertions"][0]["pass"] is None
     assert "format example" in record["error"] and "refusal" in record["error"]
 
 
+@LITELLM
 def test_golden_assistant_history_is_marked_to_the_judge_as_scripted(tmp_path: Path) -> None:
     record, server = judged(tmp_path, '{"reason": "ok", "pass": true}',
                             "[{user: 你好}, {assistant: 我们的贷款利率最低}, {user: 能分期吗？}]")
@@ -119,6 +123,7 @@ def test_golden_assistant_history_is_marked_to_the_judge_as_scripted(tmp_path: P
     assert "scripted" not in own
 
 
+@LITELLM
 def test_an_unusable_judge_answer_returns_its_usage_with_the_error(tmp_path: Path) -> None:
     """The call was made and paid for: GradingError.usage carries it so the summary can count it."""
     with OpenAIServer(lambda request, n: Reply(body=chat_body("I can't judge that.", prompt_tokens=30,

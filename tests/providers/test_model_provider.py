@@ -10,9 +10,10 @@ import pytest
 from evalspec import run
 from evalspec.core.errors import ConfigError
 from evalspec.play.runner import RunOptions
+from tests.helpers import LITELLM
 from tests.servers import OpenAIServer, Reply, chat_body
 
-CLIENTS = ["litellm", "lean"]
+CLIENTS = [pytest.param("litellm", marks=LITELLM), "lean"]
 
 
 def suite(tmp_path: Path, server: OpenAIServer, client: str, extra: str = "", turns: int = 1,

@@ -11,6 +11,7 @@ import pytest
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
+from tests.helpers import LITELLM
 from tests.servers import OpenAIServer, Reply, chat_body, form_of, llama_cpp_like
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
@@ -45,7 +46,7 @@ def verdict(request: dict[str, Any], n: int) -> Reply:
     return Reply(body=chat_body('{"reason": "ok", "pass": true}'))
 
 
-@pytest.mark.parametrize("client", ["lean", "litellm"])
+@pytest.mark.parametrize("client", ["lean", pytest.param("litellm", marks=LITELLM)])
 def test_judge_calls_send_the_verdict_schema_and_a_token_cap(tmp_path: Path, client: str) -> None:
     with OpenAIServer(verdict) as server:
         data = go(suite(tmp_path, server, client=client), tmp_path)
@@ -136,7 +137,7 @@ tests: [{{id: t, conversation: [{{user: 你好}}], assert: [{{llm-rubric: 礼貌
     assert [form_of(r) for r in server.chats()] == ["json_schema", "json_object+schema", "json_object", "none"]
 
 
-@pytest.mark.parametrize("client", ["lean", "litellm"])
+@pytest.mark.parametrize("client", ["lean", pytest.param("litellm", marks=LITELLM)])
 def test_llama_cpp_server_gets_json_object_with_the_schema_and_no_retry_of_the_rejection(tmp_path: Path,
                                                                                         client: str) -> None:
     """SPEC §20: json_schema is refused (HTTP 500, not retried), json_object with the schema is taken and
@@ -169,6 +170,7 @@ def test_the_accepted_form_is_remembered_in_the_cache_directory_across_runs(tmp_
     assert [form_of(r) for r in server.chats()[before:]] == ["json_object+schema"]  # the new rubric, asked once
 
 
+@LITELLM
 def test_simulator_attacker_and_summary_walk_the_chain_each_for_its_own_model(tmp_path: Path) -> None:
     """Every own-behalf role asks in the form its model takes, with a token cap."""
     def script(request: dict[str, Any], n: int) -> Reply:
@@ -210,6 +212,7 @@ tests:
     assert {r["max_tokens"] for r in server.chats() if r["model"] == "sim"} == {64}
 
 
+@LITELLM
 def test_ollama_models_get_format_with_the_schema_through_litellm(tmp_path: Path) -> None:
     """SPEC §20: `ollama/` and `ollama_chat/` models take `format: <schema>` (Ollama's /api/chat)."""
     from tests.servers import LoopbackServer

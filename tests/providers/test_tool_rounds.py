@@ -11,9 +11,10 @@ import pytest
 from evalspec import run
 from evalspec.play.runner import RunOptions
 from evalspec.providers.history import window
+from tests.helpers import LITELLM
 from tests.servers import AgentScript, OpenAIServer
 
-CLIENTS = ["lean", "litellm"]
+CLIENTS = ["lean", pytest.param("litellm", marks=LITELLM)]
 
 TOOLS = """\
     tools:

@@ -16,7 +16,10 @@ import pytest
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
+from tests.helpers import LITELLM
 from tests.servers import OpenAIServer, Reply, chat_body
+
+pytestmark = LITELLM  # every test calls through litellm in this process
 
 RUN_SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schema" / "run.schema.json").read_text(encoding="utf-8"))
 CALL_COST = 10 * 1.5e-7 + 5 * 6e-7  # one loopback answer, at gpt-4o-mini's prices

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests import ROOT
-from tests.helpers import invoke
+from tests.helpers import LITELLM, invoke
 from tests.servers import OpenAIServer, Reply, chat_body, form_of, llama_cpp_like
 
 BOT = ROOT / "providers" / "demo_bot.py"
@@ -45,6 +45,7 @@ tests:
     return path
 
 
+@LITELLM
 def test_doctor_names_the_form_each_role_accepts_and_exits_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     with OpenAIServer(llama_cpp_like(answers)) as server:
