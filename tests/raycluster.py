@@ -18,7 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+# no idle workers started ahead: every worker the tests use is an actor's (num_cpus=0), started for it, and
+# the prestarted ones (4 a session, ~0.8 s of CPU each) were never used
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "RAY_enable_worker_prestart": "0",
+           "RAY_prestart_worker_first_driver": "0"}
 
 
 def free_port() -> int:
