@@ -75,10 +75,11 @@ def test_siblings_import_without_pythonpath_and_editing_one_is_a_cache_miss(tmp_
     first = subprocess.run([sys.executable, "-c", script, "r1"], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=60)
     assert json.loads(first.stdout.strip().splitlines()[-1]) == "旧的回答", first.stderr
-    (bot_dir / "lib" / "answers.py").write_text("def answer():\n    return '新的回答'\n")
+    # an edit of another size: Python takes a cached .pyc of the same size and second for the source as current
+    (bot_dir / "lib" / "answers.py").write_text("def answer():\n    return '改过的新回答'\n")
     second = subprocess.run([sys.executable, "-c", script, "r2"], cwd=tmp_path, env=env, capture_output=True,
                             text=True, timeout=60)
-    assert json.loads(second.stdout.strip().splitlines()[-1]) == "新的回答", second.stderr
+    assert json.loads(second.stdout.strip().splitlines()[-1]) == "改过的新回答", second.stderr
 
 
 def test_replies_longer_than_max_reply_chars_are_stored_cut_but_graded_whole(tmp_path: Path) -> None:
