@@ -14,16 +14,37 @@ if TYPE_CHECKING:
     from tests.raycluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
-# bytecode is cached as Python does by default, even where the environment turns that off
-# (PYTHONDONTWRITEBYTECODE): every xdist worker, every `evalspec` subprocess and every Ray worker the
-# tests start imports evalspec and the test modules, and would compile them from source each time
-# (pytest's rewritten test modules included) — over a minute of CPU per run of the suite
-sys.dont_write_bytecode = False
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Bytecode where the environment turns its caching off (PYTHONDONTWRITEBYTECODE): every xdist worker would
+# compile evalspec and pytest's rewritten test modules from source, and every `evalspec` subprocess and Ray
+# worker evalspec again (over a minute of CPU a run of the suite). So the process that starts the workers
+# compiles evalspec's own modules once (compileall), and the workers start with caching on until their
+# collection ends; then it is off again, for them and the processes they start: code that the tests write
+# and run is never cached (an edit of the same size within the same second would run the stale bytecode).
+NO_BYTECODE = "EVALSPEC_TESTS_NO_BYTECODE"
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) or os.environ.get(NO_BYTECODE):
+    os.environ[NO_BYTECODE] = "1"  # the workers inherit this environment: caching on, and this note
+    sys.dont_write_bytecode = False
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # reports in English unless a test asks for another language: most fixtures are Chinese conversations,
 # whose reports would otherwise be Chinese (SPEC §21); tests of the language choice remove it
 os.environ["EVALSPEC_LANG"] = "en"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # not an xdist worker: this process starts them, or runs alone
+        import compileall
+
+        compileall.compile_dir(str(ROOT / "evalspec"), quiet=1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    try:
+        return (yield)
+    finally:
+        if os.environ.get(NO_BYTECODE):  # collected (or, in the xdist controller, the workers started)
+            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+            sys.dont_write_bytecode = True
 
 
 @pytest.hookimpl(trylast=True)
