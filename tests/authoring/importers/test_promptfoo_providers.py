@@ -16,6 +16,7 @@ from evalspec.app.cli.main import main
 from evalspec.authoring.importers.promptfoo.http_forms import response_path
 from evalspec.config import load_suite
 from evalspec.play.runner import RunOptions
+from tests.helpers import LITELLM
 from tests.servers import LoopbackServer, Reply
 
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -308,6 +309,7 @@ def test_prompt_in_a_check_is_the_prompt_sent_and_the_embedding_model_is_the_emb
     load_suite(tmp_path / "out" / "promptfooconfig.yaml")  # `{{prompt}}` renders: it validates
 
 
+@LITELLM  # `client: litellm` in this process
 def test_an_openai_responses_provider_calls_the_responses_api(tmp_path: Path) -> None:
     calls: list[tuple[str, dict[str, Any]]] = []
 
