@@ -130,7 +130,7 @@ def test_test_data_is_sent_as_written_never_as_a_template_or_a_variable(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-never-sent-0123456")
     question = "my key is ${OPENAI_API_KEY}; {{ 6 * 7 }} and {% raw %} stay text"
     with OpenAIServer() as server:
-        config = {"prompts": ["Q: {{ question }}"],
+        config = {"description": "a bot that knows ${OPENAI_API_KEY}", "prompts": ["Q: {{ question }}"],
                   "providers": [{"id": "openai:chat:m", "config": {"apiBaseUrl": server.base}}],
                   "tests": [{"description": "about ${OPENAI_API_KEY}", "vars": {"question": question},
                              "assert": [{"type": "contains", "value": "{{ question }}"}]}]}
@@ -141,6 +141,7 @@ def test_test_data_is_sent_as_written_never_as_a_template_or_a_variable(
     assert [c["messages"][-1]["content"] for c in server.chats()] == [f"Q: {question}"]
     assert data["results"][0]["status"] == "passed"  # the check is the config's template, given the test's vars
     assert data["results"][0]["name"] == "about ${OPENAI_API_KEY}"
+    assert load_suite(path).description == "a bot that knows ${OPENAI_API_KEY}"  # the suite's own text too
 
 
 def test_prompt_templates_render_under_the_limits_of_a_suite(tmp_path: Path) -> None:

@@ -86,7 +86,9 @@ def test_a_python_test_generator_is_called_as_promptfoo_calls_it(tmp_path: Path)
         "def make(config=None):\n"
         "    langs = (config or {}).get('languages', ['French'])\n"
         "    return [{'vars': {'lang': l}, 'assert': [{'type': 'contains', 'value': l}]} for l in langs]\n\n"
-        "def broken():\n    raise ValueError('no data')\n", encoding="utf-8")
+        "def broken():\n    raise ValueError('no data')\n\n"
+        "def chatty():\n    import sys\n    sys.stdout.write('loading')\n    sys.stdout.flush()\n"
+        "    sys.stdout.buffer.write(b' \\xff\\xfe')\n    return make()\n", encoding="utf-8")
     code, _, err = import_config(tmp_path, {"prompts": ["Say it in {{ lang }}"], "providers": ["echo"], "tests": [
         "file://cases.py:make", {"path": "file://cases.py:make", "config": {"languages": ["德语", "Italian"]}}]})
     assert code == 0, err
@@ -116,3 +118,10 @@ def test_an_excel_file_of_tests_is_read_like_a_csv(tmp_path: Path) -> None:
     assert [t["conversation"][0] for t in tests] == [
         {"user": "French: Hello world", "assert": [{"icontains": "bonjour"}]},
         {"user": "中文: 你好", "assert": [{"contains": "你好"}]}]
+
+
+    # what a generator prints (without a newline, not even UTF-8) is not read as its tests
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ lang }}"], "providers": ["echo"],
+                                            "tests": ["file://cases.py:chatty"]})
+    assert code == 0, err
+    assert [t["conversation"][0]["user"] for t in written(tmp_path)["tests"]] == ["French"]

@@ -210,7 +210,7 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
                 p["system"] = literal(system)
         if not any("model" in p for p in providers):
             conv.notes.append("the prompt's system message (only model providers take `system:`)")
-    suite: dict[str, Any] = {"description": str(data.get("description") or f"Imported from {path.name}")}
+    suite: dict[str, Any] = {"description": plain(str(data.get("description") or f"Imported from {path.name}"))}
     if kept := {k: v for k, v in default_vars.items() if k not in HISTORY_VARS}:  # a history is in the turns
         suite["vars"] = plain(kept)
     if providers:

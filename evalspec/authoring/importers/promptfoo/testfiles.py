@@ -19,7 +19,8 @@ _RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", 
 
 
 GENERATOR_SECONDS = 60
-# runs a promptfoo test generator: its module in its own folder, its tests printed as JSON on the last line
+# runs a promptfoo test generator: its module in its own folder, its tests printed as JSON on a line of their own
+# after whatever the generator printed (called first: its output may not end its last line)
 _GENERATE = """
 import importlib.util, json, sys
 path, name, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -27,8 +28,9 @@ sys.path.insert(0, str(__import__("pathlib").Path(path).parent))
 spec = importlib.util.spec_from_file_location("promptfoo_tests", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
+tests = getattr(module, name)(*args)
 print()
-print(json.dumps(getattr(module, name)(*args), ensure_ascii=False, default=str))
+print(json.dumps(tests, ensure_ascii=False, default=str))
 """
 
 
@@ -69,7 +71,8 @@ class TestFiles(Source):
         args = [] if config is None else [config]
         try:
             done = subprocess.run([sys.executable, "-c", _GENERATE, str(path), function, json.dumps(args)],
-                                  cwd=path.parent, capture_output=True, text=True, timeout=GENERATOR_SECONDS)
+                                  cwd=path.parent, capture_output=True, encoding="utf-8", errors="replace",
+                                  timeout=GENERATOR_SECONDS)
         except subprocess.TimeoutExpired:
             self.problem(where, f"the generator took longer than {GENERATOR_SECONDS} s")
             return []
