@@ -5,7 +5,7 @@ line in on stdin, a JSON line back on stdout. Starting node costs tens of millis
 machine), so a worker serves many checks; at most `NodePool.size` run at once. A request that overruns
 its time limit stops its worker (SIGKILL, then reaped); a worker that exits is replaced by the next
 request. What the user's code prints never reaches evalspec's output: the worker keeps it with its answer.
-Workers end with the process (their stdin closes; atexit kills any still busy), and a forked child starts
+Workers end with the process (their stdin closes; atexit kills any still busy, and none starts after it), and a forked child starts
 its own instead of sharing its parent's pipes.
 """
 
@@ -103,6 +103,7 @@ class NodePool:
         self._lock = threading.Condition()
         self._idle: list[NodeWorker] = []
         self._busy: set[NodeWorker] = set()
+        self._closed = False
 
     def call(self, request: dict[str, Any], limit: float) -> dict[str, Any]:
         """The worker's answer to `request` within `limit` seconds (waiting for a free worker counts).
@@ -133,6 +134,8 @@ class NodePool:
     def _take(self, node: str, deadline: float, limit: float) -> NodeWorker:
         with self._lock:
             while True:
+                if self._closed:
+                    raise GradingError("the run is ending: no node process is started for this check")
                 while self._idle:
                     worker = self._idle.pop()
                     if worker.alive() and worker.node == node:
@@ -153,8 +156,11 @@ class NodePool:
                 self._lock.notify()
             raise GradingError(f"node could not start: {exc}") from None
         with self._lock:
-            self._busy.add(worker)
-        return worker
+            if not self._closed:
+                self._busy.add(worker)
+                return worker
+        worker.stop()  # closed while it started: a node no one stops would outlive the run
+        raise GradingError("the run is ending: no node process is started for this check")
 
     def _give(self, worker: NodeWorker) -> None:
         with self._lock:
@@ -176,6 +182,7 @@ class NodePool:
     def close(self) -> None:
         """Stop every worker (at exit)."""
         with self._lock:
+            self._closed = True
             workers = [*self._idle, *self._busy]
             self._idle, self._busy = [], set()
         for worker in workers:

@@ -15,6 +15,7 @@ import pytest
 
 from evalspec.assertions.evaluate import AssertionResult, evaluate
 from evalspec.assertions.offloop import evaluate_off_loop
+from evalspec.core.errors import GradingError
 from evalspec.extend.check import GradingContext
 from tests.helpers import invoke, spec, transcript
 
@@ -229,3 +230,16 @@ def test_checks_run_through_a_long_lived_node(tmp_path: Path) -> None:
     results = asyncio.run(evaluate_off_loop(specs, context, 30))
     assert [r.passed for r in results] == [n % 3 == 2 for n in range(60)]
     assert time.monotonic() - start < 10  # tens of milliseconds each would be a node started per check
+
+
+def test_a_closed_pool_starts_no_node_that_would_outlive_the_run() -> None:
+    # at exit (Ctrl-C, SIGTERM) close() stops the workers; the grading threads they were serving then move on
+    # to their next check, which must not start a node no one will stop (an endless check spun on, orphaned)
+    from evalspec.core.node import NodePool
+
+    pool = NodePool(1)
+    assert pool.call({"op": "run", "code": "output === 'x'", "output": "x", "context": {}}, 30)["ok"] is True
+    pool.close()
+    with pytest.raises(GradingError, match="the run is ending"):
+        pool.call({"op": "run", "code": "true", "output": "x", "context": {}}, 30)
+    assert pool.live() == 0
