@@ -5,8 +5,8 @@ line in on stdin, a JSON line back on stdout. Starting node costs tens of millis
 machine), so a worker serves many checks; at most `NodePool.size` run at once. A request that overruns
 its time limit stops its worker (SIGKILL, then reaped); a worker that exits is replaced by the next
 request. What the user's code prints never reaches evalspec's output: the worker keeps it with its answer.
-Workers end with the process (their stdin closes; atexit kills any still busy, and none starts after it), and a forked child starts
-its own instead of sharing its parent's pipes.
+Workers end with the process (their stdin closes; atexit kills any still busy, and none starts after it),
+and a forked child starts its own instead of sharing its parent's pipes.
 """
 
 from __future__ import annotations
