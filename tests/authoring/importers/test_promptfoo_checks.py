@@ -3,6 +3,8 @@ source are left out beside tests that check, and nothing hollow is written (SPEC
 
 from __future__ import annotations
 
+import datetime
+import math
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +96,14 @@ def test_python_checks_give_promptfoo_s_verdicts(tmp_path: Path) -> None:
          "assert": [{"type": "python", "value": "file://grade.py:strict", "threshold": 0.5}]},
         {"description": "f-text-true", "vars": {"n": "1"}, "assert": [{"type": "python", "value": "'TRUE'"}]},
         {"description": "g-raises", "vars": {"n": "1"}, "assert": [{"type": "python", "value": "1 / 0"}]},
+        {"description": "h-config-data", "vars": {"n": "1"}, "assert": [  # a YAML date, a NaN: data, not code
+            {"type": "python", "value": "context['config']['since'] == '2024-01-01' and output == 'say 1'",
+             "config": {"since": datetime.date(2024, 1, 1), "limit": math.nan}}]},
     ]})
     verdicts = {r["test_id"]: r["status"] for r in results}
     assert verdicts == {"a-expression": "passed", "b-body": "failed", "c-score-above-0": "passed",
                         "d-score-0": "failed", "e-threshold": "failed", "f-text-true": "passed",
-                        "g-raises": "error"}  # 0.2 passes as in promptfoo (evalspec alone reads 0.5)
+                        "g-raises": "error", "h-config-data": "passed"}  # 0.2 passes as in promptfoo (evalspec alone reads 0.5)
     reasons = {r["test_id"]: r["assertions"][0].get("reason", "") for r in results}
     assert "second word 2" in reasons["b-body"]
     assert "less than threshold 0.5: graded say 1" in reasons["e-threshold"]

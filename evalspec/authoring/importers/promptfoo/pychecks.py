@@ -10,6 +10,7 @@ whose code raises is an error in evalspec (never a fail: SPEC §8), where prompt
 
 from __future__ import annotations
 
+import json
 import textwrap
 from typing import Any
 
@@ -64,16 +65,22 @@ def _load(path, name):
 '''
 
 
+def _data(config: Any) -> str:
+    """A check's `config` as python code that makes it: JSON data (a YAML date or a NaN has no python
+    literal its repr would give; dates become their text)."""
+    return "None" if config is None else f"json.loads({json.dumps(config, ensure_ascii=False, default=str)!r})"
+
+
 def inline_check(number: int, code: str, threshold: float | None, config: Any) -> str:
     """The functions of one inline check: promptfoo's `main` around its code, and `check_N` that evalspec calls."""
     body = code.strip("\n") if "\n" in code.strip() else f"return {code.strip()}"
     return (f"\n\ndef _main_{number}(output, context):\n{textwrap.indent(textwrap.dedent(body), '    ')}\n\n\n"
             f"def check_{number}(output, context):\n"
-            f"    return _verdict(_main_{number}(output, _context(context, {config!r})), {threshold!r})\n")
+            f"    return _verdict(_main_{number}(output, _context(context, {_data(config)})), {threshold!r})\n")
 
 
 def file_check(number: int, relative: str, function: str, threshold: float | None, config: Any) -> str:
     """`check_N` calling a promptfoo check file's function (`get_assert` unless named)."""
     return (f"\n\ndef check_{number}(output, context):\n"
             f"    fn = _load({relative!r}, {function!r})\n"
-            f"    return _verdict(fn(output, _context(context, {config!r})), {threshold!r})\n")
+            f"    return _verdict(fn(output, _context(context, {_data(config)})), {threshold!r})\n")
