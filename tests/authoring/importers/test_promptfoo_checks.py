@@ -112,7 +112,7 @@ def test_python_checks_give_promptfoo_s_verdicts(tmp_path: Path) -> None:
 def test_var_files_are_read_as_promptfoo_reads_them_and_default_test_may_be_a_file(tmp_path: Path) -> None:
     (tmp_path / "pf").mkdir()
     (tmp_path / "pf" / "topic.txt").write_text("  the sea 大海\n", encoding="utf-8")
-    (tmp_path / "pf" / "facts.yaml").write_text("city: 北京\nsize: 2\n", encoding="utf-8")
+    (tmp_path / "pf" / "facts.yaml").write_text("city: 北京\nsize: 2\nsince: 2004-02-04\n", encoding="utf-8")
     (tmp_path / "pf" / "defaults.yaml").write_text(
         "vars: {style: file://topic.txt}\nassert: [{type: icontains, value: sea}]\n", encoding="utf-8")
     results = played(tmp_path, {"prompts": ["{{ topic }} | {{ facts }} | {{ style }}"],
@@ -121,7 +121,7 @@ def test_var_files_are_read_as_promptfoo_reads_them_and_default_test_may_be_a_fi
     (result,) = results
     assert result["status"] == "passed"
     sent = result["transcript"][0]["content"]
-    assert sent == 'the sea 大海 | {"city":"北京","size":2} | the sea 大海'
+    assert sent == 'the sea 大海 | {"city":"北京","size":2,"since":"2004-02-04T00:00:00.000Z"} | the sea 大海'  # a Date
 
 
 def test_a_var_file_outside_the_config_folder_or_a_script_is_never_read(tmp_path: Path) -> None:
@@ -217,3 +217,11 @@ def test_a_text_check_on_a_transformed_output_runs_as_one_javascript_check_with_
     assert verdicts == {"a": [True, True, True, True], "b": [True, False]}
     code = written(tmp_path)["tests"][1]["conversation"][0]["assert"][0]["javascript"]
     assert "const parsed = JSON.parse(output);" in code and "String(expected)" in code
+
+
+def test_a_var_file_that_is_no_json_data_is_an_import_problem_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "loop.yaml").write_text("&a [*a]\n", encoding="utf-8")
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ a }}"], "providers": ["echo"], "tests": [
+        {"vars": {"a": "file://loop.yaml"}, "assert": [{"type": "contains", "value": "x"}]}]})
+    assert code == 2 and "var 'a'" in err and "is not YAML promptfoo can send" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 from pathlib import Path
@@ -32,6 +33,16 @@ tests = getattr(module, name)(*args)
 print()
 print(json.dumps(tests, ensure_ascii=False, default=str))
 """
+
+
+def _js_json(value: Any) -> str:
+    """What JavaScript's JSON.stringify writes for a YAML timestamp promptfoo reads as a Date (UTC)."""
+    if isinstance(value, datetime.datetime):
+        moment = value.astimezone(datetime.timezone.utc) if value.tzinfo else value
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    if isinstance(value, datetime.date):
+        return f"{value.isoformat()}T00:00:00.000Z"
+    raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
 class TestFiles(Source):
@@ -200,9 +211,10 @@ class TestFiles(Source):
                 continue
             if suffix in (".yaml", ".yml"):
                 try:
-                    text = json.dumps(yaml.safe_load(text), ensure_ascii=False, separators=(",", ":"))
-                except yaml.YAMLError as exc:
-                    self.problem(f"{where}: var '{key}'", f"{value} is not YAML: {exc}")
+                    text = json.dumps(yaml.safe_load(text), ensure_ascii=False, separators=(",", ":"),
+                                      default=_js_json)
+                except (yaml.YAMLError, ValueError, TypeError) as exc:  # an alias holding itself, !!binary
+                    self.problem(f"{where}: var '{key}'", f"{value} is not YAML promptfoo can send: {exc}")
                     continue
             out[key] = text.strip()
         return out
