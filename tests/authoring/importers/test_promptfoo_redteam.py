@@ -194,3 +194,15 @@ def test_a_collection_becomes_its_plugins_as_promptfoo_0_121_lists_them(tmp_path
     assert {"bola-basic", "rbac-basic", "bfla-basic", "sql-injection-basic", "debug-access-basic"} <= set(tests)
     assert "bola-basic-2" not in tests and tests["sql-injection-basic"]["attack"]["attempts"] == 2
     assert "redteam plugin 'owasp:api': its plugins as promptfoo 0.121 lists them" in err
+
+
+def test_plugins_that_are_no_list_or_a_provider_config_that_is_no_mapping_are_noted_not_a_crash(
+        tmp_path: Path) -> None:
+    code, err, _ = import_config(tmp_path, {"prompts": ["{{ prompt }}"], "providers": ["echo"],
+                                            "redteam": {"plugins": 5}})
+    assert code == 2 and "redteam plugins 5 (not a list)" in err
+    code, err, suite = import_config(tmp_path, {"prompts": ["{{ q }}"],
+                                                "providers": [{"id": "https://bot.example/chat", "config": 3}],
+                                                "tests": [{"vars": {"q": "hi"},
+                                                           "assert": [{"type": "contains", "value": "hi"}]}]})
+    assert code == 0 and "provider https://bot.example/chat: config 3 (not a mapping)" in err

@@ -122,6 +122,9 @@ class Providers(Source):
             self.notes.append(f"provider {item!r}: no id")
             return None
         config = item.get("config") or {} if isinstance(item, dict) else {}
+        if not isinstance(config, dict):
+            self.notes.append(f"provider {pid}: config {config!r} (not a mapping)")
+            return None
         label = item.get("label") if isinstance(item, dict) else None
         name = label or pid
         if pid.startswith("python:") and pid.split(":")[1].endswith(".py"):

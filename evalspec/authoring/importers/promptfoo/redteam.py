@@ -163,7 +163,11 @@ def _expanded(plugins: list[Any], notes: list[str]) -> list[Any]:
 def _goals(redteam: dict[str, Any], notes: list[str]) -> list[_Goal]:
     default_count = _count(redteam.get("numTests"), DEFAULT_NUM_TESTS)
     goals: list[_Goal] = []
-    for item in _expanded(redteam.get("plugins") or [], notes):
+    plugins = redteam.get("plugins") or []
+    if not isinstance(plugins, list):
+        notes.append(f"redteam plugins {plugins!r} (not a list)")
+        plugins = []
+    for item in _expanded(plugins, notes):
         pid, config = _id(item), _config(item)
         if pid is None:
             continue
