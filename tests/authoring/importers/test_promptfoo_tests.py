@@ -97,6 +97,11 @@ def test_a_python_test_generator_is_called_as_promptfoo_calls_it(tmp_path: Path)
     code, _, err = import_config(tmp_path, {"prompts": ["{{ lang }}"], "providers": ["echo"],
                                             "tests": ["file://cases.py:broken"]})
     assert code == 2 and "the generator did not return a list of tests: ValueError: no data" in err
+    # what a generator prints (without a newline, not even UTF-8) is not read as its tests
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ lang }}"], "providers": ["echo"],
+                                            "tests": ["file://cases.py:chatty"]})
+    assert code == 0, err
+    assert [t["conversation"][0]["user"] for t in written(tmp_path)["tests"]] == ["French"]
 
 
 def test_an_excel_file_of_tests_is_read_like_a_csv(tmp_path: Path) -> None:
@@ -119,9 +124,3 @@ def test_an_excel_file_of_tests_is_read_like_a_csv(tmp_path: Path) -> None:
         {"user": "French: Hello world", "assert": [{"icontains": "bonjour"}]},
         {"user": "中文: 你好", "assert": [{"contains": "你好"}]}]
 
-
-    # what a generator prints (without a newline, not even UTF-8) is not read as its tests
-    code, _, err = import_config(tmp_path, {"prompts": ["{{ lang }}"], "providers": ["echo"],
-                                            "tests": ["file://cases.py:chatty"]})
-    assert code == 0, err
-    assert [t["conversation"][0]["user"] for t in written(tmp_path)["tests"]] == ["French"]
