@@ -196,26 +196,48 @@ def check_not_hollow(suites: list[ImportedSuite]) -> None:
         raise ImportRefused(problems)
 
 
+# what every file evalspec writes says near its top, so that importing again may replace it
+WRITTEN_MARKS = ("Imported by evalspec", "evalspec import")
+
+
+def written_by_evalspec(path: Path) -> bool:
+    """Whether the file at `path` is one an import wrote (its first lines say so)."""
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:600]
+    except OSError:
+        return False
+    return any(mark in head for mark in WRITTEN_MARKS)
+
+
 def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | None = None,
                  allow_empty: bool = False) -> list[Path]:
     """Write each suite (and its extra files) under `out_dir`; returns the paths written. A hollow
-    suite is refused (ImportRefused, nothing written) unless `allow_empty`."""
+    suite is refused (ImportRefused, nothing written) unless `allow_empty`. Importing again replaces what
+    the last import wrote (a python stub to edit excepted); a file evalspec did not write, such as the
+    source itself when `-o` is its folder, is never overwritten: the import is refused, nothing written."""
     if not allow_empty:
         for suite in suites:
             leave_out_unchecked(suite)
         check_not_hollow(suites)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+    files: list[tuple[Path, str, bool]] = []  # (path, content, replace what an earlier import wrote)
     for suite in suites:
         with_provider(suite, provider)
         path = out_dir / suite.filename  # a relative path: an imported folder's sub-folders are kept
+        files.append((path, render_suite(suite), True))
+        for name, content in suite.files.items():  # relative to the suite (a stub, code, fragments)
+            if name.endswith((".yaml", ".yml")) and not any(mark in content[:600] for mark in WRITTEN_MARKS):
+                content = f"# Imported by evalspec from {suite.source or suite.filename}\n" + content
+            files.append((path.parent / name, content, name != STUB_FILE))
+    clashes = [Problem(str(p), None, "", "exists and was not written by evalspec: not overwritten; choose another -o")
+               for p, content, _ in files if p.exists() and not written_by_evalspec(p)
+               and p.read_text(encoding="utf-8", errors="replace") != content]
+    if clashes:
+        raise ImportRefused(clashes)
+    written: list[Path] = []
+    for path, content, replace in files:
+        if path.exists() and not replace:
+            continue  # the stub a user may have edited
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_suite(suite), encoding="utf-8")
+        path.write_text(content, encoding="utf-8")
         written.append(path)
-        for name, content in suite.files.items():  # relative to the suite (a stub, fragments)
-            extra = path.parent / name
-            extra.parent.mkdir(parents=True, exist_ok=True)
-            if not extra.exists():
-                extra.write_text(content, encoding="utf-8")
-                written.append(extra)
     return written

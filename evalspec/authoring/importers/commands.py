@@ -45,8 +45,11 @@ def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, all
     except ImportRefused as exc:
         for problem in exc.problems:
             click.echo(f"error {problem}", err=True)
-        click.echo(f"refused: {len(exc.problems)} problem(s) would make a hollow suite; nothing was written "
-                   "(--allow-empty writes it anyway)", err=True)
+        if all(p.message.startswith("exists and was not written by evalspec") for p in exc.problems):
+            click.echo("refused: nothing was written", err=True)
+        else:
+            click.echo(f"refused: {len(exc.problems)} problem(s) would make a hollow suite; nothing was written "
+                       "(--allow-empty writes it anyway)", err=True)
         sys.exit(ExitCode.CONFIG_ERROR)
     for path in written:
         click.echo(f"wrote {path}")

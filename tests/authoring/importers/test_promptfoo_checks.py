@@ -225,3 +225,25 @@ def test_a_var_file_that_is_no_json_data_is_an_import_problem_not_a_crash(tmp_pa
     code, _, err = import_config(tmp_path, {"prompts": ["{{ a }}"], "providers": ["echo"], "tests": [
         {"vars": {"a": "file://loop.yaml"}, "assert": [{"type": "contains", "value": "x"}]}]})
     assert code == 2 and "var 'a'" in err and "is not YAML promptfoo can send" in err
+
+
+def test_importing_again_replaces_what_the_last_import_wrote_and_never_the_source(tmp_path: Path) -> None:
+    config = {"prompts": ["{{ q }}"], "providers": ["echo"],
+              "tests": [{"vars": {"q": "hello"}, "assert": [{"type": "python", "value": "'hello' in output"}]}]}
+    assert import_config(tmp_path, config)[0] == 0
+    config["tests"][0]["assert"][0]["value"] = "'goodbye' in output"
+    code, out, err = import_config(tmp_path, config)
+    assert code == 0, err
+    checks = (tmp_path / "out" / "promptfoo_checks.py").read_text(encoding="utf-8")
+    assert "'goodbye' in output" in checks and "'hello' in output" not in checks
+    assert "promptfoo_checks.py" in out  # said as written
+
+    from click.testing import CliRunner
+
+    from evalspec.app.cli.main import main
+
+    source = tmp_path / "pf" / "promptfooconfig.yaml"
+    before = source.read_text(encoding="utf-8")
+    result = CliRunner().invoke(main, ["import", "promptfoo", str(source), "-o", str(tmp_path / "pf")])
+    assert result.exit_code == 2 and "exists and was not written by evalspec: not overwritten" in result.stderr
+    assert source.read_text(encoding="utf-8") == before and "refused: nothing was written" in result.stderr
