@@ -210,7 +210,7 @@ def test_tests_from_a_csv_file_are_read(tmp_path: Path) -> None:
     assert code == 0, err
     suite = load_suite(tmp_path / "out" / "promptfooconfig.yaml")
     assert [(t.conversation[0].text, [(a.type, a.value) for a in t.conversation[0].asserts]) for t in suite.tests] == \
-        [("你好", [("contains", "您好")]), ("hi", [("equals", "hello")])]
+        [("你好", [("contains", "您好")]), ("hi", [("regex", r"\Ahello\Z")])]  # promptfoo's equals is exact
 
 
 def test_a_missing_python_file_is_refused_not_written(tmp_path: Path) -> None:

@@ -247,3 +247,15 @@ def test_importing_again_replaces_what_the_last_import_wrote_and_never_the_sourc
     result = CliRunner().invoke(main, ["import", "promptfoo", str(source), "-o", str(tmp_path / "pf")])
     assert result.exit_code == 2 and "exists and was not written by evalspec: not overwritten" in result.stderr
     assert source.read_text(encoding="utf-8") == before and "refused: nothing was written" in result.stderr
+
+
+def test_equals_and_starts_with_are_exact_as_in_promptfoo(tmp_path: Path) -> None:
+    results = played(tmp_path, {"prompts": ["{{ q }}"], "tests": [
+        {"description": "spaced", "vars": {"q": "  Yarr  "},
+         "assert": [{"type": "equals", "value": "Yarr"}, {"type": "starts-with", "value": "Yarr"},
+                    {"type": "javascript", "value": "output.startsWith('Yarr')"},
+                    {"type": "equals", "value": "Yarr", "transform": "output.trim()"}]},
+        {"description": "exact", "vars": {"q": "Yarr (1+1)"},
+         "assert": [{"type": "equals", "value": "Yarr (1+1)"}, {"type": "not-starts-with", "value": "yarr"}]}]})
+    verdicts = {r["test_id"]: [a["pass"] for a in r["assertions"]] for r in results}
+    assert verdicts == {"spaced": [False, False, False, True], "exact": [True, True]}

@@ -77,6 +77,8 @@ def js_checks(code: str, negate: bool = False) -> dict[str, Any] | None:
             kind = "starts-with" if m.group(3) == "startsWith" else "icontains" if m.group(2) else "contains"
             if kind == "icontains" and text != text.lower():
                 return None  # a lower-cased reply never holds capitals
+            if kind == "starts-with":  # promptfoo's startsWith is exact: evalspec's starts-with skips white space
+                kind, text = "regex", r"\A" + regex.escape(text)
             checks.append((("not-" if m.group(1) else "") + kind, text))
         elif (m := _JS_LENGTH.fullmatch(part)) is not None and "trim" not in part:
             op, n = m.group(1), int(m.group(2))
@@ -169,6 +171,7 @@ class Checks(Source):
                                   "(on the reply as it is, the check would mean something else)")
                 return None
             return dict(plain({"javascript": code, **{k: raw[k] for k in ("weight", "metric") if k in raw}}))
+        trimmed = transform is not None  # promptfoo checks output.trim(): what evalspec's equals/starts-with do
         raw = {k: v for k, v in raw.items() if k != "transform"}
         negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
         value = raw.get("value")
@@ -202,6 +205,10 @@ class Checks(Source):
             out = {("not-" if negate else "") + RENAMED[base]: value if RENAMED[base] != "tool-args-valid" else True}
         elif base == "icontains-any" and isinstance(value, list) and value:
             out = {("not-" if negate else "") + "regex": "(?i)" + "|".join(regex.escape(str(v)) for v in value)}
+        elif base in ("equals", "starts-with") and not trimmed and isinstance(value, str) and "{{" not in value:
+            # promptfoo compares exactly; evalspec's equals and starts-with skip surrounding white space
+            tail = r"\Z" if base == "equals" else ""
+            out = {("not-" if negate else "") + "regex": r"\A" + regex.escape(value) + tail}
         elif base in SAME_TYPES:
             if base in ("is-json", "contains-json") and value is None:
                 out = {"type": name}
