@@ -259,3 +259,23 @@ def test_equals_and_starts_with_are_exact_as_in_promptfoo(tmp_path: Path) -> Non
          "assert": [{"type": "equals", "value": "Yarr (1+1)"}, {"type": "not-starts-with", "value": "yarr"}]}]})
     verdicts = {r["test_id"]: [a["pass"] for a in r["assertions"]] for r in results}
     assert verdicts == {"spaced": [False, False, False, True], "exact": [True, True]}
+
+
+def test_a_check_s_transform_runs_after_the_test_s_as_in_promptfoo(tmp_path: Path) -> None:
+    import shutil
+
+    import pytest
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    results = played(tmp_path, {"prompts": ["{{ q }}"], "tests": [
+        {"description": "chained", "vars": {"q": '{"color": 5, "countries": ["India"]}'},
+         "options": {"transform": "JSON.parse(output)"},
+         "assert": [{"type": "contains-any", "value": ["India", "Peru"], "transform": "output.countries.join(',')"},
+                    {"type": "icontains", "value": "5", "transform": "String(output.color)"}]}]})
+    assert [a["pass"] for a in results[0]["assertions"]] == [True, True]
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": ["echo"], "tests": [
+        {"vars": {"q": "{}"}, "options": {"transform": "JSON.parse(output)"},
+         "assert": [{"type": "is-json", "value": {"required": ["color"]}}, {"type": "contains", "value": "{"}]}]})
+    assert code == 0, err
+    assert "assertion 'is-json' on the output transformed by 'JSON.parse(output)'" in err  # its schema is not dropped

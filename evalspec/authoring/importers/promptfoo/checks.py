@@ -137,22 +137,30 @@ _JS_CHECKS = {
 }
 
 
-def transformed_check(kind: str, value: Any, transform: Any) -> str | None:
-    """A text check on promptfoo's `transform(output)` as one `javascript` check that does both, as promptfoo
-    does them (inline transforms: one line an expression, several a function body); None when it cannot be."""
+def transformed_check(kind: str, value: Any, transforms: list[Any]) -> str | None:
+    """A text check on promptfoo's transformed output (the test's `options.transform`, then the check's own)
+    as one `javascript` check that does both, as promptfoo does them (inline transforms: one line an
+    expression, several a function body); None when it cannot be."""
     negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
-    if not isinstance(transform, str) or transform.startswith("file://") or base not in _JS_CHECKS:
+    if not all(isinstance(t, str) and not t.startswith("file://") for t in transforms) or base not in _JS_CHECKS \
+            or base == "is-json" and value is not None:  # a JSON Schema is not checked here
         return None
     lists = base.endswith(("-any", "-all"))
     if lists and not (isinstance(value, list) and value and all(isinstance(v, (str, int, float)) for v in value)) \
             or not lists and base != "is-json" and not isinstance(value, (str, int, float)):
         return None
-    body = transform.strip() if "\n" in transform.strip() else f"return {transform.strip()};"
+    steps = "".join(f"transformed = (function (output, context) {{\n{_body(t)}\n}})(transformed, context);\n"
+                    for t in transforms)
     test = _JS_CHECKS[base].replace("V", "expected")
-    return (f"const transformed = (function (output, context) {{\n{body}\n}})(output, context);\n"
+    return ("let transformed = output;\n" + steps +
             "const s = typeof transformed === 'string' ? transformed : JSON.stringify(transformed);\n"
             f"const expected = {json.dumps(value, ensure_ascii=False)};\n"
             f"return {'!' if negate else ''}({test});\n")
+
+
+def _body(transform: str) -> str:
+    """An inline transform as a function body: one line is an expression, several lines a body."""
+    return transform.strip() if "\n" in transform.strip() else f"return {transform.strip()};"
 
 
 class Checks(Source):
@@ -163,9 +171,10 @@ class Checks(Source):
             self.notes.append(f"{where}: assertion {raw!r}")
             return None
         kind = raw["type"]
-        transform = raw.get("transform", transform)
-        if not transform_kept(transform, raw):
-            code = transformed_check(kind, raw.get("value"), transform)
+        chain = [t for t in (transform, raw.get("transform")) if t is not None]  # the test's, then the check's
+        transform = chain[-1] if chain else None
+        if not all(transform_kept(t, raw) for t in chain):
+            code = transformed_check(kind, raw.get("value"), chain)
             if code is None:
                 self.notes.append(f"{where}: assertion '{kind}' on the output transformed by {transform!r} "
                                   "(on the reply as it is, the check would mean something else)")
