@@ -124,3 +124,21 @@ def test_an_excel_file_of_tests_is_read_like_a_csv(tmp_path: Path) -> None:
         {"user": "French: Hello world", "assert": [{"icontains": "bonjour"}]},
         {"user": "中文: 你好", "assert": [{"contains": "你好"}]}]
 
+
+
+def test_yaml_and_templates_read_and_print_values_as_promptfoo_does(tmp_path: Path) -> None:
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "promptfooconfig.yaml").write_text(
+        "prompts: ['Answer {{ a }} at {{ t }}, mode {{ m }}, country {{ c }}; {{ b }} {{ f }} [{{ d }}] {{ l }}']\n"
+        "providers: [echo]\n"
+        "tests:\n  - vars: {a: yes, t: 12:30, m: off, c: NO, b: true, f: 1.0, d: null, l: [1, 2]}\n"
+        "    assert: [{type: contains, value: 'yes'}]\n", encoding="utf-8")
+    from click.testing import CliRunner
+
+    from evalspec.app.cli.main import main
+
+    result = CliRunner().invoke(main, ["import", "promptfoo", str(tmp_path / "pf" / "promptfooconfig.yaml"),
+                                       "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.stderr
+    (test,) = written(tmp_path)["tests"]
+    assert test["conversation"][0]["user"] == "Answer yes at 12:30, mode off, country NO; true 1 [] 1,2"

@@ -22,6 +22,7 @@ from evalspec.authoring.importers.promptfoo.checks import Checks
 from evalspec.authoring.importers.promptfoo.prompts import HISTORY_VARS, Prompts
 from evalspec.authoring.importers.promptfoo.providers import Providers, uuid_var
 from evalspec.authoring.importers.promptfoo.redteam import redteam_tests
+from evalspec.authoring.importers.promptfoo.source import load_yaml
 from evalspec.authoring.importers.promptfoo.testfiles import TestFiles
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
@@ -81,7 +82,7 @@ def _load(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError([Problem(str(path), None, "", f"cannot read: {exc}")]) from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([Problem(str(path), None, "", f"not a promptfoo config: {exc}")]) from None
     if not isinstance(data, dict):

@@ -12,7 +12,7 @@ import regex
 
 from evalspec.authoring.importers import plain
 from evalspec.authoring.importers.promptfoo.pychecks import CHECKS_FILE, HEADER, file_check, inline_check
-from evalspec.authoring.importers.promptfoo.source import Source
+from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
 
 # promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
 SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals", "regex", "starts-with",
@@ -265,7 +265,7 @@ class Checks(Source):
             except (OSError, UnicodeDecodeError):
                 text = ""
         try:
-            schema = yaml.safe_load(text) if text.strip() else None
+            schema = load_yaml(text) if text.strip() else None
         except yaml.YAMLError:
             schema = None
         if not isinstance(schema, dict):

@@ -11,8 +11,24 @@ import regex
 import yaml
 from jinja2 import Undefined, nodes
 
-from evalspec.authoring.importers.promptfoo.source import Source
+from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
 from evalspec.config.templating import LimitedEnvironment, render_limited
+
+
+def js_text(value: Any) -> Any:
+    """A value as Nunjucks prints it (JavaScript's String()): `true`, `false`, nothing for null, `1` for 1.0,
+    a list's items joined by commas."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(js_text(v)) for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return value
 
 
 class _NunjucksEnvironment(LimitedEnvironment):
@@ -20,7 +36,7 @@ class _NunjucksEnvironment(LimitedEnvironment):
     §17): `| dump`, `| load`, and `{% for key, value in mapping %}` looping over the mapping's items."""
 
     def __init__(self) -> None:
-        super().__init__(autoescape=False)
+        super().__init__(autoescape=False, finalize=js_text)
         self.filters["dump"] = lambda v: '""' if isinstance(v, Undefined) else json.dumps(v, ensure_ascii=False)
         self.filters["load"] = json.loads  # promptfoo's own filter: JSON text as data
         self.filters[_PAIRS_FILTER] = lambda v: list(v.items()) if isinstance(v, dict) else v
@@ -110,7 +126,7 @@ class Prompts(Source):
         if stripped.startswith("[") or stripped.startswith("- role:"):
             try:
                 parsed = json.loads(regex.sub(r",\s*([\]}])", r"\1", stripped)) if stripped.startswith("[") \
-                    else yaml.safe_load(stripped)
+                    else load_yaml(stripped)
             except (json.JSONDecodeError, yaml.YAMLError):
                 parsed = None
             if isinstance(parsed, list) and all(isinstance(m, dict) and "role" in m for m in parsed):

@@ -24,7 +24,7 @@ from evalspec.authoring.importers.promptfoo.provider_files import (
     JS_RUNNER_FILE,
     PYTHON_ADAPTER,
 )
-from evalspec.authoring.importers.promptfoo.source import Source
+from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
 from evalspec.core.suggest import slugify
 
 # promptfoo's provider prefix -> litellm's (both call the same service)
@@ -227,7 +227,7 @@ class Providers(Source):
         """`file://provider.yaml`: the provider written in a file of its own (its `id`, `config`, `label`)."""
         file = self.inside(pid[len("file://"):], f"provider {pid}")
         try:
-            loaded = yaml.safe_load(file.read_text(encoding="utf-8")) if file is not None else None
+            loaded = load_yaml(file.read_text(encoding="utf-8")) if file is not None else None
         except (OSError, yaml.YAMLError) as exc:
             self.notes.append(f"provider {pid}: cannot read it ({type(exc).__name__})")
             return None

@@ -4,8 +4,34 @@ is not converted), the problems (what refuses the import) and the extra files wr
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
 
 from evalspec.core.errors import Problem
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """YAML as promptfoo (js-yaml) reads it: YAML 1.2's booleans and numbers, so `yes`, `off`, `NO` stay text
+    and `12:30` is not the number 750 (PyYAML reads YAML 1.1); dates are still dates, as in js-yaml."""
+
+
+_KINDS = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _KINDS]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Yaml12Loader.add_implicit_resolver(_KINDS[0], regex.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_Yaml12Loader.add_implicit_resolver(_KINDS[1], regex.compile(r"^(?:[-+]?[1-9][0-9]*|[-+]?0|0x[0-9a-fA-F]+)$"),
+                                    list("-+0123456789"))
+_Yaml12Loader.add_implicit_resolver(
+    _KINDS[2], regex.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                             r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+0123456789."))
+
+
+def load_yaml(text: str) -> Any:
+    """A promptfoo YAML document (a config, a test or var file, a chat prompt), read as promptfoo reads it."""
+    return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - a SafeLoader with YAML 1.2's scalars
 
 
 class Source:

@@ -11,7 +11,7 @@ from typing import Any
 import regex
 import yaml
 
-from evalspec.authoring.importers.promptfoo.source import Source
+from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
 
 # what promptfoo runs (scripts) or encodes (base64, PDF text) instead of reading a var file as text
 _RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp",
@@ -126,7 +126,7 @@ class TestFiles(Source):
             if suffix == ".jsonl":
                 return [json.loads(line) for line in text.splitlines() if line.strip()]
             if suffix in (".yaml", ".yml", ".json"):
-                loaded = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+                loaded = json.loads(text) if suffix == ".json" else load_yaml(text)
                 return loaded if isinstance(loaded, list) else [loaded]
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, csv.Error) as exc:
             self.problem(f"tests {written}", f"cannot read {file.name}: {exc}")
@@ -211,7 +211,7 @@ class TestFiles(Source):
                 continue
             if suffix in (".yaml", ".yml"):
                 try:
-                    text = json.dumps(yaml.safe_load(text), ensure_ascii=False, separators=(",", ":"),
+                    text = json.dumps(load_yaml(text), ensure_ascii=False, separators=(",", ":"),
                                       default=_js_json)
                 except (yaml.YAMLError, ValueError, TypeError) as exc:  # an alias holding itself, !!binary
                     self.problem(f"{where}: var '{key}'", f"{value} is not YAML promptfoo can send: {exc}")
