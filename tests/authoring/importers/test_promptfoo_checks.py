@@ -279,3 +279,17 @@ def test_a_check_s_transform_runs_after_the_test_s_as_in_promptfoo(tmp_path: Pat
          "assert": [{"type": "is-json", "value": {"required": ["color"]}}, {"type": "contains", "value": "{"}]}]})
     assert code == 0, err
     assert "assertion 'is-json' on the output transformed by 'JSON.parse(output)'" in err  # its schema is not dropped
+
+
+def test_an_http_provider_sends_its_own_dollar_text_as_written_and_env_refs_from_the_environment(
+        tmp_path: Path) -> None:
+    code, _, err = import_config(tmp_path, {"prompts": ["{{ q }}"], "providers": [{"id": "https", "config": {
+        "url": "https://bot.example/chat?k=${KEY}", "method": "POST",
+        "headers": {"Authorization": "Bearer ${SECRET}", "X-Token": "{{env.TOKEN}}"},
+        "body": {"q": "{{prompt}}", "note": "costs ${5}"}}}],
+        "tests": [{"vars": {"q": "hi"}, "assert": [{"type": "contains", "value": "hi"}]}]})
+    assert code == 0, err
+    http = written(tmp_path)["providers"][0]["http"]
+    assert http["url"] == "https://bot.example/chat?k=$${KEY}"
+    assert http["headers"] == {"Authorization": "Bearer $${SECRET}", "X-Token": "${TOKEN:-}"}
+    assert http["body"] == {"q": "{{ message }}", "note": "costs $${5}"}

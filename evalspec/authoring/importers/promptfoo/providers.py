@@ -15,6 +15,7 @@ from typing import Any
 import regex
 import yaml
 
+from evalspec.authoring.importers import plain
 from evalspec.authoring.importers.promptfoo.http_forms import auth_form, env_refs, response_path
 from evalspec.authoring.importers.promptfoo.provider_files import (
     ECHO_FILE,
@@ -275,6 +276,9 @@ class Providers(Source):
         session = self.session_var if config.get("sessionSource") != "server" else None
         if config.get("sessionSource") == "client":
             session = "sessionId"
+        # the source's own text is sent as written: its `${X}` is no environment variable (`$${X}`), while
+        # the auth promptfoo reads from the environment (`{{env.X}}`) becomes evalspec's `${X:-}` below
+        url, config = plain(url), {**config, **{k: plain(config[k]) for k in ("headers", "body") if k in config}}
         http: dict[str, Any] = {"url": self.swap(url, session)}
         if config.get("method"):
             http["method"] = str(config["method"]).upper()
