@@ -27,6 +27,7 @@ from typing import Any
 from evalspec.core.errors import GradingError
 
 MARK = b"\x1eEVALSPEC "
+WAIT_LIMIT = 600.0  # seconds a check may wait for a free worker (not charged to its own time limit)
 NODE_MISSING = ("Node.js is not installed: no `node` on PATH (javascript checks run in it; "
                 "install Node.js 18 or later)")
 
@@ -106,13 +107,14 @@ class NodePool:
         self._closed = False
 
     def call(self, request: dict[str, Any], limit: float) -> dict[str, Any]:
-        """The worker's answer to `request` within `limit` seconds (waiting for a free worker counts).
-        A GradingError when node is missing, cannot start, exits or overruns (then it is stopped)."""
-        deadline = time.monotonic() + limit
+        """The worker's answer to `request` within `limit` seconds of its own run (waiting for a free
+        worker is not charged to it; that wait is bounded by `WAIT_LIMIT`). A GradingError when node is
+        missing, cannot start, exits or overruns (then it is stopped)."""
         node = node_binary()
         if node is None:
             raise GradingError(NODE_MISSING)
-        worker = self._take(node, deadline, limit)
+        worker = self._take(node, time.monotonic() + WAIT_LIMIT)
+        deadline = time.monotonic() + limit
         try:
             answer = worker.ask(request, deadline)
         except TimeoutError:
@@ -131,7 +133,7 @@ class NodePool:
         self._give(worker)
         return answer
 
-    def _take(self, node: str, deadline: float, limit: float) -> NodeWorker:
+    def _take(self, node: str, deadline: float) -> NodeWorker:
         with self._lock:
             while True:
                 if self._closed:
@@ -146,8 +148,7 @@ class NodePool:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise GradingError(f"timed out after {limit:g}s (options.grade_timeout) waiting for a "
-                                       "free node process")
+                    raise GradingError(f"no node process was free within {WAIT_LIMIT:g}s to run the check")
                 self._lock.wait(left)
         try:
             worker = NodeWorker(node)

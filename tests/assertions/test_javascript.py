@@ -243,3 +243,21 @@ def test_a_closed_pool_starts_no_node_that_would_outlive_the_run() -> None:
     with pytest.raises(GradingError, match="the run is ending"):
         pool.call({"op": "run", "code": "true", "output": "x", "context": {}}, 30)
     assert pool.live() == 0
+
+
+def test_waiting_for_a_free_worker_is_not_charged_to_the_time_limit() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from evalspec.core.node import NodePool
+
+    pool = NodePool(size=2)
+    request = {"op": "run", "code": "const end = Date.now() + 1000;\nwhile (Date.now() < end) {}\nreturn true;",
+               "output": "", "context": {}}
+    try:
+        with ThreadPoolExecutor(3) as threads:
+            first = [threads.submit(pool.call, request, 1.5) for _ in range(2)]
+            time.sleep(0.5)  # both workers busy: the third check waits for one
+            answers = [f.result() for f in [*first, threads.submit(pool.call, request, 1.5)]]
+    finally:
+        pool.close()
+    assert [a["result"] for a in answers] == [{"kind": "bool", "value": True}] * 3
