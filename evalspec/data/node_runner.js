@@ -20,7 +20,8 @@ function shown(value) {
     return value;
   }
   try {
-    return JSON.stringify(value);
+    const text = JSON.stringify(value);
+    return text === undefined ? String(value) : text; // a function or a Symbol has no JSON
   } catch (err) {
     return String(value);
   }
@@ -224,5 +225,10 @@ async function main() {
   }
   process.exit(0);
 }
+
+// an error thrown after its check was answered (a timer, a promise nobody awaited) must not end the worker,
+// or the next, innocent check would be blamed for it: it is written to stderr and dropped
+process.on('uncaughtException', (err) => process.stderr.write(`late error, after its check: ${err && err.stack}\n`));
+process.on('unhandledRejection', (err) => process.stderr.write(`late rejection, after its check: ${err && err.stack}\n`));
 
 main();

@@ -261,3 +261,17 @@ def test_waiting_for_a_free_worker_is_not_charged_to_the_time_limit() -> None:
     finally:
         pool.close()
     assert [a["result"] for a in answers] == [{"kind": "bool", "value": True}] * 3
+
+
+def test_an_error_thrown_after_its_check_answered_never_blames_the_next_check() -> None:
+    late = "setTimeout(() => { throw new Error('late') }, 300);\nPromise.reject(new Error('nobody awaits'));\nreturn true;"
+    assert grade("javascript: |\n" + "".join("  " + line + "\n" for line in late.splitlines()),
+                 transcript(("hi", "x"))).passed is True
+    waits = "new Promise((done) => setTimeout(() => done(output === 'x'), 800));"  # the late error comes now
+    assert grade(f"javascript: \"{waits}\"", transcript(("hi", "x"))).passed is True
+
+
+def test_a_function_or_a_symbol_is_not_a_verdict_with_a_clear_error() -> None:
+    for code in ("(() => 1)", "Symbol('s')"):
+        result = grade(f"javascript: \"{code}\"", transcript(("hi", "x")))
+        assert result.passed is None and "slice" not in (result.error or ""), result.error
