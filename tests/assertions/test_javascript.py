@@ -251,13 +251,16 @@ def test_waiting_for_a_free_worker_is_not_charged_to_the_time_limit() -> None:
     from evalspec.core.node import NodePool
 
     pool = NodePool(size=2)
-    request = {"op": "run", "code": "const end = Date.now() + 1000;\nwhile (Date.now() < end) {}\nreturn true;",
+    request = {"op": "run", "code": "const end = Date.now() + 2000;\nwhile (Date.now() < end) {}\nreturn true;",
                "output": "", "context": {}}
+    warm = {"op": "run", "code": "return true;", "output": "", "context": {}}
     try:
         with ThreadPoolExecutor(3) as threads:
-            first = [threads.submit(pool.call, request, 1.5) for _ in range(2)]
-            time.sleep(0.5)  # both workers busy: the third check waits for one
-            answers = [f.result() for f in [*first, threads.submit(pool.call, request, 1.5)]]
+            for f in [threads.submit(pool.call, warm, 30) for _ in range(2)]:
+                f.result()  # both workers started: node's start-up (slow under load) is not in what follows
+            first = [threads.submit(pool.call, request, 3) for _ in range(2)]
+            time.sleep(0.3)  # both workers busy: the third check waits ~1.7 s for one, then runs 2 s (> 3 s)
+            answers = [f.result() for f in [*first, threads.submit(pool.call, request, 3)]]
     finally:
         pool.close()
     assert [a["result"] for a in answers] == [{"kind": "bool", "value": True}] * 3
