@@ -4,14 +4,13 @@ of a turn, with the history `_conversation` / `previous_messages` hold in the us
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import regex
 import yaml
 from jinja2 import Undefined, nodes
 
-from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
+from evalspec.authoring.importers.promptfoo.source import Source, is_glob, load_yaml
 from evalspec.config.templating import LimitedEnvironment, render_limited
 
 
@@ -76,12 +75,8 @@ class Prompts(Source):
         if not text.startswith("file://"):
             return [_chat_or_text(text)]
         target = text[len("file://"):]
-        if any(ch in target for ch in "*?["):
-            import glob
-
-            folder = self.path.parent.resolve()
-            files = sorted(p for p in (Path(f).resolve() for f in glob.glob(str(folder / target)))
-                           if p.is_relative_to(folder))
+        if is_glob(target):
+            files = self.matches(target)
         else:
             file = self.inside(target, where)
             files = [] if file is None else [file]

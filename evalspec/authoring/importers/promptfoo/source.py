@@ -34,6 +34,10 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - a SafeLoader with YAML 1.2's scalars
 
 
+def is_glob(target: str) -> bool:
+    return any(ch in target for ch in "*?[")
+
+
 class Source:
     def __init__(self, path: Path, out_dir: Path) -> None:
         self.path, self.out_dir = path, out_dir
@@ -43,6 +47,14 @@ class Source:
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(Problem(str(self.path), None, where, message))
+
+    def matches(self, pattern: str) -> list[Path]:
+        """The paths a glob (relative to the config) names inside the config's folder, sorted; what it names
+        outside is left out."""
+        import glob
+
+        folder = self.path.parent.resolve()
+        return sorted(p for p in (Path(f).resolve() for f in glob.glob(str(folder / pattern))) if p.is_relative_to(folder))
 
     def inside(self, target: str, where: str) -> Path | None:
         """A `file://` target of the config, or None (a problem) when it is outside the config's folder."""

@@ -11,7 +11,7 @@ from typing import Any
 import regex
 import yaml
 
-from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
+from evalspec.authoring.importers.promptfoo.source import Source, is_glob, load_yaml
 
 # what promptfoo runs (scripts) or encodes (base64, PDF text) instead of reading a var file as text
 _RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp",
@@ -98,12 +98,8 @@ class TestFiles(Source):
         return tests
 
     def _globbed(self, target: str) -> list[Path]:
-        import glob
-
-        folder = self.path.parent.resolve()
-        if any(ch in target for ch in "*?["):
-            found = sorted(Path(p).resolve() for p in glob.glob(str(folder / target)))
-            return [p for p in found if p.is_relative_to(folder)] or self._missing(target)
+        if is_glob(target):
+            return self.matches(target) or self._missing(target)
         file = self.inside(target, f"tests {target}")
         if file is None:
             return []
@@ -194,7 +190,7 @@ class TestFiles(Source):
         audio, video) stay as written, noted: their value would differ."""
         out = dict(variables)
         for key, value in variables.items():
-            if not isinstance(value, str) or not value.startswith("file://") or any(ch in value for ch in "*?["):
+            if not isinstance(value, str) or not value.startswith("file://") or is_glob(value):
                 continue  # a glob is one test per file (`var_combinations`), each read here in its own test
             target = value[len("file://"):]
             suffix = Path(target).suffix.lower()
@@ -263,12 +259,10 @@ class TestFiles(Source):
     def _var_values(self, key: str, value: Any) -> list[Any]:
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             return list(value)
-        if isinstance(value, str) and value.startswith("file://") and any(ch in value for ch in "*?["):
-            import glob
-
+        if isinstance(value, str) and value.startswith("file://") and is_glob(value):
             folder = self.path.parent.resolve()
-            found = sorted(Path(p).resolve() for p in glob.glob(str(folder / value[len("file://"):])))
-            inside = [f"file://{p.relative_to(folder).as_posix()}" for p in found if p.is_relative_to(folder) and p.is_file()]
+            inside = [f"file://{p.relative_to(folder).as_posix()}" for p in self.matches(value[len("file://"):])
+                      if p.is_file()]
             if not inside:
                 self.problem(f"var '{key}'", f"no file matches {value} next to the config")
             return inside or [value]
