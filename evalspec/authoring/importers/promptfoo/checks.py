@@ -166,7 +166,7 @@ def _body(transform: str) -> str:
 class Checks(Source):
     def assertion(self, raw: Any, where: str, transform: Any = None) -> dict[str, Any] | None:
         """One promptfoo check as an evalspec check, or None (noted); `transform` is the test's
-        `options.transform`, which the check's own `transform` replaces."""
+        `options.transform`, which runs before the check's own `transform`."""
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             self.notes.append(f"{where}: assertion {raw!r}")
             return None
@@ -201,8 +201,7 @@ class Checks(Source):
             return None
         if base == "equals" and value == "":  # promptfoo: the reply is exactly empty (or, negated, is not)
             out = {"regex": r"[\s\S]"} if negate else {"regex": r"\A\Z"}
-        elif base == "javascript" and isinstance(value, str) and "transform" not in raw \
-                and (checks := js_checks(value, negate)) is not None:
+        elif base == "javascript" and isinstance(value, str) and (checks := js_checks(value, negate)) is not None:
             out = checks
         elif base == "javascript" and isinstance(value, str):
             code = self.javascript(value, raw, where)
@@ -292,14 +291,12 @@ class Checks(Source):
     def javascript(self, value: str, raw: dict[str, Any], where: str) -> str | None:
         """The code of a `javascript` check evalspec's `javascript` runs with the same meaning: inline as
         written, `file://F.js[:fn]` as seen from the output folder. None (noted) when its verdict could
-        differ: a transform, a threshold outside 0..1 or beside a `{pass, ...}` result (evalspec's threshold
+        differ: a threshold outside 0..1 or beside a `{pass, ...}` result (evalspec's threshold
         decides from the score), several lines without `return` (promptfoo's check returns nothing),
         members of `output` a string has not (a provider's parsed object) or of `context` evalspec has not."""
         kind, threshold = raw["type"], raw.get("threshold")
         why, text, code = None, value, value
-        if "transform" in raw:
-            why = "with a transform"
-        elif threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
+        if threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
             why = f"threshold {threshold!r} (evalspec's thresholds are 0..1)"
         if why is None and value.startswith("file://"):
             file, _, function = value[len("file://"):].partition(":")
