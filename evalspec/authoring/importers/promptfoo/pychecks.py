@@ -57,11 +57,16 @@ def _graded(result, threshold):
     return {"pass": result["pass"], "score": float(result["score"]), "reason": result["reason"]}
 
 
+_MODULES = {}  # each check file is run once per process, not once per check
+
+
 def _load(path, name):
-    spec = importlib.util.spec_from_file_location(f"promptfoo_check_{abs(hash(path))}", Path(__file__).parent / path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
+    if path not in _MODULES:
+        spec = importlib.util.spec_from_file_location(f"promptfoo_check_{len(_MODULES)}", Path(__file__).parent / path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _MODULES[path] = module
+    return getattr(_MODULES[path], name)
 '''
 
 
