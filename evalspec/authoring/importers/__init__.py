@@ -200,13 +200,17 @@ def check_not_hollow(suites: list[ImportedSuite]) -> None:
 WRITTEN_MARKS = ("Imported by evalspec", "evalspec import")
 
 
+def marked(text: str) -> bool:
+    """Whether a file's text says, in its first lines, that an import wrote it."""
+    return any(mark in text[:600] for mark in WRITTEN_MARKS)
+
+
 def written_by_evalspec(path: Path) -> bool:
-    """Whether the file at `path` is one an import wrote (its first lines say so)."""
+    """Whether the file at `path` is one an import wrote."""
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:600]
+        return marked(path.read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return False
-    return any(mark in head for mark in WRITTEN_MARKS)
 
 
 def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | None = None,
@@ -225,7 +229,7 @@ def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | Non
         path = out_dir / suite.filename  # a relative path: an imported folder's sub-folders are kept
         files.append((path, render_suite(suite), True))
         for name, content in suite.files.items():  # relative to the suite (a stub, code, fragments)
-            if name.endswith((".yaml", ".yml")) and not any(mark in content[:600] for mark in WRITTEN_MARKS):
+            if name.endswith((".yaml", ".yml")) and not marked(content):
                 content = f"# Imported by evalspec from {suite.source or suite.filename}\n" + content
             files.append((path.parent / name, content, name != STUB_FILE))
     clashes = [Problem(str(p), None, "", "exists and was not written by evalspec: not overwritten; choose another -o")
