@@ -18,6 +18,7 @@ from typing import Any
 from evalspec.core.errors import LoadError
 
 _cache: dict[tuple[str, str], Callable[..., Any]] = {}
+_user_folders: set[Path] = set()  # the folders of the user files loaded so far (their sibling modules)
 
 
 TELL: Callable[[str | None], None] | None = None  # a watched process's line to its watcher (evalspec.play.supervise)
@@ -82,8 +83,11 @@ def load_module(ref: str, base_dir: Path) -> Any:
                 raise LoadError(f"{ref!r}: cannot import {path}")
             module = importlib.util.module_from_spec(spec)
             sys.modules[mod_name] = module
-            if str(path.parent) not in sys.path:  # its sibling modules import as they would from a script
+            if sys.path[:1] != [str(path.parent)]:  # its sibling modules import as they would from a script
+                with contextlib.suppress(ValueError):
+                    sys.path.remove(str(path.parent))
                 sys.path.insert(0, str(path.parent))
+            _forget_shadowed_siblings(path.parent)
             try:
                 with step(f"importing {path}"):
                     spec.loader.exec_module(module)
@@ -96,3 +100,32 @@ def load_module(ref: str, base_dir: Path) -> Any:
             return importlib.import_module(target)
     except (Exception, SystemExit) as exc:  # user code: SystemExit at import time is a load error too
         raise LoadError(f"{ref!r}: cannot import module {target!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def _forget_shadowed_siblings(folder: Path) -> None:
+    """Before a user file in `folder` runs: its sibling modules are its own. A module of the same name
+    imported earlier from another folder (two providers' `agent.py`, say) is dropped from `sys.modules`, so
+    `import agent` here finds this folder's; the code that imported the other one keeps its reference.
+    Only modules from another user file's folder are dropped, never an installed one."""
+    _user_folders.add(folder.resolve())
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.suffix == ".py":
+            name, own = entry.stem, entry
+        elif (entry / "__init__.py").is_file():
+            name, own = entry.name, entry / "__init__.py"
+        else:
+            continue
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file and Path(file).resolve() != own.resolve() and _in_user_folder(Path(file)):
+            for sub in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
+                del sys.modules[sub]
+
+
+def _in_user_folder(file: Path) -> bool:
+    """Whether `file` is a module in (or a package right under) the folder of a user file loaded before."""
+    resolved = file.resolve()
+    return resolved.parent in _user_folders or resolved.parent.parent in _user_folders

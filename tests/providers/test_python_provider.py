@@ -82,6 +82,20 @@ def test_siblings_import_without_pythonpath_and_editing_one_is_a_cache_miss(tmp_
     assert json.loads(second.stdout.strip().splitlines()[-1]) == "改过的新回答", second.stderr
 
 
+def test_two_providers_each_import_their_own_sibling_of_the_same_name(tmp_path: Path) -> None:
+    for folder, answer in (("shop", "商店的回答"), ("bank", "bank answer")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "agent.py").write_text(f"ANSWER = {answer!r}\n", encoding="utf-8")
+        (tmp_path / folder / "bot.py").write_text("from agent import ANSWER\n\ndef respond(messages, context):\n"
+                                                  "    return ANSWER\n")
+    (tmp_path / "s.yaml").write_text("providers: [{id: shop, python: shop/bot.py:respond},\n"
+                                     "            {id: bank, python: bank/bot.py:respond}]\n"
+                                     "tests:\n  - id: t\n    conversation: [{user: 你好}]\n", encoding="utf-8")
+    results = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "r", use_cache=False)).results
+    replies = {record["provider"]: record["transcript"][1]["content"] for record in results}
+    assert replies == {"shop": "商店的回答", "bank": "bank answer"}
+
+
 def test_replies_longer_than_max_reply_chars_are_stored_cut_but_graded_whole(tmp_path: Path) -> None:
     (tmp_path / "bot.py").write_text("def respond(messages, context):\n    return 'x' * 5000 + '结尾'\n")
     (tmp_path / "s.yaml").write_text("""\
