@@ -256,6 +256,20 @@ def test_a_python_provider_imports_the_modules_beside_it(tmp_path: Path) -> None
     assert data["results"][0]["status"] == "passed"
 
 
+def test_two_python_providers_each_import_their_own_agent_module(tmp_path: Path) -> None:
+    files = {f"{who}/{name}": text for who in ("shop", "bank") for name, text in (
+        ("agent.py", f"def answer(text):\n    return {who!r} + ' says ' + text\n"),
+        ("provider.py", "from agent import answer\n\n"
+                        "def call_api(prompt, options, context):\n    return {'output': answer(prompt)}\n"))}
+    config = {"prompts": ["hi"], "providers": ["file://shop/provider.py", "file://bank/provider.py"],
+              "tests": [{"assert": [{"type": "icontains-any", "value": ["shop says hi", "bank says hi"]}]}]}
+    code, err = import_config(tmp_path, config, files)
+    assert code == 0, err
+    data = run([tmp_path / "out" / "promptfooconfig.yaml"],
+               options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
+    assert sorted(r["transcript"][1]["content"] for r in data["results"]) == ["bank says hi", "shop says hi"]
+
+
 def test_a_tests_providers_filter_runs_it_on_the_converted_providers_it_names(tmp_path: Path) -> None:
     config = {"prompts": ["{{ q }}"],
               "providers": [{"id": "echo", "label": "fast"}, {"id": "echo", "label": "smart"},

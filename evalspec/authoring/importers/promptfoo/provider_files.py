@@ -17,16 +17,15 @@ PYTHON_ADAPTER = '''"""Calls a promptfoo python provider ({target}) the way eval
 Written by `evalspec import promptfoo`; promptfoo passes the rendered prompt, evalspec the conversation.
 """
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
+from evalspec.core.pyref import load_module
+
 _file = (Path(__file__).parent / {path!r}).resolve()
-sys.path.insert(0, str(_file.parent))  # promptfoo runs the provider with its folder importable
-_spec = importlib.util.spec_from_file_location("promptfoo_provider", _file)
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
+# imported as evalspec imports a suite's python file: its folder importable (as promptfoo runs it), its own
+# sibling modules (an `agent.py` beside it) before any of the same name another provider imported
+_module = load_module(_file.name + ":" + {function!r}, _file.parent)
 
 
 def respond(messages, context):
