@@ -36,6 +36,7 @@ EXAMPLES: dict[str, str] = {
     "cost": "- cost: 0.002\n  scope: conversation   # the whole conversation's cost, in USD",
     "efficiency": "- efficiency: {min: 0.8}",
     "equals": "- equals: 好的",
+    "finish-reason": "- finish-reason: stop       # not cut at the token limit (length) nor filtered",
     "follows-correction": "- follows-correction:\n  levels: default",
     "icontains": "- icontains: vip",
     "is-json": "- is-json:",

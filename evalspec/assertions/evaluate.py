@@ -60,7 +60,8 @@ class AssertionResult:
 
 
 def _reply(m: Message) -> Reply:
-    return Reply(m["content"], m.get("turn"), m.get("latency_ms"), m.get("tokens"), m.get("cost"))
+    return Reply(m["content"], m.get("turn"), m.get("latency_ms"), m.get("tokens"), m.get("cost"),
+                 finish_reason=m.get("finish_reason"))
 
 
 def _sum(values: list[Any]) -> Any:

@@ -31,6 +31,7 @@ class GradingInput:
     tools: Any = None  # the provider's declared tools, for tool-args-valid
     grade_timeout: float = REGEX_TIMEOUT_S  # options.grade_timeout
     absent: frozenset[str] = frozenset()  # labels by pattern that matched no user turn (recorded, SPEC §19)
+    provider: str | None = None  # the id of the provider that answered (checks name it in their errors)
 
 
 def needs_model(spec: AssertionSpec) -> bool:
@@ -104,7 +105,8 @@ async def _grade(graded_input: GradingInput, transcript: list[Message], judge: J
                  grade_timeout: float | None) -> list[AssertionResult]:
     given = graded_input
     ctx = GradingContext(transcript=transcript, labels=given.labels, vars=given.vars, test_id=given.test_id,
-                         turn=None, suite_dir=given.suite_dir, judge=judge, embed=embed, tools=given.tools)
+                         turn=None, suite_dir=given.suite_dir, judge=judge, embed=embed, tools=given.tools,
+                         provider=given.provider)
     specs = given.specs
     results: dict[int, AssertionResult] = {}
     deterministic: list[tuple[int, AssertionSpec]] = []

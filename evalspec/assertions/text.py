@@ -10,10 +10,12 @@ import jmespath
 import jsonschema
 
 from evalspec.config.model import AssertionSpec
+from evalspec.core.errors import GradingError
 from evalspec.core.text import count_words, find_json, levenshtein
 from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
 from evalspec.extend.params import UNSET, Keywords, Regex
 from evalspec.extend.patterns import search
+from evalspec.extend.provider import normalize_finish_reason
 from evalspec.extend.registry import assertion
 
 Text = str | float  # a number written in YAML counts as its text
@@ -71,6 +73,14 @@ class LevenshteinParams:
 class LimitParams:  # latency (ms), cost (USD), tokens
     value_field: ClassVar[str] = "limit"
     limit: Annotated[float, Keywords(minimum=0)]
+
+
+@dataclass(frozen=True)
+class FinishReasonParams:
+    value_field: ClassVar[str] = "reason"
+    reason: Annotated[str, Keywords(minLength=1, pattern=r"\S", description=(
+        "stop, length, content_filter or tool_calls (a provider's own word for one of them, such as "
+        "end_turn, max_tokens or tool_use, means it), or another word a provider reports"))]
 
 
 def _s(value: Any) -> str:
@@ -239,3 +249,19 @@ def cost(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
 def tokens(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply used at most value tokens; on `conversation` scope, the total."""
     return _at_most(reply, reply.tokens, float(spec.params.limit), "tokens")
+
+
+@assertion("finish-reason", params=FinishReasonParams)
+def finish_reason(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
+    """The model stopped for this reason: stop, length (cut at its token limit), content_filter or tool_calls."""
+    if reply.whole_conversation or reply.turn is None:
+        raise GradingError("finish-reason reads one reply: use scope turn, each_turn, any_turn, last_response "
+                           "or {turns: [...]}, not conversation")
+    expected = normalize_finish_reason(str(spec.params.reason))
+    found = normalize_finish_reason(reply.finish_reason)
+    if found is None:  # never a pass or a fail, negated or not: nothing says why the model stopped
+        who = f"provider '{ctx.provider}'" if ctx.provider else "the provider"
+        raise GradingError(f"turn {reply.turn}: no finish reason recorded for the reply ({who} reported none)")
+    passed = found == expected
+    reason = f"finish reason {found!r}" + ("" if passed else f", expected {expected!r}")
+    return Check.of(passed, reason, [Evidence(reply.turn, found)])

@@ -37,6 +37,7 @@ from evalspec.core.redact import collect_provider_secrets
 from evalspec.core.suggest import did_you_mean, slugify
 from evalspec.extend.kinds import provider_kinds
 from evalspec.extend.patterns import regex_problem
+from evalspec.extend.provider import normalize_finish_reason
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
 
@@ -250,6 +251,10 @@ class SuiteParser:
             text = raw[kind]
             spec = TurnSpec(kind=cast(TurnKind, kind), text="" if text is None else str(text), where=tpath)
             extras = {k: raw[k] for k in ("tool_calls", "tool_call_id", "name", "state", "parts") if k in raw}
+            if "finish_reason" in raw and kind != "assistant":
+                self.bad((*tpath, "finish_reason"), f"'finish_reason' goes with an 'assistant' entry, not '{kind}'")
+            elif normalize_finish_reason(raw.get("finish_reason")) is not None:  # why the model stopped
+                extras["finish_reason"] = normalize_finish_reason(raw["finish_reason"])
             spec.message = extras or None
             if kind == "user":
                 turn += 1

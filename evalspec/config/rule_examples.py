@@ -16,6 +16,7 @@ from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
 from evalspec.core.errors import Problem
 from evalspec.extend.check import snippet
+from evalspec.extend.provider import normalize_finish_reason
 from evalspec.extend.registry import model_needed
 from evalspec.extend.transcript import Message
 
@@ -26,10 +27,14 @@ _BUTTON = {"type": "object", "properties": {"title": {"type": ["string", "number
            "additionalProperties": False}
 _PART = {"type": "object", "additionalProperties": False, "properties": {
     "text": {"type": ["string", "null"]}, "buttons": {"type": "array", "items": _BUTTON}, "image": {}, "custom": {}}}
-# what the bot reported with a reply (SPEC §24): its state after the turn, and the turn's messages
+# what the bot reported with a reply (SPEC §24): its state after the turn, and the turn's messages;
+# and why the model stopped (`finish-reason`)
 _BOT_STATE = {"state": {"type": "object", "description": "the bot's state after the turn"},
               "parts": {"type": "array", "items": _PART,
-                        "description": "the turn's messages, each {text, buttons: [{title, payload}], image, custom}"}}
+                        "description": "the turn's messages, each {text, buttons: [{title, payload}], image, custom}"},
+              "finish_reason": {"type": "string", "minLength": 1,
+                                "description": "why the model stopped (stop, length, content_filter, tool_calls)"}}
+_REPORTED = tuple(_BOT_STATE)
 _ENTRY = {"anyOf": [
     {"type": "object", "properties": {"user": {"type": "string"}, "label": {"type": "string", "minLength": 1}},
      "required": ["user"], "additionalProperties": False},
@@ -39,10 +44,10 @@ _ENTRY = {"anyOf": [
 _EXAMPLE = {"anyOf": [{"type": ["string", "number"], "description": "a reply"},
                       {"type": "object", "properties": {"reply": {"type": ["string", "number"]}, **_BOT_STATE},
                        "minProperties": 1, "additionalProperties": False,
-                       "description": "a reply with the bot's state and parts: {reply, state, parts}"},
+                       "description": "a reply with the bot's state and parts: {reply, state, parts, finish_reason}"},
                       {"type": "array", "items": _ENTRY, "minItems": 1,
-                       "description": "a transcript: {user:, label:} and {assistant:, tool_calls:, state:, parts:} "
-                                      "entries"}]}
+                       "description": "a transcript: {user:, label:} and {assistant:, tool_calls:, state:, parts:, "
+                                      "finish_reason:} entries"}]}
 #: the `examples:` key of every assertion (the suite schema's `assertion_examples`)
 EXAMPLES_SCHEMA: dict[str, Any] = {
     "type": "object", "minProperties": 1, "additionalProperties": False,
@@ -73,7 +78,7 @@ def example_transcript(example: Any) -> tuple[list[Message], dict[str, int]]:
     rounds), and its labels."""
     if isinstance(example, dict):
         example = [{"user": ""}, {"assistant": str(example.get("reply", "")),
-                                  **{k: example[k] for k in ("state", "parts") if k in example}}]
+                                  **{k: example[k] for k in _REPORTED if k in example}}]
     elif not isinstance(example, list):
         example = [{"user": ""}, {"assistant": str(example)}]
     transcript: list[dict[str, Any]] = []
@@ -94,9 +99,11 @@ def example_transcript(example: Any) -> tuple[list[Message], dict[str, int]]:
             message["tool_calls"] = [{"id": f"example-{turn}-{k}", "name": c["name"],
                                       "arguments": dict(c.get("arguments") or {})}
                                      for k, c in enumerate(entry["tool_calls"])]
-        for key in ("state", "parts"):  # what the bot reported with the reply (SPEC §24)
+        for key in _REPORTED:  # what the bot reported with the reply (SPEC §24)
             if key in entry:
                 message[key] = entry[key]
+        if "finish_reason" in message:
+            message["finish_reason"] = normalize_finish_reason(message["finish_reason"])
         transcript.append(message)
     return cast(list[Message], transcript), labels  # an example's messages: the keys checks read
 
@@ -112,6 +119,8 @@ def shown(example: Any) -> str:
             said.append("state " + snippet(json.dumps(example["state"], ensure_ascii=False), 100))
         if "parts" in example:
             said.append(f"{len(example['parts'])} parts")
+        if "finish_reason" in example:
+            said.append(f"finish reason {example['finish_reason']}")
         return " with ".join(said) if said else "{}"
     return repr(snippet(str(example), 100))
 

@@ -180,6 +180,9 @@ def transcript_entry_schema(for_validation: bool) -> dict[str, Any]:
         "state": {"type": "object", "description": "the bot's state after this reply (SPEC §24)"},
         "parts": {"type": "array", "items": {"type": "object"},
                   "description": "the reply's messages {text, buttons, image, custom}"},
+        "finish_reason": {"type": "string", "minLength": 1,
+                          "description": "why the model stopped: stop, length, content_filter, tool_calls "
+                                         "(end_turn, max_tokens, tool_use ... are read as these)"},
     })
     if not for_validation:  # the loader names a missing or doubled kind itself
         schema["oneOf"] = [{"required": ["user"]}, {"required": ["assistant"]}, {"required": ["tool"]}]

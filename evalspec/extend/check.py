@@ -50,6 +50,7 @@ class Reply:
     tokens: int | None = None
     cost: float | None = None
     whole_conversation: bool = False
+    finish_reason: str | None = None  # why the model stopped (the message's `finish_reason`), None: not reported
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class GradingContext:
     judge: JudgeFn | None = None
     embed: EmbedFn | None = None
     tools: Any = None  # the provider's declared tools (a list, or FILE.py:NAME), for tool-args-valid
+    provider: str | None = None  # the id of the provider that answered (`recorded` for recorded conversations)
 
     def until(self, turn: int) -> GradingContext:
         """The context of an assertion attached to `turn`: the transcript ends with that turn."""

@@ -35,6 +35,7 @@ class ProviderResponse:
     cached_tokens: int | None = None  # prompt tokens the provider's prompt cache served (SPEC §23)
     state: dict[str, Any] | None = None  # the bot's state after this turn (SPEC §24), None: no state read
     parts: list[dict[str, Any]] | None = None  # the turn's messages `{text, buttons, image, custom}` (SPEC §24)
+    finish_reason: str | None = None  # why the model stopped (`normalize_finish_reason`), None: not reported
 
     def to_cache(self) -> dict[str, Any]:
         return {"content": self.content, "latency_ms": self.latency_ms, "tokens": self.tokens,
@@ -42,7 +43,8 @@ class ProviderResponse:
                 "cost": self.cost, "tool_calls": self.tool_calls, "metadata": self.metadata,
                 **({"cached_tokens": self.cached_tokens} if self.cached_tokens is not None else {}),
                 **({"state": self.state} if self.state is not None else {}),
-                **({"parts": self.parts} if self.parts is not None else {})}
+                **({"parts": self.parts} if self.parts is not None else {}),
+                **({"finish_reason": self.finish_reason} if self.finish_reason is not None else {})}
 
     @classmethod
     def from_cache(cls, data: dict[str, Any]) -> ProviderResponse | None:
@@ -53,10 +55,31 @@ class ProviderResponse:
                    tokens=data.get("tokens"), prompt_tokens=data.get("prompt_tokens"),
                    completion_tokens=data.get("completion_tokens"), cost=data.get("cost"),
                    tool_calls=data.get("tool_calls"), metadata=data.get("metadata") or {}, cached=True,
-                   cached_tokens=data.get("cached_tokens"), state=data.get("state"), parts=data.get("parts"))
+                   cached_tokens=data.get("cached_tokens"), state=data.get("state"), parts=data.get("parts"),
+                   finish_reason=data.get("finish_reason"))
 
 
 PART_KEYS = ("text", "buttons", "image", "custom")
+
+# why a model stopped, each provider's word -> the OpenAI word (promptfoo's table, so that imported
+# `finish-reason` checks read the same): anything else is kept as it is, lower-cased
+FINISH_REASONS = {
+    "stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "tool_calls",
+    "function_call": "tool_calls", "max_output_tokens": "length",  # OpenAI's legacy and Responses words
+    "end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
+    "model_context_window_exceeded": "length", "refusal": "content_filter",  # Anthropic's
+    "tool-calls": "tool_calls", "content-filter": "content_filter",  # the Vercel AI SDK's
+}
+
+
+def normalize_finish_reason(raw: Any) -> str | None:
+    """A provider's finish (stop) reason in one vocabulary: `stop`, `length`, `content_filter`,
+    `tool_calls` for every provider's word for them (`end_turn`, `max_tokens`, `tool_use` ...), any
+    other word lower-cased; None when there is none (not text, or blank)."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    word = raw.strip().lower()
+    return FINISH_REASONS.get(word, word)
 
 
 def as_parts(found: Any, where: str) -> list[dict[str, Any]]:

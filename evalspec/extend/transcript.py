@@ -74,6 +74,10 @@ class Message(_Stored, total=False):
     parts: Annotated[list[dict[str, Any]], Keywords(
         description="the turn's several messages {text, buttons: [{title, payload}], image, custom} "
                     "(SPEC §24)")]
+    finish_reason: Annotated[str, Keywords(
+        minLength=1, description="why the model stopped: stop, length, content_filter, tool_calls (each "
+                                 "provider's word mapped onto these), or the provider's own word; absent: "
+                                 "the provider reported none")]
 
 
 def is_sent_user_turn(m: Mapping[str, Any]) -> bool:

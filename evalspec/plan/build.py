@@ -75,7 +75,7 @@ def grading_input(instance: Instance) -> GradingInput:
         if instance.test.recorded else frozenset()
     return GradingInput(instance.test_id, instance_assertions(instance), instance.labels, instance.vars,
                         instance.suite.path.parent, instance.provider.config.get("tools"),
-                        float(instance.suite.option("grade_timeout")), absent)
+                        float(instance.suite.option("grade_timeout")), absent, instance.provider.id)
 
 
 @dataclass

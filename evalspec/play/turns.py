@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from evalspec.core.errors import ControlFlow, ProviderError
-from evalspec.extend.provider import ProviderResponse, clean_text
+from evalspec.extend.provider import ProviderResponse, clean_text, normalize_finish_reason
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.providers.tool_rounds import SendTurn, ToolKit, play_turn
@@ -86,6 +86,8 @@ def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
         msg["state"] = response.state
     if response.parts is not None:
         msg["parts"] = response.parts
+    if (finish := normalize_finish_reason(response.finish_reason)) is not None:  # a plugin's own word too
+        msg["finish_reason"] = finish
     return msg
 
 

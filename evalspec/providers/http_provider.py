@@ -2,7 +2,8 @@
 
 url, headers and body are templates (`{{ message }}`, `{{ thread_id }}`, `{{ messages }}`, suite vars);
 `response` is a JMESPath into the JSON reply (a list of texts is joined by a newline); `state` and
-`parts` JMESPaths read the bot's state and the turn's messages (SPEC §24). `stateful: true` sends only the new message with a
+`parts` JMESPaths read the bot's state and the turn's messages (SPEC §24), `finish_reason` why the
+model behind it stopped. `stateful: true` sends only the new message with a
 thread id stable within one conversation; otherwise the whole history goes as `messages`.
 """
 
@@ -17,7 +18,13 @@ from jmespath.visitor import TreeInterpreter
 from evalspec.config.interpolate import is_template, render_value
 from evalspec.core.errors import ProviderError, TemplateProblem
 from evalspec.extend.kinds import provider_kind
-from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, url_problem
+from evalspec.extend.provider import (
+    CallContext,
+    ProviderResponse,
+    as_parts,
+    normalize_finish_reason,
+    url_problem,
+)
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
@@ -43,6 +50,7 @@ class HttpProvider:
         self._calls_path = calls_path(self._calls_expr.parsed) if self._calls_expr is not None else None
         self._state_expr = jmespath.compile(self.http["state"]) if self.http.get("state") else None
         self._parts_expr = jmespath.compile(self.http["parts"]) if self.http.get("parts") else None
+        self._finish_expr = jmespath.compile(self.http["finish_reason"]) if self.http.get("finish_reason") else None
         self.max_bytes = int(self.http.get("max_response_bytes") or MAX_RESPONSE_BYTES)
         self._client: httpx.AsyncClient | None = None
 
@@ -108,13 +116,17 @@ class HttpProvider:
                                 f"expected an object (the bot's state)")
         found = self._read_path(response, "parts", self._parts_expr)
         parts = as_parts(found, f"parts path '{self.http['parts']}'") if found is not None else None
+        finish = self._read_path(response, "finish_reason", self._finish_expr)
+        if finish is not None and not isinstance(finish, str):
+            raise ProviderError(f"finish_reason path '{self.http['finish_reason']}' found {type(finish).__name__}, "
+                                "expected text (stop, length, ...)")
         return ProviderResponse(content=reply, latency_ms=latency, tool_calls=calls, metadata=metadata,
-                                state=state, parts=parts)
+                                state=state, parts=parts, finish_reason=normalize_finish_reason(finish))
 
     def _read_path(self, response: httpx.Response, key: str, expr: Any) -> Any:
-        """What the `state:` / `parts:` JMESPath finds, read like `response:` (SPEC §17, §24): the object
-        holding its last key must be there (else an error naming the path); the key itself may be absent
-        (None: this turn has none)."""
+        """What the `state:` / `parts:` / `finish_reason:` JMESPath finds, read like `response:` (SPEC §17,
+        §24): the object holding its last key must be there (else an error naming the path); the key
+        itself may be absent (None: this turn has none)."""
         if expr is None:
             return None
         path = self.http[key]
@@ -246,6 +258,8 @@ HTTP_SCHEMA: dict[str, Any] = {
         "tool_calls": {"type": "string", "description": "JMESPath to the tool calls the bot reports"},
         "state": {"type": "string", "description": "JMESPath to the bot's state after the turn (SPEC §24)"},
         "parts": {"type": "string", "description": "JMESPath to the turn's messages {text, buttons, image, custom}"},
+        "finish_reason": {"type": "string", "description": "JMESPath to why the model stopped "
+                                                           "(stop, length, content_filter, tool_calls)"},
         "max_response_bytes": {"type": "integer", "minimum": 1,
                                "description": "a larger response is an error (default 10 MiB)"},
     },
@@ -270,7 +284,7 @@ def http_problems(config: dict[str, Any]) -> list[str]:
         return ["http needs a `url`"]
     if not is_template(url) and (wrong := url_problem(url)):
         problems.append(wrong)
-    for key in ("response", "tool_calls", "state", "parts"):
+    for key in ("response", "tool_calls", "state", "parts", "finish_reason"):
         if http.get(key):
             try:
                 jmespath.compile(http[key])

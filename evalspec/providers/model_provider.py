@@ -22,7 +22,7 @@ from evalspec.core.errors import ProviderError, TemplateProblem
 from evalspec.core.model_keys import KEY_ENV, NO_KEY, split_model
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.kinds import provider_kind
-from evalspec.extend.provider import CallContext, ProviderResponse, url_problem
+from evalspec.extend.provider import CallContext, ProviderResponse, normalize_finish_reason, url_problem
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.openai_compat import (
     OpenAICompatClient,
@@ -118,7 +118,8 @@ class ModelProvider:
             raise litellm_error(litellm, exc, self.model) from exc
         latency = (time.perf_counter() - start) * 1000
         try:
-            message = response.choices[0].message
+            choice = response.choices[0]
+            message = choice.message
         except (AttributeError, IndexError, TypeError):
             raise ProviderError(f"{self.model}: no choices in response") from None
         usage = getattr(response, "usage", None)
@@ -133,6 +134,7 @@ class ModelProvider:
                                 prompt_tokens=getattr(usage, "prompt_tokens", None),
                                 completion_tokens=getattr(usage, "completion_tokens", None),
                                 cost=cost, tool_calls=tool_calls or None, cached_tokens=cached_count(usage),
+                                finish_reason=normalize_finish_reason(getattr(choice, "finish_reason", None)),
                                 metadata={"model": getattr(response, "model", self.model), "client": "litellm"})
 
     async def aclose(self) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalspec.core.errors import ProviderError
-from evalspec.extend.provider import ProviderResponse
+from evalspec.extend.provider import ProviderResponse, normalize_finish_reason
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -208,7 +208,8 @@ class OpenAICompatClient:
         data = await self.post("/chat/completions", {"model": model, "messages": messages, **params}, model)
         latency = (time.perf_counter() - start) * 1000
         try:
-            message = data["choices"][0]["message"]
+            choice = data["choices"][0]
+            message = choice["message"]
         except (KeyError, IndexError, TypeError):
             raise ProviderError(f"{model}: no choices in response: {json.dumps(data)[:200]}") from None
         if not isinstance(message, dict):
@@ -221,6 +222,7 @@ class OpenAICompatClient:
         return ProviderResponse(content=content, latency_ms=latency, tokens=total,
                                 prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
                                 cost=price(model, prompt, completion, cached), tool_calls=tool_calls,
+                                finish_reason=normalize_finish_reason(choice.get("finish_reason")),
                                 metadata={"model": str(data.get("model", model)), "client": "openai-compatible"})
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:

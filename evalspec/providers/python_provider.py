@@ -19,7 +19,13 @@ from evalspec.core.errors import LoadError, ProviderError, UserCodeError
 from evalspec.core.pyref import load_callable
 from evalspec.core.usercode import call_user, describe
 from evalspec.extend.kinds import provider_kind
-from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, json_safe
+from evalspec.extend.provider import (
+    CallContext,
+    ProviderResponse,
+    as_parts,
+    json_safe,
+    normalize_finish_reason,
+)
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 
 if TYPE_CHECKING:
@@ -98,13 +104,17 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
     if state is not None and not isinstance(state, dict):
         raise ProviderError(f"{where} returned 'state' as {type(state).__name__}; expected a dict")
     parts = result.get("parts")
+    finish = result.get("finish_reason")  # why the model behind it stopped (`stop`, `length`, ...)
+    if finish is not None and not isinstance(finish, str):
+        raise ProviderError(f"{where} returned 'finish_reason' as {type(finish).__name__}; expected a string")
     return ProviderResponse(str(content or ""), latency, tokens=_count(usage.get("total_tokens")),
                             prompt_tokens=_count(usage.get("prompt_tokens")),
                             completion_tokens=_count(usage.get("completion_tokens")),
                             cost=_money(result.get("cost")), tool_calls=json_safe(tool_calls) or None,
                             metadata=json_safe(metadata) if isinstance(metadata, dict) else {},
                             state=json_safe(state) if state is not None else None,
-                            parts=as_parts(parts, f"{where} returned 'parts':") if parts is not None else None)
+                            parts=as_parts(parts, f"{where} returned 'parts':") if parts is not None else None,
+                            finish_reason=normalize_finish_reason(finish))
 
 
 # -- the `python` kind ---------------------------------------------------------------------------
