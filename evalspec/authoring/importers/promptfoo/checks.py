@@ -1,7 +1,7 @@
 """promptfoo assertions as evalspec checks: the types evalspec has keep their meaning (negated forms via
 `not-`), renamed ones take their evalspec name, one-line `javascript` on the reply's text becomes evalspec's
-own checks and other `javascript` evalspec's `javascript` (the code as written, or its file); everything
-else is listed as not converted."""
+own checks and other `javascript` evalspec's `javascript` (the code as written, or its file), and
+`finish-reason` evalspec's; everything else is listed as not converted."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import regex
 from evalspec.authoring.importers import plain
 from evalspec.authoring.importers.promptfoo.pychecks import CHECKS_FILE, HEADER, file_check, inline_check
 from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
+from evalspec.extend.provider import normalize_finish_reason
 
 # promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
 SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals", "regex", "starts-with",
@@ -241,6 +242,11 @@ class Checks(Source):
             if not out:
                 return None
             raw = {k: v for k, v in raw.items() if k not in ("threshold", "config")}  # read inside the check
+        elif base == "finish-reason":
+            out = self.finish_reason(kind, value, where)
+            if not out:
+                return None
+            raw = {k: v for k, v in raw.items() if k != "threshold"}  # promptfoo's check never reads it
         else:
             self.notes.append(f"{where}: assertion type '{kind}'")
             return None
@@ -251,6 +257,22 @@ class Checks(Source):
                                       *(("config",) if base == "javascript" else ())}):
             self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
         return dict(plain(out))  # its templates are the config's, rendered with the test's vars; `${` is text
+
+    def finish_reason(self, kind: str, value: Any, where: str) -> dict[str, Any]:
+        """promptfoo's `finish-reason` (the reason promptfoo's model providers normalize as evalspec's do,
+        equal to the value whatever its case) as evalspec's; {} (noted) when evalspec would read it
+        otherwise: promptfoo ignores the `not-` of `not-finish-reason`, and compares the value as written,
+        where evalspec reads a provider's own word (`end_turn`) as the reason it means (`stop`); a
+        template or a value with spaces around it is not converted either."""
+        if kind.startswith("not-"):
+            self.notes.append(f"{where}: assertion '{kind}' (promptfoo ignores its `not-`: it checks what "
+                              "'finish-reason' checks, the opposite of what it says)")
+        elif not isinstance(value, str) or "{{" in value or normalize_finish_reason(value) != value.lower():
+            self.notes.append(f"{where}: assertion '{kind}' value {value!r} (promptfoo compares it with the "
+                              "normalized reason as written: stop, length, content_filter, tool_calls)")
+        else:
+            return {"finish-reason": value}
+        return {}
 
     def json_schema(self, text: str, kind: str, where: str) -> dict[str, Any] | None:
         """An `is-json`/`contains-json` schema given as text (YAML or JSON) or `file://schema.json|yaml`;
