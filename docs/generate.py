@@ -121,7 +121,8 @@ def assertion_entry(name: str) -> str:
     from evalspec.extend.registry import REGISTRY
 
     t = REGISTRY[name]
-    reads = "one reply (all replies joined on `conversation` scope)" if t.kind == "reply" \
+    reads = "one reply at a time (not on `conversation` scope)" if t.one_reply \
+        else "one reply (all replies joined on `conversation` scope)" if t.kind == "reply" \
         else "the whole transcript (under a turn: the transcript up to that turn)"
     facts = [f"reads {reads}", f"default scope `{t.default_scope}`"]
     if t.default_threshold is not None:

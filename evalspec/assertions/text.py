@@ -251,14 +251,11 @@ def tokens(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     return _at_most(reply, reply.tokens, float(spec.params.limit), "tokens")
 
 
-@assertion("finish-reason", params=FinishReasonParams)
+@assertion("finish-reason", params=FinishReasonParams, one_reply=True)
 def finish_reason(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The model stopped for this reason: stop, length (cut at its token limit), content_filter or tool_calls."""
-    if reply.whole_conversation or reply.turn is None:
-        raise GradingError("finish-reason reads one reply: use scope turn, each_turn, any_turn, last_response "
-                           "or {turns: [...]}, not conversation")
     expected = normalize_finish_reason(str(spec.params.reason))
-    found = normalize_finish_reason(reply.finish_reason)
+    found = normalize_finish_reason(reply.finish_reason)  # None on `conversation` scope too (validate refuses it)
     if found is None:  # never a pass or a fail, negated or not: nothing says why the model stopped
         who = f"provider '{ctx.provider}'" if ctx.provider else "the provider"
         raise GradingError(f"turn {reply.turn}: no finish reason recorded for the reply ({who} reported none)")

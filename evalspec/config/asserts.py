@@ -167,6 +167,9 @@ def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionTyp
                 spec.scope = {"turns": turns}
         elif scope not in SCOPES:
             bad("scope", f"unknown scope {scope!r}{did_you_mean(str(scope), SCOPES)}; valid: {', '.join(SCOPES)}, {{turns: [...]}}")
+        elif scope == "conversation" and atype.one_reply:
+            bad("scope", f"'{atype.name}' reads one reply at a time, not the replies joined: use turn, each_turn, "
+                         "any_turn, last_response or {turns: [...]}")
         elif scope == "turn" and under_turn is None:
             bad("scope", "scope 'turn' is only for assertions under a turn; use {turns: [N]} at test level")
         else:

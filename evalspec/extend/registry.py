@@ -27,8 +27,9 @@ COMMON_KEYS = ("type", "value", "scope", "threshold", "weight", "metric", "sever
 class AssertionType:
     """A registered assertion type.
 
-    kind "reply": the check reads one reply (or, on `conversation` scope, all replies joined);
-    kind "conversation": it always reads the whole transcript (session rules, judges).
+    kind "reply": the check reads one reply (or, on `conversation` scope, all replies joined, unless
+    `one_reply`: then that scope is a validation error); kind "conversation": it always reads the whole
+    transcript (session rules, judges).
     """
 
     name: str
@@ -44,6 +45,7 @@ class AssertionType:
     patterns: tuple[str, ...] = ()  # value keys (or "" for the value itself) that hold regexes
     turn_refs: tuple[str, ...] = ()  # value keys that reference a turn number or label
     params: Any = None  # a dataclass whose fields are the value's keys (`spec.params` is an instance)
+    one_reply: bool = False  # what it reads is one reply's own (finish-reason): no joined `conversation` scope
 
 
 REGISTRY: dict[str, AssertionType] = {}
@@ -53,7 +55,8 @@ def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None =
               value_required: bool = True, options: dict[str, dict[str, Any]] | None = None,
               default_scope: str = "last_response", default_threshold: float | None = None,
               needs: Needs | None = None, patterns: tuple[str, ...] = (),
-              turn_refs: tuple[str, ...] = (), params: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+              turn_refs: tuple[str, ...] = (), params: Any = None,
+              one_reply: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a check function under `name` (its first docstring line is the one-line doc).
 
     `params`, a dataclass, declares the value, the options, the regexes and the turn references at once
@@ -70,7 +73,7 @@ def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None =
         REGISTRY[name] = AssertionType(
             name=name, fn=fn, kind=kind, doc=doc, params=params,
             default_scope="conversation" if kind == "conversation" else default_scope,
-            default_threshold=default_threshold, needs=needs, **declared,
+            default_threshold=default_threshold, needs=needs, one_reply=one_reply, **declared,
         )
         return fn
 

@@ -73,9 +73,12 @@ def test_a_reply_without_a_finish_reason_is_an_error_naming_the_provider_never_a
     assert result.error == "turn 2: no finish reason recorded for the reply (provider 'support-bot' reported none)"
 
 
-def test_the_whole_conversation_has_no_one_finish_reason() -> None:
-    result = check("{finish-reason: stop, scope: conversation}", cut_short("stop"))
-    assert result.passed is None and "not conversation" in str(result.error)
+def test_the_whole_conversation_has_no_one_finish_reason_validate_says_so() -> None:
+    with pytest.raises(ConfigError) as caught:
+        spec("{finish-reason: stop, scope: conversation}")
+    assert caught.value.problems[0].message == (
+        "'finish-reason' reads one reply at a time, not the replies joined: use turn, each_turn, any_turn, "
+        "last_response or {turns: [...]}")
 
 
 def test_the_value_is_a_word() -> None:
