@@ -12,7 +12,7 @@ import pytest
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
-from tests.helpers import LITELLM
+from tests.helpers import LITELLM, invoke
 from tests.servers import LoopbackServer, OpenAIServer, Reply, chat_body, tool_call_body
 
 CLIENTS = ["lean", pytest.param("litellm", marks=LITELLM)]
@@ -219,8 +219,6 @@ tests:
 
 
 def test_a_finish_reason_on_a_user_entry_or_a_non_word_in_jsonl_is_reported(tmp_path: Path) -> None:
-    from tests.helpers import invoke
-
     path = tmp_path / "s.yaml"
     path.write_text("""\
 tests:
