@@ -9,9 +9,10 @@ from evalspec.assertions import (  # noqa: F401
     javascript,
     memory,
     session,
+    sql,
     state,
     text,
     tools,
 )
 
-BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, session, state, text, tools)
+BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, session, sql, state, text, tools)

@@ -101,6 +101,32 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
                 problems.append(_at(inst.suite, check.value_where, f"python check: {exc}"))
     if any(_has_check(t, "javascript") for s in plan.suites for t in s.tests):
         problems.extend(_javascript_problems(plan))
+    if any(_has_check(t, "is-sql") or _has_check(t, "not-is-sql") for s in plan.suites for t in s.tests):
+        problems.extend(_sql_problems(plan))
+    return problems
+
+
+def _sql_problems(plan: Plan) -> list[Problem]:
+    """is-sql checks that cannot run: no sqlglot (named once per file, at its first is-sql check), a dialect
+    sqlglot does not know (each once per file, as rendered)."""
+    from evalspec.assertions.sql import INSTALL_HINT, dialect_problem, sqlglot_missing
+    from evalspec.plan.build import instance_assertions
+
+    problems: list[Problem] = []
+    missing = sqlglot_missing()
+    checked: set[tuple[str, str]] = set()
+    for inst in plan.renderable():
+        for check in instance_assertions(inst):
+            if check.type not in ("is-sql", "not-is-sql"):
+                continue
+            dialect = str(check.params.dialect) if check.params is not None else ""
+            key = (str(inst.suite.path), "" if missing else dialect)
+            if key in checked:
+                continue
+            checked.add(key)
+            found = INSTALL_HINT if missing else dialect_problem(dialect)
+            if found:
+                problems.append(_at(inst.suite, check.value_where, found))
     return problems
 
 
