@@ -13,6 +13,7 @@ import regex
 from evalspec.authoring.importers import plain
 from evalspec.authoring.importers.promptfoo.pychecks import CHECKS_FILE, HEADER, file_check, inline_check
 from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
+from evalspec.authoring.importers.promptfoo.sql import is_sql_value
 from evalspec.extend.provider import normalize_finish_reason
 
 # promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
@@ -237,6 +238,12 @@ class Checks(Source):
         elif base == "word-count" and not negate and (isinstance(value, int) and value >= 0 or isinstance(
                 value, dict) and set(value) <= {"min", "max"} and value):
             out = {"word-count": {"min": value, "max": value} if isinstance(value, int) else dict(value)}
+        elif base == "is-sql":
+            sql_value, why = is_sql_value(value)
+            if why is not None:
+                self.notes.append(f"{where}: assertion '{kind}' {why}")
+                return None
+            out = {name: sql_value} if sql_value else {"type": name}
         elif base == "python" and isinstance(value, str) and value.strip():
             out = self.python_check(name, value, raw, where)
             if not out:
