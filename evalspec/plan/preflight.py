@@ -101,7 +101,8 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
                 problems.append(_at(inst.suite, check.value_where, f"python check: {exc}"))
     if any(_has_check(t, "javascript") for s in plan.suites for t in s.tests):
         problems.extend(_javascript_problems(plan))
-    if any(_has_check(t, "is-sql") or _has_check(t, "not-is-sql") for s in plan.suites for t in s.tests):
+    if any(_has_check(t, kind) for s in plan.suites for t in [*s.tests, s.transcripts] if t is not None
+           for kind in ("is-sql", "not-is-sql")):
         problems.extend(_sql_problems(plan))
     return problems
 
@@ -156,7 +157,9 @@ def _javascript_problems(plan: Plan) -> list[Problem]:
 
 
 def _has_check(test: Any, kind: str) -> bool:
-    return any(a.type == kind for a in [*test.asserts, *(a for e in test.conversation for a in e.asserts)])
+    """`test` (or `transcripts:`, whose checks are `defaults.assert`) has a check of type `kind`."""
+    turns = getattr(test, "conversation", [])
+    return any(a.type == kind for a in [*test.asserts, *(a for e in turns for a in e.asserts)])
 
 
 def _has_python_check(test: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,8 +157,28 @@ def test_validate_names_an_unknown_dialect(tmp_path: Path) -> None:
     assert code == 0, out
 
 
-def test_validate_without_sqlglot_says_how_to_install_it(tmp_path: Path) -> None:
-    suite = _suite(tmp_path, "mysql")
+RECORDED = """\
+transcripts:
+  path: logs.jsonl
+defaults:
+  assert:
+    - is-sql:
+      scope: each_turn
+"""
+
+
+def _recorded(tmp_path: Path, dialect: str) -> Path:
+    (tmp_path / "logs.jsonl").write_text('{"id": "c1", "messages": [{"role": "user", "content": "orders?"}, '
+                                         '{"role": "assistant", "content": "SELECT COUNT(*) FROM Orders"}]}\n')
+    path = tmp_path / "recorded.yaml"
+    path.write_text(RECORDED)
+    return path
+
+
+@pytest.mark.parametrize("make", [_suite, _recorded], ids=["scripted", "recorded"])
+def test_validate_without_sqlglot_says_how_to_install_it(tmp_path: Path, make: Any) -> None:
+    suite = make(tmp_path, "mysql")
+    assert invoke("validate", str(suite))[0] == 0
     blocked = ("import sys; sys.modules['sqlglot'] = None; sys.argv = ['evalspec', 'validate', sys.argv[1]]; "
                "from evalspec.app.cli.main import main; main()")
     done = subprocess.run([sys.executable, "-c", blocked, str(suite)], capture_output=True, text=True, timeout=60)
