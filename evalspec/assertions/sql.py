@@ -238,7 +238,7 @@ def is_sql(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     p: SqlParams = spec.params
     statements, why = parse(reply.text, p.dialect)
     if why is not None:
-        return Check.of(False, f"not {p.dialect} SQL: {why}", [Evidence(reply.turn, snippet(reply.text))])
+        return Check.of(False, f"not {p.dialect} SQL: {why}", [Evidence(reply.turn, snippet(reply.text), why)])
     for statement in statements:
         tables, columns = uses(statement)
         for kind, found, allowed in (("table", tables, p.allowed_tables), ("column", columns, p.allowed_columns)):

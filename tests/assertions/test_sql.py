@@ -56,8 +56,10 @@ def test_prose_and_broken_sql_fail_with_the_reason(reply: str) -> None:
 
 
 def test_the_parse_error_names_where() -> None:
-    result = check("is-sql:", transcript(("q", "SELECT name FROM Items WHERE")))
+    result = check("is-sql:", transcript(("q", "ok"), ("q", "SELECT name FROM Items WHERE")))
     assert "line 1" in result.reason
+    assert result.evidence[0].turn == 2 and "line 1" in result.evidence[0].note
+    assert result.evidence[0].text.startswith("SELECT name")
 
 
 def test_dialects_differ() -> None:
