@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import regex
 
@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = "is-sql needs sqlglot, the optional extra `sql`: pip install 'evalspec[sql]'"
 DEFAULT_DIALECT = "mysql"  # promptfoo's default databaseType
-Access = Literal["select", "insert", "update", "delete", "merge", "create", "drop", "alter", "truncate"]
-ACCESSES: tuple[str, ...] = Access.__args__  # type: ignore[attr-defined]
+ACCESSES = ("select", "insert", "update", "delete", "merge", "create", "drop", "alter", "truncate")
 # what sqlglot parses a statement into (looked up by name: classes come and go between its versions)
 STATEMENTS = ("Query", "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "TruncateTable",
               "Use", "Set", "Transaction", "Commit", "Rollback", "Describe", "Show", "Pragma", "Analyze",

@@ -151,6 +151,13 @@ def _suite(tmp_path: Path, dialect: str) -> Path:
     return path
 
 
+def test_validate_names_an_unknown_access(tmp_path: Path) -> None:
+    path = _suite(tmp_path, "mysql")
+    path.write_text(path.read_text().replace("{dialect: mysql}", "{allowed_tables: {read: [Orders]}}"))
+    code, out = invoke("validate", str(path))
+    assert code == 2 and "read" in out, out
+
+
 def test_validate_names_an_unknown_dialect(tmp_path: Path) -> None:
     code, out = invoke("validate", str(_suite(tmp_path, "mysqll")))
     assert code == 2
