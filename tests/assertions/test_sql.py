@@ -81,6 +81,9 @@ def test_allowed_tables() -> None:
     # a table written with its database needs an entry that names it so
     assert check(allowed, transcript(("q", "SELECT id FROM shop.Orders"))).passed is False
     assert check("is-sql: {allowed_tables: [shop.Orders]}", transcript(("q", "SELECT id FROM shop.Orders"))).passed
+    cjk = transcript(("q", "SELECT 名称 FROM 商品 JOIN 订单 ON 订单.商品 = 商品.编号"))
+    assert check("is-sql: {allowed_tables: [商品, 订单]}", cjk).passed is True
+    assert check("is-sql: {allowed_tables: [商品]}", cjk).reason.startswith("table not allowed: 订单")
 
 
 def test_allowed_tables_by_access() -> None:
