@@ -18,7 +18,7 @@ import regex
 import yaml
 
 from evalspec.authoring.importers import RAW_CLOSE, RAW_OPEN, ImportedSuite, literal, plain
-from evalspec.authoring.importers.promptfoo.checks import Checks
+from evalspec.authoring.importers.promptfoo.checks import Checks, Grading
 from evalspec.authoring.importers.promptfoo.prompts import HISTORY_VARS, Prompts
 from evalspec.authoring.importers.promptfoo.providers import Providers, uuid_var
 from evalspec.authoring.importers.promptfoo.redteam import redteam_tests
@@ -105,8 +105,11 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
                                    *(("redteam",) if isinstance(data.get("redteam"), dict) else ())}):
         conv.notes.append(f"top-level '{key}'")
     options: dict[str, Any] = default["options"] if isinstance(default.get("options"), dict) else {}
+    if default.get("options") is not None and not options:
+        conv.notes.append(f"defaultTest.options: {default['options']!r} (not a mapping)")
     judge = conv.judge(options.get("provider")) if options.get("provider") is not None else None
-    for key in sorted(set(options) - {"provider", *(("transformVars",) if conv.session_var else ())}):
+    for key in sorted(set(options) - {"provider", "rubricPrompt",  # read by each judged check
+                                      *(("transformVars",) if conv.session_var else ())}):
         conv.notes.append(f"defaultTest.options.{key}")
     for key in sorted(set(default) - {"vars", "assert", "options"}):
         conv.notes.append(f"defaultTest.{key}")
@@ -121,9 +124,12 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         t.get("options"), dict) and isinstance(t["options"].get("storeOutputAs"), str)]
     multi_turn = multi_turn or bool(stored)  # a stored output is read by the later tests: one conversation
     loaded_vars: dict[int, dict[str, Any]] = {}  # a test's vars with their files read, once for every prompt
-    for (pk, prompt), (i, test) in itertools.product(enumerate(prompts, 1),
-                                                      enumerate(t for t in tests_raw if isinstance(t, dict))):
+    for (pk, prompt), (i, test) in itertools.product(enumerate(prompts, 1), enumerate(tests_raw)):
         where = f"tests[{i}]"
+        if not isinstance(test, dict):
+            if pk == 1:
+                conv.notes.append(f"{where}: {test!r} (not a mapping)")
+            continue
         if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
             conv.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
             test = {k: v for k, v in test.items() if k != "vars"}
@@ -134,7 +140,9 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
         for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options",
                                        "providers"}) + \
-                [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs"})]:
+                [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs", "rubricPrompt"})] + \
+                ([f"options: {test['options']!r} (not a mapping)"] if test.get("options") is not None
+                 and not isinstance(test["options"], dict) else []):
             if pk == 1:
                 conv.notes.append(f"{where}.{key}")
         metadata: dict[str, Any] = test["metadata"] if isinstance(test.get("metadata"), dict) else {}
@@ -149,7 +157,16 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
                          if isinstance(v, str) else v for key, v in variables.items()}
         transform = test_options.get("transform", options.get("transform"))  # promptfoo checks transform(output)
-        turns.append((group, test, conv.assertions(test.get("assert"), where, transform),
+        rubric_prompt = test_options.get("rubricPrompt", options.get("rubricPrompt"))  # promptfoo's grading prompt
+        # a test whose one check is a g-eval on a list of criteria: one check each, the mean at the test's threshold
+        mean = None if multi_turn or default.get("assert") else \
+            conv.criteria_mean(test.get("assert"), where, transform, test.get("threshold"))
+        if mean is not None:
+            test = {**test, "threshold": mean[1]}
+        names = frozenset(variables)
+        asserts = mean[0] if mean is not None else conv.assertions(
+            test.get("assert"), where, transform, Grading(rubric_prompt, test.get("threshold") is not None, names, names))
+        turns.append((group, test, asserts,
                       conv.messages(prompt, {**markers, **variables}, where, dict(test.get("vars") or {})),
                       {k: v for k, v in dict(test.get("vars") or {}).items() if k not in HISTORY_VARS}))
     if conv.problems:
@@ -216,7 +233,11 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         suite["vars"] = plain(kept)
     if providers:
         suite["providers"] = providers
-    default_asserts = conv.assertions(default.get("assert"), "defaultTest", options.get("transform"))
+    every = [set(default_vars) | set(t.get("vars") or {} if isinstance(t.get("vars"), dict) else {})
+             for t in tests_raw if isinstance(t, dict)] or [set(default_vars)]
+    default_asserts = conv.assertions(default.get("assert"), "defaultTest", options.get("transform"), Grading(
+        options.get("rubricPrompt"), any(isinstance(t, dict) and t.get("threshold") is not None for t in tests_raw),
+        frozenset(set.intersection(*every)), frozenset(set.union(*every))))
     if default_asserts:
         if multi_turn:  # promptfoo checks each test's output: here, each turn
             default_asserts = [{**a, "scope": "each_turn"} for a in default_asserts]

@@ -5,7 +5,10 @@ own checks and other `javascript` evalspec's `javascript` (the code as written, 
 
 from __future__ import annotations
 
+import contextlib
 import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import regex
@@ -19,7 +22,7 @@ from evalspec.extend.provider import normalize_finish_reason
 # promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
 SAME_TYPES = {"contains", "icontains", "contains-any", "contains-all", "equals", "regex", "starts-with",
               "is-json", "contains-json", "llm-rubric", "similar", "cost", "latency"}
-RENAMED = {"g-eval": "llm-rubric", "model-graded-closedqa": "llm-rubric", "conversation-relevance":
+RENAMED = {"model-graded-closedqa": "llm-rubric", "conversation-relevance":
            "conversation-relevance", "trajectory:goal-success": "trajectory:goal-success",
            "is-valid-openai-tools-call": "tool-args-valid", "is-valid-openai-function-call": "tool-args-valid",
            "is-valid-function-call": "tool-args-valid"}
@@ -31,6 +34,15 @@ MODEL_GRADED = {
                                "detail, but it contradicts none of it. Reference: {value}",
     "answer-relevance": "The reply is relevant to the user's question and answers it.",
 }
+# promptfoo's g-eval: a judge scores each criterion 0..10, the check's score is that over 10 and it passes at its
+# threshold (0.7 unless set); a list of criteria passes when the mean of their scores reaches it
+GEVAL_LEVELS = {f"{n}/10": n / 10 for n in range(10, -1, -1)}
+GEVAL_THRESHOLD = 0.7
+# the checks whose grading prompt promptfoo's `rubricPrompt` replaces (g-eval only by a {steps, evaluate} mapping)
+_RUBRIC_PROMPTED = {"llm-rubric", "factuality", "model-graded-factuality", "model-graded-closedqa",
+                    "answer-relevance", "conversation-relevance", "trajectory:goal-success"}
+# how a rubricPrompt's `{{ output }}` reads in evalspec's judge prompt (the reply is shown before the rubric)
+OUTPUT_IN_RUBRIC = "[the assistant's last reply, shown above]"
 _JS_STRING = r"""(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
 _JS_TEST = regex.compile(r"(!?)\s*output(\.toLowerCase\(\))?\.(includes|startsWith)\(\s*" + _JS_STRING + r"\s*\)")
 _JS_LENGTH = regex.compile(r"output(?:\.trim\(\))?\.length\s*(>=|<=|>|<)\s*(\d+)")
@@ -165,14 +177,28 @@ def _body(transform: str) -> str:
     return transform.strip() if "\n" in transform.strip() else f"return {transform.strip()};"
 
 
+@dataclass(frozen=True)
+class Grading:
+    """What promptfoo's judged checks read of their test: its `options.rubricPrompt`, whether it has a
+    `threshold` (its checks' scores decide it), and the vars every test it stands for has, or some have."""
+
+    rubric_prompt: Any = None
+    scored: bool = False
+    vars_always: frozenset[str] = frozenset()
+    vars_somewhere: frozenset[str] = frozenset()
+
+
 class Checks(Source):
-    def assertion(self, raw: Any, where: str, transform: Any = None) -> dict[str, Any] | None:
+    def assertion(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> dict[str, Any] | None:
         """One promptfoo check as an evalspec check, or None (noted); `transform` is the test's
-        `options.transform`, which runs before the check's own `transform`."""
+        `options.transform`, which runs before the check's own `transform`; `test` what a judged check
+        reads of its test."""
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
-            self.notes.append(f"{where}: assertion {raw!r}")
+            self.notes.append(f"{where}: assertion {_short(raw)}")
             return None
         kind = raw["type"]
+        prompted = raw.get("rubricPrompt") or test.rubric_prompt
+        raw = {k: v for k, v in raw.items() if k != "rubricPrompt"}
         chain = [t for t in (transform, raw.get("transform")) if t is not None]  # the test's, then the check's
         transform = chain[-1] if chain else None
         if not all(transform_kept(t, raw) for t in chain):
@@ -191,6 +217,18 @@ class Checks(Source):
         threshold = raw.get("threshold")
         if base in ("latency", "cost") and value is None and isinstance(threshold, (int, float)):
             value, raw = threshold, {k: v for k, v in raw.items() if k != "threshold"}  # promptfoo's limit
+        if prompted and base in _RUBRIC_PROMPTED:
+            if base != "llm-rubric":
+                self.notes.append(f"{where}: assertion '{kind}' with a rubricPrompt (promptfoo grades it with that "
+                                  "prompt instead of its own question)")
+                return None
+            value = self.rubric_prompt(prompted, value, raw, test, f"{where}: assertion '{kind}'")
+            if value is None:
+                return None
+            raw = {k: v for k, v in raw.items() if k != "threshold"}  # said in the rubric
+        if base == "g-eval" and isinstance(prompted, dict) and {"steps", "evaluate"} & set(prompted):
+            self.notes.append(f"{where}: assertion '{kind}' with its own rubricPrompt steps/evaluate")
+            return None
         if base in SAME_TYPES and value is None and base not in ("is-json", "contains-json"):
             self.notes.append(f"{where}: assertion '{kind}' without a value")
             return None
@@ -210,6 +248,11 @@ class Checks(Source):
             if code is None:
                 return None
             out = {name: code, **({"config": raw["config"]} if isinstance(raw.get("config"), dict) else {})}
+        elif base == "g-eval":
+            out = self.g_eval(raw, where)
+            if not out:
+                return None
+            raw = {k: v for k, v in raw.items() if k != "threshold"}  # on the levels' scores, in out
         elif base in RENAMED and (RENAMED[base] in ("conversation-relevance", "tool-args-valid")
                                   or isinstance(value, str) and value.strip()):
             out = {("not-" if negate else "") + RENAMED[base]: value if RENAMED[base] != "tool-args-valid" else True}
@@ -260,6 +303,9 @@ class Checks(Source):
         for key in ("threshold", "weight", "metric"):
             if key in raw and not (key == "threshold" and base == "levenshtein"):
                 out[key] = raw[key]
+        if prompted and base == "llm-rubric" and "metric" in raw:
+            self.notes.append(f"{where}: assertion '{kind}' metric {raw['metric']!r} (promptfoo records the score "
+                              "its rubricPrompt asks the judge for; evalspec the verdict, 1 or 0)")
         for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric",
                                       *(("config",) if base == "javascript" else ())}):
             self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
@@ -280,6 +326,144 @@ class Checks(Source):
         else:
             return {"finish-reason": value}
         return {}
+
+    def g_eval(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
+        """promptfoo's `g-eval` on one criterion: `llm-rubric` with the levels 0/10 .. 10/10 (the judge's
+        score out of 10, as promptfoo asks for it) passing at the check's threshold (0.7 unless set); {}
+        when noted (a list of criteria is the test's threshold: `criteria_mean`)."""
+        kind, value = raw["type"], raw.get("value")
+        threshold = _g_eval_threshold(raw.get("threshold"))
+        why = None
+        if kind.startswith("not-"):
+            why = "(promptfoo's g-eval ignores `not-`: its verdict is g-eval's)"
+        elif isinstance(value, list):
+            why = ("with a list of criteria (promptfoo passes when the mean of their scores reaches the threshold: "
+                   "evalspec says that as the threshold of a single-turn test whose one check it is)")
+        elif not isinstance(value, str) or not value.strip():
+            why = "without a criterion"
+        elif threshold is None:
+            why = f"threshold {raw.get('threshold')!r} (promptfoo's g-eval scores are 0..1)"
+        if why is not None:
+            self.notes.append(f"{where}: assertion '{kind}' {why}")
+            return {}
+        return {"llm-rubric": value, "levels": dict(GEVAL_LEVELS), "threshold": threshold}
+
+    def criteria_mean(self, raw: Any, where: str, transform: Any, test_threshold: Any) -> \
+            tuple[list[dict[str, Any]], float] | None:
+        """A test whose one check is a `g-eval` on a list of criteria (promptfoo: it passes when the mean of
+        the criteria's scores reaches the check's threshold, or the test's own): one graded `llm-rubric` per
+        criterion and that threshold as the test's (it passes when the mean of its checks' scores reaches
+        it, SPEC §3.2). None when the test is not such a test, or the form would not be exact."""
+        if not isinstance(raw, list) or len(raw) != 1 or not isinstance(raw[0], dict):
+            return None
+        check = raw[0]
+        criteria = check.get("value")
+        if check.get("type") != "g-eval" or not isinstance(criteria, list) or not criteria or not all(
+                isinstance(c, str) and c.strip() for c in criteria) or "rubricPrompt" in check:
+            return None
+        weight = check.get("weight", 1)
+        threshold = _g_eval_threshold(check.get("threshold"))
+        if test_threshold is not None:  # promptfoo: the test's threshold decides from the test's score
+            threshold = test_threshold if isinstance(test_threshold, (int, float)) and not isinstance(
+                test_threshold, bool) and 0 < test_threshold <= 1 else None
+        chain = [t for t in (transform, check.get("transform")) if t is not None]
+        if threshold is None or not all(transform_kept(t, check) for t in chain) or not (
+                isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0) or set(check) - {
+                "type", "value", "threshold", "weight", "metric", "transform"}:
+            return None
+        keep = {k: check[k] for k in ("weight", "metric") if k in check}
+        return [dict(plain({"llm-rubric": c, "levels": dict(GEVAL_LEVELS), "threshold": threshold, **keep}))
+                for c in criteria], threshold
+
+    def rubric_prompt(self, prompt: Any, value: Any, raw: dict[str, Any], test: Grading, what: str) -> str | None:
+        """An `llm-rubric` graded with promptfoo's `rubricPrompt` (the whole grading prompt, filled with the
+        test's vars, `{{ output }}` and the check's value as `{{ rubric }}`; the judge's `pass` is the
+        verdict, held to the check's threshold by the judge's own score) as the rubric evalspec's judge
+        reads: the prompt's text, the output named as the reply, a threshold said in words. None (noted) when
+        it cannot be said exactly: images in it, code, a test's threshold (the judge's own scores decide
+        it), a var only some tests have (promptfoo renders it empty where it is missing)."""
+        why, text = None, None
+        threshold = raw.get("threshold")
+        if test.scored:
+            why = "with a rubricPrompt in a test with a threshold (the scores that prompt asks the judge for decide it)"
+        elif value is not None and not isinstance(value, str):
+            why = "with a rubricPrompt and a structured value"
+        elif threshold is not None and (not isinstance(threshold, (int, float)) or isinstance(threshold, bool)):
+            why = f"with a rubricPrompt and threshold {threshold!r}"
+        else:
+            text, why = self._rubric_prompt_text(prompt)
+        if text is not None:
+            if value and not regex.search(r"\{\{-?\s*rubric\s*-?\}\}", text):
+                self.notes.append(f"{what} value {_short(value)} (its rubricPrompt has no {{{{ rubric }}}}: promptfoo's "
+                                  "judge never reads it)")
+            filled = {"output": OUTPUT_IN_RUBRIC, "rubric": str(value or "")}
+            lost: list[str] = []
+
+            def fill(m: regex.Match[str]) -> str:
+                name = m.group(1)
+                if name in test.vars_always:
+                    return str(m.group(0))  # evalspec renders the test's var (promptfoo's vars come before its own)
+                if name in test.vars_somewhere:
+                    lost.append(name)
+                return filled.get(name, "")  # promptfoo renders a name it does not have as nothing
+
+            text = regex.sub(r"\{\{-?\s*([A-Za-z_]\w*)\s*-?\}\}", fill, text).rstrip()
+            if lost:
+                why, text = f"with a rubricPrompt reading var '{lost[0]}' that only some tests have", None
+            elif regex.search(r"\{[{%][^}]*\b(?:output|rubric)\b", text):
+                why, text = "with a rubricPrompt reading output or rubric in a template evalspec cannot fill", None
+            elif not text.strip():
+                why, text = "with an empty rubricPrompt", None
+        if text is not None and isinstance(threshold, (int, float)):
+            # promptfoo: pass && score >= threshold, the score the judge gives (its pass as 1 or 0 without one)
+            if not regex.search(r"(?i)\bscor", text):
+                if threshold > 1:
+                    why, text = f"with a rubricPrompt asking for no score and threshold {threshold} (it never passes)", None
+            else:
+                text += f"\n\nAnswer pass: true only when the grading above passes and its score is at least {threshold:g}."
+        if text is None:
+            self.notes.append(f"{what} {why}")
+        return text
+
+    def _rubric_prompt_text(self, prompt: Any) -> tuple[str | None, str | None]:
+        """The text of a rubricPrompt (chat messages, their JSON, plain text, or `file://` a .json, .yaml or
+        .txt file): (text, None), or (None, why not)."""
+        import yaml
+
+        if isinstance(prompt, str) and prompt.startswith("file://"):
+            target = prompt[len("file://"):]
+            if Path(target).suffix.lower() not in (".json", ".yaml", ".yml", ".txt", ".md", ""):
+                return None, f"from code ({prompt})"
+            file = self.inside(target, prompt)
+            try:
+                prompt = file.read_text(encoding="utf-8") if file is not None else None
+                if file is not None and file.suffix.lower() in (".yaml", ".yml"):
+                    prompt = load_yaml(prompt)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                prompt = None
+            if prompt is None:
+                return None, f"that could not be read ({target})"
+        if isinstance(prompt, str) and prompt.strip().startswith(("[", "{")):
+            with contextlib.suppress(json.JSONDecodeError):  # else a text template starting with a bracket
+                prompt = json.loads(prompt)
+        if isinstance(prompt, str):
+            return prompt, None
+        if not isinstance(prompt, list) or not prompt:
+            return None, "with a rubricPrompt that is no text or chat messages"
+        texts = []
+        for message in prompt:
+            content = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(message, dict) or message.get("role") not in ("system", "user"):
+                return None, "with a rubricPrompt holding other than system and user messages"
+            if isinstance(content, list):
+                if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+                           for p in content):
+                    return None, "with a multimodal rubricPrompt (images are not shown to evalspec's judge)"
+                content = "\n".join(p["text"] for p in content)
+            if not isinstance(content, str):
+                return None, "with a rubricPrompt message that is not text"
+            texts.append(content.strip())
+        return "\n\n".join(t for t in texts if t), None
 
     def json_schema(self, text: str, kind: str, where: str) -> dict[str, Any] | None:
         """An `is-json`/`contains-json` schema given as text (YAML or JSON) or `file://schema.json|yaml`;
@@ -357,7 +541,24 @@ class Checks(Source):
             return None
         return code
 
-    def assertions(self, raw: Any, where: str, transform: Any = None) -> list[dict[str, Any]]:
+    def assertions(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> list[dict[str, Any]]:
+        if raw is not None and not isinstance(raw, list):
+            self.notes.append(f"{where}.assert: {_short(raw)} (not a list of checks)")
         items = raw if isinstance(raw, list) else []
-        return [a for i, item in enumerate(items) if (a := self.assertion(item, f"{where}.assert[{i}]", transform))]
+        return [a for i, item in enumerate(items)
+                if (a := self.assertion(item, f"{where}.assert[{i}]", transform, test))]
+
+
+def _g_eval_threshold(threshold: Any) -> float | None:
+    """A g-eval's threshold (promptfoo: `threshold || 0.7`), or None when it is outside 0..1."""
+    if threshold is None or threshold == 0 and not isinstance(threshold, bool):
+        return GEVAL_THRESHOLD
+    ok = isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 < threshold <= 1
+    return float(threshold) if ok else None
+
+
+def _short(value: Any) -> str:
+    """A value of the source as a note shows it: its repr, cut at 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 

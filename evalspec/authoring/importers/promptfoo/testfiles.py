@@ -170,6 +170,8 @@ class TestFiles(Source):
     def default_test(self, raw: Any) -> dict[str, Any]:
         """`defaultTest:` as a mapping: written inline, or `file://defaults.yaml|json` read next to the config."""
         if not isinstance(raw, str):
+            if raw is not None and not isinstance(raw, dict):
+                self.notes.append(f"defaultTest: {raw!r} (not a mapping)")
             return raw if isinstance(raw, dict) else {}
         target = raw.removeprefix("file://")
         file = self.inside(target, f"defaultTest {raw}")
@@ -242,7 +244,10 @@ class TestFiles(Source):
         such as a `_conversation`, stay one value)."""
         out: list[Any] = []
         for test in tests:
-            own = test.get("vars") if isinstance(test, dict) and isinstance(test.get("vars"), dict) else None
+            if not isinstance(test, dict):
+                out.append(test)  # noted where the tests are read
+                continue
+            own = test.get("vars") if isinstance(test.get("vars"), dict) else None
             merged = {**default_vars, **(own or {})}
             choices = {key: self._var_values(key, value) for key, value in merged.items()}
             if all(len(v) == 1 for v in choices.values()):
