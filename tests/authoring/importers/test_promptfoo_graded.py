@@ -206,3 +206,7 @@ def test_checks_and_defaults_that_are_not_lists_or_mappings_are_listed_as_not_co
     assert "tests[0].assert: {'type': 'contains', 'value': 'a'} (not a list of checks)" in err
     assert "tests[1]: 7 (not a mapping)" in err
     assert "tests[2].options: 5 (not a mapping)" in err and "tests[2].assert[0]: assertion 'contains'" in err
+    code, _, err = import_config(tmp_path, {**BASE, "scenarios": [{"config": [{"vars": {"q": "a"}, "assert": "icontains"}],
+                                                                    "tests": [{"assert": [{"type": "contains", "value": "a"}]}]}]})
+    assert code == 0, err
+    assert "scenarios[0].assert: 'icontains' (not a list of checks)" in err and "assertion 'i'" not in err

@@ -15,7 +15,7 @@ import regex
 
 from evalspec.authoring.importers import plain
 from evalspec.authoring.importers.promptfoo.pychecks import CHECKS_FILE, HEADER, file_check, inline_check
-from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
+from evalspec.authoring.importers.promptfoo.source import Source, load_yaml, short
 from evalspec.authoring.importers.promptfoo.sql import is_sql_value
 from evalspec.extend.provider import normalize_finish_reason
 
@@ -194,7 +194,7 @@ class Checks(Source):
         `options.transform`, which runs before the check's own `transform`; `test` what a judged check
         reads of its test."""
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
-            self.notes.append(f"{where}: assertion {_short(raw)}")
+            self.notes.append(f"{where}: assertion {short(raw)}")
             return None
         kind = raw["type"]
         prompted = raw.get("rubricPrompt") or test.rubric_prompt
@@ -394,7 +394,7 @@ class Checks(Source):
             text, why = self._rubric_prompt_text(prompt)
         if text is not None:
             if value and not regex.search(r"\{\{-?\s*rubric\s*-?\}\}", text):
-                self.notes.append(f"{what} value {_short(value)} (its rubricPrompt has no {{{{ rubric }}}}: promptfoo's "
+                self.notes.append(f"{what} value {short(value)} (its rubricPrompt has no {{{{ rubric }}}}: promptfoo's "
                                   "judge never reads it)")
             filled = {"output": OUTPUT_IN_RUBRIC, "rubric": str(value or "")}
             lost: list[str] = []
@@ -543,7 +543,7 @@ class Checks(Source):
 
     def assertions(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> list[dict[str, Any]]:
         if raw is not None and not isinstance(raw, list):
-            self.notes.append(f"{where}.assert: {_short(raw)} (not a list of checks)")
+            self.notes.append(f"{where}.assert: {short(raw)} (not a list of checks)")
         items = raw if isinstance(raw, list) else []
         return [a for i, item in enumerate(items)
                 if (a := self.assertion(item, f"{where}.assert[{i}]", transform, test))]
@@ -555,10 +555,3 @@ def _g_eval_threshold(threshold: Any) -> float | None:
         return GEVAL_THRESHOLD
     ok = isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 < threshold <= 1
     return float(threshold) if ok else None
-
-
-def _short(value: Any) -> str:
-    """A value of the source as a note shows it: its repr, cut at 80 characters."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-

@@ -77,3 +77,8 @@ class Source:
             return None
         return None if absolute is None else Path(os.path.relpath(absolute, self.out_dir.resolve())).as_posix()
 
+
+def short(value: Any) -> str:
+    """A value of the source as a note shows it: its repr, cut at 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -11,7 +11,7 @@ from typing import Any
 import regex
 import yaml
 
-from evalspec.authoring.importers.promptfoo.source import Source, is_glob, load_yaml
+from evalspec.authoring.importers.promptfoo.source import Source, is_glob, load_yaml, short
 
 # what promptfoo runs (scripts) or encodes (base64, PDF text) instead of reading a var file as text
 _RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp",
@@ -234,9 +234,16 @@ class TestFiles(Source):
                     test_vars: dict[str, Any] = test["vars"] if isinstance(test.get("vars"), dict) else {}
                     name = str(test.get("description") or scenario.get("description") or f"scenario {k + 1}")
                     out.append({**data, **test, "vars": {**data_vars, **test_vars},
-                                "assert": [*(data.get("assert") or []), *(test.get("assert") or [])],
+                                "assert": [*self._scenario_checks(data, k), *self._scenario_checks(test, k)],
                                 "description": f"{name} [{which}]" if which else name})
         return out
+
+    def _scenario_checks(self, part: dict[str, Any], k: int) -> list[Any]:
+        """A scenario entry's or test's `assert:` list (anything else noted, not read item by item)."""
+        checks = part.get("assert")
+        if checks is not None and not isinstance(checks, list):
+            self.notes.append(f"scenarios[{k}].assert: {short(checks)} (not a list of checks)")
+        return checks if isinstance(checks, list) else []
 
     def var_combinations(self, tests: list[Any], default_vars: dict[str, Any]) -> list[Any]:
         """promptfoo's var combinations: a test whose vars (the defaults' under its own) hold a list of
