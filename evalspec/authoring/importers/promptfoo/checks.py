@@ -379,7 +379,7 @@ class Checks(Source):
         """An `llm-rubric` graded with promptfoo's `rubricPrompt` (the whole grading prompt, filled with the
         test's vars, `{{ output }}` and the check's value as `{{ rubric }}`; the judge's `pass` is the
         verdict, held to the check's threshold by the judge's own score) as the rubric evalspec's judge
-        reads: the prompt's text, the output named as the reply, a threshold said in words. None (noted) when
+        reads: the prompt's text, the output named as the reply. None (noted) when
         it cannot be said exactly: images in it, code, a test's threshold (the judge's own scores decide
         it), a var only some tests have (promptfoo renders it empty where it is missing)."""
         why, text = None, None
@@ -419,8 +419,9 @@ class Checks(Source):
             if not regex.search(r"(?i)\bscor", text):
                 if threshold > 1:
                     why, text = f"with a rubricPrompt asking for no score and threshold {threshold} (it never passes)", None
-            else:
-                text += f"\n\nAnswer pass: true only when the grading above passes and its score is at least {threshold:g}."
+            else:  # the judge's own score would decide: evalspec's verdicts score what code computes
+                why, text = (f"with a rubricPrompt asking for a score and threshold {threshold:g} (promptfoo holds "
+                             "the judge's own score to it; evalspec's verdict scores 1 or 0)"), None
         if text is None:
             self.notes.append(f"{what} {why}")
         return text
