@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, cast
 
 import regex
 
@@ -126,7 +126,7 @@ def parse(text: str, dialect: str) -> tuple[list[exp.Expression], str | None]:
         return [], str(exc).splitlines()[0]
     except ValueError as exc:  # an unknown dialect (validate reports it first)
         raise GradingError(str(exc)) from None
-    statements = [s for s in parsed if s is not None]
+    statements = [cast("exp.Expression", s) for s in parsed if s is not None]  # sqlglot types them Expr
     if not statements:
         return [], "no SQL statement"
     for statement in statements:
