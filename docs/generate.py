@@ -58,6 +58,7 @@ EXAMPLES: dict[str, str] = {
     "regex": "- regex: '\\d+(\\.\\d+)?万'",
     "rejects-false-premise": "- rejects-false-premise:",
     "role-adherence": "- role-adherence: 汽车销售顾问",
+    "select-best": "- select-best: 哪个回答最清楚地说明了首付和月供   # the best candidate passes, the others fail",
     "similar": "- similar: 欢迎周六到店试驾\n  threshold: 0.75",
     "starts-with": "- starts-with: 您好",
     "state": "- state: {path: active_flow, equals: book_test_drive}   # or a JMESPath expression: truthy passes",
@@ -72,6 +73,9 @@ EXAMPLES: dict[str, str] = {
     "within": "- within: {pattern: 到店|预约|试驾, after: purchase_signal, turns: 1}",
     "word-count": "- word-count: {min: 5, max: 200}",
 }
+
+
+COMPARED = {"select-best"}  # decided across a test's records: one judge call compares them, never negated
 
 
 def _words(schema: dict[str, Any]) -> str:
@@ -125,12 +129,15 @@ def assertion_entry(name: str) -> str:
     reads = "one reply at a time (not on `conversation` scope)" if t.one_reply \
         else "one reply (all replies joined on `conversation` scope)" if t.kind == "reply" \
         else "the whole transcript (under a turn: the transcript up to that turn)"
+    if name in COMPARED:
+        reads = ("the final reply of each of the test's candidates, its providers × matrix instances of one "
+                 "repeat (on `conversation` scope: each transcript); at test level only")
     facts = [f"reads {reads}", f"default scope `{t.default_scope}`"]
     if t.default_threshold is not None:
         facts.append(f"default threshold {t.default_threshold:g}")
     if t.needs:
         facts.append(f"needs `{t.needs}:` in the suite")
-    if not name.startswith("not-"):
+    if not name.startswith("not-") and name not in COMPARED:
         facts.append(f"negate: `not-{name}`")
     lines = [f"## `{name}`", "", t.doc, "", "- " + "\n- ".join(facts)]
     if t.params is not None:
@@ -175,7 +182,8 @@ def assertions_page() -> str:
     for name in names:
         t = REGISTRY[name]
         anchor = name.replace(":", "")
-        head.append(f"| [`{name}`](#{anchor}) | {t.kind} | {t.needs or ''} |")
+        kind = "candidates" if name in COMPARED else t.kind
+        head.append(f"| [`{name}`](#{anchor}) | {kind} | {t.needs or ''} |")
     return "\n".join(head) + "\n\n" + "\n".join(assertion_entry(n) for n in names)
 
 

@@ -8,6 +8,7 @@ from evalspec.assertions import (  # noqa: F401
     graded,
     javascript,
     memory,
+    select_best,
     session,
     sql,
     state,
@@ -15,4 +16,4 @@ from evalspec.assertions import (  # noqa: F401
     tools,
 )
 
-BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, session, sql, state, text, tools)
+BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, select_best, session, sql, state, text, tools)

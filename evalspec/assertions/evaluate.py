@@ -58,6 +58,17 @@ class AssertionResult:
             out["description"] = self.description
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AssertionResult:
+        """A result as run.json stores it, read back (its `judge_usage` is counted on the record, not here)."""
+        evidence = [Evidence(e.get("turn"), str(e.get("text", "")), str(e.get("note", "")))
+                    for e in data.get("evidence") or []]
+        return cls(data["type"], data.get("scope"), data.get("pass"), data.get("score"), data.get("reason") or "",
+                   evidence, data.get("error"), data.get("weight", 1.0), data.get("severity", "major"),
+                   data.get("metric"), data.get("threshold"), data.get("turn"), data.get("value"),
+                   dict(data.get("details") or {}), bool(data.get("default")), skipped=bool(data.get("skipped")),
+                   description=data.get("description"))
+
 
 def _reply(m: Message) -> Reply:
     return Reply(m["content"], m.get("turn"), m.get("latency_ms"), m.get("tokens"), m.get("cost"),

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.assertions.batch import judge_batch, plan_batches
-from evalspec.assertions.evaluate import AssertionResult, evaluate
+from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
 from evalspec.assertions.offloop import evaluate_off_loop
-from evalspec.config.model import AssertionSpec
+from evalspec.assertions.select_best import PENDING
+from evalspec.config.model import SELECT_BEST, AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, resolve_turn
 from evalspec.extend.patterns import REGEX_TIMEOUT_S
@@ -68,8 +69,11 @@ async def grade(graded_input: GradingInput, transcript: list[Message], judge: Ju
                 grade_timeout: float | None = None) -> list[AssertionResult]:
     """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own.
     Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's).
-    A rule anchored on an absent label is skipped (`not-before` then checks every reply)."""
+    A rule anchored on an absent label is skipped (`not-before` then checks every reply); a `select-best` is
+    left pending (its comparison decides it)."""
     specs, skipped = _anchored(graded_input, transcript) if graded_input.absent else (graded_input.specs, {})
+    compared = {i: no_verdict(s, PENDING) for i, s in enumerate(specs) if s.type == SELECT_BEST and i not in skipped}
+    skipped = {**skipped, **compared}  # decided across the test's records (`play.compare`), not here
     given = replace(graded_input, specs=[s for i, s in enumerate(specs) if i not in skipped])
     graded = iter(await _grade(given, transcript, judge, embed, judge_for, grade_timeout))
     out = [skipped[i] if i in skipped else next(graded) for i in range(len(specs))]

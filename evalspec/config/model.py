@@ -9,6 +9,8 @@ from typing import Any, Literal
 from evalspec.config.paths import LineMap, PathKey
 
 Severity = Literal["critical", "major", "minor"]
+# the one check decided across a test's records, not on one transcript (`play.compare`)
+SELECT_BEST = "select-best"
 
 
 @dataclass

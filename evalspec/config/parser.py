@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from evalspec.config.interpolate import is_template
 from evalspec.config.meaning import stop_when_problem
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import (
+    SELECT_BEST,
     AssertionSpec,
     AttackSpec,
     ProviderSpec,
@@ -373,7 +375,34 @@ class SuiteParser:
                 if test.attack is not None and "scope" not in item and spec.scope == "last_response":
                     spec.scope = "each_turn"  # the red lines under attack hold on every reply
         self._check_references(test)
+        self._check_comparisons(test)
         return test
+
+    def _check_comparisons(self, test: TestSpec) -> None:
+        """`select-best` compares the test's candidates (providers × matrix instances): it needs two or more,
+        reads their final replies or conversations, and stands at test level."""
+        for turn in test.conversation:
+            for spec in turn.asserts:
+                if spec.type == SELECT_BEST:
+                    self.bad(spec.where, "'select-best' compares the test's replies across its providers and "
+                                         "matrix instances: put it under the test's 'assert:', not under a turn")
+        for spec in test.asserts:
+            if spec.type != SELECT_BEST:
+                continue
+            providers = len(test.providers if test.providers is not None else self.suite.providers)
+            candidates = providers * math.prod(len(v) for v in test.matrix.values())
+            if spec.negate:
+                self.bad(spec.where, "'select-best' cannot be negated: it passes one candidate and fails the others")
+            elif spec.scope not in ("last_response", "conversation"):
+                self.bad((*spec.where, "scope"), f"'select-best' compares final replies (scope last_response) or "
+                                                 f"conversations (scope conversation), not {spec.scope!r}")
+            elif test.recorded or test.attack is not None:
+                self.bad(spec.where, "'select-best' compares the replies of played conversations: not in a "
+                                     "recorded transcript or an attack")
+            elif candidates < 2:
+                self.bad(spec.where, f"'select-best' needs two or more candidates to compare, and test '{test.id}' "
+                                     f"has {'one' if candidates == 1 else 'none'}: give it several providers or a "
+                                     "'matrix' (its instances are compared too)")
 
     def _state_and_stubs(self, test: TestSpec, f: Callable[[str], tuple[Any, PathKey]]) -> None:
         """`state:` (seeded before turn 1) and `tool_results:` (over the provider's), SPEC §24; a `rasa:`

@@ -11,11 +11,12 @@ from evalspec.config.loader import load_suites
 from evalspec.core.redact import redact, run_secrets
 from evalspec.plan.build import Instance, build_plan, grading_input
 from evalspec.plan.needs import check_plan
+from evalspec.play.compare import compared, decide_group
 from evalspec.play.runner import grade_with, run_instance
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
-from evalspec.results.record import make_record
+from evalspec.results.record import Record, make_record
 from evalspec.results.transcript import Transcript
 
 
@@ -36,6 +37,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
     instances, warnings = _instances(run)
     pool = ProviderPool([], cache_dir)
     out = []
+    groups: dict[tuple[int, int, int], list[tuple[Instance, Record]]] = {}
     try:
         for record in run["results"]:
             inst = instances.get(record["key"])
@@ -54,7 +56,12 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
             graded = make_record(inst, transcript, results, record.get("duration_ms", 0.0))
             if cut:
                 name_rules(graded, specs)
-            out.append(redact(graded, run_secrets([inst.suite])))
+            graded = redact(graded, run_secrets([inst.suite]))
+            out.append(graded)
+            if compared(inst.test):
+                groups.setdefault((id(inst.suite), id(inst.test), inst.repeat), []).append((inst, graded))
+        for members in groups.values():  # `select-best`: each test's candidates of one repeat, compared again
+            await decide_group(members[0][0], [record for _, record in members], pool)
     finally:
         await pool.aclose()
     # an earlier second opinion judged verdicts that may have changed: neither it nor its calls carry over

@@ -26,6 +26,7 @@ from evalspec.extend.provider import CallContext, ProviderResponse
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance, Plan, grading_input, has_captures, positions, with_captures
 from evalspec.plan.needs import check_plan
+from evalspec.play.compare import Comparisons
 from evalspec.play.processes import Children, Play, process_count
 from evalspec.play.ray_executor import ConversationLost, RayConfig, RayExecutor
 from evalspec.play.scripted import captured_values, run_scripted
@@ -123,12 +124,17 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         return positions(plan, lambda position, _key: position % share == index and kept[position] is None)
 
     def keep(position: int, record: dict[str, Any], line: bytes | bytearray | None = None) -> None:
+        if not comparisons.hold(position, record):  # else journaled once its `select-best` group is decided
+            write(position, record, line)
+
+    def write(position: int, record: dict[str, Any], line: bytes | bytearray | None = None) -> None:
         offset = journal.write_line(line) if line is not None else journal.write(record)
         kept[position] = (offset, light(record))  # the transcript stays on disk
         if options.on_result:
             options.on_result(record)
 
     guard = options.guard
+    comparisons = Comparisons(suites, plan, lambda position: kept[position] is not None, pool, write)
 
     async def play_one(position: int, inst: Instance) -> None:
         if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again
@@ -170,6 +176,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
             children.reap()
         queue = pending()  # what no child delivered (all of it in a one-process run)
         await asyncio.gather(*(worker(queue) for _ in range(max(1, min(options.concurrency, len(plan) - resumed)))))
+        await comparisons.wait()
     finally:
         children.stop()
         if lock is not None:

@@ -194,6 +194,26 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
     return record
 
 
+def redecide(record: Record, results: list[AssertionResult], instance: Instance,
+             usage: list[dict[str, Any]]) -> None:
+    """The record's verdict again, from `results` (all of its assertions: `select-best` is decided after the
+    conversation, `play.compare`), with the judge calls `usage` lists added to its figures."""
+    test, secrets = instance.test, instance.suite.secrets
+    error = record.get("error") if record["stop_reason"] == "error" else None
+    status, score, critical = decide(results, test.threshold, error, test.xfail)
+    if test.curve:
+        score = test_score([r for r in results if not r.from_defaults])
+    record["status"], record["critical_failed"] = status, critical
+    record["score"] = round(score, 6) if score is not None else None
+    record["assertions"] = redact([r.to_json() for r in results], secrets)
+    record["error"] = error or redact(next((f"{r.type}: {r.error}" for r in results if r.error), None), secrets)
+    added = judge_figures(usage)
+    record["judge_calls"] = record.get("judge_calls", 0) + added["judge_calls"]
+    for key in ("judge_tokens", "judge_cost"):
+        if added[key] is not None:
+            record[key] = (record.get(key) or 0) + added[key]  # type: ignore[literal-required]
+
+
 def judge_figures(usage: list[dict[str, Any]]) -> dict[str, Any]:
     """`judge_calls`, `judge_tokens` and `judge_cost` of the model calls evalspec made on its own behalf (judge,
     second opinion, simulated user, attacker), one `{tokens, cost, cached}` each, usable answer or not: the

@@ -1,0 +1,129 @@
+"""`select-best`: a judge compares the replies one test got from its candidates and picks the best.
+
+The candidates are the test's records of one repeat: every provider × matrix instance. The check is not
+decided on one transcript (`grade` leaves it pending); once every candidate has finished, `play.compare`
+calls `pick_best` once for them all: the chosen record passes, the others fail. No verdict is reached
+(an error on every candidate) when a candidate's conversation ended in an error, when there are fewer
+than two, or when the judge's answer is not one candidate's index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar
+
+from evalspec.assertions.graded import JUDGE_SYSTEM, format_transcript
+from evalspec.config.model import SELECT_BEST, AssertionSpec
+from evalspec.core.errors import EvalspecError, GradingError
+from evalspec.core.usercode import describe
+from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn, JudgeRequest, Reply, snippet
+from evalspec.extend.params import Keywords
+from evalspec.extend.registry import assertion
+from evalspec.extend.transcript import Message
+from evalspec.providers.structured import verdict_schema
+
+PENDING = ("decided across the test's candidates once all of them have finished; "
+           "this record was graded alone (rerun replays one record: grade the whole run instead)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelectBestParams:
+    value_field: ClassVar[str] = "criterion"
+    criterion: Annotated[str, Keywords(minLength=1, description="what makes one reply better than the others")]
+
+
+@assertion(SELECT_BEST, params=SelectBestParams, needs="judge")
+async def select_best(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
+    """A judge compares the replies of the test's providers and matrix instances (per repeat): the best passes, the others fail."""
+    raise GradingError(PENDING)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One record under comparison: who it is (`label`, for the evidence), its transcript, and the error
+    its conversation ended in, if it did."""
+
+    label: str
+    transcript: list[Message]
+    error: str | None = None
+
+
+def _replies(transcript: list[Message]) -> list[Message]:
+    return [m for m in transcript if m.get("role") == "assistant" and not m.get("injected")
+            and not m.get("intermediate")]
+
+
+def _shown(spec: AssertionSpec, candidate: Candidate) -> str:
+    """What the judge reads of a candidate: its final reply, or (scope `conversation`) the transcript."""
+    if spec.scope == "conversation":
+        return format_transcript(candidate.transcript)
+    return str(_replies(candidate.transcript)[-1].get("content") or "")
+
+
+def _question(spec: AssertionSpec, shown: list[str]) -> str:
+    n = len(shown)
+    what = "conversations" if spec.scope == "conversation" else "final replies"
+    blocks = "\n\n".join(f'<candidate index="{i}">\n{text}\n</candidate>' for i, text in enumerate(shown))
+    return (f"Criterion: {spec.params.criterion}\n\nHere are {n} candidates: the {what} that different systems "
+            f"or prompt variants gave in the same test.\n\n{blocks}\n\nWhich candidate best meets the criterion? "
+            f'Answer with a JSON object with two keys: "reason" (one or two sentences of your own) and "best" '
+            f"(the index of the best candidate: one integer from 0 to {n - 1}).")
+
+
+def _index(answer: dict[str, Any], n: int) -> int:
+    best = answer.get("best")
+    if isinstance(best, str) and best.strip().isdigit():  # "1" from a model that ignores the schema's type
+        best = int(best.strip())
+    if isinstance(best, bool) or not isinstance(best, int):
+        raise GradingError(f"judge answer has no integer 'best': {answer!r}")
+    if not 0 <= best < n:
+        raise GradingError(f"judge chose candidate {best}, which is not one of the {n} (0 to {n - 1})")
+    return best
+
+
+@dataclass
+class Comparison:
+    """`pick_best`'s answer: a check per candidate, in order, or the `error` that kept the judge from
+    choosing; `usage` lists the judge call's (counted once)."""
+
+    checks: list[Check]
+    error: str | None = None
+    usage: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def pick_best(spec: AssertionSpec, candidates: list[Candidate], judge: JudgeFn | None) -> Comparison:
+    """One judge call picks the best candidate (pass, score 1), the others fail (score 0); the reason and
+    the chosen candidate are the evidence. Any failure to decide is an error, never a pass or a fail."""
+    if len(candidates) < 2:
+        only = f" ({candidates[0].label})" if candidates else ""
+        return Comparison([], f"needs at least two candidates to compare; this run has {len(candidates)}{only}: "
+                              "a --provider or --filter left the others out")
+    for c in candidates:
+        if c.error is not None or not _replies(c.transcript):
+            return Comparison([], f"not compared: candidate {c.label} " +
+                              (f"ended in an error ({c.error})" if c.error is not None else "has no reply"))
+    if judge is None:
+        return Comparison([], "'select-best' needs a judge: set `judge:` in the suite")
+    shown = [_shown(spec, c) for c in candidates]
+    schema = verdict_schema("best", {"type": "integer", "minimum": 0, "maximum": len(candidates) - 1})
+    request = JudgeRequest([{"role": "system", "content": JUDGE_SYSTEM},
+                            {"role": "user", "content": _question(spec, shown)}], schema=schema, name="best_candidate")
+    try:
+        verdict = await judge(request)
+        best = _index(verdict.answer, len(candidates))
+    except GradingError as exc:
+        return Comparison([], str(exc), exc.usage)
+    except EvalspecError as exc:  # the judge's call failed for good
+        return Comparison([], str(exc))
+    except (Exception, SystemExit) as exc:  # a bug costs the comparison, not the run
+        return Comparison([], describe(exc))
+    why = str(verdict.answer.get("reason") or "")
+    chosen = candidates[best]
+    last = _replies(chosen.transcript)[-1]
+    evidence = Evidence(last.get("turn"), snippet(shown[best], 300), f"best: {chosen.label}")
+    details = {"candidates": [c.label for c in candidates], "best": best, "verdicts": [verdict.recorded()]}
+    n = len(candidates)
+    checks = [Check(True, 1.0, f"chosen as the best of {n}: {why}", [evidence], details) if i == best else
+              Check(False, 0.0, f"not chosen: the judge picked {chosen.label} as the best of {n}: {why}", [evidence],
+                    details) for i in range(n)]
+    return Comparison(checks, usage=[verdict.usage])

@@ -1,0 +1,130 @@
+"""`select-best` across records: a test's candidates are compared once every one of them has finished.
+
+A comparison group is one test's records of one repeat: every provider × matrix instance of it in the
+plan (repeats are independent samples, each compared on its own; promptfoo compares every prompt ×
+provider of one test case). During a run the group's records are held back until the last one comes in,
+whichever process or Ray worker played it; then one judge call (`assertions.select_best.pick_best`)
+decides them, and they are journaled together, so the journal only ever holds decided records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from evalspec.assertions.evaluate import AssertionResult, combine, no_verdict
+from evalspec.assertions.select_best import Candidate, pick_best
+from evalspec.config.model import SELECT_BEST, AssertionSpec, Suite, TestSpec
+from evalspec.extend.check import JudgeFn
+from evalspec.plan.build import Instance, Plan, plan_slots, positions
+from evalspec.providers.factory import ProviderPool
+from evalspec.results.record import Record, redecide
+
+GroupKey = tuple[int, int, int]  # id(suite), id(test), repeat
+
+
+def compared(test: TestSpec) -> bool:
+    return any(spec.type == SELECT_BEST for spec in test.asserts)
+
+
+def label(record: Record) -> str:
+    """A candidate as reports name it: its provider, and its matrix values when it has some."""
+    matrix = record.get("matrix") or {}
+    values = ", ".join(f"{k}={v}" for k, v in matrix.items())
+    return f"'{record['provider']}'" + (f" [{values}]" if values else "")
+
+
+def _judge(pool: ProviderPool, suite: Suite, spec: AssertionSpec) -> JudgeFn | None:
+    return pool.judge_for(suite, spec.provider) if spec.provider is not None else pool.judge_fn(suite)
+
+
+async def decide_group(first: Instance, records: list[Record], pool: ProviderPool) -> None:
+    """Decide every `select-best` of a group's records (in plan order; `first` is the first one's instance:
+    its rendered criterion is the group's) and their verdicts again."""
+    specs = [spec for spec in first.asserts if spec.type == SELECT_BEST]
+    candidates = [Candidate(label(r), list(r["transcript"]), r.get("error") if r["stop_reason"] == "error" else None)
+                  for r in records]
+    usage: list[list[dict[str, Any]]] = [[] for _ in records]
+    decided: list[list[AssertionResult]] = [[] for _ in records]
+    for spec in specs:
+        comparison = await pick_best(spec, candidates, _judge(pool, first.suite, spec))
+        for i in range(len(records)):
+            decided[i].append(combine(spec, [comparison.checks[i]]) if comparison.error is None
+                              else no_verdict(spec, comparison.error))
+        usage[0].extend(comparison.usage)  # one call: counted on the first candidate
+    for record, results, used in zip(records, decided, usage, strict=True):
+        redecide(record, _placed(record, results), first, used)
+
+
+def _placed(record: Record, results: list[AssertionResult]) -> list[AssertionResult]:
+    """The record's results with each pending `select-best` replaced, in order; one its conversation's error
+    left ungraded is added at the end."""
+    new = iter(results)
+    out = []
+    for stored in record["assertions"]:
+        old = AssertionResult.from_json(stored)
+        out.append(next(new, old) if stored["type"] == SELECT_BEST else old)
+    return out + list(new)
+
+
+def _slots(plan: Sequence[Instance]) -> Iterator[tuple[Suite, TestSpec, int]]:
+    if isinstance(plan, Plan):
+        for suite, test, _provider, _matrix, k, *_ in plan_slots(plan.suites, plan.selection):
+            yield suite, test, k
+    else:
+        for inst in plan:
+            yield inst.suite, inst.test, inst.repeat
+
+
+class Comparisons:
+    """The run's comparison groups: `hold` takes a finished record of one (False for any other record);
+    the group's last record starts its judge call, after which `write` gets each record, in plan order."""
+
+    def __init__(self, suites: list[Suite], plan: Sequence[Instance], finished: Callable[[int], bool],
+                 pool: ProviderPool, write: Callable[[int, dict[str, Any]], None]) -> None:
+        self.pool, self.write = pool, write
+        self.group_of: dict[int, GroupKey] = {}
+        self.waiting: dict[GroupKey, set[int]] = {}
+        self.held: dict[GroupKey, dict[int, Record]] = {}
+        self.first: dict[GroupKey, int] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.instances: dict[GroupKey, Instance] = {}
+        if not any(compared(test) for suite in suites for test in suite.tests):
+            return  # the usual run: no pass over the plan
+        for position, (suite, test, k) in enumerate(_slots(plan)):
+            if compared(test) and not finished(position):
+                key = (id(suite), id(test), k)
+                self.group_of[position] = key
+                self.waiting.setdefault(key, set()).add(position)
+                self.first.setdefault(key, position)
+        firsts = set(self.first.values())
+        if firsts:
+            for position, inst in positions(plan, lambda position, _key: position in firsts):
+                self.instances[self.group_of[position]] = inst
+
+    def __bool__(self) -> bool:
+        return bool(self.group_of)
+
+    def hold(self, position: int, record: dict[str, Any]) -> bool:
+        key = self.group_of.get(position)
+        if key is None:
+            return False
+        self.held.setdefault(key, {})[position] = record  # type: ignore[assignment]
+        self.waiting[key].discard(position)
+        if not self.waiting[key]:
+            task = asyncio.ensure_future(self._decide(key))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        return True
+
+    async def _decide(self, key: GroupKey) -> None:
+        members = sorted(self.held.pop(key).items())
+        await decide_group(self.instances[key], [r for _, r in members], self.pool)
+        for position, record in members:
+            self.write(position, dict(record))
+
+    async def wait(self) -> None:
+        """Every group whose records all came in, decided and written."""
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks))

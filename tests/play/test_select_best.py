@@ -1,0 +1,176 @@
+"""`select-best`: one judge call compares the final replies a test got from its providers and matrix
+instances (one repeat at a time); the chosen record passes, the others fail; anything that keeps the
+judge from choosing is an error on every candidate."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalspec import run
+from evalspec.play.runner import RunOptions
+from tests.helpers import LITELLM, invoke
+from tests.servers import OpenAIServer, Reply, chat_body
+
+pytestmark = LITELLM
+
+BOTS = '''\
+def plain(messages, context):
+    return "A tweet about " + messages[-1]["content"]
+
+def funny(messages, context):
+    return "LOL " + messages[-1]["content"] + " walk into a bar"
+
+def broken(messages, context):
+    raise RuntimeError("the bot fell over")
+'''
+
+
+def judge_picking(word: str) -> Any:
+    """A judge that answers the index of the first candidate whose text holds `word`."""
+    def script(request: dict[str, Any], n: int) -> Reply:
+        question = request["messages"][-1]["content"]
+        blocks = re.findall(r'<candidate index="(\d+)">\n(.*?)\n</candidate>', question, re.S)
+        best = next(int(i) for i, text in blocks if word in text)
+        return Reply(body=chat_body(json.dumps({"reason": f"it has {word}", "best": best})))
+    return script
+
+
+def suite(tmp_path: Path, server: OpenAIServer, *, providers: str = "plain, funny", extra: str = "",
+          assert_: str = "      - select-best: choose the funniest tweet\n", top: str = "") -> Path:
+    (tmp_path / "bots.py").write_text(BOTS, encoding="utf-8")
+    listed = "\n".join(f"  - id: {name}\n    python: bots.py:{name}" for name in ("plain", "funny", "broken"))
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""\
+providers:
+{listed}
+judge: {{model: openai/gpt-4o-mini, api_base: "{server.base}", api_key: sk-test}}
+{top}tests:
+  - id: tweet
+    providers: [{providers}]
+{extra}    conversation:
+      - user: bananas
+    assert:
+{assert_}""", encoding="utf-8")
+    return path
+
+
+def go(path: Path, tmp_path: Path, name: str = "run", cache: bool = False, concurrency: int = 8) -> dict[str, Any]:
+    return run([path], options=RunOptions(run_dir=tmp_path / name, use_cache=cache, concurrency=concurrency,
+                                          cache_dir=tmp_path / "cache")).data
+
+
+def outcome(data: dict[str, Any]) -> dict[str, tuple[str, bool | None]]:
+    out = {}
+    for r in data["results"]:
+        check = next(a for a in r["assertions"] if a["type"] == "select-best")
+        out[f"{r['test_id']}@{r['provider']}"] = (r["status"], check["pass"])
+    return out
+
+
+def test_the_chosen_reply_passes_and_the_other_fails_after_one_judge_call(tmp_path: Path) -> None:
+    with OpenAIServer(judge_picking("LOL")) as server:
+        data = go(suite(tmp_path, server), tmp_path)
+    assert outcome(data) == {"tweet@plain": ("failed", False), "tweet@funny": ("passed", True)}
+    assert len(server.chats()) == 1  # one comparison, not one call per record
+    question = server.chats()[0]["messages"][-1]["content"]
+    assert "choose the funniest tweet" in question and "A tweet about bananas" in question
+    funny = next(r for r in data["results"] if r["provider"] == "funny")
+    check = funny["assertions"][0]
+    assert check["reason"].startswith("chosen as the best of 2: it has LOL")
+    assert check["evidence"][0]["note"] == "best: 'funny'" and "LOL bananas" in check["evidence"][0]["text"]
+    plain = next(r for r in data["results"] if r["provider"] == "plain")
+    assert "the judge picked 'funny'" in plain["assertions"][0]["reason"]
+    assert [r["judge_calls"] for r in data["results"]] == [1, 0]  # the call is counted once
+    assert data["summary"]["failed"] == 1 and data["summary"]["passed"] == 1
+
+
+def test_matrix_instances_are_candidates_too_and_each_repeat_is_compared_on_its_own(tmp_path: Path) -> None:
+    extra = "    matrix: {style: [calm, wild]}\n    repeat: 2\n"
+    with OpenAIServer(judge_picking("LOL")) as server:
+        path = suite(tmp_path, server, extra=extra)
+        data = go(path, tmp_path, concurrency=3)
+    assert len(data["results"]) == 8
+    questions = [c["messages"][-1]["content"] for c in server.chats()]
+    assert len(questions) == 2 and all(q.count("<candidate index=") == 4 for q in questions)
+    won = sorted(k for k, (_, passed) in outcome(data).items() if passed)
+    assert won == ["tweet[style=calm]#1@funny", "tweet[style=calm]#2@funny"]  # the first holding LOL, per repeat
+
+
+def test_a_judge_error_or_an_answer_out_of_range_is_an_error_on_every_candidate(tmp_path: Path) -> None:
+    with OpenAIServer(lambda r, n: Reply(500, {"error": {"message": "down"}})) as server:
+        data = go(suite(tmp_path, server, top="options: {retries: 0}\n"), tmp_path)
+    assert {v for v in outcome(data).values()} == {("error", None)}
+    with OpenAIServer(lambda r, n: Reply(body=chat_body('{"reason": "the third", "best": 2}'))) as server:
+        data = go(suite(tmp_path, server), tmp_path, name="run2")
+    assert {v for v in outcome(data).values()} == {("error", None)}
+    errors = {a["error"] for r in data["results"] for a in r["assertions"]}
+    assert errors == {"judge chose candidate 2, which is not one of the 2 (0 to 1)"}
+    with OpenAIServer(lambda r, n: Reply(body=chat_body("The second one is funnier."))) as server:
+        data = go(suite(tmp_path, server), tmp_path, name="run3")
+    assert {v for v in outcome(data).values()} == {("error", None)}
+
+
+def test_a_candidate_that_errored_leaves_the_comparison_undecided_without_a_call(tmp_path: Path) -> None:
+    with OpenAIServer(judge_picking("LOL")) as server:
+        data = go(suite(tmp_path, server, providers="plain, funny, broken"), tmp_path)
+    assert server.chats() == []
+    statuses = {r["provider"]: r["status"] for r in data["results"]}
+    assert statuses == {"plain": "error", "funny": "error", "broken": "error"}
+    plain = next(r for r in data["results"] if r["provider"] == "plain")
+    assert "candidate 'broken' ended in an error" in plain["assertions"][0]["error"]
+
+
+def test_a_cached_rerun_makes_no_judge_call_and_reaches_the_same_verdicts(tmp_path: Path) -> None:
+    with OpenAIServer(judge_picking("LOL")) as server:
+        path = suite(tmp_path, server)
+        first = go(path, tmp_path, cache=True)
+        server.reset()
+        again = go(path, tmp_path, name="again", cache=True)
+    assert server.chats() == []
+    assert outcome(again) == outcome(first) == {"tweet@plain": ("failed", False), "tweet@funny": ("passed", True)}
+
+
+def test_grading_the_run_again_compares_the_recorded_replies(tmp_path: Path) -> None:
+    with OpenAIServer(judge_picking("LOL")) as server:
+        go(suite(tmp_path, server), tmp_path)
+        server.reset()
+        code, out = invoke("grade", str(tmp_path / "run" / "run.json"), "-o", str(tmp_path / "graded.json"),
+                           "--no-cache")
+    graded = json.loads((tmp_path / "graded.json").read_text(encoding="utf-8"))
+    assert outcome(graded) == {"tweet@plain": ("failed", False), "tweet@funny": ("passed", True)}, out
+    assert len(server.chats()) == 1
+
+
+@pytest.mark.parametrize(("extra", "providers", "assert_", "message"), [
+    ("", "plain", "      - select-best: funniest\n", "has one: give it several providers"),
+    ("", "plain, funny", "      - not-select-best: funniest\n", "cannot be negated"),
+    ("", "plain, funny", "      - select-best: funniest\n        scope: each_turn\n", "final replies (scope last_response) or conversations"),
+])
+def test_validation_names_a_comparison_that_cannot_be_made(tmp_path: Path, extra: str, providers: str,
+                                                           assert_: str, message: str) -> None:
+    with OpenAIServer() as server:
+        path = suite(tmp_path, server, providers=providers, extra=extra, assert_=assert_)
+    code, out = invoke("validate", str(path))
+    assert code == 2 and message in out, out
+
+
+def test_select_best_under_a_turn_is_a_validation_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("""\
+providers: [{id: a, python: bots.py:plain}, {id: b, python: bots.py:funny}]
+judge: openai/gpt-4o-mini
+tests:
+  - id: t
+    conversation:
+      - user: hi
+        assert:
+          - select-best: funniest
+""", encoding="utf-8")
+    (tmp_path / "bots.py").write_text(BOTS, encoding="utf-8")
+    code, out = invoke("validate", str(path))
+    assert code == 2 and "test's 'assert:'" in out, out
