@@ -89,6 +89,7 @@ class Comparisons:
         self.held: dict[GroupKey, dict[int, Record]] = {}
         self.first: dict[GroupKey, int] = {}
         self.tasks: set[asyncio.Task[None]] = set()
+        self.received: set[int] = set()  # played, held or being decided: not to be played again
         self.instances: dict[GroupKey, Instance] = {}
         if not any(compared(test) for suite in suites for test in suite.tests):
             return  # the usual run: no pass over the plan
@@ -111,6 +112,7 @@ class Comparisons:
         if key is None:
             return False
         self.held.setdefault(key, {})[position] = record  # type: ignore[assignment]
+        self.received.add(position)
         self.waiting[key].discard(position)
         if not self.waiting[key]:
             task = asyncio.ensure_future(self._decide(key))

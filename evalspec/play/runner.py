@@ -121,7 +121,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     started = time.time()
 
     def pending(index: int = 0, share: int = 1) -> Iterator[tuple[int, Instance]]:
-        return positions(plan, lambda position, _key: position % share == index and kept[position] is None)
+        return positions(plan, lambda position, _key: position % share == index and kept[position] is None
+                         and position not in comparisons.received)
 
     def keep(position: int, record: dict[str, Any], line: bytes | bytearray | None = None) -> None:
         if not comparisons.hold(position, record):  # else journaled once its `select-best` group is decided
@@ -160,7 +161,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     try:
         if guard is not None and (guard.crashed or guard.suspects):  # what ended an earlier child, first:
             again = guard.crashed.keys() | guard.suspects  # recorded as errors, or played one at a time
-            await worker(positions(plan, lambda position, key: kept[position] is None and key in again))
+            await worker(positions(plan, lambda position, key: kept[position] is None and key in again
+                                   and position not in comparisons.received))
         share = 1 if executor is not None else \
             process_count(suites, len(plan) - resumed, options.concurrency, options.processes)
         if share > 1:

@@ -51,3 +51,20 @@ def test_an_address_where_no_cluster_answers_fails_within_seconds(in_tmp: Path) 
     assert f"no Ray cluster answers at 127.0.0.1:{port}" in proc.stderr
     assert time.monotonic() - start < 60  # seconds under load, not a hang
     assert not list(in_tmp.glob(".evalspec/runs/*/journal.jsonl"))  # nothing was run
+
+
+@pytest.mark.xdist_group("ray")
+def test_select_best_compares_candidates_played_on_ray_workers_in_the_driver(in_tmp: Path,
+                                                                            ray_cluster: LocalCluster) -> None:
+    from tests.play.test_select_best import judge_picking, outcome, suite
+    from tests.servers import OpenAIServer
+
+    with OpenAIServer(judge_picking("LOL")) as server:
+        path = suite(in_tmp, server, extra="    matrix: {style: [calm, wild]}\n")
+        proc = subprocess.run([sys.executable, "-m", "evalspec", "run", str(path), "--executor", "ray",
+                               "--address", ray_cluster.address, "-q", "--no-cache", "-o", "ray.json"],
+                              cwd=in_tmp, env=ray_cluster.env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the candidates not chosen fail
+    assert len(server.chats()) == 1
+    won = [k for k, (_, passed) in outcome(json.loads((in_tmp / "ray.json").read_text())).items() if passed]
+    assert won == ["tweet[style=calm]@funny"]

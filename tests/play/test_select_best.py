@@ -174,3 +174,17 @@ tests:
     (tmp_path / "bots.py").write_text(BOTS, encoding="utf-8")
     code, out = invoke("validate", str(path))
     assert code == 2 and "test's 'assert:'" in out, out
+
+
+def test_candidates_played_by_different_processes_are_compared_in_the_parent(tmp_path: Path) -> None:
+    extra = "    matrix: {style: [calm, wild, odd]}\n"
+    with OpenAIServer(judge_picking("LOL")) as server:
+        path = suite(tmp_path, server, extra=extra)
+        one = go(path, tmp_path, name="one")
+        two = run([path], options=RunOptions(run_dir=tmp_path / "two", use_cache=False, concurrency=4,
+                                             processes=2)).data
+    assert len(server.chats()) == 2 and server.chats()[0] == server.chats()[1]  # the same candidates, in order
+    assert outcome(two) == outcome(one)
+    assert sum(passed for _, passed in outcome(two).values()) == 1
+    journal = (tmp_path / "two" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    assert all(json.loads(line)["assertions"][0]["error"] is None for line in journal)  # journaled decided
