@@ -188,3 +188,14 @@ def test_candidates_played_by_different_processes_are_compared_in_the_parent(tmp
     assert sum(passed for _, passed in outcome(two).values()) == 1
     journal = (tmp_path / "two" / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     assert all(json.loads(line)["assertions"][0]["error"] is None for line in journal)  # journaled decided
+
+
+def test_reports_show_the_comparison_like_any_other_check(tmp_path: Path) -> None:
+    with OpenAIServer(judge_picking("LOL")) as server:
+        go(suite(tmp_path, server), tmp_path)
+    run_json = tmp_path / "run" / "run.json"
+    code, _ = invoke("report", str(run_json), "--junit", str(tmp_path / "j.xml"), "--html", str(tmp_path / "r.html"))
+    junit = (tmp_path / "j.xml").read_text(encoding="utf-8")
+    assert code == 0 and junit.count("<failure") == 1
+    assert "select-best: choose the funniest tweet: not chosen: the judge picked 'funny'" in junit
+    assert "not chosen: the judge picked" in (tmp_path / "r.html").read_text(encoding="utf-8")
