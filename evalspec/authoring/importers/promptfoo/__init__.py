@@ -19,6 +19,14 @@ import yaml
 
 from evalspec.authoring.importers import RAW_CLOSE, RAW_OPEN, ImportedSuite, literal, plain
 from evalspec.authoring.importers.promptfoo.checks import Checks, Grading
+from evalspec.authoring.importers.promptfoo.compare import (
+    PROMPT_VAR,
+    SELECT_BEST,
+    best_check,
+    config_problem,
+    split_best,
+    test_problem,
+)
 from evalspec.authoring.importers.promptfoo.prompts import HISTORY_VARS, Prompts
 from evalspec.authoring.importers.promptfoo.providers import Providers, uuid_var
 from evalspec.authoring.importers.promptfoo.redteam import redteam_tests
@@ -90,6 +98,33 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+def _compared(conv: _Converter, data: dict[str, Any], tests_raw: list[Any],
+              best_items: dict[int, list[tuple[int, dict[str, Any]]]], origins: list[tuple[int, int]],
+              turns: list[Any], multi_turn: bool, options: dict[str, Any], simulated: bool,
+              providers: int) -> dict[int, list[dict[str, Any]]]:
+    """The `select-best` checks of each test they convert exactly for (by test index); the others noted."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    shared = config_problem(data, conv.names, multi_turn or simulated, options.get("transform"))
+    for i, items in best_items.items():
+        if not items:
+            continue
+        test = tests_raw[i]  # a mapping: `best_items` holds the tests that are
+        own = test["options"] if isinstance(test.get("options"), dict) else {}
+        rendered = [turn[3] for (pk, k), turn in zip(origins, turns, strict=True) if k == i]
+        only = conv.test_providers(test.get("providers"), f"tests[{i}]")
+        why = shared or ("on the output transformed by `options.transform`" if own.get("transform") else None) \
+            or test_problem(dict(test.get("vars") or {}), len(rendered), len(only) if only is not None else providers,
+                            rendered)
+        made = [(j, *(best_check(item) if why is None else (None, why))) for j, item in items]
+        if all(check is not None for _, check, _ in made):
+            out[i] = [check for _, check, _ in made if check is not None]
+            continue
+        for j, _, problem in made:  # all of the test's comparisons, or none: they share its form
+            conv.note(f"tests[{i}].assert[{j}]: assertion type '{SELECT_BEST}' "
+                      f"({problem or 'beside a select-best that is not converted'})")
+    return out
+
+
 def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     """One promptfoo config -> one suite (written to `out_dir`, which relative paths are computed for)."""
     data = _load(path)
@@ -124,12 +159,15 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         t.get("options"), dict) and isinstance(t["options"].get("storeOutputAs"), str)]
     multi_turn = multi_turn or bool(stored)  # a stored output is read by the later tests: one conversation
     loaded_vars: dict[int, dict[str, Any]] = {}  # a test's vars with their files read, once for every prompt
+    best_items: dict[int, list[tuple[int, dict[str, Any]]]] = {}  # each test's `select-best` checks
+    origins: list[tuple[int, int]] = []  # (prompt, test) of each of `turns`
     for (pk, prompt), (i, test) in itertools.product(enumerate(prompts, 1), enumerate(tests_raw)):
         where = f"tests[{i}]"
         if not isinstance(test, dict):
             if pk == 1:
                 conv.notes.append(f"{where}: {test!r} (not a mapping)")
             continue
+        rest, best_items[i] = split_best(test.get("assert"))  # compared across prompts and providers: below
         if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
             conv.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
             test = {k: v for k, v in test.items() if k != "vars"}
@@ -160,28 +198,33 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         rubric_prompt = test_options.get("rubricPrompt", options.get("rubricPrompt"))  # promptfoo's grading prompt
         # a test whose one check is a g-eval on a list of criteria: one check each, the mean at the test's threshold
         mean = None if multi_turn or default.get("assert") else \
-            conv.criteria_mean(test.get("assert"), where, transform, test.get("threshold"))
+            conv.criteria_mean(rest, where, transform, test.get("threshold"))
         if mean is not None:
             test = {**test, "threshold": mean[1]}
         names = frozenset(variables)
         asserts = mean[0] if mean is not None else conv.assertions(
-            test.get("assert"), where, transform, Grading(rubric_prompt, test.get("threshold") is not None, names, names))
+            rest, where, transform, Grading(rubric_prompt, test.get("threshold") is not None, names, names))
+        origins.append((pk, i))
         turns.append((group, test, asserts,
                       conv.messages(prompt, {**markers, **variables}, where, dict(test.get("vars") or {})),
                       {k: v for k, v in dict(test.get("vars") or {}).items() if k not in HISTORY_VARS}))
     if conv.problems:
         raise ConfigError(conv.problems)
+    compared = _compared(conv, data, tests_raw, best_items, origins, turns, multi_turn, options,
+                         _simulated_user(default.get("provider")) is not None, len(providers))
 
     system = None
     tests: list[dict[str, Any]] = []
     by_group: dict[str, dict[str, Any]] = {}
-    for group, test, asserts, messages, own_vars in turns:
+    for (pk, i), (group, test, asserts, messages, own_vars) in zip(origins, turns, strict=True):
+        if i in compared:  # one test, its prompts a matrix: every prompt × provider is a candidate
+            group = group.replace(f" prompt-{pk}\x00", "\x00")
         if messages and messages[0]["role"] == "system":
             if system not in (None, messages[0]["content"]):
                 conv.notes.append(f"{entry_name(group)}: a system message that differs between tests (the first is used)")
             system = system or messages[0]["content"]
             messages = messages[1:]
-        if messages and "prompt" not in {**default_vars, **own_vars} and regex.search(r"\{\{\s*prompt\s*[}|]", str(
+        if messages and "prompt" not in {**default_vars, **own_vars} and i not in compared and regex.search(r"\{\{\s*prompt\s*[}|]", str(
                 [asserts, default.get("assert")])):  # promptfoo's `{{prompt}}` in a check is the prompt sent
             own_vars = {**own_vars, "prompt": messages[-1]["content"]}
         only = conv.test_providers(test.get("providers"), entry_name(group))  # promptfoo's per-test provider filter
@@ -200,13 +243,23 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
                 entry["threshold"] = test["threshold"]
             if own_vars and not multi_turn:
                 entry["vars"] = plain(own_vars)
+            if i in compared:
+                entry["assert"] = compared[i]
+                if len(prompts) > 1:
+                    entry["matrix"] = {PROMPT_VAR: []}
             tests.append(entry)
+        if i in compared and len(prompts) > 1:
+            entry["matrix"][PROMPT_VAR].append(plain(messages[-1]["content"]))  # sent as it reads
+            if pk > 1:
+                continue  # the turn is the first prompt's, written `{{ prompt }}`
         history = messages[:-1] if not multi_turn else []
         for m in history:
             if m["role"] in ("user", "assistant"):
                 entry["conversation"].append({m["role"]: literal(m["content"])})
         last = messages[-1] if messages else {"role": "user", "content": ""}
         turn: dict[str, Any] = {"user": _captured(literal(last["content"]))}  # rendered here: sent as it reads
+        if i in compared and len(prompts) > 1:
+            turn["user"] = "{{ " + PROMPT_VAR + " }}"
         store = (test.get("options") or {}).get("storeOutputAs") if isinstance(test.get("options"), dict) else None
         if isinstance(store, str) and store.isascii() and store.isidentifier():
             turn["capture"] = store  # promptfoo's storeOutputAs: the reply is a var of the later tests
@@ -243,8 +296,9 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
             default_asserts = [{**a, "scope": "each_turn"} for a in default_asserts]
         suite["defaults"] = {"assert": default_asserts}
     used = {k.removeprefix("not-") for t in tests for turn in t["conversation"] for a in turn.get("assert", [])
-            for k in a} | {k.removeprefix("not-") for a in default_asserts for k in a}
-    if "conversation-relevance" in used or "trajectory:goal-success" in used:
+            for k in a} | {k.removeprefix("not-") for a in default_asserts for k in a} | \
+        {k for t in tests for a in t.get("assert", []) for k in a}
+    if used & {"conversation-relevance", "trajectory:goal-success", SELECT_BEST}:
         used.add("llm-rubric")  # judged too
     if judge is not None and "llm-rubric" in used:
         suite["judge"] = judge
