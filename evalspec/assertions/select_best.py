@@ -22,8 +22,7 @@ from evalspec.extend.registry import assertion
 from evalspec.extend.transcript import Message
 from evalspec.providers.structured import verdict_schema
 
-PENDING = ("decided across the test's candidates once all of them have finished; "
-           "this record was graded alone (rerun replays one record: grade the whole run instead)")
+PENDING = "decided across the test's candidates once all of them have finished; this record was graded alone"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ decides them, and they are journaled together, so the journal only ever holds de
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult, combine, no_verdict
@@ -55,6 +55,16 @@ async def decide_group(first: Instance, records: list[Record], pool: ProviderPoo
         usage[0].extend(comparison.usage)  # one call: counted on the first candidate
     for record, results, used in zip(records, decided, usage, strict=True):
         redecide(record, _placed(record, results), first, used)
+
+
+async def replay_compared(inst: Instance, plan: Sequence[Instance], play: Callable[[Instance], Awaitable[Record]],
+                          pool: ProviderPool) -> Record:
+    """`inst` played again with its comparison group (`rerun`, confirmation replays): every candidate of its
+    test and repeat in `plan` is played too, and they are compared; `inst`'s record is returned."""
+    group = [m for m in plan if m.suite is inst.suite and m.test is inst.test and m.repeat == inst.repeat]
+    records = list(await asyncio.gather(*(play(m) for m in group)))
+    await decide_group(group[0], records, pool)
+    return next(r for m, r in zip(group, records, strict=True) if m.key == inst.key)
 
 
 def _placed(record: Record, results: list[AssertionResult]) -> list[AssertionResult]:

@@ -11,7 +11,7 @@ from evalspec.config.loader import load_suites
 from evalspec.core.redact import redact, run_secrets
 from evalspec.plan.build import Instance, build_plan, grading_input
 from evalspec.plan.needs import check_plan
-from evalspec.play.compare import compared, decide_group
+from evalspec.play.compare import compared, decide_group, replay_compared
 from evalspec.play.runner import grade_with, run_instance
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
@@ -86,13 +86,18 @@ async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tup
     instances, warnings = _instances(run)
     # measured curve points are measurements, not failures: they are never replayed
     failed = [r for r in run["results"] if r["status"] in ("failed", "error") and not r.get("curve")]
+    plan = list(instances.values())
     suites = list({id(i.suite): i.suite for i in instances.values()}.values())
     pool = ProviderPool(suites, cache_dir=None)
     slots = asyncio.Semaphore(max(1, concurrency))
 
-    async def replay(inst: Instance) -> dict[str, Any]:
+    async def play(inst: Instance) -> Record:
         async with slots:
-            return dict(redact(await run_instance(inst, pool), run_secrets(suites)))
+            return await run_instance(inst, pool)
+
+    async def replay(inst: Instance) -> dict[str, Any]:  # a `select-best` is compared with its test's candidates
+        record = await replay_compared(inst, plan, play, pool) if compared(inst.test) else await play(inst)
+        return dict(redact(record, run_secrets(suites)))
 
     rows = []
     try:

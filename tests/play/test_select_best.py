@@ -4,6 +4,7 @@ judge from choosing is an error on every candidate."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -199,3 +200,14 @@ def test_reports_show_the_comparison_like_any_other_check(tmp_path: Path) -> Non
     assert code == 0 and junit.count("<failure") == 1
     assert "select-best: choose the funniest tweet: not chosen: the judge picked 'funny'" in junit
     assert "not chosen: the judge picked" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_rerun_replays_a_losing_candidate_with_its_rivals_and_compares_them_again(tmp_path: Path) -> None:
+    from evalspec.play.replay import rerun_failed
+
+    with OpenAIServer(judge_picking("LOL")) as server:
+        data = go(suite(tmp_path, server), tmp_path)
+        server.reset()
+        rows, _ = asyncio.run(rerun_failed(data, 2, 4))
+    assert [(r["provider"], r["label"], r["statuses"]) for r in rows] == [("plain", "reproduced", ["failed", "failed"])]
+    assert len(server.chats()) == 2  # one comparison per replay
