@@ -396,6 +396,9 @@ class SuiteParser:
             elif spec.scope not in ("last_response", "conversation"):
                 self.bad((*spec.where, "scope"), f"'select-best' compares final replies (scope last_response) or "
                                                  f"conversations (scope conversation), not {spec.scope!r}")
+            elif spec.examples is not None:
+                self.bad((*spec.where, "examples"), "'select-best' has no examples: it compares the test's "
+                                                    "candidates, not one reply against its rule")
             elif test.recorded or test.attack is not None:
                 self.bad(spec.where, "'select-best' compares the replies of played conversations: not in a "
                                      "recorded transcript or an attack")

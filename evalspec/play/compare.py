@@ -16,6 +16,7 @@ from typing import Any
 from evalspec.assertions.evaluate import AssertionResult, combine, no_verdict
 from evalspec.assertions.select_best import Candidate, pick_best
 from evalspec.config.model import SELECT_BEST, AssertionSpec, Suite, TestSpec
+from evalspec.core.usercode import describe
 from evalspec.extend.check import JudgeFn
 from evalspec.plan.build import Instance, Plan, plan_slots, positions
 from evalspec.providers.factory import ProviderPool
@@ -132,7 +133,14 @@ class Comparisons:
 
     async def _decide(self, key: GroupKey) -> None:
         members = sorted(self.held.pop(key).items())
-        await decide_group(self.instances[key], [r for _, r in members], self.pool)
+        first = self.instances[key]
+        try:
+            await decide_group(first, [r for _, r in members], self.pool)
+        except Exception as exc:  # a bug costs the comparison, not the run: an error on each candidate
+            specs = [spec for spec in first.asserts if spec.type == SELECT_BEST]
+            for _, record in members:
+                failed = [no_verdict(spec, f"internal error: {describe(exc)}") for spec in specs]
+                redecide(record, _placed(record, failed), first, [])
         for position, record in members:
             self.write(position, dict(record))
 

@@ -151,6 +151,7 @@ def test_grading_the_run_again_compares_the_recorded_replies(tmp_path: Path) -> 
     ("", "plain", "      - select-best: funniest\n", "has one: give it several providers"),
     ("", "plain, funny", "      - not-select-best: funniest\n", "cannot be negated"),
     ("", "plain, funny", "      - select-best: funniest\n        scope: each_turn\n", "final replies (scope last_response) or conversations"),
+    ("", "plain, funny", "      - select-best: funniest\n        examples: {pass: [ha]}\n", "has no examples"),
 ])
 def test_validation_names_a_comparison_that_cannot_be_made(tmp_path: Path, extra: str, providers: str,
                                                            assert_: str, message: str) -> None:
@@ -211,3 +212,13 @@ def test_rerun_replays_a_losing_candidate_with_its_rivals_and_compares_them_agai
         rows, _ = asyncio.run(rerun_failed(data, 2, 4))
     assert [(r["provider"], r["label"], r["statuses"]) for r in rows] == [("plain", "reproduced", ["failed", "failed"])]
     assert len(server.chats()) == 2  # one comparison per replay
+
+
+def test_a_run_left_with_one_candidate_by_provider_is_an_error_not_a_verdict(tmp_path: Path) -> None:
+    with OpenAIServer(judge_picking("LOL")) as server:
+        path = suite(tmp_path, server)
+        code, out = invoke("run", str(path), "--provider", "funny", "--no-cache", "-o", str(tmp_path / "one.json"))
+    assert code == 3 and server.chats() == [], out
+    [record] = json.loads((tmp_path / "one.json").read_text(encoding="utf-8"))["results"]
+    assert record["status"] == "error"
+    assert "needs at least two candidates to compare; this run has 1 ('funny')" in record["assertions"][0]["error"]
