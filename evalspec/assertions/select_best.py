@@ -104,7 +104,8 @@ async def pick_best(spec: AssertionSpec, candidates: list[Candidate], judge: Jud
     if judge is None:
         return Comparison([], "'select-best' needs a judge: set `judge:` in the suite")
     shown = [_shown(spec, c) for c in candidates]
-    schema = verdict_schema("best", {"type": "integer", "minimum": 0, "maximum": len(candidates) - 1})
+    # an enum, not minimum/maximum: every structured-output server (llama.cpp's grammars too) honours it
+    schema = verdict_schema("best", {"type": "integer", "enum": list(range(len(candidates)))})
     request = JudgeRequest([{"role": "system", "content": JUDGE_SYSTEM},
                             {"role": "user", "content": _question(spec, shown)}], schema=schema, name="best_candidate")
     try:

@@ -78,7 +78,10 @@ def test_the_chosen_reply_passes_and_the_other_fails_after_one_judge_call(tmp_pa
         data = go(suite(tmp_path, server), tmp_path)
     assert outcome(data) == {"tweet@plain": ("failed", False), "tweet@funny": ("passed", True)}
     assert len(server.chats()) == 1  # one comparison, not one call per record
-    question = server.chats()[0]["messages"][-1]["content"]
+    request = server.chats()[0]
+    schema = request["response_format"]["json_schema"]["schema"]  # structured output, as every judge call
+    assert schema["properties"]["best"] == {"type": "integer", "enum": [0, 1]} and request["max_tokens"] == 512
+    question = request["messages"][-1]["content"]
     assert "choose the funniest tweet" in question and "A tweet about bananas" in question
     funny = next(r for r in data["results"] if r["provider"] == "funny")
     check = funny["assertions"][0]
@@ -222,3 +225,10 @@ def test_a_run_left_with_one_candidate_by_provider_is_an_error_not_a_verdict(tmp
     [record] = json.loads((tmp_path / "one.json").read_text(encoding="utf-8"))["results"]
     assert record["status"] == "error"
     assert "needs at least two candidates to compare; this run has 1 ('funny')" in record["assertions"][0]["error"]
+
+
+def test_a_small_models_fenced_answer_with_the_index_as_text_is_read(tmp_path: Path) -> None:
+    answer = 'Let me compare.\n```json\n{"reason": "the pun", "best": "1"}\n```'
+    with OpenAIServer(lambda r, n: Reply(body=chat_body(answer))) as server:
+        data = go(suite(tmp_path, server), tmp_path)
+    assert outcome(data) == {"tweet@plain": ("failed", False), "tweet@funny": ("passed", True)}
