@@ -1,13 +1,15 @@
-"""Running the user's JavaScript (the `javascript` check) in Node.js children that cannot hang or end a run.
+"""Running the user's JavaScript (the `javascript` check, promptfoo's test generators at import) in Node.js
+children that cannot hang or end a run.
 
 A few long-lived `node` workers (`evalspec/data/node_runner.js`) serve requests one at a time: a JSON
-line in on stdin, a JSON line back on stdout. Starting node costs tens of milliseconds (more on a busy
-machine), so a worker serves many checks; at most `NodePool.size` run at once. A request that overruns
-its time limit stops its worker (SIGKILL, then reaped); a worker that exits is replaced by the next
-request. What the user's code prints never reaches evalspec's output: the worker keeps it with its answer.
-Workers end with the process (their stdin closes; atexit kills any still busy, and none starts after it),
-and a forked child starts its own instead of sharing its parent's pipes.
-"""
+line in on stdin, a JSON line back on a pipe of its own (the worker's fd named on its command line), the
+request's `id` echoed in it. The user's code never sees that pipe: what it prints (console, stdout,
+stderr) is kept, bounded, with its answer, and never read as one. Starting node costs tens of
+milliseconds (more on a busy machine), so a worker serves many checks; at most `NodePool.size` run at
+once. A request that overruns its time limit stops its worker (SIGKILL, then reaped); a worker that
+exits is replaced by the next request. Workers end with the process (their stdin closes; atexit kills
+any still busy, and none starts after it), and a forked child starts its own instead of sharing its
+parent's pipes."""
 
 from __future__ import annotations
 
@@ -26,7 +28,6 @@ from typing import Any
 
 from evalspec.core.errors import GradingError
 
-MARK = b"\x1eEVALSPEC "
 WAIT_LIMIT = 600.0  # seconds a check may wait for a free worker (not charged to its own time limit)
 NODE_MISSING = ("Node.js is not installed: no `node` on PATH (javascript checks run in it; "
                 "install Node.js 18 or later)")
@@ -43,13 +44,23 @@ def _runner() -> str:
 
 
 class NodeWorker:
-    """One `node` process serving requests in turn."""
+    """One `node` process serving requests in turn (in `cwd`, else this process's folder)."""
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, cwd: str | None = None) -> None:
         self.node = node
-        self.proc = subprocess.Popen([node, "-e", _runner()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, bufsize=0)
-        self._buffer = b""
+        answers, write_end = os.pipe()
+        try:
+            self.proc = subprocess.Popen([node, "-e", _runner(), str(write_end)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, bufsize=0,
+                                         pass_fds=(write_end,), cwd=cwd)
+        except BaseException:
+            os.close(answers)
+            raise
+        finally:
+            os.close(write_end)  # node's copy only: its exit is then the end of this pipe
+        self.answers = answers
+        self._rest = b""  # what was read after the last answer's end
+        self._asked = 0
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -58,31 +69,35 @@ class NodeWorker:
         """Send one request; its answer, read by `deadline` (time.monotonic()): TimeoutError after it,
         EOFError when node exited."""
         assert self.proc.stdin is not None
-        data = json.dumps(request, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+        self._asked += 1
+        data = json.dumps({**request, "id": self._asked}, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
         try:
             self.proc.stdin.write(data)
         except (BrokenPipeError, ValueError):
             raise EOFError from None
         while True:
-            line = self._line(deadline)
-            at = line.rfind(MARK)
-            if at >= 0:
-                answer: dict[str, Any] = json.loads(line[at + len(MARK):])
+            answer: dict[str, Any] = json.loads(self._line(deadline))
+            if answer.get("id") in (self._asked, None):  # None: a request it could not read
+                answer.pop("id")
                 return answer
 
     def _line(self, deadline: float) -> bytes:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self._buffer:
+        """The next line of the answer pipe, in time linear in its length."""
+        parts: list[bytes] = []
+        chunk = self._rest
+        while (end := chunk.find(b"\n")) < 0:
+            parts.append(chunk)
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not select.select([self.answers], [], [], left)[0]:
+                self._rest = b"".join(parts)
                 raise TimeoutError
-            chunk = os.read(fd, 1 << 16)
+            chunk = os.read(self.answers, 1 << 20)
             if not chunk:
+                self._rest = b"".join(parts)
                 raise EOFError
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
+        parts.append(chunk[:end])
+        self._rest = chunk[end + 1:]
+        return b"".join(parts)
 
     def stop(self) -> None:
         """Kill node and reap it (its pipes closed)."""
@@ -90,10 +105,16 @@ class NodeWorker:
             self.proc.kill()
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        for pipe in (self.proc.stdin, self.proc.stdout):
+        self.close_pipes()
+
+    def close_pipes(self) -> None:
+        if self.proc.stdin is not None:
             with contextlib.suppress(OSError):
-                if pipe is not None:
-                    pipe.close()
+                self.proc.stdin.close()
+        if self.answers >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.answers)
+            self.answers = -1
 
 
 class NodePool:
@@ -104,6 +125,7 @@ class NodePool:
         self._lock = threading.Condition()
         self._idle: list[NodeWorker] = []
         self._busy: set[NodeWorker] = set()
+        self._starting = 0  # workers being started for a request: they count towards `size`
         self._closed = False
 
     def call(self, request: dict[str, Any], limit: float) -> dict[str, Any]:
@@ -144,7 +166,8 @@ class NodePool:
                         self._busy.add(worker)
                         return worker
                     worker.stop()
-                if len(self._busy) < self.size:
+                if len(self._busy) + self._starting < self.size:
+                    self._starting += 1  # the slot is this request's while node starts (outside the lock)
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -152,14 +175,19 @@ class NodePool:
                 self._lock.wait(left)
         try:
             worker = NodeWorker(node)
-        except OSError as exc:
+        except BaseException as exc:
             with self._lock:
+                self._starting -= 1
                 self._lock.notify()
-            raise GradingError(f"node could not start: {exc}") from None
+            if isinstance(exc, OSError):
+                raise GradingError(f"node could not start: {exc}") from None
+            raise
         with self._lock:
+            self._starting -= 1
             if not self._closed:
                 self._busy.add(worker)
                 return worker
+            self._lock.notify()
         worker.stop()  # closed while it started: a node no one stops would outlive the run
         raise GradingError("the run is ending: no node process is started for this check")
 
@@ -193,13 +221,10 @@ class NodePool:
         """In a forked child: the parent's workers stay the parent's; the child closes its copies of
         their pipes (so a worker still sees its stdin close when the parent exits)."""
         for worker in [*self._idle, *self._busy]:
-            for pipe in (worker.proc.stdin, worker.proc.stdout):
-                with contextlib.suppress(OSError):
-                    if pipe is not None:
-                        pipe.close()
+            worker.close_pipes()
             worker.proc.returncode = 0  # not this process's child: never waited for here
         self._lock = threading.Condition()
-        self._idle, self._busy = [], set()
+        self._idle, self._busy, self._starting = [], set(), 0
 
 
 POOL = NodePool()

@@ -1,8 +1,14 @@
-// evalspec's Node.js worker for `javascript` checks (evalspec/core/node.py starts it and owns its life).
-// One JSON request a line on stdin; one answer a line on stdout, after a marker, so that what the user's
-// code writes to stdout is never read as an answer. Requests are served one at a time.
+// evalspec's Node.js worker for `javascript` checks and promptfoo's test generators (evalspec/core/node.py
+// starts it and owns its life). One JSON request a line on stdin; one answer a line, with the request's `id`,
+// on the file descriptor named by the first argument: a pipe of its own, which the user's code never writes
+// to (what it prints on the console, stdout or stderr is kept, bounded, in the answer's `logs`).
+// Requests are served one at a time.
 //   {op: "run", code | file + fn, output, context} -> {ok: true, result} | {ok: false, kind, message}
 //   {op: "check", code | file + fn}                -> {ok: true} | {ok: false, kind, message}
+//   {op: "call", file, fn, args}                   -> {ok: true, result, functions} | {ok: false, kind, message}
+//     (promptfoo's rule for test files: the export named `fn`, else the default export, else the module;
+//     a function is called with `args` and awaited, anything else is the result itself; `functions`
+//     names where the result holds functions, which JSON leaves out)
 // `kind` is "syntax" (the code does not compile), "load" (the file or its function cannot be loaded),
 // "threw" (the code raised) or "result" (it returned something that is no verdict).
 'use strict';
@@ -11,9 +17,16 @@ const fs = require('fs');
 const readline = require('readline');
 const { pathToFileURL } = require('url');
 
-const MARK = '\u001eEVALSPEC ';
+const ANSWERS = Number(process.argv[1]);
 const LOG_LINES = 20;
+const LOG_CHARS = 500;
 let logs = [];
+
+function keep(text) {
+  if (logs.length < LOG_LINES) {
+    logs.push(text.slice(0, LOG_CHARS));
+  }
+}
 
 function shown(value) {
   if (typeof value === 'string') {
@@ -31,8 +44,24 @@ function shown(value) {
 for (const name of ['log', 'info', 'warn', 'error', 'debug', 'trace']) {
   console[name] = (...args) => {
     if (logs.length < LOG_LINES) {
-      logs.push(args.map(shown).join(' ').slice(0, 500));
+      keep(args.map(shown).join(' '));
     }
+  };
+}
+
+// and so is what it writes to stdout or stderr itself (their file descriptors lead nowhere)
+for (const stream of [process.stdout, process.stderr]) {
+  stream.write = (chunk, encoding, callback) => {
+    if (logs.length < LOG_LINES) {
+      const text = typeof chunk === 'string' ? chunk.slice(0, LOG_CHARS)
+        : Buffer.from(chunk.buffer, chunk.byteOffset, Math.min(chunk.byteLength, LOG_CHARS)).toString();
+      keep(text.replace(/\n$/, ''));
+    }
+    const done = typeof encoding === 'function' ? encoding : callback;
+    if (typeof done === 'function') {
+      process.nextTick(done);
+    }
+    return true;
   };
 }
 
@@ -159,7 +188,63 @@ function verdict(value) {
   return { kind: 'bad', got: type + text };
 }
 
+// promptfoo's importModule: the default export's default, the default export, or the module; then its
+// `name` (the module's own export of that name when the default export has none)
+function exported(mod, name) {
+  const base = (mod && mod.default && mod.default.default) || (mod && mod.default) || mod;
+  if (!name) {
+    return base;
+  }
+  if (base !== null && base !== undefined && base[name] !== undefined) {
+    return base[name];
+  }
+  return mod ? mod[name] : undefined;
+}
+
+// where `value` holds functions (JSON.stringify leaves them out), at most 5
+function functionsIn(value, at = '', found = [], seen = new Set()) {
+  if (found.length >= 5 || value === null || typeof value !== 'object' || seen.has(value)) {
+    if (typeof value === 'function' && found.length < 5) {
+      found.push(at || '(the result)');
+    }
+    return found;
+  }
+  seen.add(value);
+  for (const [key, item] of Object.entries(value)) {
+    functionsIn(item, Array.isArray(value) ? `${at}[${key}]` : `${at}.${key}`, found, seen);
+  }
+  return found;
+}
+
+async function call(request) {
+  let mod;
+  try {
+    mod = await load(request.file);
+  } catch (err) {
+    const kind = err instanceof SyntaxError ? 'syntax' : 'load';
+    throw Object.assign(new Error(`${err && err.name}: ${err && err.message}`), { kind });
+  }
+  const target = exported(mod, request.fn);
+  if (target === undefined || target === null) {
+    const wanted = request.fn ? `no export '${request.fn}'` : 'nothing exported';
+    throw Object.assign(new Error(`${wanted} (exported functions: ${exportsOf(mod)})`), { kind: 'load' });
+  }
+  let value = target;
+  if (typeof target === 'function') {
+    try {
+      value = await target(...(request.args || []));
+    } catch (err) {
+      const text = err instanceof Error ? `${err.name}: ${err.message}` : `threw ${shown(err)}`;
+      throw Object.assign(new Error(text), { kind: 'threw' });
+    }
+  }
+  return { result: value === undefined ? null : value, functions: functionsIn(value) };
+}
+
 async function serve(request) {
+  if (request.op === 'call') {
+    return call(request);
+  }
   if (request.op === 'check') {
     if (request.file) {
       await checkFunction(request);
@@ -193,14 +278,17 @@ async function serve(request) {
   return { result: verdict(value) };
 }
 
-function answer(message) {
+function answer(id, message) {
   let line;
   try {
-    line = JSON.stringify(message);
+    line = JSON.stringify({ id, ...message });
   } catch (err) {
-    line = JSON.stringify({ ok: false, kind: 'result', message: `the answer could not be sent: ${err.message}` });
+    line = JSON.stringify({ id, ok: false, kind: 'result', message: `the answer could not be sent: ${err.message}` });
   }
-  process.stdout.write('\n' + MARK + line + '\n');
+  const data = Buffer.from(line + '\n');
+  for (let sent = 0; sent < data.length;) {
+    sent += fs.writeSync(ANSWERS, data, sent);
+  }
 }
 
 async function main() {
@@ -214,13 +302,13 @@ async function main() {
     try {
       request = JSON.parse(line);
     } catch (err) {
-      answer({ ok: false, kind: 'load', message: `bad request: ${err.message}` });
+      answer(null, { ok: false, kind: 'load', message: `bad request: ${err.message}` });
       continue;
     }
     try {
-      answer({ ok: true, ...(await serve(request)), logs });
+      answer(request.id, { ok: true, ...(await serve(request)), logs });
     } catch (err) {
-      answer({ ok: false, kind: err.kind || 'threw', message: String(err.message).slice(0, 2000), logs });
+      answer(request.id, { ok: false, kind: err.kind || 'threw', message: String(err.message).slice(0, 2000), logs });
     }
   }
   process.exit(0);
@@ -228,7 +316,15 @@ async function main() {
 
 // an error thrown after its check was answered (a timer, a promise nobody awaited) must not end the worker,
 // or the next, innocent check would be blamed for it: it is written to stderr and dropped
-process.on('uncaughtException', (err) => process.stderr.write(`late error, after its check: ${err && err.stack}\n`));
-process.on('unhandledRejection', (err) => process.stderr.write(`late rejection, after its check: ${err && err.stack}\n`));
+// (stderr's file descriptor, not process.stderr: the user's output is kept with its check's answer)
+function late(what, err) {
+  try {
+    fs.writeSync(2, `${what}, after its check: ${err && err.stack}\n`);
+  } catch (ignored) {
+    // nowhere to say it
+  }
+}
+process.on('uncaughtException', (err) => late('late error', err));
+process.on('unhandledRejection', (err) => late('late rejection', err));
 
 main();
