@@ -39,6 +39,19 @@ def node_binary() -> str | None:
 
 
 @cache
+def node_version() -> tuple[int, ...]:
+    """The version of `node` on PATH, as (major, minor, patch); () when there is none or it says none."""
+    node = node_binary()
+    if node is None:
+        return ()
+    try:
+        said = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(int(part) for part in said.strip().lstrip("v").split(".") if part.isdigit())
+
+
+@cache
 def _runner() -> str:
     return resources.files("evalspec").joinpath("data/node_runner.js").read_text("utf-8")
 
@@ -117,6 +130,37 @@ class NodeWorker:
             self.answers = -1
 
 
+def _answer(worker: NodeWorker, request: dict[str, Any], limit: float, limit_name: str) -> dict[str, Any]:
+    """`worker`'s answer to `request` within `limit` seconds; a GradingError when it overruns or exits
+    (the caller then stops it)."""
+    try:
+        return worker.ask(request, time.monotonic() + limit)
+    except TimeoutError:
+        worker.stop()
+        raise GradingError(f"timed out after {limit:g}s ({limit_name}): its node process was stopped") from None
+    except EOFError:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.proc.wait(timeout=1)
+        raise GradingError(f"node exited (exit code {worker.proc.poll()}) while running the check") from None
+
+
+def call_once(request: dict[str, Any], limit: float, cwd: str, limit_name: str) -> dict[str, Any]:
+    """The answer to `request` of a node started for it in the folder `cwd`, stopped after it (promptfoo's
+    test generators, run once at import in their config's folder). A GradingError when node is missing,
+    cannot start, exits or overruns `limit` seconds (`limit_name` says which setting that is)."""
+    node = node_binary()
+    if node is None:
+        raise GradingError(NODE_MISSING)
+    try:
+        worker = NodeWorker(node, cwd)
+    except OSError as exc:
+        raise GradingError(f"node could not start: {exc}") from None
+    try:
+        return _answer(worker, request, limit, limit_name)
+    finally:
+        worker.stop()
+
+
 class NodePool:
     """The workers of this process: idle ones are reused; at most `size` serve requests at once."""
 
@@ -136,19 +180,8 @@ class NodePool:
         if node is None:
             raise GradingError(NODE_MISSING)
         worker = self._take(node, time.monotonic() + WAIT_LIMIT)
-        deadline = time.monotonic() + limit
         try:
-            answer = worker.ask(request, deadline)
-        except TimeoutError:
-            self._drop(worker)
-            raise GradingError(f"timed out after {limit:g}s (options.grade_timeout): its node process was "
-                               "stopped") from None
-        except EOFError:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.proc.wait(timeout=1)
-            code = worker.proc.poll()
-            self._drop(worker)
-            raise GradingError(f"node exited (exit code {code}) while running the check") from None
+            answer = _answer(worker, request, limit, "options.grade_timeout")
         except BaseException:
             self._drop(worker)
             raise

@@ -201,17 +201,15 @@ function exported(mod, name) {
   return mod ? mod[name] : undefined;
 }
 
-// where `value` holds functions (JSON.stringify leaves them out), at most 5
+// where `value` holds functions (JSON.stringify leaves them out)
 function functionsIn(value, at = '', found = [], seen = new Set()) {
-  if (found.length >= 5 || value === null || typeof value !== 'object' || seen.has(value)) {
-    if (typeof value === 'function' && found.length < 5) {
-      found.push(at || '(the result)');
+  if (typeof value === 'function') {
+    found.push(at);
+  } else if (value !== null && typeof value === 'object' && !seen.has(value)) {
+    seen.add(value);
+    for (const [key, item] of Object.entries(value)) {
+      functionsIn(item, Array.isArray(value) ? `${at}[${key}]` : `${at}.${key}`, found, seen);
     }
-    return found;
-  }
-  seen.add(value);
-  for (const [key, item] of Object.entries(value)) {
-    functionsIn(item, Array.isArray(value) ? `${at}[${key}]` : `${at}.${key}`, found, seen);
   }
   return found;
 }

@@ -1,4 +1,5 @@
-"""promptfoo's `tests: file://…` entries: CSV, JSONL, YAML and JSON test files read inside the config's folder."""
+"""promptfoo's `tests: file://…` entries: CSV, JSONL, YAML and JSON test files read inside the config's folder;
+python and JavaScript test generators called once, at import."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ _RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", 
 
 
 GENERATOR_SECONDS = 60
+_PY_GENERATOR = r"(?:file://)?[^:]+\.py:\w+"
+_JS_GENERATOR = r"(?:file://)?([^:]+\.(?:js|cjs|mjs|ts|cts|mts))(?::(\w+))?"
 # runs a promptfoo test generator: its module in its own folder, its tests printed as JSON on a line of their own
 # after whatever the generator printed (called first: its output may not end its last line)
 _GENERATE = """
@@ -53,8 +56,13 @@ class TestFiles(Source):
         out: list[Any] = []
         for item in items:
             generator = item.get("path") if isinstance(item, dict) and set(item) <= {"path", "config"} else item
-            if isinstance(generator, str) and regex.fullmatch(r"(?:file://)?[^:]+\.py:\w+", generator):
-                out.extend(self._generated(generator, item.get("config") if isinstance(item, dict) else None))
+            config = item.get("config") if isinstance(item, dict) else None
+            if isinstance(generator, str) and regex.fullmatch(_PY_GENERATOR, generator):
+                out.extend(self._generated(generator, config))
+                continue
+            if isinstance(generator, str) and (js := regex.fullmatch(_JS_GENERATOR, generator)) \
+                    and not is_glob(generator):
+                out.extend(self._js_generated(js[1], js[2] or "", config))
                 continue
             if not isinstance(item, str):
                 out.append(item)
@@ -96,6 +104,51 @@ class TestFiles(Source):
             self.problem(where, f"the generator did not return a list of tests: {tail}")
             return []
         return tests
+
+    def _js_generated(self, file: str, function: str, config: Any) -> list[Any]:
+        """The tests a promptfoo JavaScript test file gives, taken as promptfoo takes them: its export named
+        `function` (else its default export, else the module), called with the entry's `config` and awaited
+        when it is a function, else the exported array itself; run once, by node, in the config's folder."""
+        from evalspec.core.errors import GradingError
+        from evalspec.core.node import call_once, node_binary, node_version
+
+        where = f"tests file://{file}{':' + function if function else ''}"
+        path = self.inside(file, where)
+        if path is None:
+            return []
+        if not path.is_file():
+            return self._missing(file)
+        if node_binary() is None:
+            self.problem(where, "a JavaScript test file, run by Node.js: no `node` on PATH (install Node.js 18 or "
+                                "later and import again)")
+            return []
+        if path.suffix.lower() in (".ts", ".cts", ".mts") and node_version() < (22, 18):
+            version = ".".join(map(str, node_version()))
+            self.notes.append(f"{where}: a TypeScript test file, not converted: node {version} cannot run "
+                              "TypeScript (node 22.18 or later strips its types)")
+            return []
+        request = {"op": "call", "file": str(path), "fn": function, "args": [] if config is None else [config]}
+        try:
+            answer = call_once(request, GENERATOR_SECONDS, str(self.path.parent.resolve()),
+                               "the time a test generator may take at import")
+        except GradingError as exc:
+            self.problem(where, str(exc))
+            return []
+        if not answer.get("ok"):
+            printed = "; ".join(str(line) for line in answer.get("logs") or [])[:300]
+            self.problem(where, f"{path.name} gave no tests: {answer.get('message')}"
+                                + (f" (it printed: {printed})" if printed else ""))
+            return []
+        tests = answer.get("result")
+        if not isinstance(tests, list):
+            got = "nothing" if tests is None else f"a {type(tests).__name__.replace('dict', 'mapping')}"
+            self.problem(where, f"{path.name} gave {got}, not a list of tests")
+            return []
+        holding = {int(at[1:at.index("]")]): at[at.index("]") + 1:].lstrip(".") or "the test itself"
+                   for at in reversed(answer.get("functions") or [])}
+        for k, at in sorted(holding.items()):
+            self.notes.append(f"{where}: test {k + 1} holds a JavaScript function ({at}): not converted")
+        return [test for k, test in enumerate(tests) if k not in holding]
 
     def _globbed(self, target: str) -> list[Path]:
         if is_glob(target):
