@@ -1,5 +1,5 @@
-"""Running the user's JavaScript (the `javascript` check, promptfoo's test generators at import) in Node.js
-children that cannot hang or end a run.
+"""Running the user's JavaScript (the `javascript` check; promptfoo's test generators and prompt functions
+at import) in Node.js children that cannot hang or end a run.
 
 A few long-lived `node` workers (`evalspec/data/node_runner.js`) serve requests one at a time: a JSON
 line in on stdin, a JSON line back on a pipe of its own (the worker's fd named on its command line), the
@@ -57,13 +57,14 @@ def _runner() -> str:
 
 
 class NodeWorker:
-    """One `node` process serving requests in turn (in `cwd`, else this process's folder)."""
+    """One `node` process serving requests in turn (in `cwd`, else this process's folder). `command`
+    starts another program that serves the same way (the answers' fd appended to it)."""
 
-    def __init__(self, node: str, cwd: str | None = None) -> None:
+    def __init__(self, node: str, cwd: str | None = None, command: list[str] | None = None) -> None:
         self.node = node
         answers, write_end = os.pipe()
         try:
-            self.proc = subprocess.Popen([node, "-e", _runner(), str(write_end)], stdin=subprocess.PIPE,
+            self.proc = subprocess.Popen([*(command or [node, "-e", _runner()]), str(write_end)], stdin=subprocess.PIPE,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, bufsize=0,
                                          pass_fds=(write_end,), cwd=cwd)
         except BaseException:
@@ -130,7 +131,7 @@ class NodeWorker:
             self.answers = -1
 
 
-def _answer(worker: NodeWorker, request: dict[str, Any], limit: float, limit_name: str) -> dict[str, Any]:
+def answer_of(worker: NodeWorker, request: dict[str, Any], limit: float, limit_name: str) -> dict[str, Any]:
     """`worker`'s answer to `request` within `limit` seconds; a GradingError when it overruns or exits
     (the caller then stops it)."""
     try:
@@ -156,7 +157,7 @@ def call_once(request: dict[str, Any], limit: float, cwd: str, limit_name: str) 
     except OSError as exc:
         raise GradingError(f"node could not start: {exc}") from None
     try:
-        return _answer(worker, request, limit, limit_name)
+        return answer_of(worker, request, limit, limit_name)
     finally:
         worker.stop()
 
@@ -181,7 +182,7 @@ class NodePool:
             raise GradingError(NODE_MISSING)
         worker = self._take(node, time.monotonic() + WAIT_LIMIT)
         try:
-            answer = _answer(worker, request, limit, "options.grade_timeout")
+            answer = answer_of(worker, request, limit, "options.grade_timeout")
         except BaseException:
             self._drop(worker)
             raise

@@ -5,7 +5,7 @@
 // Requests are served one at a time.
 //   {op: "run", code | file + fn, output, context} -> {ok: true, result} | {ok: false, kind, message}
 //   {op: "check", code | file + fn}                -> {ok: true} | {ok: false, kind, message}
-//   {op: "call", file, fn, args}                   -> {ok: true, result, functions} | {ok: false, kind, message}
+//   {op: "call", file, fn, args, must_call}        -> {ok: true, result, functions} | {ok: false, kind, message}
 //     (promptfoo's rule for test files: the export named `fn`, else the default export, else the module;
 //     a function is called with `args` and awaited, anything else is the result itself; `functions`
 //     names where the result holds functions, which JSON leaves out)
@@ -226,6 +226,10 @@ async function call(request) {
   if (target === undefined || target === null) {
     const wanted = request.fn ? `no export '${request.fn}'` : 'nothing exported';
     throw Object.assign(new Error(`${wanted} (exported functions: ${exportsOf(mod)})`), { kind: 'load' });
+  }
+  if (request.must_call && typeof target !== 'function') {
+    const what = request.fn ? `'${request.fn}'` : 'the module';
+    throw Object.assign(new Error(`${what} is not a function (exported functions: ${exportsOf(mod)})`), { kind: 'load' });
   }
   let value = target;
   if (typeof target === 'function') {

@@ -125,10 +125,33 @@ def _compared(conv: _Converter, data: dict[str, Any], tests_raw: list[Any],
     return out
 
 
+def _provider_ids(raw: Any) -> list[tuple[str, Any]]:
+    """promptfoo's (id, label) of each provider, as a prompt function is given them."""
+    out: list[tuple[str, Any]] = []
+    for item in raw if isinstance(raw, list) else [raw] if raw is not None else []:
+        if isinstance(item, str):
+            out.append((item, None))
+        elif isinstance(item, dict) and isinstance(item.get("id"), str):
+            out.append((item["id"], item.get("label")))
+        elif isinstance(item, dict) and len(item) == 1:  # {id: {config…}}
+            (pid, options), = item.items()
+            out.append((str(pid), options.get("label") if isinstance(options, dict) else None))
+    return out
+
+
 def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     """One promptfoo config -> one suite (written to `out_dir`, which relative paths are computed for)."""
     data = _load(path)
     conv = _Converter(path, out_dir)
+    try:
+        return _import(data, path, conv)
+    finally:
+        conv.close_functions()  # the processes its prompt functions ran in
+
+
+def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite:
+    conv.prompt_providers = _provider_ids(data.get("providers") if data.get("providers") is not None
+                                          else data.get("targets"))
     conv.session_var = uuid_var(data.get("defaultTest"))  # promptfoo's per-test id: evalspec's thread id
     providers = conv.providers(data.get("providers") if data.get("providers") is not None else data.get("targets"))
     prompts = conv.prompts(data.get("prompts"))

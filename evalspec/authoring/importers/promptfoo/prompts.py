@@ -10,7 +10,8 @@ import regex
 import yaml
 from jinja2 import Undefined, nodes
 
-from evalspec.authoring.importers.promptfoo.source import Source, is_glob, load_yaml
+from evalspec.authoring.importers.promptfoo.prompt_functions import PromptFunction, PromptFunctions
+from evalspec.authoring.importers.promptfoo.source import is_glob, load_yaml
 from evalspec.config.templating import LimitedEnvironment, render_limited
 
 
@@ -59,7 +60,7 @@ def _chat_or_text(text: str) -> str:
     return stripped if stripped.startswith("[") or stripped.startswith("- role:") else text
 
 
-class Prompts(Source):
+class Prompts(PromptFunctions):
     def prompts(self, raw: Any) -> list[Any]:
         """Every prompt (one test per prompt when there are several, SPEC §19): a `file://` glob names
         several files, and a .txt file holds several prompts between lines of `---`, as promptfoo reads them."""
@@ -68,13 +69,17 @@ class Prompts(Source):
             or ["{{ prompt }}"]
 
     def prompt(self, first: Any, where: str) -> list[Any]:
-        """The prompts of one `prompts:` entry: string templates, or lists of chat messages (templates)."""
+        """The prompts of one `prompts:` entry: string templates, lists of chat messages (templates), or
+        functions called for each test (`PromptFunction`)."""
+        config = first.get("config") if isinstance(first, dict) else None
         if isinstance(first, dict):
             first = first.get("raw") or first.get("id") or ""
         text = str(first)
         if not text.startswith("file://"):
             return [_chat_or_text(text)]
         target = text[len("file://"):]
+        if not is_glob(target) and (function := self.prompt_function(target, config, where)) is not None:
+            return function or ["{{ prompt }}"]
         if is_glob(target):
             files = self.matches(target)
         else:
@@ -113,6 +118,11 @@ class Prompts(Source):
         `previous_messages`) as messages of the user's and the assistant's own words, never the template's
         scaffold around them ("\nUser: ..."): a text prompt that lays out a history sends the user's words
         (the test's own var it shows), or else the history's last user message."""
+        if isinstance(prompt, PromptFunction):
+            given = self.function_prompt(prompt, variables, where)
+            if given is None:
+                return []
+            prompt = _chat_or_text(given)
         history = history_of(variables)
         rendered = self.render(prompt, {**variables, **{k: [] for k in HISTORY_VARS}}, where)
         if rendered is None:
