@@ -60,6 +60,19 @@ def render_text(text: str, variables: Mapping[str, Any]) -> str:
         raise TemplateProblem(f"template {_short(text)}: {type(exc).__name__}: {exc}") from None
 
 
+def names_other_vars(text: str, variables: Mapping[str, Any]) -> set[str]:
+    """The variables the template `text` names that `variables` does not have (a test's vars); none when it
+    does not parse."""
+    from jinja2 import TemplateError, meta
+
+    from evalspec.config.templating import ENVIRONMENT
+
+    try:
+        return set(meta.find_undeclared_variables(ENVIRONMENT.parse(text))) - set(variables)
+    except TemplateError:
+        return set()
+
+
 def _short(text: str) -> str:
     return repr(text) if len(text) <= 120 else repr(text[:117] + "...")
 

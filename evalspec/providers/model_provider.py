@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalspec.config.interpolate import render_text
+from evalspec.config.interpolate import names_other_vars, render_text
 from evalspec.config.model import ProviderSpec
 from evalspec.config.strategies import HISTORY_KEY
 from evalspec.core.errors import ProviderError, TemplateProblem
@@ -67,15 +67,20 @@ def open_lean_client(config: dict[str, Any]) -> OpenAICompatClient:
 
 class ModelProvider:
     def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None,
-                 tools: list[dict[str, Any]] | None = None) -> None:
+                 tools: list[dict[str, Any]] | None = None, test_vars: frozenset[str] = frozenset()) -> None:
         self.id = pid
         self.tools = tools
         self.config = config
         self.model = str(config["model"])
+        self._variables = dict(variables or {})
+        self._system_source: str | None = None  # a system prompt naming a test's vars: rendered for each test
         try:
-            self.system = render_text(config["system"], variables or {}) if config.get("system") else None
+            self.system = render_text(config["system"], self._variables) if config.get("system") else None
         except TemplateProblem as exc:
-            raise ProviderError(f"{pid}: system: {exc}") from None
+            named = names_other_vars(str(config["system"]), self._variables)
+            if not named or not named <= test_vars:  # a name no test has: a typo, found before any call
+                raise ProviderError(f"{pid}: system: {exc}") from None
+            self.system, self._system_source = None, str(config["system"])
         self.params = dict(config.get("params") or {})
         self.strategy = ContextStrategy.from_config(config)  # the pool gives summary/facts their model
         self.api_base = config.get("api_base")
@@ -84,15 +89,25 @@ class ModelProvider:
         self._client: OpenAICompatClient | None = None
 
     def cache_identity(self) -> dict[str, Any]:
-        identity = {"model": self.model, "system": self.system or None, "params": self.params,
+        identity = {"model": self.model, "system": self.system or self._system_source, "params": self.params,
                     "history": self.strategy.identity(), "api_base": self.api_base}
         if self.tools:
             identity["tools"] = self.tools
         return identity
 
     async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
-        sent, usage = await self.strategy.build(self.system, messages, context)
+        sent, usage = await self.strategy.build(self._system_for(context), messages, context)
         return strategy_metadata(await self._chat(sent, context), usage)
+
+    def _system_for(self, context: CallContext) -> str | None:
+        """The system prompt of this call: rendered with the test's vars when it names them (the call's key
+        holds the test's vars, so a cached answer is never another test's)."""
+        if self._system_source is None:
+            return self.system
+        try:
+            return render_text(self._system_source, {**self._variables, **context.vars})
+        except TemplateProblem as exc:
+            raise ProviderError(f"{self.id}: system: {exc}") from None
 
     async def _chat(self, sent: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
         params = {**self.params, **({"tools": self.tools} if self.tools else {}), **(context.params or {})}
@@ -279,7 +294,7 @@ def model_preflight(spec: ProviderSpec, suite: Suite) -> list[str]:
     if is_local(spec):
         return local_problems()
     try:
-        ModelProvider(spec.id, spec.config, suite.vars)
+        ModelProvider(spec.id, spec.config, suite.vars, test_vars=test_var_names(suite))
     except ProviderError as exc:
         return [str(exc)]
     return model_problems(spec.config)
@@ -300,4 +315,10 @@ def model_prepare(spec: ProviderSpec) -> None:
 def build_model(spec: ProviderSpec, suite: Suite) -> ModelProvider:
     from evalspec.providers.tool_rounds import load_tools
 
-    return ModelProvider(spec.id, spec.config, suite.vars, tools=load_tools(spec.config.get("tools"), suite.path.parent))
+    return ModelProvider(spec.id, spec.config, suite.vars, tools=load_tools(spec.config.get("tools"), suite.path.parent),
+                         test_vars=test_var_names(suite))
+
+
+def test_var_names(suite: Suite) -> frozenset[str]:
+    """The vars some test of the suite has (its own `vars:` and matrix keys): a system prompt may name them."""
+    return frozenset(name for test in suite.tests for name in (*test.vars, *test.matrix))

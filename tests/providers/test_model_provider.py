@@ -172,3 +172,36 @@ def test_system_prompt_is_a_template_over_suite_vars(tmp_path: Path) -> None:
         path.write_text(path.read_text(encoding="utf-8").replace("{{ brand }}", "{{ brnd }}"), encoding="utf-8")
         with pytest.raises(ConfigError, match="'brnd' is undefined"):
             go(path, tmp_path)
+
+
+def test_a_system_prompt_naming_a_test_var_is_rendered_for_each_test(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        path = tmp_path / "s.yaml"
+        path.write_text(f"""\
+vars: {{brand: 星途}}
+providers:
+  - id: m
+    model: openai/gpt-4o-mini
+    client: lean
+    api_base: {server.base}
+    api_key: sk-test-123
+    system: 你是{{{{ brand }}}}的{{{{ role }}}}
+tests:
+  - id: sales
+    vars: {{role: 销售顾问}}
+    conversation: [{{user: 你好}}]
+  - id: service
+    vars: {{role: service agent}}
+    conversation: [{{user: 你好}}]
+  - id: nobody
+    conversation: [{{user: 你好}}]
+""", encoding="utf-8")
+        records = {r["test_id"]: r for r in go(path, tmp_path)["results"]}
+        systems = sorted(chat["messages"][0]["content"] for chat in server.chats())
+        assert systems == ["你是星途的service agent", "你是星途的销售顾问"]
+        assert records["sales"]["status"] == records["service"]["status"] == "passed"
+        assert records["nobody"]["status"] == "error" and "'role' is undefined" in records["nobody"]["error"]
+        # a name no test has is still a typo found before any call
+        path.write_text(path.read_text(encoding="utf-8").replace("{{ role }}", "{{ rol }}"), encoding="utf-8")
+        with pytest.raises(ConfigError, match="'rol' is undefined"):
+            go(path, tmp_path)

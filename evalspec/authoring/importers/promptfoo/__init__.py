@@ -125,6 +125,21 @@ def _compared(conv: _Converter, data: dict[str, Any], tests_raw: list[Any],
     return out
 
 
+SYSTEM_VAR = "system_prompt"
+
+
+def _system_per_test(by_group: dict[str, dict[str, Any]], systems: dict[str, str], default_vars: dict[str, Any]) -> str:
+    """A system message that differs between tests (promptfoo renders it with each test's vars): each test's
+    own as a var the model providers' `system:` names (evalspec renders a provider's system prompt with the
+    test's vars); that `system:` template."""
+    taken = set(default_vars) | {k for entry in by_group.values() for k in entry.get("vars", {})}
+    name = next(n for n in itertools.chain([SYSTEM_VAR], (f"{SYSTEM_VAR}_{k}" for k in itertools.count(2)))
+                if n not in taken)
+    for group, entry in by_group.items():
+        entry["vars"] = {**entry.get("vars", {}), name: plain(systems.get(group, ""))}  # "": none is sent
+    return "{{ " + name + " }}"
+
+
 def _provider_ids(raw: Any) -> list[tuple[str, Any]]:
     """promptfoo's (id, label) of each provider, as a prompt function is given them."""
     out: list[tuple[str, Any]] = []
@@ -239,12 +254,14 @@ def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite
     system = None
     tests: list[dict[str, Any]] = []
     by_group: dict[str, dict[str, Any]] = {}
+    systems: dict[str, str] = {}  # each written test's system message (by group)
     for (pk, i), (group, test, asserts, messages, own_vars) in zip(origins, turns, strict=True):
         if i in compared:  # one test, its prompts a matrix: every prompt × provider is a candidate
             group = group.replace(f" prompt-{pk}\x00", "\x00")
         if messages and messages[0]["role"] == "system":
-            if system not in (None, messages[0]["content"]):
-                conv.notes.append(f"{entry_name(group)}: a system message that differs between tests (the first is used)")
+            if systems.setdefault(group, messages[0]["content"]) != messages[0]["content"]:
+                conv.notes.append(f"{entry_name(group)}: a system message that differs between the turns of one "
+                                  "conversation (the first is used)")
             system = system or messages[0]["content"]
             messages = messages[1:]
         if messages and "prompt" not in {**default_vars, **own_vars} and i not in compared and regex.search(r"\{\{\s*prompt\s*[}|]", str(
@@ -298,10 +315,12 @@ def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite
         if isinstance(data.get("redteam"), dict) else None
     if red is not None and red.system and not turns:
         system = red.system  # the prompt each attack message is sent in
+    if system and len({systems.get(group, "") for group in by_group}) > 1:
+        system = _system_per_test(by_group, systems, default_vars)
     if system:
         for p in providers:
             if "model" in p:
-                p["system"] = literal(system)
+                p["system"] = literal(system) if not system.startswith("{{ ") else system
         if not any("model" in p for p in providers):
             conv.notes.append("the prompt's system message (only model providers take `system:`)")
     suite: dict[str, Any] = {"description": plain(str(data.get("description") or f"Imported from {path.name}"))}
