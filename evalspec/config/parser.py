@@ -425,9 +425,10 @@ class SuiteParser:
         if isinstance(results, dict):
             test.tool_results = dict(results)
             runs_on = [p for p in self.suite.providers if test.providers is None or p.id in test.providers]
-            if runs_on and not any(p.kind == "model" for p in runs_on):
-                self.bad(rpath, "'tool_results' is for model providers: this test's providers report their "
-                                "tool calls (they are recorded, not answered)")
+            if runs_on and not any(p.kind == "model" and p.config.get("answer_tool_calls") is not False
+                                   for p in runs_on):
+                self.bad(rpath, "'tool_results' is for model providers that answer tool calls: this test's "
+                                "providers report their tool calls (they are recorded, not answered)")
             for p in runs_on:
                 tools = p.config.get("tools")
                 if p.kind != "model" or not isinstance(tools, list):

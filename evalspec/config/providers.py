@@ -15,7 +15,7 @@ from evalspec.core.suggest import did_you_mean
 from evalspec.extend.kinds import ProviderKind, kind_of, provider_kinds
 
 RUN_KEYS = ("id", "max_concurrency", "rpm")  # read by the pool from the spec, not part of the config
-MODEL_ONLY_KEYS = ("tool_results", "max_tool_rounds")
+MODEL_ONLY_KEYS = ("tool_results", "max_tool_rounds", "answer_tool_calls")
 
 Found = list[tuple[tuple[Any, ...], str]]
 
@@ -68,12 +68,16 @@ def _other_kinds_keys(raw: dict[str, Any], kind: str, kinds: dict[str, ProviderK
 
 
 def _tool_key_problems(raw: dict[str, Any], kind: str) -> Found:
-    """Tool results are answered only for model providers; each names a declared tool."""
+    """Tool calls are answered only for model providers, and not with `answer_tool_calls: false`; each
+    tool result names a declared tool."""
     found: Found = []
     for key in MODEL_ONLY_KEYS:
         if key in raw and kind != "model":
             found.append(((key,), f"'{key}' is for model providers: {kind} providers report their tool "
                                   "calls (they are recorded, not answered)"))
+    if raw.get("answer_tool_calls") is False and kind == "model":
+        found.extend(((key,), f"'{key}' is not read with answer_tool_calls: false (the model's tool calls are "
+                              "reported, not answered)") for key in ("tool_results", "max_tool_rounds") if key in raw)
     tools, results = raw.get("tools"), raw.get("tool_results")
     if isinstance(tools, list) and isinstance(results, dict):
         names = [t.get("function", t).get("name") for t in tools if isinstance(t, dict)]

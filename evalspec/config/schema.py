@@ -71,6 +71,10 @@ def tool_properties() -> dict[str, Any]:
                                             "or {python: FILE.py:function} called as fn(args, context)"}},
         "max_tool_rounds": {"type": "integer", "minimum": 1,
                             "description": "model providers: tool rounds allowed in one user turn (default 5)"},
+        "answer_tool_calls": {"type": "boolean",
+                              "description": "model providers: false reports the model's tool calls as the "
+                                             "turn's reply instead of answering them from tool_results "
+                                             "(default true)"},
         "teardown": {"type": "string", "description": "FILE.py:function called as fn(context) after each conversation"},
         "setup": {"type": "string", "description": "FILE.py:function called as fn(context) before each conversation"},
     }

@@ -1,8 +1,9 @@
 """Agents: tool calls inside one user turn (SPEC §13).
 
 A `model:` provider's tool calls are answered by evalspec from `tool_results` and the model is
-called again, up to `max_tool_rounds` rounds; `http:` and `python:` providers report their calls
-(optionally with a `result`), which are recorded, not answered. Either way the transcript gets an
+called again, up to `max_tool_rounds` rounds, unless it sets `answer_tool_calls: false`; `http:` and
+`python:` providers report their calls (optionally with a `result`), and so does a model provider with
+`answer_tool_calls: false`: they are recorded, not answered. Either way the transcript gets an
 assistant message per round with `tool_calls: [{id, name, arguments}]` and a `role: tool` message
 per result, all with the turn's number; the turn's reply is its last assistant message.
 """
@@ -110,9 +111,11 @@ def tool_schema(tools: list[dict[str, Any]] | None, name: str) -> dict[str, Any]
 
 @dataclass
 class ToolKit:
-    """How one provider's tool calls are handled: answered (model providers) or only recorded."""
+    """How one provider's tool calls are handled: answered (model providers) or only recorded. `model`:
+    the provider is a model, whose API refuses a history holding a call without its result."""
 
     answers: bool
+    model: bool = False
     tools: list[dict[str, Any]] | None = None
     results: dict[str, Any] = field(default_factory=dict)
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
@@ -157,7 +160,8 @@ class ToolKit:
 def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: dict[str, Any] | None = None,
                 timeout: float = 60.0) -> ToolKit:
     config = spec.config
-    return ToolKit(answers=spec.kind == "model", tools=load_tools(config.get("tools"), base_dir),
+    model = spec.kind == "model"
+    return ToolKit(answers=model and config.get("answer_tool_calls", True) is not False, model=model, tools=load_tools(config.get("tools"), base_dir),
                    results=dict(config.get("tool_results") or {}),
                    max_rounds=int(config.get("max_tool_rounds", DEFAULT_MAX_TOOL_ROUNDS)),
                    base_dir=base_dir, vars=dict(variables or {}), timeout=timeout)
@@ -217,6 +221,11 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
     error, a call with no result or one round too many raises ProviderError after the offending
     message has been recorded.
     """
+    if kit is not None and kit.model and not kit.answers and (reported := unanswered_turn(log.messages)):
+        raise ProviderError(f"the model's tool calls at turn {reported} were reported, not answered "
+                            "(answer_tool_calls: false), and the conversation goes on: a model's API refuses a "
+                            "history whose tool calls have no results. End the test at that turn, or answer "
+                            "the calls (tool_results, without answer_tool_calls: false)")
     rounds: list[dict[str, Any]] = []  # each tool round's figures (a turn without tool rounds has none)
     while True:
         response = await call(log.history(), turn)
@@ -251,6 +260,16 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
         for c in calls:
             result = await kit.answer(c, {**context, "turn": turn})
             log.messages.append(_tool_message(c, result, turn))
+
+
+def unanswered_turn(messages: list[Message]) -> int | None:
+    """The turn of the first sent tool call that no `role: tool` message answers, or None."""
+    answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
+    for m in messages:
+        if m["role"] == "assistant" and not m.get("not_sent") and any(
+                c["id"] not in answered for c in m.get("tool_calls") or []):
+            return cast(int, m.get("turn"))
+    return None
 
 
 def _tool_message(call: dict[str, Any], content: str, turn: int) -> Message:
