@@ -26,6 +26,13 @@ from evalspec.authoring.importers.promptfoo.provider_files import (
     PYTHON_ADAPTER,
 )
 from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
+from evalspec.authoring.importers.promptfoo.tools import (
+    NotExact,
+    convert_choice,
+    convert_tools,
+    declares_functions,
+    load_tools,
+)
 from evalspec.core.suggest import slugify
 
 # promptfoo's provider prefix -> litellm's (both call the same service)
@@ -180,7 +187,7 @@ class Providers(Source):
             return None
         return f"{route}/{model}"
 
-    def model(self, pid: str, full: str, config: dict[str, Any], name: str) -> dict[str, Any]:
+    def model(self, pid: str, full: str, config: dict[str, Any], name: str) -> dict[str, Any] | None:
         out: dict[str, Any] = {"_name": name, "model": full}
         if full.startswith("openai/responses/"):
             out["client"] = "litellm"  # litellm sends `openai/responses/...` to the Responses API
@@ -213,6 +220,14 @@ class Providers(Source):
         if isinstance(config.get("instructions"), str) and full.startswith("openai/responses/"):
             out["system"] = config["instructions"]  # the Responses API's system message
             used.add("instructions")
+        if "tools" in config and "functionToolCallbacks" not in config and declares_functions(config["tools"]):
+            tools = self.tools(pid, full, config)
+            if tools is None:
+                return None
+            out["tools"], out["answer_tool_calls"] = tools[0], False
+            if tools[1] is not None:
+                params["tool_choice"] = tools[1]
+            used |= {"tools", "tool_choice"}
         if params:
             out["params"] = params
         base = config.get("apiBaseUrl") or config.get("apiHost")
@@ -223,6 +238,21 @@ class Providers(Source):
         if rest := sorted(set(config) - used - {"modelType"}):
             self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
         return out
+
+    def tools(self, pid: str, full: str, config: dict[str, Any]) -> tuple[list[dict[str, Any]], Any] | None:
+        """A model provider's function tools and tool_choice as evalspec's (its calls reported, as promptfoo
+        records them), or None (noted) when the model would not be given the same tools."""
+        route = "openai/responses" if full.startswith("openai/responses/") else full.split("/", 1)[0]
+        try:
+            tools = convert_tools(load_tools(config["tools"], self.path.parent), route)
+            choice = convert_choice(config["tool_choice"], route) if "tool_choice" in config else None
+        except NotExact as exc:
+            self.notes.append(f"provider {pid}: {exc}: promptfoo gives the model its tools and records its calls; "
+                              "without the same tools it is another provider (not converted)")
+            return None
+        self.note(f"provider {pid}: promptfoo's text checks read a tool call as the calls' JSON; evalspec's read "
+                  "the reply's words (empty when the model only calls tools): on such a reply they may not agree")
+        return tools, choice
 
     def provider_file(self, pid: str, item: Any) -> dict[str, Any] | None:
         """`file://provider.yaml`: the provider written in a file of its own (its `id`, `config`, `label`)."""
@@ -348,6 +378,10 @@ class Providers(Source):
         if converted is None:
             return None
         converted.pop("_name", None)
+        if converted.pop("tools", None) is not None:  # a grader is not given the provider's tools
+            converted.pop("answer_tool_calls", None)
+            converted.get("params", {}).pop("tool_choice", None)
+            self.note("judge: config.tools (a grader is not given tools)")
         if set(converted) == {"model"}:
             return converted["model"]
         return converted if "model" in converted else None
