@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from evalspec.authoring.importers.promptfoo.source import load_yaml
+from evalspec.core.errors import ControlFlow
 
 # the litellm routes that are sent OpenAI function tools as written, by promptfoo and by evalspec
 OPENAI_ROUTES = {"openai", "azure", "groq", "mistral", "cerebras", "deepseek", "xai", "openrouter",
@@ -29,7 +30,7 @@ ANTHROPIC_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 OPENAI_CHOICES = ("auto", "none", "required")
 
 
-class NotExact(Exception):
+class NotExact(ControlFlow):
     """The tools cannot be given to the model as promptfoo gives them: the reason."""
 
 
