@@ -136,3 +136,23 @@ def test_server_tools_and_tools_answered_by_callbacks_stay_as_before(tmp_path: P
     suite, err = imported(tmp_path, source)
     assert all("tools" not in p for p in suite["providers"]) and len(suite["providers"]) == 2
     assert "config keys functionToolCallbacks, tools" in err and "provider anthropic:messages:claude-x: config keys tools" in err
+
+
+def test_text_checks_beside_reported_calls_read_them_as_promptfoo_does(tmp_path: Path) -> None:
+    """promptfoo's `contains` on a tool-call output reads the calls' JSON: written as promptfoo's check in
+    JavaScript, it passes on the call as promptfoo's does (and a one-line `output.includes` stays JavaScript:
+    on the calls' array it is false, as in promptfoo); a check evalspec says only on words is noted."""
+    source = config("", [OPENAI_TOOL])
+    source["tests"] = [{"description": "boston", "vars": {"city": "Boston"},
+                        "assert": [{"type": "contains", "value": "get_weather"},
+                                   {"type": "not-icontains", "value": "SUNNY"},
+                                   {"type": "javascript", "value": "output.includes('Boston')"},
+                                   {"type": "word-count", "value": {"min": 1}}]}]
+    with OpenAIServer(weather_call) as server:
+        source["providers"][0]["config"]["apiBaseUrl"] = server.base
+        suite, notes = imported(tmp_path, source)
+        checks = suite["tests"][0]["conversation"][0]["assert"]
+        assert [next(iter(c)) for c in checks] == ["javascript", "javascript", "javascript"]
+        assert "assert[3]: assertion 'word-count' beside a model whose tool calls are the reply" in notes
+        record = play(tmp_path)
+    assert [a["pass"] for a in record["assertions"]] == [True, True, False], record["assertions"]

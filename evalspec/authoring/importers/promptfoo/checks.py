@@ -151,6 +151,10 @@ _JS_CHECKS = {
 }
 
 
+# text checks evalspec says in its own words, which read a reply's words where promptfoo reads a tool call's JSON
+_TEXT_ONLY = {"contains-json", "similar", "levenshtein", "word-count", "is-sql", "rouge-n", "bleu", "perplexity"}
+
+
 def transformed_check(kind: str, value: Any, transforms: list[Any]) -> str | None:
     """A text check on promptfoo's transformed output (the test's `options.transform`, then the check's own)
     as one `javascript` check that does both, as promptfoo does them (inline transforms: one line an
@@ -213,6 +217,13 @@ class Checks(Source):
         negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
         value = raw.get("value")
         name = ("not-" if negate else "") + base
+        if self.reported_tools and base in {*_JS_CHECKS, *_TEXT_ONLY}:  # a reply may be tool calls: their JSON
+            code = transformed_check(kind, value, chain) if base in _JS_CHECKS else None
+            if code is None:
+                self.notes.append(f"{where}: assertion '{kind}' beside a model whose tool calls are the reply "
+                                  "(promptfoo reads them as their JSON text; evalspec's check reads the words)")
+                return None
+            return dict(plain({"javascript": code, **{k: raw[k] for k in ("weight", "metric") if k in raw}}))
         out: dict[str, Any]
         threshold = raw.get("threshold")
         if base in ("latency", "cost") and value is None and isinstance(threshold, (int, float)):
@@ -241,7 +252,8 @@ class Checks(Source):
             return None
         if base == "equals" and value == "":  # promptfoo: the reply is exactly empty (or, negated, is not)
             out = {"regex": r"[\s\S]"} if negate else {"regex": r"\A\Z"}
-        elif base == "javascript" and isinstance(value, str) and (checks := js_checks(value, negate)) is not None:
+        elif base == "javascript" and isinstance(value, str) and not self.reported_tools and \
+                (checks := js_checks(value, negate)) is not None:
             out = checks
         elif base == "javascript" and isinstance(value, str):
             code = self.javascript(value, raw, where)

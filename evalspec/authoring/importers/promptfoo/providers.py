@@ -250,8 +250,7 @@ class Providers(Source):
             self.notes.append(f"provider {pid}: {exc}: promptfoo gives the model its tools and records its calls; "
                               "without the same tools it is another provider (not converted)")
             return None
-        self.note(f"provider {pid}: promptfoo's text checks read a tool call as the calls' JSON; evalspec's read "
-                  "the reply's words (empty when the model only calls tools): on such a reply they may not agree")
+        self.reported_tools = True  # the text checks read the output as promptfoo does (Checks.assertion)
         return tools, choice
 
     def provider_file(self, pid: str, item: Any) -> dict[str, Any] | None:

@@ -44,6 +44,9 @@ class Source:
         self.notes: list[str] = []
         self.problems: list[Problem] = []
         self.files: dict[str, str] = {}
+        # a model provider reports its tool calls: a reply may be calls, which promptfoo's text checks read as
+        # their JSON (checks on the text are then written as promptfoo's, in JavaScript)
+        self.reported_tools = False
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(Problem(str(self.path), None, where, message))
