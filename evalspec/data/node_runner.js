@@ -148,14 +148,18 @@ function exportsOf(mod) {
   return names.length ? names.join(', ') : 'none';
 }
 
-async function checkFunction(request) {
-  let mod;
+// the module of a file, or an error saying why not (`kind`: a syntax error, or it would not load)
+async function loadOrSay(file) {
   try {
-    mod = await load(request.file);
+    return await load(file);
   } catch (err) {
     const kind = err instanceof SyntaxError ? 'syntax' : 'load';
     throw Object.assign(new Error(`${err && err.name}: ${err && err.message}`), { kind });
   }
+}
+
+async function checkFunction(request) {
+  const mod = await loadOrSay(request.file);
   const fn = pick(mod, request.fn);
   if (!fn) {
     const wanted = request.fn ? `no function '${request.fn}' and no default export` : 'no function exported';
@@ -215,13 +219,7 @@ function functionsIn(value, at = '', found = [], seen = new Set()) {
 }
 
 async function call(request) {
-  let mod;
-  try {
-    mod = await load(request.file);
-  } catch (err) {
-    const kind = err instanceof SyntaxError ? 'syntax' : 'load';
-    throw Object.assign(new Error(`${err && err.name}: ${err && err.message}`), { kind });
-  }
+  const mod = await loadOrSay(request.file);
   const target = exported(mod, request.fn);
   if (target === undefined || target === null) {
     const wanted = request.fn ? `no export '${request.fn}'` : 'nothing exported';
