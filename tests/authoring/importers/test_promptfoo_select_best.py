@@ -89,3 +89,15 @@ def test_one_output_or_a_transformed_one_is_not_converted(tmp_path: Path) -> Non
     source["tests"][0]["options"] = {"transform": "output.toUpperCase()"}
     code, out, err = import_config(tmp_path, source)
     assert "assertion type 'select-best' (on the output transformed by `options.transform`)" in out + err
+
+
+def test_a_select_best_test_beside_other_tests_is_written_and_counts_as_checked(tmp_path: Path) -> None:
+    source = config("http://127.0.0.1:9/v1")
+    source["tests"] = [{"vars": {"topic": "香蕉"}, "assert": [{"type": "select-best", "value": "最好笑"}]},
+                       {"vars": {"topic": "苹果"}, "assert": [{"type": "contains", "value": "苹果"}]}]
+    code, out, err = import_config(tmp_path, source)
+    assert code == 0, out + err
+    tests = imported(tmp_path)["tests"]
+    assert [t["id"] for t in tests] == ["test-1", "test-2-prompt-1", "test-2-prompt-2"]
+    assert tests[0]["assert"] == [{"select-best": "最好笑"}] and len(tests[0]["matrix"]["prompt"]) == 2
+    assert "left out" not in err

@@ -255,9 +255,12 @@ def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite
     tests: list[dict[str, Any]] = []
     by_group: dict[str, dict[str, Any]] = {}
     systems: dict[str, str] = {}  # each written test's system message (by group)
+    checked: set[str] = set()  # the groups whose source has a check of its own
     for (pk, i), (group, test, asserts, messages, own_vars) in zip(origins, turns, strict=True):
         if i in compared:  # one test, its prompts a matrix: every prompt × provider is a candidate
             group = group.replace(f" prompt-{pk}\x00", "\x00")
+        if test.get("assert"):
+            checked.add(group)
         if messages and messages[0]["role"] == "system":
             if systems.setdefault(group, messages[0]["content"]) != messages[0]["content"]:
                 conv.notes.append(f"{entry_name(group)}: a system message that differs between the turns of one "
@@ -372,7 +375,6 @@ def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite
     suite["tests"] = tests
     # promptfoo runs a test without checks to show its reply (it passes when the provider answers): such
     # tests check nothing in the source, as distinct from tests whose checks could not be converted
-    checked = {group for group, test, *_ in turns if test.get("assert")}
     unchecked = [] if default.get("assert") else [by_group[g]["id"] for g in by_group if g not in checked]
     return ImportedSuite(filename=f"{slugify(path.stem)}.yaml", data=suite, not_converted=list(dict.fromkeys(conv.notes)),
                          source=path.name, files=conv.files, unchecked=unchecked)
