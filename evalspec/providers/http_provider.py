@@ -278,6 +278,8 @@ def http_url_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
 def http_problems(config: dict[str, Any]) -> list[str]:
     """A missing or malformed URL, or a JMESPath that does not compile, found before any call."""
     http = config.get("http") or {}
+    if not isinstance(http, dict):  # `http: http://…`: the schema's problem names it, with its line
+        return []
     url = http.get("url")
     problems = []
     if not isinstance(url, str) or not url:

@@ -155,6 +155,18 @@ def test_validate_names_a_malformed_url_or_python_reference_once_at_its_key(tmp_
         f"{path}:5: providers[1].python: provider 'p': 'nocolon' is not FILE.py:function or module:function"]
 
 
+def test_an_http_provider_written_as_a_url_is_one_problem_at_its_line(tmp_path: Path) -> None:
+    from evalspec.plan.preflight import prepare
+
+    path = tmp_path / "s.yaml"
+    path.write_text("providers:\n  - id: h\n    http: http://127.0.0.1:9/chat\n"
+                    "tests:\n  - id: t\n    conversation: [{user: hi}]\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        prepare([path])
+    assert [str(p) for p in err.value.problems] == [
+        f"{path}:3: providers[0].http: http must be a mapping like {{key: value}}, got 'http://127.0.0.1:9/chat'"]
+
+
 def openai_like(calls: list[dict[str, Any]] | None, content: str | None = "好的") -> Any:
     """An http chatbot answering in OpenAI's format: `tool_calls` is left out when there are none."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
