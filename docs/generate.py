@@ -40,7 +40,7 @@ EXAMPLES: dict[str, str] = {
     "follows-correction": "- follows-correction:\n  levels: default",
     "icontains": "- icontains: vip",
     "is-json": "- is-json:",
-    "is-sql": "- is-sql: {dialect: postgres, allowed_tables: {select: [orders, order_items]}}   # read only",
+    "is-sql": "- is-sql: {dialect: postgres, allowed_tables: {select: [orders, order_items]}}   # tables it may read (no writes to them)",
     "javascript": ("- javascript: output.includes('您好') && output.length < 200   # one line: an expression\n"
                    "- javascript: file://checks.js:polite   # fn(output, context), relative to the suite\n"
                    "  config: {min_length: 10}              # context.config"),

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import check, invoke, transcript
+from evalspec.core.errors import ConfigError
+from tests.helpers import check, invoke, spec, transcript
 
 COUNT_SOLD = ("SELECT COUNT(*) FROM Orders o JOIN Items i ON i.order_id = o.id\n"
               "WHERE i.name = 'pears' AND o.placed_at >= DATE_SUB(CURDATE(), INTERVAL 1 MONTH);")
@@ -132,7 +133,8 @@ def test_scopes_read_each_reply() -> None:
     each = check("{type: is-sql, scope: each_turn}", two)
     assert each.passed is False and [e.turn for e in each.evidence] == [2]
     assert check("{type: is-sql, scope: any_turn}", two).passed is True
-    assert check("{type: is-sql, scope: conversation}", two).passed is False  # the replies joined
+    with pytest.raises(ConfigError, match="'is-sql' reads one reply at a time, not the replies joined"):
+        spec("{type: is-sql, scope: conversation}")  # two valid statements joined are no statement
 
 
 SUITE = """\
