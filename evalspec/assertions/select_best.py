@@ -9,6 +9,7 @@ than two, or when the judge's answer is not one candidate's index.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar
 
@@ -21,7 +22,9 @@ from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
 from evalspec.extend.transcript import Message
 from evalspec.providers.structured import verdict_schema
+from evalspec.providers.tool_rounds import call_text
 
+_TAG = re.compile(r"<(/?candidate)", re.IGNORECASE)
 PENDING = "decided across the test's candidates once all of them have finished; this record was graded alone"
 
 
@@ -55,8 +58,12 @@ def _replies(transcript: list[Message]) -> list[Message]:
 def _shown(spec: AssertionSpec, candidate: Candidate) -> str:
     """What the judge reads of a candidate: its final reply, or (scope `conversation`) the transcript."""
     if spec.scope == "conversation":
-        return format_transcript(candidate.transcript)
-    return str(_replies(candidate.transcript)[-1].get("content") or "")
+        text = format_transcript(candidate.transcript)
+    else:
+        last = _replies(candidate.transcript)[-1]
+        calls = [f"(called tool {call_text(c)})" for c in last.get("tool_calls") or []]  # a call is no empty reply
+        text = "\n".join([str(last.get("content") or ""), *calls]).strip()
+    return _TAG.sub(r"&lt;\1", text)  # a reply can neither close its block nor open another
 
 
 def _question(spec: AssertionSpec, shown: list[str]) -> str:
