@@ -15,6 +15,7 @@ from typing import Any, cast
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
 from evalspec.core.errors import Problem
+from evalspec.core.suggest import did_you_mean
 from evalspec.extend.check import snippet
 from evalspec.extend.provider import normalize_finish_reason
 from evalspec.extend.registry import model_needed
@@ -133,8 +134,8 @@ def examples_of(spec: AssertionSpec) -> Iterator[tuple[str, int, Any, PathKey]]:
 
 
 def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
-    """What `validate` warns about: an `xfail` test holding a critical assertion of its own (SPEC §17);
-    with `strict`, every critical deterministic assertion without a `fail` example (SPEC §18)."""
+    """What `validate` warns about: an `xfail` test holding a critical assertion of its own (SPEC §17), a
+    `finish-reason` that is no known reason (`stopp`); with `strict`, every critical deterministic assertion without a `fail` example (SPEC §18)."""
     warnings: list[Problem] = []
     for suite in suites:
         def at(path: PathKey, message: str, suite: Suite = suite) -> None:
@@ -142,6 +143,7 @@ def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
                             else Problem(str(suite.path), None, "", message))
 
         reported: set[PathKey] = set()
+        typos: set[PathKey] = set()  # finish-reason values warned about (a `defaults` check once)
         for test in suite.tests:
             own = [*(a for t in test.conversation for a in t.asserts),
                    *(a for a in test.asserts if a.where[:1] != ("defaults",))]
@@ -154,6 +156,12 @@ def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
                 at(where, f"test '{test.id}': xfail cannot silence a red line: critical '{first.name}'"
                           f"{f' (line {line})' if line else ''} still fails the gate when it fails; make it major "
                           f"while the defect is known, or drop xfail")
+            for spec in [*test.asserts, *(a for t in test.conversation for a in t.asserts)]:
+                if spec.type == "finish-reason" and spec.where not in typos and (word := _unknown_reason(spec)):
+                    typos.add(spec.where)
+                    at(spec.where, f"'{spec.name}: {word}' is none of {', '.join(KNOWN_REASONS)}"
+                                   f"{did_you_mean(word, KNOWN_REASONS)}: it matches only a reply whose provider "
+                                   "reports that very word")
             if not strict:
                 continue
             for spec in [*test.asserts, *(a for t in test.conversation for a in t.asserts)]:
@@ -164,6 +172,15 @@ def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
                     at(spec.where, f"critical '{spec.name}' has no fail example: a red line that catches nothing "
                                    f"passes silently; add `examples: {{fail: [a reply it must reject]}}`")
     return warnings
+
+
+KNOWN_REASONS = ("stop", "length", "content_filter", "tool_calls")
+
+
+def _unknown_reason(spec: AssertionSpec) -> str | None:
+    """A `finish-reason` value that is no reason evalspec knows (a typo, most likely), else None."""
+    word = normalize_finish_reason(getattr(spec.params, "reason", None))
+    return word if word is not None and word not in KNOWN_REASONS else None
 
 
 def _model_graded(spec: AssertionSpec) -> bool:

@@ -107,3 +107,22 @@ tests:
         "fail: [{reply: 好, finish_reason: max_tokens}", "fail: [{reply: 好, finish_reason: end_turn}"), encoding="utf-8")
     code, out = invoke("validate", str(tmp_path / "s.yaml"))
     assert code != 0 and "finish reason end_turn" in out, out
+
+
+def test_validate_warns_on_a_reason_that_is_none_it_knows_once_for_a_default(tmp_path: Path) -> None:
+    (tmp_path / "bot.py").write_text("def r(messages, context):\n    return 'x'\n", encoding="utf-8")
+    (tmp_path / "s.yaml").write_text("""\
+providers: [{id: p, python: bot.py:r}]
+defaults:
+  assert: [{not-finish-reason: stopp}]
+tests:
+  - id: a
+    conversation: [{user: 你好, assert: [{finish-reason: end_turn}, {finish-reason: lenght}]}]
+  - id: b
+    conversation: [{user: hi}]
+""", encoding="utf-8")
+    code, output = invoke("validate", str(tmp_path / "s.yaml"))
+    assert code == 0, output
+    warnings = [line for line in output.splitlines() if line.startswith("warning")]
+    assert len(warnings) == 2 and "'not-finish-reason: stopp' is none of stop, length" in warnings[0]
+    assert "(did you mean 'length'?)" in warnings[1] and "s.yaml:6:" in warnings[1]
