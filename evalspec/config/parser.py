@@ -297,6 +297,9 @@ class SuiteParser:
         spec = self._provider(raw, path, default_id=role)
         if spec is not None:
             collect_provider_secrets(spec.config, self.suite.secrets)
+            for key in ("tools", "tool_results", "max_tool_rounds", "answer_tool_calls"):
+                if key in spec.config:  # evalspec's own calls answer in text or JSON: a tool call is no verdict
+                    self.bad((*path, key), f"a {role} takes no '{key}' (tools are for the systems under test)")
         return spec
 
     # -- tests -------------------------------------------------------------------------------

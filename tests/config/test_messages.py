@@ -103,3 +103,13 @@ def test_the_same_option_beside_the_value_is_accepted(tmp_path: Path) -> None:
             "            fuzzy: false\n"), encoding="utf-8")
     spec = load_suite(path).tests[0].conversation[1].asserts[0]
     assert spec.value == {"job": "测试工程师"} and spec.options == {"fuzzy": False}
+
+
+def test_a_judge_or_simulator_given_tools_is_a_problem_at_each_key(tmp_path: Path) -> None:
+    found = problems_of(tmp_path, one_test(""), top=(
+        "judge: {model: openai/gpt-4o-mini, api_key: x, tools: [], answer_tool_calls: false}\n"
+        "simulator: {model: openai/gpt-4o-mini, api_key: x, tool_results: {f: ok}}\n"))
+    assert sorted(p.split(": ", 1)[1] for p in found if "takes no" in p) == [
+        "judge.answer_tool_calls: a judge takes no 'answer_tool_calls' (tools are for the systems under test)",
+        "judge.tools: a judge takes no 'tools' (tools are for the systems under test)",
+        "simulator.tool_results: a simulator takes no 'tool_results' (tools are for the systems under test)"]
