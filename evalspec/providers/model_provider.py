@@ -294,10 +294,26 @@ def model_preflight(spec: ProviderSpec, suite: Suite) -> list[str]:
     if is_local(spec):
         return local_problems()
     try:
-        ModelProvider(spec.id, spec.config, suite.vars, test_vars=test_var_names(suite))
+        provider = ModelProvider(spec.id, spec.config, suite.vars, test_vars=test_var_names(suite))
     except ProviderError as exc:
         return [str(exc)]
-    return model_problems(spec.config)
+    return system_problems(provider, spec, suite) + model_problems(spec.config)
+
+
+def system_problems(provider: ModelProvider, spec: ProviderSpec, suite: Suite) -> list[str]:
+    """A system prompt naming a test's vars: each test it plays must have them (else every call of that test
+    would be an error; validate says which test before any call)."""
+    source = provider._system_source
+    if source is None:
+        return []
+    named = names_other_vars(source, suite.vars)
+    out = []
+    for test in suite.tests:
+        if test.providers and spec.id not in test.providers:
+            continue
+        if missing := sorted(named - set(test.vars) - set(test.matrix)):
+            out.append(f"system: names {', '.join(missing)}, which test '{test.id}' has not among its vars")
+    return out
 
 
 def model_prepare(spec: ProviderSpec) -> None:

@@ -146,6 +146,31 @@ def test_gemma_as_judge_reaches_a_verdict_on_every_assertion(llama_server: str, 
     assert took <= 240, f"3 judged tests took {took:.0f}s"
 
 
+SECOND_BOT = '''\
+def respond(messages, context):
+    return "我不清楚。"
+'''
+
+
+def test_gemma_as_judge_picks_one_candidate_for_select_best(llama_server: str, tmp_path: Path) -> None:
+    """select-best's one judge call (an index from an enum) reaches a choice with a 270M model."""
+    (tmp_path / "terse.py").write_text(SECOND_BOT, encoding="utf-8")
+    path = tmp_path / "best.yaml"
+    path.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}, {{id: terse, python: terse.py:respond}}]
+judge: {model(llama_server)}
+options: {{concurrency: 1}}
+tests:
+  - id: instalments
+    conversation: [{{user: 瑶光能分期吗？}}]
+    assert: [{{select-best: The reply that answers whether instalments are possible}}]
+""", encoding="utf-8")
+    data = go(path, tmp_path)
+    assert errors(data) == []
+    verdicts = sorted(a["pass"] for r in data["results"] for a in r["assertions"] if a["type"] == "select-best")
+    assert verdicts == [False, True]
+
+
 def test_gemma_as_simulated_user_and_attacker_writes_every_message(llama_server: str, tmp_path: Path) -> None:
     for name, tests in (("simulated.yaml", SIMULATED), ("attack.yaml", ATTACK)):
         data = go(write(tmp_path, name, llama_server, tests), tmp_path)
