@@ -101,8 +101,7 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
                 problems.append(_at(inst.suite, check.value_where, f"python check: {exc}"))
     if any(_has_check(t, "javascript") for s in plan.suites for t in s.tests):
         problems.extend(_javascript_problems(plan))
-    if any(_has_check(t, kind) for s in plan.suites for t in [*s.tests, s.transcripts] if t is not None
-           for kind in ("is-sql", "not-is-sql")):
+    if any(_has_check(t, "is-sql") for s in plan.suites for t in [*s.tests, s.transcripts] if t is not None):
         problems.extend(_sql_problems(plan))
     return problems
 
@@ -118,7 +117,7 @@ def _sql_problems(plan: Plan) -> list[Problem]:
     checked: set[tuple[str, str]] = set()
     for inst in plan.renderable():
         for check in instance_assertions(inst):
-            if check.type not in ("is-sql", "not-is-sql"):
+            if check.type != "is-sql":  # `not-is-sql` too: the type is the check's, negated or not
                 continue
             dialect = str(check.params.dialect) if check.params is not None else ""
             key = (str(inst.suite.path), "" if missing else dialect)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict, cast
 
 from evalspec.assertions.evaluate import AssertionResult
+from evalspec.config.model import TestSpec
 from evalspec.core.redact import redact
 from evalspec.extend.params import Keywords
 from evalspec.extend.transcript import Message
@@ -130,9 +131,7 @@ class Record(_StoredRecord, total=False):
 def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],
                 duration_ms: float) -> Record:
     test, secrets = instance.test, instance.suite.secrets
-    status, score, critical = decide(results, test.threshold, transcript.error, test.xfail)
-    if test.curve:  # a curve point's score is its test's own assertions: suite defaults gate, never dilute
-        score = test_score([r for r in results if not r.from_defaults])
+    status, score, critical = _verdict(results, test, transcript.error)
     replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("injected")]
     usage = usage_fields(replies)
     judge = judge_figures([u for r in results for u in r.judge_usage] + transcript.judge_usage)
@@ -164,7 +163,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "assertions": redact([r.to_json() for r in results], secrets),
         "transcript": redact(transcript.messages, secrets),
         "stop_reason": transcript.stop_reason,
-        "error": redact(transcript.error or next((f"{r.type}: {r.error}" for r in results if r.error), None), secrets),
+        "error": _error(transcript.error, results, secrets),
         "duration_ms": round(duration_ms, 3),
         "calls": transcript.calls,
         "cached_calls": transcript.cached_calls,
@@ -194,19 +193,31 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
     return record
 
 
+def _verdict(results: list[AssertionResult], test: TestSpec, error: str | None) -> tuple[str, float | None, bool]:
+    """status, score and whether a critical assertion failed, from the record's checks."""
+    status, score, critical = decide(results, test.threshold, error, test.xfail)
+    if test.curve:  # a curve point's score is its test's own assertions: suite defaults gate, never dilute
+        score = test_score([r for r in results if not r.from_defaults])
+    return status, score, critical
+
+
+def _error(error: str | None, results: list[AssertionResult], secrets: set[str]) -> str | None:
+    """The record's `error`: the conversation's, else its first check's (redacted)."""
+    found: str | None = redact(error or next((f"{r.type}: {r.error}" for r in results if r.error), None), secrets)
+    return found
+
+
 def redecide(record: Record, results: list[AssertionResult], instance: Instance,
              usage: list[dict[str, Any]]) -> None:
     """The record's verdict again, from `results` (all of its assertions: `select-best` is decided after the
     conversation, `play.compare`), with the judge calls `usage` lists added to its figures."""
     test, secrets = instance.test, instance.suite.secrets
     error = record.get("error") if record["stop_reason"] == "error" else None
-    status, score, critical = decide(results, test.threshold, error, test.xfail)
-    if test.curve:
-        score = test_score([r for r in results if not r.from_defaults])
+    status, score, critical = _verdict(results, test, error)
     record["status"], record["critical_failed"] = status, critical
     record["score"] = round(score, 6) if score is not None else None
     record["assertions"] = redact([r.to_json() for r in results], secrets)
-    record["error"] = error or redact(next((f"{r.type}: {r.error}" for r in results if r.error), None), secrets)
+    record["error"] = _error(error, results, secrets)
     added = judge_figures(usage)
     record["judge_calls"] = record.get("judge_calls", 0) + added["judge_calls"]
     for key in ("judge_tokens", "judge_cost"):
