@@ -255,8 +255,8 @@ class SuiteParser:
             extras = {k: raw[k] for k in ("tool_calls", "tool_call_id", "name", "state", "parts") if k in raw}
             if "finish_reason" in raw and kind != "assistant":
                 self.bad((*tpath, "finish_reason"), f"'finish_reason' goes with an 'assistant' entry, not '{kind}'")
-            elif normalize_finish_reason(raw.get("finish_reason")) is not None:  # why the model stopped
-                extras["finish_reason"] = normalize_finish_reason(raw["finish_reason"])
+            elif (finish := normalize_finish_reason(raw.get("finish_reason"))) is not None:  # why the model stopped
+                extras["finish_reason"] = finish
             spec.message = extras or None
             if kind == "user":
                 turn += 1

@@ -19,7 +19,7 @@ from typing import Any
 
 from evalspec.config.model import ProviderSpec, Suite, TestSpec, TranscriptsSpec, TurnSpec
 from evalspec.core.errors import ConfigError, ControlFlow, Problem
-from evalspec.extend.provider import normalize_finish_reason
+from evalspec.extend.provider import REASON_WORDS, normalize_finish_reason
 
 RECORDED = ProviderSpec(id="recorded", kind="recorded", config={})
 ROLES = ("user", "assistant", "tool", "system")
@@ -180,11 +180,11 @@ def test_of(suite: Suite, conversation: Conversation, index: int) -> TestSpec:
                   if message.get(key) is not None and (key in ("state", "parts") or message.get(key))}
         finish = message.get("finish_reason")
         if role == "assistant" and finish is not None:  # why the model stopped, as providers record it
-            if normalize_finish_reason(finish) is None:
+            if (word := normalize_finish_reason(finish)) is None:
                 raise RecordedProblem(conversation.file, conversation.line,
                                       f"conversation '{conversation.id}', message {k + 1}: finish_reason "
-                                      f"{finish!r} is not a word (stop, length, content_filter, tool_calls)")
-            extras["finish_reason"] = normalize_finish_reason(finish)
+                                      f"{finish!r} is not a word ({', '.join(REASON_WORDS)})")
+            extras["finish_reason"] = word
         test.conversation.append(TurnSpec(kind=role, text=_content(message.get("content")), message=extras or None))
     return test
 

@@ -17,7 +17,7 @@ from evalspec.config.paths import PathKey
 from evalspec.core.errors import Problem
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.check import snippet
-from evalspec.extend.provider import normalize_finish_reason
+from evalspec.extend.provider import REASON_WORDS, normalize_finish_reason
 from evalspec.extend.registry import model_needed
 from evalspec.extend.transcript import Message
 
@@ -156,15 +156,16 @@ def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
                 at(where, f"test '{test.id}': xfail cannot silence a red line: critical '{first.name}'"
                           f"{f' (line {line})' if line else ''} still fails the gate when it fails; make it major "
                           f"while the defect is known, or drop xfail")
-            for spec in [*test.asserts, *(a for t in test.conversation for a in t.asserts)]:
+            checks = [*test.asserts, *(a for t in test.conversation for a in t.asserts)]
+            for spec in checks:
                 if spec.type == "finish-reason" and spec.where not in typos and (word := _unknown_reason(spec)):
                     typos.add(spec.where)
-                    at(spec.where, f"'{spec.name}: {word}' is none of {', '.join(KNOWN_REASONS)}"
-                                   f"{did_you_mean(word, KNOWN_REASONS)}: it matches only a reply whose provider "
+                    at(spec.where, f"'{spec.name}: {word}' is none of {', '.join(REASON_WORDS)}"
+                                   f"{did_you_mean(word, REASON_WORDS)}: it matches only a reply whose provider "
                                    "reports that very word")
             if not strict:
                 continue
-            for spec in [*test.asserts, *(a for t in test.conversation for a in t.asserts)]:
+            for spec in checks:
                 if spec.severity != "critical" or spec.where in reported or _model_graded(spec):
                     continue
                 reported.add(spec.where)
@@ -174,13 +175,10 @@ def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
     return warnings
 
 
-KNOWN_REASONS = ("stop", "length", "content_filter", "tool_calls")
-
-
 def _unknown_reason(spec: AssertionSpec) -> str | None:
     """A `finish-reason` value that is no reason evalspec knows (a typo, most likely), else None."""
     word = normalize_finish_reason(getattr(spec.params, "reason", None))
-    return word if word is not None and word not in KNOWN_REASONS else None
+    return word if word is not None and word not in REASON_WORDS else None
 
 
 def _model_graded(spec: AssertionSpec) -> bool:

@@ -61,10 +61,12 @@ class ProviderResponse:
 
 PART_KEYS = ("text", "buttons", "image", "custom")
 
-# why a model stopped, each provider's word -> the OpenAI word (promptfoo's table, so that imported
-# `finish-reason` checks read the same): anything else is kept as it is, lower-cased
+# why a model stopped: OpenAI's words, which every provider's word for them is read as
+REASON_WORDS = ("stop", "length", "content_filter", "tool_calls")
+# each provider's word -> the OpenAI word (promptfoo's table, so that imported `finish-reason` checks read
+# the same): anything else is kept as it is, lower-cased
 FINISH_REASONS = {
-    "stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "tool_calls",
+    **{word: word for word in REASON_WORDS},
     "function_call": "tool_calls", "max_output_tokens": "length",  # OpenAI's legacy and Responses words
     "end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
     "model_context_window_exceeded": "length", "refusal": "content_filter",  # Anthropic's

@@ -74,13 +74,14 @@ class ModelProvider:
         self.model = str(config["model"])
         self._variables = dict(variables or {})
         self._system_source: str | None = None  # a system prompt naming a test's vars: rendered for each test
+        self.system_vars: set[str] = set()  # the test vars it names
         try:
             self.system = render_text(config["system"], self._variables) if config.get("system") else None
         except TemplateProblem as exc:
             named = names_other_vars(str(config["system"]), self._variables)
             if not named or not named <= test_vars:  # a name no test has: a typo, found before any call
                 raise ProviderError(f"{pid}: system: {exc}") from None
-            self.system, self._system_source = None, str(config["system"])
+            self.system, self._system_source, self.system_vars = None, str(config["system"]), named
         self.params = dict(config.get("params") or {})
         self.strategy = ContextStrategy.from_config(config)  # the pool gives summary/facts their model
         self.api_base = config.get("api_base")
@@ -303,15 +304,11 @@ def model_preflight(spec: ProviderSpec, suite: Suite) -> list[str]:
 def system_problems(provider: ModelProvider, spec: ProviderSpec, suite: Suite) -> list[str]:
     """A system prompt naming a test's vars: each test it plays must have them (else every call of that test
     would be an error; validate says which test before any call)."""
-    source = provider._system_source
-    if source is None:
-        return []
-    named = names_other_vars(source, suite.vars)
     out = []
-    for test in suite.tests:
-        if test.providers and spec.id not in test.providers:
+    for test in suite.tests if provider.system_vars else []:
+        if test.providers is not None and spec.id not in test.providers:
             continue
-        if missing := sorted(named - set(test.vars) - set(test.matrix)):
+        if missing := sorted(provider.system_vars - set(test.vars) - set(test.matrix)):
             out.append(f"system: names {', '.join(missing)}, which test '{test.id}' has not among its vars")
     return out
 

@@ -161,7 +161,8 @@ def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: dict[str, Any] | 
                 timeout: float = 60.0) -> ToolKit:
     config = spec.config
     model = spec.kind == "model"
-    return ToolKit(answers=model and config.get("answer_tool_calls", True) is not False, model=model, tools=load_tools(config.get("tools"), base_dir),
+    return ToolKit(answers=model and config.get("answer_tool_calls", True) is not False, model=model,
+                   tools=load_tools(config.get("tools"), base_dir),
                    results=dict(config.get("tool_results") or {}),
                    max_rounds=int(config.get("max_tool_rounds", DEFAULT_MAX_TOOL_ROUNDS)),
                    base_dir=base_dir, vars=dict(variables or {}), timeout=timeout)
