@@ -156,3 +156,17 @@ def test_text_checks_beside_reported_calls_read_them_as_promptfoo_does(tmp_path:
         assert "assert[3]: assertion 'word-count' beside a model whose tool calls are the reply" in notes
         record = play(tmp_path)
     assert [a["pass"] for a in record["assertions"]] == [True, True, False], record["assertions"]
+
+
+def test_a_grader_with_tools_is_given_none_and_leaves_the_text_checks_evalspec_s(tmp_path: Path) -> None:
+    source = {"prompts": ["Say hello"],
+              "providers": [{"id": "openai:chat:test-model", "config": {"apiKey": "sk-test"}}],
+              "defaultTest": {"options": {"provider": {"id": "openai:chat:gpt-4o", "config": {
+                  "apiKey": "sk-test", "tools": [OPENAI_TOOL, {"type": "function", "function": {
+                      "name": "odd", "input_schema": {}}}]}}}},
+              "tests": [{"assert": [{"type": "contains", "value": "hello"},
+                                    {"type": "llm-rubric", "value": "is friendly"}]}]}
+    suite, notes = imported(tmp_path, source)
+    assert suite["tests"][0]["conversation"][0]["assert"][0] == {"contains": "hello"}  # the model under test has no tools
+    assert suite["judge"] == {"model": "openai/gpt-4o", "api_key": "sk-test"}  # kept, without the tools
+    assert "judge: config.tools (a grader is not given tools)" in notes

@@ -169,6 +169,7 @@ def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite
                                           else data.get("targets"))
     conv.session_var = uuid_var(data.get("defaultTest"))  # promptfoo's per-test id: evalspec's thread id
     providers = conv.providers(data.get("providers") if data.get("providers") is not None else data.get("targets"))
+    conv.reported_tools = any(p.get("answer_tool_calls") is False for p in providers)
     prompts = conv.prompts(data.get("prompts"))
     default = conv.default_test(data.get("defaultTest"))
     default_vars = conv.var_files(dict(default["vars"]), "defaultTest") if isinstance(default.get("vars"), dict) else {}

@@ -220,7 +220,10 @@ class Providers(Source):
         if isinstance(config.get("instructions"), str) and full.startswith("openai/responses/"):
             out["system"] = config["instructions"]  # the Responses API's system message
             used.add("instructions")
-        if "tools" in config and "functionToolCallbacks" not in config and declares_functions(config["tools"]):
+        if "tools" in config and self.grading:  # promptfoo's grader is not given the provider's tools
+            used |= {"tools", "tool_choice"}
+            self.note("judge: config.tools (a grader is not given tools)")
+        elif "tools" in config and "functionToolCallbacks" not in config and declares_functions(config["tools"]):
             tools = self.tools(pid, full, config)
             if tools is None:
                 return None
@@ -250,7 +253,6 @@ class Providers(Source):
             self.notes.append(f"provider {pid}: {exc}: promptfoo gives the model its tools and records its calls; "
                               "without the same tools it is another provider (not converted)")
             return None
-        self.reported_tools = True  # the text checks read the output as promptfoo does (Checks.assertion)
         return tools, choice
 
     def provider_file(self, pid: str, item: Any) -> dict[str, Any] | None:
@@ -373,14 +375,14 @@ class Providers(Source):
             raw = raw["text"]  # {text: ..., embedding: ...}
         elif isinstance(raw, dict) and "embedding" in raw and "id" not in raw:
             return None  # only an embedding model: the embedder
-        converted = self.provider(raw)
+        self.grading = True
+        try:
+            converted = self.provider(raw)
+        finally:
+            self.grading = False
         if converted is None:
             return None
         converted.pop("_name", None)
-        if converted.pop("tools", None) is not None:  # a grader is not given the provider's tools
-            converted.pop("answer_tool_calls", None)
-            converted.get("params", {}).pop("tool_choice", None)
-            self.note("judge: config.tools (a grader is not given tools)")
         if set(converted) == {"model"}:
             return converted["model"]
         return converted if "model" in converted else None

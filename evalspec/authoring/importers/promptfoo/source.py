@@ -45,8 +45,10 @@ class Source:
         self.problems: list[Problem] = []
         self.files: dict[str, str] = {}
         # a model provider reports its tool calls: a reply may be calls, which promptfoo's text checks read as
-        # their JSON (checks on the text are then written as promptfoo's, in JavaScript)
+        # their JSON (checks on the text are then written as promptfoo's, in JavaScript); set from the
+        # converted providers, before the checks
         self.reported_tools = False
+        self.grading = False  # converting a grader (judge, attacker): it is given no tools
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(Problem(str(self.path), None, where, message))
