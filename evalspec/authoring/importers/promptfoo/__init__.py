@@ -319,12 +319,12 @@ def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite
         if isinstance(data.get("redteam"), dict) else None
     if red is not None and red.system and not turns:
         system = red.system  # the prompt each attack message is sent in
-    if system and len({systems.get(group, "") for group in by_group}) > 1:
-        system = _system_per_test(by_group, systems, default_vars)
-    if system:
+    if system:  # the text, as written; a var of each test when it differs between them
+        written = _system_per_test(by_group, systems, default_vars) \
+            if len({systems.get(group, "") for group in by_group}) > 1 else literal(system)
         for p in providers:
             if "model" in p:
-                p["system"] = literal(system) if not system.startswith("{{ ") else system
+                p["system"] = written
         if not any("model" in p for p in providers):
             conv.notes.append("the prompt's system message (only model providers take `system:`)")
     suite: dict[str, Any] = {"description": plain(str(data.get("description") or f"Imported from {path.name}"))}

@@ -205,11 +205,17 @@ class Checks(Source):
         raw = {k: v for k, v in raw.items() if k != "rubricPrompt"}
         chain = [t for t in (transform, raw.get("transform")) if t is not None]  # the test's, then the check's
         transform = chain[-1] if chain else None
-        if not all(transform_kept(t, raw) for t in chain):
+        kept = all(transform_kept(t, raw) for t in chain)
+        # beside a model whose tool calls are the reply, promptfoo's text checks read the calls as their JSON
+        tools_read = self.reported_tools and kind.removeprefix("not-") in {*_JS_CHECKS, *_TEXT_ONLY}
+        if not kept or tools_read:  # promptfoo's own check, in JavaScript, on what promptfoo reads
             code = transformed_check(kind, raw.get("value"), chain)
             if code is None:
-                self.notes.append(f"{where}: assertion '{kind}' on the output transformed by {transform!r} "
-                                  "(on the reply as it is, the check would mean something else)")
+                self.notes.append(
+                    f"{where}: assertion '{kind}' " + (
+                        f"on the output transformed by {transform!r} (on the reply as it is, the check would mean "
+                        "something else)" if not kept else "beside a model whose tool calls are the reply (promptfoo "
+                        "reads them as their JSON text; evalspec's check reads the words)"))
                 return None
             return dict(plain({"javascript": code, **{k: raw[k] for k in ("weight", "metric") if k in raw}}))
         trimmed = transform is not None  # promptfoo checks output.trim(): what evalspec's equals/starts-with do
@@ -217,13 +223,6 @@ class Checks(Source):
         negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
         value = raw.get("value")
         name = ("not-" if negate else "") + base
-        if self.reported_tools and base in {*_JS_CHECKS, *_TEXT_ONLY}:  # a reply may be tool calls: their JSON
-            code = transformed_check(kind, value, chain) if base in _JS_CHECKS else None
-            if code is None:
-                self.notes.append(f"{where}: assertion '{kind}' beside a model whose tool calls are the reply "
-                                  "(promptfoo reads them as their JSON text; evalspec's check reads the words)")
-                return None
-            return dict(plain({"javascript": code, **{k: raw[k] for k in ("weight", "metric") if k in raw}}))
         out: dict[str, Any]
         threshold = raw.get("threshold")
         if base in ("latency", "cost") and value is None and isinstance(threshold, (int, float)):
