@@ -17,7 +17,16 @@ from evalspec.assertions.graded import JUDGE_SYSTEM, format_transcript
 from evalspec.config.model import SELECT_BEST, AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
-from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn, JudgeRequest, Reply, snippet
+from evalspec.extend.check import (
+    Check,
+    Evidence,
+    GradingContext,
+    JudgeFn,
+    JudgeRequest,
+    Reply,
+    replies,
+    snippet,
+)
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
 from evalspec.extend.transcript import Message
@@ -50,17 +59,12 @@ class Candidate:
     error: str | None = None
 
 
-def _replies(transcript: list[Message]) -> list[Message]:
-    return [m for m in transcript if m.get("role") == "assistant" and not m.get("injected")
-            and not m.get("intermediate")]
-
-
 def _shown(spec: AssertionSpec, candidate: Candidate) -> str:
     """What the judge reads of a candidate: its final reply, or (scope `conversation`) the transcript."""
     if spec.scope == "conversation":
         text = format_transcript(candidate.transcript)
     else:
-        last = _replies(candidate.transcript)[-1]
+        last = replies(candidate.transcript)[-1]
         calls = [f"(called tool {call_text(c)})" for c in last.get("tool_calls") or []]  # a call is no empty reply
         text = "\n".join([str(last.get("content") or ""), *calls]).strip()
     return _TAG.sub(r"&lt;\1", text)  # a reply can neither close its block nor open another
@@ -105,7 +109,7 @@ async def pick_best(spec: AssertionSpec, candidates: list[Candidate], judge: Jud
         return Comparison([], f"needs at least two candidates to compare; this run has {len(candidates)}{only}: "
                               "a --provider or --filter left the others out")
     for c in candidates:
-        if c.error is not None or not _replies(c.transcript):
+        if c.error is not None or not replies(c.transcript):
             return Comparison([], f"not compared: candidate {c.label} " +
                               (f"ended in an error ({c.error})" if c.error is not None else "has no reply"))
     if judge is None:
@@ -126,7 +130,7 @@ async def pick_best(spec: AssertionSpec, candidates: list[Candidate], judge: Jud
         return Comparison([], describe(exc))
     why = str(verdict.answer.get("reason") or "")
     chosen = candidates[best]
-    last = _replies(chosen.transcript)[-1]
+    last = replies(chosen.transcript)[-1]
     evidence = Evidence(last.get("turn"), snippet(shown[best], 300), f"best: {chosen.label}")
     details = {"candidates": [c.label for c in candidates], "best": best, "verdicts": [verdict.recorded()]}
     n = len(candidates)

@@ -95,6 +95,12 @@ JudgeFn = Callable[[JudgeRequest], Awaitable[JudgeVerdict]]
 EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
 
 
+def replies(transcript: list[Message]) -> list[Message]:
+    """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds
+    before it and injected history are excluded)."""
+    return [m for m in transcript if m["role"] == "assistant" and not m.get("injected") and not m.get("intermediate")]
+
+
 @dataclass
 class GradingContext:
     """Everything a check may read. `transcript` ends at `turn` for turn-attached assertions."""
@@ -118,10 +124,8 @@ class GradingContext:
         return cut
 
     def replies(self) -> list[Message]:
-        """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds
-        before it and injected history are excluded)."""
-        return [m for m in self.transcript if m["role"] == "assistant" and not m.get("injected")
-                and not m.get("intermediate")]
+        """Assistant replies that answer a user turn (`replies`)."""
+        return replies(self.transcript)
 
     def reply_for_turn(self, turn: int) -> Message | None:
         for m in self.transcript:
