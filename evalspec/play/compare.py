@@ -20,13 +20,22 @@ from evalspec.core.usercode import describe
 from evalspec.extend.check import JudgeFn
 from evalspec.plan.build import Instance, Plan, plan_slots, positions
 from evalspec.providers.factory import ProviderPool
-from evalspec.results.record import Record, redecide
+from evalspec.results.record import Record, conversation_error, redecide
 
 GroupKey = tuple[int, int, int]  # id(suite), id(test), repeat
 
 
 def compared(test: TestSpec) -> bool:
     return any(spec.type == SELECT_BEST for spec in test.asserts)
+
+
+def group_key(suite: Suite, test: TestSpec, repeat: int) -> GroupKey:
+    """The comparison group of a test's record: its suite, test and repeat."""
+    return id(suite), id(test), repeat
+
+
+def _best(inst: Instance) -> list[AssertionSpec]:
+    return [spec for spec in inst.asserts if spec.type == SELECT_BEST]
 
 
 def label(record: Record) -> str:
@@ -43,9 +52,8 @@ def _judge(pool: ProviderPool, suite: Suite, spec: AssertionSpec) -> JudgeFn | N
 async def decide_group(first: Instance, records: list[Record], pool: ProviderPool) -> None:
     """Decide every `select-best` of a group's records (in plan order; `first` is the first one's instance:
     its rendered criterion is the group's) and their verdicts again."""
-    specs = [spec for spec in first.asserts if spec.type == SELECT_BEST]
-    candidates = [Candidate(label(r), list(r["transcript"]), r.get("error") if r["stop_reason"] == "error" else None)
-                  for r in records]
+    specs = _best(first)
+    candidates = [Candidate(label(r), list(r["transcript"]), conversation_error(r)) for r in records]
     usage: list[list[dict[str, Any]]] = [[] for _ in records]
     decided: list[list[AssertionResult]] = [[] for _ in records]
     for spec in specs:
@@ -60,9 +68,13 @@ async def decide_group(first: Instance, records: list[Record], pool: ProviderPoo
 
 async def replay_compared(inst: Instance, plan: Sequence[Instance], play: Callable[[Instance], Awaitable[Record]],
                           pool: ProviderPool) -> Record:
-    """`inst` played again with its comparison group (`rerun`, confirmation replays): every candidate of its
-    test and repeat in `plan` is played too, and they are compared; `inst`'s record is returned."""
-    group = [m for m in plan if m.suite is inst.suite and m.test is inst.test and m.repeat == inst.repeat]
+    """`inst` played again (`rerun`, confirmation replays); with a `select-best`, its comparison group too:
+    every candidate of its test and repeat in `plan` is played, and they are compared; `inst`'s record is
+    returned."""
+    if not compared(inst.test):
+        return await play(inst)
+    key = group_key(inst.suite, inst.test, inst.repeat)
+    group = [m for m in plan if group_key(m.suite, m.test, m.repeat) == key]
     records = list(await asyncio.gather(*(play(m) for m in group)))
     await decide_group(group[0], records, pool)
     return next(r for m, r in zip(group, records, strict=True) if m.key == inst.key)
@@ -98,25 +110,22 @@ class Comparisons:
         self.group_of: dict[int, GroupKey] = {}
         self.waiting: dict[GroupKey, set[int]] = {}
         self.held: dict[GroupKey, dict[int, Record]] = {}
-        self.first: dict[GroupKey, int] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.received: set[int] = set()  # played, held or being decided: not to be played again
         self.instances: dict[GroupKey, Instance] = {}
         if not any(compared(test) for suite in suites for test in suite.tests):
             return  # the usual run: no pass over the plan
+        first: dict[GroupKey, int] = {}
         for position, (suite, test, k) in enumerate(_slots(plan)):
             if compared(test) and not finished(position):
-                key = (id(suite), id(test), k)
+                key = group_key(suite, test, k)
                 self.group_of[position] = key
                 self.waiting.setdefault(key, set()).add(position)
-                self.first.setdefault(key, position)
-        firsts = set(self.first.values())
+                first.setdefault(key, position)
+        firsts = set(first.values())
         if firsts:
             for position, inst in positions(plan, lambda position, _key: position in firsts):
                 self.instances[self.group_of[position]] = inst
-
-    def __bool__(self) -> bool:
-        return bool(self.group_of)
 
     def hold(self, position: int, record: dict[str, Any]) -> bool:
         key = self.group_of.get(position)
@@ -137,9 +146,8 @@ class Comparisons:
         try:
             await decide_group(first, [r for _, r in members], self.pool)
         except Exception as exc:  # a bug costs the comparison, not the run: an error on each candidate
-            specs = [spec for spec in first.asserts if spec.type == SELECT_BEST]
             for _, record in members:
-                failed = [no_verdict(spec, f"internal error: {describe(exc)}") for spec in specs]
+                failed = [no_verdict(spec, f"internal error: {describe(exc)}") for spec in _best(first)]
                 redecide(record, _placed(record, failed), first, [])
         for position, record in members:
             self.write(position, dict(record))

@@ -11,12 +11,12 @@ from evalspec.config.loader import load_suites
 from evalspec.core.redact import redact, run_secrets
 from evalspec.plan.build import Instance, build_plan, grading_input
 from evalspec.plan.needs import check_plan
-from evalspec.play.compare import compared, decide_group, replay_compared
+from evalspec.play.compare import GroupKey, compared, decide_group, group_key, replay_compared
 from evalspec.play.runner import grade_with, run_instance
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
-from evalspec.results.record import Record, make_record
+from evalspec.results.record import Record, conversation_error, make_record
 from evalspec.results.transcript import Transcript
 
 
@@ -37,7 +37,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
     instances, warnings = _instances(run)
     pool = ProviderPool([], cache_dir)
     out = []
-    groups: dict[tuple[int, int, int], list[tuple[Instance, Record]]] = {}
+    groups: dict[GroupKey, list[tuple[Instance, Record]]] = {}
     try:
         for record in run["results"]:
             inst = instances.get(record["key"])
@@ -46,7 +46,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
                 out.append(record)
                 continue
             transcript = Transcript(messages=record["transcript"], stop_reason=record["stop_reason"],
-                                    error=record["error"] if record["stop_reason"] == "error" else None,
+                                    error=conversation_error(record),
                                     calls=record.get("calls", 0), cached_calls=record.get("cached_calls", 0))
             results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
             cut = cut_replies(record["transcript"])
@@ -59,7 +59,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
             graded = redact(graded, run_secrets([inst.suite]))
             out.append(graded)
             if compared(inst.test):
-                groups.setdefault((id(inst.suite), id(inst.test), inst.repeat), []).append((inst, graded))
+                groups.setdefault(group_key(inst.suite, inst.test, inst.repeat), []).append((inst, graded))
         for members in groups.values():  # `select-best`: each test's candidates of one repeat, compared again
             await decide_group(members[0][0], [record for _, record in members], pool)
     finally:
@@ -96,8 +96,7 @@ async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tup
             return await run_instance(inst, pool)
 
     async def replay(inst: Instance) -> dict[str, Any]:  # a `select-best` is compared with its test's candidates
-        record = await replay_compared(inst, plan, play, pool) if compared(inst.test) else await play(inst)
-        return dict(redact(record, run_secrets(suites)))
+        return dict(redact(await replay_compared(inst, plan, play, pool), run_secrets(suites)))
 
     rows = []
     try:

@@ -120,9 +120,11 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     journal = Journal(journal_path)
     started = time.time()
 
+    def open_(position: int) -> bool:  # not played yet: neither kept nor held for its `select-best` group
+        return kept[position] is None and position not in comparisons.received
+
     def pending(index: int = 0, share: int = 1) -> Iterator[tuple[int, Instance]]:
-        return positions(plan, lambda position, _key: position % share == index and kept[position] is None
-                         and position not in comparisons.received)
+        return positions(plan, lambda position, _key: position % share == index and open_(position))
 
     def keep(position: int, record: dict[str, Any], line: bytes | bytearray | None = None) -> None:
         if not comparisons.hold(position, record):  # else journaled once its `select-best` group is decided
@@ -161,8 +163,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     try:
         if guard is not None and (guard.crashed or guard.suspects):  # what ended an earlier child, first:
             again = guard.crashed.keys() | guard.suspects  # recorded as errors, or played one at a time
-            await worker(positions(plan, lambda position, key: kept[position] is None and key in again
-                                   and position not in comparisons.received))
+            await worker(positions(plan, lambda position, key: key in again and open_(position)))
         share = 1 if executor is not None else \
             process_count(suites, len(plan) - resumed, options.concurrency, options.processes)
         if share > 1:

@@ -193,6 +193,11 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
     return record
 
 
+def conversation_error(record: Record) -> str | None:
+    """The error the record's conversation ended in (not a check's), or None."""
+    return record.get("error") if record["stop_reason"] == "error" else None
+
+
 def _verdict(results: list[AssertionResult], test: TestSpec, error: str | None) -> tuple[str, float | None, bool]:
     """status, score and whether a critical assertion failed, from the record's checks."""
     status, score, critical = decide(results, test.threshold, error, test.xfail)
@@ -212,7 +217,7 @@ def redecide(record: Record, results: list[AssertionResult], instance: Instance,
     """The record's verdict again, from `results` (all of its assertions: `select-best` is decided after the
     conversation, `play.compare`), with the judge calls `usage` lists added to its figures."""
     test, secrets = instance.test, instance.suite.secrets
-    error = record.get("error") if record["stop_reason"] == "error" else None
+    error = conversation_error(record)
     status, score, critical = _verdict(results, test, error)
     record["status"], record["critical_failed"] = status, critical
     record["score"] = round(score, 6) if score is not None else None

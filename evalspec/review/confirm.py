@@ -11,7 +11,7 @@ from typing import Any
 from evalspec.config.model import Suite
 from evalspec.plan.build import Instance
 from evalspec.plan.needs import check_plan
-from evalspec.play.compare import compared, replay_compared
+from evalspec.play.compare import replay_compared
 from evalspec.play.runner import run_instance
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.compare import finish, suite_key
@@ -46,11 +46,8 @@ async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: S
         async with slots:
             return await run_instance(inst, pool)
 
-    async def replay_one(inst: Instance) -> Record:  # a `select-best` is compared with its test's candidates
-        return await replay_compared(inst, plan, play, pool) if compared(inst.test) else await play(inst)
-
-    async def replay(instances: list[Instance]) -> str:
-        records = await asyncio.gather(*(replay_one(inst) for inst in instances))
+    async def replay(instances: list[Instance]) -> str:  # a `select-best` is compared with its test's candidates
+        records = await asyncio.gather(*(replay_compared(inst, plan, play, pool) for inst in instances))
         return combine_repeats(list(records), instances[0].test.repeat.rule)[0]
 
     try:
