@@ -24,6 +24,7 @@ import threading
 import time
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from evalspec.core.errors import GradingError
@@ -49,6 +50,13 @@ def node_version() -> tuple[int, ...]:
     except (OSError, subprocess.TimeoutExpired):
         return ()
     return tuple(int(part) for part in said.strip().lstrip("v").split(".") if part.isdigit())
+
+
+def typescript_problem(path: Path) -> str | None:
+    """Why node cannot run `path` when it is TypeScript (node strips types from 22.18 on), or None."""
+    if path.suffix.lower() not in (".ts", ".cts", ".mts") or node_version() >= (22, 18):
+        return None
+    return f"node {'.'.join(map(str, node_version()))} cannot run TypeScript (node 22.18 or later strips its types)"
 
 
 @cache

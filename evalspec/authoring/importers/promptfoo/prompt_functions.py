@@ -14,7 +14,7 @@ import regex
 
 from evalspec.authoring.importers.promptfoo.source import Source
 from evalspec.core.errors import GradingError
-from evalspec.core.node import NodeWorker, answer_of, node_binary, node_version
+from evalspec.core.node import NodeWorker, answer_of, node_binary, typescript_problem
 
 FUNCTION_SECONDS = 60
 FUNCTION_FILE = r"(.+\.(?:js|cjs|mjs|ts|cts|mts|py))(?::([\w.]+))?"
@@ -87,10 +87,8 @@ class PromptFunctions(Source):
         if path.suffix != ".py" and node_binary() is None:
             self.problem(where, f"prompt {written}: a JavaScript prompt function, run by Node.js: no `node` on PATH")
             return []
-        if path.suffix in (".ts", ".cts", ".mts") and node_version() < (22, 18):
-            version = ".".join(map(str, node_version()))
-            self.notes.append(f"prompt {written}: a TypeScript prompt function, not converted: node {version} cannot "
-                              "run TypeScript (node 22.18 or later strips its types)")
+        if (why := typescript_problem(path)) is not None:
+            self.notes.append(f"prompt {written}: a TypeScript prompt function, not converted: {why}")
             return []
         return [PromptFunction(path, function, written, config)]
 

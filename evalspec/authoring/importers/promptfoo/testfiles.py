@@ -110,7 +110,7 @@ class TestFiles(Source):
         `function` (else its default export, else the module), called with the entry's `config` and awaited
         when it is a function, else the exported array itself; run once, by node, in the config's folder."""
         from evalspec.core.errors import GradingError
-        from evalspec.core.node import call_once, node_binary, node_version
+        from evalspec.core.node import call_once, node_binary, typescript_problem
 
         where = f"tests file://{file}{':' + function if function else ''}"
         path = self.inside(file, where)
@@ -122,10 +122,8 @@ class TestFiles(Source):
             self.problem(where, "a JavaScript test file, run by Node.js: no `node` on PATH (install Node.js 18 or "
                                 "later and import again)")
             return []
-        if path.suffix.lower() in (".ts", ".cts", ".mts") and node_version() < (22, 18):
-            version = ".".join(map(str, node_version()))
-            self.notes.append(f"{where}: a TypeScript test file, not converted: node {version} cannot run "
-                              "TypeScript (node 22.18 or later strips its types)")
+        if (why := typescript_problem(path)) is not None:
+            self.notes.append(f"{where}: a TypeScript test file, not converted: {why}")
             return []
         request = {"op": "call", "file": str(path), "fn": function, "args": [] if config is None else [config]}
         try:
