@@ -205,12 +205,16 @@ def marked(text: str) -> bool:
     return any(mark in text[:600] for mark in WRITTEN_MARKS)
 
 
-def written_by_evalspec(path: Path) -> bool:
-    """Whether the file at `path` is one an import wrote."""
-    try:
-        return marked(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
+def _overwrites(path: Path, content: str) -> bool:
+    """Whether writing `content` at `path` would replace what evalspec did not write: a file there that no
+    import wrote and that says something else (or a path that cannot be read as a file)."""
+    if not path.exists():
         return False
+    try:
+        old = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return not marked(old) and old != content
 
 
 def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | None = None,
@@ -233,8 +237,7 @@ def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | Non
                 content = f"# Imported by evalspec from {suite.source or suite.filename}\n" + content
             files.append((path.parent / name, content, name != STUB_FILE))
     clashes = [Problem(str(p), None, "", "exists and was not written by evalspec: not overwritten; choose another -o")
-               for p, content, _ in files if p.exists() and not written_by_evalspec(p)
-               and p.read_text(encoding="utf-8", errors="replace") != content]
+               for p, content, _ in files if _overwrites(p, content)]
     if clashes:
         raise ImportRefused(clashes)
     written: list[Path] = []
