@@ -7,6 +7,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
   x ConfigError        the suite (or a command's input) is invalid; carries every Problem → exit 2
     + PreflightError   (providers.factory) a provider cannot work as configured, nothing called → exit 2
     + ImportRefused    (authoring.importers) the import would write a hollow suite, nothing written → exit 2
+      + WouldOverwrite (authoring.importers) it would overwrite files evalspec did not write → exit 2
     + SourceRefused    (authoring.importers.rasa) a Rasa / Botium file is not imported (why on stderr)
   x ProviderError      a call to the system under test (or a judge) failed for good → the test is `error`
   x GradingError       an assertion reached no verdict (bad judge answer, regex time-out) → check `error`

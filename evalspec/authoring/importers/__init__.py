@@ -148,6 +148,10 @@ class ImportRefused(ConfigError):
     """The import would write a hollow suite (SPEC §19): nothing is written."""
 
 
+class WouldOverwrite(ImportRefused):
+    """The import would overwrite files evalspec did not write: nothing is written."""
+
+
 def hollow_problems(suite: ImportedSuite) -> list[Problem]:
     """What makes an imported suite hollow: no test, a test that checks nothing (no check of its own, on
     its turns or from `defaults`), an empty user turn."""
@@ -239,7 +243,7 @@ def write_suites(suites: list[ImportedSuite], out_dir: Path, provider: str | Non
     clashes = [Problem(str(p), None, "", "exists and was not written by evalspec: not overwritten; choose another -o")
                for p, content, _ in files if _overwrites(p, content)]
     if clashes:
-        raise ImportRefused(clashes)
+        raise WouldOverwrite(clashes)
     written: list[Path] = []
     for path, content, replace in files:
         if path.exists() and not replace:

@@ -8,7 +8,13 @@ from typing import Any
 
 import click
 
-from evalspec.authoring.importers import ImportedSuite, ImportRefused, leave_out_unchecked, write_suites
+from evalspec.authoring.importers import (
+    ImportedSuite,
+    ImportRefused,
+    WouldOverwrite,
+    leave_out_unchecked,
+    write_suites,
+)
 from evalspec.core.exitcodes import ExitCode
 
 PROVIDER_HELP = ("the system under test for suites without one: model:NAME, http:URL, python:FILE.py:function "
@@ -45,7 +51,7 @@ def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, all
     except ImportRefused as exc:
         for problem in exc.problems:
             click.echo(f"error {problem}", err=True)
-        if all(p.message.startswith("exists and was not written by evalspec") for p in exc.problems):
+        if isinstance(exc, WouldOverwrite):
             click.echo("refused: nothing was written", err=True)
         else:
             click.echo(f"refused: {len(exc.problems)} problem(s) would make a hollow suite; nothing was written "
