@@ -165,10 +165,10 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
 
 
 def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite:
-    conv.prompt_providers = _provider_ids(data.get("providers") if data.get("providers") is not None
-                                          else data.get("targets"))
+    listed = data.get("providers") if data.get("providers") is not None else data.get("targets")
+    conv.prompt_providers = _provider_ids(listed)
     conv.session_var = uuid_var(data.get("defaultTest"))  # promptfoo's per-test id: evalspec's thread id
-    providers = conv.providers(data.get("providers") if data.get("providers") is not None else data.get("targets"))
+    providers = conv.providers(listed)
     conv.reported_tools = any(p.get("answer_tool_calls") is False for p in providers)
     prompts = conv.prompts(data.get("prompts"))
     default = conv.default_test(data.get("defaultTest"))
@@ -249,8 +249,9 @@ def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite
                       {k: v for k, v in dict(test.get("vars") or {}).items() if k not in HISTORY_VARS}))
     if conv.problems:
         raise ConfigError(conv.problems)
+    simulated = _simulated_user(default.get("provider"))
     compared = _compared(conv, data, tests_raw, best_items, origins, turns, multi_turn, options,
-                         _simulated_user(default.get("provider")) is not None, len(providers))
+                         simulated is not None, len(providers))
 
     system = None
     tests: list[dict[str, Any]] = []
@@ -312,7 +313,6 @@ def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite
         if asserts:
             turn["assert"] = asserts
         entry["conversation"].append(turn)
-    simulated = _simulated_user(default.get("provider"))
     if simulated is not None and system is None and turns and turns[0][3]:
         system = turns[0][3][-1]["content"]  # the prompt is the agent's instructions; the simulated user talks
     red = redteam_tests(data["redteam"], prompts if data.get("prompts") is not None else [], conv) \

@@ -78,15 +78,14 @@ class Prompts(PromptFunctions):
         if not text.startswith("file://"):
             return [_chat_or_text(text)]
         target = text[len("file://"):]
-        if not is_glob(target) and (function := self.prompt_function(target, config, where)) is not None:
-            return function or ["{{ prompt }}"]
         if is_glob(target):
             files = self.matches(target)
+        elif (function := self.prompt_function(target, config, where)) is not None:
+            return function or ["{{ prompt }}"]
+        elif (found := self.inside(target, where)) is None:
+            return ["{{ prompt }}"]
         else:
-            file = self.inside(target, where)
-            files = [] if file is None else [file]
-            if file is None:
-                return ["{{ prompt }}"]
+            files = [found]
         prompts: list[Any] = []
         for file in files:
             if not file.is_file() or file.suffix not in (".txt", ".json", ".md", ".yaml", ".yml", ".j2"):
