@@ -63,8 +63,11 @@ class PromptFunction:
 
 
 class PromptFunctions(Source):
-    prompt_providers: list[tuple[str, Any]]  # promptfoo's (id, label) of each provider: what a function is given
-    _workers: dict[bool, NodeWorker]
+    def __init__(self, path: Path, out_dir: Path) -> None:
+        super().__init__(path, out_dir)
+        self.prompt_providers: list[tuple[str, Any]] = []  # promptfoo's (id, label) of each provider: a function's
+        self._workers: dict[bool, NodeWorker] = {}  # the process prompt functions run in: python (True) or node
+        self._failed: set[PromptFunction] = set()  # called once: a function that failed is not called again
 
     def prompt_function(self, target: str, config: Any, where: str) -> list[Any] | None:
         """The prompt of a `file://prompt.js[:fn]` or `file://prompt.py:fn` entry (noted when it cannot be
@@ -96,12 +99,10 @@ class PromptFunctions(Source):
         """The prompt `prompt` gives this test's vars (a template still, as promptfoo renders it after the
         function), the same for every provider; None when it cannot be said (a problem or a note, once:
         a function that failed is not called again, so one that hangs costs its time limit once)."""
-        if not hasattr(self, "_failed"):
-            self._failed: set[PromptFunction] = set()
         if prompt in self._failed:
             return None
         givens: dict[str, str] = {}
-        for pid, label in getattr(self, "prompt_providers", None) or [("", None)]:
+        for pid, label in self.prompt_providers or [("", None)]:
             context = {"vars": variables, "provider": {"id": pid, "label": label}, "config": prompt.config or {}}
             called, result = self._call(prompt, context, where)
             text = self._prompt_text(prompt, result, where) if called else None
@@ -119,8 +120,6 @@ class PromptFunctions(Source):
 
     def _call(self, prompt: PromptFunction, context: dict[str, Any], where: str) -> tuple[bool, Any]:
         """(True, what the function returned), or (False, None) after a problem."""
-        if not hasattr(self, "_workers"):
-            self._workers = {}
         worker = self._workers.get(prompt.python)
         try:
             if worker is None or not worker.alive():
@@ -180,6 +179,6 @@ class PromptFunctions(Source):
 
     def close_functions(self) -> None:
         """Stop the processes prompt functions ran in."""
-        for worker in getattr(self, "_workers", {}).values():
+        for worker in self._workers.values():
             worker.stop()
         self._workers = {}
