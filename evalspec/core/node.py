@@ -140,8 +140,8 @@ class NodeWorker:
 
 
 def answer_of(worker: NodeWorker, request: dict[str, Any], limit: float, limit_name: str) -> dict[str, Any]:
-    """`worker`'s answer to `request` within `limit` seconds; a GradingError when it overruns or exits
-    (the caller then stops it)."""
+    """`worker`'s answer to `request` within `limit` seconds; a GradingError when it overruns (the worker
+    is stopped here) or exits."""
     try:
         return worker.ask(request, time.monotonic() + limit)
     except TimeoutError:

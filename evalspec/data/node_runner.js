@@ -22,10 +22,9 @@ const LOG_LINES = 20;
 const LOG_CHARS = 500;
 let logs = [];
 
+// callers test `logs.length < LOG_LINES` first: past it, nothing is even formatted
 function keep(text) {
-  if (logs.length < LOG_LINES) {
-    logs.push(text.slice(0, LOG_CHARS));
-  }
+  logs.push(text.slice(0, LOG_CHARS));
 }
 
 function shown(value) {
@@ -53,7 +52,7 @@ for (const name of ['log', 'info', 'warn', 'error', 'debug', 'trace']) {
 for (const stream of [process.stdout, process.stderr]) {
   stream.write = (chunk, encoding, callback) => {
     if (logs.length < LOG_LINES) {
-      const text = typeof chunk === 'string' ? chunk.slice(0, LOG_CHARS)
+      const text = typeof chunk === 'string' ? chunk.slice(0, LOG_CHARS) // before the newline test: 50 MB is cut first
         : Buffer.from(chunk.buffer, chunk.byteOffset, Math.min(chunk.byteLength, LOG_CHARS)).toString();
       keep(text.replace(/\n$/, ''));
     }
