@@ -357,7 +357,7 @@ class Checks(Source):
         if why is not None:
             self.notes.append(f"{where}: assertion '{kind}' {why}")
             return {}
-        return {"llm-rubric": value, "levels": dict(GEVAL_LEVELS), "threshold": threshold}
+        return _graded(value, threshold)
 
     def criteria_mean(self, raw: Any, where: str, transform: Any, test_threshold: Any) -> \
             tuple[list[dict[str, Any]], float] | None:
@@ -375,16 +375,14 @@ class Checks(Source):
         weight = check.get("weight", 1)
         threshold = _g_eval_threshold(check.get("threshold"))
         if test_threshold is not None:  # promptfoo: the test's threshold decides from the test's score
-            threshold = test_threshold if isinstance(test_threshold, (int, float)) and not isinstance(
-                test_threshold, bool) and 0 < test_threshold <= 1 else None
+            threshold = test_threshold if _in_unit(test_threshold) else None
         chain = [t for t in (transform, check.get("transform")) if t is not None]
         if threshold is None or not all(transform_kept(t, check) for t in chain) or not (
                 isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0) or set(check) - {
                 "type", "value", "threshold", "weight", "metric", "transform"}:
             return None
         keep = {k: check[k] for k in ("weight", "metric") if k in check}
-        return [dict(plain({"llm-rubric": c, "levels": dict(GEVAL_LEVELS), "threshold": threshold, **keep}))
-                for c in criteria], threshold
+        return [dict(plain({**_graded(c, threshold), **keep})) for c in criteria], threshold
 
     def rubric_prompt(self, prompt: Any, value: Any, raw: dict[str, Any], test: Grading, what: str) -> str | None:
         """An `llm-rubric` graded with promptfoo's `rubricPrompt` (the whole grading prompt, filled with the
@@ -565,5 +563,14 @@ def _g_eval_threshold(threshold: Any) -> float | None:
     """A g-eval's threshold (promptfoo: `threshold || 0.7`), or None when it is outside 0..1."""
     if threshold is None or threshold == 0 and not isinstance(threshold, bool):
         return GEVAL_THRESHOLD
-    ok = isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 < threshold <= 1
-    return float(threshold) if ok else None
+    return float(threshold) if _in_unit(threshold) else None
+
+
+def _in_unit(number: Any) -> bool:
+    """A number (not a bool) in 0 < x <= 1: a score threshold promptfoo's g-eval can reach."""
+    return isinstance(number, (int, float)) and not isinstance(number, bool) and 0 < number <= 1
+
+
+def _graded(criterion: Any, threshold: float) -> dict[str, Any]:
+    """One g-eval criterion as evalspec's: a graded `llm-rubric` scoring 0/10 .. 10/10, at `threshold`."""
+    return {"llm-rubric": criterion, "levels": dict(GEVAL_LEVELS), "threshold": threshold}
