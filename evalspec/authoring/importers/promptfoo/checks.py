@@ -571,6 +571,6 @@ def _in_unit(number: Any) -> bool:
     return isinstance(number, (int, float)) and not isinstance(number, bool) and 0 < number <= 1
 
 
-def _graded(criterion: Any, threshold: float) -> dict[str, Any]:
+def _graded(criterion: Any, threshold: Any) -> dict[str, Any]:
     """One g-eval criterion as evalspec's: a graded `llm-rubric` scoring 0/10 .. 10/10, at `threshold`."""
     return {"llm-rubric": criterion, "levels": dict(GEVAL_LEVELS), "threshold": threshold}
