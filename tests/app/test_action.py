@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from tests import ROOT
 def test_action_inputs_and_gate() -> None:
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
     assert set(action["inputs"]) == {"suites", "fail-under", "args", "python-version", "comment", "baseline",
-                                       "requirements", "working-directory"}
+                                       "requirements", "working-directory", "coverage-min"}
     assert action["inputs"]["comment"]["default"] == "true"
     steps = action["runs"]["steps"]
     run_step = next(s for s in steps if s.get("id") == "run")
@@ -84,3 +85,54 @@ def test_the_readme_and_init_pin_the_action_by_tag_and_pass_keys_from_secrets() 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert set(re.findall(r"uses: (evalspec/evalspec@\S+)", readme)) == {ACTION}
     assert re.search(r"OPENAI_API_KEY: \$\{\{ secrets\.OPENAI_API_KEY \}\}", readme)
+
+
+COVERED_SUITE = """providers:
+  - id: bot
+    python: ../bot.py:respond
+coverage:
+  signal: [no_signal, purchase_signal, refused]
+tests:
+  - id: invite-after-finance
+    conversation:
+      - {user: 这台瑶光是哪年的车？, label: no_signal}
+      - {user: 能分期吗？, label: purchase_signal}
+  - id: refuse
+    draft: true
+    covers: {signal: refused}
+    conversation:
+      - user: 不用了，我再考虑考虑
+"""
+
+
+@pytest.mark.parametrize("minimum, passes", [("1", False), ("0", True)])
+def test_coverage_min_runs_the_coverage_gate_and_fails_the_job_below_it(
+        tmp_path: Path, minimum: str, passes: bool) -> None:
+    """`coverage-min: N` runs the real `evalspec coverage --min N` in the working directory: a declared value
+    (`refused`, covered only by a draft) with fewer than N approved tests fails the step, so the job."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "evalspec"
+    tool.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m evalspec "$@"\n', encoding="utf-8")
+    tool.chmod(0o755)
+    bot = tmp_path / "ws" / "bot"
+    (bot / "suites").mkdir(parents=True)
+    (bot / "evalspec-report").mkdir()
+    (bot / "bot.py").write_text("def respond(messages, context):\n    return '您好'\n", encoding="utf-8")
+    (bot / "suites" / "sales.yaml").write_text(COVERED_SUITE, encoding="utf-8")
+    steps = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["runs"]["steps"]
+    names = [s.get("name") for s in steps]
+    gate = steps[names.index("Coverage gate")]
+    assert gate["if"] == "inputs.coverage-min != ''" and "continue-on-error" not in gate
+    assert names.index("Run suites") < names.index("Coverage gate") < names.index("Upload report")
+    inputs = {"coverage-min": minimum, "working-directory": "bot"}
+    if passes:
+        _play(gate, inputs, tmp_path / "ws", bin_dir)
+    else:
+        with pytest.raises(subprocess.CalledProcessError) as failed:
+            _play(gate, inputs, tmp_path / "ws", bin_dir)
+        assert failed.value.returncode == 1
+    matrix = (bot / "evalspec-report" / "coverage.md").read_text(encoding="utf-8")
+    assert "refused" in matrix and "purchase_signal" in matrix
+    summary = next(s for s in steps if s.get("name") == "Step summary")
+    assert "evalspec-report/coverage.md" in summary["run"]
