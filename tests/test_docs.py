@@ -224,6 +224,33 @@ def test_getting_started_exists_in_chinese_and_english_and_every_page_is_in_the_
         assert str(page.relative_to(DOCS)) in nav, f"mkdocs.yml nav does not list {page.relative_to(DOCS)}"
 
 
+# the subjects docs/zh/ covers (SPEC §32): the page, and a word its title holds
+ZH_SUBJECTS = {"suite-format.md": "套件格式", "rule-self-tests.md": "规则自测", "judges.md": "评判模型",
+               "recorded-conversations.md": "对话记录", "coverage.md": "覆盖矩阵", "review.md": "人工复核",
+               "ci.md": "持续集成", "troubleshooting.md": "常见问题"}
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.mark.parametrize("name", sorted(ZH_SUBJECTS))
+def test_each_chinese_subject_has_its_page_linked_from_getting_started_with_a_dealer_example(name: str) -> None:
+    """A page in Chinese (most letters of its prose are CJK), linked from 快速开始, with an English twin, and a
+    worked dealer-bot suite; its YAML blocks are validated by test_every_yaml_example_validates_as_the_page_says."""
+    page = DOCS / "zh" / name
+    assert page.exists(), f"docs/zh/{name} is missing"
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# ") and ZH_SUBJECTS[name] in text.splitlines()[0], f"docs/zh/{name}: its title"
+    start = DOCS / "zh" / "getting-started.md"
+    linked = {(start.parent / target.split("#")[0]).resolve() for target in LINK.findall(start.read_text(encoding="utf-8"))}
+    assert page.resolve() in linked, f"docs/zh/getting-started.md does not link {name}"
+    assert f"](../en/{name})" in text, f"docs/zh/{name} links its English page"
+    prose = re.sub(r"`[^`\n]*`", "", FENCE.sub("", text))
+    assert len(CJK.findall(prose)) > len(re.findall(r"[A-Za-z]", prose)), f"docs/zh/{name} is not written in Chinese"
+    blocks = yaml_blocks(page)
+    assert {b.name for b in blocks} <= {b.name for b in BLOCKS}
+    examples = [b for b in blocks if not {"invalid", "not a suite"} & set(b.markers)]
+    assert any(re.search("瑶光|分期|到店|试驾", b.text) for b in examples), f"docs/zh/{name}: no dealer-bot suite example"
+
+
 def test_the_site_builds_without_warnings(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="the docs extra: pip install -e '.[docs]'")
     from mkdocs.commands.build import build
