@@ -137,13 +137,26 @@ def conversations(suite: Suite, override: str | None = None) -> Iterator[Convers
     files = files_of(suite, override)
     chosen = _sample(source, files) if source.sample is not None else None
     index = 0
+    seen: dict[str, tuple[str, int]] = {}
     for path in files:
         for conversation in _read(path):
+            _check_unique(conversation, seen)
             if not _kept(conversation, source.where):
                 continue
             if chosen is None or index in chosen:
                 yield conversation
             index += 1
+
+
+def _check_unique(conversation: Conversation, seen: dict[str, tuple[str, int]]) -> None:
+    """Two recorded conversations with one id would merge into one verdict (SPEC §26 "Identity and layout"):
+    the second is an error naming both lines."""
+    first = seen.setdefault(conversation.id, (conversation.file, conversation.line))
+    if first != (conversation.file, conversation.line):
+        where = f"line {first[1]}" if first[0] == conversation.file else f"{first[0]} line {first[1]}"
+        raise RecordedProblem(conversation.file, conversation.line,
+                              f"conversation id {conversation.id!r} is also the id of the conversation at {where}: "
+                              "each recorded conversation needs its own id")
 
 
 _SAMPLES: dict[tuple[Any, ...], frozenset[int]] = {}

@@ -1,0 +1,48 @@
+"""Identity of recorded conversations (SPEC §26 "Identity and layout"): two conversations with one id
+would merge into one verdict, so `validate` names both lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers import invoke
+
+
+def _conversation(cid: str, text: str) -> str:
+    return json.dumps({"id": cid, "messages": [{"role": "user", "content": text},
+                                               {"role": "assistant", "content": "好的"}]}, ensure_ascii=False) + "\n"
+
+
+SUITE = "transcripts: {path: 'logs/*.jsonl'}\ndefaults:\n  assert:\n    - not-contains: 手机号\n"
+
+
+def test_two_conversations_with_one_id_are_a_validate_error_naming_both_lines(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.jsonl").write_text(_conversation("c1", "你好") + _conversation("c2", "在吗")
+                                               + _conversation("c1", "再见"), encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    code, output = invoke("validate", str(tmp_path / "s.yaml"))
+    assert code == 2, output
+    assert "a.jsonl:3:" in output and "'c1'" in output and "line 1" in output, output
+    code, output = invoke("run", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "run.json"))
+    assert code == 2 and "'c1'" in output, output
+
+
+def test_one_id_in_two_files_names_the_other_file(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.jsonl").write_text(_conversation("c1", "你好"), encoding="utf-8")
+    (tmp_path / "logs" / "b.jsonl").write_text(_conversation("c2", "在吗") + _conversation("c1", "再见"),
+                                               encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    code, output = invoke("validate", str(tmp_path / "s.yaml"))
+    assert code == 2 and "b.jsonl:2:" in output and "a.jsonl line 1" in output, output
+
+
+def test_distinct_ids_validate(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.jsonl").write_text(_conversation("c1", "你好") + _conversation("c2", "你好"),
+                                               encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    code, output = invoke("validate", str(tmp_path / "s.yaml"))
+    assert code == 0, output
