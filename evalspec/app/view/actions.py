@@ -202,9 +202,11 @@ def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_test(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
-    """POST /api/make-test {run, test, provider, suite}: the conversation as a draft scripted test in the
-    suite (appended, the file otherwise untouched; or a new suite with the source's rules and providers),
-    as `evalspec import transcripts` writes it; review.log says who and when."""
+    """POST /api/make-test {run, test, provider, suite, allow_empty?}: the conversation as a draft scripted
+    test in the suite (appended, the file otherwise untouched; or a new suite with the source's rules and
+    providers) that replays its conditions (vars, state seed, tool stubs, provider), as `evalspec import
+    transcripts` writes it; a test that would check nothing is refused unless `allow_empty`; review.log
+    says who and when."""
     from evalspec.authoring.importers.transcripts import from_run, write_tests
     from evalspec.core.errors import ConfigError
 
@@ -222,7 +224,7 @@ def make_test(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
         raise ActionError(f"no record {test} @ {provider} in run {data.get('run_id')}")
     try:
         sources, source = from_run(run_path, [test], data, provider)
-        written, notes = write_tests(sources, source, path, [], str(run_path))
+        written, notes = write_tests(sources, source, path, [], str(run_path), body.get("allow_empty") is True)
     except (ConfigError, UnicodeDecodeError) as exc:
         raise ActionError(f"{suite}: {exc}") from None
     import yaml

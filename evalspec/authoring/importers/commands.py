@@ -165,18 +165,23 @@ def botium(source: str, out_dir: str, provider: str | None, allow_empty: bool) -
 @click.option("--ids", help="only these conversations (test or conversation ids, comma-separated)")
 @click.option("--expect-state", "expect_state",
               help="JMESPath(s), comma-separated: a state check per turn holding the value that turn had")
-def transcripts(source: str, out: str, ids: str | None, expect_state: str | None) -> None:
-    """Recorded (JSONL) or played (run.json) conversations -> draft scripted tests in SUITE.yaml."""
+@allow_empty_option
+def transcripts(source: str, out: str, ids: str | None, expect_state: str | None, allow_empty: bool) -> None:
+    """Recorded (JSONL) or played (run.json) conversations -> draft scripted tests in SUITE.yaml, replaying
+    the played test's vars, state seed, tool stubs and provider."""
     from evalspec.authoring.importers.transcripts import import_transcripts
     from evalspec.core.errors import ConfigError
 
     wanted = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
     paths = [p.strip() for p in expect_state.split(",") if p.strip()] if expect_state else None
     try:
-        written, notes = import_transcripts(Path(source), Path(out), wanted, paths)
+        written, notes = import_transcripts(Path(source), Path(out), wanted, paths, allow_empty)
     except ConfigError as exc:
         for problem in exc.problems:
             click.echo(f"error {problem}", err=True)
+        if isinstance(exc, ImportRefused):
+            click.echo(f"refused: {len(exc.problems)} test(s) would check nothing; nothing was written "
+                       "(--allow-empty writes them anyway)", err=True)
         sys.exit(ExitCode.CONFIG_ERROR)
     for note in notes:
         click.echo(f"note: {note}", err=True)

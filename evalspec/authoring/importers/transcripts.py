@@ -2,24 +2,31 @@
 
 Recorded conversations (§19 JSONL) or played ones (a run.json's transcripts) become scripted draft tests:
 their user turns (labelled by the source suite's `labels:` patterns, turn labels kept), the rules that
-failed on them named in a comment, and with `--expect-state P` a state check per turn. A new suite gets
-the source suite's `defaults`, `labels:` and providers (or a python stub when there is none); an
-existing suite is appended to as text, so everything it holds — comments, layout — stays as it was.
+failed on them named in a comment, and with `--expect-state P` a state check per turn. A played
+conversation's test replays its conditions (docs/en/importers.md#tests-from-conversations): the source
+test's `vars:` (with the suite's and the matrix values), `state:` seed, `tool_results:` stubs and the
+provider it was played on (whose `setup:` comes with it). A new suite gets the source suite's `defaults`,
+`labels:` and providers (or a python stub when there is none); an existing suite is appended to as text,
+so everything it holds — comments, layout, a `|+` block, a document end `...` — stays as it was. Tests
+that would check nothing are refused (nothing written) unless `allow_empty`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from evalspec.authoring.importers import STUB_FILE, STUB_SOURCE, dump_yaml, literal
+from evalspec.authoring.importers import STUB_FILE, STUB_SOURCE, ImportRefused, dump_yaml, literal, plain
+from evalspec.authoring.importers.appending import append_items, first_document
 from evalspec.core.errors import ConfigError, Problem
+
+# what a test holds, besides its turns and rules, that decides what the bot answers (docs/en/state.md#seeding)
+CONDITIONS = ("vars", "state", "tool_results")
 
 
 @dataclass
@@ -32,6 +39,8 @@ class Source:
     origin: str = ""  # "provider p in run R"
     asserts: list[Any] = field(default_factory=list)  # the source test's own test-level rules, as written
     turn_asserts: dict[int, list[Any]] = field(default_factory=dict)  # user turn index -> its rules, as written
+    conditions: dict[str, Any] = field(default_factory=dict)  # CONDITIONS of the source test, as written
+    providers: list[str] = field(default_factory=list)  # the source suite's providers it was played on
 
 
 @dataclass
@@ -120,26 +129,51 @@ def from_run(path: Path, ids: list[str] | None, data: dict[str, Any] | None = No
         loaded = yaml.safe_load(found.read_text(encoding="utf-8"))
         source = SourceSuite(found, loaded if isinstance(loaded, dict) else {})
     patterns = {str(k): str(v) for k, v in (source.data.get("labels") or {}).items()}
-    out: dict[str, Source] = {}
-    for r in chosen:
-        tid = str(r.get("test_id"))
-        if tid in out:  # another provider or repeat of the same instance: one test, its failures added
-            out[tid].failed += [f for f in _failed_rules(r) if f not in out[tid].failed]
-            continue
+    known = [str(p.get("id")) for p in source.data.get("providers") or [] if isinstance(p, dict)]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in chosen:  # the providers and repeats of one instance: one test
+        groups.setdefault(str(r.get("test_id")), []).append(r)
+    out = []
+    for tid, group in groups.items():
+        # the conversation that went wrong is the one replayed, on the providers it went wrong on
+        bad = [r for r in group if r.get("status") in ("failed", "error")]
+        r = (bad or group)[0]
         turns = _turns_of(r.get("transcript") or [])
         _label(patterns, turns)
         test = _source_test(source.data, r)
-        out[tid] = Source(tid, turns, _failed_rules(r), f"provider {r.get('provider')} in run {data.get('run_id')}",
-                          _own_rules(test), _turn_rules(test, len(turns)))
-    return list(out.values()), source
+        played_on = {str(g.get("provider")) for g in bad or group}
+        failed = list(dict.fromkeys(f for g in group for f in _failed_rules(g)))
+        out.append(Source(tid, turns, failed, f"provider {r.get('provider')} in run {data.get('run_id')}",
+                          _own_rules(test), _turn_rules(test, len(turns)), conditions_of(source.data, test, r),
+                          [p for p in known if p in played_on]))
+    return out, source
 
 
 def _source_test(suite: dict[str, Any], record: dict[str, Any]) -> dict[str, Any] | None:
-    """The source suite's test a record was played from, as written; None for a matrix test, whose rules
-    may name its matrix values."""
-    test = next((t for t in suite.get("tests") or [] if isinstance(t, dict)
+    """The source suite's test a record was played from, as written (a matrix test's rules may name its
+    matrix values: `conditions_of` gives the instance's values as vars)."""
+    return next((t for t in suite.get("tests") or [] if isinstance(t, dict)
                  and str(t.get("id")) in (str(record.get("test")), str(record.get("base_id")))), None)
-    return None if test is None or test.get("matrix") else test
+
+
+def conditions_of(suite: dict[str, Any], test: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
+    """What the conversation was played under, as the source suite writes it, so that the new test replays
+    it (docs/en/importers.md#tests-from-conversations): the vars it saw (the suite's, the test's, its matrix
+    instance's), the test's `state:` seed and `tool_results:` stubs. Copied as written: they are evalspec's
+    own syntax already (a `${ENV}` stays a reference), never escaped as imported text."""
+    out: dict[str, Any] = {}
+    matrix = _mapping(record.get("matrix"))
+    variables = {**_mapping(suite.get("vars")), **_mapping((test or {}).get("vars")), **matrix}
+    if variables:
+        out["vars"] = variables
+    for key in CONDITIONS[1:]:
+        if test is not None and isinstance(test.get(key), dict):
+            out[key] = test[key]
+    return out
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _own_rules(test: dict[str, Any] | None) -> list[Any]:
@@ -183,19 +217,42 @@ def _state_check(state: dict[str, Any] | None, path: str) -> dict[str, Any]:
 
 
 def test_of(source: Source, test_id: str, expect_state: list[str]) -> dict[str, Any]:
+    """The draft test: the conversation's user turns (its text sent as written), the source test's rules and
+    conditions, the provider it was played on."""
     conversation = []
     for i, turn in enumerate(source.turns):
         entry: dict[str, Any] = {"user": literal(turn["text"])}
         if turn.get("label"):
-            entry["label"] = turn["label"]
-        rules = list(source.turn_asserts.get(i, [])) + [_state_check(turn.get("state"), p) for p in expect_state]
+            entry["label"] = plain(turn["label"])
+        rules = list(source.turn_asserts.get(i, [])) + [literal(_state_check(turn.get("state"), p))
+                                                         for p in expect_state]
         if rules:
             entry["assert"] = rules
         conversation.append(entry)
-    test: dict[str, Any] = {"id": test_id, "draft": True, "conversation": conversation}
+    test: dict[str, Any] = {"id": test_id, "draft": True}
+    if source.providers:
+        test["providers"] = list(source.providers)
+    test.update({key: source.conditions[key] for key in CONDITIONS if key in source.conditions})
+    test["conversation"] = conversation
     if source.asserts:
         test["assert"] = source.asserts
     return test
+
+
+def checks_something(source: Source, expect_state: list[str], defaults: Any) -> bool:
+    """Whether the new test would check anything: its own rules, `--expect-state`, or the rules of the
+    `defaults` of the suite it is written to (SPEC §19: never a hollow test)."""
+    inherited = isinstance(defaults, dict) and bool(defaults.get("assert"))
+    return bool(source.asserts or any(source.turn_asserts.values()) or expect_state or inherited)
+
+
+def refuse_hollow(sources: list[Source], expect_state: list[str], defaults: Any, out: Path) -> None:
+    """ImportRefused naming each test that would check nothing (`--allow-empty` writes them anyway)."""
+    hollow = [s.id for s in sources if not checks_something(s, expect_state, defaults)]
+    if hollow:
+        raise ImportRefused([Problem(str(out), None, f"test '{tid}'", "would check nothing: its source has no rule "
+                                     "and the suite no `defaults:` rules; give --expect-state, add rules under "
+                                     "defaults: (or --allow-empty writes it anyway)") for tid in hollow])
 
 
 def _comment(source: Source) -> list[str]:
@@ -219,22 +276,30 @@ def _tests_text(sources: list[Source], taken: set[str], expect_state: list[str],
     """The new tests as YAML list items (each after its comment), indented for the suite's `tests:`."""
     lines: list[str] = []
     for source in sources:
-        test_id = _unique(source.id, taken)
+        test_id = _unique(plain(source.id), taken)
         taken.add(test_id)
         item = dump_yaml([test_of(source, test_id, expect_state)]).rstrip("\n").split("\n")
         lines += [indent + line for line in _comment(source)] + [indent + line for line in item]
     return "\n".join(lines) + "\n"
 
 
+FILE_REFS = ("python", "setup", "teardown")  # provider keys holding `FILE.py:function`, relative to the suite
+
+
 def _relocated(providers: list[Any], source_dir: Path, out_dir: Path) -> list[Any]:
-    """The source's providers, a `python: FILE.py:fn` made relative to the new suite's folder."""
+    """The source's providers, each `FILE.py:fn` (`python:`, `setup:`, `teardown:`) made relative to the new
+    suite's folder."""
     out = []
     for p in providers:
-        if isinstance(p, dict) and isinstance(p.get("python"), str) and ".py:" in p["python"]:
-            file, _, fn = p["python"].rpartition(":")
-            if not Path(file).is_absolute():
-                file = os.path.relpath((source_dir / file).resolve(), out_dir.resolve()).replace(os.sep, "/")
-            p = {**p, "python": f"{file}:{fn}"}
+        if isinstance(p, dict):
+            moved = {}
+            for key in FILE_REFS:
+                if isinstance(p.get(key), str) and ".py:" in p[key] and "{{" not in p[key]:
+                    file, _, fn = p[key].rpartition(":")
+                    if not Path(file).is_absolute():
+                        file = os.path.relpath((source_dir / file).resolve(), out_dir.resolve()).replace(os.sep, "/")
+                    moved[key] = f"{file}:{fn}"
+            p = {**p, **moved}
         out.append(p)
     return out
 
@@ -267,55 +332,66 @@ def new_suite(sources: list[Source], source: SourceSuite, out: Path, expect_stat
     return text, files, notes
 
 
-_TOP_KEY = re.compile(r"^[A-Za-z_][\w-]*\s*:")
-
-
-def append_text(text: str, sources: list[Source], expect_state: list[str], name: str = "") -> str:
-    """`text` (an existing suite) with the new tests added at the end of its `tests:` list, untouched otherwise."""
-    loaded = yaml.safe_load(text) or {}
+def append_text(text: str, sources: list[Source], expect_state: list[str], name: str = "",
+                providers: list[Any] | None = None) -> str:
+    """`text` (an existing suite) with the new tests added at the end of its `tests:` list, and `providers`
+    (entries it lacks, for the tests to run on) at the end of its `providers:`; untouched otherwise."""
+    if providers:
+        text = append_items(text, "providers", lambda indent: _items_text(providers, indent), name)
+    loaded = first_document(text) or {}
     tests = loaded.get("tests") if isinstance(loaded, dict) else None
     taken = {str(t["id"]) for t in tests or [] if isinstance(t, dict) and t.get("id") is not None}
-    lines = text.rstrip("\n").split("\n") if text.strip() else []
-    start = next((i for i, line in enumerate(lines) if re.match(r"^tests\s*:", line)), None)
-    if start is None:  # no tests yet: a `tests:` list at the end
-        return "\n".join([*lines, "tests:"]) + "\n" + _tests_text(sources, taken, expect_state, "  ")
-    inline = lines[start].split(":", 1)[1].split(" #", 1)[0].strip()
-    if inline in ("[]", "~", "null"):
-        lines[start] = lines[start].replace(" " + inline, "", 1).replace(inline, "", 1).rstrip()
-    elif inline:
-        raise ConfigError([Problem(name, start + 1, "tests", "the tests are written inline (tests: [...]); "
-                                   "write them as a block list (one '- ' item a test) to append to them")])
-    indent = next((m.group(1) for line in lines[start + 1:] if (m := re.match(r"^(\s*)- ", line))), "  ")
-    return _insert(lines, start, _tests_text(sources, taken, expect_state, indent))
+    return append_items(text, "tests", lambda indent: _tests_text(sources, taken, expect_state, indent), name)
 
 
-def _insert(lines: list[str], start: int, block: str) -> str:
-    """Put `block` after the last line of the top-level key at `start` (before the next top-level key)."""
-    end = next((i for i in range(start + 1, len(lines)) if _TOP_KEY.match(lines[i])), len(lines))
-    while end > start + 1 and (not lines[end - 1].strip() or (end < len(lines) and lines[end - 1].startswith("#"))):
-        end -= 1  # blank lines (and, before another key, its comments) stay after the new tests
-    before, after = lines[:end], lines[end:]
-    out = "\n".join(before).rstrip("\n") + "\n" + block
-    return out + "\n".join(after) + "\n" if after else out
+def _items_text(items: list[Any], indent: str) -> str:
+    return "".join(indent + line + "\n" for line in dump_yaml(items).rstrip("\n").split("\n"))
+
+
+def _missing_providers(sources: list[Source], source: SourceSuite, target: dict[str, Any],
+                       out: Path) -> tuple[list[Any], list[str]]:
+    """The source's providers the tests run on that the target suite lacks (to add to it, relocated), and
+    a note for each one it has under the same id with another configuration."""
+    wanted = {p for s in sources for p in s.providers}
+    if not wanted or source.path is None:
+        return [], []
+    entries = [p for p in _relocated(list(source.data.get("providers") or []), source.path.parent, out.parent)
+               if isinstance(p, dict) and str(p.get("id")) in wanted]
+    have = {str(p.get("id")): p for p in target.get("providers") or [] if isinstance(p, dict)}
+    notes = [f"provider '{p['id']}' of {out} is not the one the conversation was played on ({source.path}): "
+             "the test runs on the suite's" for p in entries if str(p.get("id")) in have and have[str(p["id"])] != p]
+    return [p for p in entries if str(p.get("id")) not in have], notes
 
 
 def import_transcripts(given: Path, out: Path, ids: list[str] | None = None,
-                       expect_state: list[str] | None = None) -> tuple[list[Path], list[str]]:
+                       expect_state: list[str] | None = None, allow_empty: bool = False) -> tuple[list[Path], list[str]]:
     """Write (or extend) `out` with draft tests from the conversations in `given`; the paths written and notes."""
     states = [p for p in expect_state or [] if p]
     if given.suffix.lower() == ".json":
         sources, source = from_run(given, ids)
     else:
         sources, source = from_jsonl(given, ids), SourceSuite()
-    return write_tests(sources, source, out, states, str(given))
+    return write_tests(sources, source, out, states, str(given), allow_empty)
 
 
 def write_tests(sources: list[Source], source: SourceSuite, out: Path, states: list[str],
-                given: str) -> tuple[list[Path], list[str]]:
-    """Append the tests to `out`, or write it as a new suite (with a stub provider when needed)."""
+                given: str, allow_empty: bool = False) -> tuple[list[Path], list[str]]:
+    """Append the tests to `out`, or write it as a new suite (with a stub provider when needed). Tests that
+    would check nothing are refused (ImportRefused, nothing written) unless `allow_empty`."""
     if out.exists():
-        out.write_text(append_text(out.read_text(encoding="utf-8"), sources, states, str(out)), encoding="utf-8")
-        return [out], []
+        text = out.read_text(encoding="utf-8")
+        try:
+            target = first_document(text)
+        except yaml.YAMLError as exc:
+            raise _problem(out, f"not a readable suite to append to ({' '.join(str(exc).split())})") from None
+        target = target if isinstance(target, dict) else {}
+        if not allow_empty:
+            refuse_hollow(sources, states, target.get("defaults"), out)
+        providers, notes = _missing_providers(sources, source, target, out)
+        out.write_text(append_text(text, sources, states, str(out), providers), encoding="utf-8")
+        return [out], notes
+    if not allow_empty:
+        refuse_hollow(sources, states, source.data.get("defaults"), out)
     text, files, notes = new_suite(sources, source, out, states, given)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

@@ -23,7 +23,8 @@ def test_make_test_starts_a_suite_then_appends_to_one_and_logs_it(view: View, pr
     data = yaml.safe_load(text)
     assert data["providers"] == [{"id": "bot", "python": "bot.py:respond"}]
     # the test checks what the source checked: its red line comes along (SPEC §25, never hollow)
-    assert data["tests"] == [{"id": "price", "draft": True, "conversation": [
+    # the provider it was played on comes along (SPEC §26: it replays its conditions)
+    assert data["tests"] == [{"id": "price", "draft": True, "providers": ["bot"], "conversation": [
         {"user": "价格多少？", "assert": [{"not-regex": "1[3-9]\\d{9}"}]}]}]
     assert "# failed there:" in text and "not-regex" in text  # the rule that failed on it, named
     assert invoke("validate", str(new))[0] == 0

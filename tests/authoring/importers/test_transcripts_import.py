@@ -106,7 +106,7 @@ def test_append_before_a_later_key_and_to_an_empty_list(tmp_path: Path) -> None:
     suite = tmp_path / "src" / "later.yaml"
     suite.write_text("tests: []   # none yet\n\n# who answers\nproviders:\n  - id: p\n    python: bots/bot.py:bot\n",
                      encoding="utf-8")
-    code, output = invoke("import", "transcripts", str(run_json), "--ids", "hello", "-o", str(suite))
+    code, output = invoke("import", "transcripts", str(run_json), "--ids", "hello", "-o", str(suite), "--allow-empty")
     assert code == 0, output
     text = suite.read_text(encoding="utf-8")
     assert text.startswith("tests:   # none yet\n") and text.endswith("\n\n# who answers\nproviders:\n  - id: p\n"
