@@ -25,8 +25,9 @@ _BLOCK_HEADER = re.compile(r"(?:^|[:\-])\s+(?:[!&]\S*\s+)*[|>]([1-9+\-]{0,2})\s*
 
 
 def first_document(text: str) -> Any:
-    """The suite's data: the first YAML document of `text` (None when it has none)."""
-    return next(iter(yaml.safe_load_all(text)), None)
+    """The suite's data: the first YAML document of `text` (None when it has none); the whole text is read,
+    so that what follows the document must be YAML too."""
+    return next(iter(list(yaml.safe_load_all(text))), None)
 
 
 def _document_end(lines: list[str]) -> int:
@@ -50,13 +51,25 @@ def _ends_in_kept_lines(lines: list[str], start: int, end: int) -> bool:
         indent = len(line) - len(line.lstrip(" "))
         if block is not None and indent > block[0]:
             continue  # the block scalar's content
-        block = None
         if line.lstrip().startswith("#"):
-            continue
+            continue  # a comment ends the block scalar, whose trailing lines are still its own
+        block = None
         header = _BLOCK_HEADER.search(line)
         if header is not None:
             block = (indent, "+" in header.group(1))
     return block is not None and block[1]
+
+
+def _insertion_point(lines: list[str], start: int, end: int) -> int:
+    """Where new items go in the list lines[start:end]: before its trailing blank lines (and, before another
+    key, the comments that introduce it), except the blank lines that belong to a `|+` value."""
+    kept = _ends_in_kept_lines(lines, start, end)
+    point = end
+    while point > start + 1 and (not lines[point - 1].strip() or (end < len(lines) and lines[point - 1].startswith("#"))):
+        point -= 1
+        if kept and lines[point].startswith("#"):
+            end = point  # the last comment seen: the blank lines before it are the `|+` value's
+    return end if kept else point
 
 
 def _inline_list(lines: list[str], start: int, key: str, name: str) -> None:
@@ -85,9 +98,7 @@ def append_items(text: str, key: str, items: Callable[[str], str], name: str = "
         _inline_list(body, start, key, name)
         indent = next((m.group(1) for line in body[start + 1:] if (m := re.match(r"^(\s*)- ", line))), "  ")
         end = next((i for i in range(start + 1, len(body)) if _TOP_KEY.match(body[i])), len(body))
-        if not _ends_in_kept_lines(body, start, end):
-            while end > start + 1 and (not body[end - 1].strip() or (end < len(body) and body[end - 1].startswith("#"))):
-                end -= 1  # blank lines (and, before another key, its comments) stay after the new items
+        end = _insertion_point(body, start, end)
         new = [*body[:end], *items(indent).rstrip("\n").split("\n"), *body[end:]]
     out = "\n".join([*new, *tail]) + "\n"
     _check_kept(text, out, key, name)
