@@ -15,7 +15,6 @@ ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 #: `${NAME}` / `${NAME:-default}`, or `$${`: a literal `${` (how imported text keeps one, SPEC §17)
 ENV_OR_LITERAL = re.compile(r"\$\$\{|" + ENV_PATTERN.pattern)
 LITERAL_DOLLAR_BRACE = "$${"
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)

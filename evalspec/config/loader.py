@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from evalspec.config.interpolate import ENV_OR_LITERAL, SECRET_NAME, is_template, load_templating
+from evalspec.config.interpolate import ENV_OR_LITERAL, is_template, load_templating
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import Suite
 from evalspec.config.numbers import non_finite
@@ -23,7 +23,7 @@ from evalspec.config.yamlfile import load_yaml
 from evalspec.core.errors import ConfigError, PluginError, Problem
 from evalspec.core.plugins import load_plugin
 from evalspec.core.pyref import step
-from evalspec.core.redact import collect_written_secrets, redact_problems, run_secrets
+from evalspec.core.redact import collect_written_secrets, is_secret_name, redact_problems, run_secrets
 from evalspec.extend.kinds import provider_kinds
 
 __all__ = ["expand_cli_mapping", "load_suite", "load_suites"]
@@ -194,7 +194,7 @@ def _interpolate(value: Any, path: PathKey, environ: Mapping[str, str], lines: L
             problems.append(lines.problem(path, f"environment variable {name} is not set "
                                                 f"(set it, or write ${{{name}:-default}})"))
             return ""
-        if SECRET_NAME.search(name) and result:
+        if result and (name in environ or is_secret_name(name)):  # from the environment: a secret whatever its name
             secrets.add(result)
         return str(result)
 

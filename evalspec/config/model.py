@@ -103,7 +103,9 @@ class ProviderSpec:
         return is_stateful(self.config, self.kind)
 
     def redacted(self, secrets: set[str]) -> dict[str, Any]:
-        from evalspec.core.redact import redact
+        """The configuration as outputs show it, every secret masked where it stands and wherever it
+        reappears (docs/en/suite-format.md#secrets)."""
+        from evalspec.core.redact import mask_config
 
         out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
         out.update({k: v for k, v in self.config.items() if k != self.kind})
@@ -115,7 +117,7 @@ class ProviderSpec:
             import hashlib
 
             out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
-        return dict(redact(out, secrets))
+        return dict(mask_config(out, secrets))
 
 
 @dataclass

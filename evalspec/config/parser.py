@@ -35,7 +35,7 @@ from evalspec.config.schema import fragment_schema
 from evalspec.config.turnrefs import ref_problem, turn_refs
 from evalspec.config.yamlfile import load_yaml
 from evalspec.core.errors import ConfigError, Problem
-from evalspec.core.redact import collect_provider_secrets
+from evalspec.core.redact import config_secrets
 from evalspec.core.suggest import did_you_mean, slugify
 from evalspec.extend.kinds import provider_kinds
 from evalspec.extend.patterns import regex_problem
@@ -118,7 +118,7 @@ class SuiteParser:
                 seen[test.id] = ("tests", i)
             s.tests.append(test)
         for secret_source in s.providers:
-            collect_provider_secrets(secret_source.config, s.secrets)
+            config_secrets(secret_source.config, s.secrets)
         named = {(p.file, p.line, p.path) for p in self.problems}
         self.problems.extend(p for p in self.fragment_schema if (p.file, p.line, p.path) not in named)
         if self.fragment_digests:  # a changed fragment is a changed suite (resume, grade): its sha256 says so
@@ -296,7 +296,7 @@ class SuiteParser:
             return model_ref(raw, role, path)
         spec = self._provider(raw, path, default_id=role)
         if spec is not None:
-            collect_provider_secrets(spec.config, self.suite.secrets)
+            config_secrets(spec.config, self.suite.secrets)
             for key in ("tools", "tool_results", "max_tool_rounds", "answer_tool_calls"):
                 if key in spec.config:  # evalspec's own calls answer in text or JSON: a tool call is no verdict
                     self.bad((*path, key), f"a {role} takes no '{key}' (tools are for the systems under test)")

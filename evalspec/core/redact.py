@@ -1,34 +1,73 @@
-"""Secrets are redacted by value everywhere evalspec writes."""
+"""What a secret is, and masking it everywhere evalspec writes (docs/en/suite-format.md#secrets).
+
+The one owner of the rule: a value is a secret when it came from `${ENV}`, or when it stands, at any
+depth of a provider, judge, simulator, attacker or embedder configuration (`http:` and `rasa:` ones
+included), under a key one of whose words is a credential word (`is_secret_name`), or as a URL query
+value under such a name. Outputs mask secrets by value, with their URL-encoded and JSON-escaped forms
+(`redact`); a configuration shown in an output is also masked where its secrets stand (`mask_config`),
+so a value too short to be searched for elsewhere is still `***` there."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from evalspec.core.errors import Problem
 from evalspec.core.model_keys import KEY_ENV, split_model
 
 MASK = "***"
-SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-MIN_SECRET_LENGTH = 6  # shorter values are not credentials, and masking them would mangle ordinary text
+MIN_SECRET_LENGTH = 4  # shorter values are masked where they stand, never searched for in other text
+
+SECRET_WORDS = frozenset({"token", "key", "apikey", "secret", "password", "passwd", "auth", "authorization",
+                          "cookie", "credential", "credentials"})
+# the words of a name: split on anything not a letter or digit, then on case changes (`XAuthToken`, `APIKey`)
+_NAME_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# the keys under which a mapping is a configuration that may hold credentials, wherever it stands
+CONFIG_ROOTS = frozenset({"providers", "judge", "simulator", "embedder", "attacker"})
+CONFIG_KINDS = frozenset({"model", "http", "rasa", "python", "api_key", "api_base"})
+
+
+def is_secret_name(name: str) -> bool:
+    """`X-Auth-Token`, `client_secret`, `api_key`, `apiKey`, `Authorization` are; `max_tokens`,
+    `keyword`, `partial_credit` are not: one of the name's words must be a credential word."""
+    return any(word.lower() in SECRET_WORDS for word in _NAME_WORD.findall(name))
 
 
 def redact(value: Any, secrets: set[str]) -> Any:
-    """Replace every occurrence of every secret inside `value` (recursively): the longest secrets first,
-    so a secret that contains another is masked whole. Without a secret, `value` itself comes back."""
+    """Replace every occurrence of every secret inside `value` (recursively), and of its URL-encoded and
+    JSON-escaped forms: the longest first, so a secret that contains another is masked whole. Without
+    a secret, `value` itself comes back."""
     if not secrets:  # most runs: every record, and parts of it, come here
         return value
-    ordered = sorted((s for s in secrets if len(s) >= MIN_SECRET_LENGTH), key=lambda s: (-len(s), s))
+    ordered = _searched(frozenset(secrets))
     return _masked(value, ordered) if ordered else value
+
+
+@lru_cache(maxsize=64)
+def _searched(secrets: frozenset[str]) -> tuple[str, ...]:
+    forms = {form for secret in secrets if len(secret) >= MIN_SECRET_LENGTH for form in encoded_forms(secret)}
+    return tuple(sorted(forms, key=lambda s: (-len(s), s)))
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """The secret as written and as it reappears URL-encoded (a query, a form) or JSON-escaped (a bot
+    echoing its request in its reply, an error quoting a body)."""
+    return {secret, quote(secret), quote(secret, safe=""), quote_plus(secret),
+            json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
 
 
 _UNMASKED = frozenset({int, float, bool, type(None)})  # no text inside: kept as they are, without a call
 
 
-def _masked(value: Any, ordered: list[str]) -> Any:
+def _masked(value: Any, ordered: tuple[str, ...]) -> Any:
     if isinstance(value, str):
         for secret in ordered:
             if secret in value:
@@ -47,62 +86,105 @@ def redact_problems(problems: Iterable[Problem], secrets: set[str]) -> list[Prob
 
 
 _WORD = re.compile(r"[^\s'\"<>]+")  # a URL is one run of these
-_SECRET_PARAM = re.compile(r"token|key|secret|password", re.IGNORECASE)
 
 
-def query_secrets(text: str) -> set[str]:
-    """The values of a URL query's credential parameters (`?access_token=...`, `&api-key=...`) in `text`:
-    a URL being a word with a '/' before its '?'."""
+def _query_pairs(text: str) -> Iterator[tuple[str, str]]:
+    """The `name=value` pairs of every URL query in `text`: a URL being a word with a '/' before its '?'."""
     if "?" not in text or "=" not in text:
-        return set()
-    found: set[str] = set()
+        return
     for word in _WORD.findall(text):
         path, mark, query = word.partition("?")
         if not mark or "/" not in path:
             continue
         for pair in query.split("#", 1)[0].split("&"):
             name, equals, value = pair.partition("=")
-            if equals and value and _SECRET_PARAM.search(name) and "{{" not in value and "{%" not in value:
-                found.add(value)
+            if equals and value:
+                yield name, value
+
+
+def _is_template(text: str) -> bool:
+    return "{{" in text or "{%" in text
+
+
+def query_secrets(text: str) -> set[str]:
+    """The values of a URL query's credential parameters (`?access_token=...`, `&api-key=...`) in `text`."""
+    return {value for name, value in _query_pairs(text) if is_secret_name(name) and not _is_template(value)}
+
+
+def mask_query(text: str) -> str:
+    """`text` with the value of every credential parameter of its URL queries replaced by `***`."""
+    for name, value in _query_pairs(text):
+        if is_secret_name(name):
+            text = text.replace(f"{name}={value}", f"{name}={MASK}")
+    return text
+
+
+def config_secrets(config: Any, secrets: set[str], under_secret: bool = False) -> None:
+    """Every secret of one configuration (a provider's, a judge's, an `http:` or `rasa:` mapping): each
+    value at any depth under a credential-named key, and each credential parameter of a URL in it."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            config_secrets(value, secrets, under_secret or is_secret_name(str(key)))
+    elif isinstance(config, list):
+        for item in config:
+            config_secrets(item, secrets, under_secret)
+    elif isinstance(config, str):
+        secrets.update(query_secrets(config))
+        if under_secret and config and not _is_template(config):
+            secrets.add(config)
+            secrets.update(_credential_parts(config))
+    elif under_secret and isinstance(config, (int, float)) and not isinstance(config, bool):
+        secrets.add(str(config))  # `password: 123456` is a number to YAML
+
+
+def _credential_parts(value: str) -> set[str]:
+    """`Bearer abc` -> `abc`; `Basic dXNlcjpwYXNz` -> also `user:pass` and `pass`, which an echo may show."""
+    parts = value.split(None, 1)
+    if len(parts) != 2:
+        return set()
+    found = {parts[1]}
+    if parts[0].lower() == "basic":
+        try:
+            decoded = base64.b64decode(parts[1], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return found
+        found |= {decoded, decoded.partition(":")[2]} - {""}
     return found
 
 
-def collect_written_secrets(value: Any, secrets: set[str]) -> None:
-    """Every secret written anywhere in a suite's data, whether or not its mapping is valid: `api_key`
-    values, secret-looking header values, and credential parameters of URL queries."""
+def collect_written_secrets(value: Any, secrets: set[str], in_config: bool = False) -> None:
+    """Every secret written anywhere in a suite's data, whether or not its mapping is valid: the secrets of
+    every configuration (under `providers`, `judge`, `simulator`, `embedder`, `attacker`, or any mapping
+    naming a provider kind: a test's simulate or attack model, a check's `provider:`, a history model) and
+    the credential parameters of every URL query."""
     if isinstance(value, dict):
-        collect_provider_secrets(value, secrets)
-        headers = value.get("headers")
-        if isinstance(headers, dict):
-            collect_provider_secrets({"http": {"headers": headers}}, secrets)
-        for item in value.values():
-            collect_written_secrets(item, secrets)
+        if in_config or CONFIG_KINDS.intersection(value):
+            config_secrets(value, secrets)  # the whole of it, its URLs included
+            return
+        for key, item in value.items():
+            collect_written_secrets(item, secrets, key in CONFIG_ROOTS)
     elif isinstance(value, list):
         for item in value:
-            collect_written_secrets(item, secrets)
+            collect_written_secrets(item, secrets, in_config)
     elif isinstance(value, str):
         secrets.update(query_secrets(value))
 
 
-def is_secret_header(name: str) -> bool:
-    lowered = name.lower()
-    return lowered == "authorization" or lowered.endswith("key") or lowered.endswith("token")
-
-
-def collect_provider_secrets(config: dict[str, Any], secrets: set[str]) -> None:
-    """Every `api_key` and every secret-looking HTTP header value is a secret."""
-    key = config.get("api_key")
-    if isinstance(key, str) and key:
-        secrets.add(key)
-    http = config.get("http")
-    if isinstance(http, dict):
-        for name, value in (http.get("headers") or {}).items():
-            if is_secret_header(str(name)) and isinstance(value, str) and value:
-                secrets.add(value)
-                # "Bearer abc" -> also mask "abc" alone
-                parts = value.split(None, 1)
-                if len(parts) == 2 and len(parts[1]) >= 4:
-                    secrets.add(parts[1])
+def mask_config(config: Any, secrets: set[str], under_secret: bool = False) -> Any:
+    """A configuration as shown in an output: every value under a credential-named key, every value equal
+    to a secret (however short) and every credential parameter of a URL is `***`, and every other secret
+    inside a text masked as `redact` does."""
+    if isinstance(config, dict):
+        return {k: mask_config(v, secrets, under_secret or is_secret_name(str(k))) for k, v in config.items()}
+    if isinstance(config, list):
+        return [mask_config(v, secrets, under_secret) for v in config]
+    if isinstance(config, str):
+        if (under_secret and config) or config in secrets:
+            return MASK
+        return redact(mask_query(config), secrets)
+    if under_secret and isinstance(config, (int, float)) and not isinstance(config, bool):
+        return MASK
+    return config
 
 
 def _model_names(suite: Any) -> list[str]:
@@ -138,7 +220,7 @@ def implicit_secrets(model_names: list[str], environ: Mapping[str, str]) -> set[
         if prefix in KEY_ENV:
             names.add(KEY_ENV[prefix])
         stem = {"bedrock": "AWS", "sagemaker": "AWS", "vertex_ai": "VERTEX"}.get(prefix, prefix.upper())
-        names.update(n for n in environ if n.startswith(stem + "_") and SECRET_ENV_NAME.search(n))
+        names.update(n for n in environ if n.startswith(stem + "_") and is_secret_name(n))
     return {environ[n] for n in names if environ.get(n)}
 
 

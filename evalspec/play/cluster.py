@@ -111,6 +111,7 @@ class ShippingCache(ResponseCache):
 
     def __init__(self, reader: Any) -> None:  # no sqlite file of its own
         self.reader = reader
+        self.secrets: set[str] = set()
         self.recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -132,8 +133,8 @@ class ShippingCache(ResponseCache):
         for key, value in entries:
             self.recent[key] = value
             self.recent.move_to_end(key)
-            if written is not None:
-                written.append((key, value))
+            if written is not None:  # to the driver's file: masked there
+                written.append((key, self.storable(value)))
         while len(self.recent) > self.RECENT:
             self.recent.popitem(last=False)
 

@@ -18,6 +18,7 @@ def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], repeat: 
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+MASKED = "_masked"  # an entry that held a secret: stored masked, never served (docs/en/suite-format.md#secrets)
 LOCK_WAIT_S = 2.0  # another writer's transaction is a few ms; a cache locked longer is skipped
 _warned: set[str] = set()  # one warning per cache file and process (a forked player inherits the parent's)
 
@@ -30,6 +31,7 @@ class ResponseCache:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / "responses.sqlite"
+        self.secrets: set[str] = set()  # the run's (`ProviderPool` sets them): never written to the file
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         try:
@@ -76,7 +78,15 @@ class ResponseCache:
             value = json.loads(row[0])
         except (TypeError, ValueError):
             return None
-        return value if isinstance(value, dict) else None
+        return value if isinstance(value, dict) and MASKED not in value else None
+
+    def storable(self, value: dict[str, Any]) -> dict[str, Any]:
+        """`value` as the file may hold it: with a secret in it, masked and marked, so that it is never
+        served (a reply with `***` for the secret could pass a check the live reply fails): a miss."""
+        from evalspec.core.redact import redact
+
+        masked: dict[str, Any] = redact(value, self.secrets)
+        return value if masked == value else {**masked, MASKED: True}
 
     async def aget(self, key: str) -> dict[str, Any] | None:
         """`get` for callers on an event loop (a Ray worker's cache answers over the network)."""
@@ -94,7 +104,8 @@ class ResponseCache:
                 return
             try:
                 self._db.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-                                     [(key, json.dumps(value, ensure_ascii=False)) for key, value in entries])
+                                     [(key, json.dumps(self.storable(value), ensure_ascii=False))
+                                      for key, value in entries])
                 self._db.commit()
             except sqlite3.Error as exc:
                 self._skip(exc)

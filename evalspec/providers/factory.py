@@ -56,6 +56,10 @@ class ProviderPool:
         own `max_concurrency`/`rpm` limits. `concurrency` (`-j`) caps what an adaptive limit grows back to."""
         self.suites = suites
         self.cache = cache if cache is not None else ResponseCache(cache_dir) if cache_dir is not None else None
+        if self.cache is not None:  # the file never holds a secret (docs/en/suite-format.md#secrets)
+            from evalspec.core.redact import run_secrets
+
+            self.cache.secrets = run_secrets(suites)
         self.limits_for = limits_for
         self.concurrency = concurrency
         self.stats = CallStats()

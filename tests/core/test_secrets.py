@@ -184,3 +184,94 @@ def test_judge_mapping_that_is_not_yaml_says_so_and_how_to_quote_it(in_tmp: Path
         assert code == 2, out
         assert "is not a YAML mapping" in out and "api_key: '${KEY}'" in out, out
         assert "litellm" not in out and "sk-judge-from-env-123456" not in out and "sk-lit-55555" not in out, out
+
+
+# -- secrets by construction (docs/en/suite-format.md#secrets) ------------------------------------------
+
+BEARER = "sk-live-4f9a8b7c6d5e3a21"
+CLIENT_SECRET = 'cs "q"/x+y 密钥-77'  # changes under URL-encoding and JSON-escaping
+ACCESS = "qs-access-8642"
+RASA_TOKEN = "rasa-tok-1357"
+BROKEN_KEY = "brk-key-97531"
+TENANT = "tenant-env-2468"  # from ${TENANT_ID}: a value from the environment is a secret whatever its name
+SHORT = "k9z"  # under 4 characters: masked where it stands only
+
+
+def encoded_forms(secret: str) -> set[str]:
+    from urllib.parse import quote, quote_plus
+
+    return {secret, quote(secret), quote(secret, safe=""), quote_plus(secret),
+            json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+
+
+def echo_request(method: str, path: str, body: Any, headers: dict[str, str]) -> Reply:
+    """A bot that echoes its request: as JSON (escaped), and URL-encoded both ways."""
+    from urllib.parse import quote, quote_plus
+
+    seen = json.dumps({"url": path, "headers": headers, "body": body})
+    if path.startswith("/fail"):
+        return Reply(500, {"error": {"message": f"cannot serve {path}: {seen}"}})
+    return Reply(body={"reply": f"you sent {seen} | {json.dumps(seen, ensure_ascii=False)} | {quote(seen)} | "
+                                f"{quote_plus(seen)} | {quote(path, safe='')}"})
+
+
+def test_written_secrets_and_their_encoded_forms_are_masked_in_every_output(tmp_path: Path) -> None:
+    from tests.servers import LoopbackServer, RasaServer
+
+    with LoopbackServer(echo_request) as bot, RasaServer(token=RASA_TOKEN) as rasa:
+        (tmp_path / "s.yaml").write_text(f"""\
+providers:
+  - id: echo
+    http:
+      url: "{bot.url}/chat?lang=zh&access_token={ACCESS}"
+      headers:
+        Authorization: "Bearer {BEARER}"
+        X-Api-Key: {SHORT}
+        X-Tenant: "${{TENANT_ID}}"
+      body:
+        message: "{{{{ message }}}}"
+        max_tokens: 512
+        auth: {{client_secret: '{CLIENT_SECRET}'}}
+      response: reply
+  - id: rasa
+    rasa: {{url: "{rasa.url}", token: {RASA_TOKEN}}}
+  - id: broken
+    http: {{url: "{bot.url}/fail?key={BROKEN_KEY}", response: reply}}
+options: {{retries: 0}}
+tests:
+  - id: echoed
+    providers: [echo, rasa]
+    conversation:
+      - user: 你好
+        assert: [{{not-contains: 没有这个词}}]
+  - id: fails
+    providers: [broken]
+    conversation:
+      - user: hi
+        assert: [{{not-contains: nothing}}]
+""", encoding="utf-8")
+        env = {**os.environ, "TENANT_ID": TENANT, "PYTHONIOENCODING": "utf-8"}
+        proc = subprocess.run([sys.executable, "-m", "evalspec", "run", "s.yaml", "-o", "out/run.json",
+                               "--html", "out/r.html", "--junit", "out/r.xml", "--md", "out/r.md"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # `fails` is an error
+    data = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    replies = [m["content"] for r in data["results"] for m in r["transcript"] if m["role"] == "assistant"]
+    assert any("you sent" in reply for reply in replies), replies  # the echo really came back
+    outputs = {"console": proc.stdout + proc.stderr}
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.suffix != ".yaml":
+            outputs[str(path.relative_to(tmp_path))] = path.read_bytes().decode("utf-8", errors="replace")
+    assert any("responses.sqlite" in name for name in outputs), sorted(outputs)  # the cache was written
+    assert any("journal" in name or name.startswith(".evalspec/runs") for name in outputs), sorted(outputs)
+    leaks = sorted((name, form) for name, text in outputs.items()
+                   for secret in (BEARER, CLIENT_SECRET, ACCESS, RASA_TOKEN, BROKEN_KEY, TENANT)
+                   for form in encoded_forms(secret) if form in text)
+    assert not leaks, leaks
+    echo = data["suites"][0]["providers"][0]
+    assert echo["http"]["body"]["max_tokens"] == 512  # `max_tokens` is no secret
+    assert echo["http"]["headers"] == {"Authorization": "***", "X-Api-Key": "***", "X-Tenant": "***"}
+    assert echo["http"]["body"]["auth"] == {"client_secret": "***"}
+    assert data["suites"][0]["providers"][1]["rasa"]["token"] == "***"
+    assert "access_token=***" in echo["http"]["url"]
+    assert "HTTP 500" in data["results"][-1]["error"] and "key=***" in data["results"][-1]["error"]

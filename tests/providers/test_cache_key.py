@@ -120,3 +120,36 @@ def test_a_cache_locked_by_another_process_is_skipped_with_one_warning(in_tmp: P
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.count("warning: the response cache") == 1 and "locked" in proc.stderr
+
+
+def test_a_reply_holding_a_secret_is_cached_masked_and_never_served(in_tmp: Path) -> None:
+    """The cache file holds no secret; a reply that held one is stored masked and is a miss, so a check
+    of the live reply (`not-contains` the token) is never graded on `***` (docs/en/suite-format.md#secrets)."""
+    def leaky(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        said = body.get("text")
+        return Reply(body={"reply": f"token is {headers.get('x-auth-token')}" if said == "leak" else f"ok {said}"})
+
+    with LoopbackServer(leaky) as server:
+        (in_tmp / "s.yaml").write_text(f"""\
+providers:
+  - id: h
+    http:
+      url: "{server.url}/chat"
+      headers: {{X-Auth-Token: tok-cached-24680}}
+      body: {{text: "{{{{ message }}}}"}}
+      response: reply
+tests:
+  - id: leak
+    conversation: [{{user: leak, assert: [{{not-contains: tok-cached-24680}}]}}]
+  - id: plain
+    conversation: [{{user: hi, assert: [{{contains: ok}}]}}]
+""", encoding="utf-8")
+        for run_dir in ("r1", "r2"):
+            data = run([in_tmp / "s.yaml"], options=RunOptions(run_dir=in_tmp / run_dir, concurrency=1)).data
+            assert [r["status"] for r in data["results"]] == ["failed", "passed"]
+        assert len(server.requests) == 3  # the leaking reply was asked again, the plain one came from the cache
+    assert data["summary"]["cached_calls"] == 1
+    stored = [row[0] for row in sqlite3.connect(in_tmp / ".evalspec" / "cache" / "responses.sqlite").execute(
+        "SELECT value FROM responses")]
+    assert len(stored) == 2 and not any("tok-cached-24680" in value for value in stored)
+    assert any("token is ***" in value for value in stored)
