@@ -72,6 +72,9 @@ class HttpProvider:
         try:
             url = str(render_value(self.http["url"], variables))
             headers = {str(k): str(render_value(v, variables)) for k, v in (self.http.get("headers") or {}).items()}
+            wrong = next((p for k, v in headers.items() if (p := header_problem(k, v)) is not None), None)
+            if wrong is not None:  # a template rendered to text that HTTP cannot send
+                raise ProviderError(f"{self.id}: {wrong}")
             if "body" in self.http:
                 body = render_value(self.http["body"], variables)
             elif self.stateful:
@@ -269,10 +272,28 @@ HTTP_SCHEMA: dict[str, Any] = {
 
 
 def http_url_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-    """A written (not templated) URL that is not http(s)://host/..., with its key."""
+    """A written (not templated) URL that is not http(s)://host/..., and a header that is not ASCII,
+    with their keys."""
     url = raw["http"].get("url") if isinstance(raw["http"], dict) else None
     wrong = url_problem(url) if isinstance(url, str) and not is_template(url) else None
-    return [(("http", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
+    found = [(("http", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
+    headers = raw["http"].get("headers") if isinstance(raw["http"], dict) else None
+    for name, value in headers.items() if isinstance(headers, dict) else ():
+        if (problem := header_problem(str(name), value)) is not None:
+            found.append((("http", "headers", name), f"provider '{raw.get('id')}': {problem}"))
+    return found
+
+
+def header_problem(name: str, value: Any) -> str | None:
+    """HTTP sends a header's name and value as ASCII: a character pasted from elsewhere (a curly quote, a
+    full-width space, Chinese text) would fail every call. The value itself is never quoted (it may be a
+    secret): the character and its position are (docs/en/providers.md#http)."""
+    for what, text in (("name", name), ("value", value if isinstance(value, str) else "")):
+        bad = next(((i, c) for i, c in enumerate(text) if not c.isascii()), None)
+        if bad is not None:
+            return (f"header '{name}' has a character that is not ASCII in its {what} ({bad[1]!r}, U+{ord(bad[1]):04X}, at position "
+                    f"{bad[0] + 1}): HTTP headers are ASCII; retype it")
+    return None
 
 
 def http_problems(config: dict[str, Any]) -> list[str]:

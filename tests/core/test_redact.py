@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -42,3 +43,66 @@ def test_url_query_credentials_are_secrets_and_finding_them_is_linear() -> None:
     assert query_secrets("what is the key? key=value, /a?b=1, /a?token={{ t }}") == set()
     # a megabyte of slashes without a query (an inlined image) is read once, not once per slash
     assert query_secrets("data:image/png;base64," + "ab/" * 400_000 + " ?key=x =") == set()
+
+
+def test_a_secret_name_is_one_whose_words_hold_a_credential_word() -> None:
+    from evalspec.core.redact import is_secret_name
+
+    for name in ("X-Auth-Token", "client_secret", "api_key", "apiKey", "APIKey", "apikey", "Authorization",
+                 "COOKIE", "db_password", "passwd", "aws_credentials", "XAuthToken", "access-token", "key"):
+        assert is_secret_name(name), name
+    for name in ("max_tokens", "keyword", "partial_credit", "monkey", "tokenizer", "author", "passage", "id"):
+        assert not is_secret_name(name), name
+
+
+def test_every_value_under_a_credential_key_at_any_depth_of_a_configuration_is_a_secret() -> None:
+    from evalspec.core.redact import collect_written_secrets
+
+    found: set[str] = set()
+    collect_written_secrets({
+        "providers": [
+            {"id": "bot", "http": {"url": "http://h/x?lang=zh&access_token=qs-tok-1", "headers": {
+                "Authorization": "Basic dXNlcjpwYXNzd29yZA==", "X-Api-Key": "k9z", "Accept": "text/plain"},
+                "body": {"auth": {"client_secret": "cs-1", "nested": ["n-1"]}, "max_tokens": 512,
+                         "pin": {"password": 123456}, "message": "{{ message }}"}}},
+            {"id": "r", "rasa": {"url": "http://h:5005", "token": "rt-1"}},
+            {"id": "t", "http": {"url": "http://h/", "headers": {"X-Token": "{{ token }}"}}}],
+        "judge": {"model": "openai/j", "api_key": "jk-1"},
+        "tests": [{"id": "t", "vars": {"password": "a test's data, no configuration"},
+                   "attack": {"goal": "g", "model": {"model": "openai/a", "extra_headers": {"apiKey": "ak-1"}}},
+                   "conversation": [{"user": "see http://h/p?key=uk-1", "assert": [
+                       {"llm-rubric": "r", "provider": {"model": "openai/x", "api_key": "pk-1"}}]}]}],
+    }, found)
+    assert found == {"qs-tok-1", "Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA==", "user:password",
+                     "password", "k9z", "cs-1", "n-1", "123456", "rt-1", "jk-1", "ak-1", "uk-1", "pk-1"}
+
+
+def test_encoded_forms_are_masked_and_short_secrets_only_where_they_stand() -> None:
+    import json
+    from urllib.parse import quote, quote_plus
+
+    from evalspec.core.redact import mask_config
+
+    secret = 'cs "q"/x+y 密钥'
+    text = f"{quote(secret)} {quote(secret, safe='')} {quote_plus(secret)} {json.dumps(secret)} " \
+           f"{json.dumps(secret, ensure_ascii=False)} k9z"
+    assert redact(text, {secret, "k9z"}) == f'{MASK} {MASK} {MASK} "{MASK}" "{MASK}" k9z'
+    shown = mask_config({"url": "http://h/x?key=abc&lang=zh", "headers": {"X-Api-Key": "k9z", "X-Env": "ab"},
+                         "body": {"max_tokens": 512, "auth": {"id": 7, "who": "me"}}, "note": "k9z, ab"},
+                        {"k9z", "ab"})
+    assert shown == {"url": f"http://h/x?key={MASK}&lang=zh", "headers": {"X-Api-Key": MASK, "X-Env": MASK},
+                     "body": {"max_tokens": 512, "auth": {"id": MASK, "who": MASK}}, "note": "k9z, ab"}
+
+
+def test_every_value_from_the_environment_is_a_secret(tmp_path: Path) -> None:
+    from evalspec.config.loader import load_suite
+
+    path = tmp_path / "s.yaml"
+    path.write_text("""\
+providers: [{id: m, model: openai/m, api_base: "http://127.0.0.1:9/${TENANT}/v1"}]
+vars: {region: "${REGION:-eu-west}", pin: "${PIN_TOKEN:-tok-default-1}"}
+tests: [{id: t, conversation: [{user: "hi ${GREETING}"}]}]
+""", encoding="utf-8")
+    suite = load_suite(path, environ={"TENANT": "tenant-77", "GREETING": "你好呀朋友"})
+    assert {"tenant-77", "你好呀朋友", "tok-default-1"} <= suite.secrets
+    assert "eu-west" not in suite.secrets  # a default written in the suite is no secret unless its name says so

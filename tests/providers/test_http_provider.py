@@ -237,3 +237,42 @@ def test_an_oversized_response_is_an_error_naming_the_limit(tmp_path: Path) -> N
     record = small["results"][0]
     assert record["status"] == "error" and "larger than 4,000 bytes (http.max_response_bytes)" in record["error"]
     assert default["results"][0]["status"] == "passed"  # 12 kB is far under the default 10 MiB
+
+
+def test_a_header_that_is_not_ascii_is_a_validation_error_naming_it(in_tmp: Path) -> None:
+    """A curly quote pasted into a token, a Chinese header name: exit 2 naming the header and its line,
+    without printing the value; a template that renders to one is an error of the turn, not a crash."""
+    from tests.helpers import invoke
+
+    (in_tmp / "s.yaml").write_text("""\
+providers:
+  - id: bot
+    http:
+      url: http://127.0.0.1:9/chat
+      headers:
+        Accept: application/json
+        Authorization: "Bearer sk-live-abc\u201cdef\u201d"
+        X-名字: ok
+      response: reply
+tests:
+  - id: t
+    conversation: [{user: hi}]
+""", encoding="utf-8")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2, out
+    assert "s.yaml:7: providers[0].http.headers.Authorization: provider 'bot': header 'Authorization'" in out, out
+    assert "not ASCII" in out and "U+201C" in out and "s.yaml:8:" in out and "X-名字" in out, out
+    assert "sk-live-abc" not in out and "Accept" not in out, out
+    with LoopbackServer(lambda m, p, b, h: Reply(body={"reply": "ok"})) as server:
+        data = go(in_tmp, f"""\
+vars: {{who: 张三}}
+providers:
+  - id: bot
+    http: {{url: "{server.url}/chat", headers: {{X-Who: "{{{{ who }}}}"}}, response: reply}}
+tests:
+  - id: t
+    conversation: [{{user: hi}}]
+""")
+        assert not server.requests
+    assert data["results"][0]["status"] == "error"
+    assert "header 'X-Who' has a character that is not ASCII" in data["results"][0]["error"]
