@@ -350,6 +350,9 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool) -
             from evalspec.results.coverage import coverage_warnings
 
             warnings += coverage_warnings(suites, plan)
+        from evalspec.core.redact import redact_problems, run_secrets
+
+        warnings = redact_problems(warnings, run_secrets(suites))  # they quote names and values
         if strict and warnings:
             raise ConfigError(warnings)
         for warning in warnings:
