@@ -276,7 +276,7 @@ def http_url_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
     with their keys."""
     url = raw["http"].get("url") if isinstance(raw["http"], dict) else None
     wrong = url_problem(url) if isinstance(url, str) and not is_template(url) else None
-    found = [(("http", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
+    found: list[tuple[tuple[str, ...], str]] = [(("http", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
     headers = raw["http"].get("headers") if isinstance(raw["http"], dict) else None
     for name, value in headers.items() if isinstance(headers, dict) else ():
         if (problem := header_problem(str(name), value)) is not None:
