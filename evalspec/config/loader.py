@@ -23,7 +23,13 @@ from evalspec.config.yamlfile import load_yaml
 from evalspec.core.errors import ConfigError, PluginError, Problem
 from evalspec.core.plugins import load_plugin
 from evalspec.core.pyref import step
-from evalspec.core.redact import collect_written_secrets, is_secret_name, redact_problems, run_secrets
+from evalspec.core.redact import (
+    collect_written_secrets,
+    is_secret_name,
+    redact_problems,
+    run_secrets,
+    suite_secrets,
+)
 from evalspec.extend.kinds import provider_kinds
 
 __all__ = ["expand_cli_mapping", "load_suite", "load_suites"]
@@ -120,7 +126,7 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
         return None, [Problem(shown, 1, "", "a suite file is a mapping with at least 'providers' and 'tests'")]
     suite = Suite(path=path, sha256=hashlib.sha256(raw_bytes).hexdigest(), lines=lines)
     data = _interpolate(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
-    collect_written_secrets(data, suite.secrets)
+    suite_secrets(data, suite.secrets, cli_vars)
     _load_plugins(data, path.parent, lines, problems)
     schema_found = [lines.problem(where, message) for err in _validator().iter_errors(data)
                     for where, message in schema_problems(err)]

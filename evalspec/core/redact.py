@@ -170,6 +170,39 @@ def collect_written_secrets(value: Any, secrets: set[str], in_config: bool = Fal
         secrets.update(query_secrets(value))
 
 
+_TEMPLATE_NAME = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _secret_templates(config: Any, names: set[str], under_secret: bool = False) -> None:
+    """The variables named by templates under credential-named keys (`X-Api-Token: "{{ token }}"`)."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            _secret_templates(value, names, under_secret or is_secret_name(str(key)))
+    elif isinstance(config, list):
+        for item in config:
+            _secret_templates(item, names, under_secret)
+    elif under_secret and isinstance(config, str):
+        names.update(_TEMPLATE_NAME.findall(config))
+
+
+def suite_secrets(data: Any, secrets: set[str], cli_vars: Mapping[str, Any] | None = None) -> None:
+    """Every secret a suite's data holds (`collect_written_secrets`), and the values of the variables a
+    configuration's credential templates render (the suite's, a test's or a matrix's `vars`, `--var`)."""
+    collect_written_secrets(data, secrets)
+    if not isinstance(data, dict):
+        return
+    names: set[str] = set()
+    for key in CONFIG_ROOTS:
+        _secret_templates(data.get(key), names)
+    if not names:
+        return
+    tests = data["tests"] if isinstance(data.get("tests"), list) else []
+    scopes = [data.get("vars"), cli_vars, *(t.get(k) for t in tests if isinstance(t, dict) for k in ("vars", "matrix"))]
+    for scope in (scope for scope in scopes if isinstance(scope, Mapping)):
+        for name in names.intersection(scope):
+            config_secrets(scope[name], secrets, under_secret=True)  # a matrix's list: each of its values
+
+
 def mask_config(config: Any, secrets: set[str], under_secret: bool = False) -> Any:
     """A configuration as shown in an output: every value under a credential-named key, every value equal
     to a secret (however short) and every credential parameter of a URL is `***`, and every other secret

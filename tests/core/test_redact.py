@@ -106,3 +106,25 @@ tests: [{id: t, conversation: [{user: "hi ${GREETING}"}]}]
     suite = load_suite(path, environ={"TENANT": "tenant-77", "GREETING": "你好呀朋友"})
     assert {"tenant-77", "你好呀朋友", "tok-default-1"} <= suite.secrets
     assert "eu-west" not in suite.secrets  # a default written in the suite is no secret unless its name says so
+
+
+def test_a_credential_template_makes_the_variables_it_renders_secrets(tmp_path: Path) -> None:
+    from evalspec.config.loader import load_suite
+
+    path = tmp_path / "s.yaml"
+    path.write_text("""\
+vars: {token: tok-suite-1, lang: zh-cn}
+providers:
+  - id: b
+    http: {url: "http://127.0.0.1:9/{{ lang }}", headers: {X-Api-Token: "{{ token }}", X-Lang: "{{ lang }}"}}
+tests:
+  - id: t
+    matrix: {token: [tok-matrix-1, tok-matrix-2]}
+    conversation: [{user: hi}]
+  - id: u
+    vars: {token: tok-test-1}
+    conversation: [{user: "{{ lang }}"}]
+""", encoding="utf-8")
+    suite = load_suite(path, cli_vars={"token": "tok-cli-1"})
+    assert {"tok-suite-1", "tok-matrix-1", "tok-matrix-2", "tok-test-1", "tok-cli-1"} <= suite.secrets
+    assert "zh-cn" not in suite.secrets
