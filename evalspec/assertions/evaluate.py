@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -11,14 +12,16 @@ from evalspec.assertions import builtin  # noqa: F401  (grading sees the built-i
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.assertions.outcome import error_text, failure_stands
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Undecided
 from evalspec.extend.registry import resolve_type
 from evalspec.extend.transcript import Message
 
 
 @dataclass
 class AssertionResult:
-    """An assertion's verdict; `error` set means no verdict (`passed` and `score` are None)."""
+    """An assertion's verdict; `error` set with `passed` None means no verdict (`score` None too); `passed`
+    False with an `error` is a failure that stands beside parts that could not be checked (`outcome`)."""
 
     type: str
     scope: Any
@@ -132,7 +135,7 @@ def _negate(check: Check) -> Check:
     reason = check.reason if check.passed is False else f"unexpected: {check.reason}"
     if type(check) is not Check:  # a plugin's subclass keeps its own fields
         return replace(check, passed=not check.passed, score=1.0 - check.score, reason=reason)
-    return Check(not check.passed, 1.0 - check.score, reason, check.evidence, check.details)
+    return Check(not check.passed, 1.0 - check.score, reason, check.evidence, check.details, check.undecided)
 
 
 def _scope_json(scope: Any) -> Any:
@@ -147,44 +150,64 @@ def no_verdict(spec: AssertionSpec, error: str | None = None, reason: str = "") 
 
 def judge_usage(check: Check) -> list[dict[str, Any]]:
     """The usage of each judge call behind a check's verdict (`details.verdicts[*]._judge`)."""
-    verdicts = check.details.get("verdicts") if isinstance(check.details, dict) else None
-    return [v.get("_judge") or {} for v in verdicts or [] if isinstance(v, dict)]
+    if not isinstance(check.details, dict):
+        return []
+    verdicts = check.details.get("verdicts")
+    lost = check.details.pop("_undecided_usage", None)  # the calls of parts that reached no verdict
+    return [v.get("_judge") or {} for v in verdicts or [] if isinstance(v, dict)] + list(lost or [])
 
 
-async def evaluate(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
-    """Run one assertion; any failure to reach a verdict becomes `error`, never pass or fail. Every judge
-    call made on the way is in the result's `judge_usage`, those of an error included."""
+def _why(exc: BaseException) -> str:
+    """What a check that raised says: evalspec's own errors by their message, anything else named."""
+    if isinstance(exc, (EvalspecError, TimeoutError)):
+        return str(exc) or type(exc).__name__
+    return describe(exc)
+
+
+async def evaluate(spec: AssertionSpec, ctx: GradingContext, parts: list[Check] | None = None) -> AssertionResult:
+    """Run one assertion; any failure to reach a verdict becomes `error`, never pass or fail. Each reply on
+    its scope is checked on its own: one that cannot be decided is an error of that reply, and the others'
+    failure still stands beside it (`outcome`). Every judge call made on the way is in the result's
+    `judge_usage`, those of an error included. `parts` (given by the caller that may abandon the check)
+    receives each reply's check as it is reached."""
     resolved = resolve_type(spec.type)
     if resolved is None:
         return no_verdict(spec, f"unknown assertion type {spec.type!r}")
     atype = resolved[0]
     if spec.turn is not None:
         ctx = ctx.until(spec.turn)
-    checks: list[Check] = []
+    checks: list[Check] = parts if parts is not None else []
+    undecided: list[Undecided] = []
+    usage: list[dict[str, Any]] = []
     try:
         if atype.kind == "conversation":
             checks.append(await _call(atype.fn, spec, ctx))
         else:
             for reply in select_replies(spec, ctx):
-                checks.append(await _call(atype.fn, reply, spec, ctx))
-    except (EvalspecError, TimeoutError) as exc:
-        result = no_verdict(spec, str(exc) or type(exc).__name__)
-        result.judge_usage = [u for c in checks for u in judge_usage(c)] + (exc.usage if isinstance(exc, GradingError) else [])
-        return result
-    except (Exception, SystemExit) as exc:  # a user's python check or a library blew up: report, don't crash
-        result = no_verdict(spec, describe(exc))
-        result.judge_usage = [u for c in checks for u in judge_usage(c)]
+                try:
+                    checks.append(await _call(atype.fn, reply, spec, ctx))
+                except (Exception, SystemExit) as exc:  # a user's python check or a library blew up on this reply
+                    undecided.append(Undecided(reply.turn, _why(exc)))
+                    usage += exc.usage if isinstance(exc, GradingError) else []
+    except (Exception, SystemExit) as exc:
+        result = no_verdict(spec, _why(exc))
+        result.judge_usage = [u for c in checks for u in judge_usage(c)] + usage + \
+            (exc.usage if isinstance(exc, GradingError) else [])
         return result
     if spec.negate:
         checks = [_negate(c) for c in checks]
-    result = combine(spec, checks)
-    result.judge_usage = [u for c in checks for u in judge_usage(c)]
+    result = combine(spec, checks, undecided)
+    result.judge_usage = [u for c in checks for u in judge_usage(c)] + usage
     return result
 
 
-def combine(spec: AssertionSpec, checks: list[Check]) -> AssertionResult:
+def combine(spec: AssertionSpec, checks: list[Check], undecided: Sequence[Undecided] = ()) -> AssertionResult:
     """One verdict from the checks of the replies on the spec's scope; an explicit `threshold` turns the
-    combined score into the verdict."""
+    combined score into the verdict. With `undecided` replies (or a check's own undecided parts) it is a
+    failure beside the errors when the decided checks fail it whatever those would say, else an error."""
+    inner = [u for c in checks for u in c.undecided]
+    if undecided or inner:
+        return _with_errors(spec, checks, list(undecided), inner)
     scope = spec.scope
     if scope == "any_turn":
         best = max(checks, key=lambda c: (c.passed, c.score))
@@ -209,4 +232,22 @@ def combine(spec: AssertionSpec, checks: list[Check]) -> AssertionResult:
     if spec.threshold is not None:
         passed = score >= spec.threshold
     return AssertionResult(spec.name, _scope_json(scope), passed, score, reason, evidence, None, spec.weight,
+                           spec.severity, spec.metric, spec.threshold, spec.turn, spec.value, details)
+
+
+def _with_errors(spec: AssertionSpec, checks: list[Check], outer: list[Undecided],
+                 inner: list[Undecided]) -> AssertionResult:
+    """A check some of whose parts reached no verdict (`outcome`): failed beside the errors, or an error."""
+    parts: list[tuple[bool | None, float | None, float]] = [(c.passed, c.score, 1.0) for c in checks]
+    parts += [(None, None, 1.0) for _ in outer]
+    error = error_text(outer + inner)
+    if not failure_stands(parts, spec.threshold, every=spec.scope != "any_turn"):
+        return no_verdict(spec, error)
+    failing = [c for c in checks if not c.passed] or checks
+    score = round(sum(c.score for c in checks) / len(checks), 6)
+    evidence = [e for c in failing for e in c.evidence] + [u.evidence() for u in outer + inner]
+    reason = f"{len(failing)}/{len(checks) + len(outer)} replies failed, {len(outer)} could not be checked: " \
+        f"{failing[0].reason}" if outer else failing[0].reason
+    details = checks[0].details if len(checks) == 1 else {}
+    return AssertionResult(spec.name, _scope_json(spec.scope), False, score, reason, evidence, error, spec.weight,
                            spec.severity, spec.metric, spec.threshold, spec.turn, spec.value, details)

@@ -17,7 +17,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from evalspec.assertions.coherence import CoherenceParams, coherence
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError, ProviderError
-from evalspec.extend.check import Check, Evidence, GradingContext, JudgeRequest, JudgeVerdict, Reply
+from evalspec.assertions.outcome import error_text, failure_stands
+from evalspec.extend.check import Check, Evidence, GradingContext, JudgeRequest, JudgeVerdict, Reply, Undecided
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
 from evalspec.extend.transcript import Message
@@ -286,23 +287,34 @@ async def judge_turns(spec: AssertionSpec, ctx: GradingContext, criterion: str, 
         raise GradingError(f"'{spec.type}' judges each assistant turn, and the conversation has none")
     verdicts: list[JudgeVerdict] = []
     bad: list[Evidence] = []
+    undecided: list[Undecided] = []
+    failed_usage: list[dict[str, Any]] = []
     for turn, reply in turns:
         shown = [m for m in ctx.transcript if turn - window < (m.get("turn") or 0) <= turn
                  and not (m["role"] == "assistant" and m.get("turn") == turn)]
         prompt = (f"Criterion: {criterion}\n\nConversation so far (the last {window} turns):\n{format_transcript(shown)}"
                   f"\n\nReply under evaluation (turn {turn}):\n{reply}\n\nDoes this reply meet the criterion?")
-        with _counted(verdicts):
+        try:
             check, judged = await _verdicts(spec, ctx, prompt, turn, one_turn=True)
+        except (GradingError, ProviderError) as exc:  # this turn is undecided; the others are still judged
+            undecided.append(Undecided(turn, str(exc)))
+            failed_usage += exc.usage if isinstance(exc, GradingError) else []
+            continue
         verdicts.extend(judged)
         if not check.passed:
             bad.append(Evidence(turn, check.reason))
-    good = len(turns) - len(bad)
-    score = good / len(turns)
     threshold = spec.threshold if spec.threshold is not None else 1.0
-    reason = f"{good}/{len(turns)} turns good" + \
+    decided = len(turns) - len(undecided)
+    good = decided - len(bad)
+    if undecided and not failure_stands([(True, 1.0, 1.0)] * good + [(False, 0.0, 1.0)] * len(bad)
+                                        + [(None, None, 1.0)] * len(undecided), threshold):
+        raise GradingError(error_text(undecided), usage=[*(v.usage for v in verdicts), *failed_usage])
+    score = good / decided
+    reason = f"{good}/{decided} turns good" + \
         ("; " + "; ".join(f"turn {e.turn}: {e.text}" for e in bad) if bad else "")
-    return Check(score >= threshold, score, reason, bad,
-                 {"verdicts": [v.recorded() for v in verdicts], "turns": len(turns), "good": good})
+    return Check(score >= threshold and not undecided, score, reason, bad,
+                 {"verdicts": [v.recorded() for v in verdicts], "turns": len(turns), "good": good,
+                  **({"_undecided_usage": failed_usage} if failed_usage else {})}, undecided)
 
 
 @assertion("llm-rubric", params=RubricParams, default_scope="conversation", needs="judge")

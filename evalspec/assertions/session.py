@@ -13,7 +13,9 @@ from evalspec.assertions.state import compiled, state_of, state_value, truthy
 from evalspec.assertions.state import shown as shown_value
 from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
-from evalspec.extend.check import Check, Evidence, GradingContext, snippet
+from evalspec.assertions.outcome import error_text
+from evalspec.core.errors import GradingError
+from evalspec.extend.check import Check, Evidence, GradingContext, Undecided, snippet
 from evalspec.extend.params import Keywords, Regex, TurnRef
 from evalspec.extend.patterns import search
 from evalspec.extend.registry import assertion
@@ -62,8 +64,10 @@ class NotAfterParams(RuleParams):
     after: TurnRef
 
 
-def _matches(ctx: GradingContext, rule: RuleParams, turns: range | None = None) -> list[Evidence]:
-    """Replies (within `turns`, if given) that match the rule's pattern, or the calls to its tool, as evidence."""
+def _matches(ctx: GradingContext, rule: RuleParams, turns: range | None = None,
+             undecided: list[Undecided] | None = None) -> list[Evidence]:
+    """Replies (within `turns`, if given) that match the rule's pattern, or the calls to its tool, as evidence.
+    A turn without state (a `state` rule) is added to `undecided`, or raised when it is not given."""
     if rule.tool is not None:
         return [Evidence(turn, call_text(call)) for turn, call in ctx.tool_calls()
                 if call["name"] == rule.tool and turn is not None and (turns is None or turn in turns)]
@@ -72,7 +76,13 @@ def _matches(ctx: GradingContext, rule: RuleParams, turns: range | None = None) 
         for m in ctx.replies():
             turn = m.get("turn")
             if turn is not None and (turns is None or turn in turns):
-                found = state_value(rule.state, state_of(m, turn))
+                try:
+                    found = state_value(rule.state, state_of(m, turn))
+                except GradingError as exc:
+                    if undecided is None:
+                        raise
+                    undecided.append(Undecided(turn, str(exc)))
+                    continue
                 if truthy(found):
                     hits.append(Evidence(turn, snippet(f"{rule.state} = {shown_value(found)}")))
         return hits
@@ -84,6 +94,20 @@ def _matches(ctx: GradingContext, rule: RuleParams, turns: range | None = None) 
         if found:
             hits.append(Evidence(turn, found.group(0)))
     return hits
+
+
+def _settled(check: Check, undecided: list[Undecided]) -> Check:
+    """`check` beside the turns it could not read: it stands when those turns cannot change it (a match
+    found, docs/en/reports-and-gate.md#errors-and-failures); else the rule is an error."""
+    if undecided:
+        check.undecided = undecided
+    return check
+
+
+def _undecided(undecided: list[Undecided]) -> None:
+    """No match was found, and the turns that could not be read might hold one: an error."""
+    if undecided:
+        raise GradingError(error_text(undecided))
 
 
 def _last_turn(ctx: GradingContext) -> int:
@@ -107,10 +131,12 @@ def _reply_text(ctx: GradingContext, turn: int) -> str:
 def not_before(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """No reply to a turn before `turn` matches the pattern (premature offer)."""
     rule: NotBeforeParams = spec.params
-    limit = ctx.resolve_turn(rule.turn)
-    hits = _matches(ctx, rule, range(1, limit))
+    limit, undecided = ctx.resolve_turn(rule.turn), []
+    hits = _matches(ctx, rule, range(1, limit), undecided)
     if hits:
-        return Check.of(False, f"turn {hits[0].turn} matched {rule.what()} before turn {limit}", hits)
+        return _settled(Check.of(False, f"turn {hits[0].turn} matched {rule.what()} before turn {limit}", hits),
+                        undecided)
+    _undecided(undecided)
     return Check.of(True, f"no reply before turn {limit} matched")
 
 
@@ -120,10 +146,11 @@ def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
     rule: WithinParams = spec.params
     start = ctx.resolve_turn(rule.after)
     end = min(start + rule.turns - 1, _last_turn(ctx))
-    window = range(start, end + 1)
-    hits = _matches(ctx, rule, window)
+    window, undecided = range(start, end + 1), []
+    hits = _matches(ctx, rule, window, undecided)
     if hits:
-        return Check.of(True, f"turn {hits[0].turn} matched", hits[:1])
+        return _settled(Check.of(True, f"turn {hits[0].turn} matched", hits[:1]), undecided)
+    _undecided(undecided)
     shown = [Evidence(t, _turn_seen(ctx, rule, t), "no match") for t in window]
     span = f"turn {start}" if start == end else f"turns {start}-{end}"
     return Check.of(False, f"no reply in {span} matched {rule.what()}", shown)
@@ -133,13 +160,14 @@ def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
 def at_most(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """At most `count` replies (from `after` on, if given) match (no repeated offer)."""
     rule: AtMostParams = spec.params
-    start = ctx.resolve_turn(rule.after) if rule.after is not None else 1
-    hits = _matches(ctx, rule, range(start, 10**9))
+    start, undecided = ctx.resolve_turn(rule.after) if rule.after is not None else 1, []
+    hits = _matches(ctx, rule, range(start, 10**9), undecided)
     limit = rule.count
     what = f"calls to {rule.tool}" if rule.tool is not None else "replies matched"
     if len(hits) > limit:
-        return Check.of(False, f"{len(hits)} {what} (at most {limit}): turns "
-                        + ", ".join(str(h.turn) for h in hits), hits)
+        return _settled(Check.of(False, f"{len(hits)} {what} (at most {limit}): turns "
+                                 + ", ".join(str(h.turn) for h in hits), hits), undecided)
+    _undecided(undecided)
     return Check.of(True, f"{len(hits)} {what} (at most {limit})", hits)
 
 
@@ -147,10 +175,12 @@ def at_most(spec: AssertionSpec, ctx: GradingContext) -> Check:
 def not_after(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """No reply from `after` on matches (no new pitch after acceptance)."""
     rule: NotAfterParams = spec.params
-    start = ctx.resolve_turn(rule.after)
-    hits = _matches(ctx, rule, range(start, 10**9))
+    start, undecided = ctx.resolve_turn(rule.after), []
+    hits = _matches(ctx, rule, range(start, 10**9), undecided)
     if hits:
-        return Check.of(False, f"turn {hits[0].turn} matched {rule.what()} at or after turn {start}", hits)
+        return _settled(Check.of(False, f"turn {hits[0].turn} matched {rule.what()} at or after turn {start}", hits),
+                        undecided)
+    _undecided(undecided)
     return Check.of(True, f"no reply from turn {start} on matched")
 
 

@@ -25,15 +25,33 @@ class Evidence:
         return out
 
 
+@dataclass(frozen=True)
+class Undecided:
+    """A part of a check that reached no verdict (no state on its turn, a judge that failed): its turn
+    (None: not one turn's) and why (docs/en/reports-and-gate.md#errors-and-failures)."""
+
+    turn: int | None
+    error: str
+
+    def evidence(self) -> Evidence:
+        return Evidence(self.turn, self.error, "error")
+
+    def text(self) -> str:
+        """The error, named by its turn."""
+        return self.error if self.turn is None or f"turn {self.turn}" in self.error else f"turn {self.turn}: {self.error}"
+
+
 @dataclass
 class Check:
-    """The outcome of one check on one reply (or one transcript)."""
+    """The outcome of one check on one reply (or one transcript). `undecided`: parts it could not decide,
+    its verdict standing whatever they would say (a pass beside them is an error, a failure is failed)."""
 
     passed: bool
     score: float
     reason: str = ""
     evidence: list[Evidence] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    undecided: list[Undecided] = field(default_factory=list)
 
     @classmethod
     def of(cls, passed: bool, reason: str = "", evidence: list[Evidence] | None = None) -> Check:

@@ -216,6 +216,9 @@ def blocking(run: dict[str, Any]) -> list[str]:
         errors = sum(s["errors"] for s in gate["suites"])
         if gate["pass_rate"] is None and errors:
             out.append(words("blocks_no_verdict", n=errors))
+        skipped = sum((s.get("counts") or {}).get("skipped", 0) for s in gate["suites"])
+        if gate["pass_rate"] is None and skipped and not errors:
+            out.append(words("blocks_nothing_checked", n=skipped))
     return out
 
 

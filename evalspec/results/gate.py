@@ -21,7 +21,7 @@ from typing import Any
 
 from evalspec.core.exitcodes import ExitCode
 from evalspec.results.compare import blocking_reasons
-from evalspec.results.verdict import Verdict, counts, is_gated, reaches_gate
+from evalspec.results.verdict import Verdict, counts, gated_kind, is_gated, reaches_gate
 
 MODES = ("pass_rate", "regressions")
 
@@ -138,7 +138,7 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
 
     A pass rate over no gated verdict is None (shown "—"), never 100%."""
     per_suite = []
-    all_passed = all_failed = all_errors = 0
+    all_passed = all_failed = all_errors = all_skipped = 0
     any_errors = False
     for s in suites:
         mine = [v for v in vs if v.suite == s["path"]]
@@ -146,6 +146,7 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
         passed = sum(1 for v in gated if v.status == "passed")
         failed = sum(1 for v in gated if v.status == "failed")
         errors = sum(1 for v in mine if v.status == "error" and reaches_gate(v, include_drafts))
+        skipped = sum(1 for v in mine if v.status == "skipped" and gated_kind(v, include_drafts))
         rate = passed / (passed + failed) if passed + failed else None
         min_rate = fail_under if fail_under is not None else s["min_pass_rate"]
         # a critical failure gates wherever it happens: curve points and xfail tests included, never drafts
@@ -166,13 +167,17 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
         per_suite.append(SuiteGate(s["path"], passed, failed, errors, rate, min_rate, s["max_errors"], not reasons,
                                    tuple(reasons), too_many_errors, tuple(no_data), counts(mine, mine_slas)))
         all_passed, all_failed, all_errors = all_passed + passed, all_failed + failed, all_errors + errors
+        all_skipped += skipped
         any_errors = any_errors or too_many_errors or bool(no_data)
     overall = all_passed / (all_passed + all_failed) if all_passed + all_failed else None
     failures = [f"{p.suite}: {r}" for p in per_suite for r in p.reasons]
     if fail_under is not None and overall is not None and overall < fail_under:
         failures.append(f"run pass rate {overall:.2%} < --fail-under {fail_under:.2%}")
-    no_verdict = overall is None and all_errors > 0  # SPEC §8: whatever max_errors says
-    why = [f"no gated verdict was reached: {all_errors} error{'s' if all_errors != 1 else ''}"] if no_verdict else []
+    # SPEC §8, §26: whatever max_errors says; nothing checked is not a pass
+    no_verdict = overall is None and all_errors + all_skipped > 0
+    why = ["no gated verdict was reached: " + ", ".join(
+        f"{n} {word}{'s' if n != 1 and word == 'error' else ''}"
+        for n, word in ((all_errors, "error"), (all_skipped, "skipped")) if n)] if no_verdict else []
     return _concluded(tuple(per_suite), failures, any_errors or no_verdict, why, overall, fail_under, include_drafts,
                       None)
 

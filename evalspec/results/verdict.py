@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult
+from evalspec.assertions.outcome import failure_stands
 
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 # The words every report counts verdicts (and the live bar conversations) with, in display order.
@@ -42,8 +43,14 @@ def reaches_gate(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -
 def is_gated(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
     """Whether a verdict's (or a record's, or a diff side's) pass or fail counts in the pass rate and the
     regressions gate: not a draft (unless drafts gate), an xfail test, a measured curve point or skipped."""
+    return gated_kind(x, include_drafts) and _field(x, "status") != "skipped"
+
+
+def gated_kind(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
+    """Whether a verdict is of the kind the pass rate counts, whatever its status: a skipped one of this kind
+    is a gated verdict that was not reached (a run of only those exits 3, docs/en/reports-and-gate.md)."""
     return (reaches_gate(x, include_drafts) and not _field(x, "xfail")
-            and not (_field(x, "curve") or _field(x, "measured")) and _field(x, "status") != "skipped")
+            and not (_field(x, "curve") or _field(x, "measured")))
 
 
 def counts(vs: Iterable[Verdict], slas: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -70,21 +77,26 @@ def decide(results: list[AssertionResult], threshold: float | None, error: str |
            xfail: str | None) -> tuple[str, float | None, bool]:
     """(status, score, critical_failed) for one conversation.
 
-    SPEC §17: a critical assertion that failed makes it `failed` whatever `xfail` says; an error never
-    hides a failure (a failed assertion beside an error is `failed`, the error listed in the record).
-    A skipped rule (SPEC §19) is neither a pass nor a fail."""
-    results = [r for r in results if not r.skipped]
-    score = test_score(results)
-    critical = any(r.passed is False and r.severity == "critical" for r in results)
+    SPEC §17: a critical assertion that failed makes it `failed` whatever `xfail` says or errors follow; an
+    error never hides a failure (failures that stand whatever the errored checks would say are `failed`, the
+    errors listed in the record: `outcome`). A skipped rule (SPEC §19) is neither a pass nor a fail, and a
+    conversation whose every rule was skipped checked nothing: `skipped`, never `passed`."""
+    checked = [r for r in results if not r.skipped]
+    score = test_score(checked)
+    critical = any(r.passed is False and r.severity == "critical" for r in checked)
     if critical:
         return "failed", score, True
-    if error or any(r.error for r in results):
-        hidden = threshold is None and not xfail and any(r.passed is False for r in results)
-        return ("failed" if hidden else "error"), score, False
+    if error or any(r.error for r in checked):
+        parts = [(r.passed, r.score, r.weight) for r in checked]
+        # a threshold over a conversation cut short: its checks never reached are not here to bound the score
+        stands = not xfail and (threshold is None or not error) and failure_stands(parts, threshold)
+        return ("failed" if stands else "error"), score, False
+    if results and not checked:
+        return "skipped", None, False
     if threshold is not None:
-        passed = not critical and (score if score is not None else 1.0) >= threshold
+        passed = (score if score is not None else 1.0) >= threshold
     else:
-        passed = all(r.passed for r in results)
+        passed = all(r.passed for r in checked)
     if xfail:
         return ("xpassed" if passed else "xfailed"), score, critical
     return ("passed" if passed else "failed"), score, critical
@@ -129,15 +141,15 @@ def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> 
 
     A critical assertion that failed in any repeat fails the verdict (SPEC §17): the pass rule and
     `xfail` combine the other assertions only."""
-    n = len(records)
-    statuses = [r["status"] for r in records]
+    statuses = [r["status"] for r in records if r["status"] != "skipped"]  # a repeat that checked nothing
+    n = len(statuses)
     ok = sum(1 for s in statuses if s in ("passed", "xpassed"))
     rate = ok / n if n else 0.0
     if any(r.get("critical_failed") for r in records):
         return "failed", ok, rate, False
     if "error" in statuses:
         return "error", ok, rate, False
-    if all(s == "skipped" for s in statuses):
+    if not statuses:
         return "skipped", 0, 0.0, False
     if rule == "all":
         passed = ok == n

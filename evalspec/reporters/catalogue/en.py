@@ -17,6 +17,7 @@ WORDS: dict[str, str] = {
     "blocks_run_rate": "run pass rate {rate} < --fail-under {min}",
     "blocks_errors": "{suite}: {n} errors > max_errors {max}", "blocks_no_data": "{suite}: SLA no data: {what}",
     "blocks_no_verdict": "no gated verdict was reached: {n} errors",
+    "blocks_nothing_checked": "no gated verdict was reached: {n} skipped (their checks examined nothing)",
     "state_changes": "Tests that changed state",
     "state_xpassed": "xpassed — remove xfail?", "state_draft": "draft fails", "state_new_error": "new error",
     # tables

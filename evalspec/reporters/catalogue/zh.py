@@ -15,6 +15,7 @@ WORDS: dict[str, str] = {
     "blocks_run_rate": "整体通过率 {rate} < --fail-under {min}",
     "blocks_errors": "{suite}：{n} 个出错 > max_errors {max}", "blocks_no_data": "{suite}：SLA 无数据：{what}",
     "blocks_no_verdict": "没有任何计入门禁的结论：{n} 个出错",
+    "blocks_nothing_checked": "没有任何计入门禁的结论：{n} 个跳过（其检查未检查到任何内容）",
     "state_changes": "状态变化的测试",
     "state_xpassed": "意外通过 —— 可以去掉 xfail？", "state_draft": "草稿失败", "state_new_error": "新出错",
     "suite": "套件", "provider": "被测对象", "metric": "指标", "mean_score": "平均分",
