@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from evalspec.assertions.anchors import examined
 from evalspec.assertions.batch import judge_batch, plan_batches
 from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
 from evalspec.assertions.offloop import evaluate_off_loop
@@ -69,9 +70,9 @@ async def grade(graded_input: GradingInput, transcript: list[Message], judge: Ju
                 grade_timeout: float | None = None) -> list[AssertionResult]:
     """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own.
     Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's).
-    A rule anchored on an absent label is skipped (`not-before` then checks every reply); a `select-best` is
+    A rule whose anchors are not in the conversation is skipped (`anchors.examined`); a `select-best` is
     left pending (its comparison decides it)."""
-    specs, skipped = _anchored(graded_input, transcript) if graded_input.absent else (graded_input.specs, {})
+    specs, skipped = examined(graded_input.specs, transcript, graded_input.labels, graded_input.absent)
     compared = {i: no_verdict(s, PENDING) for i, s in enumerate(specs) if s.type == SELECT_BEST and i not in skipped}
     skipped = {**skipped, **compared}  # decided across the test's records (`play.compare`), not here
     given = replace(graded_input, specs=[s for i, s in enumerate(specs) if i not in skipped])
@@ -80,28 +81,6 @@ async def grade(graded_input: GradingInput, transcript: list[Message], judge: Ju
     for spec, result in zip(specs, out, strict=True):
         result.from_defaults = spec.where[:1] == ("defaults",)
     return out
-
-
-def _anchored(given: GradingInput, transcript: list[Message]) -> tuple[list[AssertionSpec],
-                                                                             dict[int, AssertionResult]]:
-    """The specs with `not-before` on an absent label moved past the last turn, and a skipped result
-    for every other rule that refers to an absent label (it leaves the score: neither pass nor fail)."""
-    from evalspec.config.turnrefs import turn_refs
-
-    last = max((m.get("turn") or 0 for m in transcript if m.get("role") == "user"), default=0)
-    specs, skipped = list(given.specs), {}
-    for i, spec in enumerate(specs):
-        missing = [r for r, _ in turn_refs(spec) if isinstance(r, str) and r in given.absent]
-        if not missing:
-            continue
-        if spec.type == "not-before" and not spec.negate and isinstance(spec.value, dict) \
-                and spec.value.get("turn") in given.absent and len(missing) == 1:
-            specs[i] = replace(spec, value={**spec.value, "turn": last + 1})
-            continue
-        skipped[i] = AssertionResult(spec.name, spec.scope, None, None, reason=f"label '{missing[0]}' not found",
-                                     weight=spec.weight, severity=spec.severity, metric=spec.metric,
-                                     threshold=spec.threshold, turn=spec.turn, value=spec.value, skipped=True)
-    return specs, skipped
 
 
 async def _grade(graded_input: GradingInput, transcript: list[Message], judge: JudgeFn | None,

@@ -226,8 +226,8 @@ def test_per_turn_threshold_and_the_other_per_turn_checks(tmp_path: Path) -> Non
 
 
 def test_per_turn_judgement_reports_every_call_before_an_unusable_answer(tmp_path: Path) -> None:
-    """An unusable answer at turn 3 still reports the usage of turns 1-3's calls (GradingError.usage),
-    so summary.judge_calls can count them."""
+    """An unusable answer at turn 3 still reports the usage of every call (GradingError.usage), so
+    summary.judge_calls can count them; turn 4 is still judged (an error never hides a failure)."""
     import asyncio
 
     from evalspec.assertions.graded import judge_turns
@@ -256,4 +256,4 @@ def test_per_turn_judgement_reports_every_call_before_an_unusable_answer(tmp_pat
         with pytest.raises(GradingError) as info:
             asyncio.run(grade())
     assert "not a JSON verdict" in str(info.value)
-    assert len(server.chats()) == 3 and [u["tokens"] for u in info.value.usage] == [15, 15, 15]
+    assert len(server.chats()) == 4 and [u["tokens"] for u in info.value.usage] == [15, 15, 15, 15]
