@@ -74,6 +74,9 @@ tests:
       - state: {{path: handoff, equals: false}}
         scope: each_turn
         severity: critical
+  - id: fine
+    transcript: [{{user: 你好}}, {{assistant: 您好}}]
+    assert: [{{contains: 您好}}]
 """
 
 
@@ -83,6 +86,7 @@ def test_a_state_red_line_broken_on_turn_1_fails_the_run_even_when_turn_2_has_no
     code, out = invoke("run", str(path), "-o", str(tmp_path / "run.json"), "-q")
     assert code == 1, out  # before: the red line was an error, within max_errors: 1, and the run was green
     record = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["results"][0]
+    assert record["test_id"] == "red-line"
     assert record["status"] == "failed" and record["critical_failed"] is True
     only = record["assertions"][0]
     assert only["pass"] is False and "turn 2 has no state" in only["error"]
