@@ -133,8 +133,25 @@ def examples_of(spec: AssertionSpec) -> Iterator[tuple[str, int, Any, PathKey]]:
             yield kind, i + 1, example, (*spec.where, "examples", kind, i)
 
 
+def hollow(suite: Suite) -> list[tuple[PathKey, str]]:
+    """Each test of `suite` that checks nothing (no assertion of its own, on a turn or the test, and none from
+    `defaults`), and `transcripts:` without rules: a run would call them skipped, never passed
+    (docs/en/suite-format.md#tests-that-check-nothing)."""
+    out: list[tuple[PathKey, str]] = []
+    for test in suite.tests:
+        if test.recorded == "file" or test.asserts or any(t.asserts for t in test.conversation):
+            continue
+        out.append((test.where, f"test '{test.id}' checks nothing: it has no assertion of its own and none from "
+                                "`defaults`; add `assert:` (a run reports it skipped, never passed)"))
+    source = suite.transcripts
+    if source is not None and not source.asserts:
+        out.append((source.at, "the recorded conversations of `transcripts:` are checked by nothing: add "
+                               "`defaults: assert:` (a run reports them skipped, never passed)"))
+    return out
+
+
 def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
-    """What `validate` warns about: an `xfail` test holding a critical assertion of its own (SPEC §17), a
+    """What `validate` warns about: a test that checks nothing, an `xfail` test holding a critical assertion of its own (SPEC §17), a
     `finish-reason` that is no known reason (`stopp`); with `strict`, every critical deterministic assertion without a `fail` example (SPEC §18)."""
     warnings: list[Problem] = []
     for suite in suites:
@@ -144,6 +161,8 @@ def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
 
         reported: set[PathKey] = set()
         typos: set[PathKey] = set()  # finish-reason values warned about (a `defaults` check once)
+        for path, message in hollow(suite):
+            at(path, message)
         for test in suite.tests:
             own = [*(a for t in test.conversation for a in t.asserts),
                    *(a for a in test.asserts if a.where[:1] != ("defaults",))]
