@@ -34,6 +34,10 @@ class GradingInput:
     grade_timeout: float = REGEX_TIMEOUT_S  # options.grade_timeout
     absent: frozenset[str] = frozenset()  # labels by pattern that matched no user turn (recorded, SPEC §19)
     provider: str | None = None  # the id of the provider that answered (checks name it in their errors)
+    # a watched run (docs/en/reports-and-gate.md#errors-and-failures): the file that names the user-code
+    # check in progress, and the check (its `where`) that ended the process with its error, graded again
+    note: Path | None = None
+    ended: tuple[tuple[Any, ...], str] | None = None
 
 
 def needs_model(spec: AssertionSpec) -> bool:
@@ -75,6 +79,9 @@ async def grade(graded_input: GradingInput, transcript: list[Message], judge: Ju
     specs, skipped = examined(graded_input.specs, transcript, graded_input.labels, graded_input.absent)
     compared = {i: no_verdict(s, PENDING) for i, s in enumerate(specs) if s.type == SELECT_BEST and i not in skipped}
     skipped = {**skipped, **compared}  # decided across the test's records (`play.compare`), not here
+    if graded_input.ended is not None:  # the check that ended the process: an error, never run again
+        skipped.update({i: no_verdict(s, graded_input.ended[1]) for i, s in enumerate(specs)
+                        if tuple(s.where) == graded_input.ended[0] and i not in skipped})
     given = replace(graded_input, specs=[s for i, s in enumerate(specs) if i not in skipped])
     graded = iter(await _grade(given, transcript, judge, embed, judge_for, grade_timeout))
     out = [skipped[i] if i in skipped else next(graded) for i in range(len(specs))]
@@ -98,9 +105,9 @@ async def _grade(graded_input: GradingInput, transcript: list[Message], judge: J
         (graded if needs_model(spec) else deterministic).append((i, spec))
     limit = float(grade_timeout if grade_timeout is not None else given.grade_timeout)
     if not graded:  # no judge, no embedder: the checks' results are the answer, in order
-        return _described(await evaluate_off_loop(list(specs), ctx, limit), specs) if specs else []
+        return _described(await evaluate_off_loop(list(specs), ctx, limit, given.note), specs) if specs else []
     if deterministic:
-        checked = await evaluate_off_loop([s for _, s in deterministic], ctx, limit)
+        checked = await evaluate_off_loop([s for _, s in deterministic], ctx, limit, given.note)
         results.update({i: r for (i, _), r in zip(deterministic, checked)})
     red_line = next((r for r in results.values() if r.passed is False and r.severity == "critical"), None)
     if graded and red_line is not None:

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
 import inspect
+import json
 import threading
 import time
 import weakref
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
@@ -46,6 +49,20 @@ def _plain(spec: AssertionSpec) -> bool:
     (a plugin's plain function may hand back an awaitable: it gets the thread's loop)."""
     resolved = resolve_type(spec.type)
     return resolved is not None and spec.type != "python" and _plain_builtin(resolved[0].fn)
+
+
+def runs_user_code(spec: AssertionSpec) -> bool:
+    """A `python` check or a plugin's: code that could end the process while it runs."""
+    resolved = resolve_type(spec.type)
+    return spec.type == "python" or resolved is not None and \
+        not getattr(resolved[0].fn, "__module__", "").startswith("evalspec.")
+
+
+def note_check(note: Path, spec: AssertionSpec) -> None:
+    """Name the check about to run in `note` (its `where`): if its user code ends the process, the run that
+    takes over grades the conversation again with that check as its error (docs/en/reports-and-gate.md)."""
+    with contextlib.suppress(OSError):
+        note.write_text(json.dumps(list(spec.where), ensure_ascii=False), encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -79,8 +96,8 @@ class _Batch:
     """One conversation's checks, evaluated in order by a job of the lane; the loop reads `results`."""
 
     def __init__(self, specs: list[AssertionSpec], ctx: GradingContext, limit: float,
-                 loop: asyncio.AbstractEventLoop) -> None:
-        self.specs, self.ctx, self.limit, self.loop = specs, ctx, limit, loop
+                 loop: asyncio.AbstractEventLoop, note: Path | None = None) -> None:
+        self.specs, self.ctx, self.limit, self.loop, self.note = specs, ctx, limit, loop, note
         self.results: list[AssertionResult] = []
         self.dropped = False  # its conversation was cancelled: the checks left are skipped
         self.finished: asyncio.Future[bool] = loop.create_future()  # True: all done; False: one overran
@@ -106,6 +123,8 @@ class _Job:
                     if batch.dropped:
                         break
                     self.progress = (batch, time.monotonic())
+                    if batch.note is not None and runs_user_code(spec):
+                        note_check(batch.note, spec)
                     result = evaluate_here(spec, batch.ctx)
                     with self.lane.lock:  # an overrun is decided under the lock: its result stays out
                         if self.abandoned:
@@ -187,15 +206,16 @@ _lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = weakref.We
 
 
 async def evaluate_off_loop(specs: list[AssertionSpec], ctx: GradingContext,
-                            limit: float) -> list[AssertionResult]:
-    """Evaluate `specs` in order on worker threads, each within `limit` seconds."""
+                            limit: float, note: Path | None = None) -> list[AssertionResult]:
+    """Evaluate `specs` in order on worker threads, each within `limit` seconds; `note` names the user-code
+    check in progress (`note_check`)."""
     results: list[AssertionResult] = []
     loop = asyncio.get_running_loop()
     lane = _lanes.get(loop)
     if lane is None:
         lane = _lanes[loop] = _Lane()
     while len(results) < len(specs):
-        batch = _Batch(specs[len(results):], ctx, limit, loop)
+        batch = _Batch(specs[len(results):], ctx, limit, loop, note)
         lane.add(batch)
         try:
             complete = await batch.finished

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import hashlib
 import itertools
+import json
 import os
 import random
 import secrets as pysecrets
@@ -17,6 +19,7 @@ from typing import Any, cast
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import grade, received_only
+from evalspec.assertions.offloop import runs_user_code
 from evalspec.config.model import Suite
 from evalspec.core.errors import EvalspecError
 from evalspec.core.redact import redact, run_secrets
@@ -137,11 +140,13 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
             options.on_result(record)
 
     guard = options.guard
+    watched = run_dir / "grading"  # a watched run: the conversation being graded, should user code end it
     comparisons = Comparisons(suites, plan, lambda position: kept[position] is not None, pool, write)
 
     async def play_one(position: int, inst: Instance) -> None:
         if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again
-            record = make_record(inst, Transcript(stop_reason="error", error=guard.crashed[inst.key]), [], 0.0)
+            record = await regrade_ended(inst, pool, watched, guard.crashed[inst.key]) \
+                or make_record(inst, Transcript(stop_reason="error", error=guard.crashed[inst.key]), [], 0.0)
         elif executor is not None:
             try:
                 record = await executor.run(inst, position)
@@ -150,7 +155,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         else:
             if guard is not None:
                 guard.started(inst.key)
-            record = await run_instance(inst, pool)
+            record = await run_instance(inst, pool, watched if guard is not None else None)
         keep(position, redact(record, secrets))  # every field, with the secrets of every suite of the run
         if guard is not None:
             guard.finished(inst.key)
@@ -205,6 +210,65 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     return run
 
 
+@dataclass
+class GradingWatch:
+    """A conversation graded in a watched run (docs/en/reports-and-gate.md#errors-and-failures): its
+    transcript is kept on disk while user-code checks run, and `note` names the one in progress. When that
+    code ends the process, the run that takes over grades the kept replies again (`regrade_ended`) with
+    that check as an error, so every other check, a red line above all, is still graded."""
+
+    kept: Path
+    note: Path
+    ended: tuple[tuple[Any, ...], str] | None = None
+
+    @staticmethod
+    def paths(folder: Path, inst: Instance) -> tuple[Path, Path]:
+        name = hashlib.sha256(inst.key.encode()).hexdigest()[:32]
+        return folder / f"{name}.json", folder / f"{name}.at"
+
+    @classmethod
+    def keep(cls, folder: Path, inst: Instance, transcript: Transcript) -> GradingWatch | None:
+        if not any(runs_user_code(s) for s in grading_input(inst).specs):
+            return None
+        kept, note = cls.paths(folder, inst)
+        try:
+            folder.mkdir(exist_ok=True)
+            kept.write_text(json.dumps({"messages": transcript.messages, "stop_reason": transcript.stop_reason,
+                                        "error": transcript.error, "calls": transcript.calls,
+                                        "cached_calls": transcript.cached_calls}, ensure_ascii=False),
+                            encoding="utf-8")
+        except (OSError, TypeError, ValueError):
+            return None  # not kept: should its code end the process, the conversation is an error as before
+        return cls(kept, note)
+
+    def done(self) -> None:
+        for path in (self.kept, self.note):
+            path.unlink(missing_ok=True)
+
+
+async def regrade_ended(inst: Instance, pool: ProviderPool, folder: Path, error: str) -> Record | None:
+    """The record of a conversation whose user-code check ended the process while it was graded: its kept
+    replies graded again, that check an error naming the cause; None when it ended while being played."""
+    kept, note = GradingWatch.paths(folder, inst)
+    try:
+        saved = json.loads(kept.read_text(encoding="utf-8"))
+        where = tuple(json.loads(note.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+    transcript = Transcript(saved["messages"], saved["stop_reason"], saved["error"], saved.get("calls", 0),
+                            saved.get("cached_calls", 0))
+    watch = GradingWatch(kept, note.with_suffix(".again"), (where, error.replace(
+        "while this conversation was played", "while this check ran")))
+    try:
+        results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error),
+                                   watch=watch)
+    except EvalspecError:
+        return None
+    watch.done()
+    note.unlink(missing_ok=True)
+    return make_record(inst, transcript, results, 0.0)
+
+
 def cap_replies(messages: list[Message], limit: int) -> list[Message]:
     """Replies longer than `limit` characters are stored cut, with a marker (they were graded whole)."""
     out = []
@@ -219,8 +283,9 @@ def cap_replies(messages: list[Message], limit: int) -> list[Message]:
 
 
 async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message],
-                     ended_in_error: bool = False) -> list[AssertionResult]:
-    """Grade a conversation; one that ended in an error is graded on the replies it received."""
+                     ended_in_error: bool = False, watch: GradingWatch | None = None) -> list[AssertionResult]:
+    """Grade a conversation; one that ended in an error is graded on the replies it received. `watch`: a
+    watched run notes the user-code check in progress (and names the one that ended the process)."""
     if has_captures(inst):  # the checks see the replies the conversation captured (SPEC §19)
         try:
             inst = with_captures(inst, captured_values(messages, inst)[0])
@@ -229,6 +294,8 @@ async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message]
                 return []
             raise
     given = grading_input(inst)
+    if watch is not None:
+        given = dataclasses.replace(given, note=watch.note, ended=watch.ended)
     if ended_in_error:
         given = received_only(given, messages)
         if not given.specs:
@@ -337,8 +404,10 @@ def recorded_transcript(inst: Instance) -> Transcript:
     return Transcript(messages=messages)
 
 
-async def run_instance(inst: Instance, pool: ProviderPool) -> Record:
-    """One conversation, graded; every failure is captured into the record, never raised."""
+async def run_instance(inst: Instance, pool: ProviderPool, watched: Path | None = None) -> Record:
+    """One conversation, graded; every failure is captured into the record, never raised. `watched` (a
+    watched run's folder): a conversation with user-code checks is kept there while it is graded
+    (`GradingWatch`)."""
     start = time.perf_counter()
     stats = CallStats()
     callers: list[TurnCaller] = []
@@ -356,7 +425,11 @@ async def run_instance(inst: Instance, pool: ProviderPool) -> Record:
         else:
             provider = pool.get(inst.provider, inst.suite)
             transcript = await play(inst, pool, provider, send_turn)
-        results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
+        watch = GradingWatch.keep(watched, inst, transcript) if watched is not None else None
+        results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error),
+                                   watch=watch)
+        if watch is not None:
+            watch.done()
     except EvalspecError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))
     except (Exception, SystemExit) as exc:  # a bug must cost one test, not the run: it is that test's error

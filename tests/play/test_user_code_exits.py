@@ -143,3 +143,20 @@ def test_a_python_check_that_exits_on_its_examples_is_a_config_error_naming_the_
         assert "s.yaml:9: tests[0].assert[1].examples.fail[0]: python check" in proc.stderr, proc.stderr
         assert "ended evalspec's process: it exited with status 0" in proc.stderr and "nothing was run" in proc.stderr
     assert not (in_tmp / "out.json").exists()
+
+
+@pytest.mark.parametrize("check", ["python: bot.py:ends_the_process", "javascript: 'process.exit(1)'"])
+def test_a_check_that_ends_the_process_is_its_error_and_the_red_line_beside_it_is_still_graded(
+        in_tmp: Path, check: str) -> None:
+    """docs/en/reports-and-gate.md#errors-and-failures: the reply broke a critical `not-regex`; the check whose
+    code ended the process (python `os._exit`, node's `process.exit`) is an error, the red line fails the run."""
+    write_suite(in_tmp, "  - id: leak\n    conversation:\n      - user: 电话\n        assert:\n"
+                        f"          - {check}\n          - not-regex: ok\n            severity: critical\n")
+    proc = cli(in_tmp, "--no-cache")
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # before (python): exit 3, the red line never graded
+    record = json.loads((in_tmp / "out.json").read_text(encoding="utf-8"))["results"][0]
+    assert record["status"] == "failed" and record["critical_failed"] is True
+    ended, red_line = record["assertions"]
+    assert ended["pass"] is None and ended["error"] and red_line["pass"] is False
+    if check.startswith("python"):
+        assert "ended evalspec's process" in ended["error"] and "while this check ran" in ended["error"]
