@@ -90,3 +90,16 @@ def test_a_state_red_line_broken_on_turn_1_fails_the_run_even_when_turn_2_has_no
     assert record["status"] == "failed" and record["critical_failed"] is True
     only = record["assertions"][0]
     assert only["pass"] is False and "turn 2 has no state" in only["error"]
+
+
+def test_a_judged_check_the_judge_fails_on_one_turn_and_could_not_judge_on_another_is_failed(tmp_path: Path) -> None:
+    from tests.assertions.test_graded import go, judged
+
+    with judged(['{"reason": "第一轮答非所问", "pass": false}', "I cannot judge this."]) as server:
+        data = go(tmp_path, server, "      - llm-rubric: 回答切题\n        scope: each_turn\n")
+    record = data["results"][0]
+    rubric = record["assertions"][0]
+    assert len(server.chats()) == 2  # both turns were asked
+    assert rubric["pass"] is False and rubric["error"] and "turn 2" not in rubric["reason"]
+    assert [(e["turn"], e.get("note")) for e in rubric["evidence"]] == [(1, None), (2, "error")]
+    assert record["status"] == "failed"  # before: error, the judge's "fail" on turn 1 hidden
