@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalspec.assertions import builtin  # noqa: F401  (grading sees the built-in checks, however it is reached)
+from evalspec.assertions.outcome import error_text, failure_stands
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
-from evalspec.assertions.outcome import error_text, failure_stands
 from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Undecided
 from evalspec.extend.registry import resolve_type
 from evalspec.extend.transcript import Message

@@ -15,10 +15,18 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from evalspec.assertions.coherence import CoherenceParams, coherence
+from evalspec.assertions.outcome import error_text, failure_stands
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError, ProviderError
-from evalspec.assertions.outcome import error_text, failure_stands
-from evalspec.extend.check import Check, Evidence, GradingContext, JudgeRequest, JudgeVerdict, Reply, Undecided
+from evalspec.extend.check import (
+    Check,
+    Evidence,
+    GradingContext,
+    JudgeRequest,
+    JudgeVerdict,
+    Reply,
+    Undecided,
+)
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
 from evalspec.extend.transcript import Message

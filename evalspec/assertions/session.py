@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
+from evalspec.assertions.outcome import error_text
 from evalspec.assertions.state import compiled, state_of, state_value, truthy
 from evalspec.assertions.state import shown as shown_value
 from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
-from evalspec.assertions.outcome import error_text
 from evalspec.core.errors import GradingError
 from evalspec.extend.check import Check, Evidence, GradingContext, Undecided, snippet
 from evalspec.extend.params import Keywords, Regex, TurnRef
@@ -131,7 +131,7 @@ def _reply_text(ctx: GradingContext, turn: int) -> str:
 def not_before(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """No reply to a turn before `turn` matches the pattern (premature offer)."""
     rule: NotBeforeParams = spec.params
-    limit, undecided = ctx.resolve_turn(rule.turn), []
+    limit, undecided = ctx.resolve_turn(rule.turn), list[Undecided]()
     hits = _matches(ctx, rule, range(1, limit), undecided)
     if hits:
         return _settled(Check.of(False, f"turn {hits[0].turn} matched {rule.what()} before turn {limit}", hits),
@@ -146,7 +146,7 @@ def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
     rule: WithinParams = spec.params
     start = ctx.resolve_turn(rule.after)
     end = min(start + rule.turns - 1, _last_turn(ctx))
-    window, undecided = range(start, end + 1), []
+    window, undecided = range(start, end + 1), list[Undecided]()
     hits = _matches(ctx, rule, window, undecided)
     if hits:
         return _settled(Check.of(True, f"turn {hits[0].turn} matched", hits[:1]), undecided)
@@ -160,7 +160,7 @@ def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
 def at_most(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """At most `count` replies (from `after` on, if given) match (no repeated offer)."""
     rule: AtMostParams = spec.params
-    start, undecided = ctx.resolve_turn(rule.after) if rule.after is not None else 1, []
+    start, undecided = ctx.resolve_turn(rule.after) if rule.after is not None else 1, list[Undecided]()
     hits = _matches(ctx, rule, range(start, 10**9), undecided)
     limit = rule.count
     what = f"calls to {rule.tool}" if rule.tool is not None else "replies matched"
@@ -175,7 +175,7 @@ def at_most(spec: AssertionSpec, ctx: GradingContext) -> Check:
 def not_after(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """No reply from `after` on matches (no new pitch after acceptance)."""
     rule: NotAfterParams = spec.params
-    start, undecided = ctx.resolve_turn(rule.after), []
+    start, undecided = ctx.resolve_turn(rule.after), list[Undecided]()
     hits = _matches(ctx, rule, range(start, 10**9), undecided)
     if hits:
         return _settled(Check.of(False, f"turn {hits[0].turn} matched {rule.what()} at or after turn {start}", hits),

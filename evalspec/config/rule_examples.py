@@ -135,18 +135,18 @@ def examples_of(spec: AssertionSpec) -> Iterator[tuple[str, int, Any, PathKey]]:
 
 def hollow(suite: Suite) -> list[tuple[PathKey, str]]:
     """Each test of `suite` that checks nothing (no assertion of its own, on a turn or the test, and none from
-    `defaults`), and `transcripts:` without rules: a run would call them skipped, never passed
+    `defaults`), and `transcripts:` without rules: they would pass whatever the bot replies
     (docs/en/suite-format.md#tests-that-check-nothing)."""
     out: list[tuple[PathKey, str]] = []
     for test in suite.tests:
         if test.recorded == "file" or test.asserts or any(t.asserts for t in test.conversation):
             continue
         out.append((test.where, f"test '{test.id}' checks nothing: it has no assertion of its own and none from "
-                                "`defaults`; add `assert:` (a run reports it skipped, never passed)"))
+                                "`defaults`, so it passes whatever the bot replies; add `assert:`"))
     source = suite.transcripts
     if source is not None and not source.asserts:
         out.append((source.at, "the recorded conversations of `transcripts:` are checked by nothing: add "
-                               "`defaults: assert:` (a run reports them skipped, never passed)"))
+                               "`defaults: assert:` (they pass whatever they hold)"))
     return out
 
 
