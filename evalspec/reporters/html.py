@@ -148,11 +148,11 @@ window.addEventListener('hashchange',function(){fromHash();apply();});
 
 
 def verdict_class(a: dict[str, Any]) -> str:
-    return "error" if a.get("error") else "passed" if a["pass"] else "skipped" if a["pass"] is None else "failed"
+    return "failed" if a["pass"] is False else "error" if a.get("error") else "passed" if a["pass"] else "skipped"
 
 
 def verdict_icon(a: dict[str, Any]) -> str:
-    return "⚠" if a.get("error") else "✓" if a["pass"] else "–" if a["pass"] is None else "✗"
+    return "✗" if a["pass"] is False else "⚠" if a.get("error") else "✓" if a["pass"] else "–"
 
 
 def _baseline_section(run: dict[str, Any]) -> Markup:

@@ -74,13 +74,13 @@ def metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         mine: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for a in r.get("assertions", []):
-            if a.get("metric"):
+            if a.get("metric") and not a.get("skipped"):  # a skipped check examined nothing
                 mine[str(a["metric"])].append(a)
         for metric, checks in mine.items():
             key = (r["suite"], r["provider"], metric)
             scores[key] += [a["score"] for a in checks if a.get("score") is not None]
-            status = ("error" if any(a.get("error") or a.get("pass") is None for a in checks)
-                      else "passed" if all(a.get("pass") for a in checks) else "failed")
+            status = ("failed" if any(a.get("pass") is False for a in checks)  # a failure beside an error
+                      else "error" if any(a.get("error") or a.get("pass") is None for a in checks) else "passed")
             repeats[key].setdefault(reduction.verdict_key(r), []).append({"status": status, "rule": r.get("repeat_rule", "all")})
     out = []
     for key, by_test in repeats.items():
