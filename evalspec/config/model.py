@@ -76,6 +76,8 @@ class TurnSpec:
     captures: dict[str, tuple[str, str]] = field(default_factory=dict)
     click: Any = None  # `click: T` (template): a user turn that presses the previous reply's button T (SPEC §24)
     metadata: dict[str, Any] | None = None  # a user turn's `metadata:`, sent with it (`rasa:`, SPEC §24)
+    no_reply_ok: bool = False  # a user turn's `no_reply: ok`: the bot may stay silent (an empty reply, no error)
+    no_reply: str | None = None  # a recorded assistant entry that holds no reply: why (an error of its turn)
 
 
 @dataclass

@@ -40,6 +40,7 @@ from evalspec.core.suggest import did_you_mean, slugify
 from evalspec.extend.kinds import provider_kinds
 from evalspec.extend.patterns import regex_problem
 from evalspec.extend.provider import normalize_finish_reason
+from evalspec.extend.replies import holds_reply
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
 
@@ -247,12 +248,16 @@ class SuiteParser:
                                     "'- user: ...', '- assistant: ...' or '- tool: ...'")
             if kind is None:
                 continue
-            for extra in ("label", "assert"):
+            for extra in ("label", "assert", "no_reply"):
                 if extra in raw and kind != "user":
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' entry, not '{kind}'")
             text = raw[kind]
-            spec = TurnSpec(kind=cast(TurnKind, kind), text="" if text is None else str(text), where=tpath)
+            spec = TurnSpec(kind=cast(TurnKind, kind), text="" if text is None else str(text), where=tpath,
+                            no_reply_ok=kind == "user" and raw.get("no_reply") == "ok")
             extras = {k: raw[k] for k in ("tool_calls", "tool_call_id", "name", "state", "parts") if k in raw}
+            if kind == "assistant" and not holds_reply(None if text is None else "", raw.get("tool_calls"),
+                                                       raw.get("parts")):
+                spec.no_reply = "the assistant entry is empty (null) and has no tool_calls or parts"
             if "finish_reason" in raw and kind != "assistant":
                 self.bad((*tpath, "finish_reason"), f"'finish_reason' goes with an 'assistant' entry, not '{kind}'")
             elif (finish := normalize_finish_reason(raw.get("finish_reason"))) is not None:  # why the model stopped
@@ -495,9 +500,10 @@ class SuiteParser:
             if kind is None:
                 continue
             spec = TurnSpec(kind="user" if kind == "click" else cast(TurnKind, kind), where=tpath)
-            for extra in ("label", "assert", "vars", "capture", "metadata"):
+            for extra in ("label", "assert", "vars", "capture", "metadata", "no_reply"):
                 if extra in raw and kind not in ("user", "click"):
                     self.bad((*tpath, extra), f"'{extra}' goes with a 'user' turn, not '{kind}'")
+            spec.no_reply_ok = kind in ("user", "click") and raw.get("no_reply") == "ok"
             if kind in ("user", "click"):
                 if kind == "click":
                     if not user_entries:

@@ -20,6 +20,7 @@ from typing import Any
 from evalspec.config.model import ProviderSpec, Suite, TestSpec, TranscriptsSpec, TurnSpec
 from evalspec.core.errors import ConfigError, ControlFlow, Problem
 from evalspec.extend.provider import REASON_WORDS, normalize_finish_reason
+from evalspec.extend.replies import holds_reply, message_text
 
 RECORDED = ProviderSpec(id="recorded", kind="recorded", config={})
 ROLES = ("user", "assistant", "tool", "system")
@@ -62,13 +63,12 @@ def files_of(suite: Suite, override: str | None = None) -> list[Path]:
     return found
 
 
-def _content(value: Any) -> str:
-    """OpenAI content: a text, None (a reply that only calls tools) or a list of parts (their text)."""
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+def _content(value: Any) -> str | None:
+    """OpenAI content as text: a text, a list of parts (the texts they carry), None when it holds no
+    text (null, absent, parts without text: `evalspec.extend.replies.message_text`); other values as JSON."""
+    if value is None or isinstance(value, (str, list)):
+        return message_text(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _jsonl(path: Path) -> Iterator[Conversation]:
@@ -106,7 +106,8 @@ def _csv(path: Path) -> Iterator[Conversation]:
                 order = float(row["turn"] or 0)
             except ValueError:
                 raise RecordedProblem(str(path), number, f"turn {row['turn']!r} is not a number") from None
-            rows.append((order, number, {"role": row["role"], "content": row["content"]}))
+            # a CSV has no null: an empty content cell is no text (an assistant row without it is no reply)
+            rows.append((order, number, {"role": row["role"], "content": row["content"] or None}))
             metadata.update({k: v for k, v in row.items() if k not in CSV_COLUMNS and v not in (None, "")})
     for cid, (first, metadata, rows) in groups.items():
         yield Conversation(cid, [m for *_, m in sorted(rows, key=lambda r: (r[0], r[1]))], metadata, str(path), first)
@@ -123,7 +124,7 @@ def read_conversations(path: Path) -> Iterator[Conversation]:
 
 def content_text(value: Any) -> str:
     """An OpenAI message content as text (a list of parts: their text; None: empty)."""
-    return _content(value)
+    return _content(value) or ""
 
 
 def _kept(conversation: Conversation, where: dict[str, Any]) -> bool:
@@ -198,7 +199,14 @@ def test_of(suite: Suite, conversation: Conversation, index: int) -> TestSpec:
                                       f"conversation '{conversation.id}', message {k + 1}: finish_reason "
                                       f"{finish!r} is not a word ({', '.join(REASON_WORDS)})")
             extras["finish_reason"] = word
-        test.conversation.append(TurnSpec(kind=role, text=_content(message.get("content")), message=extras or None))
+        text = _content(message.get("content"))
+        spec = TurnSpec(kind=role, text=text or "", message=extras or None,
+                        no_reply_ok=role == "user" and message.get("no_reply") == "ok")
+        if role == "assistant" and not holds_reply(text, message.get("tool_calls"), message.get("parts")):
+            spec.no_reply = (f"message {k + 1} has no content (null, absent"
+                             f"{', an empty cell' if conversation.file.lower().endswith('.csv') else ''}) "
+                             "and no tool_calls")
+        test.conversation.append(spec)
     return test
 
 

@@ -135,6 +135,10 @@ def fragment_schema() -> dict[str, Any]:
     }, ["conversation"]), "$defs": suite_schema(for_validation=True)["$defs"]}
 
 
+NO_REPLY = {"const": "ok", "description": "the bot may stay silent on this turn (by design): no reply is then "
+                                          "an empty reply that checks see as such, not an error"}
+
+
 def turn_schema(for_validation: bool) -> dict[str, Any]:
     filler = {"anyOf": [TEMPLATED_INT, _obj({"count": TEMPLATED_INT, "pool": {**STRINGS, "minItems": 1}}, ["count"])]}
     schema = _obj({
@@ -148,6 +152,7 @@ def turn_schema(for_validation: bool) -> dict[str, Any]:
         "click": {"type": "string", "minLength": 1,
                   "description": "a user turn that presses the previous reply's button with this title (else "
                                  "this payload) and sends its payload (SPEC §24)"},
+        "no_reply": NO_REPLY,
         "include": {"type": "string", "minLength": 1,
                     "description": "FILE.yaml: splice the 'conversation:' of that file here (relative to this "
                                    "file; its 'vars:' are defaults the test's vars override)"},
@@ -172,9 +177,12 @@ def transcript_entry_schema(for_validation: bool) -> dict[str, Any]:
     """One entry of a recorded conversation held inline (`transcript:`, SPEC §19)."""
     schema = _obj({
         "user": {"type": "string"},
-        "assistant": {"type": "string"},
+        "assistant": {"type": ["string", "null"],
+                      "description": "the reply; null (no text) without tool_calls or parts is no reply: an "
+                                     "error of its turn unless the user entry says no_reply: ok"},
         "tool": {"type": "string", "description": "a tool's result"},
         "label": {"type": "string", "minLength": 1},
+        "no_reply": NO_REPLY,
         "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"},
                    "description": "checks on the assistant message that answers this user entry"},
         "tool_calls": {"type": "array", "items": {"type": "object"},

@@ -42,6 +42,8 @@ class Message(_Stored, total=False):
     history: bool  # a user turn of golden history (not sent on its own: the reply after it is injected)
     cached: bool  # the reply came from the response cache
     not_sent: bool  # the simulated user's last words, which ended the conversation (never sent)
+    no_reply: Annotated[bool, Keywords(description="the bot gave no reply on a turn that says `no_reply: ok` "
+                                                   "(silent by design): the content is empty, not an error")]
     original_chars: Annotated[int, Keywords(
         minimum=1, description="a reply stored cut (options.max_reply_chars): its full length; it was graded whole")]
     cut_at: Annotated[int, Keywords(minimum=1, description="a reply stored cut: the characters kept")]

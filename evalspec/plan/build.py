@@ -41,6 +41,8 @@ class PlannedTurn:
     captures: dict[str, tuple[str, str]] = field(default_factory=dict)
     click: str | None = None  # `click: T` rendered: the turn presses the previous reply's button T (SPEC §24)
     metadata: dict[str, Any] | None = None  # `metadata:` sent with this user turn (`rasa:`, SPEC §24)
+    no_reply_ok: bool = False  # `no_reply: ok`: the bot may stay silent on this turn (an empty reply, no error)
+    no_reply: str | None = None  # a recorded assistant entry that holds no reply: why (an error of its turn)
 
 
 @dataclass
@@ -405,7 +407,7 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
             turns.append(PlannedTurn("user", str(text), turn, label=entry.label,
                                      asserts=_render_asserts(graded, local, turn), capture=entry.capture,
                                      captures=dict(entry.captures), click=str(text) if key == "click" else None,
-                                     metadata=entry.metadata))
+                                     metadata=entry.metadata, no_reply_ok=entry.no_reply_ok))
             for name in entry.captures:  # defined for the later turns and the test's assertions
                 if captured is None:
                     variables[name] = "{{ " + name + " }}"
@@ -472,9 +474,11 @@ def _recorded_instance(suite: Suite, test: TestSpec, provider: ProviderSpec, tid
             if entry.label:
                 labels[entry.label] = turn
             asserts = _render_asserts(entry.asserts, variables, turn) if entry.asserts else []
-            turns.append(PlannedTurn("user", text, turn, call=False, label=entry.label, asserts=asserts))
+            turns.append(PlannedTurn("user", text, turn, call=False, label=entry.label, asserts=asserts,
+                                     no_reply_ok=entry.no_reply_ok))
         else:
-            turns.append(PlannedTurn(entry.kind, text, turn, call=False, message=entry.message))
+            turns.append(PlannedTurn(entry.kind, text, turn, call=False, message=entry.message,
+                                     no_reply=entry.no_reply))
     texts = [(t.turn, t.text) for t in turns if t.role == "user"]
     for label, found in label_turns({k: v for k, v in suite.labels.items() if k not in labels}, texts).items():
         labels[label] = found

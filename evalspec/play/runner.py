@@ -388,19 +388,30 @@ def conversation_extra(inst: Instance) -> dict[str, Any] | None:
 
 def recorded_transcript(inst: Instance) -> Transcript:
     """A recorded conversation's messages as a played one's (SPEC §19): an assistant message followed by
-    another in the same turn is a tool round (`intermediate`), the turn's last one its reply."""
+    another in the same turn is a tool round (`intermediate`), the turn's last one its reply. An assistant
+    message that holds no reply is an error of its turn, left out of the messages (an empty reply
+    flagged `no_reply` where its user turn says `no_reply: ok`; docs/en/recorded-conversations.md)."""
     messages: list[Message] = []
+    silent_ok: set[int] = {t.turn for t in inst.turns if t.role == "user" and t.no_reply_ok}
+    errors: list[str] = []
     for i, planned in enumerate(inst.turns):
         if planned.role == "user":
             messages.append(user_message(planned.text, planned.turn, label=planned.label))
             continue
         message = cast(Message, {"role": planned.role, "content": planned.text, "turn": planned.turn,
                                  "latency_ms": None, "tokens": None, "cost": None, **(planned.message or {})})
+        if planned.no_reply is not None:
+            if planned.turn not in silent_ok:
+                errors.append(f"turn {planned.turn}: no reply: {planned.no_reply}")
+                continue
+            message["no_reply"] = True
         later = inst.turns[i + 1:]
         if planned.role == "assistant" and later and later[0].role != "user" and \
                 any(t.role == "assistant" for t in itertools.takewhile(lambda t: t.role != "user", later)):
             message["intermediate"] = True
         messages.append(message)
+    if errors:
+        return Transcript(messages=messages, stop_reason="error", error="; ".join(errors))
     return Transcript(messages=messages)
 
 

@@ -126,7 +126,7 @@ class ScriptedUser:
             text, click = pressed(transcript.messages, planned.click, planned.turn)
         return NextMessage(user_message(text, planned.turn, filler=planned.filler, label=planned.label,
                                         history=not planned.call, capture=planned.capture, click=click),
-                           call=planned.call)
+                           call=planned.call, silent_ok=planned.no_reply_ok)
 
     async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
         return None

@@ -9,6 +9,7 @@ transcript, and maps an error or a stop condition to `stop_reason` — once, for
 - the source's next message ends it        -> that message's `stop` (a stop marker: recorded, not sent)
 - a stop condition holds after a reply     -> what `stop_after` returns (`goal_met`, `breached` ...)
 - the system under test fails on turn k    -> `error`, "turn k: <the provider error>"
+  (no reply is such an error, unless the turn says `no_reply: ok`: then its reply is empty)
 - the source or a stop condition fails     -> `error`, the `TurnError`'s line
 - a simulated conversation with no reply   -> `error` (see `replied`)
 """
@@ -33,11 +34,13 @@ __all__ = ["NextMessage", "Source", "TurnError", "assistant_message", "flipped",
 class NextMessage:
     """What a source says next: the message to record (a user message, or a scripted assistant one),
     whether it is sent to the system under test (`call`), and the stop reason it ends the conversation
-    with once recorded (`stop`: a simulated user's stop marker is recorded, never sent)."""
+    with once recorded (`stop`: a simulated user's stop marker is recorded, never sent), and whether the
+    bot may stay silent on it (`silent_ok`: the turn says `no_reply: ok`)."""
 
     message: Message
     call: bool = True
     stop: str | None = None
+    silent_ok: bool = False  # the turn says `no_reply: ok`: no reply is its empty reply, not an error
 
 
 class TurnError(ControlFlow):
@@ -136,7 +139,8 @@ async def _play(source: Source, transcript: Transcript, call: SendTurn, kit: Too
             continue
         turn = cast(int, said.message["turn"])  # a sent user turn has its number
         try:
-            reply = await play_turn(call, transcript, turn, kit, context, assistant_message)
+            reply = await play_turn(call, transcript, turn, kit, context, assistant_message,
+                                    silent_ok=said.silent_ok)
         except ProviderError as exc:
             raise TurnError(f"turn {turn}: {exc}") from exc
         if (stop := await source.stop_after(transcript, reply, turn)) is not None:

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from evalspec.core.errors import ControlFlow, ProviderError
+from evalspec.extend.replies import NoReply
 from evalspec.extend.provider import CallContext, Provider, ProviderResponse
 from evalspec.providers.cache import ResponseCache, cache_key
 from evalspec.providers.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
@@ -158,6 +159,11 @@ class ProviderCaller:
                 response = await self._deadlines.run(self.provider.respond(messages, context))
             except asyncio.TimeoutError:
                 exc = ProviderError(f"timed out after {self.timeout:g}s", retryable=True)
+            except NoReply as silence:  # the bot answered, with nothing: not retried, the turn decides
+                answered = True
+                for c in counters:
+                    c.calls += 1
+                raise silence.prefixed(f"{self.id}: ") from silence
             except ProviderError as error:
                 exc = error
             else:

@@ -25,6 +25,7 @@ from evalspec.extend.provider import (
     normalize_finish_reason,
     url_problem,
 )
+from evalspec.extend.replies import found_text, reply
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
@@ -111,8 +112,7 @@ class HttpProvider:
             raise status_error(response, f"{self.id} ({url})")
         metadata: dict[str, Any] = {"status": response.status_code}
         calls = self._tool_calls(response, metadata)
-        # a turn that made tool calls may have no text (OpenAI's `content: null`)
-        reply = self._extract(response, optional=bool(calls))
+        text, why = self._extract(response)
         state = self._read_path(response, "state", self._state_expr)
         if state is not None and not isinstance(state, dict):
             raise ProviderError(f"state path '{self.http['state']}' found {type(state).__name__}, "
@@ -123,8 +123,9 @@ class HttpProvider:
         if finish is not None and not isinstance(finish, str):
             raise ProviderError(f"finish_reason path '{self.http['finish_reason']}' found {type(finish).__name__}, "
                                 "expected text (stop, length, ...)")
-        return ProviderResponse(content=reply, latency_ms=latency, tool_calls=calls, metadata=metadata,
-                                state=state, parts=parts, finish_reason=normalize_finish_reason(finish))
+        # no text beside tool calls or parts is still a reply (OpenAI's `content: null`); nothing at all is none
+        return reply(ProviderResponse(content="", latency_ms=latency, tool_calls=calls, metadata=metadata, state=state,
+                                      parts=parts, finish_reason=normalize_finish_reason(finish)), text, self.id, why)
 
     def _read_path(self, response: httpx.Response, key: str, expr: Any) -> Any:
         """What the `state:` / `parts:` / `finish_reason:` JMESPath finds, read like `response:` (SPEC §17,
@@ -195,7 +196,8 @@ class HttpProvider:
                                 f"{type(found).__name__}, expected a list of calls")
         return found or None
 
-    def _extract(self, response: httpx.Response, optional: bool = False) -> str:
+    def _extract(self, response: httpx.Response) -> tuple[str | None, str]:
+        """The reply text the response holds (None: none), and why it holds none."""
         try:
             data = response.json()
         except ValueError:
@@ -203,31 +205,18 @@ class HttpProvider:
                 raise ProviderError(f"{self.id}: response is not JSON, cannot apply '{self.path}': "
                                     f"{response.text[:200]!r}") from None
             if not response.content.strip():
-                raise ProviderError(f"{self.id}: no reply: the response body is empty "
-                                    f"(HTTP {response.status_code})") from None
-            return response.text
+                return None, f"the response body is empty (HTTP {response.status_code})"
+            return response.text, ""
         if self._expr is not None:
-            value = self._expr.search(data)
-            if value is None and optional:
-                return ""
-            if value is None:
-                raise ProviderError(f"{self.id}: no reply: response path '{self.path}' found nothing in "
-                                    f"{str(data)[:200]}")
-            if isinstance(value, list) and all(isinstance(v, str) or v is None for v in value):
-                return "\n".join(v for v in value if v is not None)  # the turn's messages (SPEC §24)
-            if isinstance(value, (dict, list)):
-                raise ProviderError(f"{self.id}: response path '{self.path}' found {type(value).__name__}, "
-                                    f"not text: {str(value)[:200]}")
-            return value if isinstance(value, str) else str(value)
+            text = found_text(self._expr.search(data), f"{self.id}: response path '{self.path}'")
+            return text, f"response path '{self.path}' found nothing in {str(data)[:200]}"
         if isinstance(data, str):
-            return data
+            return data, ""
         for guess in GUESSES:
             value = jmespath.search(guess, data)
             if isinstance(value, str):
-                return value
-        if optional:
-            return ""
-        raise ProviderError(f"{self.id}: cannot find the reply in {str(data)[:200]}; set `response:` (a JMESPath)")
+                return value, ""
+        return None, f"cannot find the reply in {str(data)[:200]}; set `response:` (a JMESPath)"
 
     async def aclose(self) -> None:
         if self._client is not None:

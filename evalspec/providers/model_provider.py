@@ -23,8 +23,10 @@ from evalspec.core.model_keys import KEY_ENV, NO_KEY, split_model
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.kinds import provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, normalize_finish_reason, url_problem
+from evalspec.extend.replies import reply
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.openai_compat import (
+    NULL_CONTENT,
     OpenAICompatClient,
     about_format,
     cached_count,
@@ -144,14 +146,14 @@ class ModelProvider:
         except Exception:
             cost = None
         tool_calls = [t.model_dump() if hasattr(t, "model_dump") else t for t in (message.tool_calls or [])]
-        content, _ = reply_content(message.content, tool_calls, self.model)
-        return ProviderResponse(content=content, latency_ms=latency,
-                                tokens=getattr(usage, "total_tokens", None),
-                                prompt_tokens=getattr(usage, "prompt_tokens", None),
-                                completion_tokens=getattr(usage, "completion_tokens", None),
-                                cost=cost, tool_calls=tool_calls or None, cached_tokens=cached_count(usage),
-                                finish_reason=normalize_finish_reason(getattr(choice, "finish_reason", None)),
-                                metadata={"model": getattr(response, "model", self.model), "client": "litellm"})
+        text, _ = reply_content(message.content, tool_calls, self.model)
+        answer = ProviderResponse(content="", latency_ms=latency, tokens=getattr(usage, "total_tokens", None),
+                                  prompt_tokens=getattr(usage, "prompt_tokens", None),
+                                  completion_tokens=getattr(usage, "completion_tokens", None),
+                                  cost=cost, tool_calls=tool_calls or None, cached_tokens=cached_count(usage),
+                                  finish_reason=normalize_finish_reason(getattr(choice, "finish_reason", None)),
+                                  metadata={"model": getattr(response, "model", self.model), "client": "litellm"})
+        return reply(answer, text, self.model, NULL_CONTENT)
 
     async def aclose(self) -> None:
         if self._client is not None:

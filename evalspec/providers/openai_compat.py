@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalspec.core.errors import ProviderError
 from evalspec.extend.provider import ProviderResponse, normalize_finish_reason
+from evalspec.extend.replies import message_text, reply
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -147,19 +148,16 @@ def count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def reply_content(content: Any, tool_calls: Any, model: str) -> tuple[str, list[Any] | None]:
-    """A chat message's text and tool calls. `content: null` without tool calls is a missing reply:
-    an error, never '' (SPEC §8). A list of content parts is joined."""
+def reply_content(content: Any, tool_calls: Any, model: str) -> tuple[str | None, list[Any] | None]:
+    """A chat message's text (None: it has none, `content: null` or parts without text) and tool calls;
+    whether that is a reply is `evalspec.extend.replies.reply`'s to say. Content that is not text is an error."""
     calls = list(tool_calls) if isinstance(tool_calls, list) and tool_calls else None
-    if isinstance(content, list):
-        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
-    if content is None:
-        if calls:
-            return "", calls
-        raise ProviderError(f"{model}: no reply: the message's content is null and it made no tool calls")
-    if not isinstance(content, str):
+    if content is not None and not isinstance(content, (str, list)):
         raise ProviderError(f"{model}: the message's content is {type(content).__name__}, not text")
-    return content, calls
+    return message_text(content), calls
+
+
+NULL_CONTENT = "the message's content is null (or holds no text) and it made no tool calls"
 
 
 def make_client(timeout: float = 600.0) -> httpx.AsyncClient:
@@ -214,16 +212,17 @@ class OpenAICompatClient:
             raise ProviderError(f"{model}: no choices in response: {json.dumps(data)[:200]}") from None
         if not isinstance(message, dict):
             raise ProviderError(f"{model}: the choice's message is {type(message).__name__}, not an object")
-        content, tool_calls = reply_content(message.get("content"), message.get("tool_calls"), model)
+        text, tool_calls = reply_content(message.get("content"), message.get("tool_calls"), model)
         usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
         prompt, completion = count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
         total = count(usage.get("total_tokens")) or ((prompt or 0) + (completion or 0) if prompt is not None else None)
         cached = cached_count(usage)
-        return ProviderResponse(content=content, latency_ms=latency, tokens=total,
-                                prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
-                                cost=price(model, prompt, completion, cached), tool_calls=tool_calls,
-                                finish_reason=normalize_finish_reason(choice.get("finish_reason")),
-                                metadata={"model": str(data.get("model", model)), "client": "openai-compatible"})
+        response = ProviderResponse(content="", latency_ms=latency, tokens=total,
+                                    prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
+                                    cost=price(model, prompt, completion, cached), tool_calls=tool_calls,
+                                    finish_reason=normalize_finish_reason(choice.get("finish_reason")),
+                                    metadata={"model": str(data.get("model", model)), "client": "openai-compatible"})
+        return reply(response, text, model, NULL_CONTENT)
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         data = await self.post("/embeddings", {"model": model, "input": texts}, model)

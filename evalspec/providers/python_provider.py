@@ -26,6 +26,7 @@ from evalspec.extend.provider import (
     json_safe,
     normalize_finish_reason,
 )
+from evalspec.extend.replies import reply
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 
 if TYPE_CHECKING:
@@ -79,22 +80,18 @@ def _money(value: Any) -> float | None:
 
 
 def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
-    """A python provider's return value as a response; a missing reply is an error (SPEC §8)."""
+    """A python provider's return value as a response; a missing reply is an error (docs/en/providers.md#no-reply)."""
     if isinstance(result, str):
         return ProviderResponse(str(result), latency)
     if result is None:
-        raise ProviderError(f"{where} returned None: no reply (return a string or a dict with 'content')")
+        return reply(ProviderResponse("", latency), None, where,
+                     "it returned None (return a string or a dict with 'content')")
     if not isinstance(result, dict):
         raise ProviderError(f"{where} returned {type(result).__name__}; expected a string or a dict with 'content'")
     content = result.get("content")
     tool_calls = result.get("tool_calls")
     if tool_calls is not None and not isinstance(tool_calls, list):
         raise ProviderError(f"{where} returned 'tool_calls' as {type(tool_calls).__name__}; expected a list")
-    if content is None and not tool_calls:
-        if "content" in result:
-            raise ProviderError(f"{where} returned no reply: 'content' is None and there are no tool calls")
-        keys = ", ".join(map(repr, list(result)[:8])) or "none"
-        raise ProviderError(f"{where} returned no reply: the dict has no 'content' (keys: {keys})")
     if content is not None and not isinstance(content, str):
         raise ProviderError(f"{where} returned 'content' as {type(content).__name__}; expected a string")
     usage = result.get("usage")
@@ -107,14 +104,18 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
     finish = result.get("finish_reason")  # why the model behind it stopped (`stop`, `length`, ...)
     if finish is not None and not isinstance(finish, str):
         raise ProviderError(f"{where} returned 'finish_reason' as {type(finish).__name__}; expected a string")
-    return ProviderResponse(str(content or ""), latency, tokens=_count(usage.get("total_tokens")),
-                            prompt_tokens=_count(usage.get("prompt_tokens")),
-                            completion_tokens=_count(usage.get("completion_tokens")),
-                            cost=_money(result.get("cost")), tool_calls=json_safe(tool_calls) or None,
-                            metadata=json_safe(metadata) if isinstance(metadata, dict) else {},
-                            state=json_safe(state) if state is not None else None,
-                            parts=as_parts(parts, f"{where} returned 'parts':") if parts is not None else None,
-                            finish_reason=normalize_finish_reason(finish))
+    response = ProviderResponse("", latency, tokens=_count(usage.get("total_tokens")),
+                                prompt_tokens=_count(usage.get("prompt_tokens")),
+                                completion_tokens=_count(usage.get("completion_tokens")),
+                                cost=_money(result.get("cost")), tool_calls=json_safe(tool_calls) or None,
+                                metadata=json_safe(metadata) if isinstance(metadata, dict) else {},
+                                state=json_safe(state) if state is not None else None,
+                                parts=as_parts(parts, f"{where} returned 'parts':") if parts is not None else None,
+                                finish_reason=normalize_finish_reason(finish))
+    keys = ", ".join(map(repr, list(result)[:8])) or "none"
+    why = ("its 'content' is None and there are no tool calls" if "content" in result
+           else f"the dict has no 'content' (keys: {keys})")
+    return reply(response, content, where, why)
 
 
 # -- the `python` kind ---------------------------------------------------------------------------

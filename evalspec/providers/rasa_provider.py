@@ -18,6 +18,7 @@ from evalspec.config.interpolate import is_template
 from evalspec.core.errors import ProviderError
 from evalspec.extend.kinds import provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, url_problem
+from evalspec.extend.replies import reply
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
@@ -81,12 +82,14 @@ class RasaProvider:
         answer = await self._send("POST", "/webhooks/rest/webhook", body)
         latency = (time.perf_counter() - start) * 1000
         parts = as_parts(answer, "the REST channel's answer")
-        content = "\n".join(p["text"] for p in parts if isinstance(p["text"], str))
         tracker = await self._send("GET", self._tracker(context.thread_id))
         if not isinstance(tracker, dict):
             raise ProviderError(f"the tracker is {type(tracker).__name__}, expected an object")
-        return ProviderResponse(content=content, latency_ms=latency, state=tracker_state(tracker), parts=parts,
-                                metadata={"status": 200})
+        # the reply is the texts of the messages; none with text or buttons is no reply (an error of the turn)
+        return reply(ProviderResponse(content="", latency_ms=latency, state=tracker_state(tracker), parts=parts,
+                                      metadata={"status": 200}), None, self.id,
+                     f"the REST channel answered {json.dumps(answer, ensure_ascii=False)[:200]}: no message "
+                     "with text or buttons")
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -21,6 +21,7 @@ from evalspec.config.interpolate import render_value
 from evalspec.core.errors import LoadError, ProviderError, TemplateProblem
 from evalspec.core.pyref import load_attribute, load_callable
 from evalspec.extend.provider import ProviderResponse
+from evalspec.extend.replies import NoReply
 from evalspec.extend.transcript import Message
 
 if TYPE_CHECKING:
@@ -214,13 +215,14 @@ def _total(values: list[Any]) -> Any:
 
 
 async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None, context: dict[str, Any],
-                    assistant_message: MessageFn) -> dict[str, Any]:
+                    assistant_message: MessageFn, silent_ok: bool = False) -> dict[str, Any]:
     """Get the reply to user turn `turn` (already in `log`), answering tool calls round by round.
 
     Returns the turn's reply (its last assistant message), whose latency, tokens and cost are the
     sums over the turn's rounds (each round's own figures are kept in its `rounds` list). A provider
     error, a call with no result or one round too many raises ProviderError after the offending
-    message has been recorded.
+    message has been recorded. No reply (`NoReply`) is such an error unless `silent_ok` (the turn says
+    `no_reply: ok`): then the turn's reply is empty, flagged `no_reply`.
     """
     if kit is not None and kit.model and not kit.answers and (reported := unanswered_turn(log.messages)):
         raise ProviderError(f"the model's tool calls at turn {reported} were reported, not answered "
@@ -229,11 +231,19 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
                             "the calls (tool_results, without answer_tool_calls: false)")
     rounds: list[dict[str, Any]] = []  # each tool round's figures (a turn without tool rounds has none)
     while True:
-        response = await call(log.history(), turn)
+        silent = False
+        try:
+            response = await call(log.history(), turn)
+        except NoReply as exc:
+            if not silent_ok:
+                raise
+            response, silent = exc.response, True
         log.calls += int(not response.cached)
         log.cached_calls += int(response.cached)
         calls = normalize_calls(response.tool_calls, turn)
         message = assistant_message(response, turn)
+        if silent:  # silent by design: an empty reply that checks see as such
+            message["no_reply"] = True
         message.pop("tool_calls", None)
         if calls:
             message["tool_calls"] = [{k: c[k] for k in ("id", "name", "arguments")} for c in calls]
