@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from evalspec.core.errors import ControlFlow, ProviderError
-from evalspec.extend.replies import NoReply
 from evalspec.extend.provider import CallContext, Provider, ProviderResponse
+from evalspec.extend.replies import NoReply
 from evalspec.providers.cache import ResponseCache, cache_key
 from evalspec.providers.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
 
