@@ -10,6 +10,8 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
       + WouldOverwrite (authoring.importers) it would overwrite files evalspec did not write → exit 2
     + SourceRefused    (authoring.importers.rasa) a Rasa / Botium file is not imported (why on stderr)
   x ProviderError      a call to the system under test (or a judge) failed for good → the test is `error`
+    + NoReply          (extend.replies) the bot answered a turn with nothing → that turn's error, or its
+                       empty reply where the turn says `no_reply: ok`
   x GradingError       an assertion reached no verdict (bad judge answer, regex time-out) → check `error`
   x LoadError          a `FILE.py:function` could not be loaded → a Problem (exit 2), in a run the `error`
   x UserCodeError      the user's code raised (SystemExit included) → the test's or check's `error`
