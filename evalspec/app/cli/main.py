@@ -613,6 +613,7 @@ def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None) -> 
 
 
 from evalspec.app.cli.coverage import coverage_command  # noqa: E402
+from evalspec.app.cli.plan import plan_command  # noqa: E402
 from evalspec.authoring.importers.commands import export, import_  # noqa: E402
 
 main.add_command(import_)
@@ -621,6 +622,7 @@ main.add_command(judge_eval_command)
 main.add_command(triage_command)
 main.add_command(doctor_command)
 main.add_command(coverage_command)
+main.add_command(plan_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,239 @@
+"""`evalspec plan SUITE... [--baseline RUN.json] [--detect D] [--power P] [--alpha A] [-o P]`: how much a
+plan can show before anything is called (docs/en/statistics.md#how-much-is-enough).
+
+A pair is one planned conversation (an instance's k-th repeat) in two runs: with `repeat: 1` that is the
+instance's verdict. The paired test's power follows Connor (1987); a red line's bound is what the planned
+conversations show when none of them breaches it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evalspec.core.exitcodes import ExitCode
+
+#: the fixed words of `plan`, per language (SPEC §21: the command speaks the team's language)
+WORDS: dict[str, dict[str, str]] = {
+    "en": {
+        "planned": "planned: {instances} × {repeats} = {conversations} ({pairs} paired against a baseline)",
+        "instances": "{n} instances", "instance": "{n} instance",
+        "repeats": "{n} repeats", "repeat": "{n} repeat", "repeats_range": "{lo}–{hi} repeats",
+        "conversations": "{n} conversations", "conversation": "{n} conversation",
+        "drop": "smallest drop of the pass rate the paired test detects: {drop} (power {power}, one-sided α {alpha})",
+        "drop_none": "smallest drop of the pass rate the paired test detects: — (too few pairs)",
+        "noise_base": "discordance: two plays of one instance disagree {noise} of the time in the baseline, plus the drop",
+        "noise_assumed": "discordance: assumed 2 × the drop",
+        "noise_missing": "discordance: assumed 2 × the drop (the baseline has no repeated verdict of this suite)",
+        "enough": "to detect a drop of {detect}: {needed} pairs needed, {pairs} planned — enough",
+        "need": "to detect a drop of {detect}: {needed} pairs needed, {pairs} planned — "
+                "--repeat {repeat}, or {instances} at the current repeats",
+        "need_none": "to detect a drop of {detect}: {needed} pairs needed; the suite plans no gated conversation",
+        "red_lines": "critical rules (the bound if no planned conversation breaches):",
+        "red_line": "  {rule} ({where}): breach rate < {upper} (95%) over {n}",
+        "red_line_none": "  {rule} ({where}): — (no planned conversation)",
+        "no_red_lines": "critical rules: none",
+        "points": "{n} percentage points",
+    },
+    "zh": {
+        "planned": "计划：{instances} × {repeats} = {conversations}（与基线配对 {pairs} 段）",
+        "instances": "{n} 个实例", "instance": "{n} 个实例",
+        "repeats": "重复 {n} 次", "repeat": "重复 {n} 次", "repeats_range": "重复 {lo}–{hi} 次",
+        "conversations": "{n} 段对话", "conversation": "{n} 段对话",
+        "drop": "配对检验能检出的最小通过率下降：{drop}（检验力 {power}，单侧 α {alpha}）",
+        "drop_none": "配对检验能检出的最小通过率下降：—（配对太少）",
+        "noise_base": "不一致率：基线中同一实例两次运行结论不同的比例 {noise}，再加上下降幅度",
+        "noise_assumed": "不一致率：假定为下降幅度的 2 倍",
+        "noise_missing": "不一致率：假定为下降幅度的 2 倍（基线中本套件没有重复运行的结论）",
+        "enough": "检出下降 {detect}：需要 {needed} 对，计划 {pairs} 对 —— 足够",
+        "need": "检出下降 {detect}：需要 {needed} 对，计划 {pairs} 对 —— --repeat {repeat}，或按当前重复次数需 {instances}",
+        "need_none": "检出下降 {detect}：需要 {needed} 对；本套件没有计入门禁的对话",
+        "red_lines": "关键规则（计划的对话都未违反时能给出的上界）：",
+        "red_line": "  {rule}（{where}）：违规率 < {upper}（95%），共 {n}",
+        "red_line_none": "  {rule}（{where}）：—（没有计划的对话）",
+        "no_red_lines": "关键规则：无",
+        "points": "{n} 个百分点",
+    },
+}
+
+
+def _lang(suites: list[Any], override: str | None) -> str:
+    """`--lang`, else the first suite's `report.lang`, else EVALSPEC_LANG, else the user turns' language."""
+    from evalspec.reporters.catalogue import guess_lang, planned_user_texts
+
+    env = os.environ.get("EVALSPEC_LANG")
+    return override or next((s.report_lang for s in suites if s.report_lang), None) or \
+        (env if env in ("zh", "en") else None) or guess_lang(planned_user_texts(suites))
+
+
+def _same_file(a: str, b: str) -> bool:
+    return a == b or Path(a).resolve() == Path(b).resolve()
+
+
+def _gated(test: Any) -> bool:
+    """Whether a test's verdicts can regress or breach a gated red line (drafts, xfails and curves cannot)."""
+    return not (test.draft or test.xfail or test.curve)
+
+
+def _rule_text(spec: Any) -> str:
+    value = spec.value if isinstance(spec.value, (str, int, float)) else None
+    return f"{spec.name}: {value}" if value is not None else spec.name
+
+
+def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, detect: float, power: float,
+               alpha: float) -> dict[str, Any]:
+    """One suite's figures: what it plans, what the paired test can detect, what it needs, and each
+    critical rule's bound."""
+    from evalspec.plan.build import plan_slots
+    from evalspec.results import stats
+
+    instances: set[tuple[str, str]] = set()
+    gated_instances: set[tuple[str, str]] = set()
+    repeats: list[int] = []
+    conversations = pairs = 0
+    rules: dict[Any, dict[str, Any]] = {}
+    for _suite, test, provider, _matrix, k, base, _tid in plan_slots([suite], selection):
+        conversations += 1
+        instances.add((base, provider.id))
+        if k == 1:
+            repeats.append(selection.repeat or test.repeat.n if not test.recorded else 1)
+        if not _gated(test):
+            continue
+        pairs += 1
+        gated_instances.add((base, provider.id))
+        for spec in [*(a for t in test.conversation for a in t.asserts), *test.asserts]:
+            if spec.severity != "critical":
+                continue
+            line = suite.lines.line(spec.where) if suite.lines else None
+            rule = rules.setdefault(spec.where, {"rule": _rule_text(spec), "where": f"{suite.path}:{line}" if line
+                                                 else str(suite.path), "n": 0})
+            rule["n"] += 1
+    for rule in rules.values():
+        rule["upper"] = stats.clopper_pearson_upper(0, rule["n"])
+    noise, source = None, "assumed"
+    if baseline is not None:
+        mine = [(v.get("n"), v.get("passed")) for v in baseline.get("verdicts") or []
+                if isinstance(v, dict) and _same_file(str(v.get("suite")), str(suite.path)) and v.get("gated")]
+        noise = stats.repeat_disagreement((n, c) for n, c in mine
+                                          if isinstance(n, int) and isinstance(c, int) and 0 <= c <= n)
+        source = "baseline" if noise is not None else "missing"
+    needed = stats.mcnemar_pairs(stats.assumed_discordance(detect, noise), detect, alpha, power)
+    per_instance = pairs / len(gated_instances) if gated_instances else 0
+    return {
+        "suite": str(suite.path), "instances": len(instances), "repeats": [min(repeats), max(repeats)] if repeats
+        else [0, 0], "conversations": conversations, "pairs": pairs,
+        "discordance": {"source": source, "noise": noise},
+        "detectable_drop": stats.detectable_drop(pairs, alpha, power, noise),
+        "needed": {"detect": detect, "pairs": needed, "enough": pairs >= needed,
+                   "repeat": math.ceil(needed / len(gated_instances)) if gated_instances else None,
+                   "instances": math.ceil(needed / per_instance) if per_instance else None},
+        "red_lines": list(rules.values()),
+    }
+
+
+def _count(key: str, n: int) -> str:
+    from evalspec.reporters.catalogue import current
+
+    one, many = WORDS[current()][key], WORDS[current()][key + "s"]
+    return (one if n == 1 else many).format(n=f"{n:,}")
+
+
+def _w(key: str, **fields: Any) -> str:
+    from evalspec.reporters.catalogue import current
+
+    return WORDS[current()][key].format(**fields)
+
+
+def _points(x: float | None) -> str:
+    return "—" if x is None else _w("points", n=f"{x * 100:.3g}")
+
+
+def _share(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x * 100:.2g}%" if x < 0.1 else f"{x * 100:.1f}%"
+
+
+def plan_lines(report: dict[str, Any]) -> Iterable[str]:
+    """What the command prints, in the language being spoken."""
+    power, alpha = f"{report['power']:.0%}", f"{report['alpha']:g}"
+    for s in report["suites"]:
+        yield s["suite"]
+        lo, hi = s["repeats"]
+        reps = _count("repeat", lo) if lo == hi else _w("repeats_range", lo=lo, hi=hi)
+        yield "  " + _w("planned", instances=_count("instance", s["instances"]), repeats=reps,
+                        conversations=_count("conversation", s["conversations"]), pairs=f"{s['pairs']:,}")
+        drop = s["detectable_drop"]
+        yield "  " + (_w("drop", drop=_points(drop), power=power, alpha=alpha) if drop is not None
+                      else _w("drop_none"))
+        noise = s["discordance"]["noise"]
+        yield "  " + _w({"baseline": "noise_base", "assumed": "noise_assumed", "missing": "noise_missing"}
+                        [s["discordance"]["source"]], noise=_share(noise))
+        need = s["needed"]
+        detect = _points(need["detect"])
+        if need["enough"]:
+            yield "  " + _w("enough", detect=detect, needed=f"{need['pairs']:,}", pairs=f"{s['pairs']:,}")
+        elif need["repeat"] is None:
+            yield "  " + _w("need_none", detect=detect, needed=f"{need['pairs']:,}")
+        else:
+            yield "  " + _w("need", detect=detect, needed=f"{need['pairs']:,}", pairs=f"{s['pairs']:,}",
+                            repeat=need["repeat"], instances=_count("instance", need["instances"]))
+        if not s["red_lines"]:
+            yield "  " + _w("no_red_lines")
+            continue
+        yield "  " + _w("red_lines")
+        for rule in s["red_lines"]:
+            if rule["upper"] is None:
+                yield "  " + _w("red_line_none", rule=rule["rule"], where=rule["where"])
+            else:
+                yield "  " + _w("red_line", rule=rule["rule"], where=rule["where"], upper=_share(rule["upper"]),
+                                n=_count("conversation", rule["n"]))
+
+
+_OPEN = click.FloatRange(0, 1, min_open=True, max_open=True)  # a share: 0 < x < 1
+
+
+@click.command("plan")
+@click.argument("paths", nargs=-1, required=True, metavar="SUITE...")
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
+              help="a run.json: how often two plays of one instance disagreed in it sets the discordance "
+                   "(default: 2 × the drop)")
+@click.option("--detect", type=_OPEN, default=0.10, show_default=True,
+              help="the drop of the pass rate to detect (0..1)")
+@click.option("--power", type=_OPEN, default=0.8, show_default=True,
+              help="the chance of detecting that drop")
+@click.option("--alpha", type=_OPEN, default=0.05, show_default=True,
+              help="the paired test's one-sided significance level")
+@click.option("--repeat", type=click.IntRange(min=1), help="plan every test with this repeat count (as run --repeat)")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="also write the figures as JSON")
+@click.option("--lang", type=click.Choice(["zh", "en"]),
+              help="the language of the output (default: the suite's report.lang, else the user turns')")
+def plan_command(paths: tuple[str, ...], baseline_path: str | None, detect: float, power: float, alpha: float,
+                 repeat: int | None, output: str | None, lang: str | None) -> None:
+    """How much the planned conversations can show, before any call: per suite the instances, repeats and
+    conversations planned; the smallest drop of the pass rate the paired regression test detects; the
+    pairs (repeats or instances) needed to detect --detect; and, per critical rule, the breach-rate bound
+    the planned conversations show when none breaches. Exit 0 (2 on a usage error or a bad suite)."""
+    from evalspec.app.api import expand_paths
+    from evalspec.plan.build import Selection
+    from evalspec.plan.preflight import prepare
+    from evalspec.reporters.catalogue import speaking
+    from evalspec.results.runjson import read_run
+
+    selection = Selection(repeat=repeat)
+    suites, _plan = prepare(list(expand_paths(list(paths))), {}, selection)  # a ConfigError: exit 2
+    baseline = read_run(baseline_path, check=True) if baseline_path else None  # exit 2 naming what is wrong
+    report = {"alpha": alpha, "power": power, "detect": detect, "baseline": baseline_path,
+              "suites": [suite_plan(s, selection, baseline, detect, power, alpha) for s in suites]}
+    with speaking(_lang(suites, lang)):
+        click.echo("\n".join(plan_lines(report)))
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    sys.exit(ExitCode.OK)
