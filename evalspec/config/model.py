@@ -222,7 +222,8 @@ class Suite:
 
 
 DEFAULT_OPTIONS: dict[str, Any] = {"concurrency": 8, "timeout": 60, "retries": 3, "cache": True, "seed": 0,
-                                   "grade_timeout": 30, "max_retry_wait": 60, "max_reply_chars": 100_000}
+                                   "grade_timeout": 30, "max_retry_wait": 60, "max_reply_chars": 100_000,
+                                   "normalize": None}
 
 
 def describe_provider(config: dict[str, Any]) -> str:

@@ -40,6 +40,7 @@ from evalspec.core.suggest import did_you_mean, slugify
 from evalspec.extend.kinds import provider_kinds
 from evalspec.extend.patterns import regex_problem
 from evalspec.extend.provider import normalize_finish_reason
+from evalspec.extend.registry import resolve_type
 from evalspec.extend.replies import holds_reply
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
@@ -118,6 +119,7 @@ class SuiteParser:
             else:
                 seen[test.id] = ("tests", i)
             s.tests.append(test)
+        self._default_normalize()
         for secret_source in s.providers:
             config_secrets(secret_source.config, s.secrets)
         named = {(p.file, p.line, p.path) for p in self.problems}
@@ -125,6 +127,21 @@ class SuiteParser:
         if self.fragment_digests:  # a changed fragment is a changed suite (resume, grade): its sha256 says so
             parts = [s.sha256, *(f"{k}\0{v}" for k, v in sorted(self.fragment_digests.items()))]
             s.sha256 = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def _default_normalize(self) -> None:
+        """`options.normalize` is the `normalize:` of every text check that gives none
+        (docs/en/suite-format.md#normalize)."""
+        default = self.suite.options.get("normalize")
+        if default is None:
+            return
+        source = self.suite.transcripts
+        written = [*(a for t in self.suite.tests for a in t.asserts),
+                   *(a for t in self.suite.tests for turn in t.conversation for a in turn.asserts)]
+        for spec in [*(source.asserts if source else []), *written]:
+            resolved = resolve_type(spec.type)
+            if resolved and "normalize" in resolved[0].options and "normalize" not in spec.options:
+                spec.options["normalize"] = default
+                spec.parsed = None  # made again with it
 
     # -- providers ---------------------------------------------------------------------------
     def _providers(self) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from evalspec.config.rule_examples import EXAMPLES_SCHEMA
 from evalspec.extend.kinds import provider_kinds
+from evalspec.extend.params import NORMALIZE_DOC, NormalizeValue, type_schema
 from evalspec.extend.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 
 SCHEMA_ID = "https://evalspec.dev/schema/suite.schema.json"
@@ -314,7 +315,10 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
                              "seed": {"type": "integer"},
                              "grade_timeout": {"type": "number", "exclusiveMinimum": 0},
                              "max_retry_wait": {"type": "number", "minimum": 0},
-                             "max_reply_chars": {"type": "integer", "minimum": 1}}),
+                             "max_reply_chars": {"type": "integer", "minimum": 1},
+                             "normalize": {**type_schema(NormalizeValue), "description": (
+                                 f"how every text check reads replies unless it says `normalize:` itself: "
+                                 f"{NORMALIZE_DOC}")}}),
             "defaults": _obj(defaults),
             "tests": {"type": "array", "items": {"$ref": "#/$defs/test"}},
             "transcripts": transcripts_schema(),
