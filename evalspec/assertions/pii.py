@@ -91,8 +91,9 @@ KINDS: dict[str, PiiKindSpec] = {
 class PiiParams:
     value_field: ClassVar[str] = "kinds"
     kinds: Annotated[PiiKind | Annotated[list[PiiKind], Keywords(minItems=1)], Keywords(
-        description="cn_mobile, cn_id, bank_card, email, or a list of them; replies are read with nfkc and "
-                    "digits, whatever normalize says")]
+        description="cn_mobile (11-digit mainland mobile, +86/0086 allowed), cn_id (18-character resident ID, "
+                    "check character verified), bank_card (16-19 digits passing the Luhn check, so order numbers "
+                    "are not flagged), email; one or a list. Replies are read with nfkc and digits")]
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([self.kinds] if isinstance(self.kinds, str) else self.kinds))

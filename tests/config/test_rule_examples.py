@@ -52,9 +52,13 @@ def errors(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("error")]
 
 
-def test_the_spec_example_validates_as_written_even_strictly(tmp_path: Path) -> None:
+def test_the_spec_example_validates_as_written_and_strictly_once_it_reads_full_width_digits(tmp_path: Path) -> None:
     path = write(tmp_path, SPEC_EXAMPLE)
     assert invoke("validate", str(path))[0] == 0
+    code, output = invoke("validate", "--strict", str(path))  # a Chinese suite whose `\d` misses １３９…
+    assert code == 2 and len(errors(output)) == 1 and "normalize: [nfkc, digits]" in output, output
+    path = write(tmp_path, SPEC_EXAMPLE.replace("      severity: critical\n", "      severity: critical\n"
+                                                "      normalize: [nfkc, digits]\n", 1))
     code, output = invoke("validate", "--strict", str(path))
     assert code == 0, output
 
@@ -211,7 +215,7 @@ def test_an_assertion_written_under_a_test_is_told_to_go_in_an_assert_list(tmp_p
 
 def test_strict_refuses_a_critical_rule_without_a_fail_example(tmp_path: Path) -> None:
     path = write(tmp_path, suite("      - not-regex: '1[3-9]\\d{9}'\n        severity: critical\n"
-                                 "      - contains: 你好\n"))
+                                 "        normalize: nfkc\n      - contains: 你好\n"))
     code, output = invoke("validate", str(path))
     assert code == 0 and "warning" not in output
     code, output = invoke("validate", "--strict", str(path))
