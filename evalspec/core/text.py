@@ -132,12 +132,12 @@ def normalized(text: str, names: str | Iterable[str] | None) -> Normalized:
         return Normalized(text, text)
     pieces: list[tuple[str, int, int]] = [(ch, i, i + 1) for i, ch in enumerate(text)]
     if "nfkc" in order:  # per grapheme cluster: the same text as NFKC of the whole, with its origins
-        pieces = _per_cluster(text, lambda cluster: unicodedata.normalize("NFKC", cluster))
+        pieces = [(ch, start, end) for chunk, start, end in _per_cluster(
+            text, lambda cluster: unicodedata.normalize("NFKC", cluster)) for ch in chunk]
     if "digits" in order:
         joined = "".join(p[0] for p in pieces)
-        owner = [k for k, p in enumerate(pieces) for _ in p[0]]
-        dropped = {owner[i] for m in _DIGIT_GAP.finditer(joined) for i in range(m.start(), m.end())}
-        pieces = [p for k, p in enumerate(pieces) if k not in dropped]
+        dropped = {i for m in _DIGIT_GAP.finditer(joined) for i in range(m.start(), m.end())}
+        pieces = [p for i, p in enumerate(pieces) if i not in dropped]
     if "casefold" in order:
         pieces = [(ch.casefold(), start, end) for ch, start, end in pieces]
     starts = tuple(start for chunk, start, _ in pieces for _ in chunk)
