@@ -443,8 +443,10 @@ def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | 
         from evalspec.app.cli.trend import trend_command
 
         sys.exit(trend_command(list(run_jsons), html_path, junit_path, md_path))
+    from evalspec.results.runjson import read_run
+
     run_json = run_jsons[0] if run_jsons else _latest_run(Path(".evalspec/runs"))
-    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    data = read_run(run_json)
     written = _write_reports(data, html_path, junit_path, md_path, html_all, lang)
     console = make_console()
     if not run_jsons:
@@ -515,10 +517,10 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
     """Re-run assertions on the recorded transcripts (no calls to the systems under test)."""
     from evalspec.play.replay import _instances, regrade
     from evalspec.reporters.console import print_summary
-    from evalspec.results.runjson import write_json
+    from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import keep_attributions
 
-    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    data = read_run(run_json)
     cache_dir = None if no_cache else Path(".evalspec/cache")
     regraded, warnings = asyncio.run(regrade(data, cache_dir))
     for w in warnings:
@@ -548,10 +550,10 @@ def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> Non
 
     Exit 1 when any failure reproduced, 3 when replays only errored, else 0 (all flaky)."""
     from evalspec.play.replay import rerun_failed
-    from evalspec.results.runjson import write_json
+    from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import attribute_reruns
 
-    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    data = read_run(run_json)
     rows, warnings = asyncio.run(rerun_failed(data, times, concurrency))
     for w in warnings:
         err_console.print(f"warning: {escape(w)}")

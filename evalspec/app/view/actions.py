@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalspec.app.view.runs import RunStore, UnknownRun
+from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
 from evalspec.core.errors import EvalspecError
 
 LABELS_FILE = Path(".evalspec") / "labels.jsonl"
@@ -65,7 +65,7 @@ def text_field(body: dict[str, Any], key: str, required: bool = True) -> str | N
 def _run(reviewer: Reviewer, body: dict[str, Any]) -> tuple[dict[str, Any], Path]:
     try:
         return reviewer.store.load(str(text_field(body, "run")))
-    except UnknownRun as exc:
+    except (UnknownRun, UnreadableRun) as exc:
         raise ActionError(str(exc)) from None
 
 

@@ -75,6 +75,10 @@ def run_list(store: RunStore) -> str:
     table = [Markup('<table class="runs"><tr><th>run</th><th>started</th><th>suites</th><th class="n">passed</th>'
                     '<th class="n">failed</th><th class="n">errors</th><th class="n">pass rate</th></tr>')]
     for r in rows:
+        if "unreadable" in r:  # named with what is wrong; every other run is listed as usual
+            table.append(Markup('<tr data-run="{id}" class="unreadable"><td class="id"><a href="/run/{id}">{id}</a></td>'
+                                '<td colspan="6">unreadable: {why}</td></tr>').format(id=r["id"], why=r["unreadable"]))
+            continue
         table.append(Markup('<tr data-run="{id}"><td class="id"><a href="/run/{id}">{id}</a></td><td>{started}</td>'
                             '<td>{suites}</td><td class="n passed">{p} passed</td><td class="n failed">{f} failed</td>'
                             '<td class="n error">{e} errors</td><td class="n">{rate}</td></tr>').format(
@@ -84,8 +88,8 @@ def run_list(store: RunStore) -> str:
     runs = store.runs_in_time_order()
     labels = [run_id[-6:] for run_id, _ in runs]
     chart = trend_series([data for _, data in runs])[0]
-    ids = [str(r["id"]) for r in rows]
-    pick = Markup('<form class="pick" action="/diff" method="get">diff <select name="base" id="diff-base">{}</select> '
+    ids = [str(r["id"]) for r in rows if "unreadable" not in r]
+    pick = Markup("<p>No readable run to compare.</p>") if not ids else Markup('<form class="pick" action="/diff" method="get">diff <select name="base" id="diff-base">{}</select> '
                   '→ <select name="head" id="diff-head">{}</select> <button type="submit">compare</button></form>'
                   ).format(_options(ids, ids[1] if len(ids) > 1 else ids[0]), _options(ids, ids[0]))
     legend = Markup("").join(Markup('<span><span style="color:{}">■</span> {}</span>').format(

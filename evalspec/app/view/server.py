@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from evalspec.app.view import actions, pages
-from evalspec.app.view.runs import RunStore, UnknownRun
+from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
 
 HEADER = "X-Evalspec-Token"
 SAFE = ("GET", "HEAD")
@@ -105,6 +105,8 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str) ->
             data, _ = store.load(run_id)
         except UnknownRun as exc:
             return web.Response(text=pages.error_page(str(exc)), content_type="text/html", status=404)
+        except UnreadableRun as exc:  # the others are still served (docs/en/review.md)
+            return web.Response(text=pages.error_page(str(exc)), content_type="text/html", status=422)
         ids = [r["id"] for r in store.summaries()]
         previous = ids[ids.index(run_id) + 1] if run_id in ids and ids.index(run_id) + 1 < len(ids) else None
         return web.Response(text=pages.run_page(run_id, data, token, who, previous), content_type="text/html")
@@ -117,12 +119,14 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str) ->
             (base, base_path), (head, head_path) = store.load(base_id), store.load(head_id)
         except UnknownRun as exc:
             return web.Response(text=pages.error_page(str(exc)), content_type="text/html", status=404)
+        except UnreadableRun as exc:
+            return web.Response(text=pages.error_page(str(exc)), content_type="text/html", status=422)
         diff = compare_runs(base, head, str(base_path), str(head_path))
         return web.Response(text=pages.diff_page(base_id, head_id, diff), content_type="text/html")
 
     async def api_runs(request: web.Request) -> web.Response:
-        keys = ("id", "started", "suites", "passed", "failed", "errors")
-        return web.json_response([{k: row[k] for k in keys} for row in store.summaries()])
+        keys = ("id", "started", "suites", "passed", "failed", "errors", "unreadable")
+        return web.json_response([{k: row[k] for k in keys if k in row} for row in store.summaries()], dumps=_dumps)
 
     def post(action: Action) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:
