@@ -77,7 +77,7 @@ class RunStore:
     def summaries(self) -> list[dict[str, Any]]:
         """`GET /api/runs`: [{id, started, suites, passed, failed, errors}], newest first; a run that cannot
         be read has `unreadable` (what is wrong) and no counts."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         for run_id, path in self.paths().items():
             data = self._read(path) or {}
             if isinstance(data, str):
