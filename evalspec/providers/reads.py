@@ -1,5 +1,5 @@
 """The files a python provider reads while it answers, so its cached replies last only while they are
-unchanged (docs/en/providers.md#cache): editing a prompt file the bot reads is a cache miss.
+unchanged (docs/en/providers.md#the-cache): editing a prompt file the bot reads is a cache miss.
 
 Opens are seen through Python's audit hook (event "open": `open()`, `pathlib`, `os.open`, `io.open_code`).
 The hook is process-global and cannot be removed, so it is installed once per process and attributes an

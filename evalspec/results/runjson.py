@@ -19,7 +19,8 @@ RUN_SCHEMA_FILE = Path(__file__).resolve().parent.parent / "data" / "run.schema.
 
 
 def read_run(path: str | Path, check: bool = False) -> dict[str, Any]:
-    """A run.json, checked: the one reader of run.json for every command (docs/en/troubleshooting.md#runjson).
+    """A run.json, checked: the one reader of run.json for every command
+    (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read).
     A file that is cut short, not UTF-8, not a JSON object or of the wrong shape is a ConfigError (exit 2)
     naming the file and what is wrong, so no command meets it half way. With `check` (a baseline, SPEC
     §17) it must validate against the whole run schema, so a file that cannot be compared is refused

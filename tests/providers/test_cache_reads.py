@@ -1,4 +1,4 @@
-"""A python provider's cached reply lasts only while the files it read are unchanged (docs/en/providers.md#cache):
+"""A python provider's cached reply lasts only while the files it read are unchanged (docs/en/providers.md#the-cache):
 editing the prompt file the bot reads is a miss, an unchanged one a hit with no call."""
 
 from __future__ import annotations
