@@ -124,7 +124,7 @@ class ProviderCaller:
         local = bool(getattr(self.provider, "reads_files", False))
         if (read or cache_only) and self.cache is not None:
             hit = await self.cache.aget(key)
-            if hit is not None and local and not reads.unchanged(hit.get("reads")):
+            if hit is not None and local and not reads.unchanged(hit.get("reads"), self._reads_root()):
                 hit = None  # a file the provider read (a prompt) changed, or an entry from before reads were kept
             cached = ProviderResponse.from_cache(hit) if hit is not None else None
             if cached is not None:
@@ -142,10 +142,16 @@ class ProviderCaller:
             return response
         with reads.recording() as opened:
             response = await self._call_with_retries(messages, context, counters)
-        digests = reads.digests(opened, (str(self.cache.path.parent) + os.sep,))
+        where = getattr(self.cache, "path", None)  # a Ray worker's cache is the driver's, over the network
+        digests = reads.digests(opened, (str(where.parent) + os.sep,) if where is not None else (), self._reads_root())
         if digests is not None:  # more files than can be checked at each hit: not cached
             self.cache.put(key, {**response.to_cache(), "reads": digests})
         return response
+
+    def _reads_root(self) -> str | None:
+        """The folder the provider's files are kept relative to in its cache entries (the suite's)."""
+        root = getattr(self.provider, "base_dir", None)
+        return os.path.abspath(root) if root is not None else None
 
     async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext,
                                  counters: list[CallStats]) -> ProviderResponse:

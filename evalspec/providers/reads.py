@@ -158,16 +158,23 @@ def file_digest(path: str) -> str:
     return value
 
 
-def digests(paths: Iterable[str], also_excluded: tuple[str, ...] = ()) -> dict[str, str] | None:
-    """{path: file_digest} of the tracked paths; None when there are more than MAX_FILES."""
+def digests(paths: Iterable[str], also_excluded: tuple[str, ...] = (), root: str | None = None) -> dict[str, str] | None:
+    """{path: file_digest} of the tracked paths, those under `root` (the suite's folder) relative to it, so
+    that a Ray worker's copy of the suite finds the same entry; None when there are more than MAX_FILES."""
     kept = sorted(p for p in set(paths) if tracked(p, also_excluded))
     if len(kept) > MAX_FILES:
         return None
-    return {p: file_digest(p) for p in kept}
+    under = root.rstrip(os.sep) + os.sep if root else None
+    return {(p[len(under):] if under and p.startswith(under) else p): file_digest(p) for p in kept}
 
 
-def unchanged(recorded: Any) -> bool:
-    """Whether every file of a cache entry's `reads` still has the digest it had."""
+def unchanged(recorded: Any, root: str | None = None) -> bool:
+    """Whether every file of a cache entry's `reads` (relative ones under `root`) still has its digest."""
     if not isinstance(recorded, dict):
         return False
-    return all(isinstance(p, str) and file_digest(p) == d for p, d in recorded.items())
+    for path, digest in recorded.items():
+        if not isinstance(path, str) or (not os.path.isabs(path) and root is None):
+            return False
+        if file_digest(os.path.join(root, path) if root is not None else path) != digest:
+            return False
+    return True
