@@ -17,6 +17,7 @@ import yaml
 
 from evalspec.config.interpolate import LITERAL_DOLLAR_BRACE, is_template
 from evalspec.config.yamlfile import typographic_quotes
+from evalspec.config.yamlfixes import mend
 from evalspec.core.errors import ConfigError, Problem
 
 STUB_FILE = "provider_stub.py"
@@ -88,9 +89,25 @@ class _Dumper(yaml.SafeDumper):
     """Block style for multi-line strings, insertion order kept."""
 
 
+def mended_if_plain(value: str) -> bool:
+    """Whether evalspec's suite loader would read `value`, written plain (unquoted) as a key's value or a list
+    item, as something else: it mends what look like typing mistakes (`price：100` is read as the key
+    `price`, docs/en/suite-format.md). Words YAML 1.1 reads as another type (`yes`, `off`, `1:20`,
+    `2024-01-01`) are quoted by the dumper itself: the loader reads YAML 1.1 as it does."""
+    return any(mend(lead + value, "")[1] for lead in ("- ", "k: ", "- k: "))
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    # copied text wrapped in “…” or 「…」 keeps its quotes: written in YAML quotes, as SPEC §18 asks for that
-    style = "|" if "\n" in value else "'" if typographic_quotes(value) else None
+    """Every text value is written so that evalspec reads it back as this text (docs/en/importers.md): block
+    style for several lines, YAML quotes for copied text wrapped in “…” or 「…」 (kept as written) and for
+    text the loader would mend; otherwise plain, the dumper quoting what YAML 1.1 would read as a boolean,
+    a number, a date or null."""
+    if "\n" in value:
+        style: str | None = "|"
+    elif typographic_quotes(value) or mended_if_plain(value):
+        style = "'"
+    else:
+        style = None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from evalspec.authoring.importers import ImportedSuite, literal, plain, provider_from_spec
+from evalspec.authoring.importers.yaml12 import load_yaml12
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
@@ -272,7 +273,7 @@ class _Converter:
 
 def _load(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        return load_yaml12(path.read_text(encoding="utf-8-sig"))  # as Rasa reads it: `yes` is text
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([Problem(str(path), None, "", f"cannot read: {exc}")]) from None
     except yaml.YAMLError as exc:
