@@ -45,6 +45,8 @@ class ImportedSuite:
     # tests that check nothing in the source itself (no check was lost: there was none), e.g. promptfoo's
     # tests kept to read their output; `leave_out_unchecked` drops them beside tests that do check
     unchecked: list[str] = field(default_factory=list)
+    # what of the imported folder was left out (a whole convo or file, with its reason), on every suite of it
+    left_out: list[str] = field(default_factory=list)
 
 
 RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
@@ -158,6 +160,9 @@ def render_suite(suite: ImportedSuite) -> str:
     if suite.not_converted:
         head.append("# Not converted:")
         head += [f"#   - {line}" for line in suite.not_converted]
+    if suite.left_out:
+        head.append("# Left out of this import (not converted; the rest of the folder was written):")
+        head += [f"#   - {line}" for line in suite.left_out]
     return "\n".join(head) + "\n" + dump_yaml(suite.data)
 
 

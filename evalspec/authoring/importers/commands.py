@@ -151,10 +151,11 @@ def rasa(source: str, out_dir: str, provider: str | None, judge: str, allow_empt
               "model:NAME or python:FILE.py:function")
 @allow_empty_option
 def botium(source: str, out_dir: str, provider: str | None, allow_empty: bool) -> None:
-    """BotiumScript (.convo.txt, .pconvo.txt, .utterances.txt; a file or a folder) -> one suite per convo."""
+    """BotiumScript (.convo.txt, .pconvo.txt, .utterances.txt, .scriptingmemory.txt, YAML, JSON, CSV, XLSX; a file
+    or a folder) -> one suite per convo file; a convo that cannot be converted or checks nothing is left out and named."""
     from evalspec.authoring.importers.botium import import_botium
 
-    suites, refused = import_botium(Path(source), provider)
+    suites, refused = import_botium(Path(source), provider, allow_empty)
     _finish_platform(suites, refused, out_dir, allow_empty)
 
 
