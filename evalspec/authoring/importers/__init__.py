@@ -47,6 +47,8 @@ class ImportedSuite:
     unchecked: list[str] = field(default_factory=list)
     # what of the imported folder was left out (a whole convo or file, with its reason), on every suite of it
     left_out: list[str] = field(default_factory=list)
+    # (the source's checks kept, not converted) when the importer counted them; else `check_counts` estimates
+    checks: tuple[int, int] | None = None
 
 
 RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
@@ -152,6 +154,26 @@ def with_provider(suite: ImportedSuite, provider: str | None) -> None:
     ordered = {"providers": [entry]}
     suite.data = {**{k: v for k, v in suite.data.items() if k in ("description", "tags")}, **ordered,
                   **{k: v for k, v in suite.data.items() if k not in ("description", "tags", "providers")}}
+
+
+def _written_checks(data: Any) -> int:
+    """The checks written in a suite's data (a test's, its turns', `defaults`)."""
+    if isinstance(data, dict):
+        own = len(data["assert"]) if isinstance(data.get("assert"), list) else 0
+        return own + sum(_written_checks(v) for k, v in data.items() if k != "assert")
+    if isinstance(data, list):
+        return sum(_written_checks(v) for v in data)
+    return 0
+
+
+def check_counts(suite: ImportedSuite) -> tuple[int, int]:
+    """(the source's checks kept, not converted): the importer's own count, else the checks written (fragments
+    included) and one per note of what was not converted."""
+    if suite.checks is not None:
+        return suite.checks
+    fragments = sum(_written_checks(yaml.safe_load(text)) for name, text in suite.files.items()
+                    if name.endswith((".yaml", ".yml")))
+    return _written_checks(suite.data) + fragments, len(suite.not_converted)
 
 
 def render_suite(suite: ImportedSuite) -> str:

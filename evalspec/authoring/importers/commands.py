@@ -12,6 +12,7 @@ from evalspec.authoring.importers import (
     ImportedSuite,
     ImportRefused,
     WouldOverwrite,
+    check_counts,
     leave_out_unchecked,
     write_suites,
 )
@@ -59,6 +60,11 @@ def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, all
         sys.exit(ExitCode.CONFIG_ERROR)
     for path in written:
         click.echo(f"wrote {path}")
+    kept = lost = 0
+    for suite in suites:
+        k, n = check_counts(suite)
+        kept, lost = kept + k, lost + n
+    click.echo(f"checks: {kept} kept, {lost} not converted", err=True)
 
 
 @click.group(name="import")

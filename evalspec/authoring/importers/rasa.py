@@ -296,8 +296,11 @@ def _orders(data: dict[str, Any], notes: list[str]) -> None:
 def import_rasa_file(path: Path, filename: str, provider: str | None = None, judge: Any = JUDGE) -> ImportedSuite:
     """One Rasa e2e test file -> one suite. Raises SourceRefused (stub_custom_actions) or ConfigError."""
     data = _load(path)
+    if isinstance(data, dict) and isinstance(data.get("stories"), list) and not isinstance(data.get("test_cases"), list):
+        return _import_stories(path, filename, data, provider)
     if not isinstance(data, dict) or not isinstance(data.get("test_cases"), list):
-        raise ConfigError([Problem(str(path), 1, "", "not a Rasa end-to-end test file: expected test_cases:")])
+        raise ConfigError([Problem(str(path), 1, "", "not a Rasa test file: expected test_cases: (end-to-end "
+                                                     "tests) or stories: (test stories)")])
     if data.get("stub_custom_actions"):
         names = ", ".join(sorted(str(k) for k in data["stub_custom_actions"])) \
             if isinstance(data["stub_custom_actions"], dict) else "?"
@@ -322,6 +325,30 @@ def import_rasa_file(path: Path, filename: str, provider: str | None = None, jud
     suite["tests"] = tests
     _orders(suite, notes)
     return ImportedSuite(filename=filename, data=suite, not_converted=notes, source=path.name)
+
+
+def _import_stories(path: Path, filename: str, data: dict[str, Any], provider: str | None) -> ImportedSuite:
+    """Rasa 3 test stories -> one suite, a test per story; training stories (no `user` step) are refused."""
+    from evalspec.authoring.importers.rasa_stories import story_test
+
+    stories = [s for s in data["stories"] if isinstance(s, dict)]
+    if not any(isinstance(step, dict) and "user" in step for s in stories for step in s.get("steps") or []):
+        raise SourceRefused("training stories (no user: step): nothing to send, not a test file")
+    notes: list[str] = []
+    counts = [0, 0]
+    tests = [story_test(s, i, notes, counts) for i, s in enumerate(stories)]
+    seen: dict[str, int] = {}
+    for test in tests:
+        n = seen[test["id"]] = seen.get(test["id"], 0) + 1
+        if n > 1:
+            test["id"] = f"{test['id']}-{n}"
+    for other in sorted(set(data) - {"stories", "version"}):
+        notes.append(f"top-level {other}: not converted")
+    suite: dict[str, Any] = {"description": f"Imported from Rasa test stories {path.name}",
+                             "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
+                             "tests": tests}
+    return ImportedSuite(filename=filename, data=suite, not_converted=notes, source=path.name,
+                         checks=(counts[0], counts[1]))
 
 
 def import_rasa(target: Path, provider: str | None = None, judge: Any = JUDGE
