@@ -10,6 +10,7 @@ presses a button (`click:`). The suites get an `http:` provider to edit (or `--p
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,11 +92,26 @@ def _user_text(text: str, captured: set[str], notes: list[str], where: str, memo
     return "".join(pieces)
 
 
-def _jmespath(path: str) -> str:
-    """A JSONPath (`$.a.b[*].c`) as JMESPath (`a.b[].c`)."""
+def _quoted_field(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else json.dumps(name, ensure_ascii=False)
+
+
+def _jmespath(path: str) -> str | None:
+    """A JSONPath (`$.a.b[*].c`, `$['first name']`, `$.items[?(@.type == 'text')].text`) as JMESPath
+    (`a.b[].c`, `"first name"`, `items[?type == 'text'].text`); None when it cannot be converted."""
+    import jmespath
+
     out = re.sub(r"^\$\.?", "", path.strip())
     out = re.sub(r"\[\*\]", "[]", out)
-    return re.sub(r"\[['\"]([^'\"]+)['\"]\]", r".\1", out) or "@"
+    out = re.sub(r"\[\?\((.*?)\)\]", lambda m: "[?" + re.sub(r"@\.", "", m.group(1)) + "]", out)
+    out = re.sub(r"\[['\"]([^'\"]+)['\"]\]", lambda m: "." + _quoted_field(m.group(1)), out).lstrip(".")
+    out = ".".join(_quoted_field(p) if " " in p and not p.startswith('"') and "[" not in p else p
+                   for p in out.split(".")) if "[?" not in out else out
+    try:
+        jmespath.compile(out or "@")
+    except jmespath.exceptions.JMESPathError:
+        return None
+    return out or "@"
 
 
 class _Converter:
@@ -147,10 +163,14 @@ class _Converter:
         if name == "ENTITIES" and args:
             return [{f"{no}state": plain(f"contains(entities[].entity, {jp_literal(a)})")} for a in args if a]
         if name == "JSON_PATH" and args:
-            path = _jmespath(args[0])
+            converted = _jmespath(args[0])
+            if converted is None:
+                self.notes.append(f"{where}: JSON_PATH {args[0]}: not converted (no JMESPath equivalent)")
+                return []
+            path = converted
             if len(args) < 2:
                 return [{f"{no}state": {"path": plain(path), "exists": True}}]
-            if "[]" in path:
+            if "[]" in path or "[?" in path:  # a projection: a list of values
                 return [{f"{no}state": plain(f"contains({path}, {jp_literal(args[1])})")}]
             return [{f"{no}state": {"path": plain(path), "equals": plain(args[1])}}]
         self.notes.append(f"{where}: {'!' if negated else ''}{name}{' ' + ' | '.join(args) if args else ''}: not converted")
@@ -262,7 +282,7 @@ class _Converter:
                         self.notes.append(f"{where}: the text beside BUTTON is not sent ({text[:40]!r})")
                 elif text in self.utterances:
                     key = slugify(text).replace("-", "_") or "utterance"
-                    self.matrix[key] = plain(self.utterances[text])
+                    self.matrix[key] = plain(list(dict.fromkeys(self.utterances[text])))  # one id a phrasing
                     entry = {"user": "{{ " + key + " }}"}
                 elif text or not includes:
                     entry = {"user": _user_text(text, self.captured, self.notes, where, frozenset(self.memory))}
@@ -386,10 +406,10 @@ def import_botium(target: Path, provider: str | None = None, allow_empty: bool =
         _unique_ids(tests)
         fragments = {k: v for _, f, _ in converted for k, v in f.items()}
         memory_files, memory_notes = _memory_notes(source, uses[rel])
-        suite: dict[str, Any] = {"description": f"Imported from BotiumScript {rel}",
-                                 "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
-                                 "tests": tests}
-        suites.append(ImportedSuite(filename=_suite_name(rel), data=suite, source=rel,
+        data: dict[str, Any] = {"description": f"Imported from BotiumScript {rel}",
+                                "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
+                                "tests": tests}
+        suites.append(ImportedSuite(filename=_suite_name(rel), data=data, source=rel,
                                     not_converted=[n for _, _, notes in converted for n in notes] + memory_notes,
                                     files={**fragments, **memory_files}))
     left = [f"{name}: {why}" for name, why in left_out]

@@ -62,3 +62,15 @@ def test_a_folder_where_nothing_is_left_is_refused(tmp_path):
     (src / "a" / "call.convo.txt").write_text("call\n\n#me\nMEDIA hello.wav\n", encoding="utf-8")
     code, out = invoke("import", "botium", str(src), "-o", str(tmp_path / "out"))
     assert code == 2 and "refused a/call.convo.txt" in out and not (tmp_path / "out").exists()
+
+
+def test_json_path_with_spaces_or_filters_becomes_jmespath_or_is_listed():
+    from evalspec.authoring.importers.botium import _Converter
+
+    conv = _Converter({}, {}, [])
+    assert conv.asserter("JSON_PATH", False, ["$.items[?(@.type == 'text')].text", "hi"], "w") == [
+        {"state": "contains(items[?type == 'text'].text, `\"hi\"`)"}]
+    assert conv.asserter("JSON_PATH", False, ["$['first name']", "张三"], "w") == [
+        {"state": {"path": '"first name"', "equals": "张三"}}]
+    assert conv.asserter("JSON_PATH", False, ["$..name"], "w") == []
+    assert conv.notes == ["w: JSON_PATH $..name: not converted (no JMESPath equivalent)"]
