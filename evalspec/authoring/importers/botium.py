@@ -101,6 +101,8 @@ def _jmespath(path: str) -> str | None:
     (`a.b[].c`, `"first name"`, `items[?type == 'text'].text`); None when it cannot be converted."""
     import jmespath
 
+    if ".." in path:  # recursive descent: JMESPath has none
+        return None
     out = re.sub(r"^\$\.?", "", path.strip())
     out = re.sub(r"\[\*\]", "[]", out)
     out = re.sub(r"\[\?\((.*?)\)\]", lambda m: "[?" + re.sub(r"@\.", "", m.group(1)) + "]", out)
