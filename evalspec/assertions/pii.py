@@ -162,7 +162,7 @@ def find_pii(seen: Normalized, names: list[str]) -> list[Hit]:
         try:
             for match in regex.finditer(kind.pattern, seen.text, timeout=grade_time_limit()):
                 if kind.holds(match.group(0)):
-                    hits.append(Hit(name, *match.span(), match.group(0)))
+                    hits.append(Hit(name, match.start(), match.end(), match.group(0)))
         except TimeoutError:
             raise GradingError(f"pii {name}: the search timed out after {grade_time_limit():g}s") from None
     return sorted(hits, key=lambda h: h.start)

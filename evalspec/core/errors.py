@@ -23,6 +23,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
   x GitHubError        (review.github) the GitHub API refused or failed → exit 1 (github-comment) or a note
   x NotAPullRequest    (review.github) the event is no pull request → `github-comment` does nothing, exit 0
   x UnknownRun         (app.view.runs; a LookupError too) `view` has no such run → 404 or an ActionError
+  x UnreadableRun      (app.view.runs; a ValueError too) a run's run.json cannot be read → 422 naming it
   x ApproveError       (app.view.approve) a draft cannot be approved → an ActionError
   x ActionError        (app.view.actions) a `view` action cannot be done → HTTP 400 with its message
   x SuiteFailure       (app.pytest_plugin) a suite's test failed or errored → a failed pytest item

@@ -18,7 +18,8 @@ from typing import Any
 
 from evalspec.authoring.importers import ImportedSuite, dump_yaml, literal, plain, provider_from_spec
 from evalspec.authoring.importers.botium_files import Convo, Source, read_folder
-from evalspec.authoring.importers.rasa import SourceRefused, jp_literal
+from evalspec.authoring.importers.rasa import SourceRefused
+from evalspec.authoring.importers.rasa_checks import jp_literal
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 

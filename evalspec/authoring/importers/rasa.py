@@ -10,7 +10,6 @@ Rasa server, which evalspec talks to as it is.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,13 +17,17 @@ from typing import Any
 import yaml
 
 from evalspec.authoring.importers import ImportedSuite, literal, plain, provider_from_spec
+from evalspec.authoring.importers.rasa_checks import (
+    _has,
+    _state,
+    slot_checks,
+)
 from evalspec.authoring.importers.yaml12 import load_yaml12
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
 DEFAULT_PROVIDER: dict[str, Any] = {"id": "rasa-bot", "rasa": {"url": "http://localhost:5005"}}
 JUDGE = "openai/gpt-4o-mini"
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class SourceRefused(ConfigError):
@@ -36,23 +39,6 @@ class SourceRefused(ConfigError):
 
     def __str__(self) -> str:
         return self.reason
-
-
-def jp_literal(value: Any) -> str:
-    """A JMESPath JSON literal: `"x"` in backticks."""
-    return "`" + json.dumps(value, ensure_ascii=False).replace("`", "\\`") + "`"
-
-
-def jp_field(name: str) -> str:
-    return name if _IDENT.match(name) else json.dumps(name, ensure_ascii=False)
-
-
-def _has(key: str, value: str) -> str:
-    return f"contains({key}, {jp_literal(value)})"
-
-
-def _state(expr: str, negated: bool = False) -> dict[str, Any]:
-    return {("not-state" if negated else "state"): plain(expr)}
 
 
 def _named(mapping: Any, key: str) -> dict[str, Any]:
@@ -74,30 +60,7 @@ def _slots(value: Any) -> dict[str, Any]:
     return out
 
 
-def _slot_items(value: Any) -> list[tuple[str, bool, Any]]:
-    """`slot_was_set` entries: `{name, value}`, `{slot: value}` or a bare name -> (name, has_value, value)."""
-    out: list[tuple[str, bool, Any]] = []
-    for item in value if isinstance(value, list) else [value]:
-        if isinstance(item, str):
-            out.append((item, False, None))
-        elif isinstance(item, dict) and "name" in item:
-            out.append((str(item["name"]), "value" in item, item.get("value")))
-        elif isinstance(item, dict):
-            out += [(str(k), True, v) for k, v in item.items()]
-    return out
 
-
-def slot_checks(value: Any, negated: bool) -> list[dict[str, Any]]:
-    checks = []
-    for name, has_value, slot_value in _slot_items(value):
-        key = f"slots_set.{jp_field(name)}"
-        if not has_value:
-            checks.append(_state(f"contains(keys(slots_set), {jp_literal(name)})", negated))
-        elif slot_value is None:
-            checks.append(_state(f"contains(keys(slots_set), {jp_literal(name)}) && {key} == `null`", negated))
-        else:
-            checks.append({("not-state" if negated else "state"): {"path": plain(key), "equals": plain(slot_value)}})
-    return checks
 
 
 def _flow_id(value: Any) -> tuple[str | None, bool]:

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from evalspec.authoring.importers import literal, plain
-from evalspec.authoring.importers.rasa import jp_literal, slot_checks
+from evalspec.authoring.importers.rasa_checks import jp_literal, slot_checks
 from evalspec.core.suggest import slugify
 
 # [Paris](city), [Paris](city:paris), [Paris]{"entity": "city", "value": "paris"}
