@@ -31,6 +31,7 @@ from evalspec.config.model import (
 )
 from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
+from evalspec.config.recorded import BadToolCalls, tool_calls_of
 from evalspec.config.schema import fragment_schema
 from evalspec.config.turnrefs import ref_problem, turn_refs
 from evalspec.config.yamlfile import load_yaml
@@ -259,6 +260,7 @@ class SuiteParser:
         test.recorded = "inline"
         turn = 0
         labels: dict[str, PathKey] = {}
+        called: dict[str, str] = {}  # call id -> tool name
         for j, raw in enumerate(entries):
             tpath = (*path, j)
             kind = self._entry_kind(raw, tpath, "a transcript entry", ("user", "assistant", "tool"),
@@ -272,6 +274,14 @@ class SuiteParser:
             spec = TurnSpec(kind=cast(TurnKind, kind), text="" if text is None else str(text), where=tpath,
                             no_reply_ok=kind == "user" and raw.get("no_reply") == "ok")
             extras = {k: raw[k] for k in ("tool_calls", "tool_call_id", "name", "state", "parts") if k in raw}
+            if extras.get("tool_calls") is not None:  # recorded calls in either shape, read by their one reader
+                try:
+                    extras["tool_calls"] = tool_calls_of(extras["tool_calls"], j + 1)
+                    called.update((c["id"], c["name"]) for c in extras["tool_calls"])
+                except BadToolCalls as exc:
+                    self.bad((*tpath, "tool_calls"), str(exc))
+            if kind == "tool" and "name" not in extras and str(raw.get("tool_call_id")) in called:
+                extras["name"] = called[str(raw["tool_call_id"])]  # the result names its tool, as played ones do
             if kind == "assistant" and not holds_reply(None if text is None else "", raw.get("tool_calls"),
                                                        raw.get("parts")):
                 spec.no_reply = "the assistant entry is empty (null) and has no tool_calls or parts"
