@@ -65,7 +65,7 @@ def files_of(suite: Suite, override: str | None = None) -> list[Path]:
     return found
 
 
-class BadToolCalls(ValueError):
+class BadToolCalls(ControlFlow):
     """A message's `tool_calls` that cannot be read (the caller names the file and line)."""
 
 

@@ -30,6 +30,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
   x ControlFlow        internal: raised and caught inside evalspec, never shown as itself
     + CacheMiss        (providers.calls) a cache-only call found nothing → the stateful test is played live
     + RecordedProblem  (config.recorded) a recorded conversation file is unusable → a ConfigError (exit 2)
+    + BadToolCalls     (config.recorded) a recorded message's tool_calls unreadable → a RecordedProblem or Problem
     + TemplateLimit    (config.templating; a jinja2 SecurityError too) a template's limit → TemplateProblem
     + NoBaseline       (review.github_baseline) no baseline run on the base branch → a note, no diff
     + _RecursiveAlias  (config.yamlfile) a YAML alias inside itself → the file's problem line
