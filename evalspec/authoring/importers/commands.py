@@ -1,4 +1,4 @@
-"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium|transcripts` and `evalspec export csv`."""
+"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium|transcripts|traces` and `evalspec export csv`."""
 
 from __future__ import annotations
 
@@ -216,3 +216,8 @@ def export_csv_(suite: str, output: str | None) -> None:
         click.echo(f"wrote {output}", err=True)
     else:
         sys.stdout.write(text)
+
+
+from evalspec.authoring.importers.traces import traces  # noqa: E402  (`evalspec import traces`)
+
+import_.add_command(traces)
