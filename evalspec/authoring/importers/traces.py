@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 from evalspec.config.recorded import BadToolCalls, content_text, tool_calls_of
-from evalspec.core.errors import ConfigError, Problem
+from evalspec.core.errors import ConfigError, ControlFlow, Problem
 from evalspec.core.exitcodes import ExitCode
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -33,7 +33,7 @@ _UNIT_NS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86
 _FLAT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")  # OpenLLMetry's one attribute per field
 
 
-class Unconvertible(Exception):
+class Unconvertible(ControlFlow):
     """An exchange (or a part of it) that cannot become recorded messages: why."""
 
 
