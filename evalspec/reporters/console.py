@@ -33,6 +33,7 @@ from evalspec.reporters.vocabulary import (
     one_line,
     pass_rate_text,
     repeats_text,
+    score_text,
     shown_facts,
     suite_gate_word,
     verdict_records,
@@ -100,7 +101,7 @@ class ConsoleReporter:
                 self._print_line(record, shown)
 
     def _print_line(self, record: dict[str, Any], shown: str) -> None:
-        score = f"{record['score']:.2f}" if record.get("score") is not None else "—"
+        score = score_text(record.get("score"), shown)
         extra = ""
         if shown in ("failed", "error", "xfailed"):
             first = first_problem(record)
@@ -110,7 +111,7 @@ class ConsoleReporter:
         label = words("draft" if shown == "drafts" else shown)
         label += " " * max(0, 8 - cell_len(label))  # by display width: 预期失败 takes eight columns
         self.console.print(f"[{STYLE[shown]}]{label}[/] {escape(one_line(record['test_id']))} "
-                           f"[dim]@ {escape(one_line(record['provider']))} {words('score')} {score} "
+                           f"[dim]@ {escape(one_line(record['provider']))} {'' if score is None else words('score') + ' ' + score + ' '}"
                            f"{record.get('duration_ms', 0) / 1000:.2f}s[/]{extra}")
 
     def stop(self) -> None:

@@ -4,6 +4,7 @@ so their counts cannot disagree (SPEC §9)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from typing import Any
@@ -90,6 +91,31 @@ def metric_cells(m: dict[str, Any]) -> list[str]:
     share = f"{m['passed'] / m['total']:.0%} ({m['passed']}/{m['total']})" if m["total"] else "—"
     return [str(m["metric"]), str(m["suite"]), str(m["provider"]),
             "—" if m["mean"] is None else f"{m['mean']:.2f}", share]
+
+
+def score_text(score: Any, status: Any) -> str | None:
+    """The score a report shows beside a test: none (None) for an errored test, whose checks were not all
+    decided, so a number would read as a grade; else `0.50`, or `—` when nothing was scored."""
+    if status == "error":
+        return None
+    return f"{score:.2f}" if isinstance(score, (int, float)) else "—"
+
+
+def local_time(stamp: Any, zone: dt.tzinfo | None = None) -> str:
+    """A time from run.json (ISO, UTC) in local time with its zone, `2025-05-01 18:00:03 UTC+08:00`
+    (`zone`: the machine's own when None); a value that is not a time is shown as it is."""
+    try:
+        moment = dt.datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return str(stamp or "")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    moment = moment.astimezone(zone)
+    offset = moment.utcoffset() or dt.timedelta(0)
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    utc = "UTC" if not minutes else f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return f"{moment:%Y-%m-%d %H:%M:%S} {utc}"
 
 
 def conversations_text(n: int) -> str:

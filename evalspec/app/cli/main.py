@@ -590,7 +590,9 @@ def init(directory: str) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port")
 @click.option("--host", default="127.0.0.1", show_default=True, help="the address to bind (only this machine by default)")
 @click.option("--reviewer", help="who the review actions are recorded as (default: the OS user)")
-def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None) -> None:
+@click.option("--lang", type=click.Choice(["zh", "en"]),
+              help="the pages' language (default: each run's own; the other pages the newest run's)")
+def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None, lang: str | None) -> None:
     """Review runs in the browser: the runs of DIR/.evalspec/runs (and any RUN.json given), each run's report,
     the diff of two runs; record attributions, judge labels and draft approvals into DIR."""
     from evalspec.app.view.server import serve
@@ -607,7 +609,7 @@ def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None) -> 
         click.echo(f"serving {root} as {reviewer or os_user()}; Ctrl-C to stop", err=True)
 
     try:
-        asyncio.run(serve(root, extra, host, port, reviewer or os_user(), announce))
+        asyncio.run(serve(root, extra, host, port, reviewer or os_user(), announce, lang))
     except OSError as exc:
         raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (try --port 0)") from None
     except KeyboardInterrupt:
