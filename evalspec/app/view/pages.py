@@ -29,10 +29,11 @@ td,th{padding:6px 8px;border-bottom:1px solid #e5e7eb;text-align:left;font-size:
 td.n,th.n{text-align:right}.legend{font-size:13px;margin:4px 0}.legend span{margin-right:12px}
 svg{max-width:100%;height:auto;background:#fff;border-radius:8px;box-shadow:0 1px 2px #0002}
 form.pick{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:12px 0}select{max-width:100%;padding:4px}
-h2{font-size:18px;margin:20px 0 8px}
+h2{font-size:18px;margin:20px 0 8px}table.runs .w{display:none}
 @media (max-width:600px){main{padding:10px}header{padding:12px}td,th{padding:4px 5px;font-size:12px}
 table.runs tr:first-child{display:none}table.runs tr{display:block;border-bottom:1px solid #e5e7eb;padding:6px 0}
-table.runs td{display:inline-block;border:0;padding:2px 6px}table.runs td.id{display:block;font-weight:bold}}
+table.runs td{display:inline-block;border:0;padding:2px 6px}table.runs td.id{display:block;font-weight:bold}
+table.runs .w{display:inline}}
 """
 
 NAV_CSS = """.view-nav{background:#1f2937;padding:6px 24px;font-size:13px;display:flex;flex-wrap:wrap;gap:14px}
@@ -104,8 +105,8 @@ def _run_list(store: RunStore) -> str:
                                 '<td colspan="6">{why}</td></tr>').format(id=r["id"], why=words("view_unreadable", why=r["unreadable"])))
             continue
         table.append(Markup('<tr data-run="{id}"><td class="id"><a href="/run/{id}">{id}</a></td><td>{started}</td>'
-                            '<td>{suites}</td><td class="n passed">{p} {wp}</td><td class="n failed">{f} {wf}</td>'
-                            '<td class="n error">{e} {we}</td><td class="n">{wr} {rate}</td></tr>').format(
+                            '<td>{suites}</td><td class="n passed">{p}<span class="w"> {wp}</span></td><td class="n failed">{f}<span class="w"> {wf}</span></td>'
+                            '<td class="n error">{e}<span class="w"> {we}</span></td><td class="n"><span class="w">{wr} </span>{rate}</td></tr>').format(
             id=r["id"], started=local_time(r["started"]), suites=", ".join(map(str, r["suites"])),
             p=r["passed"], f=r["failed"], e=r["errors"], wp=words("passed"), wf=words("failed"), we=words("errors"),
             wr=words("pass_rate"), rate=_rate(r["pass_rate"])))
