@@ -26,6 +26,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
   x UnreadableRun      (app.view.runs; a ValueError too) a run's run.json cannot be read → 422 naming it
   x ApproveError       (app.view.approve) a draft cannot be approved → an ActionError
   x ActionError        (app.view.actions) a `view` action cannot be done → HTTP 400 with its message
+    + NeedsConfirmation (app.view.actions) approving a draft that failed in the viewed run → HTTP 409
   x SuiteFailure       (app.pytest_plugin) a suite's test failed or errored → a failed pytest item
   x ControlFlow        internal: raised and caught inside evalspec, never shown as itself
     + CacheMiss        (providers.calls) a cache-only call found nothing → the stateful test is played live
