@@ -90,6 +90,7 @@ class SuiteParser:
         s.min_pass_rate = float(gate.get("min_pass_rate", 1.0)) if isinstance(gate.get("min_pass_rate", 1.0), (int, float)) else 1.0
         s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
         s.gate_mode = str(gate.get("mode") or "pass_rate")
+        self._statistics_gate(gate)
         self._recorded_sources()
         self._coverage()
         lang = _dict(d.get("report")).get("lang")
@@ -143,6 +144,20 @@ class SuiteParser:
             if resolved and "normalize" in resolved[0].options and "normalize" not in spec.options:
                 spec.options["normalize"] = default
                 spec.parsed = None  # made again with it
+
+    def _statistics_gate(self, gate: dict[str, Any]) -> None:
+        """`gate: {regressions: paired, alpha, min_pass_hat_k: {k, min}}` (docs/en/statistics.md); the schema
+        checked the forms. `regressions: paired` gates on regressions when a baseline is given."""
+        s = self.suite
+        if gate.get("regressions") in ("each", "paired"):
+            s.regressions = str(gate["regressions"])
+            if s.regressions == "paired" and "mode" not in gate:
+                s.gate_mode = "regressions"
+        if isinstance(alpha := gate.get("alpha"), (int, float)) and not isinstance(alpha, bool):
+            s.alpha = float(alpha)
+        hat = gate.get("min_pass_hat_k")
+        if isinstance(hat, dict) and isinstance(hat.get("k"), int) and isinstance(hat.get("min"), (int, float)):
+            s.min_pass_hat_k = {"k": int(hat["k"]), "min": float(hat["min"])}
 
     # -- providers ---------------------------------------------------------------------------
     def _providers(self) -> None:

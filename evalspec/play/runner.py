@@ -76,6 +76,8 @@ def new_run_id() -> str:
 def suite_meta(suite: Suite) -> dict[str, Any]:
     return {"path": str(suite.path), "sha256": suite.sha256, "description": suite.description,
             "min_pass_rate": suite.min_pass_rate, "max_errors": suite.max_errors, "gate_mode": suite.gate_mode,
+            "regressions": suite.regressions, "alpha": suite.alpha,
+            **({"min_pass_hat_k": suite.min_pass_hat_k} if suite.min_pass_hat_k else {}),
             **({"report": {"lang": suite.report_lang}} if suite.report_lang else {}),
             **({"coverage": suite.coverage} if suite.coverage else {}),
             "providers": [p.redacted(suite.secrets) for p in suite.providers],

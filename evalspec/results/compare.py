@@ -75,11 +75,12 @@ def _groups(run: dict[str, Any]) -> dict[Key, list[dict[str, Any]]]:
 
 
 def critical_rules(records: list[dict[str, Any]]) -> list[str]:
-    """The critical assertions that failed in any repeat, each named by its rule and turn, in order."""
+    """The critical assertions that failed in any repeat, each named by its rule and turn, in order (a rule
+    under `max_rate` gates on its breach rate, not here: docs/en/statistics.md#red-lines-as-bounds)."""
     out: dict[str, None] = {}
     for r in records:
         for a in r.get("assertions") or []:
-            if a.get("severity") == "critical" and a.get("pass") is False:
+            if a.get("severity") == "critical" and a.get("max_rate") is None and a.get("pass") is False:
                 where = f"turn {a['turn']}: " if a.get("turn") is not None else ""
                 out[f"{where}{rule_text(a)} ({a.get('scope')})"] = None
     if not out and any(r.get("critical_failed") for r in records):

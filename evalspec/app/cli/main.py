@@ -141,8 +141,9 @@ def main() -> None:
 @click.option("--html-all", "html_all", is_flag=True,
               help="embed every transcript in the HTML (a large run summarises passing ones beyond 1,000)")
 @click.option("--baseline", help="BASE.json (or 'auto': the base branch's run on GitHub) to diff against")
-@click.option("--gate", "gate_mode", type=click.Choice(["pass_rate", "regressions"]),
-              help="regressions: only what got worse than --baseline fails the run")
+@click.option("--gate", "gate_mode", type=click.Choice(["pass_rate", "regressions", "regressions-paired"]),
+              help="regressions: only what got worse than --baseline fails the run; regressions-paired: "
+                   "an exact paired test decides whether it got worse")
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="replays (no cache) before a verdict is called regressed")
 @LANG_OPTION
