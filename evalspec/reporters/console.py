@@ -190,10 +190,10 @@ def summary_table(run: dict[str, Any]) -> Table:
         table.add_column(col, justify="right", min_width=min(len(col), 8))
     for s in run["gate"]["suites"]:
         table.add_row(escape(one_line(s["suite"])), *[str(n) for _, n in count_keys(s["counts"])],
-                      pass_rate_text(s["pass_rate"]), words(suite_gate_word(s)))
+                      pass_rate_text(s["pass_rate"], s), words(suite_gate_word(s)))
     if len(run["gate"]["suites"]) > 1:
         table.add_row(f"[bold]{words('total')}[/]", *[str(n) for _, n in count_keys(run["summary"])],
-                      pass_rate_text(run["gate"]["pass_rate"]), "")
+                      pass_rate_text(run["gate"]["pass_rate"], run["gate"]), "")
     return table
 
 

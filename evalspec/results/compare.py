@@ -216,14 +216,16 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {c: sum(1 for r in rows if r["category"] == c) for c in CATEGORIES}
 
 
-def blocking_reasons(diff: dict[str, Any], suite: str | None = None, critical: bool = True) -> list[str]:
+def blocking_reasons(diff: dict[str, Any], suite: str | None = None, critical: bool = True,
+                     each: bool = True) -> list[str]:
     """What fails a regressions gate (of one suite, or of the whole run); `evalspec diff` leaves out
-    critical rules newly failing inside tests that already failed (`critical=False`)."""
+    critical rules newly failing inside tests that already failed (`critical=False`); under the paired test
+    (`each=False`) a regressed test does not block by itself, a critical rule newly failed still does."""
     mine = [r for r in diff["rows"] if suite is None or r["suite"] == suite_key(suite)]
-    reasons = [f"{r['category']}: {r['test_id']} @ {r['provider']}" for r in mine if r["blocking"]]
+    reasons = [f"{r['category']}: {r['test_id']} @ {r['provider']}" for r in mine if each and r["blocking"]]
     # `flaky` never excuses a critical failure (SPEC §17)
     reasons += [f"critical assertion newly failed: {r['test_id']} @ {r['provider']}"
-                for r in mine if critical and r["critical_new"] and not r["blocking"]]
+                for r in mine if critical and r["critical_new"] and not (each and r["blocking"])]
     reasons += [f"SLA newly missed: {c['test']} @ {c['provider']}: at {x['at']} min {x['min_score']}"
                 for c in diff["curves"] if suite is None or c["suite"] == suite_key(suite)
                 for x in c["sla"] if x["newly_missed"]]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalspec.core.exitcodes import ExitCode
-from evalspec.results.compare import BLOCKING, blocking_reasons, suite_key
+from evalspec.results.compare import blocking_reasons, suite_key
 from evalspec.results.errorbars import interval
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, mcnemar_exact_one_sided
 from evalspec.results.verdict import Verdict, counts, gated_kind, is_gated, reaches_gate
@@ -141,7 +141,7 @@ def _on_paired(suite: SuiteGate, diff: Mapping[str, Any], alpha: float) -> Suite
     the regressed tests are listed in the diff, but only a significant p blocks; critical rules newly
     failed, SLAs newly missed and the reasons that hold in every mode still do."""
     test = paired_test(paired_rows(diff, suite.suite), alpha)
-    reasons = [r for r in blocking_reasons(dict(diff), suite.suite) if not r.startswith(BLOCKING)]
+    reasons = blocking_reasons(dict(diff), suite.suite, each=False)
     if test["significant"]:
         reasons.insert(0, paired_text(test))
     reasons += suite.held
