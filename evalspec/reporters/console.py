@@ -186,8 +186,8 @@ def summary_table(run: dict[str, Any]) -> Table:
     table = Table(title=words("summary_title"), box=box.SIMPLE_HEAD, show_lines=False)
     labels = [words(key) for key, _ in count_keys(run["summary"])]
     table.add_column(words("suite"), no_wrap=True)
-    for col in (*labels, words("pass_rate"), words("gate")):
-        table.add_column(col, justify="right", min_width=min(len(col), 8))
+    for col in (*labels, words("pass_rate"), words("gate")):  # a rate with its interval stays on one line
+        table.add_column(col, justify="right", min_width=min(len(col), 8), no_wrap=col == words("pass_rate"))
     for s in run["gate"]["suites"]:
         table.add_row(escape(one_line(s["suite"])), *[str(n) for _, n in count_keys(s["counts"])],
                       pass_rate_text(s["pass_rate"], s), words(suite_gate_word(s)))

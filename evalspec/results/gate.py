@@ -265,8 +265,8 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
         if sla_missed:
             reasons.append("SLA missed: " + "; ".join(sla_missed))
         held, bounds = [], []
-        if why := pass_hat_k_reason(s, by_suite.get(s["path"])):
-            held.append(why)
+        if below := pass_hat_k_reason(s, by_suite.get(s["path"])):
+            held.append(below)
         for line in red_lines:
             if line["suite"] == s["path"] and line.get("max_rate") is not None:
                 ok, text = bound_text(line)
