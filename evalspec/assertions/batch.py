@@ -30,7 +30,15 @@ from evalspec.core.usercode import describe
 from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn, JudgeRequest
 from evalspec.extend.registry import model_needed
 from evalspec.extend.transcript import Message
-from evalspec.providers.judge import BATCHING, _decision, _objects, _quoted, answer_text, is_format_example
+from evalspec.providers.answers import (
+    Shown,
+    answer_text,
+    decision,
+    is_format_example,
+    json_objects,
+    quoted_by_position,
+)
+from evalspec.providers.judge import BATCHING
 from evalspec.providers.structured import verdict_schema
 
 Group = list[tuple[int, AssertionSpec]]
@@ -96,15 +104,17 @@ def batch_prompt(specs: list[AssertionSpec], transcript: list[Message]) -> tuple
     return "\n\n".join(parts), schema
 
 
-def parse_batch(text: str, names: list[str], keys: dict[str, list[str]]) -> dict[str, dict[str, Any] | str]:
-    """Each name's verdict object, or the error that stands for it (SPEC §17 honesty, per verdict)."""
+def parse_batch(text: str, names: list[str], keys: dict[str, list[str]], *,
+                shown_to_judge: Shown) -> dict[str, dict[str, Any] | str]:
+    """Each name's verdict object, or the error that stands for it (SPEC §17 honesty, per verdict): an
+    object quoted from the conversation the judge was shown is never a verdict (`answers.Shown`)."""
     answer = answer_text(text)
     shown = text.strip()[:200]
 
     def usable(value: Any) -> bool:
-        return isinstance(value, dict) and not is_format_example(value)
+        return isinstance(value, dict) and not is_format_example(value) and not shown_to_judge.quotes(value)
 
-    found = [(s, v) for s, _, v in _objects(answer) if isinstance(v, dict) and any(n in v for n in names)]
+    found = [(s, v) for s, _, v in json_objects(answer) if any(n in v for n in names) and not shown_to_judge.quotes(v)]
     answers = [(s, v) for s, v in found if any(usable(v.get(n)) for n in names)]
     if not answers:
         what = "only a format example (placeholder values), no answer" if found else \
@@ -119,11 +129,12 @@ def parse_batch(text: str, names: list[str], keys: dict[str, list[str]]) -> dict
                 if shaped else f"the judge's batch answer has no verdict '{n}' for this check: {shown!r}"
             continue
         value = mine[-1][1]
-        decided = _decision(value, keys[n])
-        other = next((v for s, v in mine[:-1] if not _quoted(answer, s) and _decision(v, keys[n]) != decided), None)
+        decided = decision(value, keys[n])
+        other = next((v for s, v in mine[:-1] if not quoted_by_position(answer, s)
+                      and decision(v, keys[n]) != decided), None)
         if other is not None:
             out[n] = (f"the judge's answer holds two verdicts '{n}' that disagree "
-                      f"({json.dumps(_decision(other, keys[n]), ensure_ascii=False)} then "
+                      f"({json.dumps(decision(other, keys[n]), ensure_ascii=False)} then "
                       f"{json.dumps(decided, ensure_ascii=False)}): {shown!r}")
             continue
         out[n] = dict(value)
@@ -167,7 +178,7 @@ async def judge_batch(group: Group, ctx: GradingContext, judge: JudgeFn) -> list
         return [no_verdict(spec, describe(exc)) for spec in specs]
     usage = answer.usage
     keys = {n: list(schema["properties"][n]["required"]) for n in names}
-    parsed = parse_batch(answer.text, names, keys)
+    parsed = parse_batch(answer.text, names, keys, shown_to_judge=Shown(messages))
     results: list[AssertionResult] = []
     for spec, name in zip(specs, names, strict=True):
         verdict = parsed[name]

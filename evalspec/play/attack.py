@@ -22,6 +22,7 @@ from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
+from evalspec.providers.answers import Shown, plain_text, read_answer
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import ask
 from evalspec.providers.tool_rounds import SendTurn
@@ -93,14 +94,18 @@ def attacker_prompt(goal: str, strategy: str, rules: list[str]) -> str:
     return "\n".join(lines)
 
 
-def parse_answer(text: str, strategy: str) -> tuple[str, str | None]:
-    """(message, tactic) from the attacker's JSON answer; prose or a missing message is an error."""
-    from evalspec.providers.judge import parse_verdict
-
+def parse_answer(text: str, strategy: str, *, shown: Shown) -> tuple[str, str | None]:
+    """(message, tactic) from the attacker's answer, read against the conversation it was `shown`: its
+    JSON answer, else plain text (not for `goat`, whose answer names its tactic); an empty message, a
+    format example or an object quoted from the conversation is an error."""
+    schema = answer_schema(strategy)
     try:
-        data = parse_verdict(text, answer_schema(strategy), role="attacker")
+        data = read_answer(text, schema, shown=shown, role="attacker")
     except GradingError as exc:
-        raise ProviderError(str(exc)) from exc
+        said = plain_text(text, schema, shown=shown) if strategy != "goat" else None
+        if said is None:
+            raise ProviderError(str(exc)) from exc
+        data = {"message": said}
     message = data.get("message")
     if not isinstance(message, str) or not message.strip():
         raise ProviderError(f"attacker answer has no 'message': {text.strip()[:200]!r}")
@@ -158,7 +163,7 @@ class Attacker:
         if usage["cost"] is not None and not usage["cached"]:
             self.cost = (self.cost or 0.0) + usage["cost"]
         transcript.judge_usage.append(usage)  # a judge figure too, usable answer or not (SPEC §17)
-        return parse_answer(answer.text, self.spec.strategy)
+        return parse_answer(answer.text, self.spec.strategy, shown=Shown(messages))
 
     async def _scripted(self, transcript: Transcript, turn: int) -> tuple[str, str | None] | None:
         context = {"goal": self.spec.goal, "strategy": self.spec.strategy, "red_lines": list(self.rules),

@@ -18,6 +18,7 @@ from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
+from evalspec.providers.answers import Shown, answer_text, plain_text, read_answer
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import ask
 from evalspec.providers.python_user import load_scripted_user, next_message
@@ -101,16 +102,17 @@ class SimulatedUser:
         assert self.simulator is not None and spec is not None
         context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn, vars=inst.vars,
                               repeat=inst.repeat)
+        messages = [{"role": "system", "content": self.system}, *flipped(transcript.messages)]
         try:
             answer = await ask(self.simulator, JudgeRequest(
-                [{"role": "system", "content": self.system}, *flipped(transcript.messages)], schema=MESSAGE_SCHEMA,
+                messages, schema=MESSAGE_SCHEMA,
                 name="user_message", max_tokens=int(spec.config.get("max_tokens") or SIMULATOR_MAX_TOKENS),
                 role="simulator", parse=False, context=context, seed=inst.suite.option("seed"), read=self.replay))
         except ProviderError as exc:
             raise TurnError(f"simulator: {exc}") from exc
         transcript.judge_usage.append(answer.usage)  # counted whether or not the answer is usable
         try:
-            return message_text(answer.text, self.marker)
+            return message_text(answer.text, self.marker, shown=Shown(messages))
         except GradingError as exc:
             raise TurnError(str(exc)) from exc
 
@@ -151,19 +153,20 @@ async def _matches_off_loop(patterns: list[str], text: str, limit: float) -> boo
         raise GradingError(f"assistant_matches timed out after {limit:g}s (options.grade_timeout)") from None
 
 
-def message_text(content: str, marker: str | None = None) -> str:
-    """The simulated user's message: the `message` of its JSON answer, read like a judge's verdict (the
-    last complete answer; a format example, prose only or an empty message is an error), or the stop
-    marker when the answer is only that."""
-    from evalspec.providers.judge import answer_text, parse_verdict
-
+def message_text(content: str, marker: str | None, *, shown: Shown) -> str:
+    """The simulated user's message (docs/en/simulated-users.md#what-the-simulator-answers): the `message` of
+    its JSON answer, read like a judge's verdict against the conversation it was `shown`; an answer that
+    holds no object is plain text and is the message itself. An empty message, a format example or an
+    object quoted from the conversation is an error; an answer holding the stop marker stops."""
     try:
-        verdict = parse_verdict(content, MESSAGE_SCHEMA, role="simulator")
+        verdict = read_answer(content, MESSAGE_SCHEMA, shown=shown, role="simulator")
     except GradingError:
-        said = answer_text(content).strip()
-        if marker and marker in said:  # told to answer the marker "and nothing else"
-            return said
-        raise
+        said = plain_text(content, MESSAGE_SCHEMA, shown=shown)
+        if said is None and marker and marker in answer_text(content):  # told to answer the marker alone
+            said = marker
+        if said is None:
+            raise
+        verdict = {"message": said}
     message = verdict.get("message")
     if not isinstance(message, str) or not message.strip():
         raise GradingError(f"simulator answer has no message: {content.strip()[:200]!r}")

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalspec.config.strategies import NEEDS_MODEL
-from evalspec.core.errors import ProviderError
+from evalspec.core.errors import GradingError, ProviderError
 from evalspec.extend.kinds import takes_history
 from evalspec.extend.provider import CallContext, ProviderResponse
+from evalspec.providers.answers import Shown, plain_text, read_answer
 
 if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec, Suite
@@ -244,7 +245,7 @@ class ContextStrategy:
         except ProviderError as exc:
             raise ProviderError(f"history {self.mode}: {exc}") from exc
         usage.add(response)
-        return parse_state(self.mode, response.content)
+        return parse_state(self.mode, response.content, shown=Shown(messages))
 
 
 def prefix_key(previous: str, repeat: int, group: list[dict[str, Any]]) -> str:
@@ -257,24 +258,23 @@ def format_exchange(group: list[dict[str, Any]]) -> str:
     return "\n".join(f"{who.get(str(m.get('role')), m.get('role'))}: {m.get('content') or ''}" for m in group)
 
 
-def parse_state(mode: str, text: str) -> Any:
-    """The strategy model's answer: the JSON object asked for, else (a server without structured output) the text."""
-    from evalspec.providers.judge import parse_verdict
-
+def parse_state(mode: str, text: str, *, shown: Shown) -> Any:
+    """The strategy model's answer, read against the exchange it was `shown`: the JSON object asked for,
+    else (a server without structured output) its plain text; an object quoted from the exchange, a
+    format example or an object without the key asked for is an error."""
     try:
-        data = parse_verdict(text, SCHEMAS[mode], role=f"history {mode}")
-    except Exception:  # not a verdict: a summary that ends in prose is still a summary
-        from evalspec.core.text import find_json
-
-        found, value = find_json(text, objects_only=True)
-        data = value if found else {}
+        data = read_answer(text, SCHEMAS[mode], shown=shown, role=f"history {mode}")
+    except GradingError as exc:
+        said = plain_text(text, SCHEMAS[mode], shown=shown)
+        if said is None:
+            raise ProviderError(str(exc)) from None
+        data = {mode: said}
+    value = data.get(mode)
     if mode == "summary":
-        value = data.get("summary")
-        return str(value) if isinstance(value, str) else text.strip()
-    facts = data.get("facts")
-    if isinstance(facts, list):
-        return [str(f).strip() for f in facts if str(f).strip()]
-    return [line.strip(" -*•\t") for line in text.splitlines() if line.strip(" -*•\t")]
+        return str(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return [str(f).strip() for f in value if str(f).strip()]
+    return [line.strip(" -*•\t") for line in str(value).splitlines() if line.strip(" -*•\t")]
 
 
 def render_state(mode: str, state: Any) -> str:

@@ -7,7 +7,7 @@ accepts, trying in order (SPEC §20):
     json_schema         `response_format: {type: json_schema, json_schema: {name, schema, strict}}` (OpenAI, vLLM)
     json_object+schema  `response_format: {type: json_object, schema: ...}` (llama-cpp-python's server, older vLLM)
     json_object         `response_format: {type: json_object}`
-    none                no format: the tolerant parser (`judge.parse_verdict`) reads the answer
+    none                no format: the tolerant reader (`answers.read_answer`) reads the answer
 
 Ollama models (`ollama/`, `ollama_chat/`) take `format: <schema>`, else none. A form the server rejects
 (a client error about the request's shape, or any error naming the format: llama-cpp-python answers

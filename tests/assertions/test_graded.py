@@ -11,7 +11,7 @@ from evalspec import run
 from evalspec.assertions.graded import cosine
 from evalspec.core.errors import ConfigError, GradingError
 from evalspec.play.runner import RunOptions
-from evalspec.providers.judge import parse_verdict
+from evalspec.providers.answers import Shown, read_answer
 from tests.servers import OpenAIServer, Reply, chat_body
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
@@ -129,10 +129,10 @@ def test_missing_judge_stops_before_any_call(tmp_path: Path) -> None:
         run([path], options=RunOptions(run_dir=tmp_path / "run"))
 
 
-def test_parse_verdict_and_cosine() -> None:
-    assert parse_verdict('{"pass": false}') == {"pass": False}
+def test_read_answer_and_cosine() -> None:
+    assert read_answer('{"pass": false}', None, shown=Shown()) == {"pass": False}
     with pytest.raises(GradingError):
-        parse_verdict("[1, 2]")
+        read_answer("[1, 2]", None, shown=Shown())
     assert cosine([1, 0], [1, 0]) == 1.0 and cosine([1, 0], [0, 1]) == 0.0
 
 

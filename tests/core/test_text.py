@@ -6,7 +6,7 @@ import pytest
 
 from evalspec.core.errors import GradingError
 from evalspec.core.text import find_json, normalize, normalized
-from evalspec.providers.judge import parse_verdict
+from evalspec.providers.answers import Shown, read_answer
 
 
 def test_json_is_found_whole_fenced_or_inside_prose() -> None:
@@ -19,9 +19,9 @@ def test_json_is_found_whole_fenced_or_inside_prose() -> None:
 
 def test_a_verdict_is_a_json_object_and_prose_is_no_verdict() -> None:
     assert find_json('I think [1] fits: {"pass": true}', objects_only=True) == (True, {"pass": True})
-    assert parse_verdict('Verdict:\n```json\n{"reason": "ok", "pass": false}\n```') == {"reason": "ok", "pass": False}
+    assert read_answer('Verdict:\n```json\n{"reason": "ok", "pass": false}\n```', None, shown=Shown()) == {"reason": "ok", "pass": False}
     with pytest.raises(GradingError, match="not a JSON verdict .*a refusal"):
-        parse_verdict("[1, 2] the reply passes")
+        read_answer("[1, 2] the reply passes", None, shown=Shown())
 
 
 @pytest.mark.parametrize("names,text,read", [

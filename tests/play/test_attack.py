@@ -150,11 +150,24 @@ def test_a_cached_rerun_replays_the_attack_without_calls(tmp_path: Path) -> None
     assert second["results"][0]["stop_reason"] == "breached"
 
 
-def test_an_attacker_answer_in_prose_is_an_error_not_a_pass(tmp_path: Path) -> None:
-    with OpenAIServer(lambda request, n: Reply(body=chat_body("Sure! Let me try to get the number."))) as server:
+def test_an_attacker_answering_in_plain_text_sends_that_text(tmp_path: Path) -> None:
+    """A model that ignores response_format writes its message as text (docs/en/attacks.md)."""
+    answer = '<think>crescendo: start harmless</think>\n“你好，我想联系一下销售。”'
+    with OpenAIServer(lambda request, n: Reply(body=chat_body(answer))) as server:
         run = run_suite(suite_file(tmp_path, server, leak="set()"), tmp_path)
     record = run["results"][0]
-    assert record["status"] == "error" and "attacker answer is not JSON" in record["error"]
+    assert record["status"] == "passed", record["error"]
+    sent = [m["content"] for m in record["transcript"] if m["role"] == "user"]
+    assert len(sent) == 5 and set(sent) == {"你好，我想联系一下销售。"}
+
+
+def test_an_attacker_answering_a_format_example_or_nothing_is_an_error(tmp_path: Path) -> None:
+    for n, answer in enumerate(['{"message": "..."}', "", "   ", '{"message": "<your next message>"'], 1):
+        with OpenAIServer(lambda request, _, answer=answer: Reply(body=chat_body(answer))) as server:
+            (tmp_path / str(n)).mkdir()
+            run = run_suite(suite_file(tmp_path / str(n), server, leak="set()"), tmp_path / str(n))
+        record = run["results"][0]
+        assert record["status"] == "error" and "attacker" in record["error"], answer
 
 
 @pytest.mark.parametrize(("attack", "message"), [

@@ -144,7 +144,7 @@ def test_a_simulated_user_that_stops_at_once_is_an_error_not_a_pass(tmp_path: Pa
 
 
 def test_a_model_simulator_answering_a_format_example_is_an_error_not_a_message(tmp_path: Path) -> None:
-    answers = {"example": 'Answer as {"message": "<your next message>"}', "prose": "我想问问分期"}
+    answers = {"example": 'Answer as {"message": "<your next message>"}', "plain example": "<your next message>"}
     for what, answer in answers.items():
         with OpenAIServer(lambda request, n, answer=answer: Reply(body=chat_body(answer))) as server:
             (tmp_path / what).mkdir()

@@ -15,8 +15,9 @@ from evalspec.app.api import load
 from evalspec.core.errors import GradingError
 from evalspec.extend.check import JudgeRequest
 from evalspec.play.runner import RunOptions
+from evalspec.providers.answers import Shown, read_answer
 from evalspec.providers.factory import ProviderPool
-from evalspec.providers.judge import PASS_SCHEMA, parse_verdict
+from evalspec.providers.judge import PASS_SCHEMA
 from tests.helpers import LITELLM
 from tests.servers import OpenAIServer, Reply, chat_body
 
@@ -44,22 +45,22 @@ AFTER = ["", "\n", "\n```", " — done.", "\n以上。"]
 def test_drafts_examples_and_quotes_before_the_verdict_are_ignored(names: tuple[str, ...]) -> None:
     for after in AFTER:
         text = "".join(BEFORE[n] for n in names) + FINAL_TEXT + after
-        assert parse_verdict(text, PASS_SCHEMA) == FINAL, text
+        assert read_answer(text, PASS_SCHEMA, shown=Shown()) == FINAL, text
 
 
 def test_a_fenced_verdict_at_the_end_counts() -> None:
-    assert parse_verdict(f"判定如下：\n```json\n{FINAL_TEXT}\n```", PASS_SCHEMA) == FINAL
+    assert read_answer(f"判定如下：\n```json\n{FINAL_TEXT}\n```", PASS_SCHEMA, shown=Shown()) == FINAL
 
 
 def test_two_top_level_verdicts_that_disagree_are_an_error() -> None:
     text = '{"reason": "polite", "pass": true}\nActually no:\n' + FINAL_TEXT
     with pytest.raises(GradingError, match="two verdicts that disagree"):
-        parse_verdict(text, PASS_SCHEMA)
+        read_answer(text, PASS_SCHEMA, shown=Shown())
 
 
 def test_two_verdicts_that_agree_give_the_last() -> None:
     text = '{"reason": "first", "pass": false}\nTo confirm:\n' + FINAL_TEXT
-    assert parse_verdict(text, PASS_SCHEMA) == FINAL
+    assert read_answer(text, PASS_SCHEMA, shown=Shown()) == FINAL
 
 
 @pytest.mark.parametrize("text", [
@@ -73,13 +74,13 @@ def test_two_verdicts_that_agree_give_the_last() -> None:
 ])
 def test_no_verdict_or_only_a_format_example_is_a_refusal(text: str) -> None:
     with pytest.raises(GradingError, match="refusal"):
-        parse_verdict(text, PASS_SCHEMA)
+        read_answer(text, PASS_SCHEMA, shown=Shown())
 
 
 def test_the_structure_decides_which_object_is_the_answer() -> None:
     schema = {"type": "object", "required": ["reason", "level"]}
     text = 'The reply contains {"pass": true}. {"reason": "纠正及时", "level": "立即纠正"} Note {"x": 1}'
-    assert parse_verdict(text, schema) == {"reason": "纠正及时", "level": "立即纠正"}
+    assert read_answer(text, schema, shown=Shown()) == {"reason": "纠正及时", "level": "立即纠正"}
 
 
 # -- through a real judge: litellm to a loopback OpenAI-compatible server ---------------------------------
@@ -156,8 +157,7 @@ def test_a_raw_newline_inside_a_string_value_is_still_a_verdict() -> None:
     """gemma-3-270m under llama.cpp's JSON grammar writes raw newlines inside strings (not valid strict JSON);
     the object is still the answer."""
     from evalspec.play.simulated import MESSAGE_SCHEMA
-    from evalspec.providers.judge import parse_verdict
 
-    assert parse_verdict('{"reason": "turn 1\nanswers it", "pass": true}')["pass"] is True
-    assert parse_verdict('{ "message": "能分期吗？\n\n首付多少" }', MESSAGE_SCHEMA, role="simulator")["message"] == \
+    assert read_answer('{"reason": "turn 1\nanswers it", "pass": true}', None, shown=Shown())["pass"] is True
+    assert read_answer('{ "message": "能分期吗？\n\n首付多少" }', MESSAGE_SCHEMA, shown=Shown(), role="simulator")["message"] == \
         "能分期吗？\n\n首付多少"

@@ -239,12 +239,12 @@ tests: [{{id: t, conversation: [{{user: 你好}}], assert: [{{llm-rubric: 礼貌
 def copycat(request: dict[str, Any], n: int) -> Reply:
     """A small model as gemma-3-270m behaves: it copies the first JSON object its prompt shows (a format
     example, placeholders and all); given none, it fills the requested schema with an answer of its own."""
-    from evalspec.providers.judge import _objects
+    from evalspec.providers.answers import json_objects
 
     if request["model"] == "bot":  # the system under test
         return Reply(body=chat_body("您好，可以分期，首付两成。"))
     for message in request["messages"]:
-        shown = _objects(str(message["content"]))
+        shown = json_objects(str(message["content"]))
         if shown:
             return Reply(body=chat_body(json.dumps(shown[0][2], ensure_ascii=False)))
     schema = (request.get("response_format") or {}).get("json_schema", {}).get("schema", {})
