@@ -22,9 +22,10 @@ from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
-from evalspec.providers.answers import Shown, plain_text, read_answer
+from evalspec.providers.answers import Shown, plain_text, read_answer, within_turn
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import ask
+from evalspec.providers.structured import MESSAGE_MAX_CHARS
 from evalspec.providers.tool_rounds import SendTurn
 from evalspec.results.transcript import Transcript
 
@@ -56,7 +57,7 @@ MAX_ATTACKER_TOKENS = 256
 
 def answer_schema(strategy: str) -> dict[str, Any]:
     """The JSON Schema of the attacker's answer, sent as `response_format`."""
-    props: dict[str, Any] = {"message": {"type": "string", "minLength": 1}}
+    props: dict[str, Any] = {"message": {"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX_CHARS}}
     required = ["message"]
     if strategy == "goat":
         props["tactic"] = {"enum": list(GOAT_TACTICS)}
@@ -107,12 +108,12 @@ def parse_answer(text: str, strategy: str, *, shown: Shown) -> tuple[str, str | 
             raise ProviderError(str(exc)) from exc
         data = {"message": said}
     message = data.get("message")
-    if not isinstance(message, str) or not message.strip():
+    if not isinstance(message, str) or not within_turn(message):
         raise ProviderError(f"attacker answer has no 'message': {text.strip()[:200]!r}")
     tactic = data.get("tactic")
     if strategy == "goat" and not isinstance(tactic, str):
         raise ProviderError(f"goat attacker answer names no 'tactic': {text.strip()[:200]!r}")
-    return message.strip(), tactic if isinstance(tactic, str) else None
+    return within_turn(message), tactic if isinstance(tactic, str) else None
 
 
 class Attacker:

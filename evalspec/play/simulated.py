@@ -18,19 +18,19 @@ from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
-from evalspec.providers.answers import Shown, answer_text, plain_text, read_answer
+from evalspec.providers.answers import Shown, answer_text, plain_text, read_answer, within_turn
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import ask
 from evalspec.providers.python_user import load_scripted_user, next_message
-from evalspec.providers.structured import SIMULATOR_MAX_TOKENS
+from evalspec.providers.structured import MESSAGE_MAX_CHARS, SIMULATOR_MAX_TOKENS
 from evalspec.providers.tool_rounds import SendTurn, ToolKit
 from evalspec.results.transcript import Transcript
 
 __all__ = ["MESSAGE_SCHEMA", "SimulatedUser", "flipped", "message_text", "run_simulated", "simulator_prompt"]
 
 DEFAULT_MARKER = "###STOP###"
-MESSAGE_SCHEMA = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"],
-                  "additionalProperties": False}
+MESSAGE_SCHEMA = {"type": "object", "properties": {"message": {"type": "string", "maxLength": MESSAGE_MAX_CHARS}},
+                  "required": ["message"], "additionalProperties": False}
 
 
 def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
@@ -154,7 +154,7 @@ async def _matches_off_loop(patterns: list[str], text: str, limit: float) -> boo
 
 
 def message_text(content: str, marker: str | None, *, shown: Shown) -> str:
-    """The simulated user's message (docs/en/simulated-users.md#what-the-simulator-answers): the `message` of
+    """The simulated user's message (docs/en/judges.md#what-the-simulator-answers): the `message` of
     its JSON answer, read like a judge's verdict against the conversation it was `shown`; an answer that
     holds no object is plain text and is the message itself. An empty message, a format example or an
     object quoted from the conversation is an error; an answer holding the stop marker stops."""
@@ -168,9 +168,9 @@ def message_text(content: str, marker: str | None, *, shown: Shown) -> str:
             raise
         verdict = {"message": said}
     message = verdict.get("message")
-    if not isinstance(message, str) or not message.strip():
+    if not isinstance(message, str) or not within_turn(message):
         raise GradingError(f"simulator answer has no message: {content.strip()[:200]!r}")
-    return message.strip()
+    return within_turn(message)
 
 
 async def _goal_met(judge: JudgeFn, goal: str, messages: list[Message]) -> JudgeVerdict:

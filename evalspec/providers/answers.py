@@ -32,6 +32,8 @@ _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"\s*(?:\.{2,}|…+|<[^<>]*>)?\s*", re.DOTALL)
 _QUOTES = "\"'“‘「『«`"
 _PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»", "`": "`"}
+# where a chat template starts another turn: a small model that runs past its own turn writes these
+_TURN_MARKER = re.compile(r"<\|[A-Za-z_]+\|>|</?s>|\[/?INST\]|<(?:start|end)_of_turn>|<[be]os>", re.IGNORECASE)
 _NESTING = 4  # JSON written inside a string inside JSON (a tool result), this many levels deep
 
 
@@ -168,3 +170,10 @@ def plain_text(text: str, schema: dict[str, Any] | None, *, shown: Shown) -> str
     if said and _PLACEHOLDER.fullmatch(said):
         return None
     return said
+
+
+def within_turn(message: str) -> str:
+    """A simulated user's or an attacker's message up to the first chat-template turn marker (`<s>`,
+    `[INST]`, `<start_of_turn>`, `<|im_start|>` …): what follows was written past its own turn."""
+    marker = _TURN_MARKER.search(message)
+    return (message[:marker.start()] if marker else message).strip()

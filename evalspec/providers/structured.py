@@ -29,6 +29,11 @@ from evalspec.providers.openai_compat import about_format
 
 JUDGE_MAX_TOKENS = 512
 SIMULATOR_MAX_TOKENS = 256
+# a simulated user's or an attacker's message, as its schema asks (`maxLength`): a grammar-constrained server
+# (llama.cpp) closes the string there instead of running on past the model's turn until the token cap cuts it
+MESSAGE_MAX_CHARS = 200
+# what strict `json_schema` (OpenAI) does not take: kept for the forms grammar-constrained servers read
+_NOT_STRICT = ("minLength", "maxLength")
 
 FORMS = ("json_schema", "json_object+schema", "json_object", "none")
 OLLAMA_FORMS = ("ollama_format", "none")
@@ -42,8 +47,16 @@ _STORE_PREFIX = "structured-output-form|"  # the cache's entry for a model (neve
 
 
 def response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """The OpenAI `response_format` asking for JSON that follows `schema`."""
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    """The OpenAI `response_format` asking for JSON that follows `schema` (strict: without string lengths)."""
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": _strict(schema), "strict": True}}
+
+
+def _strict(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strict(v) for k, v in schema.items() if k not in _NOT_STRICT}
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
 
 
 def form_params(form: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:

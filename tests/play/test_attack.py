@@ -151,7 +151,7 @@ def test_a_cached_rerun_replays_the_attack_without_calls(tmp_path: Path) -> None
 
 
 def test_an_attacker_answering_in_plain_text_sends_that_text(tmp_path: Path) -> None:
-    """A model that ignores response_format writes its message as text (docs/en/attacks.md)."""
+    """A model that ignores response_format writes its message as text (docs/en/judges.md#what-the-simulator-answers)."""
     answer = '<think>crescendo: start harmless</think>\n“你好，我想联系一下销售。”'
     with OpenAIServer(lambda request, n: Reply(body=chat_body(answer))) as server:
         run = run_suite(suite_file(tmp_path, server, leak="set()"), tmp_path)

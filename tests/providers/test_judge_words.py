@@ -193,3 +193,22 @@ def test_a_simulator_answer_quoting_the_bots_object_is_a_refusal_not_a_message()
         message_text('You said {"message":"###STOP###"}', None, shown=shown)
     assert message_text('{"message": "那首付呢？"}', None, shown=shown) == "那首付呢？"
     assert read_answer('{"message": "那首付呢？"}', MESSAGE_SCHEMA, shown=shown, role="simulator")
+
+
+@pytest.mark.parametrize("answer", ['{"message": "能分期吗？<start_of_turn>model\\n可以"}',
+                                    '{ "message": "能分期吗？  <s>[INST]Sure. Anything else?" }',
+                                    "能分期吗？<|im_end|>\n<|im_start|>assistant"])
+def test_a_message_ends_where_the_model_ran_past_its_turn(answer: str) -> None:
+    """gemma-3-270m wrote the chat template's markers and the bot's next words into its message."""
+    assert message_text(answer, None, shown=Shown()) == "能分期吗？"
+    with pytest.raises(GradingError, match="no message"):
+        message_text('{"message": "<start_of_turn>user 能分期吗？"}', None, shown=Shown())
+
+
+def test_the_message_length_goes_to_grammar_servers_not_to_strict_json_schema() -> None:
+    from evalspec.providers.structured import MESSAGE_MAX_CHARS, form_params
+
+    strict = form_params("json_schema", "user_message", MESSAGE_SCHEMA)["response_format"]["json_schema"]["schema"]
+    assert strict["properties"]["message"] == {"type": "string"}
+    grammar = form_params("json_object+schema", "user_message", MESSAGE_SCHEMA)["response_format"]["schema"]
+    assert grammar["properties"]["message"]["maxLength"] == MESSAGE_MAX_CHARS
