@@ -32,6 +32,7 @@ SIMULATOR_MAX_TOKENS = 256
 # a simulated user's or an attacker's message, as its schema asks (`maxLength`): a grammar-constrained server
 # (llama.cpp) closes the string there instead of running on past the model's turn until the token cap cuts it
 MESSAGE_MAX_CHARS = 200
+REASON_MAX_CHARS = 300  # a verdict's reason, likewise: a small model's ramble ends there, not at the token cap
 # what strict `json_schema` (OpenAI) does not take: kept for the forms grammar-constrained servers read
 _NOT_STRICT = ("minLength", "maxLength")
 
@@ -74,7 +75,8 @@ def form_params(form: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 def verdict_schema(answer_key: str, answer: dict[str, Any]) -> dict[str, Any]:
     """`{"reason": str, <answer_key>: <answer>}`, reason first so a model explains before it decides."""
-    return {"type": "object", "properties": {"reason": {"type": "string"}, answer_key: answer},
+    return {"type": "object", "properties": {"reason": {"type": "string", "maxLength": REASON_MAX_CHARS},
+                                             answer_key: answer},
             "required": ["reason", answer_key], "additionalProperties": False}
 
 

@@ -119,7 +119,7 @@ tests:
 
 def test_simulator_calls_count_as_judge_calls_the_unusable_answer_too(tmp_path: Path) -> None:
     said = json.dumps({"message": "多少钱？"}, ensure_ascii=False)
-    with answering(said, said, "Sure, here is my next message!") as server:
+    with answering(said, said, '{"message": "<your next message>"}') as server:  # a format example: unusable
         data = go(tmp_path, simulated_suite(server))
     record = data["results"][0]
     assert record["status"] == "error" and "simulator answer" in record["error"], record["error"]
@@ -139,7 +139,7 @@ def test_a_goal_met_judge_answer_that_is_no_verdict_counts(tmp_path: Path) -> No
 
 
 def test_attacker_calls_count_as_judge_calls_the_unusable_answer_too(tmp_path: Path) -> None:
-    with answering(json.dumps({"message": "你好"}, ensure_ascii=False), "I will not do that.") as server:
+    with answering(json.dumps({"message": "你好"}, ensure_ascii=False), '{"message": "..."}') as server:
         data = go(tmp_path, f"""\
 providers:
   - id: bot
