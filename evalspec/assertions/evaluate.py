@@ -167,21 +167,23 @@ def _why(exc: BaseException) -> str:
     return describe(exc)
 
 
-async def evaluate(spec: AssertionSpec, ctx: GradingContext, parts: list[Check] | None = None) -> AssertionResult:
+async def evaluate(spec: AssertionSpec, ctx: GradingContext,
+                   parts: list[Check | Undecided] | None = None) -> AssertionResult:
     """Run one assertion; any failure to reach a verdict becomes `error`, never pass or fail. Each reply on
     its scope is checked on its own: one that cannot be decided is an error of that reply, and the others'
     failure still stands beside it (`outcome`). Every judge call made on the way is in the result's
-    `judge_usage`, those of an error included. `parts` (given by the caller that may abandon the check)
-    receives each reply's check as it is reached."""
+    `judge_usage`, those of an error included. `parts` (given by the caller that may abandon the check:
+    `abandoned`) receives each reply's check, or its `Undecided`, in order as it is reached."""
     resolved = resolve_type(spec.type)
     if resolved is None:
         return no_verdict(spec, f"unknown assertion type {spec.type!r}")
     atype = resolved[0]
     if spec.turn is not None:
         ctx = ctx.until(spec.turn)
-    checks: list[Check] = parts if parts is not None else []
+    checks: list[Check] = []
     undecided: list[Undecided] = []
     usage: list[dict[str, Any]] = []
+    reached = parts if parts is not None else []
     try:
         if atype.kind == "conversation":
             checks.append(await _call(atype.fn, spec, ctx))
@@ -189,8 +191,10 @@ async def evaluate(spec: AssertionSpec, ctx: GradingContext, parts: list[Check] 
             for reply in select_replies(spec, ctx):
                 try:
                     checks.append(await _call(atype.fn, reply, spec, ctx))
+                    reached.append(checks[-1])
                 except (Exception, SystemExit) as exc:  # a user's python check or a library blew up on this reply
                     undecided.append(Undecided(reply.turn, _why(exc)))
+                    reached.append(undecided[-1])
                     usage += exc.usage if isinstance(exc, GradingError) else []
     except (Exception, SystemExit) as exc:
         result = no_verdict(spec, _why(exc))
@@ -201,6 +205,32 @@ async def evaluate(spec: AssertionSpec, ctx: GradingContext, parts: list[Check] 
         checks = [_negate(c) for c in checks]
     result = combine(spec, checks, undecided)
     result.judge_usage = [u for c in checks for u in judge_usage(c)] + usage
+    return result
+
+
+def abandoned(spec: AssertionSpec, ctx: GradingContext, parts: Sequence[Check | Undecided],
+              error: str) -> AssertionResult:
+    """The result of a check given up while it ran (it overran `options.grade_timeout`), after it reached
+    `parts` (`evaluate`'s hook): the reply in progress is an error of that reply, those after it were not
+    checked, and a failure among the replies it did check stands beside them (`outcome`). A check of the
+    whole conversation is an error."""
+    resolved = resolve_type(spec.type)
+    try:
+        replies = [] if resolved is None or resolved[0].kind == "conversation" else \
+            select_replies(spec, ctx.until(spec.turn) if spec.turn is not None else ctx)
+    except (Exception, SystemExit):
+        replies = []
+    left = replies[len(parts):]
+    if not left:
+        return no_verdict(spec, error)
+    checks = [p for p in parts if isinstance(p, Check)]
+    undecided = [p for p in parts if isinstance(p, Undecided)] + [Undecided(left[0].turn, error)]
+    undecided += [Undecided(r.turn, f"not checked: the check was given up on turn {left[0].turn}")
+                  for r in left[1:]]
+    if spec.negate:
+        checks = [_negate(c) for c in checks]
+    result = combine(spec, checks, undecided)
+    result.judge_usage = [u for c in checks for u in judge_usage(c)]
     return result
 
 

@@ -4,8 +4,10 @@ A conversation's checks form one batch, and the batches of every conversation of
 one lane, which a worker job takes in turn: a burst of conversations costs one hop to a worker thread
 and one back (results come back through `usercode.post`, one wake-up of the loop for many), not one
 per conversation or per check, so throughput holds. Each check has `options.grade_timeout` seconds:
-one timer on the loop watches the check in progress of every job. A check that overruns is an `error`
-naming the limit; its thread is abandoned and the checks after it continue on a fresh job. A check that
+one timer on the loop watches the check in progress of every job. A check that overruns is abandoned:
+the reply it was checking is an error naming the limit, and a failure on a reply it had already checked
+stands beside it (`evaluate.abandoned`); its thread is left to it and the checks after it continue on a
+fresh job. A check that
 merely takes a while (`_Lane.SLOW`) keeps its job, and the batches behind it get a job of their own,
 so one slow conversation never holds up the others' grading. Meanwhile the event loop keeps serving
 provider calls, so a slow regex never makes them time out.
@@ -15,10 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import functools
 import inspect
-import json
 import threading
 import time
 import weakref
@@ -26,10 +26,10 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
+from evalspec.assertions.evaluate import AssertionResult, abandoned, evaluate, no_verdict
 from evalspec.config.model import AssertionSpec
-from evalspec.core.usercode import WORKERS, describe, post
-from evalspec.extend.check import GradingContext
+from evalspec.core.usercode import WORKERS, clear_note, describe, note_running, post
+from evalspec.extend.check import Check, GradingContext, Undecided
 from evalspec.extend.patterns import regex_time_limit
 from evalspec.extend.registry import resolve_type
 
@@ -59,10 +59,10 @@ def runs_user_code(spec: AssertionSpec) -> bool:
 
 
 def note_check(note: Path, spec: AssertionSpec) -> None:
-    """Name the check about to run in `note` (its `where`): if its user code ends the process, the run that
-    takes over grades the conversation again with that check as its error (docs/en/reports-and-gate.md)."""
-    with contextlib.suppress(OSError):
-        note.write_text(json.dumps(list(spec.where), ensure_ascii=False), encoding="utf-8")
+    """Name the check about to run in `note` (`usercode.note_running`): if its user code ends the process,
+    the run that takes over grades the conversation again with that check as its error
+    (docs/en/reports-and-gate.md#errors-and-failures)."""
+    note_running(note, spec.where)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -81,12 +81,13 @@ def _finish(coroutine: Coroutine[Any, Any, AssertionResult]) -> AssertionResult 
     return None
 
 
-def evaluate_here(spec: AssertionSpec, ctx: GradingContext) -> AssertionResult:
+def evaluate_here(spec: AssertionSpec, ctx: GradingContext,
+                  parts: list[Check | Undecided] | None = None) -> AssertionResult:
     """Evaluate one check on this (worker) thread, within the regex time limit the caller set; anything
-    it raises becomes its error."""
+    it raises becomes its error. `parts` receives each reply's check as it is reached (`evaluate`)."""
     try:
-        done = _finish(evaluate(spec, ctx)) if _plain(spec) else None
-        return done if done is not None else _thread_loop().run_until_complete(evaluate(spec, ctx))
+        done = _finish(evaluate(spec, ctx, parts)) if _plain(spec) else None
+        return done if done is not None else _thread_loop().run_until_complete(evaluate(spec, ctx, parts))
     except BaseException as exc:  # user code in a check may raise anything, SystemExit too
         _local.loop = None  # the loop it escaped from is not trusted again
         return no_verdict(spec, describe(exc))
@@ -101,6 +102,7 @@ class _Batch:
         self.results: list[AssertionResult] = []
         self.dropped = False  # its conversation was cancelled: the checks left are skipped
         self.finished: asyncio.Future[bool] = loop.create_future()  # True: all done; False: one overran
+        self.reached: list[Check | Undecided] = []  # what the check that overran had checked, reply by reply
 
     def settle(self, complete: bool) -> None:
         if not self.finished.done():
@@ -109,11 +111,13 @@ class _Batch:
 
 class _Job:
     """A worker job: it evaluates the lane's waiting batches in turn while it is the lane's `active`
-    job. `progress` (the batch, when its check in progress started) is what the loop's timer reads."""
+    job. `progress` (the batch, when its check in progress started, the replies that check has reached)
+    is what the loop's timer reads."""
 
     def __init__(self, lane: _Lane, first: _Batch) -> None:
         self.lane = lane
-        self.progress = (first, time.monotonic())  # time spent waiting for a thread counts
+        self.progress: tuple[_Batch, float, list[Check | Undecided]] = (first, time.monotonic(), [])
+        # (time spent waiting for a thread counts)
         self.abandoned = False  # its check overran: the thread is left to it, its results are not taken
 
     def run(self) -> None:
@@ -122,14 +126,18 @@ class _Job:
                 for spec in batch.specs:
                     if batch.dropped:
                         break
-                    self.progress = (batch, time.monotonic())
-                    if batch.note is not None and runs_user_code(spec):
-                        note_check(batch.note, spec)
-                    result = evaluate_here(spec, batch.ctx)
+                    reached: list[Check | Undecided] = []
+                    self.progress = (batch, time.monotonic(), reached)
+                    noted = batch.note if batch.note is not None and runs_user_code(spec) else None
+                    if noted is not None:
+                        note_check(noted, spec)
+                    result = evaluate_here(spec, batch.ctx, reached)
                     with self.lane.lock:  # an overrun is decided under the lock: its result stays out
                         if self.abandoned:
                             return
                         batch.results.append(result)
+                    if noted is not None:  # (an abandoned check's note is the loop's to clear)
+                        clear_note(noted)
             if not batch.dropped:
                 post(batch.loop, batch.settle, True)
 
@@ -179,10 +187,11 @@ class _Lane:
         now, wait, overran, start = time.monotonic(), self.SLOW, [], None
         with self.lock:
             for job in list(self.jobs):
-                batch, started = job.progress
+                batch, started, reached = job.progress
                 due = started + batch.limit - now
                 if due <= 0:
                     job.abandoned = batch.dropped = True  # (a batch still waiting is not taken later)
+                    batch.reached = list(reached)
                     self.jobs.remove(job)
                     overran.append(batch)
                     if job is self.active:
@@ -225,5 +234,7 @@ async def evaluate_off_loop(specs: list[AssertionSpec], ctx: GradingContext,
         results.extend(batch.results[:len(specs) - len(results)])  # what finished in time
         if not complete and len(results) < len(specs):
             spec = specs[len(results)]
-            results.append(no_verdict(spec, f"timed out after {limit:g}s (options.grade_timeout)"))
+            if note is not None and runs_user_code(spec):
+                clear_note(note)  # it did not end the process: a time-out is its own error
+            results.append(abandoned(spec, ctx, batch.reached, f"timed out after {limit:g}s (options.grade_timeout)"))
     return results

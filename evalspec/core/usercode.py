@@ -13,11 +13,14 @@ import asyncio
 import collections
 import contextlib
 import inspect
+import json
+import os
 import queue
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from evalspec.core.errors import ProviderError, UserCodeError
@@ -283,3 +286,25 @@ async def call_user_within(who: str, timeout: float, fn: Callable[..., Any], *ar
         raise ProviderError(f"{who} did not answer within {timeout:g}s") from None
     except UserCodeError as exc:
         raise ProviderError(f"{who} raised {exc}") from None
+
+
+def note_running(note: Path, where: Sequence[Any]) -> None:
+    """Write in `note` that the user code at `where` (a check's place in its suite) is about to run in this
+    process: should it end the process, whoever takes over reads it (`read_note`) and knows what ended it.
+    The caller clears it (`clear_note`) once that code has returned."""
+    with contextlib.suppress(OSError):
+        note.write_text(json.dumps({"where": list(where), "pid": os.getpid()}, ensure_ascii=False), encoding="utf-8")
+
+
+def clear_note(note: Path) -> None:
+    with contextlib.suppress(OSError):
+        note.unlink(missing_ok=True)
+
+
+def read_note(note: Path) -> tuple[tuple[Any, ...], int] | None:
+    """The `where` and the process of the user code `note` says was running, or None (no such note)."""
+    try:
+        said = json.loads(note.read_text(encoding="utf-8"))
+        return tuple(said["where"]), int(said["pid"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None

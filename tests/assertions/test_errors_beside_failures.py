@@ -4,11 +4,16 @@ critical failure decides the test whatever errors follow."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import check, invoke, transcript
+import pytest
+
+from evalspec.assertions.evaluate import AssertionResult
+from tests.helpers import check, invoke, spec, transcript
 
 STATE = {"slots": {"city": "北京"}, "handoff": True}
 
@@ -103,3 +108,36 @@ def test_a_judged_check_the_judge_fails_on_one_turn_and_could_not_judge_on_anoth
     assert rubric["pass"] is False and rubric["error"] and "turn 2" not in rubric["reason"]
     assert [(e["turn"], e.get("note")) for e in rubric["evidence"]] == [(1, None), (2, "error")]
     assert record["status"] == "failed"  # before: error, the judge's "fail" on turn 1 hidden
+
+
+def off_loop(text: str, messages: list[dict[str, Any]], suite_dir: Path, limit: float) -> AssertionResult:
+    from evalspec.assertions.offloop import evaluate_off_loop
+    from evalspec.extend.check import GradingContext
+
+    context = GradingContext(transcript=messages, labels={}, vars={}, test_id="t", turn=None, suite_dir=suite_dir)
+    return asyncio.run(evaluate_off_loop([spec(text)], context, limit))[0]
+
+
+def test_a_python_check_that_overruns_grade_timeout_on_turn_2_is_failed_by_its_failure_on_turn_1(
+        tmp_path: Path) -> None:
+    (tmp_path / "c.py").write_text("import threading\n\ndef check(output, context):\n"
+                                   "    if context['turn'] == 2:\n        threading.Event().wait(60)\n"
+                                   "    return '谢谢' in output\n", encoding="utf-8")
+    messages = transcript(("问题1", "回答1"), ("问题2", "回答2"), ("问题3", "回答3"))
+    got = off_loop("python: c.py:check\nscope: each_turn", messages, tmp_path, 0.5)
+    assert got.passed is False, got  # before: an error, turn 1's failure lost
+    assert got.error is not None and "timed out after 0.5s (options.grade_timeout)" in got.error
+    assert "turn 3: not checked" in got.error
+    assert [(e.turn, e.note) for e in got.evidence] == [(1, ""), (2, "error"), (3, "error")]
+    passing = off_loop("not-python: c.py:check\nscope: each_turn", messages, tmp_path, 0.5)
+    assert passing.passed is None and passing.error is not None  # turn 1 passed: a pass never stands beside it
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_a_javascript_check_that_overruns_on_turn_2_is_failed_by_its_failure_on_turn_1(tmp_path: Path) -> None:
+    code = "if (context.turn === 2) { while (true) {} }\nreturn output.includes('谢谢');"
+    messages = transcript(("问题1", "回答1"), ("问题2", "回答2"))
+    got = off_loop(f"javascript: {json.dumps(code, ensure_ascii=False)}\nscope: each_turn", messages, tmp_path, 0.5)
+    assert got.passed is False, got  # before: an error, turn 1's failure lost
+    assert got.error is not None and "timed out after 0.5s" in got.error
+    assert [(e.turn, e.note) for e in got.evidence] == [(1, ""), (2, "error")]
