@@ -34,10 +34,10 @@ class GradingInput:
     grade_timeout: float = REGEX_TIMEOUT_S  # options.grade_timeout
     absent: frozenset[str] = frozenset()  # labels by pattern that matched no user turn (recorded, SPEC §19)
     provider: str | None = None  # the id of the provider that answered (checks name it in their errors)
-    # a watched run (docs/en/reports-and-gate.md#errors-and-failures): the file that names the user-code
-    # check in progress, and the check (its `where`) that ended the process with its error, graded again
+    # graded under watch (docs/en/reports-and-gate.md#errors-and-failures): the file that names the user-code
+    # check in progress, and the checks (their `where`) that ended a process, each with its error, graded again
     note: Path | None = None
-    ended: tuple[tuple[Any, ...], str] | None = None
+    ended: tuple[tuple[tuple[Any, ...], str], ...] = ()
 
 
 def needs_model(spec: AssertionSpec) -> bool:
@@ -79,9 +79,9 @@ async def grade(graded_input: GradingInput, transcript: list[Message], judge: Ju
     specs, skipped = examined(graded_input.specs, transcript, graded_input.labels, graded_input.absent)
     compared = {i: no_verdict(s, PENDING) for i, s in enumerate(specs) if s.type == SELECT_BEST and i not in skipped}
     skipped = {**skipped, **compared}  # decided across the test's records (`play.compare`), not here
-    if graded_input.ended is not None:  # the check that ended the process: an error, never run again
-        skipped.update({i: no_verdict(s, graded_input.ended[1]) for i, s in enumerate(specs)
-                        if tuple(s.where) == graded_input.ended[0] and i not in skipped})
+    ended = dict(graded_input.ended)  # the checks that ended a process: each an error, never run again
+    skipped.update({i: no_verdict(s, ended[tuple(s.where)]) for i, s in enumerate(specs)
+                    if tuple(s.where) in ended and i not in skipped})
     given = replace(graded_input, specs=[s for i, s in enumerate(specs) if i not in skipped])
     graded = iter(await _grade(given, transcript, judge, embed, judge_for, grade_timeout))
     out = [skipped[i] if i in skipped else next(graded) for i in range(len(specs))]

@@ -6,7 +6,8 @@
 - `CacheReader`: an actor on the driver's node answering reads of the driver's response cache.
 - `ConversationWorker`: an actor that unpacks the suites' files, loads the suites and the plan once,
   and plays the conversations it is handed; the cache entries a conversation wrote travel back with
-  its record, and the driver stores them.
+  its record, and the driver stores them. It grades under watch in a folder of its node (`play.watch`):
+  a conversation handed to it again because a check of it ended its worker there is graded again.
 
 These classes are made remote by the executor (`ray.remote(...)(LimitBroker)`), so this module does
 not need ray to be imported.
@@ -14,9 +15,11 @@ not need ray to be imported.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import os
 import sys
+import tempfile
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,7 +33,7 @@ from evalspec.providers.factory import ProviderPool
 from evalspec.providers.limits import Limits, LocalLimits
 from evalspec.results.record import Record
 
-PlayFn = Callable[[Instance, ProviderPool], Awaitable[Record]]
+PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None], Awaitable[Record]]  # `runner.play_watched`
 CacheEntry = tuple[str, dict[str, Any]]
 _written: contextvars.ContextVar[list[CacheEntry] | None] = contextvars.ContextVar("_written", default=None)
 
@@ -148,7 +151,7 @@ class ConversationWorker:
 
     def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: dict[str, Any], environ: dict[str, str],
                  selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any,
-                 holder: str = "") -> None:
+                 holder: str = "", watch: str = "") -> None:
         from evalspec.config.loader import load_suites
         from evalspec.plan.build import checked_plan
         from evalspec.plan.needs import prepare_plan
@@ -164,6 +167,8 @@ class ConversationWorker:
         self.plan = list(plan)  # played by position
         prepare_plan(list(plan.representatives()))  # the HTTP transport: not mid-run
         self.play, self.broker, self.holder = play, broker, holder  # holder: this worker's name at the broker
+        # the run's folder on this node where conversations are graded under watch (`play.watch`)
+        self.watched = Path(tempfile.gettempdir()) / "evalspec-grading" / watch if watch else None
         self.pool = ProviderPool(self.suites, None, cache=ShippingCache(reader) if reader is not None else None,
                                  limits_for=self.limits_for)
 
@@ -173,11 +178,13 @@ class ConversationWorker:
         key = f"{driver_path(self.root, suite.path)}|{spec.id}@{spec.where}"  # the same on every worker
         return ClusterLimits(self.broker, key, spec.rpm, spec.max_concurrency, self.holder)
 
-    async def run(self, index: int) -> tuple[Record, list[CacheEntry]]:
+    async def run(self, index: int, ended: str | None = None) -> tuple[Record, list[CacheEntry]]:
+        """The `index`-th conversation's record; `ended`: its last worker ended under it (the error of the
+        check of it that was running then, graded again when its files are on this node)."""
         written: list[CacheEntry] = []
         token = _written.set(written)
         try:
-            record = await self.play(self.plan[index], self.pool)
+            record = await self.play(self.plan[index], self.pool, self.watched, ended)
         finally:
             _written.reset(token)
         return record, written
@@ -185,3 +192,6 @@ class ConversationWorker:
     async def close(self) -> None:
         await self.pool.aclose()
         remove(self.root)
+        if self.watched is not None:
+            with contextlib.suppress(OSError):
+                self.watched.rmdir()  # once no conversation is left in it

@@ -6,7 +6,9 @@ plan positions `i, i + n, ...` (`-j / n` at a time) and sends each finished reco
 redacted, through a pipe as its journal line; the parent decodes it once (orjson reads a line faster
 than pickle would) and keeps the only journal, the plan order, the light records and the progress
 callback, exactly as a one-process run does. A position no child
-delivered (a child that died) is played by the parent afterwards.
+delivered (a child that died) is played by the parent afterwards; when a check's user code ended the
+child while it graded that conversation, the parent grades its kept replies again instead, with that
+check as its error (`play.watch`).
 
 Used only where it cannot change what a run does: a POSIX system with more than one core, no
 `--executor ray`, and no provider, judge, simulator or embedder with `rpm` or `max_concurrency`
@@ -141,11 +143,14 @@ class Children:
                 os.waitpid(pid, 0)
         self.pids.clear()
 
-    def reap(self) -> None:
-        for pid in self.pids:
+    def reap(self) -> dict[int, int]:
+        """Wait for the children (their pipes closed): the wait status of each, by its index."""
+        statuses = {}
+        for index, pid in enumerate(self.pids):
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+                statuses[index] = os.waitpid(pid, 0)[1]
         self.pids.clear()
+        return statuses
 
 
 def _child(write_fd: int, pending: Iterator[tuple[int, Instance]],

@@ -6,9 +6,12 @@ each conversation's index to a worker and gets back the record and the cache ent
 wrote. The driver keeps the journal, the cache, the order and the gate, exactly as in a local run.
 A worker that dies (its process killed, its node lost, user code calling `os._exit`) leaves the
 rotation, the broker frees the slots it held, a new worker takes its place, and its conversations are
-played again. A conversation whose worker died under it twice is played a last time on a worker of its
-own; when that one dies too, the conversation is an error naming the cause (`ConversationLost`), and
-the run goes on (SPEC §17: user code cannot end the run).
+handed again to a worker on the same node: one that a check's user code ended while it graded it is
+graded again there on the replies kept (`play.watch`), that check its error, and any other is played
+again. A conversation whose worker died under it again and again (twice, plus once for each of its
+checks that run user code) is played a last time on a worker of its own; when that one dies too, the
+conversation is an error naming the cause (`ConversationLost`), and the run goes on (SPEC §17: user
+code cannot end the run).
 """
 
 from __future__ import annotations
@@ -18,20 +21,22 @@ import contextlib
 import itertools
 import math
 import os
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from evalspec.assertions.offloop import runs_user_code
 from evalspec.core.errors import ConfigError, EvalspecError, Problem
-from evalspec.plan.build import Instance, Selection
+from evalspec.plan.build import Instance, Selection, grading_input
 from evalspec.play import cluster
 from evalspec.play.bundle import pack, suite_environ
 from evalspec.providers.cache import ResponseCache
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.record import Record
 
-PlayFn = Callable[[Instance, ProviderPool], Awaitable[Record]]
+PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None], Awaitable[Record]]  # `runner.play_watched`
 
 
 @dataclass
@@ -45,7 +50,8 @@ class RayConfig:
 CONNECT_TIMEOUT = 5.0  # seconds to reach a cluster's head before giving up (exit 2)
 CLOSE_TIMEOUT = 30.0  # seconds for the workers to clean up
 SERVICE_CONCURRENCY = 10_000  # calls the broker and the cache reader serve at once
-PLAYS = 3  # times a conversation is handed to a worker when its worker dies under it (the last: alone)
+PLAYS = 3  # times a conversation is handed to a worker when its worker dies under it (the last: alone),
+# and once more for each of its checks that run user code (each may end a worker while it is graded again)
 
 
 class ConversationLost(EvalspecError):
@@ -118,6 +124,7 @@ class RayExecutor:
         self.worker_class: Any = ray.remote(num_cpus=0)(cluster.ConversationWorker)
         self.args = (bundle, [str(p) for p in paths], config.cli_vars, suite_environ(paths), config.selection,
                      os.getcwd(), play, self.broker, self.reader)
+        self.watch = secrets.token_hex(8)  # this run's folder on each node, for conversations graded under watch
         self.workers: list[Any] = []
         self.live: list[tuple[str, Any, str]] = []  # (name at the broker, actor, node) of the workers in rotation
         self._names = itertools.count()
@@ -131,24 +138,28 @@ class RayExecutor:
         holder = f"worker-{next(self._names)}"
         actor = self.worker_class.options(
             max_concurrency=concurrency, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=soft)
-        ).remote(*self.args, holder)
+        ).remote(*self.args, holder, self.watch)
         self.workers.append(actor)
         return holder, actor, node
 
     async def run(self, instance: Instance, index: int) -> Record:
         """The record of `instance` (the plan's `index`-th), its cache entries stored in the driver's cache.
-        A conversation whose worker died is played again; the last time on a worker of its own."""
-        for attempt in range(PLAYS):
-            alone = attempt == PLAYS - 1  # its neighbours are not to blame for a death now, nor it for theirs
+        A conversation whose worker died is handed again to a worker on that node (graded again there when
+        a check of it ended the worker); the last time to a worker of its own."""
+        plays = PLAYS + sum(1 for spec in grading_input(instance).specs if runs_user_code(spec))
+        ended: str | None = None  # the error of its check that ended its last worker, if one did
+        died_on: str | None = None  # the node of that worker: the files of a conversation graded there
+        for attempt in range(plays):
+            alone = attempt == plays - 1  # its neighbours are not to blame for a death now, nor it for theirs
             if alone:
-                holder, worker, node = self._start(self.live[0][2] if self.live else self._any_node(), 1, soft=True)
+                holder, worker, node = self._start(died_on or (self.live[0][2] if self.live else self._any_node()),
+                                                   1, soft=True)
             elif not self.live:
                 raise ConfigError([Problem("--executor ray", None, "", "every ray worker died")])
             else:
-                holder, worker, node = self.live[self._next % len(self.live)]
-                self._next += 1
+                holder, worker, node = self._next_worker(died_on)
             try:
-                found: tuple[dict[str, Any], list[cluster.CacheEntry]] = await worker.run.remote(index)
+                found: tuple[dict[str, Any], list[cluster.CacheEntry]] = await worker.run.remote(index, ended)
                 break
             except self.ray.exceptions.ActorDiedError as exc:
                 if getattr(exc, "actor_init_failed", False):  # it never played: the suites cannot load there
@@ -156,9 +167,11 @@ class RayExecutor:
                                                f"{_cause(exc)}")]) from exc
                 await self._lost(holder, node, replace=not alone)
                 if alone:
-                    raise ConversationLost(f"user code ended the ray worker playing it, each of the {PLAYS} "
+                    raise ConversationLost(f"user code ended the ray worker playing it, each of the {plays} "
                                            f"times it was played, the last time alone (os._exit, a crash, or "
                                            f"its node lost): {_cause(exc)}") from None
+                ended, died_on = f"user code ended the ray worker grading this conversation while this check " \
+                                 f"ran: {_cause(exc)}", node
             except self.ray.exceptions.RayError as exc:
                 raise ConfigError([Problem("--executor ray", None, "", f"ray worker failed: {exc}")]) from exc
             finally:
@@ -172,6 +185,12 @@ class RayExecutor:
             self.cache.put_many(written)
         record["key"], record["suite"] = instance.key, str(instance.suite.path)
         return cast(Record, record)  # a worker's record, as `run_instance` made it
+
+    def _next_worker(self, node: str | None) -> tuple[str, Any, str]:
+        """The next worker in rotation; on `node` when one lives there."""
+        there = [entry for entry in self.live if entry[2] == node] or self.live
+        self._next += 1
+        return there[(self._next - 1) % len(there)]
 
     def _any_node(self) -> str:
         return str(next(n["NodeID"] for n in self.ray.nodes() if n.get("Alive")))

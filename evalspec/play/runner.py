@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
 import itertools
-import json
 import os
 import random
 import secrets as pysecrets
@@ -33,9 +33,10 @@ from evalspec.play.compare import Comparisons
 from evalspec.play.processes import Children, Play, process_count
 from evalspec.play.ray_executor import ConversationLost, RayConfig, RayExecutor
 from evalspec.play.scripted import captured_values, run_scripted
-from evalspec.play.supervise import PlayGuard
+from evalspec.play.supervise import PlayGuard, cause_of
 from evalspec.play.teardown import run_setup, run_teardown
 from evalspec.play.turns import TurnError, user_message
+from evalspec.play.watch import GradingWatch
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.limits import LIMITED, RATE_LIMITED
@@ -143,7 +144,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         if lock is not None:
             lock.close()
         raise
-    executor = RayExecutor(options.ray, options.concurrency, cache_dir, run_instance) \
+    executor = RayExecutor(options.ray, options.concurrency, cache_dir, play_watched) \
         if options.ray is not None else None
     journal = Journal(journal_path)
     started = time.time()
@@ -170,7 +171,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
 
     async def play_one(position: int, inst: Instance) -> None:
         if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again
-            record = await regrade_ended(inst, pool, watched, guard.crashed[inst.key]) \
+            guard.started(inst.key)  # graded again, another check of it may end this child too
+            record = await regrade_ended(inst, pool, GradingWatch.of(watched, inst.key), guard.crashed[inst.key]) \
                 or make_record(inst, Transcript(stop_reason="error", error=guard.crashed[inst.key]), [], 0.0)
         elif executor is not None:
             try:
@@ -180,7 +182,9 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         else:
             if guard is not None:
                 guard.started(inst.key)
-            record = await run_instance(inst, pool, watched if guard is not None else None)
+            ended = lost.get(position % share) if share > 1 else None  # its forked player ended under it
+            record = await play_watched(inst, pool, watched if guard is not None or ended is not None else None,
+                                        ended)
         keep(position, redact(record, secrets))  # every field, with the secrets of every suite of the run
         if guard is not None:
             guard.finished(inst.key)
@@ -190,6 +194,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
             await play_one(position, inst)
 
     children = Children()
+    share = 1
+    lost: dict[int, str] = {}  # forked player -> the error of a check of its that ended it (`play_watched`)
     try:
         if guard is not None and (guard.crashed or guard.suspects):  # what ended an earlier child, first:
             again = guard.crashed.keys() | guard.suspects  # recorded as errors, or played one at a time
@@ -200,18 +206,21 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
             def player() -> tuple[Play, Callable[[], Awaitable[None]]]:
                 own = ProviderPool(suites, cache_dir=cache_dir, concurrency=-(-options.concurrency // share))
 
-                async def play(inst: Instance) -> Record:
-                    return redact(await run_instance(inst, own), secrets)  # type: ignore[no-any-return]
+                async def play(inst: Instance) -> Record:  # graded under watch: the parent takes over an end
+                    return redact(await run_instance(inst, own, watched), secrets)  # type: ignore[no-any-return]
                 return play, own.aclose
 
             fds = children.start(share, lambda index: pending(index, share), player, -(-options.concurrency // share))
             await children.collect(fds, lambda position, line, record: keep(position, record, line))
-            children.reap()
+            lost = {index: f"user code ended a player process of evalspec: it {cause_of(status)} while this check "
+                           "ran" for index, status in children.reap().items()}
         queue = pending()  # what no child delivered (all of it in a one-process run)
         await asyncio.gather(*(worker(queue) for _ in range(max(1, min(options.concurrency, len(plan) - resumed)))))
         await comparisons.wait()
     finally:
         children.stop()
+        with contextlib.suppress(OSError):
+            watched.rmdir()  # once no conversation graded under watch is left in it
         if lock is not None:
             lock.close()
         journal.close()
@@ -236,62 +245,31 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     return run
 
 
-@dataclass
-class GradingWatch:
-    """A conversation graded in a watched run (docs/en/reports-and-gate.md#errors-and-failures): its
-    transcript is kept on disk while user-code checks run, and `note` names the one in progress. When that
-    code ends the process, the run that takes over grades the kept replies again (`regrade_ended`) with
-    that check as an error, so every other check, a red line above all, is still graded."""
-
-    kept: Path
-    note: Path
-    ended: tuple[tuple[Any, ...], str] | None = None
-
-    @staticmethod
-    def paths(folder: Path, inst: Instance) -> tuple[Path, Path]:
-        name = hashlib.sha256(inst.key.encode()).hexdigest()[:32]
-        return folder / f"{name}.json", folder / f"{name}.at"
-
-    @classmethod
-    def keep(cls, folder: Path, inst: Instance, transcript: Transcript) -> GradingWatch | None:
-        if not any(runs_user_code(s) for s in grading_input(inst).specs):
-            return None
-        kept, note = cls.paths(folder, inst)
-        try:
-            folder.mkdir(exist_ok=True)
-            kept.write_text(json.dumps({"messages": transcript.messages, "stop_reason": transcript.stop_reason,
-                                        "error": transcript.error, "calls": transcript.calls,
-                                        "cached_calls": transcript.cached_calls}, ensure_ascii=False),
-                            encoding="utf-8")
-        except (OSError, TypeError, ValueError):
-            return None  # not kept: should its code end the process, the conversation is an error as before
-        return cls(kept, note)
-
-    def done(self) -> None:
-        for path in (self.kept, self.note):
-            path.unlink(missing_ok=True)
+async def play_watched(inst: Instance, pool: ProviderPool, folder: Path | None, ended: str | None = None) -> Record:
+    """One conversation, graded under watch in `folder` (`watch.GradingWatch`). `ended`: the process that
+    last had it ended (the error its check gets): when a check of it, and no other conversation's, was
+    running there, its kept replies are graded again (`regrade_ended`); otherwise it is played again."""
+    if ended is not None and folder is not None:
+        record = await regrade_ended(inst, pool, GradingWatch.of(folder, inst.key), ended)
+        if record is not None:
+            return record
+    return await run_instance(inst, pool, folder)
 
 
-async def regrade_ended(inst: Instance, pool: ProviderPool, folder: Path, error: str) -> Record | None:
+async def regrade_ended(inst: Instance, pool: ProviderPool, watch: GradingWatch, error: str) -> Record | None:
     """The record of a conversation whose user-code check ended the process while it was graded: its kept
-    replies graded again, that check an error naming the cause; None when it ended while being played."""
-    kept, note = GradingWatch.paths(folder, inst)
-    try:
-        saved = json.loads(kept.read_text(encoding="utf-8"))
-        where = tuple(json.loads(note.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+    replies graded again, every check that ended a process an error (that one with `error`, naming the
+    cause); None when no check of it alone was running there (it ended while being played)."""
+    taken = watch.take_over(error)
+    if taken is None:
         return None
-    transcript = Transcript(saved["messages"], saved["stop_reason"], saved["error"], saved.get("calls", 0),
-                            saved.get("cached_calls", 0))
-    watch = GradingWatch(kept, note.with_suffix(".again"), (where, error.replace(
-        "while this conversation was played", "while this check ran")))
+    transcript, watch.ended = taken
     try:
         results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error),
                                    watch=watch)
-    except EvalspecError:
-        return None
+    except EvalspecError as exc:
+        transcript, results = Transcript(stop_reason="error", error=f"{error}; grading again: {exc}"), []
     watch.done()
-    note.unlink(missing_ok=True)
     return make_record(inst, transcript, results, 0.0)
 
 
@@ -310,8 +288,8 @@ def cap_replies(messages: list[Message], limit: int) -> list[Message]:
 
 async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message],
                      ended_in_error: bool = False, watch: GradingWatch | None = None) -> list[AssertionResult]:
-    """Grade a conversation; one that ended in an error is graded on the replies it received. `watch`: a
-    watched run notes the user-code check in progress (and names the one that ended the process)."""
+    """Grade a conversation; one that ended in an error is graded on the replies it received. `watch`: the
+    user-code check in progress is noted (and those that ended a process are errors, not run again)."""
     if has_captures(inst):  # the checks see the replies the conversation captured (SPEC §19)
         try:
             inst = with_captures(inst, captured_values(messages, inst)[0])
@@ -442,9 +420,9 @@ def recorded_transcript(inst: Instance) -> Transcript:
 
 
 async def run_instance(inst: Instance, pool: ProviderPool, watched: Path | None = None) -> Record:
-    """One conversation, graded; every failure is captured into the record, never raised. `watched` (a
-    watched run's folder): a conversation with user-code checks is kept there while it is graded
-    (`GradingWatch`)."""
+    """One conversation, graded; every failure is captured into the record, never raised. `watched` (the
+    folder of a process whose end another notices): a conversation with user-code checks is kept there
+    while it is graded (`watch.GradingWatch`)."""
     start = time.perf_counter()
     stats = CallStats()
     callers: list[TurnCaller] = []
@@ -462,11 +440,16 @@ async def run_instance(inst: Instance, pool: ProviderPool, watched: Path | None 
         else:
             provider = pool.get(inst.provider, inst.suite)
             transcript = await play(inst, pool, provider, send_turn)
-        watch = GradingWatch.keep(watched, inst, transcript) if watched is not None else None
-        results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error),
-                                   watch=watch)
-        if watch is not None:
-            watch.done()
+        watch = GradingWatch.of(watched, inst.key) if watched is not None and \
+            any(runs_user_code(s) for s in grading_input(inst).specs) else None
+        if watch is not None and not watch.keep(transcript):
+            watch = None  # should its code end the process, the conversation is an error
+        try:
+            results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error),
+                                       watch=watch)
+        finally:
+            if watch is not None:
+                watch.done()
     except EvalspecError as exc:
         transcript = Transcript(stop_reason="error", error=str(exc))
     except (Exception, SystemExit) as exc:  # a bug must cost one test, not the run: it is that test's error

@@ -5,7 +5,9 @@ Nothing a user's provider, check or `atexit` hook does can be caught inside the 
 run, and the child tells it through a pipe which conversations it starts (`+key`), which are journaled
 (`-key`) and, last, the exit code it chose (`=code`). A child that ends without choosing one was ended by
 the code it was running: the parent names the cause and plays the rest of the run in a new child, as
-`--resume` would. The conversation that was being played is an error naming the cause; when several
+`--resume` would. The conversation that was being played is an error naming the cause, or, when one of
+its checks was running (`play.watch`), that check is, and the new child grades its other checks on the
+replies it received (should another check end that child too, it is an error as well); when several
 were in flight, the new child first plays them one at a time (suspects), so the next end names one.
 The exit code is the last child's, and never 0 after such an end; an `atexit` hook that exits after
 the child chose its code changes nothing.
@@ -109,24 +111,48 @@ def supervise(body: Callable[[PlayGuard], None], journal: Path, resume_hint: str
         ended = guard.resumed = True
         cause = cause_of(status)
         in_flight = [key for key in heard.started if key not in guard.crashed]
+        again = [key for key in heard.started if key in guard.crashed]  # graded again: another check ended it
         names = ", ".join(key.split("::")[1] for key in in_flight[:5]) + (" …" if len(in_flight) > 5 else "")
-        if not journal.exists() or (not in_flight and empty_ends):
+        if not journal.exists() or (not in_flight and not again and empty_ends):
             sys.stderr.write(f"error: evalspec's run process {cause} outside any conversation; "
                              + (f"finished tests are kept in {journal}; resume with: {resume_hint}\n"
                                 if journal.exists() else "nothing was kept.\n"))
             sys.exit(ExitCode.TOO_MANY_ERRORS)
-        if not in_flight:
+        if again:  # (conversations are graded again one at a time, before any other is played)
+            error, said = ended_in(journal.parent, again[0], cause, again=True)
+            guard.crashed[again[0]] = error
+            sys.stderr.write(f"error: {again[0].split('::')[1]}: {said}\n")
+        elif not in_flight:
             empty_ends += 1
         elif len(in_flight) == 1 or set(in_flight) <= guard.suspects:
-            error = f"user code ended evalspec's process: it {cause} while this conversation was played"
-            guard.crashed.update({key: error for key in in_flight[:1]})
-            guard.suspects.difference_update(in_flight[:1])
-            sys.stderr.write(f"error: {names}: {error}; recorded as an error, the run continues\n")
+            error, said = ended_in(journal.parent, in_flight[0], cause)
+            guard.crashed[in_flight[0]] = error
+            guard.suspects.discard(in_flight[0])
+            sys.stderr.write(f"error: {names.split(', ')[0]}: {said}\n")
         else:
             guard.suspects.update(in_flight)
             sys.stderr.write(f"error: evalspec's run process {cause} while playing {names}; they are "
                              f"played again one at a time to find which one ends it\n")
         sys.stderr.flush()
+
+
+def ended_in(run_dir: Path, key: str, cause: str, again: bool = False) -> tuple[str, str]:
+    """A conversation in flight, alone, when user code ended the child (`cause`): the error it is recorded
+    with, and what the run says about it. When one of its checks was running (`play.watch`), that check
+    is the error and the conversation's other checks are graded on the replies it received; otherwise
+    (it was being played) the conversation is an error."""
+    from evalspec.config.paths import format_path
+    from evalspec.play.watch import GradingWatch
+
+    where = GradingWatch.of(run_dir / "grading", key).running()
+    if where is None:
+        error = f"user code ended evalspec's process: it {cause} while this conversation was " + \
+            ("graded again" if again else "played")
+        return error, f"{error}; recorded as an error, the run continues"
+    error = f"user code ended evalspec's process: it {cause} while this check ran"
+    return error, (f"user code ended evalspec's process{' again' if again else ''}: it {cause} while its check "
+                   f"{format_path(where)} ran; that check is recorded as an error{' too' if again else ''}, and "
+                   "the conversation's other checks are graded on the replies it received; the run continues")
 
 
 def watch(body: Callable[[], None]) -> NoReturn:
