@@ -33,7 +33,8 @@ from evalspec.providers.factory import ProviderPool
 from evalspec.providers.limits import Limits, LocalLimits
 from evalspec.results.record import Record
 
-PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None], Awaitable[Record]]  # `runner.play_watched`
+PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None, str | None], Awaitable[Record]]
+# (`runner.play_watched`)
 CacheEntry = tuple[str, dict[str, Any]]
 _written: contextvars.ContextVar[list[CacheEntry] | None] = contextvars.ContextVar("_written", default=None)
 
@@ -184,7 +185,8 @@ class ConversationWorker:
         written: list[CacheEntry] = []
         token = _written.set(written)
         try:
-            record = await self.play(self.plan[index], self.pool, self.watched, ended)
+            # its files named by its place in the plan: a worker's keys hold the path it unpacked to
+            record = await self.play(self.plan[index], self.pool, self.watched, ended, str(index))
         finally:
             _written.reset(token)
         return record, written

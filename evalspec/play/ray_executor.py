@@ -36,7 +36,8 @@ from evalspec.providers.cache import ResponseCache
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.record import Record
 
-PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None], Awaitable[Record]]  # `runner.play_watched`
+PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None, str | None], Awaitable[Record]]
+# (`runner.play_watched`)
 
 
 @dataclass

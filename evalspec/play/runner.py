@@ -245,15 +245,17 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     return run
 
 
-async def play_watched(inst: Instance, pool: ProviderPool, folder: Path | None, ended: str | None = None) -> Record:
-    """One conversation, graded under watch in `folder` (`watch.GradingWatch`). `ended`: the process that
-    last had it ended (the error its check gets): when a check of it, and no other conversation's, was
-    running there, its kept replies are graded again (`regrade_ended`); otherwise it is played again."""
+async def play_watched(inst: Instance, pool: ProviderPool, folder: Path | None, ended: str | None = None,
+                       name: str | None = None) -> Record:
+    """One conversation, graded under watch in `folder` (`watch.GradingWatch`; its files named by `name`,
+    else by its key). `ended`: the process that last had it ended (the error its check gets): when a check
+    of it, and no other conversation's, was running there, its kept replies are graded again
+    (`regrade_ended`); otherwise it is played again."""
     if ended is not None and folder is not None:
-        record = await regrade_ended(inst, pool, GradingWatch.of(folder, inst.key), ended)
+        record = await regrade_ended(inst, pool, GradingWatch.of(folder, name or inst.key), ended)
         if record is not None:
             return record
-    return await run_instance(inst, pool, folder)
+    return await run_instance(inst, pool, folder, name)
 
 
 async def regrade_ended(inst: Instance, pool: ProviderPool, watch: GradingWatch, error: str) -> Record | None:
@@ -419,10 +421,11 @@ def recorded_transcript(inst: Instance) -> Transcript:
     return Transcript(messages=messages)
 
 
-async def run_instance(inst: Instance, pool: ProviderPool, watched: Path | None = None) -> Record:
+async def run_instance(inst: Instance, pool: ProviderPool, watched: Path | None = None,
+                       name: str | None = None) -> Record:
     """One conversation, graded; every failure is captured into the record, never raised. `watched` (the
     folder of a process whose end another notices): a conversation with user-code checks is kept there
-    while it is graded (`watch.GradingWatch`)."""
+    while it is graded (`watch.GradingWatch`), under `name` (default: its key)."""
     start = time.perf_counter()
     stats = CallStats()
     callers: list[TurnCaller] = []
@@ -440,7 +443,7 @@ async def run_instance(inst: Instance, pool: ProviderPool, watched: Path | None 
         else:
             provider = pool.get(inst.provider, inst.suite)
             transcript = await play(inst, pool, provider, send_turn)
-        watch = GradingWatch.of(watched, inst.key) if watched is not None and \
+        watch = GradingWatch.of(watched, name or inst.key) if watched is not None and \
             any(runs_user_code(s) for s in grading_input(inst).specs) else None
         if watch is not None and not watch.keep(transcript):
             watch = None  # should its code end the process, the conversation is an error

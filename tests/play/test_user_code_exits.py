@@ -9,8 +9,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+
+from tests.raycluster import LocalCluster
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the watched run needs POSIX fork")
 
@@ -160,3 +163,62 @@ def test_a_check_that_ends_the_process_is_its_error_and_the_red_line_beside_it_i
     assert ended["pass"] is None and ended["error"] and red_line["pass"] is False
     if check.startswith("python"):
         assert "ended evalspec's process" in ended["error"] and "while this check ran" in ended["error"]
+
+
+RED_LINE = ("  - id: leak\n    conversation:\n      - user: 电话\n        assert:\n{checks}"
+            "          - not-regex: ok\n            severity: critical\n"
+            "  - id: fine\n    conversation: [{{user: 你好, assert: [{{contains: ok}}]}}]\n")
+
+
+def leak_record(where: Path) -> dict[str, Any]:
+    data = json.loads((where / "out.json").read_text(encoding="utf-8"))
+    assert {r["test_id"]: r["status"] for r in data["results"]} == {"leak": "failed", "fine": "passed"}
+    record = next(r for r in data["results"] if r["test_id"] == "leak")
+    assert record["critical_failed"] is True and record["assertions"][-1]["pass"] is False
+    return cast(dict[str, Any], record)
+
+
+def test_two_checks_that_end_the_process_are_both_errors_and_the_red_line_beside_them_fails_the_run(
+        in_tmp: Path) -> None:
+    write_suite(in_tmp, RED_LINE.format(checks="          - python: bot.py:ends_the_process\n"
+                                               "          - python: bot.py:ends_the_process\n"))
+    proc = cli(in_tmp, "--no-cache")
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # before: exit 3, the second end ended the run
+    first, second, _ = leak_record(in_tmp)["assertions"]
+    for ended in (first, second):
+        assert ended["pass"] is None and "ended evalspec's process" in ended["error"]
+        assert "while this check ran" in ended["error"]
+    # the supervisor says which check ended it and that the others are graded (before: "recorded as an error")
+    assert "while its check tests[0].conversation[0].assert[0] ran; that check is recorded as an error" in proc.stderr
+    assert "again: it exited with status 0" in proc.stderr and "assert[1] ran" in proc.stderr, proc.stderr
+    assert "while this conversation was played" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_check_that_ends_a_forked_player_is_its_error_graded_on_the_replies_it_received(in_tmp: Path) -> None:
+    write_suite(in_tmp, RED_LINE.format(checks="          - python: bot.py:ends_the_process\n"))
+    (in_tmp / "bot.py").write_text(BOT.replace('    return "ok "', '    with open("played.txt", "a") as f:\n'
+                                               '        f.write(context["test_id"] + "\\n")\n    return "ok "'))
+    proc = cli(in_tmp, "--no-cache", "--processes", "2", "-j", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    ended, _ = leak_record(in_tmp)["assertions"]
+    assert ended["pass"] is None and "ended a player process of evalspec" in ended["error"]
+    assert "while this check ran" in ended["error"]
+    # graded on the replies its player received: not played again (before: the parent played it again and
+    # its check ended the parent too)
+    assert (in_tmp / "played.txt").read_text().split().count("leak") == 1
+    assert "ended evalspec's process" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.xdist_group("ray")  # the Ray tests share one worker and the session's cluster
+def test_checks_that_end_a_ray_worker_are_their_errors_and_the_red_line_beside_them_fails_the_run(
+        in_tmp: Path, ray_cluster: LocalCluster) -> None:
+    write_suite(in_tmp, RED_LINE.format(checks="          - python: bot.py:ends_the_process\n"
+                                               "          - python: bot.py:ends_the_process\n"))
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", "s.yaml", "-o", "out.json", "--no-cache", "-q",
+                           "--executor", "ray", "--address", ray_cluster.address], cwd=in_tmp,
+                          env={**ray_cluster.env(), "PYTHONIOENCODING": "utf-8"}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # before: exit 3, the conversation an error
+    first, second, _ = leak_record(in_tmp)["assertions"]
+    for ended in (first, second):
+        assert ended["pass"] is None and "ended the ray worker grading this conversation" in ended["error"]
