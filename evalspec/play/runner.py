@@ -272,7 +272,11 @@ async def regrade_ended(inst: Instance, pool: ProviderPool, watch: GradingWatch,
     except EvalspecError as exc:
         transcript, results = Transcript(stop_reason="error", error=f"{error}; grading again: {exc}"), []
     watch.done()
-    return make_record(inst, transcript, results, 0.0)
+    transcript.messages = cap_replies(transcript.messages, int(inst.suite.option("max_reply_chars")))
+    record = make_record(inst, transcript, results, 0.0)
+    if cut_replies(record["transcript"]):  # as `run_instance` stores a conversation
+        name_rules(record, grading_input(inst).specs)
+    return record
 
 
 def cap_replies(messages: list[Message], limit: int) -> list[Message]:
