@@ -35,6 +35,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
     + TurnError        (play.turns) a source of user turns or a stop condition failed → the record's error
     + _RenderProblem   (plan.build) an instance did not render → a Problem (exit 2), or an EvalspecError
     + NotExact         (authoring.importers.promptfoo.tools) tools not given alike → the provider noted, left out
+    + WorldFileProblem (config.world) a world file is no JSON object → a Problem (exit 2), or a check's `error`
 
 Where the play and grading code catches `EvalspecError` (its message becomes the record's `error`),
 none of Interrupted, the review, app and ControlFlow classes can arrive: a ControlFlow is caught by the
