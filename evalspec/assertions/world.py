@@ -188,6 +188,12 @@ class SaidVsDidParams:
         return self.mode == "judge"
 
 
+def call_name(call: Mapping[str, Any]) -> str:
+    """A call's tool name, as played (`{id, name, arguments}`) or as recorded (OpenAI's `function: {name}`)."""
+    function = call.get("function")
+    return str((function if isinstance(function, Mapping) else call).get("name"))
+
+
 def done_by(transcript: list[Message]) -> dict[int, set[str]]:
     """For each message index, the tools called, not errored, up to and including that message."""
     errored = {m.get("tool_call_id") for m in transcript if m["role"] == "tool" and m.get("error")}
@@ -196,13 +202,13 @@ def done_by(transcript: list[Message]) -> dict[int, set[str]]:
     for i, m in enumerate(transcript):
         for call in m.get("tool_calls") or [] if m["role"] == "assistant" else []:
             if call.get("id") not in errored:
-                done.add(str(call.get("name")))
+                done.add(call_name(call))
         out[i] = set(done)
     return out
 
 
 def called_at_all(transcript: list[Message], tool: str, upto: int) -> bool:
-    return any(c.get("name") == tool for m in transcript[: upto + 1] if m["role"] == "assistant"
+    return any(call_name(c) == tool for m in transcript[: upto + 1] if m["role"] == "assistant"
                for c in m.get("tool_calls") or [])
 
 
