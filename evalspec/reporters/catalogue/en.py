@@ -140,4 +140,7 @@ WORDS: dict[str, str] = {
     # the bot's own state (SPEC §24)
     "bot_state": "state", "state_line": "state: {changes}", "buttons_line": "buttons: {buttons}",
     "clicked": "clicked {title}", "turn_state_line": "turn {turn}: {text}",
+    # the world the bot acts on (docs/en/world.md)
+    "world_title": "World: what the bot changed", "world_same": "the world is as it started",
+    "world_nothing": "nothing changed", "world_line": "world: {changes}",
 }

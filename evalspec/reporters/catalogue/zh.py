@@ -132,4 +132,7 @@ WORDS: dict[str, str] = {
     # 机器人自身的状态（SPEC §24）
     "bot_state": "状态", "state_line": "状态：{changes}", "buttons_line": "按钮：{buttons}",
     "clicked": "点击了「{title}」", "turn_state_line": "第 {turn} 轮：{text}",
+    # 机器人作用的世界（docs/en/world.md）
+    "world_title": "世界状态：机器人改了什么", "world_same": "世界状态与开始时相同",
+    "world_nothing": "没有任何改变", "world_line": "世界状态：{changes}",
 }
