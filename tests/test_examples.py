@@ -47,3 +47,19 @@ def test_the_world_example_runs_offline_and_fails_the_agents_that_claim_or_skip(
                    if a["type"] == "world-matches")
     assert matches["pass"] is False and matches["details"]["paths"] == ["inventory[2].stock", "orders"]
     assert status["financing-then-booking", "claimer"]["status"] == "failed"
+
+
+def test_the_world_bench_grades_on_the_world_with_built_in_checks_only(in_tmp: Path) -> None:
+    """bench/world: 24 tasks, several tool calls per turn; the honest agent passes every one, the one
+    that claims what it could not do fails said-vs-did on the six tasks where a part or a slot was missing."""
+    import json
+
+    result = CliRunner().invoke(main, ["run", str(ROOT / "bench" / "world" / "repair.yaml"), "--no-cache",
+                                       "-o", "run.json"])
+    assert result.exit_code == 1, result.output
+    records = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))["results"]
+    assert len({r["test_id"] for r in records}) == 24
+    assert all(r["status"] == "passed" for r in records if r["provider"] == "solve")
+    failed = [r for r in records if r["provider"] == "overclaim" and r["status"] == "failed"]
+    assert len(failed) == 6
+    assert max(len(m.get("rounds") or []) for r in records for m in r["transcript"]) >= 4  # 3+ tool rounds a turn
