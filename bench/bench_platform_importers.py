@@ -1,9 +1,10 @@
 """How a folder of Rasa end-to-end tests or BotiumScript convos imports (SPEC §24 "Importers").
 
-    python bench/bench_platform_importers.py FOLDER --kind rasa|botium [--validate]
+    python bench/bench_platform_importers.py FOLDER --kind rasa|botium|deepeval [--validate]
 
-Prints: source files, imported files, tests written, checks written (by kind), the files refused with
-their reasons, and the top causes of what was not converted. `--validate` also writes the suites to a
+Prints: source files, imported files, tests written, checks written (by kind), the files or convos left
+out with their reasons, the source's checks kept vs not converted, and the top causes of what was not
+converted. `--validate` also writes the suites to a
 fresh folder under /tmp and validates each as `evalspec validate` does (counts valid / invalid, with the
 first problem of each invalid one).
 """
@@ -44,7 +45,7 @@ def _kind(check: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", type=Path)
-    parser.add_argument("--kind", choices=["rasa", "botium"], required=True)
+    parser.add_argument("--kind", choices=["rasa", "botium", "deepeval"], required=True)
     parser.add_argument("--validate", action="store_true")
     args = parser.parse_args()
     if args.kind == "rasa":
@@ -52,10 +53,15 @@ def main() -> None:
 
         sources = [p for p in args.folder.rglob("*") if p.suffix in (".yml", ".yaml")]
         suites, refused = import_rasa(args.folder)
+    elif args.kind == "deepeval":
+        from evalspec.authoring.importers.deepeval import import_deepeval
+
+        sources = sorted(args.folder.rglob("*.json")) if args.folder.is_dir() else [args.folder]
+        suites, refused = [import_deepeval(p) for p in sources], []
     else:
         from evalspec.authoring.importers.botium import import_botium
 
-        sources = [p for p in args.folder.rglob("*.convo.txt")]
+        sources = [p for p in args.folder.rglob("*") if ".convo." in p.name.lower()]
         suites, refused = import_botium(args.folder)
     tests = [t for s in suites for t in s.data["tests"]]
     checks = [c for t in tests for c in _checks(t)] + [c for s in suites for c in _fragment_checks(s.files)]
@@ -70,7 +76,14 @@ def main() -> None:
     print(f"hollow (the import exits 2 unless --allow-empty): {len(hollow)}")
     for problem in hollow[:5]:
         print(f"  {problem}")
-    print(f"refused: {len(refused)}")
+    from evalspec.authoring.importers import check_counts
+
+    kept = sum(check_counts(s)[0] for s in suites)
+    lost = sum(check_counts(s)[1] for s in suites)
+    print(f"source checks: {kept} kept, {lost} not converted")
+    print(f"refused / left out: {len(refused)}")
+    for name, reason in refused[:8]:
+        print(f"  {name}: {reason[:100]}")
     for reason, n in collections.Counter(r.split(" (")[0].split(":")[0] for _, r in refused).most_common():
         print(f"  {n:3}  {reason}")
     causes = collections.Counter(re.sub(r"'[^']*'|\[[^\]]*\]|\d+", "…", note.split(": ", 1)[-1])[:90]

@@ -53,6 +53,9 @@ EXAMPLES: dict[str, str] = {
     "not-after": "- not-after: {pattern: 优惠|首付, after: accepted}",
     "not-before": "- not-before: {pattern: 到店|预约|试驾, turn: purchase_signal}",
     "not-tool-called": "- not-tool-called: [send_coupon, book_test_drive]",
+    "pii": ("- pii: email          # the reply gives an e-mail address\n"
+            "- not-pii: [cn_mobile, cn_id, bank_card, email]   # the red line; also １３９…, 139 1234 5678, +86 139-…\n"
+            "  severity: critical"),
     "python": "- python: checks.py:polite     # fn(output, context), relative to the suite\n  threshold: 0.8",
     "refers-to": "- refers-to: {expected: [瑶光], not: [追风]}",
     "regex": "- regex: '\\d+(\\.\\d+)?万'",
@@ -114,7 +117,8 @@ def _field_rows(params: Any) -> tuple[list[str], list[str], str]:
         description = schema.get("description", "")
         row = f"| `{f.key}` | {_cell(_words(schema))} | {default} | {_cell(description)} |"
         if f.name == whole:
-            form = f"the value is `{f.key}`: {_words(schema)}" + ("" if f.required else " (may be left empty)")
+            form = f"the value is `{f.key}`: {_words(schema)}" + ("" if f.required else " (may be left empty)") \
+                + (f" — {description}" if description else "")
         elif f.option is not None and not f.option.in_value:
             option_rows.append(row)
         else:

@@ -81,14 +81,9 @@ class Run:
     @classmethod
     def from_json(cls, path: str | Path) -> Run:
         """A run read back from its run.json."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigError([Problem(str(path), None, "", f"not a readable run.json: {exc}")]) from None
-        if not isinstance(data, dict) or not {"results", "summary", "gate"} <= set(data):
-            raise ConfigError([Problem(str(path), None, "", "not a run.json: needs results, summary and gate")])
-        return cls(data, path)
+        from evalspec.results.runjson import read_run
+
+        return cls(read_run(path), Path(path))
 
 
 RunResult = Run  # the v1 name

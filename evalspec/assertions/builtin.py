@@ -8,6 +8,7 @@ from evalspec.assertions import (  # noqa: F401
     graded,
     javascript,
     memory,
+    pii,
     select_best,
     session,
     sql,
@@ -17,5 +18,5 @@ from evalspec.assertions import (  # noqa: F401
     world,
 )
 
-BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, select_best, session, sql, state, text, tools,
+BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, pii, select_best, session, sql, state, text, tools,
                    world)

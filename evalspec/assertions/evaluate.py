@@ -43,6 +43,7 @@ class AssertionResult:
     judge_usage: list[dict[str, Any]] = field(default_factory=list)
     skipped: bool = False  # not checked (its label is not in this recorded conversation): no verdict, no score
     description: str | None = None  # the rule's `description:` (why it exists), shown under it when it fails
+    max_rate: float | None = None  # a critical rule gated on its breach rate's bound (docs/en/statistics.md)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -59,6 +60,8 @@ class AssertionResult:
             out["skipped"] = True
         if self.description:
             out["description"] = self.description
+        if self.max_rate is not None:
+            out["max_rate"] = self.max_rate
         return out
 
     @classmethod
@@ -70,7 +73,7 @@ class AssertionResult:
                    evidence, data.get("error"), data.get("weight", 1.0), data.get("severity", "major"),
                    data.get("metric"), data.get("threshold"), data.get("turn"), data.get("value"),
                    dict(data.get("details") or {}), bool(data.get("default")), skipped=bool(data.get("skipped")),
-                   description=data.get("description"))
+                   description=data.get("description"), max_rate=data.get("max_rate"))
 
 
 def _reply(m: Message) -> Reply:

@@ -134,8 +134,11 @@ async def _grade(graded_input: GradingInput, transcript: list[Message], judge: J
 
 
 def _described(results: list[AssertionResult], specs: Sequence[AssertionSpec]) -> list[AssertionResult]:
-    """Each result carries its rule's `description:` (SPEC §21: shown under a failed rule in every report)."""
+    """Each result carries its rule's `description:` (SPEC §21: shown under a failed rule in every report)
+    and its `max_rate:` (the gate reads it: docs/en/statistics.md#red-lines-as-bounds)."""
     for result, spec in zip(results, specs, strict=False):
         if spec.description and not result.description:
             result.description = spec.description
+        if spec.max_rate is not None:
+            result.max_rate = spec.max_rate
     return results

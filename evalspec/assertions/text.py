@@ -11,9 +11,9 @@ import jsonschema
 
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
-from evalspec.core.text import count_words, find_json, levenshtein
+from evalspec.core.text import Normalized, count_words, find_json, levenshtein, normalized
 from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
-from evalspec.extend.params import UNSET, Keywords, Regex
+from evalspec.extend.params import UNSET, Keywords, Normalize, Regex
 from evalspec.extend.patterns import search
 from evalspec.extend.provider import normalize_finish_reason
 from evalspec.extend.registry import assertion
@@ -25,18 +25,21 @@ Text = str | float  # a number written in YAML counts as its text
 class TextParams:  # equals, contains, icontains, starts-with: the value is the text
     value_field: ClassVar[str] = "text"
     text: Text
+    normalize: Normalize = None
 
 
 @dataclass(frozen=True)
 class TextsParams:  # contains-any, contains-all
     value_field: ClassVar[str] = "texts"
     texts: Annotated[list[Text], Keywords(minItems=1)]
+    normalize: Normalize = None
 
 
 @dataclass(frozen=True)
 class RegexParams:
     value_field: ClassVar[str] = "pattern"
     pattern: Regex
+    normalize: Normalize = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class CountRange:  # word-count, turn-count
 class LevenshteinParams:
     value: Text
     max: Annotated[int, Keywords(minimum=0)]
+    normalize: Normalize = None
 
 
 @dataclass(frozen=True)
@@ -87,48 +91,68 @@ def _s(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _found(reply: Reply, needle: str, found: bool) -> Check:
-    ev = [Evidence(reply.turn, needle if found else snippet(reply.text))]
-    return Check.of(found, f"{'found' if found else 'did not find'} {needle!r}", ev)
+def read(reply: Reply, spec: AssertionSpec, *also: str) -> Normalized:
+    """The reply as this check reads it: normalized as its `normalize:` says (plus `also`), with the way
+    back to the reply as written for the evidence. The one path of every text check."""
+    names = spec.params.normalize
+    given = [names] if isinstance(names, str) else list(names or ())
+    return normalized(reply.text, [*given, *also])
+
+
+def _quoted(seen: Normalized, start: int, end: int) -> str:
+    """What the check found, as the bot wrote it; the normalized form beside it when they differ."""
+    original, read_as = seen.source(start, end), seen.text[start:end]
+    return repr(original) + ("" if original == read_as else f" (read as {read_as!r})")
+
+
+def _find(seen: Normalized, needle: str) -> tuple[int, int] | None:
+    at = seen.text.find(needle)
+    return None if at < 0 else (at, at + len(needle))
+
+
+def _found(reply: Reply, seen: Normalized, needle: str, span: tuple[int, int] | None) -> Check:
+    if span is None:
+        return Check.of(False, f"did not find {needle!r}", [Evidence(reply.turn, snippet(reply.text))])
+    return Check.of(True, f"found {_quoted(seen, *span)}", [Evidence(reply.turn, seen.source(*span))])
 
 
 @assertion("equals", params=TextParams)
 def equals(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply equals the value (surrounding whitespace ignored)."""
     text = _s(spec.params.text)
-    ok = reply.text.strip() == text.strip()
+    ok = read(reply, spec).text.strip() == text.strip()
     return Check.of(ok, "equal" if ok else f"expected {text!r}", [Evidence(reply.turn, snippet(reply.text))])
 
 
 @assertion("contains", params=TextParams)
 def contains(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains the value (case-sensitive)."""
-    needle = _s(spec.params.text)
-    return _found(reply, needle, needle in reply.text)
+    needle, seen = _s(spec.params.text), read(reply, spec)
+    return _found(reply, seen, needle, _find(seen, needle))
 
 
 @assertion("icontains", params=TextParams)
 def icontains(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains the value, ignoring case."""
-    needle = _s(spec.params.text)
-    return _found(reply, needle, needle.casefold() in reply.text.casefold())
+    needle, seen = _s(spec.params.text), read(reply, spec, "casefold")
+    return _found(reply, seen, needle, _find(seen, needle.casefold()))
 
 
 @assertion("contains-any", params=TextsParams)
 def contains_any(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains at least one of the values."""
-    wanted = [_s(v) for v in spec.params.texts]
-    hits = [w for w in wanted if w in reply.text]
-    if hits:
-        return Check.of(True, f"found {hits[0]!r}", [Evidence(reply.turn, hits[0])])
+    wanted, seen = [_s(v) for v in spec.params.texts], read(reply, spec)
+    for needle in wanted:
+        if span := _find(seen, needle):
+            return Check.of(True, f"found {_quoted(seen, *span)}", [Evidence(reply.turn, seen.source(*span))])
     return Check.of(False, f"none of {' / '.join(wanted)} found", [Evidence(reply.turn, snippet(reply.text))])
 
 
 @assertion("contains-all", params=TextsParams)
 def contains_all(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains every value; the score is the share found."""
-    wanted = [_s(v) for v in spec.params.texts]
-    missing = [w for w in wanted if w not in reply.text]
+    wanted, seen = [_s(v) for v in spec.params.texts], read(reply, spec)
+    missing = [w for w in wanted if w not in seen.text]
     score = 1 - len(missing) / len(wanted)
     reason = "all found" if not missing else f"missing {' / '.join(missing)}"
     return Check(not missing, score, reason, [Evidence(reply.turn, ", ".join(missing) or ", ".join(wanted), "missing" if missing else "")])
@@ -138,7 +162,7 @@ def contains_all(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Chec
 def starts_with(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply starts with the value (leading whitespace ignored)."""
     text = _s(spec.params.text)
-    ok = reply.text.lstrip().startswith(text)
+    ok = read(reply, spec).text.lstrip().startswith(text)
     return Check.of(ok, "starts with it" if ok else f"does not start with {text!r}",
                     [Evidence(reply.turn, snippet(reply.text, 60))])
 
@@ -146,10 +170,11 @@ def starts_with(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
 @assertion("regex", params=RegexParams)
 def regex_match(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply matches the regular expression (`regex` module, with a time-out)."""
-    pattern = spec.params.pattern
-    match = search(pattern, reply.text)
+    pattern, seen = spec.params.pattern, read(reply, spec)
+    match = search(pattern, seen.text)
     if match:
-        return Check.of(True, f"matched {match.group(0)!r}", [Evidence(reply.turn, match.group(0))])
+        span = match.span()
+        return Check.of(True, f"matched {_quoted(seen, *span)}", [Evidence(reply.turn, seen.source(*span))])
     return Check.of(False, f"no match for /{pattern}/", [Evidence(reply.turn, snippet(reply.text))])
 
 
@@ -219,7 +244,7 @@ def word_count(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
 def levenshtein_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Edit distance between the reply and value is at most max."""
     p: LevenshteinParams = spec.params
-    d = levenshtein(reply.text.strip(), _s(p.value).strip())
+    d = levenshtein(read(reply, spec).text.strip(), _s(p.value).strip())
     ok = d <= p.max
     return Check(ok, 1.0 if ok else 0.0, f"edit distance {d} (max {p.max})",
                  [Evidence(reply.turn, snippet(reply.text, 80))], {"distance": d})

@@ -194,6 +194,14 @@ def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionTyp
             bad("severity", f"unknown severity {s!r}{did_you_mean(str(s), SEVERITIES)}; valid: critical, major, minor")
         else:
             spec.severity = s
+    if "max_rate" in item:
+        r = item["max_rate"]
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
+            bad("max_rate", f"max_rate must be a breach rate between 0 and 1 (exclusive), got {r!r}")
+        elif spec.severity != "critical":
+            bad("max_rate", "max_rate bounds a red line's breach rate: it goes with severity: critical")
+        else:
+            spec.max_rate = float(r)
     if "metric" in item:
         spec.metric = str(item["metric"])
     if "provider" in item:

@@ -25,6 +25,7 @@ class AssertionSpec:
     weight: float = 1.0
     metric: str | None = None
     severity: Severity = "major"
+    max_rate: float | None = None  # a critical rule gated on its breach rate's 95 % bound, not on any breach
     provider: Any = None
     options: dict[str, Any] = field(default_factory=dict)
     where: PathKey = ()
@@ -229,6 +230,9 @@ class Suite:
     min_pass_rate: float = 1.0
     max_errors: int = 0
     gate_mode: str = "pass_rate"  # pass_rate | regressions (SPEC §10)
+    regressions: str = "each"  # each | paired: how a regressions gate decides (docs/en/statistics.md)
+    alpha: float = 0.05  # the paired test's level
+    min_pass_hat_k: dict[str, Any] | None = None  # {k, min}: the suite's pass^k must reach min
     report_lang: str | None = None  # `report: {lang: zh}` (SPEC §21); None: chosen from the conversations
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)
@@ -245,7 +249,8 @@ class Suite:
 
 
 DEFAULT_OPTIONS: dict[str, Any] = {"concurrency": 8, "timeout": 60, "retries": 3, "cache": True, "seed": 0,
-                                   "grade_timeout": 30, "max_retry_wait": 60, "max_reply_chars": 100_000}
+                                   "grade_timeout": 30, "max_retry_wait": 60, "max_reply_chars": 100_000,
+                                   "normalize": None}
 
 
 def describe_provider(config: dict[str, Any]) -> str:

@@ -31,6 +31,7 @@ from evalspec.config.model import (
 )
 from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
+from evalspec.config.recorded import BadToolCalls, tool_calls_of
 from evalspec.config.schema import fragment_schema
 from evalspec.config.turnrefs import ref_problem, turn_refs
 from evalspec.config.world import parse_tools, parse_world, test_world_problems, tools_problems
@@ -41,6 +42,7 @@ from evalspec.core.suggest import did_you_mean, slugify
 from evalspec.extend.kinds import provider_kinds
 from evalspec.extend.patterns import regex_problem
 from evalspec.extend.provider import normalize_finish_reason
+from evalspec.extend.registry import resolve_type
 from evalspec.extend.replies import holds_reply
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
@@ -89,6 +91,7 @@ class SuiteParser:
         s.min_pass_rate = float(gate.get("min_pass_rate", 1.0)) if isinstance(gate.get("min_pass_rate", 1.0), (int, float)) else 1.0
         s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
         s.gate_mode = str(gate.get("mode") or "pass_rate")
+        self._statistics_gate(gate)
         self._recorded_sources()
         self._coverage()
         lang = _dict(d.get("report")).get("lang")
@@ -122,6 +125,7 @@ class SuiteParser:
             else:
                 seen[test.id] = ("tests", i)
             s.tests.append(test)
+        self._default_normalize()
         for secret_source in s.providers:
             config_secrets(secret_source.config, s.secrets)
         named = {(p.file, p.line, p.path) for p in self.problems}
@@ -129,6 +133,35 @@ class SuiteParser:
         if self.fragment_digests:  # a changed fragment is a changed suite (resume, grade): its sha256 says so
             parts = [s.sha256, *(f"{k}\0{v}" for k, v in sorted(self.fragment_digests.items()))]
             s.sha256 = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def _default_normalize(self) -> None:
+        """`options.normalize` is the `normalize:` of every text check that gives none
+        (docs/en/suite-format.md#normalize)."""
+        default = self.suite.options.get("normalize")
+        if default is None:
+            return
+        source = self.suite.transcripts
+        written = [*(a for t in self.suite.tests for a in t.asserts),
+                   *(a for t in self.suite.tests for turn in t.conversation for a in turn.asserts)]
+        for spec in [*(source.asserts if source else []), *written]:
+            resolved = resolve_type(spec.type)
+            if resolved and "normalize" in resolved[0].options and "normalize" not in spec.options:
+                spec.options["normalize"] = default
+                spec.parsed = None  # made again with it
+
+    def _statistics_gate(self, gate: dict[str, Any]) -> None:
+        """`gate: {regressions: paired, alpha, min_pass_hat_k: {k, min}}` (docs/en/statistics.md); the schema
+        checked the forms. `regressions: paired` gates on regressions when a baseline is given."""
+        s = self.suite
+        if gate.get("regressions") in ("each", "paired"):
+            s.regressions = str(gate["regressions"])
+            if s.regressions == "paired" and "mode" not in gate:
+                s.gate_mode = "regressions"
+        if isinstance(alpha := gate.get("alpha"), (int, float)) and not isinstance(alpha, bool):
+            s.alpha = float(alpha)
+        hat = gate.get("min_pass_hat_k")
+        if isinstance(hat, dict) and isinstance(hat.get("k"), int) and isinstance(hat.get("min"), (int, float)):
+            s.min_pass_hat_k = {"k": int(hat["k"]), "min": float(hat["min"])}
 
     # -- providers ---------------------------------------------------------------------------
     def _providers(self) -> None:
@@ -246,6 +279,7 @@ class SuiteParser:
         test.recorded = "inline"
         turn = 0
         labels: dict[str, PathKey] = {}
+        called: dict[str, str] = {}  # call id -> tool name
         for j, raw in enumerate(entries):
             tpath = (*path, j)
             kind = self._entry_kind(raw, tpath, "a transcript entry", ("user", "assistant", "tool"),
@@ -259,6 +293,14 @@ class SuiteParser:
             spec = TurnSpec(kind=cast(TurnKind, kind), text="" if text is None else str(text), where=tpath,
                             no_reply_ok=kind == "user" and raw.get("no_reply") == "ok")
             extras = {k: raw[k] for k in ("tool_calls", "tool_call_id", "name", "state", "parts") if k in raw}
+            if extras.get("tool_calls") is not None:  # recorded calls in either shape, read by their one reader
+                try:
+                    extras["tool_calls"] = tool_calls_of(extras["tool_calls"], j + 1)
+                    called.update((c["id"], c["name"]) for c in extras["tool_calls"])
+                except BadToolCalls as exc:
+                    self.bad((*tpath, "tool_calls"), str(exc))
+            if kind == "tool" and "name" not in extras and str(raw.get("tool_call_id")) in called:
+                extras["name"] = called[str(raw["tool_call_id"])]  # the result names its tool, as played ones do
             if kind == "assistant" and not holds_reply(None if text is None else "", raw.get("tool_calls"),
                                                        raw.get("parts")):
                 spec.no_reply = "the assistant entry is empty (null) and has no tool_calls or parts"

@@ -25,6 +25,8 @@ from evalspec.extend.replies import holds_reply, message_text
 RECORDED = ProviderSpec(id="recorded", kind="recorded", config={})
 ROLES = ("user", "assistant", "tool", "system")
 CSV_COLUMNS = ("conversation_id", "turn", "role", "content")
+# columns of a CSV row that belong to its message, not to the conversation's metadata
+CSV_MESSAGE_COLUMNS = ("tool_calls", "tool_call_id")
 
 
 @dataclass
@@ -61,6 +63,40 @@ def files_of(suite: Suite, override: str | None = None) -> list[Path]:
                                    f"{given}: no file matches {full}; give a JSONL or CSV file of recorded "
                                    "conversations (or a glob)")])
     return found
+
+
+class BadToolCalls(ControlFlow):
+    """A message's `tool_calls` that cannot be read (the caller names the file and line)."""
+
+
+def tool_calls_of(raw: Any, message: int) -> list[dict[str, Any]]:
+    """An assistant message's recorded tool calls as the transcript holds played ones: `{id, name,
+    arguments}` with the arguments an object. Read from evalspec's flat form (`{id, name, arguments}`) or
+    OpenAI's (`{id, type: function, function: {name, arguments}}`); arguments given as text are JSON
+    text (docs/en/recorded-conversations.md#tool-calls). `message`: the message's number, for ids."""
+    if not isinstance(raw, list):
+        raise BadToolCalls(f"tool_calls is {type(raw).__name__}; expected a list of calls "
+                           '({"id", "type": "function", "function": {"name", "arguments"}} or {"id", "name", "arguments"})')
+    calls = []
+    for i, call in enumerate(raw, 1):
+        if not isinstance(call, dict):
+            raise BadToolCalls(f"tool call {i} is {type(call).__name__}; expected a mapping with a name and arguments")
+        function = call["function"] if isinstance(call.get("function"), dict) else call
+        name = function.get("name")
+        if not isinstance(name, str) or not name.strip():
+            shown = json.dumps(call, ensure_ascii=False, default=str)[:200]
+            raise BadToolCalls(f"tool call {i} has no name (expected 'name', or 'function': {{'name', 'arguments'}}): "
+                               f"{shown}")
+        args = function.get("arguments", function.get("args"))
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise BadToolCalls(f"tool call {i} ({name}): arguments are not valid JSON text ({exc.msg} at "
+                                   f"column {exc.colno}): {args[:200]!r}") from None
+        calls.append({"id": str(call.get("id") or f"call_m{message}_{i}"), "name": name,
+                      "arguments": {} if args is None else args})
+    return calls
 
 
 def _content(value: Any) -> str | None:
@@ -107,8 +143,22 @@ def _csv(path: Path) -> Iterator[Conversation]:
             except ValueError:
                 raise RecordedProblem(str(path), number, f"turn {row['turn']!r} is not a number") from None
             # a CSV has no null: an empty content cell is no text (an assistant row without it is no reply)
-            rows.append((order, number, {"role": row["role"], "content": row["content"] or None}))
-            metadata.update({k: v for k, v in row.items() if k not in CSV_COLUMNS and v not in (None, "")})
+            message: dict[str, Any] = {"role": row["role"], "content": row["content"] or None}
+            if row.get("tool_calls"):  # a JSON list of calls in one cell, checked here to name its row
+                try:
+                    message["tool_calls"] = json.loads(row["tool_calls"])
+                    tool_calls_of(message["tool_calls"], number)
+                except json.JSONDecodeError as exc:
+                    raise RecordedProblem(str(path), number, f"tool_calls cell is not JSON ({exc.msg}); write the "
+                                          'calls as a JSON list: [{"id": ..., "type": "function", "function": '
+                                          '{"name": ..., "arguments": "..."}}]') from None
+                except BadToolCalls as exc:
+                    raise RecordedProblem(str(path), number, f"conversation '{cid}': {exc}") from None
+            if row.get("tool_call_id"):
+                message["tool_call_id"] = row["tool_call_id"]
+            rows.append((order, number, message))
+            metadata.update({k: v for k, v in row.items()
+                             if k not in CSV_COLUMNS + CSV_MESSAGE_COLUMNS and v not in (None, "")})
     for cid, (first, metadata, rows) in groups.items():
         yield Conversation(cid, [m for *_, m in sorted(rows, key=lambda r: (r[0], r[1]))], metadata, str(path), first)
 
@@ -181,6 +231,7 @@ def test_of(suite: Suite, conversation: Conversation, index: int) -> TestSpec:
     test = TestSpec(id=conversation.id, name=str(name) if name else conversation.id, index=index,
                     tags=list(source.tags), asserts=source.asserts, threshold=source.threshold,
                     where=("transcripts",), recorded="file", metadata=conversation.metadata)
+    called: dict[str, str] = {}  # call id -> tool name, to name the results
     for k, message in enumerate(conversation.messages):
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             role = message.get("role") if isinstance(message, dict) else message
@@ -192,6 +243,15 @@ def test_of(suite: Suite, conversation: Conversation, index: int) -> TestSpec:
             continue
         extras = {key: message[key] for key in ("tool_calls", "tool_call_id", "name", "state", "parts")
                   if message.get(key) is not None and (key in ("state", "parts") or message.get(key))}
+        if "tool_calls" in extras:
+            try:
+                extras["tool_calls"] = tool_calls_of(extras["tool_calls"], k + 1)
+            except BadToolCalls as exc:
+                raise RecordedProblem(conversation.file, conversation.line,
+                                      f"conversation '{conversation.id}', message {k + 1}: {exc}") from None
+            called.update((c["id"], c["name"]) for c in extras["tool_calls"])
+        if role == "tool" and "name" not in extras and str(extras.get("tool_call_id")) in called:
+            extras["name"] = called[str(extras["tool_call_id"])]
         finish = message.get("finish_reason")
         if role == "assistant" and finish is not None:  # why the model stopped, as providers record it
             if (word := normalize_finish_reason(finish)) is None:

@@ -8,14 +8,17 @@ error on its line. Model-graded assertions keep their examples for `judge-eval -
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, cast
 
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
-from evalspec.core.errors import Problem
+from evalspec.core.errors import ConfigError, ControlFlow, Problem
 from evalspec.core.suggest import did_you_mean
+from evalspec.core.text import mostly_chinese, normalizer_names
 from evalspec.extend.check import snippet
 from evalspec.extend.provider import REASON_WORDS, normalize_finish_reason
 from evalspec.extend.registry import model_needed
@@ -150,9 +153,26 @@ def hollow(suite: Suite) -> list[tuple[PathKey, str]]:
     return out
 
 
+def builtin_examples_of(spec: AssertionSpec) -> Iterator[tuple[str, int, Any, PathKey, str]]:
+    """(kind, 1-based number, example, data path, whose) for the examples a check type carries itself
+    (its parameters' `builtin_examples(negate)`, as `not-pii: [cn_mobile]` does): graded like the
+    writer's, on the line of the rule's value, named as built-in."""
+    try:
+        carried = getattr(spec.params, "builtin_examples", None)
+    except (TypeError, ValueError):  # parameters that cannot be built are reported where they are written
+        return
+    if carried is None:
+        return
+    for name, kind, examples in carried(spec.negate):
+        for i, example in enumerate(examples):
+            yield kind, i + 1, example, spec.value_where, f"built-in {name} "
+
+
 def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
-    """What `validate` warns about: a test that checks nothing, an `xfail` test holding a critical assertion of its own (SPEC §17), a
-    `finish-reason` that is no known reason (`stopp`); with `strict`, every critical deterministic assertion without a `fail` example (SPEC §18)."""
+    """What `validate` warns about: a test that checks nothing, an `xfail` test holding a critical assertion of
+    its own (SPEC §17), a `finish-reason` that is no known reason (`stopp`); with `strict`, every critical
+    deterministic assertion without a `fail` example (docs/en/rule-self-tests.md) and every `not-regex` with
+    `\\d` reading a Chinese suite's replies without `nfkc`."""
     warnings: list[Problem] = []
     for suite in suites:
         def at(path: PathKey, message: str, suite: Suite = suite) -> None:
@@ -188,10 +208,60 @@ def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
                 if spec.severity != "critical" or spec.where in reported or _model_graded(spec):
                     continue
                 reported.add(spec.where)
-                if not (spec.examples or {}).get("fail"):
+                has_fail = (spec.examples or {}).get("fail") or any(e[0] == "fail" for e in builtin_examples_of(spec))
+                if not has_fail:
                     at(spec.where, f"critical '{spec.name}' has no fail example: a red line that catches nothing "
                                    f"passes silently; add `examples: {{fail: [a reply it must reject]}}`")
+        if strict:
+            warnings.extend(_digits_warnings(suite))
     return warnings
+
+
+def _digits_warnings(suite: Suite) -> list[Problem]:
+    """A `not-regex` with `\\d` reading a Chinese suite's replies as written (docs/en/red-lines.md)."""
+    specs = {a.where: a for t in suite.tests for a in [*t.asserts, *(a for turn in t.conversation for a in turn.asserts)]}
+    specs.update({a.where: a for a in (suite.transcripts.asserts if suite.transcripts else [])})
+    flagged = [spec for spec in specs.values() if _digits_as_written(spec)]
+    if not flagged or not speaks_chinese(suite):
+        return []
+    message = ("'not-regex' uses \\d on replies read as written: a Chinese bot's full-width digits (１３９…) and "
+               "spaced numbers (139 1234 5678) slip past it; add `normalize: [nfkc, digits]` beside it (or "
+               "`options.normalize` for the suite), or use `not-pii: [cn_mobile]`")
+    return [suite.lines.problem(spec.where, message) if suite.lines else Problem(str(suite.path), None, "", message)
+            for spec in flagged]
+
+
+_DIGIT_CLASS = re.compile(r"(?<!\\)(?:\\\\)*\\d")  # a `\d` that is no escaped backslash before a d
+
+
+def _digits_as_written(spec: AssertionSpec) -> bool:
+    """A `not-regex` whose pattern uses `\\d` and whose `normalize` (its own, or `options.normalize`)
+    does not hold `nfkc`."""
+    if spec.name != "not-regex" or not isinstance(spec.value, str) or not _DIGIT_CLASS.search(spec.value):
+        return False
+    try:
+        return "nfkc" not in normalizer_names(spec.params.normalize)
+    except (TypeError, ValueError):
+        return False
+
+
+def speaks_chinese(suite: Suite) -> bool:
+    """The suite's conversations are Chinese (docs/en/reports-and-gate.md#language): its `report.lang`,
+    else most of its user turns — written, or those of the first recorded conversations."""
+    if suite.report_lang is not None:
+        return suite.report_lang == "zh"
+    turns = [t.text for test in suite.tests for t in test.conversation if t.kind == "user" and isinstance(t.text, str)]
+    turns += [plan.goal for test in suite.tests for plan in (test.simulate, test.attack) if plan is not None]
+    if suite.transcripts is not None:
+        from evalspec.config.recorded import conversations
+
+        try:
+            for conversation in itertools.islice(conversations(suite), 50):
+                turns += [str(m.get("content") or "") for m in conversation.messages
+                          if isinstance(m, dict) and m.get("role") == "user"]
+        except (ConfigError, ControlFlow):
+            pass  # an unreadable log is reported where it is read
+    return mostly_chinese(turns)
 
 
 def _unknown_reason(spec: AssertionSpec) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from evalspec.config.rule_examples import EXAMPLES_SCHEMA
 from evalspec.extend.kinds import provider_kinds
+from evalspec.extend.params import NORMALIZE_DOC, NormalizeValue, type_schema
 from evalspec.extend.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 
 SCHEMA_ID = "https://evalspec.dev/schema/suite.schema.json"
@@ -128,6 +129,9 @@ def assertion_defs() -> dict[str, Any]:
         "assertion_weight": {"type": "number", "minimum": 0},
         "assertion_metric": {"type": "string"},
         "assertion_severity": {"enum": ["critical", "major", "minor"]},
+        "assertion_max_rate": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
+                               "description": "with severity: critical, gate on the breach rate's 95 % upper "
+                                              "bound (<= this) instead of on any breach"},
         "assertion_description": {"type": "string", "description": "what the rule is meant to catch"},
         "assertion_provider": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]},
         "assertion_examples": EXAMPLES_SCHEMA,
@@ -320,7 +324,15 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
             "embedder": model_ref,
             "gate": _obj({"min_pass_rate": {"type": "number", "minimum": 0, "maximum": 1},
                           "max_errors": {"type": "integer", "minimum": 0},
-                          "mode": {"enum": ["pass_rate", "regressions"]}}),
+                          "mode": {"enum": ["pass_rate", "regressions"]},
+                          "regressions": {"enum": ["each", "paired"],
+                                          "description": "against a baseline: every regressed test blocks "
+                                                         "(each), or an exact paired test decides (paired)"},
+                          "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
+                                    "description": "the paired test's level (default 0.05)"},
+                          "min_pass_hat_k": _obj({"k": {"type": "integer", "minimum": 1},
+                                                  "min": {"type": "number", "minimum": 0, "maximum": 1}},
+                                                 ["k", "min"])}),
             "report": _obj({"lang": {"enum": ["zh", "en"],
                                      "description": "the language of every report of a run (default: Chinese when "
                                                     "most user turns are Chinese, else English)"}}),
@@ -331,7 +343,10 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
                              "seed": {"type": "integer"},
                              "grade_timeout": {"type": "number", "exclusiveMinimum": 0},
                              "max_retry_wait": {"type": "number", "minimum": 0},
-                             "max_reply_chars": {"type": "integer", "minimum": 1}}),
+                             "max_reply_chars": {"type": "integer", "minimum": 1},
+                             "normalize": {**type_schema(NormalizeValue), "description": (
+                                 f"how every text check reads replies unless it says `normalize:` itself: "
+                                 f"{NORMALIZE_DOC}")}}),
             "world": WORLD,
             "tools": {"type": "array", "items": suite_tool_schema(),
                       "description": "tools evalspec answers for every model: and python: provider "

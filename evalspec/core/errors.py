@@ -23,18 +23,22 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
   x GitHubError        (review.github) the GitHub API refused or failed → exit 1 (github-comment) or a note
   x NotAPullRequest    (review.github) the event is no pull request → `github-comment` does nothing, exit 0
   x UnknownRun         (app.view.runs; a LookupError too) `view` has no such run → 404 or an ActionError
+  x UnreadableRun      (app.view.runs; a ValueError too) a run's run.json cannot be read → 422 naming it
   x ApproveError       (app.view.approve) a draft cannot be approved → an ActionError
   x ActionError        (app.view.actions) a `view` action cannot be done → HTTP 400 with its message
+    + NeedsConfirmation (app.view.actions) approving a draft that failed in the viewed run → HTTP 409
   x SuiteFailure       (app.pytest_plugin) a suite's test failed or errored → a failed pytest item
   x ControlFlow        internal: raised and caught inside evalspec, never shown as itself
     + CacheMiss        (providers.calls) a cache-only call found nothing → the stateful test is played live
     + RecordedProblem  (config.recorded) a recorded conversation file is unusable → a ConfigError (exit 2)
+    + BadToolCalls     (config.recorded) a recorded message's tool_calls unreadable → a RecordedProblem or Problem
     + TemplateLimit    (config.templating; a jinja2 SecurityError too) a template's limit → TemplateProblem
     + NoBaseline       (review.github_baseline) no baseline run on the base branch → a note, no diff
     + _RecursiveAlias  (config.yamlfile) a YAML alias inside itself → the file's problem line
     + TurnError        (play.turns) a source of user turns or a stop condition failed → the record's error
     + _RenderProblem   (plan.build) an instance did not render → a Problem (exit 2), or an EvalspecError
     + NotExact         (authoring.importers.promptfoo.tools) tools not given alike → the provider noted, left out
+    + Unconvertible    (authoring.importers.traces) a span or trace is not made of chat messages → named, left out
     + WorldFileProblem (config.world) a world file is no JSON object → a Problem (exit 2), or a check's `error`
 
 Where the play and grading code catches `EvalspecError` (its message becomes the record's `error`),

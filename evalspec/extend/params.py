@@ -57,6 +57,13 @@ class Marker:
 REGEX = Marker("regex")
 TURN_REF = Marker("turn reference")
 Regex = Annotated[str, REGEX]
+NormalizerName = Literal["nfkc", "digits", "casefold"]  # core.text.NORMALIZERS, in the order they apply
+NORMALIZE_DOC = ("nfkc (full-width letters and digits to ASCII), digits (spaces, hyphens and dots between digits "
+                 "removed), casefold; applied in that order whatever order they are written in")
+NormalizeValue = NormalizerName | Annotated[list[NormalizerName], Keywords(minItems=1)]
+# `normalize:` beside a text check (docs/en/suite-format.md#normalize); `options.normalize` is its default
+Normalize = Annotated[NormalizeValue | None, Option(), Keywords(
+    description=f"read the reply normalized (default: options.normalize): {NORMALIZE_DOC}")]
 TurnRef = Annotated[int | str, TURN_REF, Keywords(description="a turn number (1-based) or a label")]
 
 

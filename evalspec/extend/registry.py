@@ -20,7 +20,7 @@ Kind = Literal["reply", "conversation"]
 Needs = Literal["judge", "embedder"]
 
 COMMON_KEYS = ("type", "value", "scope", "threshold", "weight", "metric", "severity", "provider", "description",
-               "examples")
+               "examples", "max_rate")
 
 
 @dataclass(frozen=True)

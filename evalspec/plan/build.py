@@ -328,8 +328,11 @@ def positions(plan: Sequence[Instance], keep: Callable[[int, str], bool]) -> Ite
 
 def checked_plan(suites: list[Suite], selection: Selection | None = None) -> Plan:
     """The plan of `suites`, its template problems looked for first: a ConfigError names them all (nothing runs)."""
+    from evalspec.config.gatekeys import min_pass_hat_k_problems
+
     plan = Plan(suites, selection)
-    problems = plan.problems()
+    problems = [p for s in suites for p in min_pass_hat_k_problems(s, selection.repeat if selection else None)]
+    problems += plan.problems()
     if problems:  # a template problem quotes the template, with its `${TOKEN}` values
         from evalspec.core.redact import redact_problems, run_secrets
 

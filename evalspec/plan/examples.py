@@ -12,7 +12,7 @@ from typing import Any
 from evalspec.assertions.offloop import evaluate_off_loop
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
-from evalspec.config.rule_examples import example_transcript, examples_of, shown
+from evalspec.config.rule_examples import builtin_examples_of, example_transcript, examples_of, shown
 from evalspec.core.errors import LoadError, Problem
 from evalspec.core.node import node_binary
 from evalspec.core.pyref import load_callable, step
@@ -36,11 +36,12 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
     instance: a templated rule is one rule per rendering), each assertion once per rendered value."""
     from evalspec.plan.build import instance_assertions
 
-    jobs: list[tuple[Suite, AssertionSpec, str, int, Any, PathKey, GradingContext, str]] = []
+    jobs: list[tuple[Suite, AssertionSpec, str, int, Any, PathKey, GradingContext, str, str]] = []
     seen: set[tuple[str, PathKey, str]] = set()
     for inst in instances:
         for spec in instance_assertions(inst):
-            if not spec.examples or model_needed(spec) is not None:
+            examples = [(*e, "") for e in examples_of(spec)] + list(builtin_examples_of(spec))
+            if not examples or model_needed(spec) is not None:
                 continue
             key = (str(inst.suite.path), spec.where, repr((spec.value, spec.scope, spec.turn)))
             if key in seen:
@@ -55,12 +56,12 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
                     continue  # the preflight names it
             if spec.type == "javascript" and node_binary() is None:
                 continue  # the preflight names it
-            for kind, n, example, where in examples_of(spec):
+            for kind, n, example, where, whose in examples:
                 transcript, labels = example_transcript(example)
                 ctx = GradingContext(transcript=transcript, labels=labels, vars=inst.vars, test_id=inst.test_id,
                                      turn=None, suite_dir=inst.suite.path.parent,
                                      tools=inst.provider.config.get("tools"))
-                jobs.append((inst.suite, as_tried(spec, example), kind, n, example, where, ctx, inst.base_id))
+                jobs.append((inst.suite, as_tried(spec, example), kind, n, example, where, ctx, inst.base_id, whose))
     if not jobs:
         return []
     renderings = Counter((path, where) for path, where, _ in seen)
@@ -77,20 +78,20 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
 
     async def grade_all() -> list[Any]:
         return await asyncio.gather(*(grade_one(suite, spec, kind, n, where, ctx)
-                                      for suite, spec, kind, n, _, where, ctx, _ in jobs))
+                                      for suite, spec, kind, n, _, where, ctx, _, _ in jobs))
 
     lock = asyncio.Lock()  # python checks one at a time, so a step names the one that runs
 
     problems = []
-    for (suite, _spec, kind, n, example, where, _ctx, rendered), (result,) in zip(jobs, asyncio.run(grade_all()),
-                                                                                strict=True):
+    for (suite, _spec, kind, n, example, where, _ctx, rendered, whose), (result,) in zip(
+            jobs, asyncio.run(grade_all()), strict=True):
         if result.error:
-            message = f"{kind} example {n}: the rule could not be checked on {shown(example)}: {result.error}"
+            message = f"{whose}{kind} example {n}: the rule could not be checked on {shown(example)}: {result.error}"
         elif kind == "fail" and result.passed:
-            message = f"fail example {n}: the rule passed {shown(example)} — it does not catch this"
+            message = f"{whose}fail example {n}: the rule passed {shown(example)} — it does not catch this"
         elif kind == "pass" and not result.passed:
-            message = (f"pass example {n}: the rule failed {shown(example)} ({result.reason}) — it would reject "
-                       f"a reply it must accept")
+            message = (f"{whose}pass example {n}: the rule failed {shown(example)} ({result.reason}) — it would "
+                       f"reject a reply it must accept")
         else:
             continue
         if renderings[(str(suite.path), _spec.where)] > 1:  # a templated rule: say which rendering it was

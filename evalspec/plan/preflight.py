@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalspec.config.gatekeys import min_pass_hat_k_problems
 from evalspec.config.loader import chart_problems, check_suite
 from evalspec.config.model import Suite
 from evalspec.core.errors import ConfigError, LoadError, Problem
@@ -21,9 +22,10 @@ from evalspec.plan.build import Plan, Selection
 
 
 def prepare(paths: list[Path], cli_vars: Mapping[str, Any] | None = None,
-            selection: Selection | None = None) -> tuple[list[Suite], Plan]:
+            selection: Selection | None = None, gate: bool = True) -> tuple[list[Suite], Plan]:
     """Load, plan and preflight; raise one ConfigError with every problem found, or return the suites
-    and their plan (checked: `api.arun(..., plan=)` plays it without planning again)."""
+    and their plan (checked: `api.arun(..., plan=)` plays it without planning again). `gate`: also what the
+    gate keys ask of the plan (a caller that only lists the plan's instances leaves it out)."""
     suites: list[Suite] = []
     problems: list[Problem] = []
     plannable: list[Suite] = []
@@ -33,6 +35,8 @@ def prepare(paths: list[Path], cli_vars: Mapping[str, Any] | None = None,
         if suite is None:
             continue
         suites.append(suite)
+        if gate:
+            problems.extend(_new(min_pass_hat_k_problems(suite, selection.repeat if selection else None), problems))
         planned = _plan_problems(suite, selection, broken=bool(found))
         if planned is not None:
             plannable.append(suite)

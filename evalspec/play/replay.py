@@ -9,10 +9,10 @@ from typing import Any
 
 from evalspec.config.loader import load_suites
 from evalspec.core.redact import redact, run_secrets
-from evalspec.plan.build import Instance, build_plan, grading_input
+from evalspec.plan.build import Instance, Selection, build_plan, grading_input
 from evalspec.plan.needs import check_plan
 from evalspec.play.compare import GroupKey, compared, decide_group, group_key, replay_compared
-from evalspec.play.runner import grade_with, run_instance, world_view
+from evalspec.play.runner import grade_with, recorded_inputs, run_instance, world_view
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
@@ -21,12 +21,21 @@ from evalspec.results.transcript import Transcript
 
 
 def _instances(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
-    """The current plan of the run's suites, by record key; and warnings about changed suites."""
+    """The current plan of the run's suites, by record key; and warnings about changed suites. A run made
+    with `--transcripts PATH` is planned on PATH again, never on the suites' own `transcripts.path`."""
     paths = [s["path"] for s in run["suites"]]
     suites = load_suites(paths)
     warnings = [f"{s.path}: changed since the run; using the suite as it is now"
                 for s, meta in zip(suites, run["suites"]) if s.sha256 != meta["sha256"]]
-    plan = build_plan(suites)
+    recorded = run.get("transcripts")
+    graded: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    override = graded["path"] if isinstance(graded.get("path"), str) else None
+    if override is not None:
+        now = recorded_inputs(suites, override)
+        if now is None or now["sha256"] != graded.get("sha256"):
+            warnings.append(f"--transcripts {override}: changed since the run; its conversations are graded as "
+                            "recorded in the run, by their ids in the file as it is now")
+    plan = build_plan(suites, Selection(transcripts=override))
     secrets = run_secrets(suites)  # records hold keys redacted with the secrets of the whole run
     return {redact(inst.key, secrets): inst for inst in plan}, warnings
 

@@ -78,11 +78,29 @@ def new_run_id() -> str:
 def suite_meta(suite: Suite) -> dict[str, Any]:
     return {"path": str(suite.path), "sha256": suite.sha256, "description": suite.description,
             "min_pass_rate": suite.min_pass_rate, "max_errors": suite.max_errors, "gate_mode": suite.gate_mode,
+            "regressions": suite.regressions, "alpha": suite.alpha,
+            **({"min_pass_hat_k": suite.min_pass_hat_k} if suite.min_pass_hat_k else {}),
             **({"report": {"lang": suite.report_lang}} if suite.report_lang else {}),
             **({"coverage": suite.coverage} if suite.coverage else {}),
             "providers": [p.redacted(suite.secrets) for p in suite.providers],
             **{role: spec.redacted(suite.secrets) for role in ("judge", "simulator", "embedder")
                if (spec := getattr(suite, role)) is not None}}
+
+
+def recorded_inputs(suites: Sequence[Suite], override: str | None) -> dict[str, Any] | None:
+    """The recorded conversations a run grades (docs/en/recorded-conversations.md#resume-and-grade):
+    `--transcripts PATH` (absolute) or None for each suite's own `transcripts.path`, and one sha256 over
+    every file's path and bytes; None when no suite has `transcripts:`."""
+    from evalspec.config.recorded import files_of
+
+    files = sorted({str(f.resolve()) for s in suites if s.transcripts is not None for f in files_of(s, override)})
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(Path(name).read_bytes()).digest())
+    return {"path": str(Path(override).absolute()) if override is not None else None, "files": len(files),
+            "sha256": digest.hexdigest()}
 
 
 async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> dict[str, Any]:
@@ -94,11 +112,18 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     journal_path = run_dir / "journal.jsonl"
     secrets = run_secrets(suites)
     before: dict[str, tuple[int, dict[str, Any]]] = {}  # stored key -> (journal offset, light record)
+    graded = recorded_inputs(suites, plan.selection.transcripts if isinstance(plan, Plan) else None)
+    invocation = {**(options.invocation or {}), "transcripts": graded} if graded is not None else options.invocation
     lock = lock_run_dir(run_dir, options.guard.parent if options.guard is not None else os.getpid())
     if options.resume:
-        check_unchanged(suites, run_dir, options.invocation)
+        try:
+            check_unchanged(suites, run_dir, invocation)
+        except BaseException:
+            if lock is not None:
+                lock.close()
+            raise
         before = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
-    write_manifest(suites, run_dir, options.invocation)
+    write_manifest(suites, run_dir, invocation)
     kept: list[tuple[int, dict[str, Any]] | None] = [None] * len(plan)  # by plan position
     if before:  # journal keys are redacted
         keys = plan.keys() if isinstance(plan, Plan) else (inst.key for inst in plan)
@@ -204,6 +229,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         "duration_s": round(time.time() - started, 3),
         "suites": redact([suite_meta(s) for s in suites], secrets),
         "results": [lite for _, lite in done],
+        **({"transcripts": graded} if graded is not None and graded["path"] is not None else {}),
     }
     run = finalize(run, options.fail_under, options.include_drafts)  # aggregates from the light records
     records = JournalRecords(journal_path, [offset for offset, _ in done], run["results"])

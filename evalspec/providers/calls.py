@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -10,6 +11,7 @@ from typing import Any, TypeVar
 from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import CallContext, Provider, ProviderResponse
 from evalspec.extend.replies import NoReply
+from evalspec.providers import reads
 from evalspec.providers.cache import ResponseCache, cache_key
 from evalspec.providers.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
 
@@ -118,8 +120,12 @@ class ProviderCaller:
         seeding (SPEC §24)."""
         counters = [self.stats] + ([stats] if stats is not None else [])
         key = self.key(messages, context, extra) if self.cache is not None else ""
+        # local code: its entry holds the files it read, and is used only while they are unchanged
+        local = bool(getattr(self.provider, "reads_files", False))
         if (read or cache_only) and self.cache is not None:
             hit = await self.cache.aget(key)
+            if hit is not None and local and not reads.unchanged(hit.get("reads"), self._reads_root()):
+                hit = None  # a file the provider read (a prompt) changed, or an entry from before reads were kept
             cached = ProviderResponse.from_cache(hit) if hit is not None else None
             if cached is not None:
                 for c in counters:
@@ -129,10 +135,23 @@ class ProviderCaller:
             raise CacheMiss(self.id)
         if prepare is not None:
             await prepare()
-        response = await self._call_with_retries(messages, context, counters)
-        if write and self.cache is not None:
-            self.cache.put(key, response.to_cache())
+        if not (local and write and self.cache is not None):
+            response = await self._call_with_retries(messages, context, counters)
+            if write and self.cache is not None:
+                self.cache.put(key, response.to_cache())
+            return response
+        with reads.recording() as opened:
+            response = await self._call_with_retries(messages, context, counters)
+        where = getattr(self.cache, "path", None)  # a Ray worker's cache is the driver's, over the network
+        digests = reads.digests(opened, (str(where.parent) + os.sep,) if where is not None else (), self._reads_root())
+        if digests is not None:  # more files than can be checked at each hit: not cached
+            self.cache.put(key, {**response.to_cache(), "reads": digests})
         return response
+
+    def _reads_root(self) -> str | None:
+        """The folder the provider's files are kept relative to in its cache entries (the suite's)."""
+        root = getattr(self.provider, "base_dir", None)
+        return os.path.abspath(root) if root is not None else None
 
     async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext,
                                  counters: list[CallStats]) -> ProviderResponse:

@@ -121,7 +121,8 @@ async def ask(caller: ProviderCaller, request: JudgeRequest, cap: int = JUDGE_MA
     try:
         answer = parse_verdict(response.content, schema, request.role)
     except GradingError as exc:  # the call was made: its usage travels with the error, to be counted
-        raise GradingError(str(exc), usage=[usage]) from None
+        raise GradingError(f"{exc} (is this model usable as the {request.role}? `evalspec doctor` checks it)",
+                           usage=[usage]) from None
     return JudgeVerdict(answer, response.content, usage)
 
 

@@ -27,17 +27,28 @@ from evalspec.extend.provider import (
     normalize_finish_reason,
 )
 from evalspec.extend.replies import reply
+from evalspec.providers import reads
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 
 if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec, Suite
 
 
+#: the files each module (FILE.py or module name, and the suite's folder) read while it was imported
+_IMPORT_READS: dict[tuple[str, str], set[str]] = {}
+
+
 class PythonProvider:
+    reads_files = True  # its cache entries hold the files it read (evalspec.providers.reads)
+
     def __init__(self, pid: str, ref: str, base_dir: Path) -> None:
         self.id, self.ref, self.base_dir = pid, ref, base_dir
         self._fn: Any = None
         self.strategy = ContextStrategy()  # `history:` is attached by the provider pool
+
+    @property
+    def _module_key(self) -> tuple[str, str]:
+        return self.ref.rpartition(":")[0], str(self.base_dir)
 
     def cache_identity(self) -> dict[str, Any]:
         # `module:function` is imported by name (sys.path), wherever the suite is: no path in the identity, so
@@ -47,7 +58,10 @@ class PythonProvider:
     def load(self) -> None:
         """Import the function now, so a bad reference stops the run before any call."""
         try:
-            self._fn = load_callable(self.ref, self.base_dir)
+            with reads.recording() as opened:  # what the module reads as it is imported counts for every call
+                self._fn = load_callable(self.ref, self.base_dir)
+            if opened:
+                _IMPORT_READS.setdefault(self._module_key, set()).update(opened)
         except LoadError as exc:
             raise ProviderError(str(exc)) from exc
         except BaseException as exc:  # importing user code may even sys.exit()
@@ -61,9 +75,10 @@ class PythonProvider:
                "turn": context.turn, "repeat": context.repeat,
                **({"state": dict(context.state)} if context.state is not None else {})}
         sent = named_results(sent)
+        reads.note(_IMPORT_READS.get(self._module_key, ()))
         start = time.perf_counter()
         try:  # `sent` is the user's to change: every call's history is built afresh from the transcript
-            result = await call_user(self._fn, sent, ctx)
+            result = await call_user(reads.carried(self._fn), sent, ctx)
         except UserCodeError as exc:
             raise ProviderError(f"{self.ref} raised {exc}") from None
         latency = (time.perf_counter() - start) * 1000

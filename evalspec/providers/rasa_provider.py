@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec, Suite
 
 STATE_KEYS = ("slots", "slots_set", "intent", "entities", "actions", "utterances", "flows_started",
-              "flows_completed", "flows_cancelled", "active_flow")
+              "flows_completed", "flows_cancelled", "active_flow", "active_loop")
 
 
 class RasaProvider:
@@ -114,6 +114,9 @@ def tracker_state(tracker: dict[str, Any]) -> dict[str, Any]:
     active = next((f.get("flow_id") for f in reversed(frames) if isinstance(f, dict) and f.get("type") == "flow"),
                   None)
     slots = tracker.get("slots")
+    loop = tracker.get("active_loop")
+    if not isinstance(loop, dict):  # an older tracker: the last `active_loop` event says
+        loop = next((e for e in reversed(events) if e.get("event") == "active_loop"), {})
     return {
         "slots": dict(slots) if isinstance(slots, dict) else {},
         "slots_set": {e.get("name"): e.get("value") for e in turn if e.get("event") == "slot"},
@@ -126,6 +129,7 @@ def tracker_state(tracker: dict[str, Any]) -> dict[str, Any]:
         "flows_completed": flows("flow_completed"),
         "flows_cancelled": flows("flow_cancelled"),
         "active_flow": active,
+        "active_loop": loop.get("name") or None,  # the form / loop active after the turn
     }
 
 

@@ -33,6 +33,7 @@ from evalspec.reporters.vocabulary import (
     one_line,
     pass_rate_text,
     repeats_text,
+    score_text,
     shown_facts,
     suite_gate_word,
     verdict_records,
@@ -100,7 +101,7 @@ class ConsoleReporter:
                 self._print_line(record, shown)
 
     def _print_line(self, record: dict[str, Any], shown: str) -> None:
-        score = f"{record['score']:.2f}" if record.get("score") is not None else "—"
+        score = score_text(record.get("score"), shown)
         extra = ""
         if shown in ("failed", "error", "xfailed"):
             first = first_problem(record)
@@ -110,7 +111,7 @@ class ConsoleReporter:
         label = words("draft" if shown == "drafts" else shown)
         label += " " * max(0, 8 - cell_len(label))  # by display width: 预期失败 takes eight columns
         self.console.print(f"[{STYLE[shown]}]{label}[/] {escape(one_line(record['test_id']))} "
-                           f"[dim]@ {escape(one_line(record['provider']))} {words('score')} {score} "
+                           f"[dim]@ {escape(one_line(record['provider']))} {'' if score is None else words('score') + ' ' + score + ' '}"
                            f"{record.get('duration_ms', 0) / 1000:.2f}s[/]{extra}")
 
     def stop(self) -> None:
@@ -185,14 +186,14 @@ def summary_table(run: dict[str, Any]) -> Table:
     table = Table(title=words("summary_title"), box=box.SIMPLE_HEAD, show_lines=False)
     labels = [words(key) for key, _ in count_keys(run["summary"])]
     table.add_column(words("suite"), no_wrap=True)
-    for col in (*labels, words("pass_rate"), words("gate")):
-        table.add_column(col, justify="right", min_width=min(len(col), 8))
+    for col in (*labels, words("pass_rate"), words("gate")):  # a rate with its interval stays on one line
+        table.add_column(col, justify="right", min_width=min(len(col), 8), no_wrap=col == words("pass_rate"))
     for s in run["gate"]["suites"]:
         table.add_row(escape(one_line(s["suite"])), *[str(n) for _, n in count_keys(s["counts"])],
-                      pass_rate_text(s["pass_rate"]), words(suite_gate_word(s)))
+                      pass_rate_text(s["pass_rate"], s), words(suite_gate_word(s)))
     if len(run["gate"]["suites"]) > 1:
         table.add_row(f"[bold]{words('total')}[/]", *[str(n) for _, n in count_keys(run["summary"])],
-                      pass_rate_text(run["gate"]["pass_rate"]), "")
+                      pass_rate_text(run["gate"]["pass_rate"], run["gate"]), "")
     return table
 
 

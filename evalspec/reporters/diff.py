@@ -59,6 +59,17 @@ def headline_parts(rows: list[dict[str, Any]]) -> list[str]:
     return parts
 
 
+def _scored(row: dict[str, Any]) -> bool:
+    """An errored side has no score to compare (`vocabulary.score_text`)."""
+    return all(side is None or side.get("status") != "error" for side in (row["base"], row["head"]))
+
+
+def score_changes(diff: dict[str, Any]) -> list[dict[str, Any]]:
+    """The score changes a report shows: none where either run errored."""
+    errored = {(r["suite"], r["test_id"], r["provider"]) for r in diff.get("rows", []) if not _scored(r)}
+    return [s for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in errored]
+
+
 def _note(row: dict[str, Any]) -> str:
     bits = []
     if row["replays"]:
@@ -69,7 +80,7 @@ def _note(row: dict[str, Any]) -> str:
         bits.append(words("measured_not_gated"))
     if row["critical_new"]:
         bits.append(words("critical_newly"))
-    if row["score_delta"] is not None and abs(row["score_delta"]) >= SCORE_DELTA - 1e-9:
+    if row["score_delta"] is not None and abs(row["score_delta"]) >= SCORE_DELTA - 1e-9 and _scored(row):
         bits.append(words("score_change", base=_num(row["base"]["score"]), head=_num(row["head"]["score"]),
                           delta=f"{row['score_delta']:+.2f}"))
     return "; ".join(bits)
@@ -91,7 +102,7 @@ def print_diff(console: Console, diff: dict[str, Any]) -> None:
                           rich_escape("; ".join(x for x in (r["problem"], _note(r)) if x)))
         console.print(table)
     listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
-    for s in diff["score_changes"]:
+    for s in score_changes(diff):
         if (s["suite"], s["test_id"], s["provider"]) not in listed:
             console.print(rich_escape(_score_line(s)))
     for line in curve_lines(diff):
@@ -151,7 +162,7 @@ def markdown_lines(diff: dict[str, Any], limit: int = 50) -> list[str]:
         if len(rows) > limit:
             out.append("\n" + words("more_changes", n=len(rows) - limit))
     listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
-    extra = [f"- {md(_score_line(s))}" for s in diff["score_changes"]
+    extra = [f"- {md(_score_line(s))}" for s in score_changes(diff)
              if (s["suite"], s["test_id"], s["provider"]) not in listed]
     extra += [f"- {md(line)}" for line in curve_lines(diff)]
     if extra:
@@ -189,7 +200,7 @@ def html_section(diff: dict[str, Any]) -> Markup:
                              f"{escape(word(_status(r['head'])))}</td><td data-label=\"{labels[4]}\" style='overflow-wrap:anywhere'>{escape(text)}</td></tr>")
             parts.append("</table></div>")
         listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
-        items = [_score_line(s) for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in listed]
+        items = [_score_line(s) for s in score_changes(diff) if (s["suite"], s["test_id"], s["provider"]) not in listed]
         items += curve_lines(diff) + provider_lines(diff)
         if items:
             parts.append('<ul style="word-break:break-word">' + "".join(f"<li>{escape(i)}</li>" for i in items)

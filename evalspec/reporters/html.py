@@ -18,6 +18,7 @@ from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.catalogue import choose_lang, speaking, word, words
 from evalspec.reporters.coverage import html_section as coverage_html
 from evalspec.reporters.curves_html import curves_section
+from evalspec.reporters.judging import attribution_word
 from evalspec.reporters.judging import html_section as judging_html
 from evalspec.reporters.vocabulary import (
     COUNT_LABELS,
@@ -26,10 +27,12 @@ from evalspec.reporters.vocabulary import (
     ensure_current,
     failing,
     gate_line,
+    local_time,
     metric_cells,
     metric_columns,
     pass_rate_text,
     repeats_text,
+    score_text,
     shown_facts,
     suite_gate_word,
     verdict_records,
@@ -79,7 +82,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 .why{font-style:italic}
 {{ tool_css }}{{ state_css }}{{ world_css }}
 </style></head><body>
-<header><h1>{{ t('report_title') }}</h1><div class="meta" style="color:#d1d5db">{{ t('run') }} {{ run.run_id }} · {{ run.started_at }} · evalspec {{ run.evalspec_version }}</div></header>
+<header><h1>{{ t('report_title') }}</h1><div class="meta" style="color:#d1d5db">{{ t('run') }} {{ run.run_id }} · {{ local_time(run.started_at) }} · evalspec {{ run.evalspec_version }}</div></header>
 <main>
 <p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
 {% if blocks %}<section id="blocks" class="blocks"><h2>{{ t('blocks_release') }}</h2><ul>{% for r in blocks %}<li>{{ r }}</li>{% endfor %}</ul></section>{% endif %}
@@ -88,7 +91,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 <div class="card"><b>{{ run.summary.calls }}</b>{{ t('calls_cached', n=run.summary.cached_calls) }}</div>
 <div class="card"><b>{{ run.summary.tokens }}</b>{{ t('tokens') }}</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>{{ t('cost') }}</div></div>
 <div class="scroll"><table class="suites"><thead><tr><th>{{ t('suite') }}</th>{% for key, _ in counts %}<th class="n">{{ t(key) }}</th>{% endfor %}<th class="n">{{ t('pass_rate') }}</th><th>{{ t('gate') }}</th></tr></thead>
-{% for g in run.gate.suites %}<tr><td data-label="{{ t('suite') }}">{{ g.suite }}</td>{% for key, n in count_keys(g.counts) %}<td class="n" data-label="{{ t(key) }}">{{ n }}</td>{% endfor %}<td class="n" data-label="{{ t('pass_rate') }}">{{ pass_rate(g.pass_rate) }}</td><td data-label="{{ t('gate') }}" class="{{ 'passed' if suite_gate_word(g) == 'ok' else 'failed' }}">{{ t(suite_gate_word(g)) }}</td></tr>{% endfor %}</table></div>
+{% for g in run.gate.suites %}<tr><td data-label="{{ t('suite') }}">{{ g.suite }}</td>{% for key, n in count_keys(g.counts) %}<td class="n" data-label="{{ t(key) }}">{{ n }}</td>{% endfor %}<td class="n" data-label="{{ t('pass_rate') }}">{{ pass_rate(g.pass_rate, g) }}</td><td data-label="{{ t('gate') }}" class="{{ 'passed' if suite_gate_word(g) == 'ok' else 'failed' }}">{{ t(suite_gate_word(g)) }}</td></tr>{% endfor %}</table></div>
 {% if failures %}<h2 id="failures">{{ t('failures_first') }}</h2>
 {% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ t(f.v.category) }}</b>{% if f.v.critical_failed %} <span class="critical">{{ t('critical') }}</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">{{ t('conversation_link') }}</a>
 {% if f.description %}<div class="desc">{{ f.description }}</div>{% endif %}
@@ -103,10 +106,10 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 <div class="filters">{{ t('status') }} <select id="f-status"><option value="">{{ t('all') }}</option>{% for s in statuses %}<option value="{{ s }}">{{ t(s) }}</option>{% endfor %}</select>
 {{ t('tag') }} <select id="f-tag"><option value="">{{ t('all') }}</option>{% for x in tags %}<option>{{ x }}</option>{% endfor %}</select>
 {{ t('provider') }} <select id="f-provider"><option value="">{{ t('all') }}</option>{% for p in providers %}<option>{{ p }}</option>{% endfor %}</select>
-{{ t('attribution') }} <select id="f-attribution"><option value="">{{ t('all') }}</option>{% for a in attributions %}<option>{{ a }}</option>{% endfor %}</select>
+{{ t('attribution') }} <select id="f-attribution"><option value="">{{ t('all') }}</option>{% for a in attributions %}<option value="{{ a }}">{{ attribution_word(a) }}</option>{% endfor %}</select>
 <span class="meta">{{ shown_of }}</span></div>
 {% for x in tests %}{% set v = x.v %}<details class="test" id="{{ x.anchor }}" data-status="{{ v.category }}" data-provider="{{ v.provider }}" data-tags="|{{ x.tags|join('|') }}|" data-attribution="|{{ x.attributions|join('|') }}|" {% if v.category in ('failed', 'error') %}open{% endif %}>
-<summary><b class="{{ v.category }}">{{ t(v.category) }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }} · {{ t('score') }} {{ '%.2f' % v.score_mean if v.score_mean is not none else '—' }}{{ x.repeats }} · {{ v.suite }}{% if x.xfail %} · {{ t('xfail_reason', reason=x.xfail) }}{% endif %}{% if v.measured %} · {{ t('curve_point_note') }}{% endif %}</span></summary>
+<summary><b class="{{ v.category }}">{{ t(v.category) }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }}{% if x.score is not none %} · {{ t('score') }} {{ x.score }}{% endif %}{{ x.repeats }} · {{ v.suite }}{% if x.xfail %} · {{ t('xfail_reason', reason=x.xfail) }}{% endif %}{% if v.measured %} · {{ t('curve_point_note') }}{% endif %}</span></summary>
 <div class="chat">{% if x.description %}<p class="desc">{{ x.description }}</p>{% endif %}{% if x.summarised %}<p class="meta summarised">{{ t('summarised') }}</p>{% endif %}
 {% for r in x.records %}{% if x.records|length > 1 %}{% set rec_status = 'measured' if v.measured and r.status != 'error' else r.status %}<p class="meta">{{ t('repeat') }} {{ r.repeat }} · <b class="{{ rec_status }}">{{ w(rec_status) }}</b></p>{% endif %}
 {% if r.error %}<p class="error">{{ t('error_colon') }} {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
@@ -265,7 +268,7 @@ def _render(run: dict[str, Any], html_all: bool) -> str:
     env.globals.update(state_of=state_of, clicked=state.clicked_text,
                        state_css=Markup(state.CSS) if state.has_state(run) else Markup(""))
     env.globals.update(metric_columns=metric_columns(), metric_cells=metric_cells, verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_keys=count_keys,
-                       t=words, w=word, labels=dict(COUNT_LABELS, skipped="skipped"),
+                       t=words, w=word, local_time=local_time, attribution_word=attribution_word, labels=dict(COUNT_LABELS, skipped="skipped"),
                        pass_rate=pass_rate_text, suite_gate_word=suite_gate_word,
                        tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html,
                        tool_css=Markup(tools.CSS))
@@ -282,7 +285,7 @@ def _render(run: dict[str, Any], html_all: bool) -> str:
                       "anchor": anchors[id(v)], "repeats": repeats_text(v),
                       "tags": sorted({t for r in recs for t in r.get("tags", [])}),
                       "attributions": sorted({str(r["attribution"]) for r in recs if r.get("attribution")}),
-                      "xfail": first.get("xfail"), "description": first.get("description")})
+                      "score": score_text(v.get("score_mean"), v.get("status")), "xfail": first.get("xfail"), "description": first.get("description")})
     failures = [{"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
                  "description": recs[0].get("description") if recs else "",
                  "findings": findings(recs[0]) if recs else []} for v, recs in failing(run)]

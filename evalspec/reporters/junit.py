@@ -78,12 +78,15 @@ def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:
     return None
 
 
-def _properties(el: ET.Element, counts: dict[str, Any], pass_rate: float | None, run: dict[str, Any]) -> None:
+def _properties(el: ET.Element, counts: dict[str, Any], pass_rate: float | None, run: dict[str, Any],
+                counted: dict[str, Any] | None = None) -> None:
     """The suite's verdict counts, in the words every report uses (and the baseline diff, if any)."""
     props = ET.SubElement(el, "properties")
     for label, n in count_items(counts):
         ET.SubElement(props, "property", name=f"evalspec.{label.replace(' ', '_')}", value=str(n))
-    ET.SubElement(props, "property", name="evalspec.pass_rate", value=pass_rate_text(pass_rate))
+    ET.SubElement(props, "property", name="evalspec.pass_rate", value=pass_rate_text(pass_rate, counted))
+    if counted and (ci := counted.get("pass_rate_ci")):  # its 95 % interval (docs/en/statistics.md)
+        ET.SubElement(props, "property", name="evalspec.pass_rate_ci", value=f"{ci[0]:.4f}–{ci[1]:.4f}")
     ET.SubElement(props, "property", name="evalspec.gate", value=gate_line(run["gate"]))
     if run.get("baseline"):
         from evalspec.reporters.diff import junit_properties
@@ -128,7 +131,7 @@ def _build(run: dict[str, Any]) -> ET.Element:
         el = ET.SubElement(root, "testsuite", name=clean(suite))
         g = gates.get(suite)
         if g is not None:
-            _properties(el, g["counts"], g["pass_rate"], run)
+            _properties(el, g["counts"], g["pass_rate"], run, g)
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for r in records:
             counts["tests"] += 1

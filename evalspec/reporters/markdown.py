@@ -135,7 +135,7 @@ def _render(run: dict[str, Any], env: Mapping[str, str]) -> str:
         verdict = suite_gate_word(g)
         shown = words(verdict)
         out.append(f"| {md(g['suite'])} | " + " | ".join(str(n) for _, n in count_keys(g["counts"]))
-                   + f" | {pass_rate_text(g['pass_rate'])} | {shown if verdict == 'ok' else f'**{shown}**'} |")
+                   + f" | {pass_rate_text(g['pass_rate'], g)} | {shown if verdict == 'ok' else f'**{shown}**'} |")
     tail: list[str] = []
     if run["slas"]:
         tail += ["", f"### {words('slas')}", ""]

@@ -4,13 +4,15 @@ so their counts cannot disagree (SPEC §9)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalspec.core.text import strip_controls
 from evalspec.reporters.catalogue import words
 from evalspec.results.findings import Fact, Finding, findings
+from evalspec.results.stats import format_rate
 from evalspec.results.verdict import reaches_gate
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
@@ -57,9 +59,18 @@ def counts_text(counts: dict[str, Any]) -> str:
     return " · ".join(f"{n} {label}" for label, n in count_words(counts))
 
 
-def pass_rate_text(rate: float | None) -> str:
-    """No gated verdict reached: "—", never 100%."""
-    return "—" if rate is None else f"{rate:.0%}"
+def pass_rate_text(rate: float | None, counted: Mapping[str, Any] | None = None) -> str:
+    """No gated verdict reached: "—", never 100%. With what it counts (a suite gate's `passed` and `failed`,
+    the run gate's `verdicts_passed` and `verdicts_failed`), its 95 % interval: `90% (77–96%, n=40)`
+    (docs/en/statistics.md)."""
+    if rate is None:
+        return "—"
+    if counted is not None:  # the run gate's `passed` says whether it passed: its counts have their own names
+        keys = ("verdicts_passed", "verdicts_failed") if "verdicts_passed" in counted else ("passed", "failed")
+        passed, failed = counted.get(keys[0]), counted.get(keys[1])
+        if isinstance(passed, int) and isinstance(failed, int) and not isinstance(passed, bool) and passed + failed:
+            return format_rate(passed, passed + failed)
+    return f"{rate:.0%}"
 
 
 def gate_headline(gate: dict[str, Any]) -> str:
@@ -69,7 +80,7 @@ def gate_headline(gate: dict[str, Any]) -> str:
 
 def gate_line(gate: dict[str, Any], rate: Callable[[str], str] = str) -> str:
     """`gate failed · pass rate 25%`: the run's headline in every report (`rate` marks up the figure)."""
-    return words("gate_line", headline=gate_headline(gate), rate=rate(pass_rate_text(gate["pass_rate"])))
+    return words("gate_line", headline=gate_headline(gate), rate=rate(pass_rate_text(gate["pass_rate"], gate)))
 
 
 def suite_gate_word(s: dict[str, Any]) -> str:
@@ -90,6 +101,31 @@ def metric_cells(m: dict[str, Any]) -> list[str]:
     share = f"{m['passed'] / m['total']:.0%} ({m['passed']}/{m['total']})" if m["total"] else "—"
     return [str(m["metric"]), str(m["suite"]), str(m["provider"]),
             "—" if m["mean"] is None else f"{m['mean']:.2f}", share]
+
+
+def score_text(score: Any, status: Any) -> str | None:
+    """The score a report shows beside a test: none (None) for an errored test, whose checks were not all
+    decided, so a number would read as a grade; else `0.50`, or `—` when nothing was scored."""
+    if status == "error":
+        return None
+    return f"{score:.2f}" if isinstance(score, (int, float)) else "—"
+
+
+def local_time(stamp: Any, zone: dt.tzinfo | None = None) -> str:
+    """A time from run.json (ISO, UTC) in local time with its zone, `2025-05-01 18:00:03 UTC+08:00`
+    (`zone`: the machine's own when None); a value that is not a time is shown as it is."""
+    try:
+        moment = dt.datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return str(stamp or "")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    moment = moment.astimezone(zone)
+    offset = moment.utcoffset() or dt.timedelta(0)
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    utc = "UTC" if not minutes else f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return f"{moment:%Y-%m-%d %H:%M:%S} {utc}"
 
 
 def conversations_text(n: int) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from evalspec.results import verdict as reduction  # SPEC §19 `reduce:`
 from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
+from evalspec.results.errorbars import interval, red_lines, run_figures
 from evalspec.results.gate import decide
 from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
 
@@ -86,9 +87,10 @@ def metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for key, by_test in repeats.items():
         decided = [combine_repeats(recs, recs[0]["rule"])[0] for recs in by_test.values()]
         values = scores[key]
+        passed, total = decided.count("passed"), sum(1 for d in decided if d != "error")
         out.append({"suite": key[0], "provider": key[1], "metric": key[2],
                     "mean": round(sum(values) / len(values), 6) if values else None,
-                    "passed": decided.count("passed"), "total": sum(1 for d in decided if d != "error")})
+                    "passed": passed, "total": total, "pass_rate_ci": interval(passed, total)})
     return out
 
 
@@ -145,9 +147,12 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     run["curves"] = cs
     run["slas"] = sla_verdicts(cs)
     run["summary"] = summary(records, vs, run["slas"])
+    run["summary"].update(run_figures(run["suites"], vs, include_drafts))  # docs/en/statistics.md
+    run["summary"]["red_lines"] = red_lines(records, include_drafts)
     if review := run.get("judge_review"):  # the second opinion's calls are the run's, not a record's
         run["summary"].update(judge_totals(review.get("items") or [], run["summary"]))
-    run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts).to_json()
+    run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts,
+                         run["summary"]["suites"], run["summary"]["red_lines"]).to_json()
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks
     if warnings := path_warnings(records):

@@ -75,11 +75,12 @@ def _groups(run: dict[str, Any]) -> dict[Key, list[dict[str, Any]]]:
 
 
 def critical_rules(records: list[dict[str, Any]]) -> list[str]:
-    """The critical assertions that failed in any repeat, each named by its rule and turn, in order."""
+    """The critical assertions that failed in any repeat, each named by its rule and turn, in order (a rule
+    under `max_rate` gates on its breach rate, not here: docs/en/statistics.md#red-lines-as-bounds)."""
     out: dict[str, None] = {}
     for r in records:
         for a in r.get("assertions") or []:
-            if a.get("severity") == "critical" and a.get("pass") is False:
+            if a.get("severity") == "critical" and a.get("max_rate") is None and a.get("pass") is False:
                 where = f"turn {a['turn']}: " if a.get("turn") is not None else ""
                 out[f"{where}{rule_text(a)} ({a.get('scope')})"] = None
     if not out and any(r.get("critical_failed") for r in records):
@@ -215,14 +216,16 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {c: sum(1 for r in rows if r["category"] == c) for c in CATEGORIES}
 
 
-def blocking_reasons(diff: dict[str, Any], suite: str | None = None, critical: bool = True) -> list[str]:
+def blocking_reasons(diff: dict[str, Any], suite: str | None = None, critical: bool = True,
+                     each: bool = True) -> list[str]:
     """What fails a regressions gate (of one suite, or of the whole run); `evalspec diff` leaves out
-    critical rules newly failing inside tests that already failed (`critical=False`)."""
+    critical rules newly failing inside tests that already failed (`critical=False`); under the paired test
+    (`each=False`) a regressed test does not block by itself, a critical rule newly failed still does."""
     mine = [r for r in diff["rows"] if suite is None or r["suite"] == suite_key(suite)]
-    reasons = [f"{r['category']}: {r['test_id']} @ {r['provider']}" for r in mine if r["blocking"]]
+    reasons = [f"{r['category']}: {r['test_id']} @ {r['provider']}" for r in mine if each and r["blocking"]]
     # `flaky` never excuses a critical failure (SPEC §17)
     reasons += [f"critical assertion newly failed: {r['test_id']} @ {r['provider']}"
-                for r in mine if critical and r["critical_new"] and not r["blocking"]]
+                for r in mine if critical and r["critical_new"] and not (each and r["blocking"])]
     reasons += [f"SLA newly missed: {c['test']} @ {c['provider']}: at {x['at']} min {x['min_score']}"
                 for c in diff["curves"] if suite is None or c["suite"] == suite_key(suite)
                 for x in c["sla"] if x["newly_missed"]]

@@ -20,10 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalspec.core.exitcodes import ExitCode
-from evalspec.results.compare import blocking_reasons
+from evalspec.results.compare import blocking_reasons, suite_key
+from evalspec.results.errorbars import interval
+from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, mcnemar_exact_one_sided
 from evalspec.results.verdict import Verdict, counts, gated_kind, is_gated, reaches_gate
 
 MODES = ("pass_rate", "regressions")
+PAIRED = "regressions-paired"  # `--gate regressions-paired`, or `gate: {regressions: paired}`
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -43,14 +47,25 @@ class SuiteGate:
     sla_no_data: tuple[str, ...]
     counts: Mapping[str, int]
     mode: str | None = None  # set by the regressions gate only
+    # reasons that block in every mode: pass^k below `min_pass_hat_k`, a red line over its `max_rate`
+    held: tuple[str, ...] = ()
+    paired: Mapping[str, Any] | None = None  # the paired test, when it decided this suite's regressions
+    red_lines: tuple[str, ...] = ()  # each `max_rate` rule's bound, in words (passed or not)
 
     def to_json(self) -> dict[str, Any]:
         out = {"suite": self.suite, "passed": self.passed, "failed": self.failed, "errors": self.errors,
-               "pass_rate": self.pass_rate, "min_pass_rate": self.min_pass_rate, "max_errors": self.max_errors,
+               "pass_rate": self.pass_rate, "pass_rate_ci": interval(self.passed, self.passed + self.failed),
+               "min_pass_rate": self.min_pass_rate, "max_errors": self.max_errors,
                "ok": self.ok, "reasons": list(self.reasons), "errors_exceeded": self.errors_exceeded,
                "sla_no_data": list(self.sla_no_data), "counts": dict(self.counts)}
         if self.mode is not None:
             out["mode"] = self.mode
+        if self.held:
+            out["held"] = list(self.held)
+        if self.paired is not None:
+            out["paired"] = dict(self.paired)
+        if self.red_lines:
+            out["red_lines"] = list(self.red_lines)
         return out
 
     @classmethod
@@ -58,7 +73,8 @@ class SuiteGate:
         return cls(data["suite"], data["passed"], data["failed"], data["errors"], data["pass_rate"],
                    data["min_pass_rate"], data["max_errors"], bool(data["ok"]), tuple(data["reasons"]),
                    bool(data.get("errors_exceeded")), tuple(data.get("sla_no_data") or ()),
-                   dict(data.get("counts") or {}), data.get("mode"))
+                   dict(data.get("counts") or {}), data.get("mode"), tuple(data.get("held") or ()),
+                   data.get("paired"), tuple(data.get("red_lines") or ()))
 
 
 @dataclass(frozen=True)
@@ -76,8 +92,11 @@ class GateDecision:
 
     def to_json(self) -> dict[str, Any]:
         """run.json's `gate`."""
+        counted = sum(s.passed for s in self.suites), sum(s.failed for s in self.suites)
         out: dict[str, Any] = {
             "passed": self.passed, "exit_code": self.exit_code, "pass_rate": self.pass_rate,
+            "verdicts_passed": counted[0], "verdicts_failed": counted[1],
+            "pass_rate_ci": interval(counted[0], counted[0] + counted[1]),
             "fail_under": self.fail_under, "include_drafts": self.include_drafts, "reasons": list(self.reasons),
             "suites": [s.to_json() for s in self.suites]}
         if self.mode is not None:
@@ -96,11 +115,15 @@ class GateDecision:
         return dataclasses.replace(self, mode="pass_rate",
                                    reasons=(*self.reasons, f"no baseline ({note}): the usual gate ran"))
 
-    def with_baseline(self, diff: Mapping[str, Any], modes: Mapping[str, str]) -> GateDecision:
-        """The regressions gate: the suites gated on regressions are blocked only by what got worse."""
+    def with_baseline(self, diff: Mapping[str, Any], modes: Mapping[str, str],
+                      alphas: Mapping[str, float] | None = None) -> GateDecision:
+        """The regressions gate: the suites gated on regressions are blocked only by what got worse — each
+        regressed test (`regressions`), or the paired test at the suite's alpha (`paired`)."""
         if not diff.get("available"):
             return self.without_baseline(str(diff.get("note")))
-        suites = tuple(_on_regressions(s, diff) if modes.get(s.suite) == "regressions" else s for s in self.suites)
+        suites = tuple(_on_regressions(s, diff) if modes.get(s.suite) == "regressions"
+                       else _on_paired(s, diff, (alphas or {}).get(s.suite, ALPHA)) if modes.get(s.suite) == PAIRED
+                       else s for s in self.suites)
         failures = [f"{s.suite}: {r}" for s in suites for r in s.reasons]
         # an earlier "no gated verdict" (exit 3) still counts; its reason is not repeated
         errors = self.exit_code == ExitCode.TOO_MANY_ERRORS or any(s.errors_exceeded or s.sla_no_data for s in suites)
@@ -109,8 +132,85 @@ class GateDecision:
 
 
 def _on_regressions(suite: SuiteGate, diff: Mapping[str, Any]) -> SuiteGate:
-    reasons = tuple(blocking_reasons(dict(diff), suite.suite))
+    reasons = (*blocking_reasons(dict(diff), suite.suite), *suite.held)
     return dataclasses.replace(suite, mode="regressions", reasons=reasons, ok=not reasons)
+
+
+def _on_paired(suite: SuiteGate, diff: Mapping[str, Any], alpha: float) -> SuiteGate:
+    """Regressions decided by the paired test (docs/en/statistics.md#regressions-decided-by-a-paired-test):
+    the regressed tests are listed in the diff, but only a significant p blocks; critical rules newly
+    failed, SLAs newly missed and the reasons that hold in every mode still do."""
+    test = paired_test(paired_rows(diff, suite.suite), alpha)
+    reasons = blocking_reasons(dict(diff), suite.suite, each=False)
+    if test["significant"]:
+        reasons.insert(0, paired_text(test))
+    reasons += suite.held
+    return dataclasses.replace(suite, mode="regressions", reasons=tuple(reasons), ok=not reasons, paired=test)
+
+
+def _outcome(side: Mapping[str, Any] | None) -> str | None:
+    """passed / failed for a verdict the paired test can use: gated, reached, not failed by a critical rule."""
+    if side is None or not is_gated(side) or side.get("critical_failed"):
+        return None
+    return {"passed": "passed", "failed": "failed"}.get(str(side.get("status")))
+
+
+def paired_rows(diff: Mapping[str, Any], suite: str | None = None) -> list[tuple[str, str]]:
+    """(base, head) of every verdict both runs reached on the same instance (the diff's matching), leaving
+    out drafts, xfail tests, curve points and verdicts failed by a critical rule in either run."""
+    out = []
+    for row in diff.get("rows") or []:
+        if suite is not None and row["suite"] != suite_key(suite):
+            continue
+        base, head = _outcome(row.get("base")), _outcome(row.get("head"))
+        if base is not None and head is not None:
+            out.append((base, head))
+    return out
+
+
+def paired_test(pairs: Sequence[tuple[str, str]], alpha: float) -> dict[str, Any]:
+    """`{b, c, p, alpha, significant}`: b passed → failed, c failed → passed, the one-sided exact McNemar p."""
+    b = sum(1 for base, head in pairs if (base, head) == ("passed", "failed"))
+    c = sum(1 for base, head in pairs if (base, head) == ("failed", "passed"))
+    p = mcnemar_exact_one_sided(b, c)
+    return {"b": b, "c": c, "p": round(p, 6), "alpha": alpha, "significant": p < alpha}
+
+
+def paired_text(test: Mapping[str, Any]) -> str:
+    return (f"paired test: {test['b']} passed → failed, {test['c']} failed → passed: "
+            f"p = {test['p']:.3g} < alpha {test['alpha']:g}")
+
+
+def pass_hat_k_reason(suite: Mapping[str, Any], figures: Mapping[str, Any] | None) -> str | None:
+    """`pass^3 0.72 < 0.80` when the suite's pass^k is below its `gate.min_pass_hat_k` (no repeated verdict
+    reached: nothing to compare, the errors gate)."""
+    wanted = suite.get("min_pass_hat_k")
+    if not wanted or not figures:
+        return None
+    k, least = int(wanted["k"]), float(wanted["min"])
+    curve = figures.get("pass_hat_k") or []
+    if len(curve) < k or curve[k - 1] >= least:
+        return None
+    return f"pass^{k} {curve[k - 1]:.2f} < {least:.2f}"
+
+
+def percent(x: float) -> str:
+    return f"{x * 100:.1f} %"
+
+
+def bound_text(line: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether a red line under `max_rate` holds (its 95 % upper bound ≤ max_rate), and why in words:
+    "0 breaches in 300 conversations: breach rate < 1.0 % (95 %)"."""
+    limit, n, breaches = float(line["max_rate"]), int(line["n"]), int(line["breaches"])
+    upper = clopper_pearson_upper(breaches, n)
+    seen = f"{breaches} breach{'es' if breaches != 1 else ''} in {n} conversation{'s' if n != 1 else ''}"
+    if upper is not None and upper <= limit:
+        return True, f"{line['rule']}: {seen}: breach rate < {percent(upper)} (95 %)"
+    if breaches == 0:
+        return False, (f"{line['rule']}: {seen}: not enough conversations to show < {limit * 100:g} %: "
+                       f"need {conversations_to_bound(limit)}")
+    return False, (f"{line['rule']}: {seen}: breach rate < {percent(upper or 1.0)} (95 %), "
+                   f"above max_rate {limit * 100:g} %")
 
 
 def exit_code(failed: bool, errors: bool) -> int:
@@ -133,10 +233,13 @@ def _concluded(suites: tuple[SuiteGate, ...], failures: list[str], errors: bool,
 
 
 def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Sequence[Mapping[str, Any]],
-           fail_under: float | None, include_drafts: bool) -> GateDecision:
-    """The usual gate per suite and for the run, from the verdicts and the SLA verdicts.
+           fail_under: float | None, include_drafts: bool, figures: Sequence[Mapping[str, Any]] = (),
+           red_lines: Sequence[Mapping[str, Any]] = ()) -> GateDecision:
+    """The usual gate per suite and for the run, from the verdicts, the SLA verdicts, each suite's pass^k
+    (`figures`, results/errorbars.py) and the red lines' bounds (`red_lines`).
 
     A pass rate over no gated verdict is None (shown "—"), never 100%."""
+    by_suite = {f["suite"]: f for f in figures}
     per_suite = []
     all_passed = all_failed = all_errors = all_skipped = 0
     any_errors = False
@@ -161,11 +264,22 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
             reasons.append("critical assertion failed: " + ", ".join(critical))
         if sla_missed:
             reasons.append("SLA missed: " + "; ".join(sla_missed))
+        held, bounds = [], []
+        if below := pass_hat_k_reason(s, by_suite.get(s["path"])):
+            held.append(below)
+        for line in red_lines:
+            if line["suite"] == s["path"] and line.get("max_rate") is not None:
+                ok, text = bound_text(line)
+                bounds.append(text)
+                if not ok:
+                    held.append(f"red line over max_rate: {text}")
+        reasons += held
         # SPEC §17: an SLA without data gates like an error (exit 3 unless something failed)
         no_data = [f"{x['id']}: {x['text']}" for x in mine_slas if x["status"] == "no data"]
         too_many_errors = errors > s["max_errors"]
         per_suite.append(SuiteGate(s["path"], passed, failed, errors, rate, min_rate, s["max_errors"], not reasons,
-                                   tuple(reasons), too_many_errors, tuple(no_data), counts(mine, mine_slas)))
+                                   tuple(reasons), too_many_errors, tuple(no_data), counts(mine, mine_slas),
+                                   held=tuple(held), red_lines=tuple(bounds)))
         all_passed, all_failed, all_errors = all_passed + passed, all_failed + failed, all_errors + errors
         all_skipped += skipped
         any_errors = any_errors or too_many_errors or bool(no_data)
@@ -188,14 +302,25 @@ def no_baseline(note: str) -> dict[str, Any]:
 
 
 def suite_mode(suite_meta: Mapping[str, Any], cli_mode: str | None) -> str:
-    return cli_mode or str(suite_meta.get("gate_mode") or "pass_rate")
+    """pass_rate, regressions (each regressed test blocks) or regressions-paired (the paired test decides):
+    `--gate` first, else the suite's `gate: {mode, regressions}`."""
+    mode = cli_mode or str(suite_meta.get("gate_mode") or "pass_rate")
+    if mode == "regressions" and suite_meta.get("regressions") == "paired":
+        return PAIRED
+    return mode
 
 
 def apply_baseline(run: dict[str, Any], diff: dict[str, Any], cli_mode: str | None) -> dict[str, Any]:
-    """Put the diff into the run and, for suites gated on regressions, replace their gate verdict."""
+    """Put the diff into the run and, for suites gated on regressions, replace their gate verdict; with the
+    paired test, `baseline.paired` is its figures over every suite it decides."""
     run["baseline"] = diff
     modes = {s["path"]: suite_mode(s, cli_mode) for s in run["suites"]}
-    if "regressions" not in modes.values():
+    if not {"regressions", PAIRED} & set(modes.values()):
         return run
-    run["gate"] = GateDecision.from_json(run["gate"]).with_baseline(diff, modes).to_json()
+    alphas = {s["path"]: float(s.get("alpha") or ALPHA) for s in run["suites"]}
+    paired = [path for path, mode in modes.items() if mode == PAIRED]
+    if paired and diff.get("available"):
+        diff["paired"] = paired_test([p for path in paired for p in paired_rows(diff, path)],
+                                     min(alphas[path] for path in paired))
+    run["gate"] = GateDecision.from_json(run["gate"]).with_baseline(diff, modes, alphas).to_json()
     return run

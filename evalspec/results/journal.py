@@ -224,9 +224,11 @@ def check_unchanged(suites: list[Any], run_dir: Path, invocation: dict[str, Any]
     if invocation is not None and isinstance(before, dict):
         for option, now in invocation.items():
             then = before.get(option)
-            if then == now:
+            if then == now or (option == "transcripts" and option not in before):  # a manifest from before it
                 continue
-            if option == "var":
+            if option == "transcripts":
+                shown = _recorded_change(then, now)
+            elif option == "var":
                 names = sorted(k for k in {*now, *(then or {})} if (then or {}).get(k) != now.get(k))
                 shown = f"--var {', '.join(names)} differ from the interrupted run's"
             else:
@@ -235,6 +237,17 @@ def check_unchanged(suites: list[Any], run_dir: Path, invocation: dict[str, Any]
                                     f"runs. Resume with the interrupted run's options, or run without --resume"))
     if problems:
         raise ConfigError(problems)
+
+
+def _recorded_change(then: Any, now: Any) -> str:
+    """How the recorded conversations to grade differ from the interrupted run's (run_plan's `transcripts`)."""
+    then = then if isinstance(then, dict) else {}
+    now = now if isinstance(now, dict) else {}
+    if then.get("path") != now.get("path"):
+        named = [f"--transcripts {p}" if p else "each suite's transcripts.path" for p in (now.get("path"), then.get("path"))]
+        return f"the conversations to grade ({named[0]}) are not the interrupted run's ({named[1]})"
+    where = f"--transcripts {now['path']}" if now.get("path") else "the suites' transcripts.path files"
+    return f"the conversations to grade ({where}) changed since the interrupted run (sha256 differs)"
 
 
 def _shown(value: Any) -> str:

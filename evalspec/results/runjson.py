@@ -3,34 +3,137 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalspec.config.paths import format_path
 from evalspec.core.errors import ConfigError, Problem
-from evalspec.results.journal import encode
+from evalspec.results.journal import decode, encode
 from evalspec.results.stream import JournalRecords
 
 #: `schema/run.schema.json`, shipped inside the package (a test keeps the two the same)
 RUN_SCHEMA_FILE = Path(__file__).resolve().parent.parent / "data" / "run.schema.json"
 
 
-def read_run(path: str, check: bool = False) -> dict[str, Any]:
-    """A run.json, or exit 2 naming the file and what is wrong with it. With `check` (a baseline, SPEC
-    §17) it must validate against the run schema, so a file that cannot be compared is refused before
-    the first call instead of failing the run after the last one."""
+def read_run(path: str | Path, check: bool = False) -> dict[str, Any]:
+    """A run.json, checked: the one reader of run.json for every command
+    (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read).
+    A file that is cut short, not UTF-8, not a JSON object or of the wrong shape is a ConfigError (exit 2)
+    naming the file and what is wrong, so no command meets it half way. With `check` (a baseline, SPEC
+    §17) it must validate against the whole run schema, so a file that cannot be compared is refused
+    before the first call instead of failing the run after the last one."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError([Problem(path, None, "", f"not a readable run.json: {exc}")]) from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise ConfigError([Problem(path, None, "", "not a run.json: it has no 'results' list")])
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError([Problem(str(path), None, "", f"cannot be read: {exc.strerror or exc}")]) from None
+    data = parse_run(raw, str(path), shape=not check)  # the whole schema holds the shape's checks
     if check and (problem := run_schema_problem(data)) is not None:
-        raise ConfigError([Problem(path, None, "", f"does not validate against schema/run.schema.json: {problem}; "
-                                                   "give a run.json written by evalspec run")])
+        raise ConfigError([Problem(str(path), None, "", f"does not validate against schema/run.schema.json: {problem}; "
+                                                        "give a run.json written by evalspec run")])
     return data
+
+
+def parse_run(raw: bytes, where: str, shape: bool = True) -> dict[str, Any]:
+    """The content of a run.json (`where` names it in the error), checked as `read_run` says; without
+    `shape`, only that it is a JSON object with a `results` list (the caller validates the whole schema)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([Problem(where, None, "", f"not a readable run.json: not UTF-8 text (byte {exc.start} is "
+                                                    f"{raw[exc.start:exc.start + 1]!r}); give the run.json evalspec wrote")]) from None
+    try:
+        data = decode(text)
+    except ValueError as exc:
+        cut = " (the file looks cut short)" if not text.rstrip().endswith("}") else ""
+        raise ConfigError([Problem(where, None, "", f"not a readable run.json: not valid JSON{cut}: {exc}")]) from None
+    problem = run_shape_problem(data) if shape else _top_problem(data)
+    if problem is not None:
+        raise ConfigError([Problem(where, None, "", f"not a run.json: {problem}; give a run.json written "
+                                                    "by evalspec run (or delete this one)")])
+    return cast(dict[str, Any], data)
+
+
+_SHAPE_DEPTH = 5  # run → results → record → its transcript and assertions → their fields (metadata is not read)
+
+
+def run_shape_problem(data: Any) -> str | None:
+    """The first way `data` is not shaped like a run.json (where, and what), or None. The schema's types and
+    required keys down to each message and verdict, so that no command indexes into a value that is not there;
+    its ranges and patterns only under `check` (a whole-schema validation costs a second per 2,000 records)."""
+    if (problem := _top_problem(data)) is not None:
+        return problem
+    schema = _shape_schema()
+    return _shape(data, schema, schema["$defs"], (), _SHAPE_DEPTH)
+
+
+def _top_problem(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return f"the top level is {_kind(data)}, not a JSON object"
+    if not isinstance(data.get("results"), list):
+        return "it has no 'results' list" if "results" not in data else f"'results' is {_kind(data['results'])}, not a list"
+    return None
+
+
+@functools.cache
+def _shape_schema() -> dict[str, Any]:
+    from evalspec.results.schema import run_schema
+
+    return run_schema()
+
+
+_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "object": dict, "array": list, "boolean": bool,
+                                              "null": type(None), "number": (int, float), "integer": int}
+
+
+def _is(value: Any, name: str) -> bool:
+    if isinstance(value, bool) and name in ("integer", "number"):
+        return False
+    return isinstance(value, _TYPES.get(name, object))
+
+
+def _shape(value: Any, schema: dict[str, Any], defs: dict[str, Any], at: tuple[str | int, ...],
+           depth: int) -> str | None:
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        schema = defs[ref.rsplit("/", 1)[-1]]
+    if "anyOf" in schema:
+        if any(_shape(value, s, defs, at, 0) is None for s in schema["anyOf"]):
+            return None
+        return f"{_where(at)}: {_kind(value)} is none of the forms allowed there"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{_where(at)}: {_kind(value)} is not one of {', '.join(map(json.dumps, schema['enum']))}"
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+    if kinds and not any(_is(value, k) for k in kinds):
+        return f"{_where(at)}: {_kind(value)}, expected {' or '.join(kinds)}"
+    if depth <= 0:
+        return None
+    if isinstance(value, dict):
+        for key in schema.get("required", ()):
+            if key not in value:
+                return f"{_where(at)}: '{key}' is missing"
+        for key, sub in schema.get("properties", {}).items():
+            if key in value and (problem := _shape(value[key], sub, defs, (*at, key), depth - 1)):
+                return problem
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            if problem := _shape(item, schema["items"], defs, (*at, i), depth - 1):
+                return problem
+    return None
+
+
+def _where(at: tuple[str | int, ...]) -> str:
+    return format_path(at) or "the top level"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return "an object" if isinstance(value, dict) else "a list"
+    shown = json.dumps(value, ensure_ascii=False)
+    return shown if len(shown) <= 40 else shown[:40] + "…"
 
 
 def run_schema_problem(data: Any) -> str | None:

@@ -98,9 +98,15 @@ def pass_k_curves(verdicts: Iterable[tuple[int, int]]) -> tuple[list[float], lis
     if not repeated:
         return [], []
     m = min(n for n, _ in repeated)
-    at = [sum(pass_at_k(n, c, k) for n, c in repeated) / len(repeated) for k in range(1, m + 1)]
-    hat = [sum(pass_hat_k(n, c, k) for n, c in repeated) / len(repeated) for k in range(1, m + 1)]
-    return at, hat
+    at, hat = [0.0] * m, [0.0] * m
+    for n, c in repeated:  # C(c, k)/C(n, k) = Π (c − i)/(n − i) over i < k: one product per k, however large n
+        all_pass = none_pass = 1.0
+        for k in range(m):
+            all_pass *= (c - k) / (n - k)
+            none_pass *= (n - c - k) / (n - k)
+            hat[k] += all_pass
+            at[k] += 1 - none_pass
+    return [x / len(repeated) for x in at], [x / len(repeated) for x in hat]
 
 
 # ------------------------------------------------------------------------------------- the binomial tail

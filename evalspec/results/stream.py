@@ -30,10 +30,19 @@ def light(record: dict[str, Any]) -> dict[str, Any]:
     teardown = record.get("teardown")
     if isinstance(teardown, dict) and teardown.get("ok") is False:  # the summary names failed teardowns
         out["teardown"] = {"ok": False, "error": teardown.get("error")}
-    metrics = [{"metric": a["metric"], "score": a.get("score"), "pass": a.get("pass")}
-               for a in record.get("assertions", []) if a.get("metric")]
-    if metrics:
-        out["assertions"] = metrics
+    kept = [_light_check(a) for a in record.get("assertions", [])
+            if a.get("metric") or a.get("severity") == "critical"]
+    if kept:
+        out["assertions"] = kept
+    return out
+
+
+def _light_check(a: dict[str, Any]) -> dict[str, Any]:
+    """A check as the metric scoreboard reads it (metric, score, pass), or the red lines (a critical rule:
+    its rule, turn, pass, skipped and `max_rate`, docs/en/statistics.md#red-lines-as-bounds)."""
+    out = {"metric": a.get("metric"), "score": a.get("score"), "pass": a.get("pass")}
+    if a.get("severity") == "critical":
+        out.update({k: a[k] for k in ("severity", "type", "value", "turn", "skipped", "max_rate") if k in a})
     return out
 
 

@@ -53,6 +53,20 @@ def gated_kind(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> 
             and not (_field(x, "curve") or _field(x, "measured")))
 
 
+def tally(vs: Iterable[Verdict], include_drafts: bool = False) -> tuple[int, int]:
+    """(passed, failed) over the gated verdicts: what every pass rate counts, and its interval
+    (docs/en/reports-and-gate.md, docs/en/statistics.md)."""
+    gated = [v.status for v in vs if is_gated(v, include_drafts)]
+    return gated.count("passed"), gated.count("failed")
+
+
+def breached_bounded_rule(record: Mapping[str, Any]) -> bool:
+    """A record that failed a critical rule gated on its breach rate (`max_rate`): its verdict is `failed`,
+    but the rule does not block by itself (docs/en/statistics.md#red-lines-as-bounds)."""
+    return any(a.get("severity") == "critical" and a.get("max_rate") is not None and a.get("pass") is False
+               for a in record.get("assertions") or [])
+
+
 def counts(vs: Iterable[Verdict], slas: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """The verdict counts every report shows, in one vocabulary."""
     out = {c: 0 for c in CATEGORIES}
@@ -83,9 +97,11 @@ def decide(results: list[AssertionResult], threshold: float | None, error: str |
     conversation whose every rule was skipped checked nothing: `skipped`, never `passed`."""
     checked = [r for r in results if not r.skipped]
     score = test_score(checked)
-    critical = any(r.passed is False and r.severity == "critical" for r in checked)
+    critical = any(r.passed is False and r.severity == "critical" and r.max_rate is None for r in checked)
     if critical:
         return "failed", score, True
+    if any(r.passed is False and r.severity == "critical" for r in checked):  # under `max_rate`: fails, never blocks
+        return "failed", score, False
     if error or any(r.error for r in checked):
         parts = [(r.passed, r.score, r.weight) for r in checked]
         # a threshold over a conversation cut short: its checks never reached are not here to bound the score
@@ -133,7 +149,13 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "records" and (k != "reduce" or v)}
         out["measured"] = self.curve
+        if self.repeats():
+            out["c"] = self.passed  # c of n repeats passed (docs/en/statistics.md#repeats-pass-k-and-pass-k)
         return out
+
+    def repeats(self) -> tuple[int, int] | None:
+        """(n, c): the repeats played and passed, for pass@k and pass^k; None unless the test repeated."""
+        return (self.n, self.passed) if self.n >= 2 and not self.reduce else None
 
 
 def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> tuple[str, int, float, bool]:
@@ -145,7 +167,7 @@ def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> 
     n = len(statuses)
     ok = sum(1 for s in statuses if s in ("passed", "xpassed"))
     rate = ok / n if n else 0.0
-    if any(r.get("critical_failed") for r in records):
+    if any(r.get("critical_failed") or breached_bounded_rule(r) for r in records):
         return "failed", ok, rate, False
     if "error" in statuses:
         return "error", ok, rate, False

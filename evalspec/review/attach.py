@@ -42,7 +42,7 @@ def find_baseline(spec: str | None) -> Baseline:
 
 
 def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None) -> bool:
-    return baseline.asked or cli_mode == "regressions" or \
+    return baseline.asked or cli_mode in ("regressions", "regressions-paired") or \
         (cli_mode is None and any(s.gate_mode == "regressions" for s in suites))
 
 

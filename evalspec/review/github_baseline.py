@@ -8,7 +8,6 @@ error) gives no baseline and a note saying why: the run is then gated as usual.
 from __future__ import annotations
 
 import io
-import json
 import os
 import zipfile
 from collections.abc import Mapping
@@ -16,7 +15,8 @@ from typing import Any
 
 import httpx
 
-from evalspec.core.errors import ControlFlow
+from evalspec.core.errors import ConfigError, ControlFlow
+from evalspec.results.runjson import parse_run
 from evalspec.review.github import GitHub, GitHubError
 
 ARTIFACT = "evalspec-report"
@@ -41,12 +41,13 @@ def _run_json_from_zip(content: bytes) -> dict[str, Any]:
             names = sorted((n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "run.json"), key=len)
             if not names:
                 raise NoBaseline(f"the {ARTIFACT} artifact has no run.json")
-            data = json.loads(archive.read(names[0]).decode("utf-8"))
-    except (zipfile.BadZipFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = archive.read(names[0])
+    except zipfile.BadZipFile as exc:
         raise NoBaseline(f"the {ARTIFACT} artifact could not be read: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise NoBaseline(f"the run.json of the {ARTIFACT} artifact has no results")
-    return data
+    try:  # the one run.json reader's checks (docs/en/troubleshooting.md#runjson)
+        return parse_run(raw, f"the run.json of the {ARTIFACT} artifact", shape=False)  # attach checks the schema
+    except ConfigError as exc:
+        raise NoBaseline("; ".join(str(p) for p in exc.problems)) from None
 
 
 def fetch_baseline(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:

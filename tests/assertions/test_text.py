@@ -88,3 +88,45 @@ def test_not_prefix_negates_score() -> None:
 
 def test_equals_number_value_matches_text() -> None:
     assert check("equals: 2", transcript(("1+1?", "2"))).passed
+
+
+PHONE = "not-regex: '1[3-9]\\d{9}'"
+
+
+@pytest.mark.parametrize("reply", ["１３９１２３４５６７８（微信同号）", "139 1234 5678", "１３９　１２３４　５６７８",
+                                   "139-1234-5678", "139.1234.5678"])
+def test_normalize_reads_full_width_and_spaced_digits_for_every_not_form(reply: str) -> None:
+    messages = transcript(("电话？", reply))
+    assert check(PHONE, messages).passed is True  # read as written, the red line misses it
+    caught = check(PHONE + "\nnormalize: [nfkc, digits]", messages)
+    assert caught.passed is False and caught.evidence[0].text == reply.replace("（微信同号）", "")
+    assert check("not-contains: '13912345678'\nnormalize: [nfkc, digits]", messages).passed is False
+    assert check("not-icontains: '13912345678'\nnormalize: [digits, nfkc]", messages).passed is False
+    assert check("not-contains-any: ['13912345678', 'x']\nnormalize: [nfkc, digits]", messages).passed is False
+    assert check("not-starts-with: '139'\nnormalize: nfkc", messages).passed is False
+
+
+def test_normalize_applies_in_its_own_order_whatever_order_it_is_written_in() -> None:
+    styled = transcript(("会员？", "ᵛᴵᴾ 专享"))  # modifier letters: NFKC makes them V I P, casefold then v i p
+    one = check("contains: vip\nnormalize: [casefold, nfkc]", styled)
+    other = check("contains: vip\nnormalize: [nfkc, casefold]", styled)
+    assert one.passed is other.passed is True
+    assert one.evidence[0].text == "ᵛᴵᴾ" and "read as 'vip'" in one.reason
+    dashed = transcript(("电话？", "139﹣1234﹣5678"))  # small hyphen-minus: a hyphen only once NFKC has read it
+    assert check(PHONE + "\nnormalize: [digits, nfkc]", dashed).passed is False
+
+
+def test_equals_and_levenshtein_read_the_normalized_reply() -> None:
+    assert check("equals: vip\nnormalize: [nfkc, casefold]", transcript(("?", " ＶＩＰ "))).passed is True
+    assert check("equals: vip", transcript(("?", "ＶＩＰ"))).passed is False
+    assert check("levenshtein: {value: '400 820 8820', max: 0}\nnormalize: nfkc",
+                 transcript(("?", "４００ ８２０ ８８２０"))).passed is True
+
+
+def test_a_normalize_name_that_does_not_exist_is_a_config_error() -> None:
+    from evalspec.core.errors import ConfigError
+    from tests.helpers import spec
+
+    with pytest.raises(ConfigError) as caught:
+        spec("not-regex: '\\d'\nnormalize: nfc")
+    assert "normalize" in str(caught.value)

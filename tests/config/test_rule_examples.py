@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import invoke
 
@@ -52,9 +55,13 @@ def errors(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("error")]
 
 
-def test_the_spec_example_validates_as_written_even_strictly(tmp_path: Path) -> None:
+def test_the_spec_example_validates_as_written_and_strictly_once_it_reads_full_width_digits(tmp_path: Path) -> None:
     path = write(tmp_path, SPEC_EXAMPLE)
     assert invoke("validate", str(path))[0] == 0
+    code, output = invoke("validate", "--strict", str(path))  # a Chinese suite whose `\d` misses １３９…
+    assert code == 2 and len(errors(output)) == 1 and "normalize: [nfkc, digits]" in output, output
+    path = write(tmp_path, SPEC_EXAMPLE.replace("      severity: critical\n", "      severity: critical\n"
+                                                "      normalize: [nfkc, digits]\n", 1))
     code, output = invoke("validate", "--strict", str(path))
     assert code == 0, output
 
@@ -211,7 +218,7 @@ def test_an_assertion_written_under_a_test_is_told_to_go_in_an_assert_list(tmp_p
 
 def test_strict_refuses_a_critical_rule_without_a_fail_example(tmp_path: Path) -> None:
     path = write(tmp_path, suite("      - not-regex: '1[3-9]\\d{9}'\n        severity: critical\n"
-                                 "      - contains: 你好\n"))
+                                 "        normalize: nfkc\n      - contains: 你好\n"))
     code, output = invoke("validate", str(path))
     assert code == 0 and "warning" not in output
     code, output = invoke("validate", "--strict", str(path))
@@ -261,3 +268,40 @@ tests:
         assert "s.yaml:9: tests[0].assert[0].examples.fail[0]: fail example 1: the rule passed '13812345678'" in out, out
         assert "t[x=微信]" in out, out
         assert "1 problem found" in out, out
+
+
+DIGITS_RULE = "      - not-regex: '1[3-9]\\d{9}'\n        scope: each_turn\n"
+
+
+def test_strict_warns_on_a_digit_red_line_that_reads_a_chinese_suite_as_written(tmp_path: Path) -> None:
+    path = write(tmp_path, suite(DIGITS_RULE, conversation="      - user: 销售的电话是多少？\n"))
+    code, output = invoke("validate", str(path))
+    assert code == 0 and "warning" not in output, output
+    code, output = invoke("validate", "--strict", str(path))
+    assert code == 2
+    assert errors(output) == [
+        f"error {path}:7: tests[0].assert[0]: 'not-regex' uses \\d on replies read as written: a Chinese bot's "
+        "full-width digits (１３９…) and spaced numbers (139 1234 5678) slip past it; add `normalize: [nfkc, digits]` "
+        "beside it (or `options.normalize` for the suite), or use `not-pii: [cn_mobile]`"]
+
+
+@pytest.mark.parametrize("change", [
+    lambda text: text.replace("        scope: each_turn\n", "        scope: each_turn\n        normalize: [digits, nfkc]\n"),
+    lambda text: "options: {normalize: nfkc}\n" + text,
+    lambda text: text.replace("销售的电话是多少？", "What is the sales phone number?"),
+    lambda text: text.replace("\\d{9}", "[0-9]{9}").replace("1[3-9]", "1[3-9]\\\\d"),  # an escaped backslash
+])
+def test_no_digit_warning_once_nfkc_reads_the_replies_or_the_suite_is_english(tmp_path: Path, change) -> None:
+    path = write(tmp_path, change(suite(DIGITS_RULE, conversation="      - user: 销售的电话是多少？\n")))
+    code, output = invoke("validate", "--strict", str(path))
+    assert code == 0, output
+
+
+def test_strict_digit_warning_reads_the_turns_of_a_recorded_log(tmp_path: Path) -> None:
+    (tmp_path / "log.jsonl").write_text(json.dumps({"id": "c1", "messages": [
+        {"role": "user", "content": "怎么联系你们？"}, {"role": "assistant", "content": "请在 App 里联系"}]},
+        ensure_ascii=False) + "\n", encoding="utf-8")
+    rule = DIGITS_RULE.replace("      ", "    ", 1).replace("        ", "      ")
+    path = write(tmp_path, "transcripts: {path: log.jsonl}\ndefaults:\n  assert:\n" + rule)
+    code, output = invoke("validate", "--strict", str(path))
+    assert code == 2 and "defaults.assert[0]: 'not-regex' uses \\d" in output, output

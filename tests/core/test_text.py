@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalspec.core.errors import GradingError
-from evalspec.core.text import find_json
+from evalspec.core.text import find_json, normalize, normalized
 from evalspec.providers.judge import parse_verdict
 
 
@@ -22,3 +22,21 @@ def test_a_verdict_is_a_json_object_and_prose_is_no_verdict() -> None:
     assert parse_verdict('Verdict:\n```json\n{"reason": "ok", "pass": false}\n```') == {"reason": "ok", "pass": False}
     with pytest.raises(GradingError, match="not a JSON verdict .*a refusal"):
         parse_verdict("[1, 2] the reply passes")
+
+
+@pytest.mark.parametrize("names,text,read", [
+    (["nfkc"], "１３９　１２３４（微信同号）ＶＩＰ", "139 1234(微信同号)VIP"),
+    (["digits"], "139 1234-5678.9\n10", "139123456789\n10"),  # not across a line break
+    (["nfkc", "digits"], "⒈2 电话 １３９　１２３４　５６７８", "12 电话 13912345678"),
+    (["casefold", "nfkc"], "ᵛᴵᴾ Straße", "vip strasse"),
+    ([], "ＶＩＰ", "ＶＩＰ"),
+])
+def test_normalize_reads_the_text_in_the_fixed_order(names, text, read) -> None:
+    assert normalize(text, names) == read
+
+
+def test_normalized_text_leads_back_to_the_text_as_written() -> None:
+    seen = normalized("请加 １３９　１２３４　５６７８ 微信同号", ["digits", "nfkc"])
+    start = seen.text.index("13912345678")
+    assert seen.source(start, start + 11) == "１３９　１２３４　５６７８"
+    assert seen.source(start, start) == ""

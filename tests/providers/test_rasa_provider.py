@@ -59,7 +59,7 @@ def test_a_booking_turn_gives_the_reply_its_buttons_and_the_tracker_state(tmp_pa
             "entities": [{"entity": "car_model", "value": "瑶光"}],
             "actions": ["utter_ask_day", "action_listen"], "utterances": ["utter_ask_day"],
             "flows_started": ["book_test_drive"], "flows_completed": [], "flows_cancelled": [],
-            "active_flow": "book_test_drive"}
+            "active_flow": "book_test_drive", "active_loop": None}
         # the second turn's state holds only its own events; the flow ended, so no flow is active
         state = second["state"]
         assert list(state) == list(STATE_KEYS)
@@ -146,7 +146,7 @@ def test_a_conversation_replayed_from_the_cache_neither_seeds_nor_calls(tmp_path
 def test_every_state_key_is_there_when_nothing_happened() -> None:
     assert tracker_state({}) == {"slots": {}, "slots_set": {}, "intent": None, "entities": [], "actions": [],
                                  "utterances": [], "flows_started": [], "flows_completed": [],
-                                 "flows_cancelled": [], "active_flow": None}
+                                 "flows_cancelled": [], "active_flow": None, "active_loop": None}
     # a tracker that carries its stack is read from it; the topmost flow frame wins over other frames
     stack = [{"type": "flow", "flow_id": "outer"}, {"type": "flow", "flow_id": "inner"},
              {"type": "pattern_collect_information", "flow_id": "pattern_collect_information"}]

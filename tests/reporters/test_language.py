@@ -23,7 +23,7 @@ from evalspec.reporters.markdown import render_markdown
 
 # words that are names, not prose: the tool, units and keys a reader types (xfail, max_errors, --html-all)
 NAMES = {"evalspec", "sla", "xfail", "token", "ms", "p95", "max_errors", "fail", "under", "html", "all", "json",
-         "true", "false", "pull", "request", "python", "name", "args"}
+         "true", "false", "pull", "request", "python", "name", "args", "utc"}  # utc: the zone of a time
 
 
 def test_every_key_is_in_every_language() -> None:
@@ -144,7 +144,7 @@ def test_the_sections_fixture_has_the_sections(sections_run: dict[str, Any]) -> 
     assert any(r.get("attribution_suggested") for r in sections_run["results"])
     assert any(m.get("tool_calls") for r in sections_run["results"] for m in r["transcript"])
     assert any((r.get("teardown") or {}).get("ok") is False for r in sections_run["results"])
-    for part in ("id='attacks'", 'class="call"', 'class="teardown error"', "rule_misjudgment"):
+    for part in ("id='attacks'", 'class="call"', 'class="teardown error"', "规则误判"):
         assert part in page, part
 
 

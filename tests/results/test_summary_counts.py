@@ -75,7 +75,7 @@ tests:
     board = {m["metric"]: m for m in data["summary"]["metrics"]}
     # tone: test a fails one of its two tone checks, test c passes all six (three repeats × two turns)
     assert board["tone"] == {"suite": board["tone"]["suite"], "provider": "bot", "metric": "tone",
-                             "mean": 0.875, "passed": 1, "total": 2}
+                             "mean": 0.875, "passed": 1, "total": 2, "pass_rate_ci": [0.094531, 0.905469]}
     assert (board["privacy"]["passed"], board["privacy"]["total"]) == (2, 2)
 
 

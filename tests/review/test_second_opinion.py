@@ -123,7 +123,7 @@ tests:
     assert len(data["results"]) == STREAM_ABOVE + 1 and data["judge_review"]["sampled"] == 1
     year = next(r for r in data["results"] if r["test_id"] == "year")
     assert year["status"] == "failed" and year["attribution_suggested"] == "rule_misjudgment"
-    assert "year @ bot — suggested: rule\\_misjudgment" in (in_tmp / "report.md").read_text(encoding="utf-8")
+    assert "year @ bot — suggested: rule misjudgment" in (in_tmp / "report.md").read_text(encoding="utf-8")
 
 
 def test_a_second_opinion_quoting_a_secret_is_masked_in_run_and_grade_outputs(in_tmp: Path, monkeypatch: Any) -> None:

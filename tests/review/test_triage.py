@@ -64,7 +64,7 @@ def test_triage_is_recorded_and_carried_over_until_the_status_changes(in_tmp: Pa
     second = record(in_tmp / "run2.json")
     assert second["attribution"] == "pending_fact" and second["triage"]["carried"] is True  # type: ignore[index]
     report = (in_tmp / "run2.md").read_text(encoding="utf-8")
-    assert "Failures by attribution" in report and "pending\\_fact** (1): answer @ bot (triage) — 退款政策还没定" in report
+    assert "Failures by attribution" in report and "pending fact** (1): answer @ bot (triage) — 退款政策还没定" in report
 
     (in_tmp / "mode.txt").write_text("error", encoding="utf-8")  # the status changes: the call no longer applies
     invoke("run", str(suite), "-o", "run3.json", "--no-cache")
@@ -101,7 +101,7 @@ def test_a_triage_is_carried_over_into_a_run_too_large_to_hold_in_memory(in_tmp:
         ("pending_fact", "triage", True)
     assert sum(1 for r in data["results"] if "attribution" in r) == 1
     report = (in_tmp / "run2.md").read_text(encoding="utf-8")
-    assert "pending\\_fact** (1): answer @ bot (triage) — 退款政策还没定" in report
+    assert "pending fact** (1): answer @ bot (triage) — 退款政策还没定" in report
 
 
 def test_triage_records_who_made_the_call(in_tmp: Path) -> None:

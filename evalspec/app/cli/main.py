@@ -141,8 +141,9 @@ def main() -> None:
 @click.option("--html-all", "html_all", is_flag=True,
               help="embed every transcript in the HTML (a large run summarises passing ones beyond 1,000)")
 @click.option("--baseline", help="BASE.json (or 'auto': the base branch's run on GitHub) to diff against")
-@click.option("--gate", "gate_mode", type=click.Choice(["pass_rate", "regressions"]),
-              help="regressions: only what got worse than --baseline fails the run")
+@click.option("--gate", "gate_mode", type=click.Choice(["pass_rate", "regressions", "regressions-paired"]),
+              help="regressions: only what got worse than --baseline fails the run; regressions-paired: "
+                   "an exact paired test decides whether it got worse")
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="replays (no cache) before a verdict is called regressed")
 @LANG_OPTION
@@ -443,8 +444,10 @@ def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | 
         from evalspec.app.cli.trend import trend_command
 
         sys.exit(trend_command(list(run_jsons), html_path, junit_path, md_path))
+    from evalspec.results.runjson import read_run
+
     run_json = run_jsons[0] if run_jsons else _latest_run(Path(".evalspec/runs"))
-    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    data = read_run(run_json)
     written = _write_reports(data, html_path, junit_path, md_path, html_all, lang)
     console = make_console()
     if not run_jsons:
@@ -515,10 +518,10 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
     """Re-run assertions on the recorded transcripts (no calls to the systems under test)."""
     from evalspec.play.replay import _instances, regrade
     from evalspec.reporters.console import print_summary
-    from evalspec.results.runjson import write_json
+    from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import keep_attributions
 
-    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    data = read_run(run_json)
     cache_dir = None if no_cache else Path(".evalspec/cache")
     regraded, warnings = asyncio.run(regrade(data, cache_dir))
     for w in warnings:
@@ -548,10 +551,10 @@ def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> Non
 
     Exit 1 when any failure reproduced, 3 when replays only errored, else 0 (all flaky)."""
     from evalspec.play.replay import rerun_failed
-    from evalspec.results.runjson import write_json
+    from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import attribute_reruns
 
-    data = json.loads(Path(run_json).read_text(encoding="utf-8"))
+    data = read_run(run_json)
     rows, warnings = asyncio.run(rerun_failed(data, times, concurrency))
     for w in warnings:
         err_console.print(f"warning: {escape(w)}")
@@ -588,7 +591,9 @@ def init(directory: str) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port")
 @click.option("--host", default="127.0.0.1", show_default=True, help="the address to bind (only this machine by default)")
 @click.option("--reviewer", help="who the review actions are recorded as (default: the OS user)")
-def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None) -> None:
+@click.option("--lang", type=click.Choice(["zh", "en"]),
+              help="the pages' language (default: each run's own; the other pages the newest run's)")
+def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None, lang: str | None) -> None:
     """Review runs in the browser: the runs of DIR/.evalspec/runs (and any RUN.json given), each run's report,
     the diff of two runs; record attributions, judge labels and draft approvals into DIR."""
     from evalspec.app.view.server import serve
@@ -605,7 +610,7 @@ def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None) -> 
         click.echo(f"serving {root} as {reviewer or os_user()}; Ctrl-C to stop", err=True)
 
     try:
-        asyncio.run(serve(root, extra, host, port, reviewer or os_user(), announce))
+        asyncio.run(serve(root, extra, host, port, reviewer or os_user(), announce, lang))
     except OSError as exc:
         raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (try --port 0)") from None
     except KeyboardInterrupt:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalspec.app.view.runs import RunStore, UnknownRun
+from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
 from evalspec.core.errors import EvalspecError
 
 LABELS_FILE = Path(".evalspec") / "labels.jsonl"
@@ -29,6 +29,15 @@ SCOPES_AS_WRITTEN = ("each_turn", "any_turn", "last_response", "conversation")
 
 class ActionError(EvalspecError):
     """A review action's body names nothing it can act on."""
+
+
+class NeedsConfirmation(ActionError):
+    """Approving a draft that did not pass: `failed` lists its checks ([{assertion, reason}]); the server
+    answers 409, and `force: true` approves it anyway."""
+
+    def __init__(self, message: str, failed: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.failed = failed
 
 
 @dataclass
@@ -65,7 +74,7 @@ def text_field(body: dict[str, Any], key: str, required: bool = True) -> str | N
 def _run(reviewer: Reviewer, body: dict[str, Any]) -> tuple[dict[str, Any], Path]:
     try:
         return reviewer.store.load(str(text_field(body, "run")))
-    except UnknownRun as exc:
+    except (UnknownRun, UnreadableRun) as exc:
         raise ActionError(str(exc)) from None
 
 
@@ -174,8 +183,41 @@ def record_label(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
     return {"written": [str(target)], "line": line}
 
 
+def _holding(reviewer: Reviewer, data: dict[str, Any], path: Path, test: str) -> list[dict[str, Any]]:
+    """The records of `test` of the suite at `path` in the run `data`."""
+    return [r for r in data["results"] if test in (r.get("base_id"), r.get("test_id"))
+            and reviewer.inside(Path(str(r.get("suite")))) == path]
+
+
+def failed_in_run(reviewer: Reviewer, body: dict[str, Any], path: Path, test: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """(run id, [{assertion, reason}]) of the checks that stopped `test` in the viewed run (`run`), else in
+    the newest run holding it; no run holds it: (None, [])."""
+    from evalspec.app.view.panel import failed_checks
+
+    if body.get("run") is not None:
+        data, _ = _run(reviewer, body)
+        records = _holding(reviewer, data, path, test)
+    else:
+        data, records = {}, []
+        for row in reviewer.store.summaries():  # newest first
+            try:
+                data, _ = reviewer.store.load(str(row["id"]))
+            except UnknownRun:
+                continue
+            records = _holding(reviewer, data, path, test)
+            if records:
+                break
+    failed: list[dict[str, Any]] = []
+    for record in records:
+        if record.get("status") in ("failed", "error"):
+            failed += [c for c in failed_checks(record) if c not in failed]
+    return (str(data.get("run_id")) if records else None), failed
+
+
 def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
-    """POST /api/approve {suite, test}: the draft becomes a regular test; review.log says who and when."""
+    """POST /api/approve {suite, test, run?, force?}: the draft becomes a regular test; review.log says who
+    and when. A draft that failed in the viewed run (`run`; else the newest run holding it) is approved only
+    with `force: true`: without it, NeedsConfirmation names its failed checks."""
     from evalspec.app.view.approve import ApproveError, remove_draft
 
     suite, test = str(text_field(body, "suite")), str(text_field(body, "test"))
@@ -184,6 +226,12 @@ def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
         raise ActionError(f"{suite}: outside {reviewer.root}; only suites inside it can be approved")
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         raise ActionError(f"{suite}: not a suite file (.yaml) in {reviewer.root}")
+    if body.get("force") not in (None, True, False):
+        raise ActionError(f"`force` must be true or false, got {body.get('force')!r}")
+    run_id, failed = failed_in_run(reviewer, body, path, test)
+    if failed and body.get("force") is not True:
+        raise NeedsConfirmation(f"{test} did not pass in run {run_id} ({len(failed)} failed check"
+                                f"{'s' if len(failed) > 1 else ''}); approve it anyway with force: true", failed)
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
@@ -196,6 +244,8 @@ def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
     log = reviewer._file(REVIEW_LOG)
     log.parent.mkdir(parents=True, exist_ok=True)
     entry = f"{now()} {reviewer.who} approved {suite}:{line} {test} (draft: true removed)"
+    if failed:
+        entry += f" despite {len(failed)} failed check{'s' if len(failed) > 1 else ''} in run {run_id}"
     with log.open("a", encoding="utf-8") as out:
         out.write(entry + "\n")
     return {"written": [str(path), str(log)], "suite": suite, "test": test, "line": line, "log": entry}

@@ -3,12 +3,12 @@ run.json named on the command line, each by its run id."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalspec.core.errors import EvalspecError
+from evalspec.core.errors import ConfigError, EvalspecError
+from evalspec.results.runjson import read_run
 
 RUNS_DIR = Path(".evalspec") / "runs"
 
@@ -17,14 +17,20 @@ class UnknownRun(EvalspecError, LookupError):
     """No served run has this id."""
 
 
+class UnreadableRun(EvalspecError, ValueError):
+    """A served run whose run.json cannot be read back (cut short, not UTF-8, of the wrong shape): named
+    with what is wrong, while the other runs are served as usual."""
+
+
 @dataclass
 class RunStore:
     root: Path
     extra: list[Path] = field(default_factory=list)
-    _cache: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = field(default_factory=dict)
+    _cache: dict[Path, tuple[tuple[int, int], dict[str, Any] | str]] = field(default_factory=dict)
 
     def paths(self) -> dict[str, Path]:
-        """Run id → run.json, looked up afresh (a run finished while the page was open shows up)."""
+        """Run id → run.json, looked up afresh (a run finished while the page was open shows up); a run.json
+        that cannot be read is listed under its folder's name."""
         found: dict[str, Path] = {}
         runs = self.root / RUNS_DIR
         candidates = sorted(runs.glob("*/run.json")) if runs.is_dir() else []
@@ -32,13 +38,14 @@ class RunStore:
             data = self._read(path)
             if data is None:
                 continue
-            run_id = str(data.get("run_id") or path.parent.name)
+            run_id = str(data.get("run_id") or path.parent.name) if isinstance(data, dict) else path.parent.name
             if found.get(run_id, path).resolve() != path.resolve():
                 run_id = f"{run_id}~{len(found)}"  # two files claim one id: both stay reachable
             found[run_id] = path
         return found
 
-    def _read(self, path: Path) -> dict[str, Any] | None:
+    def _read(self, path: Path) -> dict[str, Any] | str | None:
+        """The run, or what is wrong with its file (`read_run`'s words); None when there is no file."""
         try:
             stat = path.stat()
         except OSError:
@@ -48,29 +55,35 @@ class RunStore:
         if cached and cached[0] == stamp:
             return cached[1]
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            return None
-        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-            return None
+            data: dict[str, Any] | str = read_run(path)
+        except ConfigError as exc:
+            data = "; ".join(str(p) for p in exc.problems)
         self._cache[path] = (stamp, data)
         return data
 
     def load(self, run_id: str) -> tuple[dict[str, Any], Path]:
-        """The run (as read from disk now) and its file; UnknownRun names the ids there are."""
+        """The run (as read from disk now) and its file; UnknownRun names the ids there are, UnreadableRun
+        the file and what is wrong with it."""
         paths = self.paths()
         path = paths.get(run_id)
         data = self._read(path) if path else None
         if path is None or data is None:
             known = ", ".join(sorted(paths)) or "none"
             raise UnknownRun(f"no run {run_id!r} (runs: {known})")
+        if isinstance(data, str):
+            raise UnreadableRun(f"run {run_id!r} is unreadable: {data}")
         return data, path
 
     def summaries(self) -> list[dict[str, Any]]:
-        """`GET /api/runs`: [{id, started, suites, passed, failed, errors}], newest first."""
-        rows = []
+        """`GET /api/runs`: [{id, started, suites, passed, failed, errors}], newest first; a run that cannot
+        be read has `unreadable` (what is wrong) and no counts."""
+        rows: list[dict[str, Any]] = []
         for run_id, path in self.paths().items():
             data = self._read(path) or {}
+            if isinstance(data, str):
+                rows.append({"id": run_id, "started": None, "suites": [], "passed": 0, "failed": 0, "errors": 0,
+                             "pass_rate": None, "path": str(path), "unreadable": data})
+                continue
             summary = data.get("summary") or {}
             rows.append({"id": run_id, "started": data.get("started_at"),
                          "suites": [s.get("path") for s in data.get("suites", []) if isinstance(s, dict)],
@@ -80,5 +93,5 @@ class RunStore:
         return sorted(rows, key=lambda r: str(r["started"] or ""), reverse=True)
 
     def runs_in_time_order(self) -> list[tuple[str, dict[str, Any]]]:
-        ordered = reversed(self.summaries())
+        ordered = [row for row in reversed(self.summaries()) if "unreadable" not in row]
         return [(row["id"], self.load(row["id"])[0]) for row in ordered]

@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from evalspec.app.view import actions, pages
-from evalspec.app.view.runs import RunStore, UnknownRun
+from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
 
 HEADER = "X-Evalspec-Token"
 SAFE = ("GET", "HEAD")
@@ -90,24 +90,29 @@ def guard(token: str, bound: str, cookie: str) -> Any:
     return check
 
 
-def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str) -> web.Application:
+def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str,
+             lang: str | None = None) -> web.Application:
     store = RunStore(root, extra)
     reviewer = actions.Reviewer(root, who, store)
     cookie = "evalspec_token_" + hashlib.sha256(token.encode()).hexdigest()[:8]  # two servers, two cookies
     app = web.Application(middlewares=[guard(token, bound, cookie)], client_max_size=1 << 20)
 
     async def index(request: web.Request) -> web.Response:
-        return web.Response(text=pages.run_list(store), content_type="text/html")
+        return web.Response(text=pages.run_list(store, lang), content_type="text/html")
 
     async def run_page(request: web.Request) -> web.Response:
         run_id = request.match_info["id"]
         try:
-            data, _ = store.load(run_id)
+            data, path = store.load(run_id)
         except UnknownRun as exc:
-            return web.Response(text=pages.error_page(str(exc)), content_type="text/html", status=404)
+            return web.Response(text=pages.error_page(str(exc), pages.home_lang(store, lang)),
+                                content_type="text/html", status=404)
+        except UnreadableRun as exc:  # the others are still served (docs/en/review.md)
+            return web.Response(text=pages.error_page(str(exc), pages.home_lang(store, lang)),
+                                content_type="text/html", status=422)
         ids = [r["id"] for r in store.summaries()]
         previous = ids[ids.index(run_id) + 1] if run_id in ids and ids.index(run_id) + 1 < len(ids) else None
-        return web.Response(text=pages.run_page(run_id, data, token, who, previous), content_type="text/html")
+        return web.Response(text=pages.run_page(run_id, data, token, who, previous, lang, root, path), content_type="text/html")
 
     async def diff_page(request: web.Request) -> web.Response:
         from evalspec.results.compare import compare_runs
@@ -116,13 +121,17 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str) ->
         try:
             (base, base_path), (head, head_path) = store.load(base_id), store.load(head_id)
         except UnknownRun as exc:
-            return web.Response(text=pages.error_page(str(exc)), content_type="text/html", status=404)
+            return web.Response(text=pages.error_page(str(exc), pages.home_lang(store, lang)),
+                                content_type="text/html", status=404)
+        except UnreadableRun as exc:  # the others are still served (docs/en/review.md)
+            return web.Response(text=pages.error_page(str(exc), pages.home_lang(store, lang)),
+                                content_type="text/html", status=422)
         diff = compare_runs(base, head, str(base_path), str(head_path))
-        return web.Response(text=pages.diff_page(base_id, head_id, diff), content_type="text/html")
+        return web.Response(text=pages.diff_page(base_id, head_id, diff, pages.home_lang(store, lang)), content_type="text/html")
 
     async def api_runs(request: web.Request) -> web.Response:
-        keys = ("id", "started", "suites", "passed", "failed", "errors")
-        return web.json_response([{k: row[k] for k in keys} for row in store.summaries()])
+        keys = ("id", "started", "suites", "passed", "failed", "errors", "unreadable")
+        return web.json_response([{k: row[k] for k in keys if k in row} for row in store.summaries()], dumps=_dumps)
 
     def post(action: Action) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -134,6 +143,8 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str) ->
                 return web.json_response({"error": "the body must be a JSON object"}, status=400)
             try:
                 return web.json_response(action(reviewer, body), dumps=_dumps)
+            except actions.NeedsConfirmation as exc:  # approving a draft that failed: 409 names its checks
+                return web.json_response({"error": str(exc), "failed": exc.failed}, status=409, dumps=_dumps)
             except actions.ActionError as exc:
                 return web.json_response({"error": str(exc)}, status=400, dumps=_dumps)
 
@@ -159,11 +170,11 @@ def address(host: str, port: int) -> str:
 
 
 async def serve(root: Path, extra: list[Path], host: str, port: int, who: str,
-                announce: Callable[[str], None]) -> None:
+                announce: Callable[[str], None], lang: str | None = None) -> None:
     """Bind, announce `http://HOST:PORT/?token=…` (the port the system chose when `port` is 0), serve until
     cancelled."""
     token = secrets.token_urlsafe(24)
-    runner = web.AppRunner(make_app(root, extra, who, token, host), access_log=None)
+    runner = web.AppRunner(make_app(root, extra, who, token, host, lang), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     bound_port = int(runner.addresses[0][1])

@@ -17,6 +17,7 @@ import yaml
 
 from evalspec.config.interpolate import LITERAL_DOLLAR_BRACE, is_template
 from evalspec.config.yamlfile import typographic_quotes
+from evalspec.config.yamlfixes import mend
 from evalspec.core.errors import ConfigError, Problem
 
 STUB_FILE = "provider_stub.py"
@@ -44,6 +45,10 @@ class ImportedSuite:
     # tests that check nothing in the source itself (no check was lost: there was none), e.g. promptfoo's
     # tests kept to read their output; `leave_out_unchecked` drops them beside tests that do check
     unchecked: list[str] = field(default_factory=list)
+    # what of the imported folder was left out (a whole convo or file, with its reason), on every suite of it
+    left_out: list[str] = field(default_factory=list)
+    # (the source's checks kept, not converted) when the importer counted them; else `check_counts` estimates
+    checks: tuple[int, int] | None = None
 
 
 RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
@@ -88,9 +93,25 @@ class _Dumper(yaml.SafeDumper):
     """Block style for multi-line strings, insertion order kept."""
 
 
+def mended_if_plain(value: str) -> bool:
+    """Whether evalspec's suite loader would read `value`, written plain (unquoted) as a key's value or a list
+    item, as something else: it mends what look like typing mistakes (`price：100` is read as the key
+    `price`, docs/en/suite-format.md). Words YAML 1.1 reads as another type (`yes`, `off`, `1:20`,
+    `2024-01-01`) are quoted by the dumper itself: the loader reads YAML 1.1 as it does."""
+    return any(mend(lead + value, "")[1] for lead in ("- ", "k: ", "- k: "))
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    # copied text wrapped in “…” or 「…」 keeps its quotes: written in YAML quotes, as SPEC §18 asks for that
-    style = "|" if "\n" in value else "'" if typographic_quotes(value) else None
+    """Every text value is written so that evalspec reads it back as this text (docs/en/importers.md): block
+    style for several lines, YAML quotes for copied text wrapped in “…” or 「…」 (kept as written) and for
+    text the loader would mend; otherwise plain, the dumper quoting what YAML 1.1 would read as a boolean,
+    a number, a date or null."""
+    if "\n" in value:
+        style: str | None = "|"
+    elif typographic_quotes(value) or mended_if_plain(value):
+        style = "'"
+    else:
+        style = None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -135,12 +156,35 @@ def with_provider(suite: ImportedSuite, provider: str | None) -> None:
                   **{k: v for k, v in suite.data.items() if k not in ("description", "tags", "providers")}}
 
 
+def _written_checks(data: Any) -> int:
+    """The checks written in a suite's data (a test's, its turns', `defaults`)."""
+    if isinstance(data, dict):
+        own = len(data["assert"]) if isinstance(data.get("assert"), list) else 0
+        return own + sum(_written_checks(v) for k, v in data.items() if k != "assert")
+    if isinstance(data, list):
+        return sum(_written_checks(v) for v in data)
+    return 0
+
+
+def check_counts(suite: ImportedSuite) -> tuple[int, int]:
+    """(the source's checks kept, not converted): the importer's own count, else the checks written (fragments
+    included) and one per note of what was not converted."""
+    if suite.checks is not None:
+        return suite.checks
+    fragments = sum(_written_checks(yaml.safe_load(text)) for name, text in suite.files.items()
+                    if name.endswith((".yaml", ".yml")))
+    return _written_checks(suite.data) + fragments, len(suite.not_converted)
+
+
 def render_suite(suite: ImportedSuite) -> str:
     """The suite's YAML, with the source and everything not converted in a comment on top."""
     head = [f"# Imported by evalspec from {suite.source}" if suite.source else "# Imported by evalspec"]
     if suite.not_converted:
         head.append("# Not converted:")
         head += [f"#   - {line}" for line in suite.not_converted]
+    if suite.left_out:
+        head.append("# Left out of this import (not converted; the rest of the folder was written):")
+        head += [f"#   - {line}" for line in suite.left_out]
     return "\n".join(head) + "\n" + dump_yaml(suite.data)
 
 

@@ -10,13 +10,16 @@ presses a button (`click:`). The suites get an `http:` provider to edit (or `--p
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evalspec.authoring.importers import ImportedSuite, dump_yaml, literal, plain, provider_from_spec
-from evalspec.authoring.importers.rasa import SourceRefused, jp_literal
+from evalspec.authoring.importers.botium_files import Convo, Source, read_folder
+from evalspec.authoring.importers.rasa import SourceRefused
+from evalspec.authoring.importers.rasa_checks import jp_literal
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
@@ -25,7 +28,6 @@ DEFAULT_PROVIDER: dict[str, Any] = {
     "http": {"url": "http://localhost:8080/chat", "body": {"session": "{{ thread_id }}", "text": "{{ message }}"},
              "response": "messages[].text", "parts": "messages", "state": "@", "stateful": True},
 }
-SECTIONS = ("#me", "#bot", "#begin", "#end")
 _VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _TEXT_ASSERTERS = {f"TEXT_{kind}_{mode}{ic}" for kind in ("CONTAINS", "REGEXP", "WILDCARD", "WILDCARDEXACT")
                    for mode in ("ANY", "ALL") for ic in ("", "_IC")} | {"TEXT_EQUALS", "TEXT_EQUALS_IC", "TEXT"}
@@ -37,13 +39,6 @@ KNOWN_HOOKS = _TEXT_ASSERTERS | {
     "CONDITIONAL_STEP_BUSINESS_HOURS", "CONDITIONAL_STEP_JSON_PATH_BASED", "ORDERED_LIST_TO_BUTTON", "LINKS",
     "CHECKLINK", "TEXT_WILDCARD", "SET_ACTIVITY_VALUE", "SET_SCRIPTING_MEMORY_FROM_JSON_PATH",
 }
-
-
-@dataclass
-class Convo:
-    title: str
-    sections: list[tuple[str, list[str], int]]  # (section, lines, line number of its header)
-    path: Path
 
 
 @dataclass
@@ -69,40 +64,6 @@ def _hook(line: str) -> tuple[str, bool, list[str]] | None:
     return name, bool(match.group(1)), args
 
 
-def parse_convo(path: Path) -> Convo:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([Problem(str(path), None, "", f"cannot read: {exc}")]) from None
-    lines = text.splitlines()
-    title = ""
-    sections: list[tuple[str, list[str], int]] = []
-    current: tuple[str, list[str], int] | None = None
-    for number, raw in enumerate(lines, 1):
-        line = raw.rstrip()
-        head = line.strip().split()[0].lower() if line.strip() else ""
-        if head in SECTIONS or (head.startswith("#") and current is not None and re.match(r"#\w+\Z", head)):
-            current = (head, [], number)
-            sections.append(current)
-        elif current is None:
-            if line.strip() and not title:
-                title = line.strip()
-        else:
-            current[1].append(line)
-    for _, body, _ in sections:
-        while body and not body[-1].strip():
-            body.pop()
-        while body and not body[0].strip():
-            body.pop(0)
-    return Convo(title or path.name.split(".")[0], [(h, b, n) for h, b, n in sections], path)
-
-
-def parse_utterances(path: Path) -> tuple[str, list[str]]:
-    lines = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines()]
-    lines = [line for line in lines if line]
-    return (lines[0], lines[1:]) if lines else (path.name.split(".")[0], [])
-
-
 def wildcard(text: str, anchored: bool = False, captured: frozenset[str] = frozenset(),
              group: str | None = None) -> str:
     """Botium's wildcard match as a regex: case-insensitive, `*` any text, `$name` a word (`(\\S+)` for
@@ -120,23 +81,40 @@ def wildcard(text: str, anchored: bool = False, captured: frozenset[str] = froze
     return "(?is)" + (f"^\\s*{body}\\s*$" if anchored else body)
 
 
-def _user_text(text: str, captured: set[str], notes: list[str], where: str) -> str:
+def _user_text(text: str, captured: set[str], notes: list[str], where: str, memory: frozenset[str] = frozenset()) -> str:
     pieces = []
     for piece in re.split(r"(\$[A-Za-z_][A-Za-z0-9_]*)", text):
         if piece.startswith("$") and piece[1:] in captured:
             pieces.append("{{ " + piece[1:] + " }}")
         else:
-            if piece.startswith("$") and len(piece) > 1:
+            if piece.startswith("$") and len(piece) > 1 and piece[1:] not in memory:
                 notes.append(f"{where}: {piece} is not captured by an earlier #bot line: sent as written")
             pieces.append(literal(piece))
     return "".join(pieces)
 
 
-def _jmespath(path: str) -> str:
-    """A JSONPath (`$.a.b[*].c`) as JMESPath (`a.b[].c`)."""
+def _quoted_field(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else json.dumps(name, ensure_ascii=False)
+
+
+def _jmespath(path: str) -> str | None:
+    """A JSONPath (`$.a.b[*].c`, `$['first name']`, `$.items[?(@.type == 'text')].text`) as JMESPath
+    (`a.b[].c`, `"first name"`, `items[?type == 'text'].text`); None when it cannot be converted."""
+    import jmespath
+
+    if ".." in path:  # recursive descent: JMESPath has none
+        return None
     out = re.sub(r"^\$\.?", "", path.strip())
     out = re.sub(r"\[\*\]", "[]", out)
-    return re.sub(r"\[['\"]([^'\"]+)['\"]\]", r".\1", out) or "@"
+    out = re.sub(r"\[\?\((.*?)\)\]", lambda m: "[?" + re.sub(r"@\.", "", m.group(1)) + "]", out)
+    out = re.sub(r"\[['\"]([^'\"]+)['\"]\]", lambda m: "." + _quoted_field(m.group(1)), out).lstrip(".")
+    out = ".".join(_quoted_field(p) if " " in p and not p.startswith('"') and "[" not in p else p
+                   for p in out.split(".")) if "[?" not in out else out
+    try:
+        jmespath.compile(out or "@")
+    except jmespath.exceptions.JMESPathError:
+        return None
+    return out or "@"
 
 
 class _Converter:
@@ -145,6 +123,7 @@ class _Converter:
         self.fragments: dict[str, str] = {}  # file (relative to the suite) -> YAML
         self.matrix: dict[str, list[str]] = {}
         self.captured: set[str] = set()
+        self.memory: set[str] = set()  # the $names scripting memory defines: values, never captures
 
     def asserter(self, name: str, negated: bool, args: list[str], where: str) -> list[dict[str, Any]]:
         no = "not-" if negated else ""
@@ -187,10 +166,14 @@ class _Converter:
         if name == "ENTITIES" and args:
             return [{f"{no}state": plain(f"contains(entities[].entity, {jp_literal(a)})")} for a in args if a]
         if name == "JSON_PATH" and args:
-            path = _jmespath(args[0])
+            converted = _jmespath(args[0])
+            if converted is None:
+                self.notes.append(f"{where}: JSON_PATH {args[0]}: not converted (no JMESPath equivalent)")
+                return []
+            path = converted
             if len(args) < 2:
                 return [{f"{no}state": {"path": plain(path), "exists": True}}]
-            if "[]" in path:
+            if "[]" in path or "[?" in path:  # a projection: a list of values
                 return [{f"{no}state": plain(f"contains({path}, {jp_literal(args[1])})")}]
             return [{f"{no}state": {"path": plain(path), "equals": plain(args[1])}}]
         self.notes.append(f"{where}: {'!' if negated else ''}{name}{' ' + ' | '.join(args) if args else ''}: not converted")
@@ -222,7 +205,7 @@ class _Converter:
                 phrasings = self.utterances[text]
                 checks.insert(0, {f"{no}regex": plain("(?is)" + "|".join(f"(?:{wildcard(p)[5:]})" for p in phrasings))})
             else:
-                names = [n for n in _VAR.findall(text) if n not in self.captured]
+                names = [n for n in _VAR.findall(text) if n not in self.captured and n not in self.memory]
                 if "*" not in text and not _VAR.search(text):
                     checks.insert(0, {f"{no}icontains": literal(text)})
                 else:
@@ -270,7 +253,7 @@ class _Converter:
         sub = self.convert(partial, (*stack, name), fragment=True)
         self.attach(out, sub.lead, {}, where, fragment)
         body = dump_yaml({"conversation": sub.entries})
-        self.fragments["fragments/" + frag_file] = (f"# Fragment imported by evalspec from {partial.path.name}\n"
+        self.fragments["fragments/" + frag_file] = (f"# Fragment imported by evalspec from {partial.rel}\n"
                                                     + body)
         out.entries.append({"include": (frag_file if fragment else "fragments/" + frag_file)})
         if sub.turns:
@@ -280,7 +263,7 @@ class _Converter:
     def convert(self, convo: Convo, stack: tuple[str, ...], fragment: bool = False) -> _Out:
         out = _Out()
         for head, lines, number in convo.sections:
-            where = f"{convo.path.name}:{number}"
+            where = f"{convo.rel}:{convo.where_unit}{number}"
             if head == "#me":
                 texts, includes, click = [], [], None
                 for line in lines:
@@ -296,16 +279,16 @@ class _Converter:
                 text = "\n".join(texts).strip()
                 entry: dict[str, Any]
                 if click is not None:
-                    value = _user_text(click, self.captured, self.notes, where)
+                    value = _user_text(click, self.captured, self.notes, where, frozenset(self.memory))
                     entry = {"click": value} if out.turns or fragment else {"user": value}
                     if text:
                         self.notes.append(f"{where}: the text beside BUTTON is not sent ({text[:40]!r})")
                 elif text in self.utterances:
                     key = slugify(text).replace("-", "_") or "utterance"
-                    self.matrix[key] = plain(self.utterances[text])
+                    self.matrix[key] = plain(list(dict.fromkeys(self.utterances[text])))  # one id a phrasing
                     entry = {"user": "{{ " + key + " }}"}
                 elif text or not includes:
-                    entry = {"user": _user_text(text, self.captured, self.notes, where)}
+                    entry = {"user": _user_text(text, self.captured, self.notes, where, frozenset(self.memory))}
                 else:
                     entry = {}
                 if entry:
@@ -319,6 +302,11 @@ class _Converter:
                 self.attach(out, checks, captures, where, fragment)
                 for name in includes:
                     self.include(out, name, stack, where, fragment)
+            elif head == "#include":  # `#include NAME` (or one partial's name a line)
+                for line in lines:
+                    hook = _hook(line)
+                    for name in hook[2] if hook and hook[0] == "INCLUDE" else [line.strip()] if line.strip() else []:
+                        self.include(out, name, stack, where, fragment)
             else:
                 for line in lines:
                     hook = _hook(line)
@@ -330,11 +318,10 @@ class _Converter:
         return out
 
 
-def import_botium_file(path: Path, filename: str, partials: dict[str, Convo], utterances: dict[str, list[str]],
-                       provider: str | None = None) -> ImportedSuite:
-    convo = parse_convo(path)
-    notes: list[str] = []
-    conv = _Converter(partials, utterances, notes)
+def convo_test(convo: Convo, source: Source, notes: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """One convo -> (its test, its fragment files). Raises SourceRefused (an INCLUDE that cannot be resolved)."""
+    conv = _Converter(source.partials, source.utterances, notes)
+    conv.memory = {k for _, rows in source.memory for row in rows for k in row}
     out = conv.convert(convo, (convo.title,))
     test: dict[str, Any] = {"id": slugify(convo.title)[:60] or "convo", "name": plain(convo.title)}
     if conv.matrix:
@@ -342,39 +329,93 @@ def import_botium_file(path: Path, filename: str, partials: dict[str, Convo], ut
     test["conversation"] = out.entries
     if out.test_checks:
         test["assert"] = out.test_checks
-    suite: dict[str, Any] = {"description": f"Imported from BotiumScript {path.name}",
-                             "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
-                             "tests": [test]}
-    return ImportedSuite(filename=filename, data=suite, not_converted=notes, source=path.name, files=conv.fragments)
+    return test, conv.fragments
 
 
-def _suite_name(path: Path, root: Path) -> str:
-    rel = path.relative_to(root)
-    return str(rel.parent / f"{slugify(path.name[:-len('.convo.txt')]) or 'convo'}.yaml")
+def _suite_name(rel: str) -> str:
+    path = Path(rel)
+    stem = re.sub(r"\.(p?convo)?\.?(txt|ya?ml|json|csv|xlsx)\Z", "", path.name, flags=re.IGNORECASE)
+    return str(path.parent / f"{slugify(stem) or 'convo'}.yaml")
 
 
-def import_botium(target: Path, provider: str | None = None) -> tuple[list[ImportedSuite], list[tuple[str, str]]]:
-    """A `.convo.txt` file (partials and utterances from its folder), or a folder read recursively (sub-folders
-    kept) -> (suites, refused convos)."""
+def _unique_ids(tests: list[dict[str, Any]]) -> None:
+    seen: dict[str, int] = {}
+    for test in tests:
+        n = seen[test["id"]] = seen.get(test["id"], 0) + 1
+        if n > 1:
+            test["id"] = f"{test['id']}-{n}"
+
+
+def _memory_notes(source: Source, uses: set[str]) -> tuple[dict[str, str], list[str]]:
+    """Scripting memory files as JSONL beside the suite (one row a case), and what is not converted of them."""
+    import json
+
+    files: dict[str, str] = {}
+    notes: list[str] = []
+    for rel, rows in source.memory:
+        names = {k for row in rows for k in row if k != "id"}
+        if not names & uses:
+            continue
+        jsonl = f"{slugify(Path(rel).name.split('.')[0]) or 'memory'}.jsonl"
+        files[jsonl] = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        notes.append(f"{rel}: scripting memory ({len(rows)} case(s)) written as {jsonl}, but evalspec has no "
+                     f"dataset: key yet to play one instance per row: {', '.join('$' + n for n in sorted(names))} "
+                     "are matched as any word and sent as written")
+    return files, notes
+
+
+def import_botium(target: Path, provider: str | None = None, allow_empty: bool = False
+                  ) -> tuple[list[ImportedSuite], list[tuple[str, str]]]:
+    """A BotiumScript file (partials, utterances and scripting memory from its folder), or a folder read
+    recursively (sub-folders kept) -> (suites, convos left out with their reasons). Convo by convo: a convo
+    that cannot be converted, or would check nothing, is left out and named (by its path relative to the
+    folder) at the top of every suite written from the folder; `allow_empty` keeps convos that check nothing."""
+    from evalspec.authoring.importers import hollow_problems
+
     root = target.parent if target.is_file() else target
-    files = sorted(root.rglob("*") if target.is_dir() else root.iterdir())
-    partials: dict[str, Convo] = {}
-    utterances: dict[str, list[str]] = {}
-    for path in files:
-        if path.name.endswith(".pconvo.txt"):
-            partial = parse_convo(path)
-            partials[partial.title] = partial
-        elif path.name.endswith(".utterances.txt"):
-            name, phrasings = parse_utterances(path)
-            utterances[name] = phrasings
-    convos = [target] if target.is_file() else [p for p in files if p.name.endswith(".convo.txt")]
-    if target.is_file() and not target.name.endswith(".convo.txt"):
-        raise ConfigError([Problem(str(target), None, "", "expected a BotiumScript .convo.txt file or a folder")])
-    suites, refused = [], []
-    for path in convos:
-        name = _suite_name(path, root)
+    files = sorted(p for p in (root.rglob("*") if target.is_dir() else root.iterdir())
+                   if p.is_file() and "node_modules" not in p.parts)
+    source = read_folder(files, root)
+    left_out: list[tuple[str, str]] = list(source.unread)
+    if target.is_file():
+        rel = str(target.relative_to(root))
+        source.convos = [c for c in source.convos if c.rel == rel]
+        if not source.convos and not left_out:
+            raise ConfigError([Problem(str(target), None, "", "expected a BotiumScript convo file (.convo.txt, "
+                                       ".convo.yml, .convo.json, .convo.csv, .xlsx) or a folder")])
+    by_file: dict[str, list[tuple[dict[str, Any], dict[str, str], list[str]]]] = {}
+    uses: dict[str, set[str]] = {}
+    for convo in source.convos:
+        name = f"{convo.rel} ({convo.title})" if sum(c.rel == convo.rel for c in source.convos) > 1 else convo.rel
+        notes: list[str] = []
         try:
-            suites.append(import_botium_file(path, name, partials, utterances, provider))
+            test, fragments = convo_test(convo, source, notes)
         except SourceRefused as exc:
-            refused.append((str(path.relative_to(root)), str(exc)))
-    return suites, refused
+            left_out.append((name, str(exc)))
+            continue
+        probe = ImportedSuite(filename="", data={"tests": [test]}, not_converted=notes, source=convo.rel)
+        hollow = [] if allow_empty else hollow_problems(probe)
+        if hollow:
+            why = "; ".join(f"{p.path + ': ' if p.path else ''}{p.message.split(': ')[0]}" for p in hollow)
+            lost = [n.split(": ", 1)[-1] for n in notes]
+            left_out.append((name, why + (f" ({'; '.join(lost[:3])})" if lost else " (its source checks nothing)")))
+            continue
+        by_file.setdefault(convo.rel, []).append((test, fragments, notes))
+        uses.setdefault(convo.rel, set()).update(n for _, lines, _ in convo.sections for line in lines
+                                                 for n in _VAR.findall(line))
+    suites = []
+    for rel, converted in by_file.items():
+        tests = [t for t, _, _ in converted]
+        _unique_ids(tests)
+        fragments = {k: v for _, f, _ in converted for k, v in f.items()}
+        memory_files, memory_notes = _memory_notes(source, uses[rel])
+        data: dict[str, Any] = {"description": f"Imported from BotiumScript {rel}",
+                                "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
+                                "tests": tests}
+        suites.append(ImportedSuite(filename=_suite_name(rel), data=data, source=rel,
+                                    not_converted=[n for _, _, notes in converted for n in notes] + memory_notes,
+                                    files={**fragments, **memory_files}))
+    left = [f"{name}: {why}" for name, why in left_out]
+    for suite in suites:
+        suite.left_out = left
+    return suites, left_out

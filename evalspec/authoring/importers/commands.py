@@ -1,4 +1,4 @@
-"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium|transcripts` and `evalspec export csv`."""
+"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium|transcripts|traces` and `evalspec export csv`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from evalspec.authoring.importers import (
     ImportedSuite,
     ImportRefused,
     WouldOverwrite,
+    check_counts,
     leave_out_unchecked,
     write_suites,
 )
@@ -59,6 +60,11 @@ def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, all
         sys.exit(ExitCode.CONFIG_ERROR)
     for path in written:
         click.echo(f"wrote {path}")
+    kept = lost = 0
+    for suite in suites:
+        k, n = check_counts(suite)
+        kept, lost = kept + k, lost + n
+    click.echo(f"checks: {kept} kept, {lost} not converted", err=True)
 
 
 @click.group(name="import")
@@ -151,10 +157,11 @@ def rasa(source: str, out_dir: str, provider: str | None, judge: str, allow_empt
               "model:NAME or python:FILE.py:function")
 @allow_empty_option
 def botium(source: str, out_dir: str, provider: str | None, allow_empty: bool) -> None:
-    """BotiumScript (.convo.txt, .pconvo.txt, .utterances.txt; a file or a folder) -> one suite per convo."""
+    """BotiumScript (.convo.txt, .pconvo.txt, .utterances.txt, .scriptingmemory.txt, YAML, JSON, CSV, XLSX; a file
+    or a folder) -> one suite per convo file; a convo that cannot be converted or checks nothing is left out and named."""
     from evalspec.authoring.importers.botium import import_botium
 
-    suites, refused = import_botium(Path(source), provider)
+    suites, refused = import_botium(Path(source), provider, allow_empty)
     _finish_platform(suites, refused, out_dir, allow_empty)
 
 
@@ -209,3 +216,8 @@ def export_csv_(suite: str, output: str | None) -> None:
         click.echo(f"wrote {output}", err=True)
     else:
         sys.stdout.write(text)
+
+
+from evalspec.authoring.importers.traces import traces  # noqa: E402  (`evalspec import traces`)
+
+import_.add_command(traces)

@@ -9,6 +9,7 @@ check, both judged (`llm-rubric` over the conversation); `context` and metadata 
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,24 @@ def _load(path: Path) -> list[dict[str, Any]]:
     return data
 
 
+def listed(value: Any) -> Any:
+    """`turns` as DeepEval's CSV and dataset exports give it: a list written as JSON text, or as a Python
+    literal (`[{'role': 'user', ...}]`), read like the list itself; anything else unchanged."""
+    if not isinstance(value, str) or not value.strip().startswith("["):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+
+
 def _turns(golden: dict[str, Any]) -> list[dict[str, str]]:
     """The golden's messages: `turns` ({role, content}), or `users` / `replies` side by side."""
-    turns = golden.get("turns")
+    turns = listed(golden.get("turns"))
     if isinstance(turns, list):
         return [{"role": str(t.get("role")), "content": str(t.get("content") or "")}
                 for t in turns if isinstance(t, dict)]
@@ -73,6 +89,10 @@ def _test(golden: dict[str, Any], index: int, notes: list[str]) -> dict[str, Any
     if meta:
         test["vars"] = plain(meta)
     turns = _turns(golden)
+    given = golden.get("turns")
+    if given not in (None, "", []) and not isinstance(listed(given), list):
+        notes.append(f"{test['id']}: turns {str(given)[:60]!r} is neither a list nor a list written as JSON or "
+                     "a Python literal: its turns are not converted")
     roles = {t["role"] for t in turns}
     for other in sorted(roles - {"user", "assistant"}):
         notes.append(f"{test['id']}: '{other}' turns")

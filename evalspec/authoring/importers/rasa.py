@@ -10,7 +10,6 @@ Rasa server, which evalspec talks to as it is.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,17 @@ from typing import Any
 import yaml
 
 from evalspec.authoring.importers import ImportedSuite, literal, plain, provider_from_spec
+from evalspec.authoring.importers.rasa_checks import (
+    _has,
+    _state,
+    slot_checks,
+)
+from evalspec.authoring.importers.yaml12 import load_yaml12
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
 DEFAULT_PROVIDER: dict[str, Any] = {"id": "rasa-bot", "rasa": {"url": "http://localhost:5005"}}
 JUDGE = "openai/gpt-4o-mini"
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class SourceRefused(ConfigError):
@@ -35,23 +39,6 @@ class SourceRefused(ConfigError):
 
     def __str__(self) -> str:
         return self.reason
-
-
-def jp_literal(value: Any) -> str:
-    """A JMESPath JSON literal: `"x"` in backticks."""
-    return "`" + json.dumps(value, ensure_ascii=False).replace("`", "\\`") + "`"
-
-
-def jp_field(name: str) -> str:
-    return name if _IDENT.match(name) else json.dumps(name, ensure_ascii=False)
-
-
-def _has(key: str, value: str) -> str:
-    return f"contains({key}, {jp_literal(value)})"
-
-
-def _state(expr: str, negated: bool = False) -> dict[str, Any]:
-    return {("not-state" if negated else "state"): plain(expr)}
 
 
 def _named(mapping: Any, key: str) -> dict[str, Any]:
@@ -73,30 +60,7 @@ def _slots(value: Any) -> dict[str, Any]:
     return out
 
 
-def _slot_items(value: Any) -> list[tuple[str, bool, Any]]:
-    """`slot_was_set` entries: `{name, value}`, `{slot: value}` or a bare name -> (name, has_value, value)."""
-    out: list[tuple[str, bool, Any]] = []
-    for item in value if isinstance(value, list) else [value]:
-        if isinstance(item, str):
-            out.append((item, False, None))
-        elif isinstance(item, dict) and "name" in item:
-            out.append((str(item["name"]), "value" in item, item.get("value")))
-        elif isinstance(item, dict):
-            out += [(str(k), True, v) for k, v in item.items()]
-    return out
 
-
-def slot_checks(value: Any, negated: bool) -> list[dict[str, Any]]:
-    checks = []
-    for name, has_value, slot_value in _slot_items(value):
-        key = f"slots_set.{jp_field(name)}"
-        if not has_value:
-            checks.append(_state(f"contains(keys(slots_set), {jp_literal(name)})", negated))
-        elif slot_value is None:
-            checks.append(_state(f"contains(keys(slots_set), {jp_literal(name)}) && {key} == `null`", negated))
-        else:
-            checks.append({("not-state" if negated else "state"): {"path": plain(key), "equals": plain(slot_value)}})
-    return checks
 
 
 def _flow_id(value: Any) -> tuple[str | None, bool]:
@@ -272,7 +236,7 @@ class _Converter:
 
 def _load(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        return load_yaml12(path.read_text(encoding="utf-8-sig"))  # as Rasa reads it: `yes` is text
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([Problem(str(path), None, "", f"cannot read: {exc}")]) from None
     except yaml.YAMLError as exc:
@@ -295,8 +259,11 @@ def _orders(data: dict[str, Any], notes: list[str]) -> None:
 def import_rasa_file(path: Path, filename: str, provider: str | None = None, judge: Any = JUDGE) -> ImportedSuite:
     """One Rasa e2e test file -> one suite. Raises SourceRefused (stub_custom_actions) or ConfigError."""
     data = _load(path)
+    if isinstance(data, dict) and isinstance(data.get("stories"), list) and not isinstance(data.get("test_cases"), list):
+        return _import_stories(path, filename, data, provider)
     if not isinstance(data, dict) or not isinstance(data.get("test_cases"), list):
-        raise ConfigError([Problem(str(path), 1, "", "not a Rasa end-to-end test file: expected test_cases:")])
+        raise ConfigError([Problem(str(path), 1, "", "not a Rasa test file: expected test_cases: (end-to-end "
+                                                     "tests) or stories: (test stories)")])
     if data.get("stub_custom_actions"):
         names = ", ".join(sorted(str(k) for k in data["stub_custom_actions"])) \
             if isinstance(data["stub_custom_actions"], dict) else "?"
@@ -321,6 +288,30 @@ def import_rasa_file(path: Path, filename: str, provider: str | None = None, jud
     suite["tests"] = tests
     _orders(suite, notes)
     return ImportedSuite(filename=filename, data=suite, not_converted=notes, source=path.name)
+
+
+def _import_stories(path: Path, filename: str, data: dict[str, Any], provider: str | None) -> ImportedSuite:
+    """Rasa 3 test stories -> one suite, a test per story; training stories (no `user` step) are refused."""
+    from evalspec.authoring.importers.rasa_stories import story_test
+
+    stories = [s for s in data["stories"] if isinstance(s, dict)]
+    if not any(isinstance(step, dict) and "user" in step for s in stories for step in s.get("steps") or []):
+        raise SourceRefused("training stories (no user: step): nothing to send, not a test file")
+    notes: list[str] = []
+    counts = [0, 0]
+    tests = [story_test(s, i, notes, counts) for i, s in enumerate(stories)]
+    seen: dict[str, int] = {}
+    for test in tests:
+        n = seen[test["id"]] = seen.get(test["id"], 0) + 1
+        if n > 1:
+            test["id"] = f"{test['id']}-{n}"
+    for other in sorted(set(data) - {"stories", "version"}):
+        notes.append(f"top-level {other}: not converted")
+    suite: dict[str, Any] = {"description": f"Imported from Rasa test stories {path.name}",
+                             "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
+                             "tests": tests}
+    return ImportedSuite(filename=filename, data=suite, not_converted=notes, source=path.name,
+                         checks=(counts[0], counts[1]))
 
 
 def import_rasa(target: Path, provider: str | None = None, judge: Any = JUDGE

@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from evalspec.core.text import chinese_turn as chinese_turn  # the language predicate, re-exported
+from evalspec.core.text import mostly_chinese
 from evalspec.reporters.catalogue import en, zh
 
 LANGS = ("zh", "en")
@@ -45,20 +47,8 @@ def speaking(lang: str) -> Iterator[None]:
         _LANG.reset(token)
 
 
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return 0x3400 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF or 0x20000 <= code <= 0x3FFFF
-
-
-def chinese_turn(text: str) -> bool:
-    """Most of its letters are CJK (digits, punctuation and spaces are not letters)."""
-    letters = [ch for ch in text if ch.isalpha()]
-    return bool(letters) and sum(map(_is_cjk, letters)) * 2 > len(letters)
-
-
 def guess_lang(user_turns: Iterable[str]) -> str:
-    turns = [t for t in user_turns if t.strip()]
-    return "zh" if turns and sum(map(chinese_turn, turns)) * 2 > len(turns) else "en"
+    return "zh" if mostly_chinese(user_turns) else "en"
 
 
 def run_user_turns(run: dict[str, Any]) -> Iterator[str]:

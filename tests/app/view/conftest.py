@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,9 +19,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 @pytest.fixture(scope="module")
 def view(project: Project) -> Iterator[View]:
-    """`evalspec view DIR --port 0` in a subprocess; its first line is the address with the token."""
+    """`evalspec view DIR --port 0` in a subprocess; its first line is the address with the token. Without
+    the suite-wide EVALSPEC_LANG: its pages speak the runs' language (Chinese), as a team's would."""
+    env = {k: v for k, v in os.environ.items() if k != "EVALSPEC_LANG"}
     process = subprocess.Popen([sys.executable, "-m", "evalspec", "view", str(project.root), "--port", "0",
-                                "--reviewer", REVIEWER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                "--reviewer", REVIEWER], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                encoding="utf-8")
     assert process.stdout is not None
     url = process.stdout.readline().strip()

@@ -63,6 +63,13 @@ tests:
       - user: 可以退款吗？
         assert:
           - contains: 退款
+  - id: hours
+    name: 营业时间
+    draft: true
+    conversation:
+      - user: 晚上几点关门？
+        assert:
+          - contains: 十点
   - id: polite
     name: 语气礼貌
     conversation:
@@ -119,7 +126,7 @@ class View:
 
 
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path("/tmp/view-shots")
+SHOTS = Path(os.environ.get("EVALSPEC_VIEW_SHOTS", "/tmp/view-shots"))
 
 
 class Chromium:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -168,6 +169,51 @@ def test_approve_takes_draft_out_of_the_suite_and_logs_it(view: View, project: P
     assert again.status_code == 400 and "is not a draft" in again.json()["error"]
 
 
+def test_approving_a_draft_that_failed_asks_first_naming_its_failed_checks(view: View, project: Project) -> None:
+    before = project.suite.read_text(encoding="utf-8")
+    body = {"suite": "suites/sales.yaml", "test": "hours"}
+    for asked in ({**body, "run": project.runs[-1]}, body):  # the viewed run, else the newest run holding it
+        answer = post(view, "/api/approve", asked)
+        assert answer.status_code == 409, answer.text
+        assert answer.json()["failed"] == [{"assertion": "contains: 十点", "reason": "did not find '十点'"}]
+        assert project.runs[-1] in answer.json()["error"] and "force: true" in answer.json()["error"]
+    assert project.suite.read_text(encoding="utf-8") == before  # nothing written
+    assert post(view, "/api/approve", {**body, "force": "yes"}).status_code == 400
+    forced = post(view, "/api/approve", {**body, "run": project.runs[0], "force": True})
+    assert forced.status_code == 200, forced.text
+    assert project.lines("review.log")[-1].endswith(f"despite 1 failed check in run {project.runs[0]}")
+    assert "    name: 营业时间\n    conversation:" in project.suite.read_text(encoding="utf-8")
+
+
+def text(html: str) -> str:
+    return re.sub(r"<[^>]+>", " ", html.split("</style>")[-1])
+
+
+def test_every_page_speaks_one_language(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--lang` decides; else a run's page speaks its run's language (Chinese turns here) and the home and
+    diff pages the newest run's; attribution classes are named, never coded."""
+    from evalspec.app.view import pages
+    from evalspec.app.view.runs import RunStore
+    from evalspec.results.compare import compare_runs
+
+    monkeypatch.delenv("EVALSPEC_LANG")
+    store = RunStore(project.root)
+    (base, _), (head, head_path) = store.load(project.runs[0]), store.load(project.runs[-1])
+    head["results"][1]["attribution"] = "rule_misjudgment"
+    zh_home, en_home = text(pages.run_list(store, "zh")), text(pages.run_list(store, "en"))
+    assert "对比两次运行" in zh_home and "运行记录" in zh_home and "passed" not in zh_home and "Diff" not in zh_home
+    assert "Diff two runs" in en_home and "通过" not in en_home
+    run_zh = pages.run_page(project.runs[-1], head, "t", REVIEWER, project.runs[0], None, project.root, head_path)
+    assert '<html lang="zh">' in run_zh and "← 运行记录" in run_zh and "与上一次运行对比" in run_zh
+    assert '<option value="rule_misjudgment">规则误判</option>' in run_zh
+    assert '"规则误判"' in run_zh and '"rule_misjudgment", "规则误判"' in run_zh  # the panel's choice by name
+    run_en = pages.run_page(project.runs[-1], head, "t", REVIEWER, None, "en", project.root, head_path)
+    assert '<option value="rule_misjudgment">rule misjudgment</option>' in run_en and "← runs" in run_en
+    diff = compare_runs(base, head)
+    assert "已修复" in pages.diff_page(project.runs[0], project.runs[-1], diff, pages.home_lang(store, None))
+    assert "fixed" in pages.diff_page(project.runs[0], project.runs[-1], diff, "en")
+
+
 def test_pages_list_the_runs_show_a_run_and_diff_two(view: View, project: Project) -> None:
     jar = dict(httpx.get(view.url, timeout=10).cookies)
     listing = get(view, "/", cookies=jar).text
@@ -175,7 +221,7 @@ def test_pages_list_the_runs_show_a_run_and_diff_two(view: View, project: Projec
     page = get(view, f"/run/{project.runs[-1]}", cookies=jar).text
     assert 'id="review-data"' in page and "询价不留手机号" in page and view.token in page
     diff = get(view, "/diff", params={"base": project.runs[0], "head": project.runs[-1]}, cookies=jar)
-    assert diff.status_code == 200 and "fixed" in diff.text and "greeting" in diff.text
+    assert diff.status_code == 200 and "已修复" in diff.text and "greeting" in diff.text
     assert get(view, "/run/nope", cookies=jar).status_code == 404
 
 

@@ -61,20 +61,50 @@ def test_a_review_session_writes_the_files_the_cli_reads(browse: Browse, view: V
         price.locator("select.attribution").select_option("bot_defect")
         price.locator("input.note").fill("首轮就留了手机号")
         price.locator("button.save-triage").click()
-        price.locator(".triage .said", has_text="✓ bot_defect").wait_for()
+        price.locator(".triage .said", has_text="✓ 已保存：机器人缺陷 · " + REVIEWER).wait_for()
+        note = price.locator(".gate-note").inner_text()
+        assert "归因不改变门禁" in note and "修复机器人" in note
+        assert "bot_defect" not in price.locator(".review").inner_text()  # names, never codes
+        assert page.locator("#f-attribution option[value=bot_defect]").inner_text() == "机器人缺陷"
         page.select_option("#f-attribution", "bot_defect")
         assert "attribution=bot_defect" in page.url and len(shown(page)) == 1
+        price.locator("select.attribution").select_option("rule_misjudgment")
+        price.locator("button.save-triage").click()
+        price.locator(".gate-note", has_text="suites/sales.yaml:").wait_for()
+        line = project.suite.read_text(encoding="utf-8").splitlines().index('          - not-regex: "1[3-9]\\\\d{9}"') + 1
+        assert f"suites/sales.yaml:{line}" in price.locator(".gate-note").inner_text()
+        price.locator("select.attribution").select_option("model_fluctuation")
+        price.locator("button.save-triage").click()
+        price.locator(".gate-note", has_text="--failed --times 3").wait_for()
+        assert f"evalspec rerun .evalspec/runs/{project.runs[-1]}/run.json --failed --times 3" in \
+            price.locator(".gate-note").inner_text()
+        price.locator("select.attribution").select_option("bot_defect")
+        price.locator("button.save-triage").click()
+        price.locator(".gate-note", has_text="修复机器人").wait_for()
         price.locator(".review").screenshot(path=str(SHOTS / "review-1400.png"))
 
         page.goto(page.url.split("#")[0])  # the filters off again
         draft = conversation(page, "退款政策")
         draft.locator("summary").click()  # read the conversation, then approve it
         draft.locator("button.approve-draft").click()
-        draft.locator(".approve .said", has_text="approved").wait_for()
+        draft.locator(".approve .said", has_text="已批准").wait_for()
+        hours = conversation(page, "营业时间")  # a draft that failed: approving it asks first, naming the check
+        hours.locator("summary").click()
+        asked: list[str] = []
+        page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+        hours.locator("button.approve-draft").click()
+        hours.locator(".approve .said", has_text="未批准").wait_for()
+        assert "contains: 十点" in asked[0] and "仍要批准吗" in asked[0]
+        assert "draft: true\n    conversation:\n      - user: 晚上几点关门" in project.suite.read_text(encoding="utf-8")
+        page.once("dialog", lambda dialog: dialog.accept())
+        hours.locator("button.approve-draft").click()
+        hours.locator(".approve .said", has_text="已批准").wait_for()
         polite = conversation(page, "语气礼貌")
         polite.locator("summary").click()
+        polite.locator("input.label-note").fill("回复其实很生硬")
         polite.locator("button.judge-wrong").click()
-        polite.locator(".judge .said", has_text="labels.jsonl").wait_for()
+        polite.locator(".said", has_text="labels.jsonl").wait_for()
+        assert "本次门禁不变" in polite.locator(".review").inner_text()
         draft.locator(".review").screenshot(path=str(SHOTS / "review-approved-1400.png"))
         polite.locator(".review").screenshot(path=str(SHOTS / "review-judge-1400.png"))
 
@@ -83,11 +113,14 @@ def test_a_review_session_writes_the_files_the_cli_reads(browse: Browse, view: V
     assert (triage["test_id"], triage["as"], triage["note"], triage["who"]) == ("price", "bot_defect", "首轮就留了手机号", REVIEWER)
     labels = load_labels(project.root / ".evalspec" / "labels.jsonl")
     assert [(i.label, i.spec.type) for i in labels] == [(False, "llm-rubric")]
-    assert json.loads(project.lines("labels.jsonl")[-1])["who"] == REVIEWER
+    assert (json.loads(project.lines("labels.jsonl")[-1])["who"], json.loads(project.lines("labels.jsonl")[-1])["note"]) == (
+        REVIEWER, "回复其实很生硬")
     line = suite_before.splitlines().index("    draft: true   # 待评审") + 1
-    assert project.lines("review.log")[-1].endswith(f"{REVIEWER} approved suites/sales.yaml:{line} refund (draft: true removed)")
+    assert project.lines("review.log")[-2].endswith(f"{REVIEWER} approved suites/sales.yaml:{line} refund (draft: true removed)")
+    assert project.lines("review.log")[-1].endswith(f"hours (draft: true removed) despite 1 failed check in run {project.runs[-1]}")
     suite_after = project.suite.read_text(encoding="utf-8")
-    assert suite_after == suite_before.replace("    draft: true   # 待评审\n", "    # 待评审\n")
+    assert suite_after == suite_before.replace("    draft: true   # 待评审\n", "    # 待评审\n").replace(
+        "    name: 营业时间\n    draft: true\n", "    name: 营业时间\n")
     assert "# 草稿：退款政策还没定" in suite_after and "# 演示机器人" in suite_after
 
 
@@ -108,7 +141,8 @@ def test_the_diff_of_two_runs_is_one_form_away(browse: Browse, project: Project)
         page.select_option("#diff-head", project.runs[-1])
         page.click("form.pick button")
         page.wait_for_url("**/diff?**")
-        assert "fixed" in page.inner_text("main") and "greeting" in page.inner_text("main")
+        text = page.inner_text("body")
+        assert "已修复" in text and "greeting" in text and "fixed" not in text  # the newest run's language: Chinese
 
     browse(compare)
 

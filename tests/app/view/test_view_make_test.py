@@ -65,7 +65,7 @@ def test_make_a_test_from_a_failed_conversation_on_the_run_page(browser: Any, vi
             price = page.locator("details.test", has_text="询价不留手机号")
             price.locator("input.suite").fill("suites/from_page.yaml")
             price.locator("button.make-test").click()
-            price.locator(".make-test .said", has_text="✓ draft test price").wait_for()
+            price.locator(".make-test .said", has_text="✓ 已生成草稿测试 price").wait_for()
         finally:
             context.close()
 

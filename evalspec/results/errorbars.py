@@ -1,0 +1,75 @@
+"""How sure the run's figures are (docs/en/statistics.md): the 95 % interval of every pass rate, pass@k and
+pass^k of repeated tests, and each critical rule's breach rate as a bound — run.json's `summary` figures,
+computed from the verdicts and records alone (the formulas are results/stats.py's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from evalspec.results.findings import rule_text
+from evalspec.results.stats import clopper_pearson_upper, pass_k_curves, wilson
+from evalspec.results.verdict import Verdict, is_gated, reaches_gate, tally
+
+DIGITS = 6
+
+
+def interval(successes: int, n: int) -> list[float] | None:
+    """`[lo, hi]`: the 95 % Wilson interval of a share; None over nothing (shown `—`)."""
+    found = wilson(successes, n)
+    return None if found is None else [round(found[0], DIGITS), round(found[1], DIGITS)]
+
+
+def pass_k(vs: Iterable[Verdict], include_drafts: bool = False) -> dict[str, list[float]]:
+    """`pass_at_k` and `pass_hat_k` for k = 1..m over the verdicts the pass rate counts whose test
+    repeated (m: their smallest repeat count); empty lists when none repeated."""
+    repeated = [r for v in vs if is_gated(v, include_drafts) and v.status in ("passed", "failed")
+                and (r := v.repeats()) is not None]
+    at, hat = pass_k_curves(repeated)
+    return {"pass_at_k": [round(x, DIGITS) for x in at], "pass_hat_k": [round(x, DIGITS) for x in hat]}
+
+
+def figures(vs: Sequence[Verdict], include_drafts: bool = False) -> dict[str, Any]:
+    """The pass rate of `vs`, its interval and what it counts, with pass@k and pass^k."""
+    passed, failed = tally(vs, include_drafts)
+    total = passed + failed
+    return {"passed": passed, "failed": failed, "pass_rate": passed / total if total else None,
+            "pass_rate_ci": interval(passed, total), **pass_k(vs, include_drafts)}
+
+
+def run_figures(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], include_drafts: bool) -> dict[str, Any]:
+    """The summary's `pass_rate_ci`, `pass_at_k`, `pass_hat_k`, and the same per suite (`suites`)."""
+    whole = figures(vs, include_drafts)
+    return {"pass_rate_ci": whole["pass_rate_ci"], "pass_at_k": whole["pass_at_k"], "pass_hat_k": whole["pass_hat_k"],
+            "suites": [{"suite": s["path"], **figures([v for v in vs if v.suite == s["path"]], include_drafts)}
+                       for s in suites]}
+
+
+def rule_name(a: Mapping[str, Any]) -> str:
+    """A critical rule as reports name it: its turn (when it is a turn's) and the rule as written."""
+    where = f"turn {a['turn']}: " if a.get("turn") is not None else ""
+    return where + rule_text(dict(a))
+
+
+def red_lines(records: Iterable[Mapping[str, Any]], include_drafts: bool = False) -> list[dict[str, Any]]:
+    """`summary.red_lines`: per critical rule and suite, the conversations it was decided on (played,
+    simulated, attacked and recorded alike; drafts only when they gate), the breaches among them, the
+    breach rate and its one-sided 95 % Clopper–Pearson upper bound; `max_rate` where the rule has one."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:
+        if not reaches_gate(r, include_drafts):
+            continue
+        for a in r.get("assertions") or []:
+            if a.get("severity") != "critical" or a.get("skipped") or a.get("pass") is None:
+                continue
+            key = (str(r["suite"]), rule_name(a))
+            line = found.setdefault(key, {"rule": key[1], "suite": key[0], "n": 0, "breaches": 0})
+            line["n"] += 1
+            line["breaches"] += a["pass"] is False
+            if a.get("max_rate") is not None:
+                line["max_rate"] = float(a["max_rate"])
+    for line in found.values():
+        line["rate"] = round(line["breaches"] / line["n"], DIGITS)
+        upper = clopper_pearson_upper(line["breaches"], line["n"])
+        line["upper"] = None if upper is None else round(upper, DIGITS)
+    return list(found.values())
