@@ -94,7 +94,8 @@ def as_suite(block: Block) -> dict[str, Any] | None:
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         if all(TEST_KEYS & set(item) for item in data):
             return {**HARNESS, "tests": data}
-        return {**HARNESS, "tests": [{"id": "example", "conversation": CONVERSATION, "assert": data}]}
+        world = {"world": {"visits": []}} if any(set(i) & {"world", "world-matches", "world-unchanged"} for i in data) else {}
+        return {**HARNESS, **world, "tests": [{"id": "example", "conversation": CONVERSATION, "assert": data}]}
     raise AssertionError(f"{block.name}: cannot tell what this YAML is; mark it <!-- not a suite -->")
 
 
@@ -181,7 +182,8 @@ def test_every_assertion_type_has_a_reference_entry_with_an_example_that_validat
     assert not [n for n in names if f"## `{n}`" not in page], "run: python docs/generate.py"
     assert sorted(gen.EXAMPLES) == names, "each type needs one example in docs/generate.py EXAMPLES"
     items = [yaml.safe_load(gen.EXAMPLES[n])[0] for n in names]
-    suite = {**HARNESS, "tests": [{"id": "example", "conversation": CONVERSATION, "assert": items}]}
+    suite = {**HARNESS, "world": {"visits": []},  # the world checks read one (docs/en/world.md)
+             "tests": [{"id": "example", "conversation": CONVERSATION, "assert": items}]}
     code, output = validate(suite_dir, "reference.yaml", yaml.safe_dump(suite, allow_unicode=True))
     assert code == 0, output
     for name, item in zip(names, items):

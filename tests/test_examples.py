@@ -27,3 +27,39 @@ def test_model_examples_need_a_key_and_say_so(in_tmp: Path, monkeypatch: pytest.
         result = CliRunner().invoke(main, ["run", str(ROOT / "examples" / name)])
         assert result.exit_code == 2, result.output
         assert missing in result.output and "OPENAI_API_KEY" in result.output
+
+
+def test_the_world_example_runs_offline_and_fails_the_agents_that_claim_or_skip(in_tmp: Path) -> None:
+    """examples/world: the solver passes all ten tasks, the claimer fails said-vs-did at its claiming
+    turn, the agent that skips its last write fails world-matches naming the path (exit 1, as its README says)."""
+    import json
+
+    result = CliRunner().invoke(main, ["run", str(ROOT / "examples" / "world" / "dealer.yaml"), "--no-cache",
+                                       "-o", "run.json"])
+    assert result.exit_code == 1, result.output
+    records = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))["results"]
+    status = {(r["test_id"], r["provider"]): r for r in records}
+    assert len(records) == 30
+    assert all(r["status"] == "passed" for r in records if r["provider"] == "solver")
+    said = next(a for a in status["book-saturday", "claimer"]["assertions"] if a["type"] == "said-vs-did")
+    assert said["reason"] == "turn 1 says 已为您预约 but book_visit was never called"
+    matches = next(a for a in status["book-and-order-in-one-turn", "skipper"]["assertions"]
+                   if a["type"] == "world-matches")
+    assert matches["pass"] is False and matches["details"]["paths"] == ["inventory[2].stock", "orders"]
+    assert status["financing-then-booking", "claimer"]["status"] == "failed"
+
+
+def test_the_world_bench_grades_on_the_world_with_built_in_checks_only(in_tmp: Path) -> None:
+    """bench/world: 24 tasks, several tool calls per turn; the honest agent passes every one, the one
+    that claims what it could not do fails said-vs-did on the six tasks where a part or a slot was missing."""
+    import json
+
+    result = CliRunner().invoke(main, ["run", str(ROOT / "bench" / "world" / "repair.yaml"), "--no-cache",
+                                       "-o", "run.json"])
+    assert result.exit_code == 1, result.output
+    records = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))["results"]
+    assert len({r["test_id"] for r in records}) == 24
+    assert all(r["status"] == "passed" for r in records if r["provider"] == "solve")
+    failed = [r for r in records if r["provider"] == "overclaim" and r["status"] == "failed"]
+    assert len(failed) == 6
+    assert max(len(m.get("rounds") or []) for r in records for m in r["transcript"]) >= 4  # 3+ tool rounds a turn

@@ -15,6 +15,8 @@ from evalspec.assertions import (  # noqa: F401
     state,
     text,
     tools,
+    world,
 )
 
-BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, pii, select_best, session, sql, state, text, tools)
+BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, pii, select_best, session, sql, state, text, tools,
+                   world)

@@ -15,7 +15,7 @@ from evalspec.assertions.offloop import evaluate_off_loop
 from evalspec.assertions.select_best import PENDING
 from evalspec.config.model import SELECT_BEST, AssertionSpec
 from evalspec.core.errors import GradingError
-from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, resolve_turn
+from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, WorldView, resolve_turn
 from evalspec.extend.patterns import REGEX_TIMEOUT_S
 from evalspec.extend.registry import model_needed
 from evalspec.extend.transcript import Message
@@ -38,6 +38,7 @@ class GradingInput:
     # check in progress, and the checks (their `where`) that ended a process, each with its error, graded again
     note: Path | None = None
     ended: tuple[tuple[tuple[Any, ...], str], ...] = ()
+    world: WorldView | None = None  # the world the conversation played on (docs/en/world.md)
 
 
 def needs_model(spec: AssertionSpec) -> bool:
@@ -96,7 +97,7 @@ async def _grade(graded_input: GradingInput, transcript: list[Message], judge: J
     given = graded_input
     ctx = GradingContext(transcript=transcript, labels=given.labels, vars=given.vars, test_id=given.test_id,
                          turn=None, suite_dir=given.suite_dir, judge=judge, embed=embed, tools=given.tools,
-                         provider=given.provider)
+                         provider=given.provider, world=given.world)
     specs = given.specs
     results: dict[int, AssertionResult] = {}
     deterministic: list[tuple[int, AssertionSpec]] = []

@@ -16,6 +16,7 @@ import jmespath
 
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
+from evalspec.core.jsondiff import same
 from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
 from evalspec.extend.params import UNSET, Key, Keywords, Option, Regex
 from evalspec.extend.patterns import search
@@ -38,17 +39,6 @@ def compiled(expr: str) -> Any:
 def truthy(value: Any) -> bool:
     """JMESPath truthiness: null, false, "", [] and {} are false; everything else (0 included) true."""
     return not (value is None or value is False or (isinstance(value, (str, list, dict)) and not value))
-
-
-def same(a: Any, b: Any) -> bool:
-    """JSON equality, as JMESPath compares: true is not 1 (Python's `==` says it is), 1 is 1.0."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def shown(value: Any) -> str:

@@ -179,6 +179,27 @@ class TestSpec:
     covers: dict[str, list[str]] = field(default_factory=dict)  # `covers:` (SPEC §25): dimension -> values
     state: dict[str, Any] | None = None  # `state:` (SPEC §24): put in the bot before turn 1
     tool_results: dict[str, Any] | None = None  # this test's tool results, over its provider's (SPEC §24)
+    world: Any = None  # `world:` as written (a mapping, or {file: TEMPLATE}): replaces the suite's (docs/en/world.md)
+
+
+@dataclass
+class ToolSpec:
+    """One of the suite's `tools:` (docs/en/world.md#tools): its definition, sent to model providers, and
+    how evalspec answers a call of it: `python: FILE.py:fn` called as fn(args, world), or `returns:`."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    python: str | None = None
+    returns: Any = None
+    where: PathKey = ()
+
+    def definition(self) -> dict[str, Any]:
+        """The OpenAI function tool a model receives."""
+        function: dict[str, Any] = {"name": self.name, "parameters": self.parameters}
+        if self.description:
+            function["description"] = self.description
+        return {"type": "function", "function": function}
 
 
 @dataclass
@@ -218,6 +239,8 @@ class Suite:
     transcripts: TranscriptsSpec | None = None
     labels: dict[str, str] = field(default_factory=dict)  # label -> pattern over user turns (recorded)
     coverage: dict[str, list[str]] = field(default_factory=dict)  # `coverage:` (SPEC §25): dimension -> values
+    world: Any = None  # `world:` as written: the initial world of every test that gives none (docs/en/world.md)
+    tools: list[ToolSpec] = field(default_factory=list)  # `tools:`: answered by evalspec (docs/en/world.md#tools)
     secrets: set[str] = field(default_factory=set)
     lines: LineMap | None = None
 

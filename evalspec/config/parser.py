@@ -34,6 +34,7 @@ from evalspec.config.providers import mapping_problems, model_ref, provider_spec
 from evalspec.config.recorded import BadToolCalls, tool_calls_of
 from evalspec.config.schema import fragment_schema
 from evalspec.config.turnrefs import ref_problem, turn_refs
+from evalspec.config.world import parse_tools, parse_world, test_world_problems, tools_problems
 from evalspec.config.yamlfile import load_yaml
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.redact import config_secrets
@@ -96,6 +97,9 @@ class SuiteParser:
         lang = _dict(d.get("report")).get("lang")
         s.report_lang = lang if lang in ("zh", "en") else None
         self._providers()
+        s.tools = parse_tools(d.get("tools"), ("tools",), self.bad, s.path.parent)
+        tools_problems(s, self.bad)
+        s.world = parse_world(d.get("world"), ("world",), self.bad, s.path.parent)
         for role in ("judge", "simulator", "embedder"):
             if role in d:
                 setattr(s, role, self._model_ref(d[role], (role,), role))
@@ -383,6 +387,8 @@ class SuiteParser:
         self._matrix_repeat_curve(test, f)
         self._covers(test, *f("covers"))
         self._state_and_stubs(test, f)
+        world, world_where = f("world")
+        test.world = parse_world(world, world_where, self.bad, self.suite.path.parent)
         conversation, cpath = f("conversation")
         simulate, spath = f("simulate")
         attack, apath = f("attack")
@@ -426,6 +432,7 @@ class SuiteParser:
                     spec.scope = "each_turn"  # the red lines under attack hold on every reply
         self._check_references(test)
         self._check_comparisons(test)
+        test_world_problems(self.suite, test, world_where, self.bad)
         return test
 
     def _check_comparisons(self, test: TestSpec) -> None:

@@ -15,7 +15,8 @@ from evalspec.core.suggest import did_you_mean
 from evalspec.extend.kinds import ProviderKind, kind_of, provider_kinds
 
 RUN_KEYS = ("id", "max_concurrency", "rpm")  # read by the pool from the spec, not part of the config
-MODEL_ONLY_KEYS = ("tool_results", "max_tool_rounds", "answer_tool_calls")
+MODEL_ONLY_KEYS = ("tool_results", "answer_tool_calls")
+ROUND_KINDS = ("model", "python")  # kinds that may play tool rounds (`max_tool_rounds`, docs/en/world.md#tools)
 
 Found = list[tuple[tuple[Any, ...], str]]
 
@@ -75,6 +76,9 @@ def _tool_key_problems(raw: dict[str, Any], kind: str) -> Found:
         if key in raw and kind != "model":
             found.append(((key,), f"'{key}' is for model providers: {kind} providers report their tool "
                                   "calls (they are recorded, not answered)"))
+    if "max_tool_rounds" in raw and kind not in ROUND_KINDS:
+        found.append((("max_tool_rounds",), f"'max_tool_rounds' is for model and python providers: {kind} "
+                                            "providers report their tool calls (they are recorded, not answered)"))
     if raw.get("answer_tool_calls") is False and kind == "model":
         found.extend(((key,), f"'{key}' is not read with answer_tool_calls: false (the model's tool calls are "
                               "reported, not answered)") for key in ("tool_results", "max_tool_rounds") if key in raw)

@@ -71,7 +71,8 @@ def tool_properties() -> dict[str, Any]:
                              "description": "a fixed value, a template over the call ({{ args.NAME }}), "
                                             "or {python: FILE.py:function} called as fn(args, context)"}},
         "max_tool_rounds": {"type": "integer", "minimum": 1,
-                            "description": "model providers: tool rounds allowed in one user turn (default 5)"},
+                            "description": "model and python providers: tool rounds evalspec answers in one "
+                                           "user turn (default 20); one more is an error"},
         "answer_tool_calls": {"type": "boolean",
                               "description": "model providers: false reports the model's tool calls as the "
                                              "turn's reply instead of answering them from tool_results "
@@ -79,6 +80,21 @@ def tool_properties() -> dict[str, Any]:
         "teardown": {"type": "string", "description": "FILE.py:function called as fn(context) after each conversation"},
         "setup": {"type": "string", "description": "FILE.py:function called as fn(context) before each conversation"},
     }
+
+
+WORLD = {"type": "object", "description": "the world the bot acts on: a JSON object, or {file: PATH} (a template); "
+                                          "each conversation starts from its own copy (docs/en/world.md)"}
+
+
+def suite_tool_schema() -> dict[str, Any]:
+    """One of the suite's `tools:` (docs/en/world.md#tools)."""
+    return _obj({"name": {"type": "string", "minLength": 1}, "description": {"type": "string"},
+                 "parameters": {"type": "object", "description": "the arguments' JSON Schema"},
+                 "python": {"type": "string", "pattern": ":",
+                            "description": "FILE.py:function called as fn(args, world); its return value is the "
+                                           "result and it may change the world"},
+                 "returns": {"description": "the result: a value, or a template over the call ({{ args.NAME }})"}},
+                ["name"])
 
 
 def assertion_schema(for_validation: bool) -> dict[str, Any]:
@@ -277,6 +293,7 @@ def test_properties() -> dict[str, Any]:
                                                    "its `slots` as slot events, others `context['state']` "
                                                    "and {{ state }}"},
         "tool_results": {"type": "object", "description": "this test's tool results, merged over its provider's"},
+        "world": WORLD,
         "sla": {"type": "array", "items": _obj({"at": {"type": "number"}, "min_score": {"type": "number", "minimum": 0,
                                                                                        "maximum": 1}},
                                                ["at", "min_score"])},
@@ -330,6 +347,10 @@ def suite_schema(for_validation: bool = False) -> dict[str, Any]:
                              "normalize": {**type_schema(NormalizeValue), "description": (
                                  f"how every text check reads replies unless it says `normalize:` itself: "
                                  f"{NORMALIZE_DOC}")}}),
+            "world": WORLD,
+            "tools": {"type": "array", "items": suite_tool_schema(),
+                      "description": "tools evalspec answers for every model: and python: provider "
+                                     "(docs/en/world.md#tools)"},
             "defaults": _obj(defaults),
             "tests": {"type": "array", "items": {"$ref": "#/$defs/test"}},
             "transcripts": transcripts_schema(),

@@ -39,6 +39,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
     + _RenderProblem   (plan.build) an instance did not render → a Problem (exit 2), or an EvalspecError
     + NotExact         (authoring.importers.promptfoo.tools) tools not given alike → the provider noted, left out
     + Unconvertible    (authoring.importers.traces) a span or trace is not made of chat messages → named, left out
+    + WorldFileProblem (config.world) a world file is no JSON object → a Problem (exit 2), or a check's `error`
 
 Where the play and grading code catches `EvalspecError` (its message becomes the record's `error`),
 none of Interrupted, the review, app and ControlFlow classes can arrive: a ControlFlow is caught by the

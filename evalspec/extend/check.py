@@ -119,6 +119,14 @@ def replies(transcript: list[Message]) -> list[Message]:
     return [m for m in transcript if m["role"] == "assistant" and not m.get("injected") and not m.get("intermediate")]
 
 
+@dataclass(frozen=True)
+class WorldView:
+    """The world a conversation played on (docs/en/world.md): as it started and as the bot left it."""
+
+    initial: Mapping[str, Any]
+    final: Mapping[str, Any]
+
+
 @dataclass
 class GradingContext:
     """Everything a check may read. `transcript` ends at `turn` for turn-attached assertions."""
@@ -133,6 +141,7 @@ class GradingContext:
     embed: EmbedFn | None = None
     tools: Any = None  # the provider's declared tools (a list, or FILE.py:NAME), for tool-args-valid
     provider: str | None = None  # the id of the provider that answered (`recorded` for recorded conversations)
+    world: WorldView | None = None  # the test's world, at the start and at the end (docs/en/world.md)
 
     def until(self, turn: int) -> GradingContext:
         """The context of an assertion attached to `turn`: the transcript ends with that turn."""

@@ -69,6 +69,8 @@ class Message(_Stored, total=False):
         description="each model call's figures of a turn with tool rounds")]
     tool_call_id: str
     name: str
+    error: Annotated[str, Keywords(description="a tool result whose handler raised: its message (the agent "
+                                               "got {\"error\": ...}; docs/en/world.md#tools)")]
     # SPEC §24: the bot's state after the turn, and the turn's
     # several messages, each with its buttons
     state: Annotated[dict[str, Any], Keywords(

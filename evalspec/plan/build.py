@@ -17,6 +17,7 @@ from evalspec.config.recorded import RECORDED, RecordedProblem, label_turns
 from evalspec.config.recorded import conversations as recorded_conversations
 from evalspec.config.recorded import test_of as recorded_test
 from evalspec.config.turnrefs import ref_problem, turn_refs
+from evalspec.config.world import WorldFileProblem, load_world
 from evalspec.core.errors import ConfigError, ControlFlow, EvalspecError, Problem, TemplateProblem
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.patterns import regex_problem, written_patterns
@@ -60,6 +61,7 @@ class Instance:
     turns: list[PlannedTurn]
     asserts: list[AssertionSpec]
     labels: dict[str, int]
+    world: dict[str, Any] | None = None  # the initial world, shared: each conversation plays on a deep copy
 
     @property
     def key(self) -> str:
@@ -76,8 +78,24 @@ def grading_input(instance: Instance) -> GradingInput:
     absent = frozenset(k for k in instance.suite.labels if k not in instance.labels) \
         if instance.test.recorded else frozenset()
     return GradingInput(instance.test_id, instance_assertions(instance), instance.labels, instance.vars,
-                        instance.suite.path.parent, instance.provider.config.get("tools"),
+                        instance.suite.path.parent, declared_tools(instance),
                         float(instance.suite.option("grade_timeout")), absent, instance.provider.id)
+
+
+def declared_tools(instance: Instance) -> Any:
+    """The tools a conversation's checks read (`tool-args-valid`, `said-vs-did`): its provider's own and the
+    suite's `tools:` (docs/en/world.md#tools)."""
+    own = instance.provider.config.get("tools")
+    if not instance.suite.tools:
+        return own
+    from evalspec.core.errors import ProviderError
+    from evalspec.providers.tool_rounds import load_tools
+
+    try:
+        loaded = load_tools(own, instance.suite.path.parent) or []
+    except ProviderError:
+        return own  # the check names the problem
+    return [*loaded, *(t.definition() for t in instance.suite.tools)]
 
 
 @dataclass
@@ -288,7 +306,7 @@ class Plan(Sequence[Instance]):
         if self._memo is not None and self._memo[0] == memo_key:
             first = self._memo[1]
             return Instance(suite, test, provider, tid, base, matrix, k, first.vars, first.turns, first.asserts,
-                            first.labels)
+                            first.labels, first.world)
         instance = _instance(suite, test, provider, matrix, k, base, tid)
         self._memo = (memo_key, instance)
         return instance
@@ -441,7 +459,18 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
     _check_rendered(asserts, labels, turn)
     if captured is None:  # a capture's stand-in is not a value: no provider or check sees it as one
         variables = {n: v for n, v in variables.items() if not any(n in t.captures for t in turns)}
-    return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels)
+    return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels,
+                    _world(suite, test, variables))
+
+
+def _world(suite: Suite, test: TestSpec, variables: dict[str, Any]) -> dict[str, Any] | None:
+    """The instance's initial world (docs/en/world.md): the test's, else the suite's, its file rendered with
+    the instance's vars (a matrix key may name it)."""
+    own = test.world is not None
+    try:
+        return load_world(test.world if own else suite.world, variables, suite.path.parent)
+    except WorldFileProblem as exc:
+        raise _RenderProblem((*test.where, "world") if own else ("world",), str(exc)) from None
 
 
 def _until_turn(test: TestSpec, variables: dict[str, Any]) -> int | None:
@@ -492,7 +521,8 @@ def _recorded_instance(suite: Suite, test: TestSpec, provider: ProviderSpec, tid
         _check_rendered(t.asserts, known, turn)
     if inline:
         _check_rendered(asserts, known, turn)
-    return Instance(suite, test, provider, tid, tid, {}, 1, variables, turns, asserts, labels)
+    return Instance(suite, test, provider, tid, tid, {}, 1, variables, turns, asserts, labels,
+                    _world(suite, test, variables))
 
 
 def render_text_at(text: str, variables: dict[str, Any], path: PathKey) -> str:

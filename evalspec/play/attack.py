@@ -26,7 +26,7 @@ from evalspec.providers.answers import Shown, plain_text, read_answer, within_tu
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import ask
 from evalspec.providers.structured import MESSAGE_MAX_CHARS
-from evalspec.providers.tool_rounds import SendTurn
+from evalspec.providers.tool_rounds import SendTurn, ToolKit
 from evalspec.results.transcript import Transcript
 
 GOAT_TACTICS = (
@@ -229,7 +229,8 @@ class AttackSource:
         return "breached"
 
 
-async def run_attack(inst: Instance, call: SendTurn, pool: ProviderPool, replay: bool = True) -> Transcript:
+async def run_attack(inst: Instance, call: SendTurn, pool: ProviderPool, replay: bool = True,
+                     kit: ToolKit | None = None) -> Transcript:
     """One attempt: attacker message, reply, red-line check — until a breach or `max_turns`."""
     spec = inst.test.attack
     assert spec is not None
@@ -242,7 +243,7 @@ async def run_attack(inst: Instance, call: SendTurn, pool: ProviderPool, replay:
         return Transcript(stop_reason="error", error=str(exc), attack=info)
     # an agent's tool rounds are played as in any conversation (SPEC §13)
     transcript = await play_turns(AttackSource(inst, attacker, rules, info), inst, call,
-                                  pool.toolkit(inst.provider, inst.suite))
+                                  kit if kit is not None else pool.toolkit(inst.provider, inst.suite))
     transcript.attack = info
     info.update(attacker_calls=attacker.calls, attacker_cached_calls=attacker.cached,
                 attacker_tokens=attacker.tokens, attacker_cost=attacker.cost)

@@ -23,14 +23,15 @@ SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", "venv", "env"}
 MAX_FILES = 5000
 MAX_BYTES = 200 * 1024 * 1024
 PY_REF = re.compile(r"""([^\s'"`:{}\[\],]+\.py)(?::[A-Za-z_][\w.]*)?""")
+JSON_REF = re.compile(r"""([^\s'"`:{}\[\],]+\.json)\b""")  # a world or expected world file (docs/en/world.md)
 
 
 def bundle_folders(suite_paths: list[Path]) -> list[Path]:
-    """Each suite's folder, and the folder of every existing `.py` file a suite names outside them."""
+    """Each suite's folder, and the folder of every existing `.py` or `.json` file a suite names outside them."""
     folders = [path.parent for path in suite_paths]
     for path in suite_paths:
         text = path.read_text(encoding="utf-8", errors="replace")
-        for match in PY_REF.finditer(text):
+        for match in [*PY_REF.finditer(text), *JSON_REF.finditer(text)]:
             target = (path.parent / match.group(1)).resolve()
             if target.is_file():
                 folders.append(target.parent)

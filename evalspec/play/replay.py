@@ -12,7 +12,7 @@ from evalspec.core.redact import redact, run_secrets
 from evalspec.plan.build import Instance, Selection, build_plan, grading_input
 from evalspec.plan.needs import check_plan
 from evalspec.play.compare import GroupKey, compared, decide_group, group_key, replay_compared
-from evalspec.play.runner import grade_with, recorded_inputs, run_instance
+from evalspec.play.runner import grade_with, recorded_inputs, run_instance, world_view
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
@@ -56,8 +56,11 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
                 continue
             transcript = Transcript(messages=record["transcript"], stop_reason=record["stop_reason"],
                                     error=conversation_error(record),
-                                    calls=record.get("calls", 0), cached_calls=record.get("cached_calls", 0))
-            results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error))
+                                    calls=record.get("calls", 0), cached_calls=record.get("cached_calls", 0),
+                                    world=record.get("world"))
+            world = world_view(inst, record.get("world"), record.get("world_initial"))
+            results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error),
+                                       world=world)
             cut = cut_replies(record["transcript"])
             specs = grading_input(inst).specs if cut else []
             if results and cut:  # verdicts reached on a whole reply stand; new rules cannot read it

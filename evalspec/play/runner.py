@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import datetime as dt
 import hashlib
@@ -25,6 +26,7 @@ from evalspec.core.errors import EvalspecError
 from evalspec.core.redact import redact, run_secrets
 from evalspec.core.usercode import describe
 from evalspec.core.version import __version__
+from evalspec.extend.check import WorldView
 from evalspec.extend.provider import CallContext, ProviderResponse
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance, Plan, grading_input, has_captures, positions, with_captures
@@ -40,7 +42,7 @@ from evalspec.play.watch import GradingWatch
 from evalspec.providers.calls import CacheMiss, CallStats, ProviderCaller
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.limits import LIMITED, RATE_LIMITED
-from evalspec.providers.tool_rounds import SendTurn
+from evalspec.providers.tool_rounds import SendTurn, ToolKit
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules
 from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
@@ -268,7 +270,7 @@ async def regrade_ended(inst: Instance, pool: ProviderPool, watch: GradingWatch,
     transcript, watch.ended = taken
     try:
         results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error),
-                                   watch=watch)
+                                   watch=watch, world=world_view(inst, transcript.world))
     except EvalspecError as exc:
         transcript, results = Transcript(stop_reason="error", error=f"{error}; grading again: {exc}"), []
     watch.done()
@@ -277,6 +279,15 @@ async def regrade_ended(inst: Instance, pool: ProviderPool, watch: GradingWatch,
     if cut_replies(record["transcript"]):  # as `run_instance` stores a conversation
         name_rules(record, grading_input(inst).specs)
     return record
+
+
+def world_view(inst: Instance, final: dict[str, Any] | None,
+               initial: dict[str, Any] | None = None) -> WorldView | None:
+    """The world a conversation of `inst` played on, for its checks; None when the test has none."""
+    start = initial if initial is not None else inst.world
+    if start is None:
+        return None
+    return WorldView(start, final if final is not None else start)
 
 
 def cap_replies(messages: list[Message], limit: int) -> list[Message]:
@@ -293,9 +304,11 @@ def cap_replies(messages: list[Message], limit: int) -> list[Message]:
 
 
 async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message],
-                     ended_in_error: bool = False, watch: GradingWatch | None = None) -> list[AssertionResult]:
-    """Grade a conversation; one that ended in an error is graded on the replies it received. `watch`: the
-    user-code check in progress is noted (and those that ended a process are errors, not run again)."""
+                     ended_in_error: bool = False, watch: GradingWatch | None = None,
+                     world: WorldView | None = None) -> list[AssertionResult]:
+    """Grade a conversation; one that ended in an error is graded on the replies it received. `watch`: a
+    watched run notes the user-code check in progress (and names the one that ended the process).
+    `world`: the world it played on, at the start and at the end (docs/en/world.md)."""
     if has_captures(inst):  # the checks see the replies the conversation captured (SPEC §19)
         try:
             inst = with_captures(inst, captured_values(messages, inst)[0])
@@ -304,6 +317,8 @@ async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message]
                 return []
             raise
     given = grading_input(inst)
+    if world is not None:
+        given = dataclasses.replace(given, world=world)
     if watch is not None:
         given = dataclasses.replace(given, note=watch.note, ended=watch.ended)
     if ended_in_error:
@@ -316,20 +331,32 @@ async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message]
 
 async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
                send_turn: Callable[..., SendTurn]) -> Transcript:
-    """A stateful server's conversation is replayed from the cache only when every turn is cached;
-    otherwise it runs live from the start with a new thread id."""
+    """The conversation, played on its own deep copy of the test's world (docs/en/world.md): the world
+    as the tools left it is the transcript's `world`."""
     kit = pool.toolkit(inst.provider, inst.suite)
     if inst.test.tool_results:  # this test's stubs over its provider's (SPEC §24)
         kit = dataclasses.replace(kit, results={**kit.results, **inst.test.tool_results})
+    if kit.suite_tools:
+        kit = dataclasses.replace(kit, world=copy.deepcopy(inst.world) if inst.world is not None else {})
+    transcript = await play_with(inst, pool, provider, send_turn, kit)
+    if inst.world is not None:
+        transcript.world = kit.world if kit.world is not None else copy.deepcopy(inst.world)
+    return transcript
+
+
+async def play_with(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
+                    send_turn: Callable[..., SendTurn], kit: ToolKit) -> Transcript:
+    """A stateful server's conversation is replayed from the cache only when every turn is cached;
+    otherwise it runs live from the start with a new thread id."""
     if inst.test.attack is not None:
         from evalspec.play.attack import run_attack
 
         if provider.stateful and provider.cache is not None:
             try:
-                return await run_attack(inst, send_turn(cache_only=True), pool)
+                return await run_attack(inst, send_turn(cache_only=True), pool, kit=kit)
             except CacheMiss:
-                return await run_attack(inst, send_turn(read=False), pool, replay=False)
-        return await run_attack(inst, send_turn(), pool)
+                return await run_attack(inst, send_turn(read=False), pool, replay=False, kit=kit)
+        return await run_attack(inst, send_turn(), pool, kit=kit)
     if inst.test.simulate is not None:
         from evalspec.play.simulated import run_simulated
 
@@ -388,12 +415,30 @@ class TurnCaller:
 
 def conversation_extra(inst: Instance) -> dict[str, Any] | None:
     """What besides the messages decides a conversation's answers (the cache key's extra part, SPEC §24):
-    the test's `state:` and `tool_results:`, the provider's `setup:`; None when it has none of them (the
-    key of every conversation without them is what it always was)."""
+    the test's `state:` and `tool_results:`, the provider's `setup:`, the world it starts from and the suite's
+    `tools:` (docs/en/world.md); None when it has none of them (the key of every conversation without them
+    is what it always was)."""
     extra = {"state": inst.test.state, "tool_results": inst.test.tool_results,
-             "setup": inst.provider.config.get("setup")}
+             "setup": inst.provider.config.get("setup"), "world": inst.world,
+             "tools": [dataclasses.asdict(t) | {"where": None} for t in inst.suite.tools] or None}
     extra = {k: v for k, v in extra.items() if v is not None}
     return extra or None
+
+
+async def recorded_world(inst: Instance, transcript: Transcript) -> dict[str, Any]:
+    """The world a recorded conversation's calls of the suite's tools leave behind, replayed on a copy of
+    the test's world (docs/en/world.md#recorded-conversations)."""
+    from evalspec.providers.tool_rounds import normalize_calls
+    from evalspec.providers.world import answer_tool
+
+    world: dict[str, Any] = copy.deepcopy(inst.world or {})
+    handlers = {t.name: t for t in inst.suite.tools if t.python is not None}
+    for message in transcript.messages:  # calls of other tools are left alone
+        for call in normalize_calls(message.get("tool_calls"), message.get("turn")) if message["role"] == "assistant" else []:
+            if call["name"] in handlers:
+                await answer_tool(handlers[call["name"]], call["arguments"], world, inst.suite.path.parent,
+                                  dict(inst.vars), float(inst.suite.option("timeout")))
+    return world
 
 
 def recorded_transcript(inst: Instance) -> Transcript:
@@ -444,6 +489,8 @@ async def run_instance(inst: Instance, pool: ProviderPool, watched: Path | None 
     try:
         if inst.test.recorded:  # graded as it happened: no call
             transcript = recorded_transcript(inst)
+            if inst.world is not None:
+                transcript.world = await recorded_world(inst, transcript)
         else:
             provider = pool.get(inst.provider, inst.suite)
             transcript = await play(inst, pool, provider, send_turn)
@@ -453,7 +500,7 @@ async def run_instance(inst: Instance, pool: ProviderPool, watched: Path | None 
             watch = None  # should its code end the process, the conversation is an error
         try:
             results = await grade_with(pool, inst, transcript.messages, ended_in_error=bool(transcript.error),
-                                       watch=watch)
+                                       watch=watch, world=world_view(inst, transcript.world))
         finally:
             if watch is not None:
                 watch.done()

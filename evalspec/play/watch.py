@@ -48,7 +48,8 @@ class GradingWatch:
             self.kept.parent.mkdir(parents=True, exist_ok=True)
             self.kept.write_text(json.dumps({"messages": transcript.messages, "stop_reason": transcript.stop_reason,
                                              "error": transcript.error, "calls": transcript.calls,
-                                             "cached_calls": transcript.cached_calls}, ensure_ascii=False),
+                                             "cached_calls": transcript.cached_calls, "world": transcript.world},
+                                            ensure_ascii=False),
                                  encoding="utf-8")
         except (OSError, TypeError, ValueError):
             return False
@@ -70,7 +71,7 @@ class GradingWatch:
         try:
             saved = json.loads(self.kept.read_text(encoding="utf-8"))
             transcript = Transcript(saved["messages"], saved["stop_reason"], saved["error"], saved.get("calls", 0),
-                                    saved.get("cached_calls", 0))
+                                    saved.get("cached_calls", 0), world=saved.get("world"))
         except (OSError, ValueError, TypeError, KeyError):
             return None
         if noted is None or self._beside(noted[1]):

@@ -37,7 +37,7 @@ def provider_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
     kind = provider_kinds().get(spec.kind)
     if kind is None:
         return [f"unknown provider kind '{spec.kind}'"]
-    return tool_problems(spec, suite.path.parent) or kind.preflight(spec, suite)
+    return tool_problems(spec, suite.path.parent, suite.tools) or kind.preflight(spec, suite)
 
 
 def prepare_provider(spec: ProviderSpec) -> None:
@@ -88,11 +88,11 @@ class ProviderPool:
         return caller
 
     def toolkit(self, spec: ProviderSpec, suite: Suite) -> ToolKit:
-        """How `spec`'s tool calls are handled (answered from `tool_results` for model providers)."""
+        """How `spec`'s tool calls are handled (answered from the suite's `tools:` and `tool_results`)."""
         key = (str(suite.path), spec.id + "@" + str(spec.where))
         if key not in self._toolkits:
             timeout = float(spec.config.get("timeout") or suite.option("timeout"))
-            self._toolkits[key] = toolkit_for(spec, suite.path.parent, suite.vars, timeout)
+            self._toolkits[key] = toolkit_for(spec, suite.path.parent, suite.vars, timeout, suite.tools)
         return self._toolkits[key]
 
     def judge_fn(self, suite: Suite) -> JudgeFn | None:

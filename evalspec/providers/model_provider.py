@@ -330,8 +330,9 @@ def model_prepare(spec: ProviderSpec) -> None:
 def build_model(spec: ProviderSpec, suite: Suite) -> ModelProvider:
     from evalspec.providers.tool_rounds import load_tools
 
-    return ModelProvider(spec.id, spec.config, suite.vars, tools=load_tools(spec.config.get("tools"), suite.path.parent),
-                         test_vars=test_var_names(suite))
+    own = load_tools(spec.config.get("tools"), suite.path.parent)
+    tools = [*(own or []), *(t.definition() for t in suite.tools)] or None  # the suite's too (docs/en/world.md#tools)
+    return ModelProvider(spec.id, spec.config, suite.vars, tools=tools, test_vars=test_var_names(suite))
 
 
 def test_var_names(suite: Suite) -> frozenset[str]:

@@ -74,6 +74,7 @@ class PythonProvider:
         ctx = {"thread_id": context.thread_id, "vars": dict(context.vars), "test_id": context.test_id,
                "turn": context.turn, "repeat": context.repeat,
                **({"state": dict(context.state)} if context.state is not None else {})}
+        sent = named_results(sent)
         reads.note(_IMPORT_READS.get(self._module_key, ()))
         start = time.perf_counter()
         try:  # `sent` is the user's to change: every call's history is built afresh from the transcript
@@ -82,6 +83,15 @@ class PythonProvider:
             raise ProviderError(f"{self.ref} raised {exc}") from None
         latency = (time.perf_counter() - start) * 1000
         return strategy_metadata(to_response(result, latency, self.ref), usage)
+
+
+def named_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history with each `role: tool` message named by the call it answers (`name`), as a python agent
+    reads the results of its calls (docs/en/world.md#tools)."""
+    names = {c.get("id"): (c.get("function") or {}).get("name") for m in messages if m.get("role") == "assistant"
+             for c in m.get("tool_calls") or []}
+    return [{**m, "name": names.get(m.get("tool_call_id")) or ""} if m.get("role") == "tool" and "name" not in m
+            else m for m in messages]
 
 
 def _count(value: Any) -> int | None:

@@ -1,9 +1,10 @@
-"""Agents: tool calls inside one user turn (SPEC §13).
+"""Agents: tool calls inside one user turn (docs/en/agents.md, docs/en/world.md#tools).
 
-A `model:` provider's tool calls are answered by evalspec from `tool_results` and the model is
-called again, up to `max_tool_rounds` rounds, unless it sets `answer_tool_calls: false`; `http:` and
-`python:` providers report their calls (optionally with a `result`), and so does a model provider with
-`answer_tool_calls: false`: they are recorded, not answered. Either way the transcript gets an
+A `model:` provider's tool calls are answered by evalspec from the suite's `tools:` and `tool_results`
+and the model is called again, up to `max_tool_rounds` rounds, unless it sets `answer_tool_calls: false`;
+a `python:` provider's calls are answered the same way when the suite has `tools:`. `http:` providers
+(and python ones in a suite without tools) report their calls (optionally with a `result`), and so does a
+model provider with `answer_tool_calls: false`: they are recorded, not answered. Either way the transcript gets an
 assistant message per round with `tool_calls: [{id, name, arguments}]` and a `role: tool` message
 per result, all with the turn's number; the turn's reply is its last assistant message.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -25,9 +26,10 @@ from evalspec.extend.replies import NoReply
 from evalspec.extend.transcript import Message
 
 if TYPE_CHECKING:
-    from evalspec.config.model import ProviderSpec
+    from evalspec.config.model import ProviderSpec, ToolSpec
+    from evalspec.providers.world import ToolAnswer
 
-DEFAULT_MAX_TOOL_ROUNDS = 5
+DEFAULT_MAX_TOOL_ROUNDS = 20
 
 # one conversation sends one turn: (messages, turn) -> the reply (`play.runner.TurnCaller`)
 SendTurn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
@@ -45,8 +47,11 @@ def parse_arguments(raw: Any) -> Any:
     return raw
 
 
-def normalize_calls(raw: Any, turn: int | None) -> list[dict[str, Any]]:
-    """OpenAI-style (`function: {name, arguments}`) or plain (`{name, arguments}`) calls -> `{id, name, arguments}`."""
+def normalize_calls(raw: Any, turn: int | None, round_no: int = 1) -> list[dict[str, Any]]:
+    """OpenAI-style (`function: {name, arguments}`) or plain (`{name, arguments}`) calls -> `{id, name, arguments}`.
+    A call without an id gets `call_TURN_I` (`call_TURN_ROUND_I` after the turn's first round: each result
+    names the call it answers)."""
+    prefix = f"call_{turn}_" if round_no == 1 else f"call_{turn}_{round_no}_"
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -60,7 +65,7 @@ def normalize_calls(raw: Any, turn: int | None) -> list[dict[str, Any]]:
         if not isinstance(name, str) or not name:
             raise ProviderError(f"tool call {i} has no name: {json.dumps(call, ensure_ascii=False, default=str)[:200]}")
         args = function.get("arguments", function.get("args"))
-        out: dict[str, Any] = {"id": str(call.get("id") or f"call_{turn}_{i}"), "name": name,
+        out: dict[str, Any] = {"id": str(call.get("id") or f"{prefix}{i}"), "name": name,
                                "arguments": parse_arguments(args)}
         if "result" in call:
             out["result"] = call["result"]
@@ -123,21 +128,34 @@ class ToolKit:
     base_dir: Path = Path(".")
     vars: dict[str, Any] = field(default_factory=dict)
     timeout: float = 60.0
+    suite_tools: dict[str, ToolSpec] = field(default_factory=dict)  # the suite's `tools:`, answered first
+    world: dict[str, Any] | None = None  # this conversation's own world (a deep copy), changed by handlers
 
-    async def answer(self, call: dict[str, Any], context: dict[str, Any]) -> str:
-        """The result for one call, from `tool_results`: a fixed value, a template over `args`, or python."""
+    async def answer(self, call: dict[str, Any], context: dict[str, Any]) -> ToolAnswer:
+        """The result for one call: the suite's tool of that name (against the world), else `tool_results`
+        (a fixed value, a template over `args`, or python)."""
+        from evalspec.providers.world import ToolAnswer, answer_tool
+
         name = call["name"]
+        args = call["arguments"]
+        variables = {**self.vars, **context.get("vars", {})}
+        if name in self.suite_tools:
+            return await answer_tool(self.suite_tools[name], args, self.world, self.base_dir, variables,
+                                     self.timeout)
         if name not in self.results:
             known = ", ".join(sorted(self.results)) or "none"
+            if self.suite_tools:
+                raise ProviderError(f"the {'model' if self.model else 'agent'} called '{name}', which is not "
+                                    f"among the suite's tools ({', '.join(sorted(self.suite_tools))}) and has no "
+                                    f"tool_results entry (tools with results: {known})")
             raise ProviderError(f"the model called '{name}', which has no tool_results entry "
                                 f"(tools with results: {known})")
         entry = self.results[name]
-        args = call["arguments"]
         if isinstance(entry, dict) and set(entry) == {"python"}:
-            return result_text(await self._python(str(entry["python"]), args, {**context, "tool": name,
-                                                                               "call_id": call["id"]}))
+            return ToolAnswer(result_text(await self._python(str(entry["python"]), args,
+                                                             {**context, "tool": name, "call_id": call["id"]})))
         try:
-            return result_text(render_value(entry, {**self.vars, **context.get("vars", {}), "args": args}))
+            return ToolAnswer(result_text(render_value(entry, {**variables, "args": args})))
         except TemplateProblem as exc:
             raise ProviderError(f"tool_results.{name}: {exc}") from None
 
@@ -159,21 +177,35 @@ class ToolKit:
 
 
 def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: dict[str, Any] | None = None,
-                timeout: float = 60.0) -> ToolKit:
+                timeout: float = 60.0, suite_tools: Sequence[ToolSpec] = ()) -> ToolKit:
+    """How `spec`'s calls are handled: a model's (and, in a suite with `tools:`, a python provider's) are
+    answered; a provider's own tool of the name of a suite tool is a ProviderError."""
+    from evalspec.config.world import ANSWERED_KINDS
+
     config = spec.config
     model = spec.kind == "model"
-    return ToolKit(answers=model and config.get("answer_tool_calls", True) is not False, model=model,
-                   tools=load_tools(config.get("tools"), base_dir),
-                   results=dict(config.get("tool_results") or {}),
+    answered = {t.name: t for t in suite_tools} if spec.kind in ANSWERED_KINDS else {}
+    tools = load_tools(config.get("tools"), base_dir)
+    if clash := sorted({str(t["function"].get("name")) for t in tools or []} & set(answered)):
+        raise ProviderError(f"tools: {', '.join(clash)} is in provider '{spec.id}' `tools` and in the suite's "
+                            "`tools:`: declare it once")
+    answers = (model and config.get("answer_tool_calls", True) is not False) or (not model and bool(answered))
+    return ToolKit(answers=answers, model=model, tools=tools, results=dict(config.get("tool_results") or {}),
                    max_rounds=int(config.get("max_tool_rounds", DEFAULT_MAX_TOOL_ROUNDS)),
-                   base_dir=base_dir, vars=dict(variables or {}), timeout=timeout)
+                   base_dir=base_dir, vars=dict(variables or {}), timeout=timeout, suite_tools=answered)
 
 
-def tool_problems(spec: ProviderSpec, base_dir: Path) -> list[str]:
-    """What stops the declared tools or their python results from loading, found before any call."""
+def tool_problems(spec: ProviderSpec, base_dir: Path, suite_tools: Sequence[ToolSpec] = ()) -> list[str]:
+    """What stops the declared tools, the suite's tools or their python results from loading, found before
+    any call."""
+    from evalspec.providers.world import handler
+
     problems = []
     try:
-        toolkit_for(spec, base_dir)
+        toolkit_for(spec, base_dir, suite_tools=suite_tools)
+        for tool in suite_tools:
+            if tool.python is not None:
+                handler(tool, base_dir)
     except (ProviderError, LoadError) as exc:
         problems.append(str(exc))
     for name, entry in (spec.config.get("tool_results") or {}).items():
@@ -240,7 +272,7 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
             response, silent = exc.response, True
         log.calls += int(not response.cached)
         log.cached_calls += int(response.cached)
-        calls = normalize_calls(response.tool_calls, turn)
+        calls = normalize_calls(response.tool_calls, turn, len(rounds) + 1)
         message = assistant_message(response, turn)
         if silent:  # silent by design: an empty reply that checks see as such
             message["no_reply"] = True
@@ -266,11 +298,11 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
         message.update({"latency_ms": None, "tokens": None, "cost": None, "intermediate": True})
         log.messages.append(cast(Message, message))
         if len(rounds) > kit.max_rounds:
-            raise ProviderError(f"the model still called tools after {kit.max_rounds} rounds "
-                                f"(max_tool_rounds: {kit.max_rounds})")
+            raise ProviderError(f"the {'model' if kit.model else 'agent'} still called tools after "
+                                f"{kit.max_rounds} rounds (max_tool_rounds: {kit.max_rounds})")
         for c in calls:
-            result = await kit.answer(c, {**context, "turn": turn})
-            log.messages.append(_tool_message(c, result, turn))
+            answer = await kit.answer(c, {**context, "turn": turn})
+            log.messages.append(_tool_message(c, answer.content, turn, answer.error))
 
 
 def unanswered_turn(messages: list[Message]) -> int | None:
@@ -283,9 +315,12 @@ def unanswered_turn(messages: list[Message]) -> int | None:
     return None
 
 
-def _tool_message(call: dict[str, Any], content: str, turn: int) -> Message:
-    return {"role": "tool", "content": content, "turn": turn, "tool_call_id": call["id"], "name": call["name"],
-            "latency_ms": None, "tokens": None, "cost": None}
+def _tool_message(call: dict[str, Any], content: str, turn: int, error: str | None = None) -> Message:
+    message: Message = {"role": "tool", "content": content, "turn": turn, "tool_call_id": call["id"],
+                        "name": call["name"], "latency_ms": None, "tokens": None, "cost": None}
+    if error is not None:  # the handler raised: the agent got {"error": ...} (docs/en/world.md#tools)
+        message["error"] = error
+    return message
 
 
 def call_text(call: Mapping[str, Any], limit: int = 300) -> str:

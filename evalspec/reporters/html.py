@@ -13,7 +13,7 @@ from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from evalspec.core.text import strip_controls
-from evalspec.reporters import state, tools
+from evalspec.reporters import state, tools, world
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.catalogue import choose_lang, speaking, word, words
 from evalspec.reporters.coverage import html_section as coverage_html
@@ -80,7 +80,7 @@ table.suites td,table.stack td,#baseline table td{display:flex;justify-content:s
 table.suites td::before,table.stack td::before,#baseline table td::before{content:attr(data-label);color:#6b7280;text-align:left;flex:0 0 auto}}
 .blocks{background:#fef2f2;border:1px solid #fecaca;border-radius:8px;padding:4px 14px;margin:8px 0}.blocks h2{color:#b91c1c;margin:8px 0 4px}
 .why{font-style:italic}
-{{ tool_css }}{{ state_css }}
+{{ tool_css }}{{ state_css }}{{ world_css }}
 </style></head><body>
 <header><h1>{{ t('report_title') }}</h1><div class="meta" style="color:#d1d5db">{{ t('run') }} {{ run.run_id }} · {{ local_time(run.started_at) }} · evalspec {{ run.evalspec_version }}</div></header>
 <main>
@@ -115,7 +115,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 {% if r.error %}<p class="error">{{ t('error_colon') }} {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
 {% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ w(m.role) }}{% if m.turn %} · {{ t('turn_n', n=m.turn) }}{% endif %}{% if m.filler %} · {{ t('filler') }}{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · {{ t('golden_history') }}{% endif %}{% if m.intermediate %} · {{ t('tool_round') }}{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · {{ t('cached') }}{% endif %}{% if m.click is defined %} · <span class="clicked">{{ clicked(m) }}</span>{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}{{ state_of(r, m) }}</div>
 {% if m.role == 'assistant' and not m.injected and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{% endif %}{% endfor %}
-{% for a in r.assertions if a.turn is none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}
+{% for a in r.assertions if a.turn is none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{{ world_of(r) }}
 <p class="meta">{{ t('stop_line', reason=w('stop_' ~ r.stop_reason, r.stop_reason), calls=r.calls, seconds='%.2f' % ((r.duration_ms or 0) / 1000)) }}</p>{% endfor %}</div></details>{% endfor %}
 </main>
 <script>
@@ -264,6 +264,7 @@ def _render(run: dict[str, Any], html_all: bool) -> str:
             shown[id(record)] = {id(transcript[i]): s for i, s in state.turn_states(transcript).items()}
         return state.turn_html(shown[id(record)].get(id(m)))
 
+    env.globals.update(world_of=world.world_html, world_css=Markup(world.CSS) if world.has_world(run) else Markup(""))
     env.globals.update(state_of=state_of, clicked=state.clicked_text,
                        state_css=Markup(state.CSS) if state.has_state(run) else Markup(""))
     env.globals.update(metric_columns=metric_columns(), metric_cells=metric_cells, verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_keys=count_keys,

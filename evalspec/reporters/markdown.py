@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from evalspec.reporters import state, tools
+from evalspec.reporters import state, tools, world
 from evalspec.reporters.attacks import markdown_lines as attack_lines
 from evalspec.reporters.catalogue import choose_lang, speaking, word, words
 from evalspec.reporters.coverage import markdown_lines as coverage_lines
@@ -82,6 +82,7 @@ def _failures(run: dict[str, Any]) -> list[list[str]]:
         if recs:
             lines += [f"    - {md(line)}" for line in tools.failing_calls_text(recs[0])]
             lines += [f"    - {md(line)}" for line in state.failing_state_text(recs[0])]
+            lines += [f"    - {md(line)}" for line in world.failing_world_text(recs[0])]
             lines += [f"    - {md(t)}" for t in [tools.teardown_text(recs[0])] if t]
         blocks.append(lines)
     return blocks

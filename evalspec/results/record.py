@@ -126,6 +126,10 @@ class Record(_StoredRecord, total=False):
         description="the test's matrix instances are one verdict, scored by this")]
     covers: Annotated[dict[str, list[str]], Keywords(
         description="the declared coverage values this instance covers, by dimension (SPEC §25)")]
+    world: Annotated[dict[str, Any], Keywords(
+        description="the world as the conversation left it (docs/en/world.md)")]
+    world_initial: Annotated[dict[str, Any], Keywords(
+        description="the world the conversation started from, so reports can show what changed")]
 
 
 def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],
@@ -184,6 +188,9 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         record["reduce"] = cast(Literal["min", "mean"], test.reduce)
     if instance.suite.coverage and (covers := instance_covers(instance)):  # SPEC §25
         record["covers"] = covers
+    if instance.world is not None:  # docs/en/world.md: what the bot did, beside what it said
+        record["world_initial"] = redact(instance.world, secrets)
+        record["world"] = redact(transcript.world if transcript.world is not None else instance.world, secrets)
     if paths := tool_calls_paths(transcript.messages):
         record["tool_calls_paths"] = paths
     if transcript.attack is not None:

@@ -81,3 +81,18 @@ def test_workers_are_dealt_round_the_live_nodes_one_per_cpu() -> None:
     assert worker_places(nodes, 64) == ["a", "b", "a"]
     assert worker_places(nodes, 2) == ["a", "b"]
     assert worker_places([{"NodeID": "a", "Alive": True, "Resources": {}}], 8) == ["a"]
+
+
+def test_a_world_file_outside_the_suites_folder_travels_with_the_bundle(tmp_path: Path) -> None:
+    """docs/en/world.md: a Ray worker plans the suite again, and reads its world file there."""
+    suite = project(tmp_path)
+    (tmp_path / "worlds").mkdir()
+    (tmp_path / "worlds" / "dealer.json").write_text('{"visits": []}', encoding="utf-8")
+    suite.write_text("world: {file: ../worlds/dealer.json}\n" + suite.read_text(encoding="utf-8"), encoding="utf-8")
+    root = unpack(pack([suite]))
+    try:
+        unpacked = mirrored(root, suite)
+        assert (unpacked.parent.parent / "worlds" / "dealer.json").read_text(encoding="utf-8") == '{"visits": []}'
+        assert load_suites([unpacked])[0].world == {"file": "../worlds/dealer.json"}
+    finally:
+        remove(root)

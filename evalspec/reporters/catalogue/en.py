@@ -170,4 +170,7 @@ WORDS: dict[str, str] = {
     "view_not_approved": "not approved",
     "view_make_test": "Make a test", "view_made_test": "✓ draft test {test} → {suite}",
     "view_suite": "suite",
+    # the world the bot acts on (docs/en/world.md)
+    "world_title": "World: what the bot changed", "world_same": "the world is as it started",
+    "world_nothing": "nothing changed", "world_line": "world: {changes}",
 }

@@ -162,4 +162,7 @@ WORDS: dict[str, str] = {
     "view_not_approved": "未批准",
     "view_make_test": "做成测试", "view_made_test": "✓ 已生成草稿测试 {test} → {suite}",
     "view_suite": "套件",
+    # 机器人作用的世界（docs/en/world.md）
+    "world_title": "世界状态：机器人改了什么", "world_same": "世界状态与开始时相同",
+    "world_nothing": "没有任何改变", "world_line": "世界状态：{changes}",
 }
