@@ -180,6 +180,7 @@ class TestSpec:
     state: dict[str, Any] | None = None  # `state:` (SPEC §24): put in the bot before turn 1
     tool_results: dict[str, Any] | None = None  # this test's tool results, over its provider's (SPEC §24)
     world: Any = None  # `world:` as written (a mapping, or {file: TEMPLATE}): replaces the suite's (docs/en/world.md)
+    dataset: str | None = None  # `dataset: FILE.jsonl|FILE.csv`: one instance per row (docs/en/suite-format.md#dataset)
 
 
 @dataclass

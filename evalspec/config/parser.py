@@ -14,6 +14,7 @@ import jmespath
 import jsonschema
 
 from evalspec.config.asserts import parse_assertion
+from evalspec.config.dataset import SUFFIXES
 from evalspec.config.interpolate import is_template
 from evalspec.config.meaning import stop_when_problem
 from evalspec.config.messages import schema_problems
@@ -430,10 +431,32 @@ class SuiteParser:
                 test.asserts.append(spec)
                 if test.attack is not None and "scope" not in item and spec.scope == "last_response":
                     spec.scope = "each_turn"  # the red lines under attack hold on every reply
+        self._dataset(test, raw.get("dataset"), (*path, "dataset"))
         self._check_references(test)
         self._check_comparisons(test)
         test_world_problems(self.suite, test, world_where, self.bad)
         return test
+
+    def _dataset(self, test: TestSpec, dataset: Any, path: PathKey) -> None:
+        """`dataset: FILE.jsonl|FILE.csv`: one instance per row (docs/en/suite-format.md#dataset). Its rows
+        are its instances, so it has no `matrix` (a column varies what a matrix would) and plays its turns."""
+        if not isinstance(dataset, str) or not dataset.strip():
+            return
+        if not dataset.lower().endswith(SUFFIXES):
+            self.bad(path, f"dataset {dataset!r}: give a .jsonl file (one JSON object a line) or a .csv file "
+                           "(a header row, then one row an instance)")
+            return
+        test.dataset = dataset
+        if test.matrix:
+            self.bad((*test.where, "matrix"), "a dataset test has one instance per row: it takes no 'matrix' (put "
+                                              "the values to vary in a column of the dataset)")
+        if test.recorded:
+            self.bad(path, "a 'transcript' test is one recorded conversation: it takes no 'dataset' (grade many "
+                           "recorded conversations with the suite's 'transcripts:')")
+        for spec in test.asserts:
+            if spec.type == SELECT_BEST:
+                self.bad(spec.where, "'select-best' compares a test's candidates, and a dataset test's rows are "
+                                     "different conversations: not in a dataset test")
 
     def _check_comparisons(self, test: TestSpec) -> None:
         """`select-best` compares the test's candidates (providers × matrix instances): it needs two or more,

@@ -271,6 +271,9 @@ def test_properties() -> dict[str, Any]:
         "assert": {"type": "array", "items": {"$ref": "#/$defs/assertion"}},
         "threshold": {"type": "number", "minimum": 0, "maximum": 1},
         "matrix": {"type": "object", "additionalProperties": {"type": "array", "minItems": 1}},
+        "dataset": {"type": "string", "minLength": 1,
+                    "description": "FILE.jsonl or FILE.csv (relative to the suite): one instance per row, the "
+                                   "row's fields its vars; its id ID[row=N], or ID[VALUE] with an 'id' field"},
         "reduce": {"enum": ["min", "mean"], "description": "the matrix instances are one test, scored by the "
                                                             "minimum (or mean) of their scores"},
         "until_turn": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "minLength": 1}],
@@ -302,7 +305,7 @@ def test_properties() -> dict[str, Any]:
 
 def suite_schema(for_validation: bool = False) -> dict[str, Any]:
     tests = test_properties()
-    defaults = {k: v for k, v in tests.items() if k not in ("id", "name", "transcript")}
+    defaults = {k: v for k, v in tests.items() if k not in ("id", "name", "transcript", "dataset")}
     model_ref = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/provider_ref"}]}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import regex
 
 from evalspec.assertions.grade import GradingInput
-from evalspec.config.interpolate import render_text, render_value
+from evalspec.config.dataset import DatasetProblem, Row, dataset_file, row_id, rows, scan, template_texts
+from evalspec.config.interpolate import names_other_vars, render_text, render_value
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
 from evalspec.config.paths import PathKey
 from evalspec.config.recorded import RECORDED, RecordedProblem, label_turns
@@ -62,6 +63,7 @@ class Instance:
     asserts: list[AssertionSpec]
     labels: dict[str, int]
     world: dict[str, Any] | None = None  # the initial world, shared: each conversation plays on a deep copy
+    row: Row | None = None  # a `dataset:` test's row: its fields are vars (docs/en/suite-format.md#dataset)
 
     @property
     def key(self) -> str:
@@ -159,11 +161,22 @@ def _identity_problem(suite: Suite, base: str, test: TestSpec, matrix: dict[str,
     return suite.lines.problem(where, message) if suite.lines else Problem(str(suite.path), None, "", message)
 
 
-Slot = tuple[Suite, TestSpec, ProviderSpec, dict[str, Any], int, str, str]  # suite, test, provider, matrix, k, base, id
+class Slot(NamedTuple):
+    """What one instance of the plan is, before it is rendered."""
+
+    suite: Suite
+    test: TestSpec
+    provider: ProviderSpec
+    matrix: dict[str, Any]
+    repeat: int
+    base: str  # instance id without #k
+    id: str  # instance id
+    row: Row | None = None  # a `dataset:` test's row
 
 
-def plan_slots(suites: list[Suite], selection: Selection | None = None) -> Iterator[Slot]:
-    """What each instance of the plan is, in plan order, without rendering anything."""
+def plan_slots(suites: list[Suite], selection: Selection | None = None, first_rows: bool = False) -> Iterator[Slot]:
+    """What each instance of the plan is, in plan order, without rendering anything. A `dataset:` test's
+    rows are read as they are reached (`first_rows`: its first row only, what checking its templates needs)."""
     selection = selection or Selection()
     pattern = regex.compile(selection.filter) if selection.filter else None
     for suite in suites:
@@ -173,15 +186,18 @@ def plan_slots(suites: list[Suite], selection: Selection | None = None) -> Itera
             if test.recorded:
                 if (not selection.providers or RECORDED.id in selection.providers) and \
                         (not pattern or pattern.search(test.id) or pattern.search(test.name)):
-                    yield suite, test, RECORDED, {}, 1, test.id, test.id
+                    yield Slot(suite, test, RECORDED, {}, 1, test.id, test.id)
                 continue
             providers = [p for p in suite.providers if test.providers is None or p.id in test.providers]
             if selection.providers:
                 providers = [p for p in providers if p.id in selection.providers]
             if not providers:
                 continue
-            keys = list(test.matrix)
             n = selection.repeat or test.repeat.n
+            if test.dataset is not None:
+                yield from _dataset_slots(suite, test, providers, n, pattern, first_rows)
+                continue
+            keys = list(test.matrix)
             for values in itertools.product(*(test.matrix[k] for k in keys)):
                 matrix = dict(zip(keys, values, strict=False))
                 for k in range(1, n + 1):
@@ -189,9 +205,38 @@ def plan_slots(suites: list[Suite], selection: Selection | None = None) -> Itera
                     if pattern and not (pattern.search(tid) or pattern.search(test.name)):
                         continue
                     for provider in providers:
-                        yield suite, test, provider, matrix, k, base, tid
+                        yield Slot(suite, test, provider, matrix, k, base, tid)
         if suite.transcripts is not None:
             yield from _recorded_slots(suite, selection, pattern)
+
+
+def _dataset_slots(suite: Suite, test: TestSpec, providers: list[ProviderSpec], n: int, pattern: Any,
+                   first_rows: bool) -> Iterator[Slot]:
+    """One slot per row × repeat × provider, each row read as it is reached."""
+    assert test.dataset is not None
+    try:
+        for row in rows(dataset_file(suite.path, test.dataset)):
+            base = row_id(test.id, row)
+            reached = False
+            for k in range(1, n + 1):
+                tid = f"{base}#{k}" if n > 1 else base
+                if pattern and not (pattern.search(tid) or pattern.search(test.name)):
+                    continue
+                reached = True
+                for provider in providers:
+                    yield Slot(suite, test, provider, {}, k, base, tid, row)
+            if first_rows and reached:
+                return
+    except DatasetProblem as exc:
+        raise ConfigError([_dataset_problem(suite, test, exc.problem)]) from None
+
+
+def _dataset_problem(suite: Suite, test: TestSpec, problem: Problem) -> Problem:
+    """A problem of the file as a whole (it does not exist, it is not text) is named at the suite's
+    `dataset:` line; one of a row at the dataset's own line."""
+    if problem.line is None and suite.lines:
+        return suite.lines.problem((*test.where, "dataset"), problem.message)
+    return problem
 
 
 def _recorded_slots(suite: Suite, selection: Selection, pattern: Any) -> Iterator[Slot]:
@@ -206,7 +251,7 @@ def _recorded_slots(suite: Suite, selection: Selection, pattern: Any) -> Iterato
             if pattern and not pattern.search(conversation.id):
                 continue
             test = recorded_test(suite, conversation, index)
-            yield suite, test, RECORDED, {}, 1, test.id, test.id
+            yield Slot(suite, test, RECORDED, {}, 1, test.id, test.id)
     except RecordedProblem as exc:
         raise ConfigError([exc.problem]) from None
 
@@ -230,11 +275,12 @@ class Plan(Sequence[Instance]):
             try:
                 yield self._render(slot)
             except _RenderProblem as exc:
-                raise ConfigError([_problem(slot[0], exc)]) from None
+                raise ConfigError([_problem(slot.suite, _in_dataset(slot, exc))]) from None
 
     def renderable(self) -> Iterator[Instance]:
-        """The instances that render (a broken one is left out: `problems()` reports it)."""
-        for slot in plan_slots(self.suites, self.selection):
+        """The instances that render (a broken one is left out: `problems()` reports it); a `dataset:` test by
+        its first row (its rules and checks are the same for every row)."""
+        for slot in plan_slots(self.suites, self.selection, first_rows=True):
             try:
                 yield self._render(slot)
             except _RenderProblem:
@@ -255,25 +301,25 @@ class Plan(Sequence[Instance]):
     def positions(self, keep: Callable[[int, str], bool]) -> Iterator[tuple[int, Instance]]:
         """(position, instance) where `keep(position, key)` holds, rendering only those."""
         for position, slot in enumerate(plan_slots(self.suites, self.selection)):
-            if keep(position, instance_key(slot[0], slot[6], slot[2])):
+            if keep(position, instance_key(slot.suite, slot.id, slot.provider)):
                 try:
                     yield position, self._render(slot)
                 except _RenderProblem as exc:
-                    raise ConfigError([_problem(slot[0], exc)]) from None
+                    raise ConfigError([_problem(slot.suite, _in_dataset(slot, exc))]) from None
 
     def keys(self) -> Iterator[str]:
         """Each instance's key, in plan order, without rendering."""
-        for suite, _test, provider, *_, tid in plan_slots(self.suites, self.selection):
-            yield instance_key(suite, tid, provider)
+        for slot in plan_slots(self.suites, self.selection):
+            yield instance_key(slot.suite, slot.id, slot.provider)
 
     def representatives(self) -> Iterator[Instance]:
         """One instance per (suite, test, provider): what preflight checks (providers, judges, checks
         are per test, never per repeat)."""
         seen: set[tuple[int, int, int]] = set()
-        for slot in plan_slots(self.suites, self.selection):
-            mark = (id(slot[0]), id(slot[1]), id(slot[2]))
-            if slot[1].recorded == "file":  # every conversation of `transcripts:` has the same checks
-                mark = (id(slot[0]), -1, -1)
+        for slot in plan_slots(self.suites, self.selection, first_rows=True):
+            mark = (id(slot.suite), id(slot.test), id(slot.provider))
+            if slot.test.recorded == "file":  # every conversation of `transcripts:` has the same checks
+                mark = (id(slot.suite), -1, -1)
             if mark in seen:
                 continue
             try:
@@ -288,35 +334,57 @@ class Plan(Sequence[Instance]):
         each once, keeping none)."""
         problems = identity_problems(self.suites)
         last = None
-        for slot in plan_slots(self.suites, self.selection):
+        scanned: set[int] = set()
+        for slot in plan_slots(self.suites, self.selection, first_rows=True):
             if (key := _memo_key(slot)) == last:
                 continue  # another repeat of the instance just rendered: the same rendering
             last = key
             try:
                 self._render(slot)
             except _RenderProblem as exc:
-                problems.append(_problem(slot[0], exc))
+                problems.append(_problem(slot.suite, _in_dataset(slot, exc)))
+                continue
+            if slot.row is not None and id(slot.test) not in scanned:
+                scanned.add(id(slot.test))
+                problems.extend(dataset_problems(slot.suite, slot.test, slot.row))
         return list(dict.fromkeys(problems))
 
     def _render(self, slot: Slot) -> Instance:
-        suite, test, provider, matrix, k, base, tid = slot
+        suite, test, provider, matrix, k, base, tid, row = slot
         if test.recorded == "file":  # a test of its own, made as its line was read
             return _instance(suite, test, provider, matrix, k, base, tid)
         memo_key = _memo_key(slot)
         if self._memo is not None and self._memo[0] == memo_key:
             first = self._memo[1]
             return Instance(suite, test, provider, tid, base, matrix, k, first.vars, first.turns, first.asserts,
-                            first.labels, first.world)
-        instance = _instance(suite, test, provider, matrix, k, base, tid)
+                            first.labels, first.world, row)
+        instance = _instance(suite, test, provider, matrix, k, base, tid, row=row)
         self._memo = (memo_key, instance)
         return instance
 
 
 def _memo_key(slot: Slot) -> tuple[Any, ...]:
     """Slots with the same key render the same turns and assertions (repeats of a test without fillers)."""
-    suite, test, _provider, matrix, k, *_ = slot
-    fillers = any(entry.kind == "filler" for entry in test.conversation)
-    return id(suite), id(test), tuple(matrix.items()), k if fillers else 0
+    fillers = any(entry.kind == "filler" for entry in slot.test.conversation)
+    return (id(slot.suite), id(slot.test), tuple(slot.matrix.items()), slot.row.line if slot.row else 0,
+            slot.repeat if fillers else 0)
+
+
+def dataset_problems(suite: Suite, test: TestSpec, first: Row) -> list[Problem]:
+    """A dataset test's whole file, read once: lines that do not read, rows without a field the test's
+    templates name (those of its first row), rows that give one instance id (docs/en/suite-format.md#dataset)."""
+    assert test.dataset is not None
+    named = {name for text in template_texts(test) for name in names_other_vars(text, {})} & first.fields.keys()
+    return scan(dataset_file(suite.path, test.dataset), test.id, named)
+
+
+def _in_dataset(slot: Slot, exc: _RenderProblem) -> _RenderProblem:
+    """A template problem of a dataset row, its message naming the row and the fields it has."""
+    if slot.row is None or not slot.test.dataset:
+        return exc
+    fields = ", ".join(slot.row.fields) or "none"
+    return _RenderProblem(exc.path, f"{exc.message} (dataset {slot.test.dataset} line {slot.row.line}; its "
+                                    f"fields: {fields})")
 
 
 def positions(plan: Sequence[Instance], keep: Callable[[int, str], bool]) -> Iterator[tuple[int, Instance]]:
@@ -392,16 +460,17 @@ def with_captures(instance: Instance, captured: dict[str, str]) -> Instance:
     (`EvalspecError`, naming the file, line and key)."""
     try:
         return _instance(instance.suite, instance.test, instance.provider, instance.matrix, instance.repeat,
-                         instance.base_id, instance.test_id, captured)
+                         instance.base_id, instance.test_id, captured, instance.row)
     except _RenderProblem as exc:
         raise EvalspecError(str(_problem(instance.suite, exc))) from None
 
 
 def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict[str, Any], k: int,
-              base: str, tid: str, captured: dict[str, str] | None = None) -> Instance:
+              base: str, tid: str, captured: dict[str, str] | None = None, row: Row | None = None) -> Instance:
     """`captured`: the values of the captures so far (None when planning: a capture then renders as its
-    own `{{ NAME }}`, so that a later turn using it checks and reads as written)."""
-    variables = {**suite.vars, **test.vars, **matrix}
+    own `{{ NAME }}`, so that a later turn using it checks and reads as written). `row`: a dataset row,
+    whose fields are vars over the test's."""
+    variables = {**suite.vars, **test.vars, **(row.fields if row else {}), **matrix}
     if test.recorded:
         return _recorded_instance(suite, test, provider, tid, variables)
     turns: list[PlannedTurn] = []
@@ -460,7 +529,7 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
     if captured is None:  # a capture's stand-in is not a value: no provider or check sees it as one
         variables = {n: v for n, v in variables.items() if not any(n in t.captures for t in turns)}
     return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels,
-                    _world(suite, test, variables))
+                    _world(suite, test, variables), row)
 
 
 def _world(suite: Suite, test: TestSpec, variables: dict[str, Any]) -> dict[str, Any] | None:

@@ -98,7 +98,8 @@ def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, dete
     repeats: list[int] = []
     conversations = pairs = 0
     rules: dict[Any, dict[str, Any]] = {}
-    for _suite, test, provider, _matrix, k, base, _tid in plan_slots([suite], selection):
+    for slot in plan_slots([suite], selection):
+        test, provider, k, base = slot.test, slot.provider, slot.repeat, slot.base
         conversations += 1
         instances.add((base, provider.id))
         if k == 1:

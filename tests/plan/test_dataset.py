@@ -1,0 +1,165 @@
+"""`dataset:` (docs/en/suite-format.md#dataset): one instance per row of a JSONL or CSV file, read as the
+run reaches it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalspec.config import load_suite
+from evalspec.plan.build import Selection, build_plan
+from tests.helpers import invoke
+
+BOT = '''
+from pathlib import Path
+
+def respond(messages, context):
+    with Path("calls.log").open("a", encoding="utf-8") as fh:
+        fh.write(context["test_id"] + "\\n")
+    return "收到：" + messages[-1]["content"]
+'''
+
+SUITE = """\
+providers:
+  - id: bot
+    python: bot.py:respond
+options: {{cache: false}}
+tests:
+  - id: faq
+    dataset: {dataset}
+    {extra}
+    conversation:
+      - user: "{{{{ question }}}}"
+      - user: "{{{{ follow_up }}}}"
+    assert:
+      - contains: "收到：{{{{ follow_up }}}}"
+"""
+
+
+def project(root: Path, dataset: str, content: str, extra: str = "") -> Path:
+    (root / "bot.py").write_text(BOT, encoding="utf-8")
+    (root / dataset).write_text(content, encoding="utf-8")
+    suite = root / "s.yaml"
+    suite.write_text(SUITE.format(dataset=dataset, extra=extra), encoding="utf-8")
+    return suite
+
+
+def jsonl(*rows: dict[str, object]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def test_each_jsonl_row_is_an_instance_whose_vars_are_its_fields(tmp_path: Path) -> None:
+    suite = project(tmp_path, "faq.jsonl", jsonl({"question": "能分期吗？", "follow_up": "首付多少？"},
+                                                 {"question": "续航多少？", "follow_up": "冬天呢？"}))
+    plan = build_plan([load_suite(suite)])
+    assert [i.test_id for i in plan] == ["faq[row=1]", "faq[row=2]"]
+    assert [[t.text for t in i.turns] for i in plan] == [["能分期吗？", "首付多少？"], ["续航多少？", "冬天呢？"]]
+    assert plan[1].vars["follow_up"] == "冬天呢？" and plan[1].asserts[0].value == "收到：冬天呢？"
+
+
+def test_a_csv_row_is_an_instance_under_its_header_and_an_id_field_names_it(tmp_path: Path) -> None:
+    suite = project(tmp_path, "faq.csv", 'id,question,follow_up\nq1,"两行\n的问题",好的\n\nq2,在吗,谢谢\n')
+    plan = build_plan([load_suite(suite)], Selection(repeat=2))
+    assert [i.test_id for i in plan] == ["faq[q1]#1", "faq[q1]#2", "faq[q2]#1", "faq[q2]#2"]
+    assert plan[0].turns[0].text == "两行\n的问题" and plan[3].vars["id"] == "q2"
+
+
+def test_a_dataset_run_plays_every_row_and_filter_picks_one_instance(in_tmp: Path) -> None:
+    project(in_tmp, "faq.jsonl", jsonl(*({"id": f"问{i}", "question": f"问题{i}", "follow_up": f"追问{i}"}
+                                         for i in range(1, 4))))
+    code, out = invoke("run", "s.yaml", "-q", "-o", "all.json")
+    assert code == 0, out
+    data = json.loads((in_tmp / "all.json").read_text(encoding="utf-8"))
+    assert [r["test_id"] for r in data["results"]] == ["faq[问1]", "faq[问2]", "faq[问3]"]
+    (in_tmp / "calls.log").unlink()
+    code, out = invoke("run", "s.yaml", "-q", "--filter", r"faq\[问2\]", "-o", "one.json")
+    assert code == 0, out
+    assert (in_tmp / "calls.log").read_text(encoding="utf-8").split() == ["faq[问2]", "faq[问2]"]
+
+
+def test_resume_after_an_interrupted_dataset_run_plays_only_the_rows_left(in_tmp: Path) -> None:
+    project(in_tmp, "faq.jsonl", jsonl(*({"question": f"问题{i}", "follow_up": f"追问{i}"} for i in range(1, 6))))
+    (in_tmp / "r").mkdir()
+    (in_tmp / "r" / "journal.jsonl").write_text("")
+    code, out = invoke("run", "s.yaml", "-q", "-j", "1", "--resume", "r")  # a run in a folder of its own
+    assert code == 0, out
+    journal = in_tmp / "r" / "journal.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    journal.write_text("".join(lines[:2]), encoding="utf-8")  # as if the run had stopped after two rows
+    (in_tmp / "calls.log").unlink()
+    code, out = invoke("run", "s.yaml", "-q", "-j", "1", "--resume", "r")
+    assert code == 0, out
+    assert set((in_tmp / "calls.log").read_text(encoding="utf-8").split()) == {"faq[row=3]", "faq[row=4]", "faq[row=5]"}
+    data = json.loads((in_tmp / "r" / "run.json").read_text(encoding="utf-8"))
+    assert [r["test_id"] for r in data["results"]] == [f"faq[row={i}]" for i in range(1, 6)]
+
+
+LAZY = """\
+import resource, sys
+from evalspec.config import load_suite
+from evalspec.plan.build import Plan
+suite = load_suite(sys.argv[1])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+plan = Plan([suite])
+assert len(plan) == 200_000 and plan.problems() == []
+instances = iter(plan)
+first = next(instances)
+assert type(instances).__name__ == "generator" and first.test_id == "faq[row=1]", first.test_id
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+"""
+
+
+def test_rows_are_read_as_the_run_reaches_them(tmp_path: Path) -> None:
+    """200,000 rows validate and the first instance starts without the rows ever being held together
+    (held, they take over 100 MiB)."""
+    with (tmp_path / "big.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(200_000):
+            fh.write(f'{{"question": "问题{i} 请问这台车的续航是多少公里", "follow_up": "追问{i}"}}\n')
+    (tmp_path / "bot.py").write_text(BOT, encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(SUITE.format(dataset="big.jsonl", extra=""), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", LAZY, str(tmp_path / "s.yaml")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    grown = float(done.stdout.split()[-1])
+    assert grown < 40, f"peak RSS grew by {grown:.0f} MiB: the rows were held"
+
+
+@pytest.mark.parametrize("content, named", [
+    (None, "s.yaml:7: tests[0].dataset: dataset file faq.jsonl does not exist"),
+    ('{"question": "a", "follow_up": "b"}\n{"question": "a",\n', "faq.jsonl:2: not a JSON line"),
+    ('{"questoin": "a", "follow_up": "b"}\n', "'question' is undefined (did you mean 'questoin'?)"),
+    ('{"question": "a", "follow_up": "b"}\n\n{"question": "c"}\n', "faq.jsonl:3: this row has no field 'follow_up'"),
+    ('{"id": 7, "question": "a", "follow_up": "b"}\n{"id": "7", "question": "c", "follow_up": "d"}\n',
+     "faq.jsonl:2: instance id 'faq[7]' is also that of the row at line 1"),
+    ('["a", "b"]\n', "faq.jsonl:1: a dataset row is a JSON object"),
+])
+def test_validate_names_the_dataset_problem_and_its_line(in_tmp: Path, content: str | None, named: str) -> None:
+    project(in_tmp, "faq.jsonl", content or "")
+    if content is None:
+        (in_tmp / "faq.jsonl").unlink()
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and named in out and "Traceback" not in out, out
+
+
+def test_a_csv_row_with_more_cells_than_its_header_is_named(in_tmp: Path) -> None:
+    project(in_tmp, "faq.csv", "question,follow_up\na,b\nc,d,e\n")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and "faq.csv:3: this row has 3 cells and the header 2" in out, out
+
+
+def test_a_dataset_test_takes_no_matrix(in_tmp: Path) -> None:
+    project(in_tmp, "faq.jsonl", jsonl({"question": "a", "follow_up": "b"}), extra="matrix: {lang: [zh, en]}")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and "a dataset test has one instance per row: it takes no 'matrix'" in out, out
+
+
+def test_dataset_instances_play_in_forked_processes(in_tmp: Path) -> None:
+    project(in_tmp, "faq.jsonl", jsonl(*({"question": f"问题{i}", "follow_up": f"追问{i}"} for i in range(1, 9))))
+    code, out = invoke("run", "s.yaml", "-q", "--processes", "2", "-o", "run.json")
+    assert code == 0, out
+    data = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))
+    assert [r["test_id"] for r in data["results"]] == [f"faq[row={i}]" for i in range(1, 9)]
