@@ -1,14 +1,19 @@
-"""Scale benchmark (SPEC §15): N conversations × 3 turns on a python provider, the whole `evalspec run` process.
+"""Scale benchmark (docs/en/scale-and-ray.md): N three-turn conversations on one machine, each command a
+child process whose peak RSS (ru_maxrss of the child and its children) and wall time are measured.
 
-Prints, per size: wall time, turns/s (turns / wall, start-up included), CPU time and peak RSS.
+Per size it runs
+  - `dataset`: `evalspec run` of a `dataset:` test (N JSONL rows, three templated turns) on a python echo
+    provider, then `evalspec grade` and `evalspec report --html --md` of that run;
+  - `recorded`: `evalspec run` of a suite whose `transcripts:` are N recorded three-turn conversations,
+    then `grade` and `report` of that run;
+and, once, the small-run ratio: 100 conversations × 5 turns against a loopback HTTP bot answering in
+50 ms, against the ideal 5 × 50 ms + the time `evalspec --version` takes.
 
-    python bench/bench_scale.py [--sizes 1000 10000 100000] [-j 64] [--processes N] [--profile FILE]
+    python bench/bench_scale.py [--sizes 10000,100000] [-j 64] [--processes N] [--only dataset,recorded,small]
 
-evalspec's bytecode is written first (as `pip install` does), so start-up reads .pyc files.
-`cpu s` is the CPU time of the run and every process it started (the steadier figure on a shared
-machine). `--processes 1` plays everything in the one process (the default lets evalspec fork one
-player per core for a large run). `--profile FILE` runs the first size under cProfile (the parent
-process only) and writes the top entries (cumulative) to FILE.
+turns/s is turns / wall (start-up included). `cpu s` is the CPU time of the command and every process it
+started (the steadier figure on a shared machine). evalspec's bytecode is written first, as `pip install`
+does. The files of the largest size are kept under --keep DIR when given.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 BOT = '''
@@ -25,51 +33,141 @@ def respond(messages, context):
     return "收到：" + messages[-1]["content"]
 '''
 
-SUITE = """providers:
-  - id: bot
-    python: bot.py:respond
-options: {{cache: false}}
-tests:
-  - id: scale
-    repeat: {n}
-    conversation:
-      - user: 你好，我想看看瑶光
-      - user: 续航多少？
-      - user: 能分期吗？
+RULES = """\
     assert:
       - contains: 收到
         scope: each_turn
-      - not-regex: "1[3-9]\\\\d{{9}}"
+      - not-regex: "1[3-9]\\\\d{9}"
         scope: each_turn
         severity: critical
 """
 
+DATASET_SUITE = """\
+providers:
+  - id: bot
+    python: bot.py:respond
+options: {cache: false}
+tests:
+  - id: scale
+    dataset: rows.jsonl
+    conversation:
+      - user: "{{ question }}"
+      - user: "{{ follow_up }}"
+      - user: 能分期吗？
+""" + RULES
 
-def measure(n: int, concurrency: int, profile: Path | None, processes: int | None = None) -> dict[str, float]:
+RECORDED_SUITE = """\
+transcripts:
+  path: logs.jsonl
+defaults:
+  assert:
+    - contains: 收到
+      scope: each_turn
+    - not-regex: "1[3-9]\\\\d{9}"
+      scope: each_turn
+      severity: critical
+"""
+
+SMALL_SUITE = """\
+providers:
+  - id: bot
+    http: {{url: "http://127.0.0.1:{port}/chat", response: reply}}
+options: {{cache: false, concurrency: 100}}
+tests:
+  - id: small
+    repeat: 100
+    conversation:
+      - user: 你好
+      - user: 续航多少？
+      - user: 能分期吗？
+      - user: 首付多少？
+      - user: 好的，谢谢
+"""
+
+MEASURE = ("import resource, subprocess, sys, time, json\n"
+           "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+           "wall = time.perf_counter() - t\n"
+           "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+           "print(json.dumps({'wall': wall, 'cpu': u.ru_utime + u.ru_stime, 'rss_mb': u.ru_maxrss / 1024,"
+           " 'rc': p.returncode}))")
+
+
+def measured(args: list[str], cwd: Path) -> dict[str, float]:
+    """`python -m evalspec ARGS` in a child: wall, cpu, peak RSS (MB) and exit code."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "evalspec", *args], cwd=cwd,
+                         capture_output=True, text=True, check=True)
+    figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def write_dataset(folder: Path, n: int) -> None:
+    (folder / "bot.py").write_text(BOT, encoding="utf-8")
+    (folder / "s.yaml").write_text(DATASET_SUITE, encoding="utf-8")
+    with (folder / "rows.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"question": f"你好，我想看看瑶光（{i}）", "follow_up": "续航多少？"},
+                                ensure_ascii=False) + "\n")
+
+
+def write_recorded(folder: Path, n: int) -> None:
+    (folder / "s.yaml").write_text(RECORDED_SUITE, encoding="utf-8")
+    with (folder / "logs.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            messages = []
+            for text in (f"你好，我想看看瑶光（{i}）", "续航多少？", "能分期吗？"):
+                messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "收到：" + text}]
+            fh.write(json.dumps({"id": f"c{i}", "messages": messages}, ensure_ascii=False) + "\n")
+
+
+def row(label: str, n: int, f: dict[str, float], turns: int | None) -> None:
+    rate = f"{turns / f['wall']:>9.0f}" if turns else f"{'':>9}"
+    print(f"{label:<18} {n:>9} {f['wall']:>8.2f} {rate} {f['cpu']:>7.2f} {f['rss_mb']:>12.0f} {int(f['rc']):>3}",
+          flush=True)
+
+
+def scale(kind: str, n: int, concurrency: int, processes: int | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        (folder / "bot.py").write_text(BOT, encoding="utf-8")
-        (folder / "scale.yaml").write_text(SUITE.format(n=n), encoding="utf-8")
-        run = ["-m", "evalspec", "run", "scale.yaml", "-q", "-j", str(concurrency), "-o", "run.json"]
+        (write_dataset if kind == "dataset" else write_recorded)(folder, n)
+        run = ["run", "s.yaml", "-q", "-j", str(concurrency), "-o", "run.json"]
         if processes is not None:
             run += ["--processes", str(processes)]
-        if profile is not None:
-            run = ["-m", "cProfile", "-o", str(folder / "prof.out"), *run]
-        script = ("import resource, subprocess, sys, time, json\n"
-                  "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
-                  "wall = time.perf_counter() - t\n"
-                  "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-                  "print(json.dumps({'wall': wall, 'cpu': u.ru_utime + u.ru_stime, 'rss_mb': u.ru_maxrss / 1024,"
-                  " 'rc': p.returncode}))")
-        out = subprocess.run([sys.executable, "-c", script, sys.executable, *run], cwd=folder,
-                             capture_output=True, text=True, check=True)
-        figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-        if profile is not None:
-            import pstats
+        row(f"{kind} run", n, measured(run, folder), 3 * n)
+        row(f"{kind} grade", n, measured(["grade", "run.json", "-o", "graded.json"], folder), 3 * n)
+        row(f"{kind} report", n, measured(["report", "run.json", "--html", "r.html", "--md", "r.md"], folder), None)
 
-            with profile.open("w") as fh:
-                pstats.Stats(str(folder / "prof.out"), stream=fh).sort_stats("cumulative").print_stats(40)
-        return figures
+
+class _SlowBot(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        time.sleep(0.05)
+        body = json.dumps({"reply": "收到"}, ensure_ascii=False).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def small_run() -> None:
+    """100 conversations × 5 turns against a bot answering in 50 ms: wall / (5 × 50 ms + version time)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowBot)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "s.yaml").write_text(SMALL_SUITE.format(port=server.server_address[1]), encoding="utf-8")
+            version = min(measured(["--version"], folder)["wall"] for _ in range(3))
+            f = measured(["run", "s.yaml", "-q", "-j", "100", "-o", "run.json"], folder)
+    finally:
+        server.shutdown()
+    ideal = 5 * 0.05 + version
+    print(f"small run: 100 × 5 turns, 50 ms replies: {f['wall']:.2f} s; ideal {ideal:.2f} s "
+          f"(5 × 50 ms + --version {version:.2f} s); ratio {f['wall'] / ideal:.2f} (target ≤ 1.5); rc {int(f['rc'])}")
 
 
 def compile_package() -> None:
@@ -85,18 +183,23 @@ def compile_package() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--sizes", default="10000,100000,1000000",
+                        help="comma-separated numbers of conversations (default 10000,100000,1000000)")
+    parser.add_argument("--only", default="dataset,recorded,small", help="which of dataset,recorded,small")
     parser.add_argument("-j", "--concurrency", type=int, default=64)
     parser.add_argument("--processes", type=int, default=None)
-    parser.add_argument("--profile", type=Path, default=None)
     args = parser.parse_args()
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    only = {s.strip() for s in args.only.split(",")}
     compile_package()
-    print(f"{'conversations':>13} {'turns':>7} {'wall s':>8} {'turns/s':>9} {'cpu s':>7} {'peak RSS MB':>12} {'rc':>3}")
-    for i, n in enumerate(args.sizes):
-        f = measure(n, args.concurrency, args.profile if i == 0 else None, args.processes)
-        turns = 3 * n
-        print(f"{n:>13} {turns:>7} {f['wall']:>8.2f} {turns / f['wall']:>9.0f} {f['cpu']:>7.2f} "
-              f"{f['rss_mb']:>12.0f} {int(f['rc']):>3}")
+    if "small" in only:
+        small_run()
+    print(f"{'command':<18} {'convs':>9} {'wall s':>8} {'turns/s':>9} {'cpu s':>7} {'peak RSS MB':>12} {'rc':>3}",
+          flush=True)
+    for n in sizes:
+        for kind in ("dataset", "recorded"):
+            if kind in only:
+                scale(kind, n, args.concurrency, args.processes)
 
 
 if __name__ == "__main__":
