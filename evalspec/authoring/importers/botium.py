@@ -5,7 +5,8 @@ A convo is a title line and `#me` / `#bot` sections: the lines of one `#me` are 
 case-insensitive search anywhere in the reply, `*` any text). `INCLUDE NAME` splices a partial convo
 (`include:` of a fragment file written beside the suite), an utterance list named by a `#me` becomes a
 matrix over its phrasings, `$name` in a `#bot` line captures that word for later turns, and `BUTTON x`
-presses a button (`click:`). The suites get an `http:` provider to edit (or `--provider`).
+presses a button (`click:`). A convo using `$names` a scripting-memory file defines gets that file as its
+`dataset:` (a JSONL beside the suite, one row a case): each `$name` is the row's value. The suites get an `http:` provider to edit (or `--provider`).
 """
 
 from __future__ import annotations
@@ -82,9 +83,10 @@ def wildcard(text: str, anchored: bool = False, captured: frozenset[str] = froze
 
 
 def _user_text(text: str, captured: set[str], notes: list[str], where: str, memory: frozenset[str] = frozenset()) -> str:
+    """A `#me` text: a captured `$name` or one the scripting memory defines is its value (`{{ name }}`)."""
     pieces = []
     for piece in re.split(r"(\$[A-Za-z_][A-Za-z0-9_]*)", text):
-        if piece.startswith("$") and piece[1:] in captured:
+        if piece.startswith("$") and (piece[1:] in captured or piece[1:] in memory):
             pieces.append("{{ " + piece[1:] + " }}")
         else:
             if piece.startswith("$") and len(piece) > 1 and piece[1:] not in memory:
@@ -206,10 +208,13 @@ class _Converter:
                 checks.insert(0, {f"{no}regex": plain("(?is)" + "|".join(f"(?:{wildcard(p)[5:]})" for p in phrasings))})
             else:
                 names = [n for n in _VAR.findall(text) if n not in self.captured and n not in self.memory]
+                known = frozenset(self.captured | self.memory)  # values: the scripting memory's from the dataset row
                 if "*" not in text and not _VAR.search(text):
                     checks.insert(0, {f"{no}icontains": literal(text)})
+                elif "*" not in text and not names:  # only values: contains the text with them put in
+                    checks.insert(0, {f"{no}icontains": _user_text(text, set(known), [], where)})
                 else:
-                    checks.insert(0, {f"{no}regex": plain(wildcard(text, captured=frozenset(self.captured)))})
+                    checks.insert(0, {f"{no}regex": plain(wildcard(text, captured=known))})
                 if not negated:
                     for name in names:
                         captures[name] = {"regex": plain(wildcard(text, captured=frozenset(self.captured), group=name))}
@@ -321,11 +326,18 @@ class _Converter:
 def convo_test(convo: Convo, source: Source, notes: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
     """One convo -> (its test, its fragment files). Raises SourceRefused (an INCLUDE that cannot be resolved)."""
     conv = _Converter(source.partials, source.utterances, notes)
-    conv.memory = {k for _, rows in source.memory for row in rows for k in row}
+    conv.memory = {k for _, rows in source.memory for row in rows for k in row if k != "id"}
     out = conv.convert(convo, (convo.title,))
     test: dict[str, Any] = {"id": slugify(convo.title)[:60] or "convo", "name": plain(convo.title)}
-    if conv.matrix:
+    written = json.dumps([out.entries, out.test_checks, conv.fragments], ensure_ascii=False)
+    if used := {n for n in conv.memory if "{{ " + n + " }}" in written}:
+        test["dataset"] = _memory_dataset(source, used, notes, convo.title)
+    if conv.matrix and "dataset" not in test:
         test["matrix"] = conv.matrix
+    elif conv.matrix:
+        test["vars"] = {key: values[0] for key, values in conv.matrix.items()}
+        notes.append(f"{convo.title}: utterance phrasings are not expanded in a scripting-memory convo (its "
+                     f"dataset rows are its instances): the first phrasing of each is sent")
     test["conversation"] = out.entries
     if out.test_checks:
         test["assert"] = out.test_checks
@@ -346,22 +358,34 @@ def _unique_ids(tests: list[dict[str, Any]]) -> None:
             test["id"] = f"{test['id']}-{n}"
 
 
-def _memory_notes(source: Source, uses: set[str]) -> tuple[dict[str, str], list[str]]:
-    """Scripting memory files as JSONL beside the suite (one row a case), and what is not converted of them."""
-    import json
+def _memory_jsonl(rel: str) -> str:
+    """The dataset a scripting-memory file is written as, beside the suite, named after it."""
+    return f"{slugify(Path(rel).name.split('.')[0]) or 'memory'}.jsonl"
 
+
+def _memory_dataset(source: Source, used: set[str], notes: list[str], title: str) -> str:
+    """The dataset of a convo whose `$names` the scripting memory defines (docs/en/importers.md#botium):
+    the memory file that defines most of them; names only another file defines are listed."""
+    rel, rows = max(source.memory, key=lambda m: len(used & {k for row in m[1] for k in row}))
+    if missing := sorted(used - {k for row in rows for k in row}):
+        notes.append(f"{title}: {', '.join('$' + n for n in missing)} defined in another scripting-memory file than "
+                     f"{rel}: one dataset a test, so these are not filled in")
+    return _memory_jsonl(rel)
+
+
+def _memory_files(source: Source, tests: list[dict[str, Any]]) -> dict[str, str]:
+    """The scripting-memory files `tests` use, as JSONL datasets: one row a case, its name the row's `id`
+    (left out when two cases share a name, so that each row keeps its own instance id)."""
     files: dict[str, str] = {}
-    notes: list[str] = []
+    wanted = {t["dataset"] for t in tests if "dataset" in t}
     for rel, rows in source.memory:
-        names = {k for row in rows for k in row if k != "id"}
-        if not names & uses:
+        if (name := _memory_jsonl(rel)) not in wanted:
             continue
-        jsonl = f"{slugify(Path(rel).name.split('.')[0]) or 'memory'}.jsonl"
-        files[jsonl] = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-        notes.append(f"{rel}: scripting memory ({len(rows)} case(s)) written as {jsonl}, but evalspec has no "
-                     f"dataset: key yet to play one instance per row: {', '.join('$' + n for n in sorted(names))} "
-                     "are matched as any word and sent as written")
-    return files, notes
+        names = [row.get("id") for row in rows]
+        unique = all(names) and len(set(names)) == len(names)
+        files[name] = "".join(json.dumps(row if unique else {k: v for k, v in row.items() if k != "id"},
+                                         ensure_ascii=False) + "\n" for row in rows)
+    return files
 
 
 def import_botium(target: Path, provider: str | None = None, allow_empty: bool = False
@@ -384,7 +408,6 @@ def import_botium(target: Path, provider: str | None = None, allow_empty: bool =
             raise ConfigError([Problem(str(target), None, "", "expected a BotiumScript convo file (.convo.txt, "
                                        ".convo.yml, .convo.json, .convo.csv, .xlsx) or a folder")])
     by_file: dict[str, list[tuple[dict[str, Any], dict[str, str], list[str]]]] = {}
-    uses: dict[str, set[str]] = {}
     for convo in source.convos:
         name = f"{convo.rel} ({convo.title})" if sum(c.rel == convo.rel for c in source.convos) > 1 else convo.rel
         notes: list[str] = []
@@ -401,19 +424,17 @@ def import_botium(target: Path, provider: str | None = None, allow_empty: bool =
             left_out.append((name, why + (f" ({'; '.join(lost[:3])})" if lost else " (its source checks nothing)")))
             continue
         by_file.setdefault(convo.rel, []).append((test, fragments, notes))
-        uses.setdefault(convo.rel, set()).update(n for _, lines, _ in convo.sections for line in lines
-                                                 for n in _VAR.findall(line))
     suites = []
     for rel, converted in by_file.items():
         tests = [t for t, _, _ in converted]
         _unique_ids(tests)
         fragments = {k: v for _, f, _ in converted for k, v in f.items()}
-        memory_files, memory_notes = _memory_notes(source, uses[rel])
+        memory_files = _memory_files(source, tests)
         data: dict[str, Any] = {"description": f"Imported from BotiumScript {rel}",
                                 "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
                                 "tests": tests}
         suites.append(ImportedSuite(filename=_suite_name(rel), data=data, source=rel,
-                                    not_converted=[n for _, _, notes in converted for n in notes] + memory_notes,
+                                    not_converted=[n for _, _, notes in converted for n in notes],
                                     files={**fragments, **memory_files}))
     left = [f"{name}: {why}" for name, why in left_out]
     for suite in suites:

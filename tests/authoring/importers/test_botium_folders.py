@@ -74,3 +74,25 @@ def test_json_path_with_spaces_or_filters_becomes_jmespath_or_is_listed():
         {"state": {"path": '"first name"', "equals": "张三"}}]
     assert conv.asserter("JSON_PATH", False, ["$..name"], "w") == []
     assert conv.notes == ["w: JSON_PATH $..name: not converted (no JMESPath equivalent)"]
+
+
+def test_scripting_memory_becomes_the_dataset_of_the_convos_that_use_it(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "greet.convo.txt").write_text("greet\n\n#me\n我叫$name，住在$city\n\n#bot\n你好，$name\n",
+                                         encoding="utf-8")
+    (src / "people.scriptingmemory.txt").write_text("|$name|$city\n张三|张三|北京\n李四|李四|上海\n", encoding="utf-8")
+    code, out = invoke("import", "botium", str(src), "-o", str(tmp_path / "out"))
+    assert code == 0, out
+    test, = yaml.safe_load((tmp_path / "out" / "greet.yaml").read_text(encoding="utf-8"))["tests"]
+    assert test["dataset"] == "people.jsonl"
+    assert test["conversation"] == [{"user": "我叫{{ name }}，住在{{ city }}", "assert": [{"icontains": "你好，{{ name }}"}]}]
+    rows = [json.loads(line) for line in (tmp_path / "out" / "people.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert rows == [{"id": "张三", "name": "张三", "city": "北京"}, {"id": "李四", "name": "李四", "city": "上海"}]
+    assert "scripting memory" not in out
+    from evalspec.config import load_suite
+    from evalspec.plan.build import build_plan
+
+    plan = build_plan([load_suite(tmp_path / "out" / "greet.yaml")])
+    assert [(i.test_id, i.turns[0].text, i.turns[0].asserts[0].value) for i in plan] == [
+        ("greet[张三]", "我叫张三，住在北京", "你好，张三"), ("greet[李四]", "我叫李四，住在上海", "你好，李四")]
