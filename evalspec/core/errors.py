@@ -32,6 +32,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
     + CacheMiss        (providers.calls) a cache-only call found nothing → the stateful test is played live
     + RecordedProblem  (config.recorded) a recorded conversation file is unusable → a ConfigError (exit 2)
     + BadToolCalls     (config.recorded) a recorded message's tool_calls unreadable → a RecordedProblem or Problem
+    + DatasetProblem   (config.dataset) a test's dataset: file or a row of it is unusable → a ConfigError (exit 2)
     + TemplateLimit    (config.templating; a jinja2 SecurityError too) a template's limit → TemplateProblem
     + NoBaseline       (review.github_baseline) no baseline run on the base branch → a note, no diff
     + _RecursiveAlias  (config.yamlfile) a YAML alias inside itself → the file's problem line
