@@ -88,6 +88,36 @@ FILES = {
 }
 
 
+# What a run produces stays out of git; what people decided is committed (docs/en/ci.md#what-to-commit).
+GITIGNORE = [
+    "# evalspec: runs and the cache stay out; attributions, judge labels and approvals are committed",
+    ".evalspec/runs/",
+    ".evalspec/cache/",
+    "evalspec-report/",
+    "!.evalspec/triage.jsonl",
+    "!.evalspec/labels.jsonl",
+    "!.evalspec/review.log",
+]
+# a line that ignores the whole folder: git could not take its files back in, so it becomes `.evalspec/*`
+WHOLE_FOLDER = (".evalspec", ".evalspec/", "/.evalspec", "/.evalspec/", ".evalspec/**")
+
+
+def merge_gitignore(path: Path) -> bool:
+    """Add evalspec's lines to the .gitignore at `path` (created when missing), each line once; a line
+    ignoring all of `.evalspec` becomes `.evalspec/*`. True when the file changed."""
+    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    lines = [".evalspec/*" if line.strip() in WHOLE_FOLDER else line for line in before.splitlines()]
+    have = {line.strip() for line in lines}
+    added = [line for line in GITIGNORE if line not in have]
+    if added and lines and lines[-1].strip():
+        added.insert(0, "")
+    text = "\n".join(lines + added) + "\n"
+    if text == before:
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
 def _schema_text() -> str:
     import json
 
@@ -97,7 +127,8 @@ def _schema_text() -> str:
 
 
 def scaffold(directory: Path) -> list[Path]:
-    """Write the starter files; refuses (exit 2) to overwrite any existing one."""
+    """Write the starter files and merge evalspec's lines into `.gitignore`; refuses (exit 2) to overwrite
+    any existing starter file."""
     existing = [directory / rel for rel in FILES if (directory / rel).exists()]
     if existing:
         raise ConfigError([Problem(str(p), None, "", "already exists; nothing was written") for p in existing])
@@ -107,4 +138,6 @@ def scaffold(directory: Path) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text or _schema_text(), encoding="utf-8")
         created.append(path)
+    if merge_gitignore(directory / ".gitignore"):
+        created.append(directory / ".gitignore")
     return created

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.core.errors import EvalspecError
+from evalspec.core.portable import portable, project_root
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES, by_attribution  # noqa: F401  (re-exported)
 from evalspec.results.record import Record
 from evalspec.results.stream import update_record
@@ -62,11 +63,13 @@ def triage(run: dict[str, Any], test_id: str, provider: str | None, cls: str, no
         raise TriageError(f"{test_id}: nothing to attribute: its records are {statuses} (only failed or errored "
                           "records carry an attribution)")
     at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    root = project_root(path)
     lines = {}
     for record in chosen:
         entry = {"as": cls, "note": note, "who": who, "at": at, "status": record["status"], "run_id": run.get("run_id")}
         record["attribution"], record["attribution_by"], record["triage"] = cls, "triage", entry
         suite, tid, prov = record_key(record)
+        suite = portable(suite, root)  # the file is committed: the suite relative to the project root
         lines[(suite, tid, prov)] = {"suite": suite, "test_id": tid, "provider": prov, **entry}
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as out:
@@ -104,9 +107,12 @@ def carry_over(run: dict[str, Any], path: Path = TRIAGE_FILE) -> int:
     triages = read_triage(path)
     if not triages:
         return 0  # no pass over the records (a large run's are read back from the journal)
+    root = project_root(path)
+    triages = {(portable(suite, root), tid, prov): entry for (suite, tid, prov), entry in triages.items()}
     records, count = run["results"], 0
     for index, record in enumerate(records):
-        entry = triages.get(record_key(record))
+        suite, tid, prov = record_key(record)
+        entry = triages.get((portable(suite, root), tid, prov))
         if entry is None or record["status"] != entry.get("status") or record.get("attribution_by") == "triage":
             continue
         update_record(records, index, {  # a large run's records are read back: set, not changed in place

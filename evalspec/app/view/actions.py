@@ -21,6 +21,7 @@ from typing import Any
 
 from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
 from evalspec.core.errors import EvalspecError
+from evalspec.core.portable import portable
 
 LABELS_FILE = Path(".evalspec") / "labels.jsonl"
 REVIEW_LOG = Path(".evalspec") / "review.log"
@@ -174,7 +175,7 @@ def record_label(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
     record = _record(data, str(text_field(body, "test")), text_field(body, "provider", False), body.get("repeat"))
     line = label_line(record, index, verdict == "right", text_field(body, "level", False))
     line |= {"verdict": verdict, "note": text_field(body, "note", False) or None, "who": reviewer.who, "at": now(),
-             "run_id": data.get("run_id"), "suite": record["suite"], "test_id": record["test_id"],
+             "run_id": data.get("run_id"), "suite": portable(record["suite"], reviewer.root), "test_id": record["test_id"],
              "provider": record["provider"], "assertion": index}
     target = reviewer._file(LABELS_FILE)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -243,7 +244,7 @@ def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
     path.write_bytes(edited.encode("utf-8"))  # bytes: a CRLF file keeps its line ends
     log = reviewer._file(REVIEW_LOG)
     log.parent.mkdir(parents=True, exist_ok=True)
-    entry = f"{now()} {reviewer.who} approved {suite}:{line} {test} (draft: true removed)"
+    entry = f"{now()} {reviewer.who} approved {portable(path, reviewer.root)}:{line} {test} (draft: true removed)"
     if failed:
         entry += f" despite {len(failed)} failed check{'s' if len(failed) > 1 else ''} in run {run_id}"
     with log.open("a", encoding="utf-8") as out:
@@ -283,7 +284,7 @@ def make_test(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
     written_id = str(tests[-1].get("id")) if tests and isinstance(tests[-1], dict) else test
     log = reviewer._file(REVIEW_LOG)
     log.parent.mkdir(parents=True, exist_ok=True)
-    entry = f"{now()} {reviewer.who} made test {suite}:{written_id} from {data.get('run_id')} {test} @ {provider}"
+    entry = f"{now()} {reviewer.who} made test {portable(path, reviewer.root)}:{written_id} from {data.get('run_id')} {test} @ {provider}"
     with log.open("a", encoding="utf-8") as out:
         out.write(entry + "\n")
     return {"written": [str(p) for p in written] + [str(log)], "suite": suite, "path": str(path),

@@ -14,7 +14,6 @@ that would check nothing are refused (nothing written) unless `allow_empty`.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import yaml
 from evalspec.authoring.importers import STUB_FILE, STUB_SOURCE, ImportRefused, dump_yaml, literal, plain
 from evalspec.authoring.importers.appending import append_items, first_document
 from evalspec.core.errors import ConfigError, Problem
+from evalspec.core.portable import portable
 
 # what a test holds, besides its turns and rules, that decides what the bot answers (docs/en/state.md#seeding)
 CONDITIONS = ("vars", "state", "tool_results")
@@ -296,8 +296,7 @@ def _relocated(providers: list[Any], source_dir: Path, out_dir: Path) -> list[An
             for key in FILE_REFS:
                 if isinstance(p.get(key), str) and ".py:" in p[key] and "{{" not in p[key]:
                     file, _, fn = p[key].rpartition(":")
-                    if not Path(file).is_absolute():
-                        file = os.path.relpath((source_dir / file).resolve(), out_dir.resolve()).replace(os.sep, "/")
+                    file = portable((source_dir / file).absolute(), out_dir)  # an absolute one too: files stay portable
                     moved[key] = f"{file}:{fn}"
             p = {**p, **moved}
         out.append(p)
@@ -308,6 +307,7 @@ def new_suite(sources: list[Source], source: SourceSuite, out: Path, expect_stat
               given: str) -> tuple[str, dict[str, str], list[str]]:
     """A new suite's text, the extra files to write beside it, and notes for stderr."""
     data = source.data
+    given = portable(Path(given).absolute(), out.parent)  # never this machine's absolute path (docs/en/importers.md#portable-files)
     head: dict[str, Any] = {"description": f"Tests from conversations in {given}"}
     notes: list[str] = []
     files: dict[str, str] = {}
@@ -326,7 +326,7 @@ def new_suite(sources: list[Source], source: SourceSuite, out: Path, expect_stat
             head[key] = data[key]
     if not (head.get("defaults") or {}).get("assert") and not expect_state and not any(s.asserts or s.turn_asserts for s in sources):
         notes.append("the tests check nothing yet: add rules under defaults: or give --expect-state")
-    top = [f"# Imported by evalspec from {given}" + (f" (suite {source.path})" if source.path else "")]
+    top = [f"# Imported by evalspec from {given}" + (f" (suite {portable(source.path.absolute(), out.parent)})" if source.path else "")]
     top += [f"# Note: {n}" for n in notes]
     text = "\n".join(top) + "\n" + dump_yaml(head) + "tests:\n" + _tests_text(sources, set(), expect_state, "  ")
     return text, files, notes
