@@ -27,7 +27,7 @@ from evalspec.assertions.graded import (
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
-from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn, JudgeRequest
+from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn, JudgeRequest, say
 from evalspec.extend.registry import model_needed
 from evalspec.extend.transcript import Message
 from evalspec.providers.answers import (
@@ -158,9 +158,9 @@ def _check(spec: AssertionSpec, verdict: dict[str, Any], turn: int | None) -> Ch
     chosen = verdict["level"] = level.strip()
     score = levels[chosen]
     threshold = spec.threshold if spec.threshold is not None else LEVEL_THRESHOLD
-    reason = f"{chosen} ({score:g}): {verdict.get('reason', '')}"
-    return Check(score >= threshold, score, reason, [Evidence(turn, reason)],
-                 {"verdicts": [verdict], "level": chosen, "levels": levels})
+    said = say("level_chosen", level=chosen, score=f"{score:g}", why=verdict.get("reason", ""))
+    return Check.of(score >= threshold, said, [Evidence(turn, said.en)], score=score,
+                    details={"verdicts": [verdict], "level": chosen, "levels": levels})
 
 
 async def judge_batch(group: Group, ctx: GradingContext, judge: JudgeFn) -> list[AssertionResult]:

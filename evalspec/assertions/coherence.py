@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
-from evalspec.extend.check import Check, Evidence, GradingContext
+from evalspec.extend.check import Check, Evidence, GradingContext, Said, say
 from evalspec.extend.params import Keywords
 
 
@@ -46,7 +46,7 @@ async def coherence(spec: AssertionSpec, ctx: GradingContext, cosine: Callable[[
     include = p.include
     items = coherence_texts(ctx, include)
     if len(items) < 2:
-        return Check(True, 1.0, f"fewer than two messages ({include})")
+        return Check.of(True, say("fewer_than_two", include=include))
     vectors = await ctx.embed([text for _, text in items])
     adjacent = [cosine(vectors[i], vectors[i + 1]) for i in range(len(vectors) - 1)]
     mean = sum(adjacent) / len(adjacent)
@@ -57,16 +57,18 @@ async def coherence(spec: AssertionSpec, ctx: GradingContext, cosine: Callable[[
     closest = max(range(len(adjacent)), key=adjacent.__getitem__)
     problems, evidence = [], [Evidence(items[worst + 1][0], f"lowest adjacent similarity {adjacent[worst]:.3f}")]
     if mean < p.min_adjacent:
-        problems.append(f"adjacent mean {mean:.3f} < {p.min_adjacent}")
+        problems.append(say("coherence_low", mean=f"{mean:.3f}", min=p.min_adjacent))
     if drift > p.max_drift:
-        problems.append(f"drift {drift:.3f} > {p.max_drift}")
+        problems.append(say("coherence_drift", drift=f"{drift:.3f}", max=p.max_drift))
     if p.max_adjacent is not None and adjacent[closest] > p.max_adjacent:
-        problems.append(f"adjacent similarity {adjacent[closest]:.3f} > {p.max_adjacent} (repetition)")
+        problems.append(say("coherence_repeats", value=f"{adjacent[closest]:.3f}", max=p.max_adjacent))
         evidence.insert(0, Evidence(items[closest + 1][0], items[closest + 1][1][:160],
                                     f"{adjacent[closest]:.3f} similar to the message before"))
-    reason = (f"{include}: adjacent mean {mean:.3f}, variance {variance:.4f}, head–tail {head_tail:.3f}, "
-              f"drift {drift:.3f}, max adjacent {adjacent[closest]:.3f}")
-    return Check(not problems, max(0.0, min(1.0, mean)), "; ".join(problems) + (" — " if problems else "") + reason,
-                 evidence, {"include": include, "adjacent_mean": mean, "adjacent_variance": variance,
+    reason = say("coherence", include=include, mean=f"{mean:.3f}", variance=f"{variance:.4f}",
+                 head_tail=f"{head_tail:.3f}", drift=f"{drift:.3f}", max=f"{adjacent[closest]:.3f}")
+    if problems:
+        reason = say("with_measures", problems=Said("; ".join(x.en for x in problems), "；".join(x.zh for x in problems)),
+                     measures=reason)
+    return Check.of(not problems, reason, evidence, score=max(0.0, min(1.0, mean)), details={"include": include, "adjacent_mean": mean, "adjacent_variance": variance,
                             "head_tail": head_tail, "drift": drift, "max_adjacent": adjacent[closest],
                             "adjacent": adjacent})

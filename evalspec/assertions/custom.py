@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.core.pyref import load_callable
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, say
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion, threshold_of
 
@@ -33,9 +33,9 @@ async def python_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -
     threshold = threshold_of(spec)
     evidence = [Evidence(reply.turn, reply.text[:160])]
     if isinstance(result, bool):
-        return Check.of(result, f"{name} returned {result}", evidence)
+        return Check.of(result, say("returned", name=name, value=result), evidence)
     if isinstance(result, (int, float)):
-        return Check(float(result) >= threshold, float(result), f"{name} returned {result}", evidence)
+        return Check.of(float(result) >= threshold, say("returned", name=name, value=result), evidence, score=float(result))
     if isinstance(result, dict) and ("pass" in result or "score" in result):
         verdict = result.get("pass")
         if type(verdict) is int and verdict in (0, 1):

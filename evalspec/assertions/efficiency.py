@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar
 import regex
 
 from evalspec.config.model import AssertionSpec
-from evalspec.extend.check import Check, Evidence, GradingContext, snippet
+from evalspec.extend.check import Check, Evidence, GradingContext, say, snippet
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
 from evalspec.extend.transcript import written_user_turns
@@ -54,16 +54,16 @@ def _efficiency(spec: AssertionSpec, ctx: GradingContext) -> Check:
     minimum = p.min if p.min is not None else spec.threshold if spec.threshold is not None else DEFAULT_MIN
     turns = written_user_turns(ctx.transcript)
     if not turns:
-        return Check(True, 1.0, "no user turns")
+        return Check.of(True, say("no_user_turns"))
     evidence = []
     for m in turns:
         phrase = correcting_phrase(str(m.get("content") or ""), phrases)
         if phrase:
             evidence.append(Evidence(m.get("turn"), snippet(str(m["content"]), 120), f"correction: {phrase}"))
     score = 1 - len(evidence) / len(turns)
-    reason = f"{len(evidence)} of {len(turns)} user turns correct the assistant (efficiency {score:.2f}, min {minimum:g})"
-    return Check(score >= minimum, score, reason, evidence,
-                 {"corrections": len(evidence), "user_turns": len(turns), "min": minimum})
+    reason = say("efficiency", n=len(evidence), turns=len(turns), score=f"{score:.2f}", min=f"{minimum:g}")
+    return Check.of(score >= minimum, reason, evidence, score=score,
+                    details={"corrections": len(evidence), "user_turns": len(turns), "min": minimum})
 
 
 _efficiency.__doc__ = ("1 − corrections / user turns; a correction opens a clause with one of: "

@@ -13,7 +13,7 @@ from evalspec.assertions.outcome import error_text, failure_stands
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Undecided
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Undecided, say
 from evalspec.extend.registry import resolve_type
 from evalspec.extend.transcript import Message
 
@@ -44,11 +44,13 @@ class AssertionResult:
     skipped: bool = False  # not checked (its label is not in this recorded conversation): no verdict, no score
     description: str | None = None  # the rule's `description:` (why it exists), shown under it when it fails
     max_rate: float | None = None  # a critical rule gated on its breach rate's bound (docs/en/statistics.md)
+    reason_zh: str | None = None  # the reason in Chinese (None: the same words as `reason`)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": self.type, "scope": self.scope, "pass": self.passed, "score": self.score,
-            "reason": self.reason, "evidence": [e.to_json() for e in self.evidence], "error": self.error,
+            "reason": self.reason, "reason_zh": self.reason if self.reason_zh is None else self.reason_zh,
+            "evidence": [e.to_json() for e in self.evidence], "error": self.error,
             "weight": self.weight, "severity": self.severity, "metric": self.metric,
             "threshold": self.threshold, "turn": self.turn, "value": self.value,
         }
@@ -73,7 +75,8 @@ class AssertionResult:
                    evidence, data.get("error"), data.get("weight", 1.0), data.get("severity", "major"),
                    data.get("metric"), data.get("threshold"), data.get("turn"), data.get("value"),
                    dict(data.get("details") or {}), bool(data.get("default")), skipped=bool(data.get("skipped")),
-                   description=data.get("description"), max_rate=data.get("max_rate"))
+                   description=data.get("description"), max_rate=data.get("max_rate"),
+                   reason_zh=data.get("reason_zh"))
 
 
 def _reply(m: Message) -> Reply:
@@ -135,10 +138,11 @@ def _finite(value: Any) -> bool:
 
 def _negate(check: Check) -> Check:
     """`not-` flips the verdict and the score; a failure says what was found that must not be there."""
-    reason = check.reason if check.passed is False else f"unexpected: {check.reason}"
+    reason = check.said if check.passed is False else say("unexpected", reason=check.said)
     if type(check) is not Check:  # a plugin's subclass keeps its own fields
-        return replace(check, passed=not check.passed, score=1.0 - check.score, reason=reason)
-    return Check(not check.passed, 1.0 - check.score, reason, check.evidence, check.details, check.undecided)
+        return replace(check, passed=not check.passed, score=1.0 - check.score, reason=reason.en, reason_zh=reason.zh)
+    return Check(not check.passed, 1.0 - check.score, reason.en, check.evidence, check.details, check.undecided,
+                 reason.zh)
 
 
 def _scope_json(scope: Any) -> Any:
@@ -246,10 +250,10 @@ def combine(spec: AssertionSpec, checks: list[Check], undecided: Sequence[Undeci
         best = max(checks, key=lambda c: (c.passed, c.score))
         passed, score = any(c.passed for c in checks), max(c.score for c in checks)
         evidence = best.evidence if passed else [e for c in checks for e in c.evidence]
-        reason = best.reason if passed else f"no reply passed ({len(checks)} checked): {checks[-1].reason}"
+        reason = best.said if passed else say("no_reply_passed", n=len(checks), reason=checks[-1].said)
     elif len(checks) == 1:
         only = checks[0]
-        passed, score, evidence, reason = only.passed, float(only.score), list(only.evidence), only.reason
+        passed, score, evidence, reason = only.passed, float(only.score), list(only.evidence), only.said
     else:
         failing = [c for c in checks if not c.passed]
         passed = not failing
@@ -257,15 +261,17 @@ def combine(spec: AssertionSpec, checks: list[Check], undecided: Sequence[Undeci
         evidence = [e for c in failing or checks for e in c.evidence]
         if failing:
             turns = [str(e.turn) for c in failing for e in c.evidence[:1]]
-            reason = f"{len(failing)}/{len(checks)} replies failed (turns {', '.join(turns)}): {failing[0].reason}"
+            reason = say("replies_failed", failed=len(failing), n=len(checks), turns=", ".join(turns),
+                         reason=failing[0].said)
         else:
-            reason = f"all {len(checks)} replies passed"
+            reason = say("all_replies_passed", n=len(checks))
     details = checks[0].details if len(checks) == 1 else {}
     score = round(score, 6)
     if spec.threshold is not None:
         passed = score >= spec.threshold
-    return AssertionResult(spec.name, _scope_json(scope), passed, score, reason, evidence, None, spec.weight,
-                           spec.severity, spec.metric, spec.threshold, spec.turn, spec.value, details)
+    return AssertionResult(spec.name, _scope_json(scope), passed, score, reason.en, evidence, None, spec.weight,
+                           spec.severity, spec.metric, spec.threshold, spec.turn, spec.value, details,
+                           reason_zh=reason.zh)
 
 
 def _with_errors(spec: AssertionSpec, checks: list[Check], outer: list[Undecided],
@@ -279,8 +285,9 @@ def _with_errors(spec: AssertionSpec, checks: list[Check], outer: list[Undecided
     failing = [c for c in checks if not c.passed] or checks
     score = round(sum(c.score for c in checks) / len(checks), 6)
     evidence = [e for c in failing for e in c.evidence] + [u.evidence() for u in outer + inner]
-    reason = f"{len(failing)}/{len(checks) + len(outer)} replies failed, {len(outer)} could not be checked: " \
-        f"{failing[0].reason}" if outer else failing[0].reason
+    reason = say("replies_failed_unchecked", failed=len(failing), n=len(checks) + len(outer), unchecked=len(outer),
+                 reason=failing[0].said) if outer else failing[0].said
     details = checks[0].details if len(checks) == 1 else {}
-    return AssertionResult(spec.name, _scope_json(spec.scope), False, score, reason, evidence, error, spec.weight,
-                           spec.severity, spec.metric, spec.threshold, spec.turn, spec.value, details)
+    return AssertionResult(spec.name, _scope_json(spec.scope), False, score, reason.en, evidence, error, spec.weight,
+                           spec.severity, spec.metric, spec.threshold, spec.turn, spec.value, details,
+                           reason_zh=reason.zh)

@@ -25,7 +25,9 @@ from evalspec.extend.check import (
     JudgeRequest,
     JudgeVerdict,
     Reply,
+    Said,
     Undecided,
+    say,
 )
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
@@ -213,10 +215,10 @@ async def _graded(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: i
     score = levels[chosen]
     threshold = threshold if threshold is not None else LEVEL_THRESHOLD
     why = str(next(a.get("reason", "") for a in answers if a["level"] == chosen))
-    reason = f"{chosen} ({score:g}): {why}" if samples == 1 else \
-        f"{counts[chosen]}/{samples} samples chose {chosen} ({score:g}): {why}"
-    return Check(score >= threshold, score, reason, [Evidence(turn, reason)],
-                 {"verdicts": [v.recorded() for v in verdicts], "level": chosen, "levels": levels}), verdicts
+    reason = say("level_chosen", level=chosen, score=f"{score:g}", why=why) if samples == 1 else \
+        say("samples_chose", n=counts[chosen], samples=samples, level=chosen, score=f"{score:g}", why=why)
+    return Check.of(score >= threshold, reason, [Evidence(turn, reason.en)], score=score,
+                    details={"verdicts": [v.recorded() for v in verdicts], "level": chosen, "levels": levels}), verdicts
 
 
 async def _verdict(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
@@ -251,8 +253,10 @@ async def _verdicts(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn:
     majority = passes * 2 > samples
     passed = score >= threshold if threshold is not None else majority
     reason = str(answers[0].get("reason", "")) if samples == 1 else \
-        f"{passes}/{samples} judge samples passed; " + str(next((a.get("reason", "") for a in answers if a["pass"] == majority), ""))
-    return Check(passed, score, reason, [Evidence(turn, reason)], {"verdicts": [v.recorded() for v in verdicts]}), verdicts
+        say("samples_passed", n=passes, samples=samples,
+            why=str(next((a.get("reason", "") for a in answers if a["pass"] == majority), "")))
+    return Check.of(passed, reason, [Evidence(turn, str(reason))], score=score,
+                    details={"verdicts": [v.recorded() for v in verdicts]}), verdicts
 
 
 async def judge_reply(spec: AssertionSpec, ctx: GradingContext, reply: Reply, criterion: str) -> Check:
@@ -318,11 +322,13 @@ async def judge_turns(spec: AssertionSpec, ctx: GradingContext, criterion: str, 
                                         + [(None, None, 1.0)] * len(undecided), threshold):
         raise GradingError(error_text(undecided), usage=[*(v.usage for v in verdicts), *failed_usage])
     score = good / decided
-    reason = f"{good}/{decided} turns good" + \
-        ("; " + "; ".join(f"turn {e.turn}: {e.text}" for e in bad) if bad else "")
-    return Check(score >= threshold and not undecided, score, reason, bad,
-                 {"verdicts": [v.recorded() for v in verdicts], "turns": len(turns), "good": good,
-                  **({"_undecided_usage": failed_usage} if failed_usage else {})}, undecided)
+    reason = say("turns_good", good=good, n=decided, bad=say("empty") if not bad else Said(
+        "; " + "; ".join(f"turn {e.turn}: {e.text}" for e in bad), "；" + "；".join(f"第 {e.turn} 轮：{e.text}" for e in bad)))
+    check = Check.of(score >= threshold and not undecided, reason, bad, score=score,
+                     details={"verdicts": [v.recorded() for v in verdicts], "turns": len(turns), "good": good,
+                              **({"_undecided_usage": failed_usage} if failed_usage else {})})
+    check.undecided = undecided
+    return check
 
 
 @assertion("llm-rubric", params=RubricParams, default_scope="conversation", needs="judge")
@@ -386,8 +392,8 @@ async def similar(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
     a, b = await ctx.embed([reply.text, spec.params.text])
     sim = cosine(a, b)
     threshold = threshold_of(spec)
-    return Check(sim >= threshold, max(0.0, sim), f"similarity {sim:.3f} (threshold {threshold})",
-                 [Evidence(reply.turn, f"{sim:.3f}")], {"similarity": sim})
+    return Check.of(sim >= threshold, say("similarity", value=f"{sim:.3f}", threshold=threshold),
+                    [Evidence(reply.turn, f"{sim:.3f}")], score=max(0.0, sim), details={"similarity": sim})
 
 
 @assertion("topic-coherence", kind="conversation", params=CoherenceParams, needs="embedder")

@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.core.node import POOL
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, say
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.patterns import grade_time_limit
 from evalspec.extend.registry import assertion
@@ -129,17 +129,18 @@ def javascript_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> 
     evidence = [Evidence(reply.turn, reply.text[:160])]
     kind = result["kind"]
     if kind == "bool":
-        return Check.of(bool(result["value"]), f"{name} returned {str(result['value']).lower()}", evidence)
+        return Check.of(bool(result["value"]), say("returned", name=name, value=str(result["value"]).lower()), evidence)
     if kind == "number":
         value = float(result["value"])
         passed = value > 0 if spec.threshold is None else value >= spec.threshold
-        rule = "above 0" if spec.threshold is None else f"at least {spec.threshold:g}"
-        return Check(passed, _unit(value), f"{name} returned {value:g} (passes {rule})", evidence,
-                     {"returned": value})
+        rule = say("above_zero") if spec.threshold is None else say("at_least", n=f"{spec.threshold:g}")
+        return Check.of(passed, say("returned_passes", name=name, value=f"{value:g}", rule=rule), evidence,
+                        score=_unit(value), details={"returned": value})
     if kind == "grading":
         passed = bool(result["pass"])
-        return Check(passed, _unit(float(result["score"])),
-                     str(result["reason"] or f"{name} returned pass={str(passed).lower()}"), evidence)
+        reason = str(result["reason"]) if result["reason"] else \
+            say("returned", name=name, value=f"pass={str(passed).lower()}")  # the function's own words, else ours
+        return Check.of(passed, reason, evidence, score=_unit(float(result["score"])))
     raise GradingError(f"{name} returned {result.get('got')}; expected true or false, a number or "
                        "{pass, score, reason} (a boolean, a number and a text, as promptfoo requires)"
                        + (" (several lines are a function body: `return` the verdict)"

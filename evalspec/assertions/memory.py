@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import regex
 
 from evalspec.config.model import AssertionSpec
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Said, say, snippet
 from evalspec.extend.params import Key, Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
 
@@ -111,11 +111,12 @@ def memory_recall(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
                         else Evidence(reply.turn, snippet(reply.text), f"{key}: missing"))
     total = sum(scores.values()) / len(scores)
     threshold = threshold_of(spec)
-    parts = ", ".join(f"{f['key']} {'found ' + repr(f['found']) if f['found'] else 'not found'}"
-                      + (f" (partial: expected {'/'.join(f['expected'])})" if f["how"] == "fuzzy" else "")
-                      for f in facts)
-    return Check(total >= threshold, total, f"recall {total:.2f}: {parts}", evidence,
-                 {"keys": scores, "facts": facts})
+    parts = [say("fact_found" if f["found"] else "fact_missing", key=f["key"], found=repr(f["found"]),
+                 partial=say("fact_partial", expected="/".join(f["expected"])) if f["how"] == "fuzzy" else say("empty"))
+             for f in facts]
+    listed = Said(", ".join(x.en for x in parts), "，".join(x.zh for x in parts))
+    return Check.of(total >= threshold, say("recall", score=f"{total:.2f}", facts=listed), evidence, score=total,
+                    details={"keys": scores, "facts": facts})
 
 
 @assertion("refers-to", params=RefersParams)
@@ -128,12 +129,12 @@ def refers_to(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     details = {"entity": {"expected": expected, "not": distractors, "found": hit, "distractors": wrong}}
     want = " or ".join(expected)
     if wrong:
-        return Check(False, 0.0, f"expected {want}, but the reply names {wrong[0]}",
-                     [Evidence(reply.turn, w, "distractor") for w in wrong], details)
+        return Check.of(False, say("refers_wrong", want=want, found=wrong[0]),
+                        [Evidence(reply.turn, w, "distractor") for w in wrong], details=details)
     if not hit:
-        return Check(False, 0.0, f"expected {want}, but the reply names neither",
-                     [Evidence(reply.turn, snippet(reply.text), "missing")], details)
-    return Check(True, 1.0, f"names {hit}", [Evidence(reply.turn, hit)], details)
+        return Check.of(False, say("refers_neither", want=want),
+                        [Evidence(reply.turn, snippet(reply.text), "missing")], details=details)
+    return Check.of(True, say("refers_names", found=hit), [Evidence(reply.turn, hit)], details=details)
 
 
 CLARIFY_PHRASES = regex.compile(
@@ -152,8 +153,8 @@ async def asks_clarification(reply: Reply, spec: AssertionSpec, ctx: GradingCont
         phrase = CLARIFY_PHRASES.search(reply.text)
         score = (0.5 if question else 0.0) + (0.5 if phrase else 0.0)
         shown = phrase.group(0) if phrase else snippet(reply.text, 80)
-        return Check(score >= 1.0, score, f"question mark: {question}, clarifying phrase: {bool(phrase)}",
-                     [Evidence(reply.turn, shown)])
+        return Check.of(score >= 1.0, say("clarify_heuristic", question=say("yes" if question else "no"),
+                                          phrase=say("yes" if phrase else "no")), [Evidence(reply.turn, shown)], score=score)
     from evalspec.assertions.graded import judge_reply
 
     return await judge_reply(

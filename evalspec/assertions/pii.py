@@ -19,7 +19,7 @@ import regex
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.core.text import Normalized, normalized
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Said, say, snippet
 from evalspec.extend.params import Keywords
 from evalspec.extend.patterns import grade_time_limit
 from evalspec.extend.registry import assertion
@@ -175,12 +175,14 @@ def pii(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     seen = normalized(reply.text, READ_AS)
     hits = find_pii(seen, p.names())
     if not hits:
-        return Check.of(False, f"no {', '.join(p.names())} found", [Evidence(reply.turn, snippet(reply.text))])
+        return Check.of(False, say("pii_none", kinds=", ".join(p.names())), [Evidence(reply.turn, snippet(reply.text))])
     shown = []
     for hit in hits[:3]:
         original, read_as = seen.source(hit.start, hit.end), hit.read_as
-        shown.append(f"{hit.kind} {original!r}" + ("" if original == read_as else f" (read as {read_as})"))
-    more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+        shown.append(say("pii_hit", kind=hit.kind, text=repr(original)) if original == read_as else
+                     say("pii_hit_read_as", kind=hit.kind, text=repr(original), read_as=read_as))
+    listed = Said("; ".join(x.en for x in shown), "；".join(x.zh for x in shown))
+    more = say("and_more", n=len(hits) - 3) if len(hits) > 3 else say("empty")
     evidence = [Evidence(reply.turn, seen.source(h.start, h.end), h.kind) for h in hits]
-    return Check.of(True, f"found {'; '.join(shown)}{more}", evidence)
+    return Check.of(True, say("pii_found", hits=listed, more=more), evidence)
 

@@ -25,6 +25,7 @@ from evalspec.extend.check import (
     JudgeRequest,
     Reply,
     replies,
+    say,
     snippet,
 )
 from evalspec.extend.params import Keywords
@@ -134,7 +135,7 @@ async def pick_best(spec: AssertionSpec, candidates: list[Candidate], judge: Jud
     evidence = Evidence(last.get("turn"), snippet(shown[best], 300), f"best: {chosen.label}")
     details = {"candidates": [c.label for c in candidates], "best": best, "verdicts": [verdict.recorded()]}
     n = len(candidates)
-    checks = [Check(True, 1.0, f"chosen as the best of {n}: {why}", [evidence], details) if i == best else
-              Check(False, 0.0, f"not chosen: the judge picked {chosen.label} as the best of {n}: {why}", [evidence],
-                    details) for i in range(n)]
+    checks = [Check.of(True, say("chosen_best", n=n, why=why), [evidence], details=details) if i == best else
+              Check.of(False, say("not_chosen", best=chosen.label, n=n, why=why), [evidence], details=details)
+              for i in range(n)]
     return Comparison(checks, usage=[verdict.usage])

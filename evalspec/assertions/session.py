@@ -15,7 +15,7 @@ from evalspec.assertions.state import shown as shown_value
 from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
-from evalspec.extend.check import Check, Evidence, GradingContext, Undecided, snippet
+from evalspec.extend.check import Check, Evidence, GradingContext, Said, Undecided, say, snippet
 from evalspec.extend.params import Keywords, Regex, TurnRef
 from evalspec.extend.patterns import search
 from evalspec.extend.registry import assertion
@@ -36,10 +36,10 @@ class RuleParams:  # `pattern` (a regex over replies), `tool` (a tool name, SPEC
         if self.state is not None:
             compiled(self.state)
 
-    def what(self) -> str:
+    def what(self) -> Said:
         if self.state is not None:
-            return f"state {self.state}"
-        return f"tool {self.tool}" if self.tool is not None else f"/{self.pattern}/"
+            return say("what_state", expr=self.state)
+        return say("what_tool", tool=self.tool) if self.tool is not None else say("what_pattern", pattern=self.pattern)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,10 +134,10 @@ def not_before(spec: AssertionSpec, ctx: GradingContext) -> Check:
     limit, undecided = ctx.resolve_turn(rule.turn), list[Undecided]()
     hits = _matches(ctx, rule, range(1, limit), undecided)
     if hits:
-        return _settled(Check.of(False, f"turn {hits[0].turn} matched {rule.what()} before turn {limit}", hits),
+        return _settled(Check.of(False, say("matched_before", turn=hits[0].turn, what=rule.what(), limit=limit), hits),
                         undecided)
     _undecided(undecided)
-    return Check.of(True, f"no reply before turn {limit} matched")
+    return Check.of(True, say("none_before", limit=limit))
 
 
 @assertion("within", kind="conversation", params=WithinParams)
@@ -149,11 +149,11 @@ def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
     window, undecided = range(start, end + 1), list[Undecided]()
     hits = _matches(ctx, rule, window, undecided)
     if hits:
-        return _settled(Check.of(True, f"turn {hits[0].turn} matched", hits[:1]), undecided)
+        return _settled(Check.of(True, say("turn_matched", turn=hits[0].turn), hits[:1]), undecided)
     _undecided(undecided)
     shown = [Evidence(t, _turn_seen(ctx, rule, t), "no match") for t in window]
-    span = f"turn {start}" if start == end else f"turns {start}-{end}"
-    return Check.of(False, f"no reply in {span} matched {rule.what()}", shown)
+    span = say("turn_n", n=start) if start == end else say("turns_span", start=start, end=end)
+    return Check.of(False, say("none_in", span=span, what=rule.what()), shown)
 
 
 @assertion("at-most", kind="conversation", params=AtMostParams)
@@ -163,12 +163,12 @@ def at_most(spec: AssertionSpec, ctx: GradingContext) -> Check:
     start, undecided = ctx.resolve_turn(rule.after) if rule.after is not None else 1, list[Undecided]()
     hits = _matches(ctx, rule, range(start, 10**9), undecided)
     limit = rule.count
-    what = f"calls to {rule.tool}" if rule.tool is not None else "replies matched"
+    what = say("calls_to", n=len(hits), tool=rule.tool) if rule.tool is not None else say("replies_matched", n=len(hits))
     if len(hits) > limit:
-        return _settled(Check.of(False, f"{len(hits)} {what} (at most {limit}): turns "
-                                 + ", ".join(str(h.turn) for h in hits), hits), undecided)
+        return _settled(Check.of(False, say("at_most_turns", what=what, limit=limit,
+                                            turns=", ".join(str(h.turn) for h in hits)), hits), undecided)
     _undecided(undecided)
-    return Check.of(True, f"{len(hits)} {what} (at most {limit})", hits)
+    return Check.of(True, say("at_most", what=what, limit=limit), hits)
 
 
 @assertion("not-after", kind="conversation", params=NotAfterParams)
@@ -178,10 +178,10 @@ def not_after(spec: AssertionSpec, ctx: GradingContext) -> Check:
     start, undecided = ctx.resolve_turn(rule.after), list[Undecided]()
     hits = _matches(ctx, rule, range(start, 10**9), undecided)
     if hits:
-        return _settled(Check.of(False, f"turn {hits[0].turn} matched {rule.what()} at or after turn {start}", hits),
+        return _settled(Check.of(False, say("matched_after", turn=hits[0].turn, what=rule.what(), start=start), hits),
                         undecided)
     _undecided(undecided)
-    return Check.of(True, f"no reply from turn {start} on matched")
+    return Check.of(True, say("none_after", start=start))
 
 
 @assertion("turn-count", kind="conversation", params=CountRange)
@@ -189,5 +189,4 @@ def turn_count(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The number of user turns is within {min, max}."""
     n, bounds = ctx.user_turns(), spec.params
     ok = bounds.holds(n)
-    return Check(ok, 1.0 if ok else 0.0, f"{n} user turns (min {bounds.min}, max {bounds.max})",
-                 [Evidence(n, f"{n} turns")])
+    return Check.of(ok, say("user_turns", n=n, min=bounds.min, max=bounds.max), [Evidence(n, f"{n} turns")])

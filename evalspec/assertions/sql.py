@@ -25,7 +25,7 @@ import regex
 
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, say, snippet
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
 
@@ -237,14 +237,13 @@ def is_sql(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     p: SqlParams = spec.params
     statements, why = parse(reply.text, p.dialect)
     if why is not None:
-        return Check.of(False, f"not {p.dialect} SQL: {why}", [Evidence(reply.turn, snippet(reply.text), why)])
+        return Check.of(False, say("sql_invalid", dialect=p.dialect, why=why), [Evidence(reply.turn, snippet(reply.text), why)])
     for statement in statements:
         tables, columns = uses(statement)
         for kind, found, allowed in (("table", tables, p.allowed_tables), ("column", columns, p.allowed_columns)):
             bad = disallowed(found, allowed, kind == "column")
             if bad and allowed is not None:
                 shown = ", ".join(dict.fromkeys(f"{u.shown()} ({u.access})" for u in bad))
-                return Check.of(False, f"{kind} not allowed: {shown} (allowed: {_listed(allowed)})",
+                return Check.of(False, say(f"sql_{kind}_not_allowed", found=shown, allowed=_listed(allowed)),
                                 [Evidence(reply.turn, bad[0].shown(), f"{kind} not allowed")])
-    count = f"{len(statements)} statement{'s' if len(statements) > 1 else ''}"
-    return Check.of(True, f"valid {p.dialect} SQL ({count})", [Evidence(reply.turn, snippet(reply.text, 80))])
+    return Check.of(True, say("sql_valid", dialect=p.dialect, n=len(statements), s="s" if len(statements) > 1 else ""), [Evidence(reply.turn, snippet(reply.text, 80))])

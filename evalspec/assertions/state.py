@@ -17,7 +17,7 @@ import jmespath
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.core.jsondiff import same
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, say, snippet
 from evalspec.extend.params import UNSET, Key, Keywords, Option, Regex
 from evalspec.extend.patterns import search
 from evalspec.extend.registry import assertion
@@ -104,17 +104,19 @@ def state_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
     value = shown(found)
     said = f"{p.path} = {value}"
     if p.equals is not UNSET:
-        passed, expected = same(found, p.equals), f"expected {shown(p.equals)}"
+        passed, expected = same(found, p.equals), say("state_expected", value=shown(p.equals))
     elif p.matches is not None:
-        passed, expected = found is not None and search(p.matches, value) is not None, f"does not match /{p.matches}/"
+        passed, expected = found is not None and search(p.matches, value) is not None, \
+            say("state_no_match", pattern=p.matches)
     elif p.in_ is not None:
-        passed, expected = any(same(found, v) for v in p.in_), f"not one of {shown(p.in_)}"
+        passed, expected = any(same(found, v) for v in p.in_), say("state_not_in", values=shown(p.in_))
     elif p.exists is not None:
         passed = (found is not None) is p.exists
-        expected = "expected it to exist" if p.exists else "expected it not to exist"
+        expected = say("state_should_exist" if p.exists else "state_should_not_exist")
     else:
-        passed, expected = truthy(found), "not true"
-    return Check.of(passed, said if passed else f"{said}, {expected}", [Evidence(reply.turn, snippet(said))])
+        passed, expected = truthy(found), say("state_not_true")
+    return Check.of(passed, say("as_is", text=said) if passed else say("state_failed", said=said, expected=expected),
+                    [Evidence(reply.turn, snippet(said))])
 
 
 def button_titles(message: Mapping[str, Any], turn: int | None) -> list[str]:
@@ -134,11 +136,12 @@ def buttons(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     offered = button_titles(turn_message(reply, ctx, "buttons"), reply.turn)
     listed = " / ".join(offered) if offered else "no buttons"
     evidence = [Evidence(reply.turn, listed)]
+    buttons_said = say("as_is", text=listed) if offered else say("no_buttons")
     if p.exact:
         passed = offered == wanted
-        return Check.of(passed, f"buttons {listed}" if passed else f"buttons {listed}, expected exactly "
-                        f"{' / '.join(wanted)}", evidence)
+        return Check.of(passed, say("buttons", buttons=buttons_said) if passed else
+                        say("buttons_exactly", buttons=buttons_said, wanted=" / ".join(wanted)), evidence)
     missing = [t for t in wanted if t not in offered]
     if missing:
-        return Check.of(False, f"missing {' / '.join(missing)} (buttons: {listed})", evidence)
-    return Check.of(True, f"offers {' / '.join(wanted)}", evidence)
+        return Check.of(False, say("buttons_missing", missing=" / ".join(missing), buttons=buttons_said), evidence)
+    return Check.of(True, say("buttons_offers", wanted=" / ".join(wanted)), evidence)

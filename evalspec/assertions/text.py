@@ -12,7 +12,7 @@ import jsonschema
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.core.text import Normalized, count_words, find_json, levenshtein, normalized
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply, snippet
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Said, say, snippet
 from evalspec.extend.params import UNSET, Keywords, Normalize, Regex
 from evalspec.extend.patterns import search
 from evalspec.extend.provider import normalize_finish_reason
@@ -99,10 +99,11 @@ def read(reply: Reply, spec: AssertionSpec, *also: str) -> Normalized:
     return normalized(reply.text, [*given, *also])
 
 
-def _quoted(seen: Normalized, start: int, end: int) -> str:
+def _quoted(seen: Normalized, start: int, end: int) -> Said:
     """What the check found, as the bot wrote it; the normalized form beside it when they differ."""
     original, read_as = seen.source(start, end), seen.text[start:end]
-    return repr(original) + ("" if original == read_as else f" (read as {read_as!r})")
+    return say("quoted", text=repr(original)) if original == read_as else \
+        say("quoted_read_as", text=repr(original), read_as=repr(read_as))
 
 
 def _find(seen: Normalized, needle: str) -> tuple[int, int] | None:
@@ -112,8 +113,8 @@ def _find(seen: Normalized, needle: str) -> tuple[int, int] | None:
 
 def _found(reply: Reply, seen: Normalized, needle: str, span: tuple[int, int] | None) -> Check:
     if span is None:
-        return Check.of(False, f"did not find {needle!r}", [Evidence(reply.turn, snippet(reply.text))])
-    return Check.of(True, f"found {_quoted(seen, *span)}", [Evidence(reply.turn, seen.source(*span))])
+        return Check.of(False, say("not_found", text=repr(needle)), [Evidence(reply.turn, snippet(reply.text))])
+    return Check.of(True, say("found", what=_quoted(seen, *span)), [Evidence(reply.turn, seen.source(*span))])
 
 
 @assertion("equals", params=TextParams)
@@ -121,7 +122,7 @@ def equals(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply equals the value (surrounding whitespace ignored)."""
     text = _s(spec.params.text)
     ok = read(reply, spec).text.strip() == text.strip()
-    return Check.of(ok, "equal" if ok else f"expected {text!r}", [Evidence(reply.turn, snippet(reply.text))])
+    return Check.of(ok, say("equal") if ok else say("expected", text=repr(text)), [Evidence(reply.turn, snippet(reply.text))])
 
 
 @assertion("contains", params=TextParams)
@@ -144,8 +145,8 @@ def contains_any(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Chec
     wanted, seen = [_s(v) for v in spec.params.texts], read(reply, spec)
     for needle in wanted:
         if span := _find(seen, needle):
-            return Check.of(True, f"found {_quoted(seen, *span)}", [Evidence(reply.turn, seen.source(*span))])
-    return Check.of(False, f"none of {' / '.join(wanted)} found", [Evidence(reply.turn, snippet(reply.text))])
+            return Check.of(True, say("found", what=_quoted(seen, *span)), [Evidence(reply.turn, seen.source(*span))])
+    return Check.of(False, say("none_found", texts=" / ".join(wanted)), [Evidence(reply.turn, snippet(reply.text))])
 
 
 @assertion("contains-all", params=TextsParams)
@@ -154,8 +155,8 @@ def contains_all(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Chec
     wanted, seen = [_s(v) for v in spec.params.texts], read(reply, spec)
     missing = [w for w in wanted if w not in seen.text]
     score = 1 - len(missing) / len(wanted)
-    reason = "all found" if not missing else f"missing {' / '.join(missing)}"
-    return Check(not missing, score, reason, [Evidence(reply.turn, ", ".join(missing) or ", ".join(wanted), "missing" if missing else "")])
+    reason = say("all_found") if not missing else say("missing", texts=" / ".join(missing))
+    return Check.of(not missing, reason, score=score, evidence=[Evidence(reply.turn, ", ".join(missing) or ", ".join(wanted), "missing" if missing else "")])
 
 
 @assertion("starts-with", params=TextParams)
@@ -163,7 +164,7 @@ def starts_with(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
     """The reply starts with the value (leading whitespace ignored)."""
     text = _s(spec.params.text)
     ok = read(reply, spec).text.lstrip().startswith(text)
-    return Check.of(ok, "starts with it" if ok else f"does not start with {text!r}",
+    return Check.of(ok, say("starts_with") if ok else say("not_starts_with", text=repr(text)),
                     [Evidence(reply.turn, snippet(reply.text, 60))])
 
 
@@ -174,8 +175,8 @@ def regex_match(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
     match = search(pattern, seen.text)
     if match:
         span = match.span()
-        return Check.of(True, f"matched {_quoted(seen, *span)}", [Evidence(reply.turn, seen.source(*span))])
-    return Check.of(False, f"no match for /{pattern}/", [Evidence(reply.turn, snippet(reply.text))])
+        return Check.of(True, say("matched", what=_quoted(seen, *span)), [Evidence(reply.turn, seen.source(*span))])
+    return Check.of(False, say("no_match", pattern=pattern), [Evidence(reply.turn, snippet(reply.text))])
 
 
 def _parse_json(text: str) -> tuple[bool, Any]:
@@ -188,14 +189,14 @@ def _parse_json(text: str) -> tuple[bool, Any]:
 def _json_check(reply: Reply, spec: AssertionSpec, found: tuple[bool, Any]) -> Check:
     ok, value = found
     if not ok:
-        return Check.of(False, "no valid JSON", [Evidence(reply.turn, snippet(reply.text))])
+        return Check.of(False, say("no_json"), [Evidence(reply.turn, snippet(reply.text))])
     schema = spec.params.schema
     if isinstance(schema, dict) and schema:
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=str)
         if errors:
-            return Check.of(False, f"JSON does not match the schema: {errors[0].message}",
+            return Check.of(False, say("json_schema", error=errors[0].message),
                             [Evidence(reply.turn, snippet(reply.text))])
-    return Check.of(True, "valid JSON", [Evidence(reply.turn, snippet(reply.text, 80))])
+    return Check.of(True, say("valid_json"), [Evidence(reply.turn, snippet(reply.text, 80))])
 
 
 @assertion("is-json", params=JsonParams)
@@ -215,19 +216,21 @@ def jmespath_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Ch
     """A JMESPath expression over the JSON reply equals a value or matches a regex."""
     ok, data = find_json(reply.text)
     if not ok:
-        return Check.of(False, "reply is not JSON", [Evidence(reply.turn, snippet(reply.text))])
+        return Check.of(False, say("reply_not_json"), [Evidence(reply.turn, snippet(reply.text))])
     p: JmespathParams = spec.params
     result = jmespath.search(p.expr, data)
     shown = _s(result)
     if p.equals is not UNSET:
         passed = result == p.equals
-        reason = f"{p.expr} = {shown}" + ("" if passed else f", expected {_s(p.equals)}")
+        reason = say("expr_is", expr=p.expr, value=shown) if passed else \
+            say("expr_expected", expr=p.expr, value=shown, expected=_s(p.equals))
     elif p.matches is not None:
         passed = result is not None and search(p.matches, shown) is not None
-        reason = f"{p.expr} = {shown}" + ("" if passed else f", does not match /{p.matches}/")
+        reason = say("expr_is", expr=p.expr, value=shown) if passed else \
+            say("expr_no_match", expr=p.expr, value=shown, pattern=p.matches)
     else:
         passed = result not in (None, False, [], {}, "")
-        reason = f"{p.expr} = {shown}"
+        reason = say("expr_is", expr=p.expr, value=shown)
     return Check.of(passed, reason, [Evidence(reply.turn, shown)])
 
 
@@ -236,8 +239,8 @@ def word_count(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Word count within {min, max}; each CJK character counts as one word."""
     n, bounds = count_words(reply.text), spec.params
     ok = bounds.holds(n)
-    return Check(ok, 1.0 if ok else 0.0, f"{n} words (min {bounds.min}, max {bounds.max})",
-                 [Evidence(reply.turn, snippet(reply.text, 80), f"{n} words")], {"words": n})
+    return Check.of(ok, say("words", n=n, min=bounds.min, max=bounds.max),
+                    [Evidence(reply.turn, snippet(reply.text, 80), f"{n} words")], details={"words": n})
 
 
 @assertion("levenshtein", params=LevenshteinParams)
@@ -246,16 +249,17 @@ def levenshtein_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) ->
     p: LevenshteinParams = spec.params
     d = levenshtein(read(reply, spec).text.strip(), _s(p.value).strip())
     ok = d <= p.max
-    return Check(ok, 1.0 if ok else 0.0, f"edit distance {d} (max {p.max})",
-                 [Evidence(reply.turn, snippet(reply.text, 80))], {"distance": d})
+    return Check.of(ok, say("edit_distance", n=d, max=p.max), [Evidence(reply.turn, snippet(reply.text, 80))],
+                    details={"distance": d})
 
 
 def _at_most(reply: Reply, measured: float | None, limit: float, unit: str) -> Check:
     if measured is None:
-        return Check.of(False, f"no {unit} recorded for this reply", [Evidence(reply.turn, "")])
+        return Check.of(False, say("not_recorded", unit=unit), [Evidence(reply.turn, "")])
     ok = measured <= limit
     shown = f"{measured:g} {unit}"
-    return Check(ok, 1.0 if ok else 0.0, f"{shown} (max {limit:g})", [Evidence(reply.turn, shown)], {unit: measured})
+    return Check.of(ok, say("at_most_measured", value=shown, max=f"{limit:g}"), [Evidence(reply.turn, shown)],
+                    details={unit: measured})
 
 
 @assertion("latency", params=LimitParams)
@@ -285,5 +289,6 @@ def finish_reason(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
         who = f"provider '{ctx.provider}'" if ctx.provider else "the provider"
         raise GradingError(f"turn {reply.turn}: no finish reason recorded for the reply ({who} reported none)")
     passed = found == expected
-    reason = f"finish reason {found!r}" + ("" if passed else f", expected {expected!r}")
+    reason = say("finish_reason", found=repr(found)) if passed else \
+        say("finish_reason_expected", found=repr(found), expected=repr(expected))
     return Check.of(passed, reason, [Evidence(reply.turn, found)])

@@ -19,7 +19,7 @@ import jsonschema
 from evalspec.assertions.text import CountRange
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError, ProviderError
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Said, say
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.patterns import fullmatch
 from evalspec.extend.registry import assertion
@@ -70,8 +70,8 @@ def calls_for(reply: Reply, ctx: GradingContext) -> list[Call]:
     return ctx.tool_calls(None if reply.whole_conversation else reply.turn)
 
 
-def _where(reply: Reply) -> str:
-    return "in the conversation" if reply.whole_conversation else f"in turn {reply.turn}"
+def _where(reply: Reply) -> Said:
+    return say("in_conversation") if reply.whole_conversation else say("in_turn", turn=reply.turn)
 
 
 def value_matches(expected: Any, actual: Any) -> bool:
@@ -108,14 +108,16 @@ def tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
     hits = [(t, c) for t, c in calls if call_matches(ref, c)]
     n = len(hits)
     wanted = ref.name + (f" with {call_text({'name': '', 'arguments': ref.args})[1:-1]}" if ref.args else "")
-    bounds = f"at least {lo}" if hi is None else (f"exactly {lo}" if lo == hi else f"{lo} to {hi}")
+    bounds_said = say("at_least", n=lo) if hi is None else say("exactly", n=lo) if lo == hi else \
+        say("between", lo=lo, hi=hi)
     if lo <= n and (hi is None or n <= hi):
-        return Check.of(True, f"{wanted} called {n} time(s) {_where(reply)} (expected {bounds})", _evidence(hits))
+        return Check.of(True, say("tool_called", tool=wanted, n=n, where=_where(reply), bounds=bounds_said),
+                        _evidence(hits))
     same_name = [(t, c) for t, c in calls if c["name"] == ref.name]
     shown = hits if n else (same_name or calls)
-    note = "" if n or not same_name else f"; {len(same_name)} call(s) to {ref.name} with other arguments"
-    return Check.of(False, f"{wanted} called {n} time(s) {_where(reply)}, expected {bounds}{note}"
-                    + ("" if calls else " (no tool calls)"), _evidence(shown))
+    note = say("empty") if n or not same_name else say("tool_other_args", n=len(same_name), tool=ref.name)
+    return Check.of(False, say("tool_called_expected", tool=wanted, n=n, where=_where(reply), bounds=bounds_said,
+                               note=note, none=say("empty") if calls else say("no_tool_calls")), _evidence(shown))
 
 
 @assertion("not-tool-called", default_scope="conversation", params=NotCalledParams)
@@ -125,9 +127,10 @@ def not_tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> C
     names = [given] if isinstance(given, str) else list(given)
     hits = [(t, c) for t, c in calls_for(reply, ctx) if c["name"] in names]
     if hits:
-        return Check.of(False, f"{hits[0][1]['name']} was called {_where(reply)}"
-                        + (f" (turn {hits[0][0]})" if reply.whole_conversation else ""), _evidence(hits))
-    return Check.of(True, f"{', '.join(names)} not called {_where(reply)}")
+        return Check.of(False, say("tool_was_called", tool=hits[0][1]["name"], where=_where(reply),
+                                   at=say("at_turn", turn=hits[0][0]) if reply.whole_conversation else say("empty")),
+                        _evidence(hits))
+    return Check.of(True, say("tools_not_called", tools=", ".join(names), where=_where(reply)))
 
 
 @assertion("tool-sequence", default_scope="conversation", params=SequenceParams)
@@ -153,8 +156,8 @@ def tool_sequence(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
         left, extra = _unmatched(refs, actual), _unmatched_calls(refs, actual)
         ok = not left and not extra
         missing = f"missing {_ref_text(left[0])}" if left else (f"unexpected {call_text(extra[0])}" if extra else "")
-    reason = f"{mode}: called [{names}] vs reference [{expected}]"
-    return Check.of(ok, reason if ok else f"{reason}: {missing}", _evidence(calls))
+    reason = say("tool_sequence", mode=mode, names=names, expected=expected)
+    return Check.of(ok, reason if ok else say("with_detail", reason=reason, detail=missing), _evidence(calls))
 
 
 def _ref_text(ref: str | CallRef) -> str:
@@ -219,5 +222,5 @@ def tool_args_valid(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> C
             at = "/".join(str(p) for p in errors[0].absolute_path)
             bad.append(Evidence(turn, call_text(call), (f"{at}: " if at else "") + errors[0].message))
     if bad:
-        return Check.of(False, f"{len(bad)} of {len(calls)} call(s) invalid: {bad[0].text}: {bad[0].note}", bad)
-    return Check.of(True, f"{len(calls)} call(s) {_where(reply)} match their declared schema", _evidence(calls))
+        return Check.of(False, say("tool_args_invalid", bad=len(bad), n=len(calls), call=bad[0].text, why=bad[0].note), bad)
+    return Check.of(True, say("tool_args_valid", n=len(calls), where=_where(reply)), _evidence(calls))

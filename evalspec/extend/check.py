@@ -41,10 +41,35 @@ class Undecided:
         return self.error if self.turn is None or f"turn {self.turn}" in self.error else f"turn {self.turn}: {self.error}"
 
 
+@dataclass(frozen=True)
+class Said:
+    """A check's reason in English and in Chinese (run.json's `reason` and `reason_zh`)."""
+
+    en: str
+    zh: str
+
+    def __str__(self) -> str:
+        return self.en
+
+
+def say(key: str, /, **fields: Any) -> Said:
+    """The reason `key` of the reason catalogue (evalspec/reporters/catalogue, `REASONS`) in both languages,
+    its `{fields}` filled: a `Said` field in the same language, anything else as it is (a pattern, a
+    reply's words, a number) (docs/en/reports-and-gate.md#language)."""
+    from evalspec.reporters.catalogue import en, zh
+
+    def render(templates: Mapping[str, str], lang: str) -> str:
+        return templates[key].format(**{k: getattr(v, lang) if isinstance(v, Said) else v for k, v in fields.items()})
+
+    return Said(render(en.REASONS, "en"), render(zh.REASONS, "zh"))
+
+
 @dataclass
 class Check:
     """The outcome of one check on one reply (or one transcript). `undecided`: parts it could not decide,
-    its verdict standing whatever they would say (a pass beside them is an error, a failure is failed)."""
+    its verdict standing whatever they would say (a pass beside them is an error, a failure is failed).
+    `reason_zh`: the reason in Chinese; None: `reason` is not evalspec's own words (a judge's, a plugin's)
+    and reads the same in both languages."""
 
     passed: bool
     score: float
@@ -52,10 +77,20 @@ class Check:
     evidence: list[Evidence] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     undecided: list[Undecided] = field(default_factory=list)
+    reason_zh: str | None = None
 
     @classmethod
-    def of(cls, passed: bool, reason: str = "", evidence: list[Evidence] | None = None) -> Check:
-        return cls(passed, 1.0 if passed else 0.0, reason, evidence or [])
+    def of(cls, passed: bool, reason: str | Said = "", evidence: list[Evidence] | None = None, *,
+           score: float | None = None, details: dict[str, Any] | None = None) -> Check:
+        """A verdict, its reason (`say(...)`: in both languages) and evidence; `score` 1 or 0 unless given."""
+        en, zh = (reason.en, reason.zh) if isinstance(reason, Said) else (reason, None)
+        return cls(passed, (1.0 if passed else 0.0) if score is None else score, en, evidence or [],
+                   details or {}, [], zh)
+
+    @property
+    def said(self) -> Said:
+        """The reason in both languages (the same text twice when it is not evalspec's own words)."""
+        return Said(self.reason, self.reason if self.reason_zh is None else self.reason_zh)
 
 
 @dataclass

@@ -15,7 +15,7 @@ from evalspec.config.model import describe_provider
 from evalspec.providers.limits import LIMITED
 from evalspec.reporters import state
 from evalspec.reporters.attacks import print_attacks
-from evalspec.reporters.catalogue import choose_lang, current, speaking, word, words
+from evalspec.reporters.catalogue import choose_lang, current, reason_text, speaking, word, words
 from evalspec.reporters.judging import print_judging
 from evalspec.reporters.tools import failed_teardowns
 from evalspec.reporters.vocabulary import (
@@ -149,7 +149,7 @@ def print_finding(console: Console, f: Finding) -> None:
             console.print("      " + words("expected_found", key=escape(one_line(fact.key)),
                                               expected=escape(one_line(fact.expected)), found=found))
     elif f.reason:
-        console.print(f"      [dim]{escape(one_line(f.reason))}[/]")
+        console.print(f"      [dim]{escape(one_line(reason_text(f.reason, f.reason_zh)))}[/]")
     for x in f.excerpts:
         console.print(f"      [dim]{words('reply_turn', turn=x.turn)}[/] {_excerpt_markup(x)}")
 

@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 from evalspec.core.text import strip_controls
 from evalspec.reporters import state, tools, world
 from evalspec.reporters.attacks import html_section as attacks_html
-from evalspec.reporters.catalogue import choose_lang, speaking, word, words
+from evalspec.reporters.catalogue import choose_lang, reason_text, speaking, word, words
 from evalspec.reporters.coverage import html_section as coverage_html
 from evalspec.reporters.curves_html import curves_section
 from evalspec.reporters.judging import attribution_word
@@ -214,7 +214,7 @@ def finding_html(f: Finding) -> Markup:
             found=Markup("<b>{}</b>").format(x.found) if x.found else Markup("<i>{}</i>").format(words("nothing")))))
             for x in shown_facts(f)]
     elif f.reason:
-        parts.append(Markup('<div class="meta">{}</div>').format(f.reason))
+        parts.append(Markup('<div class="meta">{}</div>').format(reason_text(f.reason, f.reason_zh)))
     parts += [excerpt_html(x) for x in f.excerpts]
     return Markup("").join(parts)
 
@@ -224,9 +224,11 @@ def verdict_line(record: dict[str, Any], a: dict[str, Any], measured: bool) -> M
     if a.get("pass") is False or a.get("error"):
         f = explain(record, a)
         body = Markup("{} {}").format(verdict_icon(a), finding_html(Finding(f.rule, f.critical, f.where, f.reason,
-                                                                             f.error, [], f.facts, f.description)))
+                                                                             f.error, [], f.facts, f.description,
+                                                                             f.reason_zh)))
     else:
-        body = Markup('{} <span class="rule">{}</span>: {}').format(verdict_icon(a), rule_text(a), a.get("reason") or "")
+        body = Markup('{} <span class="rule">{}</span>: {}').format(verdict_icon(a), rule_text(a),
+                                                                     reason_text(a.get("reason"), a.get("reason_zh")))
     return Markup('<div class="verdict {}">{}</div>').format(css, body)
 
 

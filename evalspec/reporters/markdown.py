@@ -12,7 +12,7 @@ from typing import Any
 
 from evalspec.reporters import state, tools, world
 from evalspec.reporters.attacks import markdown_lines as attack_lines
-from evalspec.reporters.catalogue import choose_lang, speaking, word, words
+from evalspec.reporters.catalogue import choose_lang, reason_text, speaking, word, words
 from evalspec.reporters.coverage import markdown_lines as coverage_lines
 from evalspec.reporters.judging import markdown_lines as judging_lines
 from evalspec.reporters.vocabulary import (
@@ -57,7 +57,7 @@ def finding_lines(f: Finding) -> list[str]:
         lines += ["    - " + words("expected_found", key=md(x.key), expected=md(x.expected),
                                    found=md(x.found) if x.found else f"*{words('nothing')}*") for x in shown_facts(f)]
     elif f.reason:
-        lines.append(f"    - {md(f.reason)}")
+        lines.append(f"    - {md(reason_text(f.reason, f.reason_zh))}")
     lines += [f"    - {words('reply_turn', turn=x.turn)} {_excerpt(x)}" for x in f.excerpts]
     return lines
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalspec.core.text import strip_controls
-from evalspec.reporters.catalogue import words
+from evalspec.reporters.catalogue import reason_text, words
 from evalspec.results.findings import Fact, Finding, findings
 from evalspec.results.stats import format_rate
 from evalspec.results.verdict import reaches_gate
@@ -203,7 +203,7 @@ def where_text(where: str) -> str:
 def finding_text(f: Finding) -> str:
     """`turn 2: not-regex: 1[3-9]\\d{9} [critical]: unexpected: matched '139…'` — one finding on one line."""
     text = (where_text(f.where) + (f": {f.rule}" if f.rule else "") + (f" [{words('critical')}]" if f.critical else "")
-            + ": " + (f"{words('error_colon')} {f.error}" if f.error else f.reason))
+            + ": " + (f"{words('error_colon')} {f.error}" if f.error else reason_text(f.reason, f.reason_zh)))
     return one_line(text)
 
 

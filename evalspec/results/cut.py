@@ -51,7 +51,7 @@ class KeptResult(AssertionResult):
 
 def kept(recorded: dict[str, Any]) -> AssertionResult:
     result = KeptResult(recorded["type"], recorded["scope"], recorded["pass"], recorded["score"],
-                        reason=recorded.get("reason", ""), error=recorded.get("error"),
+                        reason=recorded.get("reason", ""), reason_zh=recorded.get("reason_zh"), error=recorded.get("error"),
                         weight=recorded.get("weight", 1.0), severity=recorded.get("severity", "major"),
                         metric=recorded.get("metric"), threshold=recorded.get("threshold"),
                         turn=recorded.get("turn"), value=recorded.get("value"))

@@ -57,6 +57,7 @@ class Finding:
     excerpts: list[Excerpt] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     description: str = ""  # the rule's `description:`: why it exists (SPEC §21)
+    reason_zh: str | None = None  # the reason in Chinese (run.json's `reason_zh`; absent in older runs)
 
 
 def rule_text(a: dict[str, Any]) -> str:
@@ -170,7 +171,7 @@ def explain(record: dict[str, Any], a: dict[str, Any]) -> Finding:
     shown = _excerpts(record, a) if not a.get("error") else []
     return Finding(rule_text(a), a.get("severity") == "critical" and a.get("pass") is False,
                    _where(a, shown), str(a.get("reason") or ""), a.get("error"), shown, _facts(a),
-                   str(a.get("description") or ""))
+                   str(a.get("description") or ""), a.get("reason_zh"))
 
 
 def findings(record: dict[str, Any]) -> list[Finding]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from evalspec.reporters.catalogue import CATALOGUES, words
+from evalspec.reporters.catalogue import CATALOGUES, reason_text, words
 from evalspec.reporters.judging import attribution_word
 from evalspec.reporters.vocabulary import verdict_records, where_text
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES
@@ -32,7 +32,7 @@ def class_names() -> list[list[str]]:
 
 def failed_checks(record: dict[str, Any]) -> list[dict[str, Any]]:
     """[{assertion, reason}] of a failed or errored record, in the report's order: what stopped it."""
-    out: list[dict[str, Any]] = [{"assertion": f.rule or where_text(f.where), "reason": f.error or f.reason}
+    out: list[dict[str, Any]] = [{"assertion": f.rule or where_text(f.where), "reason": f.error or reason_text(f.reason, f.reason_zh)}
                                  for f in findings(record)]
     if not out and record.get("status") in ATTRIBUTABLE:
         out.append({"assertion": None, "reason": record.get("error") or record.get("status")})

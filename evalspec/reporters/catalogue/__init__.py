@@ -34,6 +34,12 @@ def word(key: str, default: str | None = None) -> str:
     return CATALOGUES[_LANG.get()].get(key, key if default is None else default)
 
 
+def reason_text(reason: str | None, reason_zh: str | None) -> str:
+    """A check's reason in the language being spoken: run.json's `reason_zh` in Chinese (when the run has
+    it), else `reason`."""
+    return str(reason_zh if _LANG.get() == "zh" and reason_zh else reason or "")
+
+
 def current() -> str:
     return _LANG.get()
 
