@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,14 +10,6 @@ from typing import Any
 import click
 
 from evalspec.core.exitcodes import ExitCode
-
-
-def _lang(suites: list[Any]) -> str:
-    from evalspec.reporters.catalogue import guess_lang, planned_user_texts
-
-    env = os.environ.get("EVALSPEC_LANG")
-    return next((s.report_lang for s in suites if s.report_lang), None) or \
-        (env if env in ("zh", "en") else None) or guess_lang(planned_user_texts(suites))
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -67,8 +58,10 @@ def coverage_report(suites: list[Any], plan: Any, run: dict[str, Any] | None, gr
                                                                  "approved (non-draft) tests")
 @click.option("--md", "md_path", type=click.Path(dir_okay=False), help="also write the matrix as Markdown")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="also write it as JSON")
+@click.option("--lang", type=click.Choice(["zh", "en"]),
+              help="the language of the output (default: the suite's report.lang, else the user turns')")
 def coverage_command(paths: tuple[str, ...], run_path: str | None, grid: str | None, minimum: int | None,
-                     md_path: str | None, output: str | None) -> None:
+                     md_path: str | None, output: str | None, lang: str | None) -> None:
     """What the suites cover: each `coverage:` value with its tests, approved tests and (with --run) its
     verdicts; the gated rules with their tests and examples (SPEC §25). Exit 1 under --min N when a value
     has fewer than N approved tests."""
@@ -76,7 +69,7 @@ def coverage_command(paths: tuple[str, ...], run_path: str | None, grid: str | N
     from evalspec.core.suggest import did_you_mean
     from evalspec.plan.build import Selection
     from evalspec.plan.preflight import prepare
-    from evalspec.reporters.catalogue import speaking
+    from evalspec.reporters.catalogue import choose_lang, speaking
     from evalspec.reporters.coverage import report_lines
     from evalspec.results.runjson import read_run
 
@@ -97,7 +90,7 @@ def coverage_command(paths: tuple[str, ...], run_path: str | None, grid: str | N
     if run_path is not None:
         run = read_run(run_path)  # exit 2 naming what is wrong with it
     report = coverage_report(suites, plan, run, pair, minimum, run_path)
-    with speaking(_lang(suites)):
+    with speaking(choose_lang(None, lang, suites=suites)):
         text = "\n".join(report_lines(report, md=False))
         markdown = "\n".join(report_lines(report, md=True)) + "\n"
     click.echo(text)

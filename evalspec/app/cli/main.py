@@ -45,11 +45,37 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _config_error(exc: ConfigError) -> None:
-    for problem in exc.problems:
-        err_console.print(f"[red]error[/] {escape(str(problem))}")
+    """Every problem in file and line order under its lead word, then the count, in the screen's language
+    (the problems' own messages are English: docs/en/troubleshooting.md lists them)."""
+    from evalspec.reporters.catalogue import words
+
+    for problem in sorted(exc.problems, key=_file_and_line):
+        err_console.print(f"[red]{words('cli_error')}[/] {escape(str(problem))}")
     count = len(exc.problems)
-    err_console.print(f"{count} problem{'s' if count != 1 else ''} found; nothing was run.")
+    err_console.print(words("cli_problems_one" if count == 1 else "cli_problems_many", n=count))
     sys.exit(ExitCode.CONFIG_ERROR)
+
+
+def _file_and_line(problem: Problem) -> tuple[str, int]:
+    return str(problem.file), problem.line or 0
+
+
+def files_lang(paths: list[str], override: str | None) -> str:
+    """The language of a command over suite files that may not load (`validate`): `--lang`, else a
+    `lang: zh|en` line, else EVALSPEC_LANG, else the files' `user:` lines, else the system locale."""
+    import regex
+
+    from evalspec.reporters.catalogue import choose_lang
+
+    texts, declared = [], None
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        declared = declared or next(iter(regex.findall(r"(?m)\blang:\s*['\"]?(zh|en)\b", text)), None)
+        texts += regex.findall(r"(?m)^[\s-]*user:\s*(.+)$", text)
+    return choose_lang(None, override or declared, texts=texts)
 
 
 def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -77,6 +103,11 @@ def _var_value(text: str) -> str | int | float:
 
 
 def _count(n: int, noun: str) -> str:
+    """`1 suite`, `2 tests`; in Chinese `1 个套件`, `2 个测试` (the catalogue's `cli_count_<noun>`)."""
+    from evalspec.reporters.catalogue import current, words
+
+    if current() == "zh":
+        return words(f"cli_count_{noun}", n=n)
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
@@ -87,7 +118,13 @@ _OUTPUT_FLAGS = ("-o", "--output", "--html", "--md", "--junit")
 
 class _Group(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        from evalspec.reporters.catalogue import choose_lang, speaking
+
         kwargs.setdefault("standalone_mode", True)
+        with speaking(choose_lang()):  # each command may choose again (`catalogue.use`) once it has read its input
+            return self._main(*args, **kwargs)
+
+    def _main(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().main(*args, **kwargs)
         except ConfigError as exc:
@@ -212,11 +249,9 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
             sys.exit(ExitCode.CONFIG_ERROR)
         if guard is not None:
             guard.ready()
-        from evalspec.reporters.catalogue import guess_lang, planned_user_texts
+        from evalspec.reporters.catalogue import choose_lang
 
-        live_lang = lang or next((s.report_lang for s in suites if s.report_lang), None) or \
-            (os.environ.get("EVALSPEC_LANG") if os.environ.get("EVALSPEC_LANG") in ("zh", "en") else None) or \
-            guess_lang(planned_user_texts(suites))
+        live_lang = choose_lang(None, lang, suites=suites)
         reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts, lang=live_lang)
         options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites), processes=processes,
                              run_dir=run_dir, resume=bool(resume_dir) or bool(guard and guard.resumed), use_cache=not no_cache,
@@ -334,15 +369,20 @@ def _write_report(kind: str, data: dict[str, Any], path: Path, html_all: bool, l
 @click.option("--strict", is_flag=True,
               help="also warn on every critical deterministic assertion without a fail example, and treat "
                    "every warning as an error (exit 2)")
-def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool) -> None:
+@click.option("--lang", type=click.Choice(["zh", "en"]), help="the language of the output (default: the suite's "
+              "report.lang, else EVALSPEC_LANG, else Chinese when most user turns are Chinese)")
+def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool, lang: str | None) -> None:
     """Everything `run` checks before its first call (schema, labels, templates, python files,
     providers, judges, each rule against its `examples:`); every problem of every file at once; runs nothing."""
     from evalspec.app.api import expand_paths
     from evalspec.config.rule_examples import rule_warnings
     from evalspec.plan.preflight import prepare
     from evalspec.play.supervise import can_supervise, watch
+    from evalspec.reporters.catalogue import use, words
 
     cli_vars = _parse_vars(var_pairs)
+    files = [str(p) for p in expand_paths(list(paths))]
+    use(files_lang(files, lang))
 
     def check() -> None:
         suites, plan = prepare(list(expand_paths(list(paths))), cli_vars)
@@ -356,11 +396,11 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool) -
         warnings = redact_problems(warnings, run_secrets(suites))  # they quote names and values
         if strict and warnings:
             raise ConfigError(warnings)
-        for warning in warnings:
-            err_console.print(f"[yellow]warning[/] {escape(str(warning))}")
+        for warning in sorted(warnings, key=_file_and_line):
+            err_console.print(f"[yellow]{words('cli_warning')}[/] {escape(str(warning))}")
         tests = sum(len(s.tests) for s in suites)
-        click.echo(f"ok: {_count(len(suites), 'suite')}, {_count(tests, 'test')}, "
-                   f"{_count(len(plan), 'conversation')} planned")
+        click.echo(words("cli_validate_ok", suites=_count(len(suites), "suite"), tests=_count(tests, "test"),
+                         conversations=_count(len(plan), "conversation")))
 
     def watched() -> None:
         try:
@@ -576,14 +616,18 @@ def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> Non
 
 @main.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
-def init(directory: str) -> None:
+@click.option("--lang", type=click.Choice(["zh", "en"]),
+              help="the language of the output (default: EVALSPEC_LANG, else the system locale)")
+def init(directory: str, lang: str | None) -> None:
     """Scaffold a suite, a demo provider and a GitHub workflow."""
     from evalspec.authoring.scaffold import scaffold
+    from evalspec.reporters.catalogue import choose_lang, use, words
 
+    use(choose_lang(None, lang))
     created = scaffold(Path(directory))
     for path in created:
-        click.echo(f"created {path}")
-    click.echo(f"next: cd {directory} && evalspec run suites/*.yaml")
+        click.echo(words("cli_created", path=path))
+    click.echo(words("cli_init_next", directory=directory))
 
 
 @main.command()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -61,15 +60,6 @@ WORDS: dict[str, dict[str, str]] = {
         "points": "{n} 个百分点",
     },
 }
-
-
-def _lang(suites: list[Any], override: str | None) -> str:
-    """`--lang`, else the first suite's `report.lang`, else EVALSPEC_LANG, else the user turns' language."""
-    from evalspec.reporters.catalogue import guess_lang, planned_user_texts
-
-    env = os.environ.get("EVALSPEC_LANG")
-    return override or next((s.report_lang for s in suites if s.report_lang), None) or \
-        (env if env in ("zh", "en") else None) or guess_lang(planned_user_texts(suites))
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -224,7 +214,7 @@ def plan_command(paths: tuple[str, ...], baseline_path: str | None, detect: floa
     from evalspec.app.api import expand_paths
     from evalspec.plan.build import Selection
     from evalspec.plan.preflight import prepare
-    from evalspec.reporters.catalogue import speaking
+    from evalspec.reporters.catalogue import choose_lang, speaking
     from evalspec.results.runjson import read_run
 
     selection = Selection(repeat=repeat)
@@ -232,7 +222,7 @@ def plan_command(paths: tuple[str, ...], baseline_path: str | None, detect: floa
     baseline = read_run(baseline_path, check=True) if baseline_path else None  # exit 2 naming what is wrong
     report = {"alpha": alpha, "power": power, "detect": detect, "baseline": baseline_path,
               "suites": [suite_plan(s, selection, baseline, detect, power, alpha) for s in suites]}
-    with speaking(_lang(suites, lang)):
+    with speaking(choose_lang(None, lang, suites=suites)):
         click.echo("\n".join(plan_lines(report)))
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)

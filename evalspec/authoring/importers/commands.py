@@ -26,7 +26,26 @@ ALLOW_EMPTY_HELP = "write the suite even with tests that check nothing, no test 
 
 
 def allow_empty_option(f: Any) -> Any:
+    """`--allow-empty`, and `--lang` (the language of the command's own lines), on every import."""
+    f = click.option("--lang", type=click.Choice(["zh", "en"]), expose_value=False,
+                     callback=lambda ctx, _, value: ctx.meta.__setitem__("evalspec_lang", value),
+                     help="the language of the output (default: EVALSPEC_LANG, else the imported conversations')")(f)
     return click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)(f)
+
+
+def _user_texts(data: Any) -> list[str]:
+    """The user turns written in an imported suite's data (to choose the language of the summary)."""
+    if isinstance(data, dict):
+        own = [data["user"]] if isinstance(data.get("user"), str) else []
+        return own + [t for v in data.values() for t in _user_texts(v)]
+    return [t for v in data for t in _user_texts(v)] if isinstance(data, list) else []
+
+
+def _speak(texts: list[str]) -> None:
+    """Speak the language of this import (`--lang`, else EVALSPEC_LANG, else the conversations' turns)."""
+    from evalspec.reporters.catalogue import choose_lang, use
+
+    use(choose_lang(None, click.get_current_context().meta.get("evalspec_lang"), texts=texts))
 
 
 def judge_option(f: Any) -> Any:
@@ -42,29 +61,31 @@ def judge_ref(judge: str) -> Any:
 
 
 def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, allow_empty: bool = False) -> None:
+    from evalspec.reporters.catalogue import words
+
+    _speak([t for suite in suites for t in _user_texts(suite.data)])
     for suite in suites:
         if not allow_empty:
             leave_out_unchecked(suite)  # before the notes are shown: it adds one
         for note in suite.not_converted:
-            click.echo(f"not converted ({suite.filename}): {note}", err=True)
+            click.echo(words("cli_not_converted", file=suite.filename, note=note), err=True)
     try:
         written = write_suites(suites, Path(out_dir), provider, allow_empty)
     except ImportRefused as exc:
         for problem in exc.problems:
-            click.echo(f"error {problem}", err=True)
+            click.echo(f"{words('cli_error')} {problem}", err=True)
         if isinstance(exc, WouldOverwrite):
-            click.echo("refused: nothing was written", err=True)
+            click.echo(words("cli_refused"), err=True)
         else:
-            click.echo(f"refused: {len(exc.problems)} problem(s) would make a hollow suite; nothing was written "
-                       "(--allow-empty writes it anyway)", err=True)
+            click.echo(words("cli_refused_hollow", n=len(exc.problems)), err=True)
         sys.exit(ExitCode.CONFIG_ERROR)
     for path in written:
-        click.echo(f"wrote {path}")
+        click.echo(words("cli_wrote", path=path))
     kept = lost = 0
     for suite in suites:
         k, n = check_counts(suite)
         kept, lost = kept + k, lost + n
-    click.echo(f"checks: {kept} kept, {lost} not converted", err=True)
+    click.echo(words("cli_checks_kept", kept=kept, lost=lost), err=True)
 
 
 @click.group(name="import")
@@ -125,10 +146,13 @@ def csv_(file: str, out_dir: str, provider: str | None, allow_empty: bool) -> No
 def _finish_platform(suites: list[ImportedSuite], refused: list[tuple[str, str]], out_dir: str,
                      allow_empty: bool) -> None:
     """A platform import (a file or a folder): refused sources on stderr; nothing to write is an error."""
+    from evalspec.reporters.catalogue import words
+
+    _speak([t for suite in suites for t in _user_texts(suite.data)])
     for source, reason in refused:
-        click.echo(f"refused {source}: {reason}", err=True)
+        click.echo(words("cli_refused_source", source=source, reason=reason), err=True)
     if not suites and not allow_empty:
-        click.echo("refused: no test could be imported; nothing was written", err=True)
+        click.echo(words("cli_refused_none"), err=True)
         sys.exit(ExitCode.CONFIG_ERROR)
     _finish(suites, out_dir, None, allow_empty)
 
@@ -181,19 +205,25 @@ def transcripts(source: str, out: str, ids: str | None, expect_state: str | None
 
     wanted = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
     paths = [p.strip() for p in expect_state.split(",") if p.strip()] if expect_state else None
+    from evalspec.reporters.catalogue import words
+
     try:
         written, notes = import_transcripts(Path(source), Path(out), wanted, paths, allow_empty)
     except ConfigError as exc:
+        _speak([])
         for problem in exc.problems:
-            click.echo(f"error {problem}", err=True)
+            click.echo(f"{words('cli_error')} {problem}", err=True)
         if isinstance(exc, ImportRefused):
-            click.echo(f"refused: {len(exc.problems)} test(s) would check nothing; nothing was written "
-                       "(--allow-empty writes them anyway)", err=True)
+            click.echo(words("cli_refused_tests", n=len(exc.problems)), err=True)
         sys.exit(ExitCode.CONFIG_ERROR)
+    import yaml
+
+    _speak([t for path in written if path.suffix in (".yaml", ".yml")
+            for t in _user_texts(yaml.safe_load(path.read_text(encoding="utf-8")))])
     for note in notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"{words('cli_note')}: {note}", err=True)
     for path in written:
-        click.echo(f"wrote {path}")
+        click.echo(words("cli_wrote", path=path))
 
 
 @click.group()

@@ -88,8 +88,26 @@ def suite_lang(suites: Iterable[dict[str, Any]]) -> str | None:
     return None
 
 
-def choose_lang(run: dict[str, Any], override: str | None = None) -> str:
-    """The language a run's reports speak."""
+def choose_lang(run: dict[str, Any] | None = None, override: str | None = None, *, suites: Iterable[Any] = (),
+                texts: Iterable[str] = ()) -> str:
+    """The language of every screen, the one rule for every command (docs/en/reports-and-gate.md#language):
+    `--lang` (`override`), else the first suite's `report: {lang}` (of the run, else of the loaded `suites`),
+    else `EVALSPEC_LANG`, else the user turns (of the run, the suites, or `texts`: imported conversations,
+    the files being validated), else the system locale (`LANG` starting with `zh`)."""
+    if override in CATALOGUES:
+        return str(override)
+    suites = list(suites)
+    chosen = suite_lang((run or {}).get("suites") or []) or next(
+        (str(s.report_lang) for s in suites if getattr(s, "report_lang", None) in CATALOGUES), None)
     env = os.environ.get("EVALSPEC_LANG")
-    return (override or suite_lang(run.get("suites") or []) or (env if env in CATALOGUES else None)
-            or guess_lang(run_user_turns(run)))
+    if chosen or env in CATALOGUES:
+        return str(chosen or env)
+    said = [t for t in [*run_user_turns(run or {}), *planned_user_texts(suites), *texts] if t.strip()]
+    if said:
+        return guess_lang(said)
+    return "zh" if (os.environ.get("LC_ALL") or os.environ.get("LANG") or "").lower().startswith("zh") else "en"
+
+
+def use(lang: str) -> None:
+    """Speak `lang` for the rest of this command (inside the `speaking` block the command line opens)."""
+    _LANG.set(lang if lang in CATALOGUES else "en")

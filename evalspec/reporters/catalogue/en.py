@@ -173,6 +173,18 @@ WORDS: dict[str, str] = {
     # the world the bot acts on (docs/en/world.md)
     "world_title": "World: what the bot changed", "world_same": "the world is as it started",
     "world_nothing": "nothing changed", "world_line": "world: {changes}",
+    # the command line's own frame (validate, init, import): SPEC §32
+    "cli_error": "error", "cli_warning": "warning", "cli_note": "note",
+    "cli_problems_one": "{n} problem found; nothing was run.", "cli_problems_many": "{n} problems found; nothing was run.",
+    "cli_validate_ok": "ok: {suites}, {tests}, {conversations} planned",
+    "cli_count_suite": "{n} suite", "cli_count_test": "{n} test", "cli_count_conversation": "{n} conversation",
+    "cli_created": "created {path}", "cli_init_next": "next: cd {directory} && evalspec run suites/*.yaml",
+    "cli_wrote": "wrote {path}", "cli_checks_kept": "checks: {kept} kept, {lost} not converted",
+    "cli_not_converted": "not converted ({file}): {note}", "cli_refused": "refused: nothing was written",
+    "cli_refused_hollow": "refused: {n} problem(s) would make a hollow suite; nothing was written (--allow-empty writes it anyway)",
+    "cli_refused_tests": "refused: {n} test(s) would check nothing; nothing was written (--allow-empty writes them anyway)",
+    "cli_refused_source": "refused {source}: {reason}",
+    "cli_refused_none": "refused: no test could be imported; nothing was written",
 }
 
 #: every built-in check's reason (run.json's `reason`; zh.py's REASONS give `reason_zh`), filled by

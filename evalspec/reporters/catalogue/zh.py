@@ -165,6 +165,18 @@ WORDS: dict[str, str] = {
     # 机器人作用的世界（docs/en/world.md）
     "world_title": "世界状态：机器人改了什么", "world_same": "世界状态与开始时相同",
     "world_nothing": "没有任何改变", "world_line": "世界状态：{changes}",
+    # 命令行自己的框架文字（validate、init、import）
+    "cli_error": "错误", "cli_warning": "警告", "cli_note": "提示",
+    "cli_problems_one": "发现 {n} 个问题；没有运行任何测试。", "cli_problems_many": "发现 {n} 个问题；没有运行任何测试。",
+    "cli_validate_ok": "通过：{suites}，{tests}，计划 {conversations}",
+    "cli_count_suite": "{n} 个套件", "cli_count_test": "{n} 个测试", "cli_count_conversation": "{n} 段对话",
+    "cli_created": "已创建 {path}", "cli_init_next": "下一步：cd {directory} && evalspec run suites/*.yaml",
+    "cli_wrote": "已写入 {path}", "cli_checks_kept": "检查：保留 {kept} 个，{lost} 个未转换",
+    "cli_not_converted": "未转换（{file}）：{note}", "cli_refused": "已拒绝：没有写入任何文件",
+    "cli_refused_hollow": "已拒绝：{n} 个问题会让套件什么也不检查；没有写入任何文件（--allow-empty 仍会写入）",
+    "cli_refused_tests": "已拒绝：{n} 个测试什么也不检查；没有写入任何文件（--allow-empty 仍会写入）",
+    "cli_refused_source": "已拒绝 {source}：{reason}",
+    "cli_refused_none": "已拒绝：没有可导入的测试；没有写入任何文件",
 }
 
 #: 每个内置检查的原因（run.json 的 `reason_zh`），键与 en.py 的 REASONS 相同
