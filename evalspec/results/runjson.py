@@ -48,7 +48,9 @@ def parse_run(raw: bytes, where: str, shape: bool = True) -> dict[str, Any]:
         data = decode(text)
     except ValueError as exc:
         cut = " (the file looks cut short)" if not text.rstrip().endswith("}") else ""
-        raise ConfigError([Problem(where, None, "", f"not a readable run.json: not valid JSON{cut}: {exc}")]) from None
+        again = ("; `evalspec run … --resume` on its run folder writes it again from the journal, or run "
+                 "`evalspec run` again")  # the next command (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read)
+        raise ConfigError([Problem(where, None, "", f"not a readable run.json: not valid JSON{cut}: {exc}{again}")]) from None
     problem = run_shape_problem(data) if shape else _top_problem(data)
     if problem is not None:
         raise ConfigError([Problem(where, None, "", f"not a run.json: {problem}; give a run.json written "

@@ -245,7 +245,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
             raise
         os.chdir(cwd)  # a plugin that changed directory while it was loaded
         if resume_dir and not (run_dir / "journal.jsonl").exists():
-            err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run.")
+            err_console.print(f"error: --resume {resume_dir}: no journal.jsonl there; nothing was run. Start a new "
+                              f"run without --resume, or give the run folder under .evalspec/runs/ that was interrupted.")
             sys.exit(ExitCode.CONFIG_ERROR)
         if guard is not None:
             guard.ready()

@@ -76,3 +76,12 @@ def test_an_import_of_chinese_conversations_sums_up_in_chinese(tmp_path: Path) -
     assert "检查：保留 2 个，1 个未转换" in out and "已写入 " in out
     code, out = invoke("import", "csv", str(source), "-o", str(tmp_path / "out2"), "--lang", "en")
     assert "checks: 2 kept, 1 not converted" in out
+
+
+def test_walls_name_the_command_to_run_next(tmp_path: Path) -> None:
+    cut = tmp_path / "run.json"
+    cut.write_text('{"results": [', encoding="utf-8")
+    code, out = invoke("report", str(cut))
+    assert code == 2 and "--resume" in out and "evalspec run" in out, out
+    code, out = invoke("run", _suite(tmp_path, GOOD), "--resume", str(tmp_path / "nowhere"))
+    assert code == 2 and "without --resume" in out, out
