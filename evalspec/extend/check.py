@@ -53,10 +53,10 @@ class Said:
 
 
 def say(key: str, /, **fields: Any) -> Said:
-    """The reason `key` of the reason catalogue (evalspec/reporters/catalogue, `REASONS`) in both languages,
+    """The reason `key` of the reason catalogue (evalspec/extend/reasons, `REASONS`) in both languages,
     its `{fields}` filled: a `Said` field in the same language, anything else as it is (a pattern, a
     reply's words, a number) (docs/en/reports-and-gate.md#language)."""
-    from evalspec.reporters.catalogue import en, zh
+    from evalspec.extend.reasons import en, zh
 
     def render(templates: Mapping[str, str], lang: str) -> str:
         return templates[key].format(**{k: getattr(v, lang) if isinstance(v, Said) else v for k, v in fields.items()})
