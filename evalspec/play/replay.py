@@ -20,7 +20,7 @@ from evalspec.results.record import Record, conversation_error, make_record
 from evalspec.results.transcript import Transcript
 
 
-def _instances(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
+def instances_of(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
     """The current plan of the run's suites, by record key; and warnings about changed suites. A run made
     with `--transcripts PATH` is planned on PATH again, never on the suites' own `transcripts.path`."""
     paths = [s["path"] for s in run["suites"]]
@@ -43,7 +43,7 @@ def _instances(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
 async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str, Any], list[str]]:
     """Grade every recorded transcript again with the suites' current assertions; no call to a system
     under test is made (judges and embedders are called, through the cache)."""
-    instances, warnings = _instances(run)
+    instances, warnings = instances_of(run)
     pool = ProviderPool([], cache_dir)
     out = []
     groups: dict[GroupKey, list[tuple[Instance, Record]]] = {}
@@ -95,7 +95,7 @@ def label(statuses: list[str]) -> str:
 async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Replay each failed or errored record `times` times, live (no cache), and label it: an error that
     repeats is `error` (infrastructure), one that now passes `flaky` (model fluctuation), SPEC §17."""
-    instances, warnings = _instances(run)
+    instances, warnings = instances_of(run)
     # measured curve points are measurements, not failures: they are never replayed
     failed = [r for r in run["results"] if r["status"] in ("failed", "error") and not r.get("curve")]
     plan = list(instances.values())

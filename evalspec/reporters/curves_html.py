@@ -151,3 +151,26 @@ def curves_section(run: dict[str, Any]) -> Markup:
         return Markup("")
     body = Markup("").join(chart_html(chart, styled(chart, configs)) for chart in groups)
     return Markup(f'<h2>{escape(words("Curves"))}</h2><div class="curves">') + body + Markup("</div>")
+
+
+def pass_k_section(run: dict[str, Any]) -> Markup:
+    """pass^k and pass@k for k = 1..m (run.json `summary.pass_hat_k`, `summary.pass_at_k`) as one chart with
+    their values in a table (docs/en/statistics.md#pass-k); nothing when no test repeated."""
+    summary = run.get("summary") or {}
+    hat, at = list(summary.get("pass_hat_k") or []), list(summary.get("pass_at_k") or [])
+    if not hat and not at:
+        return Markup("")
+    k_word = words("curve_k")
+    lines = [{"label": words(name), "color": color, "dash": dash, "variable": k_word,
+              "points": [{"value": k, "rate": float(v)} for k, v in enumerate(values, 1) if v is not None]}
+             for name, values, color, dash in (("curve_pass_hat_k", hat, COLORS[0], ""),
+                                               ("curve_pass_at_k", at, COLORS[2], "6 4")) if values]
+    rows = "".join(f"<tr><td>{k}</td><td>{_fmt(h, 3)}</td><td>{_fmt(a, 3)}</td></tr>"
+                   for k, h, a in zip(range(1, max(len(hat), len(at)) + 1), hat + [None] * len(at),
+                                      at + [None] * len(hat)))
+    legend = "".join(f'<span style="color:{c["color"]}">{"- -" if c["dash"] else "——"} {escape(c["label"])}</span> '
+                     for c in lines)
+    return (Markup(f'<section id="pass-k" class="chart"><h2>{escape(words("curve_pass_k_title"))}</h2>'
+                   f'<figure style="{FIGURE}"><figcaption>{legend}</figcaption>')
+            + line_svg(lines, "rate", "pass-k-chart", top=1.0)
+            + Markup(f'</figure><table><tr><th>k</th><th>pass^k</th><th>pass@k</th></tr>{rows}</table></section>'))

@@ -17,11 +17,12 @@ from evalspec.reporters import state, tools, world
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.catalogue import choose_lang, reason_text, speaking, word, words
 from evalspec.reporters.coverage import html_section as coverage_html
-from evalspec.reporters.curves_html import curves_section
+from evalspec.reporters.curves_html import curves_section, pass_k_section
 from evalspec.reporters.judging import attribution_word
 from evalspec.reporters.judging import html_section as judging_html
 from evalspec.reporters.vocabulary import (
     COUNT_LABELS,
+    at_turn_text,
     blocking,
     count_keys,
     ensure_current,
@@ -95,13 +96,13 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 {% if failures %}<h2 id="failures">{{ t('failures_first') }}</h2>
 {% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ t(f.v.category) }}</b>{% if f.v.critical_failed %} <span class="critical">{{ t('critical') }}</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">{{ t('conversation_link') }}</a>
 {% if f.description %}<div class="desc">{{ f.description }}</div>{% endif %}
-<ul>{% for x in f.findings %}<li>{{ finding_html(x) }}</li>{% endfor %}</ul></div>{% endfor %}{% endif %}
+<ul>{% for x in f.findings %}<li>{{ finding_html(x) }}</li>{% endfor %}</ul>{% for line in f.at_turn %}<div class="meta at-turn">{{ line }}</div>{% endfor %}</div>{% endfor %}{% endif %}
 {{ attacks_section }}{{ judging_section }}{{ coverage_section }}
 {% if run.slas %}<h2>{{ t('slas') }}</h2><div class="scroll"><table class="stack"><thead><tr><th>SLA</th><th>{{ t('verdict') }}</th><th>{{ t('measured_vs_target') }}</th></tr></thead>
 {% for x in run.slas %}<tr data-sla="{{ x.id }}"><td data-label="SLA">{{ x.id }}</td><td data-label="{{ t('verdict') }}" class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ w(x.status) }}</td><td data-label="{{ t('measured_vs_target') }}">{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
 {% if run.summary.metrics %}<h2>{{ t('metrics') }}</h2><div class="scroll"><table class="stack"><thead><tr>{% for col in metric_columns %}<th{% if loop.index > 3 %} class="n"{% endif %}>{{ col }}</th>{% endfor %}</tr></thead>
 {% for m in run.summary.metrics %}<tr>{% for cell in metric_cells(m) %}<td data-label="{{ metric_columns[loop.index0] }}"{% if loop.index > 3 %} class="n"{% endif %}>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table></div>{% endif %}
-<div class="scroll">{{ curves_section }}</div>
+<div class="scroll">{{ curves_section }}{{ pass_k_section }}</div>
 <h2>{{ t('conversations') }}</h2>
 <div class="filters">{{ t('status') }} <select id="f-status"><option value="">{{ t('all') }}</option>{% for s in statuses %}<option value="{{ s }}">{{ t(s) }}</option>{% endfor %}</select>
 {{ t('tag') }} <select id="f-tag"><option value="">{{ t('all') }}</option>{% for x in tags %}<option>{{ x }}</option>{% endfor %}</select>
@@ -112,7 +113,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 <summary><b class="{{ v.category }}">{{ t(v.category) }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }}{% if x.score is not none %} · {{ t('score') }} {{ x.score }}{% endif %}{{ x.repeats }} · {{ v.suite }}{% if x.xfail %} · {{ t('xfail_reason', reason=x.xfail) }}{% endif %}{% if v.measured %} · {{ t('curve_point_note') }}{% endif %}</span></summary>
 <div class="chat">{% if x.description %}<p class="desc">{{ x.description }}</p>{% endif %}{% if x.summarised %}<p class="meta summarised">{{ t('summarised') }}</p>{% endif %}
 {% for r in x.records %}{% if x.records|length > 1 %}{% set rec_status = 'measured' if v.measured and r.status != 'error' else r.status %}<p class="meta">{{ t('repeat') }} {{ r.repeat }} · <b class="{{ rec_status }}">{{ w(rec_status) }}</b></p>{% endif %}
-{% if r.error %}<p class="error">{{ t('error_colon') }} {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}
+{% if r.error %}<p class="error">{{ t('error_colon') }} {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}{% if r.at_turn %}<p class="meta at-turn">{{ at_turn(r.at_turn) }}</p>{% endif %}
 {% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ w(m.role) }}{% if m.turn %} · {{ t('turn_n', n=m.turn) }}{% endif %}{% if m.filler %} · {{ t('filler') }}{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · {{ t('golden_history') }}{% endif %}{% if m.intermediate %} · {{ t('tool_round') }}{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · {{ t('cached') }}{% endif %}{% if m.click is defined %} · <span class="clicked">{{ clicked(m) }}</span>{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}{{ state_of(r, m) }}</div>
 {% if m.role == 'assistant' and not m.injected and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{% endif %}{% endfor %}
 {% for a in r.assertions if a.turn is none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{{ world_of(r) }}
@@ -271,7 +272,7 @@ def _render(run: dict[str, Any], html_all: bool) -> str:
                        state_css=Markup(state.CSS) if state.has_state(run) else Markup(""))
     env.globals.update(metric_columns=metric_columns(), metric_cells=metric_cells, verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_keys=count_keys,
                        t=words, w=word, local_time=local_time, attribution_word=attribution_word, labels=dict(COUNT_LABELS, skipped="skipped"),
-                       pass_rate=pass_rate_text, suite_gate_word=suite_gate_word,
+                       pass_rate=pass_rate_text, suite_gate_word=suite_gate_word, at_turn=at_turn_text,
                        tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html,
                        tool_css=Markup(tools.CSS))
     template = env.from_string(TEMPLATE)
@@ -290,12 +291,14 @@ def _render(run: dict[str, Any], html_all: bool) -> str:
                       "score": score_text(v.get("score_mean"), v.get("status")), "xfail": first.get("xfail"), "description": first.get("description")})
     failures = [{"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
                  "description": recs[0].get("description") if recs else "",
-                 "findings": findings(recs[0]) if recs else []} for v, recs in failing(run)]
+                 "findings": findings(recs[0]) if recs else [],
+                 "at_turn": [at_turn_text(r["at_turn"]) for r in recs if isinstance(r.get("at_turn"), dict)]}
+                for v, recs in failing(run)]
     present = {v["category"] for v in run["verdicts"]}
     return template.render(
         run=run, gate_text=_gate_html(run["gate"]), baseline_section=_baseline_section(run),
         attacks_section=attacks_html(run), judging_section=judging_html(run),
-        coverage_section=coverage_html(run), curves_section=curves_section(run),
+        coverage_section=coverage_html(run), curves_section=curves_section(run), pass_k_section=pass_k_section(run),
         counts=count_keys(run["summary"]), failures=failures, tests=tests, blocks=blocking(run),
         shown_of=Markup(words("shown_of", shown=f'<span id="shown">{len(tests)}</span>', total=len(tests))),
         statuses=[c for c in CATEGORIES if c in present],

@@ -16,6 +16,7 @@ from evalspec.reporters.catalogue import choose_lang, reason_text, speaking, wor
 from evalspec.reporters.coverage import markdown_lines as coverage_lines
 from evalspec.reporters.judging import markdown_lines as judging_lines
 from evalspec.reporters.vocabulary import (
+    at_turn_text,
     blocking,
     conversations_text,
     count_keys,
@@ -84,6 +85,7 @@ def _failures(run: dict[str, Any]) -> list[list[str]]:
             lines += [f"    - {md(line)}" for line in state.failing_state_text(recs[0])]
             lines += [f"    - {md(line)}" for line in world.failing_world_text(recs[0])]
             lines += [f"    - {md(t)}" for t in [tools.teardown_text(recs[0])] if t]
+        lines += [f"    - {md(at_turn_text(r['at_turn']))}" for r in recs if isinstance(r.get("at_turn"), dict)]
         blocks.append(lines)
     return blocks
 

@@ -12,7 +12,8 @@ from typing import Any
 from evalspec.core.text import strip_controls
 from evalspec.reporters.catalogue import reason_text, words
 from evalspec.results.findings import Fact, Finding, findings
-from evalspec.results.stats import format_rate
+from evalspec.results.gate import pass_hat_k_reason
+from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, format_rate
 from evalspec.results.verdict import reaches_gate
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
@@ -71,6 +72,23 @@ def pass_rate_text(rate: float | None, counted: Mapping[str, Any] | None = None)
         if isinstance(passed, int) and isinstance(failed, int) and not isinstance(passed, bool) and passed + failed:
             return format_rate(passed, passed + failed)
     return f"{rate:.0%}"
+
+
+def _whole_percent(x: float) -> str:
+    return str(int(x * 100 + 0.5))
+
+
+def at_turn_text(at: Mapping[str, Any]) -> str:
+    """`turn 3: fails 7/10 given this history (40–89 %)`: a record's replay at its failing turn
+    (docs/en/statistics.md#replay-at-the-failing-turn), `derailed earlier` when it never failed again."""
+    turn, times, failed, ci = at.get("turn"), int(at.get("times") or 0), int(at.get("failed") or 0), at.get("ci")
+    errors = int(at.get("errors") or 0)
+    if not times or not isinstance(ci, list):
+        return words("at_turn_none", turn=turn, n=errors)
+    lo, hi = _whole_percent(float(ci[0])), _whole_percent(float(ci[1]))
+    text = words("at_turn_derailed" if at.get("derailed_earlier") else "at_turn_fails",
+                 turn=turn, failed=failed, times=times, lo=lo, hi=hi)
+    return text + (f" · {words('at_turn_errors', n=errors)}" if errors else "")
 
 
 def gate_headline(gate: dict[str, Any]) -> str:
@@ -236,6 +254,7 @@ def blocking(run: dict[str, Any]) -> list[str]:
             out += [words("blocks_critical", what=_who(r)) for r in mine if r.get("critical_new") and not r["blocking"]]
             out += [words("blocks_sla", what=f"{c['test']} @ {c['provider']}") for c in diff.get("curves", [])
                     if c["suite"] == key and any(x["newly_missed"] for x in c["sla"])]
+            out += paired_blocks(s) + held_blocks(run, s)
             continue
         out += [words("blocks_critical", what=_who(v)) for v in run["verdicts"] if v["suite"] == s["suite"]
                 and v["status"] == "failed" and v["critical_failed"] and reaches_gate(v, drafts_gate)]
@@ -243,6 +262,7 @@ def blocking(run: dict[str, Any]) -> list[str]:
                 if x["suite"] == s["suite"] and x["status"] == "missed"]
         if s["pass_rate"] is not None and s["pass_rate"] < s["min_pass_rate"]:
             out.append(words("blocks_rate", suite=s["suite"], rate=f"{s['pass_rate']:.2%}", min=f"{s['min_pass_rate']:.2%}"))
+        out += held_blocks(run, s)
     if gate.get("fail_under") is not None and gate["pass_rate"] is not None and gate["pass_rate"] < gate["fail_under"]:
         out.append(words("blocks_run_rate", rate=f"{gate['pass_rate']:.2%}", min=f"{gate['fail_under']:.2%}"))
     if gate["exit_code"] == 3:
@@ -255,6 +275,44 @@ def blocking(run: dict[str, Any]) -> list[str]:
         skipped = sum((s.get("counts") or {}).get("skipped", 0) for s in gate["suites"])
         if gate["pass_rate"] is None and skipped and not errors:
             out.append(words("blocks_nothing_checked", n=skipped))
+    return out
+
+
+def paired_blocks(suite_gate: Mapping[str, Any]) -> list[str]:
+    """The paired test's block (docs/en/statistics.md#regressions-decided-by-a-paired-test), when it was
+    significant for this suite."""
+    test = suite_gate.get("paired")
+    if not isinstance(test, Mapping) or not test.get("significant"):
+        return []
+    return [words("blocks_paired", suite=suite_gate["suite"], b=test["b"], c=test["c"], p=f"{float(test['p']):.3g}",
+                  alpha=f"{float(test['alpha']):g}")]
+
+
+def held_blocks(run: Mapping[str, Any], suite_gate: Mapping[str, Any]) -> list[str]:
+    """The blocks that hold in every gate mode, from the run's figures: the suite's pass^k below its
+    `min_pass_hat_k`, each red line whose bound is over its `max_rate` (docs/en/statistics.md)."""
+    path = suite_gate["suite"]
+    summary = run.get("summary") or {}
+    meta = next((m for m in run.get("suites") or [] if m.get("path") == path), None)
+    figures = next((f for f in summary.get("suites") or [] if f.get("suite") == path), None)
+    out = []
+    if meta is not None and figures is not None and pass_hat_k_reason(meta, figures):
+        k, least = int(meta["min_pass_hat_k"]["k"]), float(meta["min_pass_hat_k"]["min"])
+        out.append(words("blocks_pass_hat_k", suite=path, k=k, value=f"{figures['pass_hat_k'][k - 1]:.2f}",
+                         min=f"{least:.2f}"))
+    for line in summary.get("red_lines") or []:
+        if line.get("suite") != path or line.get("max_rate") is None:
+            continue
+        limit, n, breaches = float(line["max_rate"]), int(line["n"]), int(line["breaches"])
+        upper = clopper_pearson_upper(breaches, n)
+        if upper is not None and upper <= limit:
+            continue
+        if breaches == 0:
+            out.append(words("blocks_max_rate_need", suite=path, max=f"{limit * 100:g}%", rule=line["rule"], n=n,
+                             need=conversations_to_bound(limit)))
+        else:
+            out.append(words("blocks_max_rate", suite=path, max=f"{limit * 100:g}%", rule=line["rule"], n=n,
+                             breaches=breaches, upper=f"{(upper or 1.0) * 100:.1f}%"))
     return out
 
 

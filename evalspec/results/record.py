@@ -56,6 +56,21 @@ class Triage(_TriageRequired, total=False):
     carried: bool
 
 
+class _AtTurnRequired(TypedDict):
+    turn: Annotated[int, Keywords(minimum=1)]
+    times: Count
+    failed: Count
+    ci: Annotated[list[float] | None, Keywords(description="the 95 % Wilson interval of failed / times")]
+
+
+class AtTurn(_AtTurnRequired, total=False):
+    """`rerun --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn): the failing turn asked again
+    given its frozen history; `times` asks reached a verdict, `failed` of them failed."""
+
+    errors: Count
+    derailed_earlier: Annotated[bool, Keywords(description="the turn never failed again given its history")]
+
+
 class _StoredRecord(TypedDict):
     """The keys every stored record has (run.json's `record` requires them)."""
 
@@ -130,6 +145,7 @@ class Record(_StoredRecord, total=False):
         description="the world as the conversation left it (docs/en/world.md)")]
     world_initial: Annotated[dict[str, Any], Keywords(
         description="the world the conversation started from, so reports can show what changed")]
+    at_turn: Annotated[AtTurn, Keywords(description="the failing turn asked again given its history (rerun --at-turn)")]
 
 
 def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],

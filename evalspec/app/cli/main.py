@@ -557,7 +557,7 @@ def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | 
 @judge_sample_options
 def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float | None, seed: int) -> None:
     """Re-run assertions on the recorded transcripts (no calls to the systems under test)."""
-    from evalspec.play.replay import _instances, regrade
+    from evalspec.play.replay import instances_of, regrade
     from evalspec.reporters.console import print_summary
     from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import keep_attributions
@@ -568,7 +568,7 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
     for w in warnings:
         err_console.print(f"warning: {escape(w)}")
     keep_attributions(data, regraded)
-    instances, _ = _instances(regraded)
+    instances, _ = instances_of(regraded)
     suites = list({id(i.suite): i.suite for i in instances.values()}.values())
     if judge_sample:
         from evalspec.review.second_opinion import needs_judges
@@ -584,17 +584,32 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
 
 @main.command()
 @click.argument("run_json", type=click.Path(exists=True, dir_okay=False))
-@click.option("--failed", "failed_only", is_flag=True, required=True, help="re-play the failed tests")
-@click.option("--times", type=click.IntRange(min=1), default=2, show_default=True, help="replays per failed test")
+@click.option("--failed", "failed_only", is_flag=True, help="re-play the failed tests")
+@click.option("--at-turn", "at_turn", is_flag=True,
+              help="ask each failed conversation's failing turn again, its history frozen (diagnoses, never gates)")
+@click.option("--times", type=click.IntRange(min=1),
+              help="replays per failed test (default 2), or asks of the failing turn with --at-turn (default 10)")
+@click.option("--ids", "ids", multiple=True, metavar="ID",
+              help="with --at-turn: only these tests (instance ids; repeatable or comma-separated)")
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
-def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> None:
-    """Re-play failed and errored tests N times and label each reproduced / flaky / error.
+def rerun(run_json: str, failed_only: bool, at_turn: bool, times: int | None, ids: tuple[str, ...],
+          concurrency: int) -> None:
+    """Re-play failed and errored tests N times and label each reproduced / flaky / error (--failed), or
+    ask each failed conversation's failing turn again N times given its recorded history (--at-turn).
 
-    Exit 1 when any failure reproduced, 3 when replays only errored, else 0 (all flaky)."""
+    --failed: exit 1 when any failure reproduced, 3 when replays only errored, else 0 (all flaky).
+    --at-turn: exit 0 (2 on a usage error): it diagnoses, it does not gate."""
+    if failed_only == at_turn:
+        raise click.UsageError("choose one of --failed and --at-turn")
+    if ids and not at_turn:
+        raise click.UsageError("--ids goes with --at-turn")
+    if at_turn:
+        _rerun_at_turn(run_json, times or 10, [i for x in ids for i in x.split(",") if i.strip()], concurrency)
     from evalspec.play.replay import rerun_failed
     from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import attribute_reruns
 
+    times = times or 2
     data = read_run(run_json)
     rows, warnings = asyncio.run(rerun_failed(data, times, concurrency))
     for w in warnings:
@@ -613,6 +628,32 @@ def rerun(run_json: str, failed_only: bool, times: int, concurrency: int) -> Non
     console.print(f"[dim]rerun.json: {escape(str(out))}[/]")
     labels = {r["label"] for r in rows}
     sys.exit(1 if "reproduced" in labels else 3 if labels == {"error"} else 0)
+
+
+def _rerun_at_turn(run_json: str, times: int, ids: list[str], concurrency: int) -> None:
+    """`rerun --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn): one line per conversation,
+    `at_turn` written on its record in RUN.json; exit 0."""
+    from evalspec.play.at_turn import named, rerun_at_turn
+    from evalspec.reporters.catalogue import choose_lang, speaking
+    from evalspec.reporters.vocabulary import at_turn_text
+    from evalspec.results.runjson import read_run, write_json
+
+    data = read_run(run_json)
+    unknown = [i for i in ids if not any(named(r, [i]) for r in data["results"])]
+    if unknown:
+        raise click.UsageError(f"--ids: no test {', '.join(map(repr, unknown))} in {run_json}")
+    rows, warnings = asyncio.run(rerun_at_turn(data, times, ids, concurrency))
+    for w in warnings:
+        err_console.print(f"warning: {escape(w)}")
+    console = Console(highlight=False, soft_wrap=True)
+    if not rows:
+        console.print("no failed conversation to replay at its turn")
+    with speaking(choose_lang(data, None)):
+        for row in rows:
+            console.print(f"{escape(row['test_id'])} @ {escape(row['provider'])}: {escape(at_turn_text(row))}")
+    if rows:
+        write_json(Path(run_json), data)
+    sys.exit(ExitCode.OK)
 
 
 @main.command()
