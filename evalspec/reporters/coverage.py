@@ -19,12 +19,20 @@ def columns(with_run: bool) -> list[str]:
     return ["tests", "approved", *(VERDICTS if with_run else ())]
 
 
+def mark_word(cell: dict[str, Any] | None) -> str:
+    """A run's cell marked by its interval: untested, thin or stable (docs/en/coverage.md#marks); "" for
+    a cell of a matrix without a run (or of an older report)."""
+    found = (cell or {}).get("mark")
+    return words(f"coverage_{found}") if found in ("untested", "thin", "stable") else ""
+
+
 def cell_text(cell: dict[str, Any] | None, with_run: bool) -> str:
-    """A grid cell: `tests / approved`, with a run `· passed / failed / error`; `—` when no test covers it."""
+    """A grid cell: `tests / approved`, with a run `· passed / failed / error · mark`; `—` when no test
+    covers it."""
     if not cell:
         return EMPTY
     text = f"{cell['tests']} / {cell['approved']}"
-    return text + (f" · {cell['passed']} / {cell['failed']} / {cell['error']}" if with_run else "")
+    return text + (f" · {cell['passed']} / {cell['failed']} / {cell['error']} · {mark_word(cell)}" if with_run else "")
 
 
 def _table(head: list[str], rows: list[list[str]], right: int, md: bool) -> list[str]:
@@ -48,9 +56,11 @@ def dimension_lines(result: dict[str, Any], with_run: bool, md: bool, rate: bool
     cols = columns(with_run)
     out: list[str] = []
     for d in result["dimensions"]:
-        head = [d["name"], *(words(c) for c in cols), *([words("pass_rate")] if rate else [])]
-        rows = [[v["value"], *(str(v[c]) for c in cols), *([pass_rate_text(v["pass_rate"])] if rate else [])]
-                for v in d["values"]]
+        marks = with_run and any("mark" in v for v in d["values"])
+        head = [d["name"], *(words(c) for c in cols), *([words("pass_rate")] if rate else []),
+                *([words("coverage_mark")] if marks else [])]
+        rows = [[v["value"], *(str(v[c]) for c in cols), *([pass_rate_text(v["pass_rate"])] if rate else []),
+                 *([mark_word(v)] if marks else [])] for v in d["values"]]
         out += [f"#### {d['name']}", ""] if md else [f"{words('dimension')}: {d['name']}"]
         out += _table(head, rows, 1, md) + [""]
     return out
@@ -113,9 +123,10 @@ def _rate_cell(cell: dict[str, Any] | None) -> str:
     if not cell:
         return EMPTY
     verdicts = sum(cell.get(k, 0) for k in VERDICTS)
+    marked = f" · {mark_word(cell)}" if mark_word(cell) else ""
     if not verdicts:  # covered, but no verdict passed, failed or errored (an xfail, a draft)
-        return f"{EMPTY} ({cell['tests']} {words('tests')})"
-    return f"{pass_rate_text(cell.get('pass_rate'))} ({cell['passed']}/{verdicts})"
+        return f"{EMPTY} ({cell['tests']} {words('tests')}){marked}"
+    return f"{pass_rate_text(cell.get('pass_rate'))} ({cell['passed']}/{verdicts}){marked}"
 
 
 def markdown_lines(run: dict[str, Any]) -> list[str]:
@@ -159,18 +170,19 @@ def html_section(run: dict[str, Any]) -> Markup:
             head = "".join(f"<th>{escape(v)}</th>" for v in grid["column_values"])
             body = "".join(
                 f"<tr><th scope='row'>{escape(a)}</th>"
-                + "".join(f"<td class='{_shade(c)}' data-label='{escape(b)}'>{escape(_rate_cell(c))}</td>"
+                + "".join(f"<td class='{_shade(c)}' data-label='{escape(b)}' data-mark='{escape((c or {}).get('mark', ''))}'>"
+                          f"{escape(_rate_cell(c))}</td>"
                           for b, c in zip(grid["column_values"], cells, strict=True)) + "</tr>"
                 for a, cells in zip(grid["row_values"], grid["cells"], strict=True))
             parts.append(f"<div class='scroll'><table class='grid'><thead><tr><th>{escape(grid['rows'])} \\ "
                          f"{escape(grid['columns'])}</th>{head}</tr></thead><tbody>{body}</tbody></table></div>")
         for d in m["dimensions"]:
-            heads = [d["name"], *(words(c) for c in columns(True)), words("pass_rate")]
+            heads = [d["name"], *(words(c) for c in columns(True)), words("pass_rate"), words("coverage_mark")]
             head = "".join(f"<th{'' if i == 0 else ' class=n'}>{escape(h)}</th>" for i, h in enumerate(heads))
             rows = []
             for v in d["values"]:
                 cells = [v["value"], *(str(v[c]) for c in columns(True)),
-                         pass_rate_text(v["pass_rate"]) if v["tests"] else words("coverage_uncovered")]
+                         pass_rate_text(v["pass_rate"]) if v["tests"] else words("coverage_uncovered"), mark_word(v)]
                 rows.append("<tr>" + "".join(
                     f"<td data-label='{escape(h)}'{'' if i == 0 else ' class=n'}>{escape(c)}</td>"
                     for i, (h, c) in enumerate(zip(heads, cells, strict=True))) + "</tr>")

@@ -15,8 +15,10 @@ from typing import Any
 from evalspec.config.model import Suite, TestSpec
 from evalspec.core.errors import Problem
 from evalspec.plan.build import Instance
+from evalspec.results.errorbars import interval
 
 VERDICTS = ("passed", "failed", "error")
+THIN = 0.3  # a cell whose pass rate's 95 % interval is wider than this is `thin` (docs/en/coverage.md#marks)
 STATE_KEYS = ("intent", "active_flow", "flows_started", "flows_completed", "flows_cancelled", "actions",
               "utterances")
 
@@ -63,7 +65,17 @@ class Cell:
             out.update(self.verdicts)
             decided = self.verdicts["passed"] + self.verdicts["failed"]
             out["pass_rate"] = round(self.verdicts["passed"] / decided, 4) if decided else None
+            out["pass_rate_ci"] = interval(self.verdicts["passed"], decided)
+            out["mark"] = mark(out["pass_rate_ci"])
         return out
+
+
+def mark(ci: Sequence[float] | None) -> str:
+    """A cell of a run's matrix: `untested` (no verdict passed or failed), `thin` (its pass rate's 95 %
+    interval is wider than THIN) or `stable`."""
+    if ci is None:
+        return "untested"
+    return "thin" if round(ci[1] - ci[0], 6) > THIN else "stable"
 
 
 def units(plan: Iterable[Instance]) -> list[Unit]:

@@ -103,12 +103,12 @@ def test_the_run_matrix_has_the_pass_rate_per_cell() -> None:
     assert m["suite"] == "s.yaml"
     no_signal = m["dimensions"][0]["values"][0]
     assert no_signal == {"value": "no_signal", "tests": 2, "approved": 2, "passed": 1, "failed": 1, "error": 0,
-                         "pass_rate": 0.5}
+                         "pass_rate": 0.5, "pass_rate_ci": [0.094531, 0.905469], "mark": "thin"}
     assert m["grid"]["cells"][0][0]["pass_rate"] == 0.5 and m["grid"]["cells"][1] == [None, None]
     with speaking("en"):
         md = "\n".join(markdown_lines(run_data()))
         html = str(html_section(run_data()))
-    assert "| no_signal | 50% (1/2) | — |" in md and "| refused | 0 | 0 | 0 | 0 | 0 | — |" in md
+    assert "| no_signal | 50% (1/2) · thin | — |" in md and "| refused | 0 | 0 | 0 | 0 | 0 | — | untested |" in md
     assert "id='coverage'" in html and "50% (1/2)" in html
     assert markdown_lines({"suites": [{"path": "plain.yaml"}], "results": [], "verdicts": []}) == []
     assert str(html_section({"suites": [{"path": "plain.yaml"}], "results": [], "verdicts": []})) == ""

@@ -31,7 +31,7 @@ WORDS: dict[str, str] = {
     "curve_pass_k_title": "pass^k and pass@k by the number of tries k",
     "curve_pass_hat_k": "pass^k: all k tries pass", "curve_pass_at_k": "pass@k: at least one of k tries passes",
     "curve_k": "k (tries)",
-    "coverage_mark": "interval", "coverage_untested": "untested", "coverage_thin": "thin", "coverage_stable": "stable",
+    "coverage_mark": "mark", "coverage_untested": "untested", "coverage_thin": "thin", "coverage_stable": "stable",
     "state_changes": "Tests that changed state",
     "state_xpassed": "xpassed — remove xfail?", "state_draft": "draft fails", "state_new_error": "new error",
     # tables

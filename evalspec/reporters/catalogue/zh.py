@@ -27,7 +27,7 @@ WORDS: dict[str, str] = {
     "curve_pass_k_title": "按尝试次数 k 的 pass^k 与 pass@k",
     "curve_pass_hat_k": "pass^k：k 次都通过", "curve_pass_at_k": "pass@k：k 次中至少一次通过",
     "curve_k": "k（尝试次数）",
-    "coverage_mark": "区间", "coverage_untested": "未测", "coverage_thin": "样本不足", "coverage_stable": "稳定",
+    "coverage_mark": "标记", "coverage_untested": "未测", "coverage_thin": "样本不足", "coverage_stable": "稳定",
     "state_changes": "状态变化的测试",
     "state_xpassed": "意外通过 —— 可以去掉 xfail？", "state_draft": "草稿失败", "state_new_error": "新出错",
     "suite": "套件", "provider": "被测对象", "metric": "指标", "mean_score": "平均分",

@@ -96,10 +96,11 @@ def test_with_a_run_the_counts_per_value_are_its_verdicts(in_tmp: Path) -> None:
     values = {(d["name"], v.pop("value")): v for d in report["dimensions"] for v in d["values"]}
     statuses = {v["test_id"]: v["category"] for v in run["verdicts"]}
     assert values[("signal", "no_signal")] == {"tests": 1, "approved": 1, "passed": 0, "failed": 1, "error": 0,
-                                               "pass_rate": 0.0}
+                                               "pass_rate": 0.0, "pass_rate_ci": [0.0, 0.793451], "mark": "thin"}
     assert statuses["refusal"] == "passed"  # a draft counted by --include-drafts
-    assert values[("signal", "refused")] | {"pass_rate": None} == \
-        {"tests": 1, "approved": 0, "passed": 1, "failed": 0, "error": 0, "pass_rate": None}
+    assert values[("signal", "refused")] | {"pass_rate": None, "pass_rate_ci": None} == \
+        {"tests": 1, "approved": 0, "passed": 1, "failed": 0, "error": 0, "pass_rate": None, "pass_rate_ci": None,
+         "mark": "thin"}
     # the matrix test counts once per value its instances take, each instance a verdict
     assert values[("persona", "新客")]["tests"] == 2 and values[("persona", "新客")]["passed"] == 1
     assert values[("persona", "新客")]["failed"] == 1 and values[("persona", "老客")]["passed"] == 1
