@@ -17,7 +17,7 @@ from markupsafe import Markup
 from evalspec.app.view.panel import panel_data, panel_js
 from evalspec.app.view.runs import RunStore
 from evalspec.reporters.catalogue import choose_lang, speaking, words
-from evalspec.reporters.vocabulary import local_time
+from evalspec.reporters.vocabulary import local_time, pass_rate_text
 
 CSS = """*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937;overflow-wrap:break-word}
@@ -78,8 +78,10 @@ def nav(*links: tuple[str, str], who: str | None = None) -> Markup:
         Markup("").join(Markup('<a href="{}">{}</a>').format(href, text) for href, text in links), reviewer)
 
 
-def _rate(value: Any) -> str:
-    return "—" if not isinstance(value, (int, float)) else f"{value:.0%}"
+def _rate(row: dict[str, Any]) -> str:
+    """A run's pass rate with its 95 % interval, `90% (77–96%, n=40)`; `—` when no gated verdict was reached."""
+    value = row.get("pass_rate")
+    return "—" if not isinstance(value, (int, float)) else pass_rate_text(float(value), row)
 
 
 def run_list(store: RunStore, lang: str | None = None) -> str:
@@ -109,7 +111,7 @@ def _run_list(store: RunStore) -> str:
                             '<td class="n error">{e}<span class="w"> {we}</span></td><td class="n"><span class="w">{wr} </span>{rate}</td></tr>').format(
             id=r["id"], started=local_time(r["started"]), suites=", ".join(map(str, r["suites"])),
             p=r["passed"], f=r["failed"], e=r["errors"], wp=words("passed"), wf=words("failed"), we=words("errors"),
-            wr=words("pass_rate"), rate=_rate(r["pass_rate"])))
+            wr=words("pass_rate"), rate=_rate(r)))
     table.append(Markup("</table>"))
     runs = store.runs_in_time_order()
     labels = [run_id[-6:] for run_id, _ in runs]

@@ -13,6 +13,8 @@ from evalspec.results.runjson import read_run
 RUNS_DIR = Path(".evalspec") / "runs"
 
 
+COUNTED = ("verdicts_passed", "verdicts_failed")  # the run gate's counts behind its pass rate
+
 class UnknownRun(EvalspecError, LookupError):
     """No served run has this id."""
 
@@ -89,7 +91,9 @@ class RunStore:
                          "suites": [s.get("path") for s in data.get("suites", []) if isinstance(s, dict)],
                          "passed": summary.get("passed", 0), "failed": summary.get("failed", 0),
                          "errors": summary.get("error", 0),
-                         "pass_rate": (data.get("gate") or {}).get("pass_rate"), "path": str(path)})
+                         "pass_rate": (data.get("gate") or {}).get("pass_rate"), "path": str(path),
+                         # what the pass rate counts, for its interval (docs/en/statistics.md)
+                         **{k: v for k, v in (data.get("gate") or {}).items() if k in COUNTED}})
         return sorted(rows, key=lambda r: str(r["started"] or ""), reverse=True)
 
     def runs_in_time_order(self) -> list[tuple[str, dict[str, Any]]]:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from evalspec.results.stats import format_rate
 from evalspec.review.judge_eval import load_labels
 from tests.app.view.project import REVIEWER, Project, View
 from tests.helpers import invoke
@@ -218,7 +219,11 @@ def test_pages_list_the_runs_show_a_run_and_diff_two(view: View, project: Projec
     jar = dict(httpx.get(view.url, timeout=10).cookies)
     listing = get(view, "/", cookies=jar).text
     assert all(f'href="/run/{r}"' in listing for r in project.runs) and "<svg" in listing
+    gate = project.run_json(project.runs[-1])["gate"]  # each run's pass rate with its interval
+    rate = format_rate(gate["verdicts_passed"], gate["verdicts_passed"] + gate["verdicts_failed"])
+    assert "n=" in rate and rate in listing
     page = get(view, f"/run/{project.runs[-1]}", cookies=jar).text
+    assert rate in page
     assert 'id="review-data"' in page and "询价不留手机号" in page and view.token in page
     diff = get(view, "/diff", params={"base": project.runs[0], "head": project.runs[-1]}, cookies=jar)
     assert diff.status_code == 200 and "已修复" in diff.text and "greeting" in diff.text
