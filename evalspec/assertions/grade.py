@@ -69,6 +69,24 @@ def received_only(given: GradingInput, transcript: list[Message]) -> GradingInpu
     return replace(given, specs=[s for s in given.specs if decidable(s)])
 
 
+# session rules whose failure on the replies received stays a failure whatever replies would have followed
+_BROKEN_FOR_GOOD = frozenset({"not-before", "not-after", "at-most"})
+
+
+def broken_for_good(spec: AssertionSpec) -> bool:
+    """A rule that waits for the whole conversation but whose failure on a prefix of it is final (an error
+    never hides a failure, docs/en/reports-and-gate.md#errors-and-failures): `not-before`, `not-after`,
+    `at-most`, and a `not-` text check (a pattern found stays found). Their passes on a prefix decide
+    nothing; `within`, positive checks and judges are left to the error."""
+    from evalspec.extend.registry import resolve_type
+
+    if spec.type in _BROKEN_FOR_GOOD and not spec.negate:
+        return True
+    resolved = resolve_type(spec.name)
+    return (spec.negate and resolved is not None and resolved[0].kind == "reply" and not needs_model(spec)
+            and spec.type not in ("python", "javascript"))
+
+
 async def grade(graded_input: GradingInput, transcript: list[Message], judge: JudgeFn | None = None,
                 embed: EmbedFn | None = None,
                 judge_for: Callable[[Any], JudgeFn | None] | None = None,

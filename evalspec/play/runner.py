@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from evalspec.assertions.evaluate import AssertionResult
-from evalspec.assertions.grade import grade, received_only
+from evalspec.assertions.grade import broken_for_good, grade, received_only
 from evalspec.assertions.offloop import runs_user_code
-from evalspec.config.model import Suite
+from evalspec.config.model import AssertionSpec, Suite
 from evalspec.core.errors import EvalspecError
 from evalspec.core.redact import redact, run_secrets
 from evalspec.core.usercode import describe
@@ -321,12 +321,19 @@ async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message]
         given = dataclasses.replace(given, world=world)
     if watch is not None:
         given = dataclasses.replace(given, note=watch.note, ended=watch.ended)
-    if ended_in_error:
-        given = received_only(given, messages)
+    waiting: list[AssertionSpec] = []
+    if ended_in_error:  # graded on the replies received; a rule broken for good on them is failed too
+        kept = received_only(given, messages).specs
+        waiting = [s for s in given.specs if all(s is not k for k in kept) and broken_for_good(s)]
+        given = dataclasses.replace(given, specs=kept + waiting)
         if not given.specs:
             return []
-    return await grade(given, messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite),
-                       judge_for=lambda raw: pool.judge_for(inst.suite, raw))
+    results = await grade(given, messages, judge=pool.judge_fn(inst.suite), embed=pool.embed_fn(inst.suite),
+                          judge_for=lambda raw: pool.judge_for(inst.suite, raw))
+    if waiting:  # only their failures count: a pass on part of the conversation decides nothing
+        results = results[:len(results) - len(waiting)] + [r for r in results[len(results) - len(waiting):]
+                                                           if r.passed is False]
+    return results
 
 
 async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
