@@ -43,9 +43,11 @@ def test_the_world_example_runs_offline_and_fails_the_agents_that_claim_or_skip(
     assert all(r["status"] == "passed" for r in records if r["provider"] == "solver")
     said = next(a for a in status["book-saturday", "claimer"]["assertions"] if a["type"] == "said-vs-did")
     assert said["reason"] == "turn 1 says 已为您预约 but book_visit was never called"
+    assert said["reason_zh"] == "第 1 轮说“已为您预约”，但从未调用 book_visit"
     matches = next(a for a in status["book-and-order-in-one-turn", "skipper"]["assertions"]
                    if a["type"] == "world-matches")
     assert matches["pass"] is False and matches["details"]["paths"] == ["inventory[2].stock", "orders"]
+    assert matches["reason_zh"] == "最终的世界状态在 inventory[2].stock, orders 与预期不同"
     assert status["financing-then-booking", "claimer"]["status"] == "failed"
 
 

@@ -20,7 +20,16 @@ from evalspec.config.model import AssertionSpec
 from evalspec.config.world import WorldFileProblem, read_json_object
 from evalspec.core.errors import GradingError, ProviderError
 from evalspec.core.jsondiff import Difference, differences, same
-from evalspec.extend.check import Check, Evidence, GradingContext, JudgeRequest, WorldView, replies, snippet
+from evalspec.extend.check import (
+    Check,
+    Evidence,
+    GradingContext,
+    JudgeRequest,
+    WorldView,
+    replies,
+    say,
+    snippet,
+)
 from evalspec.extend.params import UNSET, Key, Keywords, Regex
 from evalspec.extend.patterns import regex_problem, search
 from evalspec.extend.registry import assertion
@@ -74,19 +83,21 @@ def world_check(spec: AssertionSpec, ctx: GradingContext) -> Check:
     value = shown(found)
     said = f"{p.path} = {value}"
     if p.equals is not UNSET:
-        passed, expected = same(found, p.equals), f"expected {shown(p.equals)}"
+        passed, expected = same(found, p.equals), say("state_expected", value=shown(p.equals))
     elif p.matches is not None:
-        passed, expected = found is not None and search(p.matches, value) is not None, f"does not match /{p.matches}/"
+        passed, expected = (found is not None and search(p.matches, value) is not None,
+                            say("state_no_match", pattern=p.matches))
     elif p.in_ is not None:
-        passed, expected = any(same(found, v) for v in p.in_), f"not one of {shown(p.in_)}"
+        passed, expected = any(same(found, v) for v in p.in_), say("state_not_in", values=shown(p.in_))
     elif p.exists is not None:
         passed = (found is not None) is p.exists
-        expected = "expected it to exist" if p.exists else "expected it not to exist"
+        expected = say("state_should_exist" if p.exists else "state_should_not_exist")
     elif p.contains is not UNSET:
-        passed, expected = _contains(found, p.contains), f"does not contain {shown(p.contains)}"
+        passed, expected = _contains(found, p.contains), say("world_no_contain", value=shown(p.contains))
     else:
-        passed, expected = truthy(found), "not true"
-    return Check.of(passed, said if passed else f"{said}, {expected}", [Evidence(None, snippet(said))])
+        passed, expected = truthy(found), say("state_not_true")
+    return Check.of(passed, say("as_is", text=said) if passed else say("state_failed", said=said, expected=expected),
+                    [Evidence(None, snippet(said))])
 
 
 # -- the whole world --------------------------------------------------------------------------------
@@ -129,10 +140,10 @@ def world_matches(spec: AssertionSpec, ctx: GradingContext) -> Check:
     wanted = expected_world(p.expected, ctx.suite_dir)
     found = list(differences(dict(wanted), dict(world_of(ctx, "world-matches").final)))
     if not found:
-        return Check.of(True, "the final world is the expected one")
+        return Check.of(True, say("world_expected"))
     paths = [d.path for d in found]
-    shown_paths = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    check = Check.of(False, f"the final world differs at {shown_paths}",
+    more = say("world_more", n=len(paths) - 5) if len(paths) > 5 else ""
+    check = Check.of(False, say("world_differs", paths=", ".join(paths[:5]), more=more),
                      [Evidence(None, difference_text(d)) for d in found[:20]])
     check.details = {"paths": paths}
     return check
@@ -160,8 +171,8 @@ def world_unchanged(spec: AssertionSpec, ctx: GradingContext) -> Check:
         changed += [Difference(path if d.path == "@" else f"{path} → {d.path}", d.before, d.after, d.had, d.has)
                     for d in differences(before, after)][:1]
     if not changed:
-        return Check.of(True, f"unchanged: {', '.join(p.paths)}")
-    return Check.of(False, f"changed: {', '.join(d.path for d in changed)}",
+        return Check.of(True, say("world_unchanged", paths=", ".join(p.paths)))
+    return Check.of(False, say("world_changed", paths=", ".join(d.path for d in changed)),
                     [Evidence(None, difference_text(d, "was", "now")) for d in changed])
 
 
@@ -215,16 +226,17 @@ def called_at_all(transcript: list[Message], tool: str, upto: int) -> bool:
 def _claim_check(claimed: list[tuple[int, int, str, str]], transcript: list[Message]) -> Check:
     """`claimed`: (message index, turn, tool, what the reply said) -> failed at each claim without its call."""
     done = done_by(transcript)
-    bad = []
+    bad, reasons = [], []
     for index, turn, tool, said in claimed:
         if tool in done[index]:
             continue
-        why = f"every {tool} call errored" if called_at_all(transcript, tool, index) else f"{tool} was never called"
-        bad.append(Evidence(turn, f"turn {turn} says {said} but {why}"))
+        why = "claim_errored" if called_at_all(transcript, tool, index) else "claim_never_called"
+        reasons.append(say(why, turn=turn, said=said, tool=tool))
+        bad.append(Evidence(turn, reasons[-1].en))
     if bad:
-        return Check.of(False, bad[0].text + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""), bad)
-    return Check.of(True, f"every claimed action was done ({len(claimed)} claims)" if claimed
-                    else "no reply claims an action")
+        more = say("claims_more", n=len(bad) - 1) if len(bad) > 1 else ""
+        return Check.of(False, say("claims_first", first=reasons[0], more=more), bad)
+    return Check.of(True, say("claims_done", n=len(claimed)) if claimed else say("claims_none"))
 
 
 def _reply_indexes(transcript: list[Message]) -> list[int]:

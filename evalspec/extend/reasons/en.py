@@ -84,4 +84,12 @@ REASONS: dict[str, str] = {
     "samples_passed": "{n}/{samples} judge samples passed; {why}", "turns_good": "{good}/{n} turns good{bad}",
     "chosen_best": "chosen as the best of {n}: {why}",
     "not_chosen": "not chosen: the judge picked {best} as the best of {n}: {why}",
+    # the world the bot acts on (docs/en/world.md)
+    "world_no_contain": "does not contain {value}", "world_expected": "the final world is the expected one",
+    "world_more": " and {n} more", "world_differs": "the final world differs at {paths}{more}",
+    "world_unchanged": "unchanged: {paths}", "world_changed": "changed: {paths}",
+    "claim_never_called": "turn {turn} says {said} but {tool} was never called",
+    "claim_errored": "turn {turn} says {said} but every {tool} call errored",
+    "claims_more": " (and {n} more)", "claims_first": "{first}{more}",
+    "claims_done": "every claimed action was done ({n} claims)", "claims_none": "no reply claims an action",
 }

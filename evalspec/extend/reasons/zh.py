@@ -71,4 +71,12 @@ REASONS: dict[str, str] = {
     "samples_passed": "{samples} 次评审采样中 {n} 次通过；{why}", "turns_good": "{n} 轮中 {good} 轮合格{bad}",
     "chosen_best": "在 {n} 个候选中被选为最佳：{why}",
     "not_chosen": "未被选中：评审模型选了 {best} 作为 {n} 个候选中的最佳：{why}",
+    # 机器人作用的世界（docs/en/world.md）
+    "world_no_contain": "不包含 {value}", "world_expected": "最终的世界状态与预期一致",
+    "world_more": " 等 {n} 处", "world_differs": "最终的世界状态在 {paths}{more} 与预期不同",
+    "world_unchanged": "未改变：{paths}", "world_changed": "被改变：{paths}",
+    "claim_never_called": "第 {turn} 轮说“{said}”，但从未调用 {tool}",
+    "claim_errored": "第 {turn} 轮说“{said}”，但每次调用 {tool} 都出错了",
+    "claims_more": "（另有 {n} 处）", "claims_first": "{first}{more}",
+    "claims_done": "声称的操作都已执行（{n} 处）", "claims_none": "没有回复声称执行了操作",
 }
