@@ -1,9 +1,10 @@
 """`evalspec plan SUITE... [--baseline RUN.json] [--detect D] [--power P] [--alpha A] [-o P]`: how much a
 plan can show before anything is called (docs/en/statistics.md#how-much-is-enough).
 
-A pair is one planned conversation (an instance's k-th repeat) in two runs: with `repeat: 1` that is the
-instance's verdict. The paired test's power follows Connor (1987); a red line's bound is what the planned
-conversations show when none of them breaches it."""
+A pair is a gated instance's verdict in two runs (its repeats combined by its repeat rule), as the paired gate
+compares them: repeats add no pair, they make each verdict steadier. The paired test's power follows Connor
+(1987), the discordance being how often an instance's verdict flips between two runs with no change, plus the
+drop; a red line's bound is what the planned conversations show when none of them breaches it."""
 
 from __future__ import annotations
 
@@ -27,13 +28,15 @@ WORDS: dict[str, dict[str, str]] = {
         "conversations": "{n} conversations", "conversation": "{n} conversation",
         "drop": "smallest drop of the pass rate the paired test detects: {drop} (power {power}, one-sided α {alpha})",
         "drop_none": "smallest drop of the pass rate the paired test detects: — (too few pairs)",
-        "noise_base": "discordance: two plays of one instance disagree {noise} of the time in the baseline, plus the drop",
+        "noise_base": "discordance: an instance's verdict flips between two runs {noise} of the time "
+                      "(its pass chance from the baseline's repeats, at the planned repeats), plus the drop",
         "noise_assumed": "discordance: assumed 2 × the drop",
         "noise_missing": "discordance: assumed 2 × the drop (the baseline has no repeated verdict of this suite)",
-        "enough": "to detect a drop of {detect}: {needed} pairs needed, {pairs} planned — enough",
-        "need": "to detect a drop of {detect}: {needed} pairs needed, {pairs} planned — "
-                "--repeat {repeat}, or {instances} at the current repeats",
-        "need_none": "to detect a drop of {detect}: {needed} pairs needed; the suite plans no gated conversation",
+        "enough": "to detect a drop of {detect}: {needed} instances needed, {pairs} planned — enough",
+        "need": "to detect a drop of {detect}: {needed} instances needed, {pairs} planned — add {more} "
+                "(more repeats add no pair)",
+        "need_none": "to detect a drop of {detect}: {needed} instances needed; the suite plans no gated conversation",
+        "with_repeats": "  with {repeats} per test: verdicts flip {noise} of the time, {needed} instances needed",
         "red_lines": "critical rules (the bound if no planned conversation breaches):",
         "red_line": "  {rule} ({where}): breach rate < {upper} (95%) over {n}",
         "red_line_none": "  {rule} ({where}): — (no planned conversation)",
@@ -47,12 +50,14 @@ WORDS: dict[str, dict[str, str]] = {
         "conversations": "{n} 段对话", "conversation": "{n} 段对话",
         "drop": "配对检验能检出的最小通过率下降：{drop}（检验力 {power}，单侧 α {alpha}）",
         "drop_none": "配对检验能检出的最小通过率下降：—（配对太少）",
-        "noise_base": "不一致率：基线中同一实例两次运行结论不同的比例 {noise}，再加上下降幅度",
+        "noise_base": "不一致率：同一实例的结论在两次运行间翻转的比例 {noise}（按基线重复结果估计单次通过概率，"
+                      "按计划的重复次数合并），再加上下降幅度",
         "noise_assumed": "不一致率：假定为下降幅度的 2 倍",
         "noise_missing": "不一致率：假定为下降幅度的 2 倍（基线中本套件没有重复运行的结论）",
-        "enough": "检出下降 {detect}：需要 {needed} 对，计划 {pairs} 对 —— 足够",
-        "need": "检出下降 {detect}：需要 {needed} 对，计划 {pairs} 对 —— --repeat {repeat}，或按当前重复次数需 {instances}",
-        "need_none": "检出下降 {detect}：需要 {needed} 对；本套件没有计入门禁的对话",
+        "enough": "检出下降 {detect}：需要 {needed} 个实例，计划 {pairs} 个 —— 足够",
+        "need": "检出下降 {detect}：需要 {needed} 个实例，计划 {pairs} 个 —— 还需增加 {more}（增加重复次数不增加配对）",
+        "need_none": "检出下降 {detect}：需要 {needed} 个实例；本套件没有计入门禁的对话",
+        "with_repeats": "  每个测试{repeats}：结论翻转 {noise}，需要 {needed} 个实例",
         "red_lines": "关键规则（计划的对话都未违反时能给出的上界）：",
         "red_line": "  {rule}（{where}）：违规率 < {upper}（95%），共 {n}",
         "red_line_none": "  {rule}（{where}）：—（没有计划的对话）",
@@ -76,28 +81,52 @@ def _rule_text(spec: Any) -> str:
     return f"{spec.name}: {value}" if value is not None else spec.name
 
 
+def verdict_pass_chance(p: float, repeats: int, rule: str | float) -> float:
+    """The chance that an instance whose plays pass with probability `p` gets a passing verdict from
+    `repeats` plays under its repeat rule (results/verdict.py `combine_repeats`): all, majority (more than
+    half), any, or a share of the plays."""
+    if rule == "all":
+        return float(p ** repeats)
+    if rule == "any":
+        return 1 - float((1 - p) ** repeats)
+    least = repeats // 2 + 1 if rule == "majority" else math.ceil(float(rule) * repeats - 1e-9)
+    return sum(math.comb(repeats, i) * p ** i * (1 - p) ** (repeats - i) for i in range(max(0, least), repeats + 1))
+
+
+def verdict_discordance(instances: Iterable[tuple[int, int, int, str | float]]) -> float | None:
+    """How often an instance's verdict flips between two runs with no change: per `(n, c, repeats, rule)` —
+    c of n plays passed in the baseline (n ≥ 2), the instance planned with `repeats` under `rule` — the
+    pass chance q of its verdict at p = c/n, and the mean of 2q(1 − q); None when no instance repeated."""
+    flips = []
+    for n, c, repeats, rule in instances:
+        if n >= 2:
+            q = verdict_pass_chance(c / n, repeats, rule)
+            flips.append(2 * q * (1 - q))
+    return sum(flips) / len(flips) if flips else None
+
+
 def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, detect: float, power: float,
                alpha: float) -> dict[str, Any]:
-    """One suite's figures: what it plans, what the paired test can detect, what it needs, and each
-    critical rule's bound."""
+    """One suite's figures: what it plans, what the paired test can detect, the instances it needs, and each
+    critical rule's bound. A pair is a gated instance (its verdict in two runs)."""
     from evalspec.plan.build import plan_slots
     from evalspec.results import stats
 
     instances: set[tuple[str, str]] = set()
-    gated_instances: set[tuple[str, str]] = set()
+    gated: dict[tuple[str, str], tuple[int, str | float]] = {}  # instance → (planned repeats, repeat rule)
     repeats: list[int] = []
-    conversations = pairs = 0
+    conversations = 0
     rules: dict[Any, dict[str, Any]] = {}
     for slot in plan_slots([suite], selection):
         test, provider, k, base = slot.test, slot.provider, slot.repeat, slot.base
         conversations += 1
         instances.add((base, provider.id))
+        n = 1 if test.recorded else selection.repeat or test.repeat.n
         if k == 1:
-            repeats.append(selection.repeat or test.repeat.n if not test.recorded else 1)
+            repeats.append(n)
         if not _gated(test):
             continue
-        pairs += 1
-        gated_instances.add((base, provider.id))
+        gated[(base, provider.id)] = (n, test.repeat.rule)
         for spec in [*(a for t in test.conversation for a in t.asserts), *test.asserts]:
             if spec.severity != "critical":
                 continue
@@ -107,23 +136,36 @@ def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, dete
             rule["n"] += 1
     for rule in rules.values():
         rule["upper"] = stats.clopper_pearson_upper(0, rule["n"])
-    noise, source = None, "assumed"
+    pairs = len(gated)
+    seen: list[tuple[int, int, tuple[str, str]]] = []  # (n, c, instance) of the baseline's repeated verdicts
     if baseline is not None:
-        mine = [(v.get("n"), v.get("passed")) for v in baseline.get("verdicts") or []
-                if isinstance(v, dict) and _same_file(str(v.get("suite")), str(suite.path)) and v.get("gated")]
-        noise = stats.repeat_disagreement((n, c) for n, c in mine
-                                          if isinstance(n, int) and isinstance(c, int) and 0 <= c <= n)
-        source = "baseline" if noise is not None else "missing"
+        for v in baseline.get("verdicts") or []:
+            if not (isinstance(v, dict) and _same_file(str(v.get("suite")), str(suite.path)) and v.get("gated")):
+                continue
+            n, c, key = v.get("n"), v.get("passed"), (str(v.get("test_id")), str(v.get("provider")))
+            if isinstance(n, int) and isinstance(c, int) and 0 <= c <= n and n >= 2 and key in gated:
+                seen.append((n, c, key))
+
+    def discordance(repeat: int | None) -> float | None:
+        return verdict_discordance((n, c, repeat or gated[key][0], gated[key][1]) for n, c, key in seen)
+
+    noise = discordance(None)
+    source = "assumed" if baseline is None else "baseline" if noise is not None else "missing"
     needed = stats.mcnemar_pairs(stats.assumed_discordance(detect, noise), detect, alpha, power)
-    per_instance = pairs / len(gated_instances) if gated_instances else 0
+    with_repeats = []
+    if noise is not None:
+        for r in (1, 3, 5, 10):
+            if {n for n, _ in gated.values()} != {r}:
+                flips = discordance(r)
+                with_repeats.append({"repeat": r, "noise": flips, "instances": stats.mcnemar_pairs(
+                    stats.assumed_discordance(detect, flips), detect, alpha, power)})
     return {
         "suite": str(suite.path), "instances": len(instances), "repeats": [min(repeats), max(repeats)] if repeats
         else [0, 0], "conversations": conversations, "pairs": pairs,
         "discordance": {"source": source, "noise": noise},
         "detectable_drop": stats.detectable_drop(pairs, alpha, power, noise),
-        "needed": {"detect": detect, "pairs": needed, "enough": pairs >= needed,
-                   "repeat": math.ceil(needed / len(gated_instances)) if gated_instances else None,
-                   "instances": math.ceil(needed / per_instance) if per_instance else None},
+        "needed": {"detect": detect, "instances": needed, "enough": pairs >= needed},
+        "with_repeats": with_repeats,
         "red_lines": list(rules.values()),
     }
 
@@ -169,12 +211,15 @@ def plan_lines(report: dict[str, Any]) -> Iterable[str]:
         need = s["needed"]
         detect = _points(need["detect"])
         if need["enough"]:
-            yield "  " + _w("enough", detect=detect, needed=f"{need['pairs']:,}", pairs=f"{s['pairs']:,}")
-        elif need["repeat"] is None:
-            yield "  " + _w("need_none", detect=detect, needed=f"{need['pairs']:,}")
+            yield "  " + _w("enough", detect=detect, needed=f"{need['instances']:,}", pairs=f"{s['pairs']:,}")
+        elif not s["pairs"]:
+            yield "  " + _w("need_none", detect=detect, needed=f"{need['instances']:,}")
         else:
-            yield "  " + _w("need", detect=detect, needed=f"{need['pairs']:,}", pairs=f"{s['pairs']:,}",
-                            repeat=need["repeat"], instances=_count("instance", need["instances"]))
+            yield "  " + _w("need", detect=detect, needed=f"{need['instances']:,}", pairs=f"{s['pairs']:,}",
+                            more=_count("instance", need["instances"] - s["pairs"]))
+        for option in s["with_repeats"]:
+            yield "  " + _w("with_repeats", repeats=_count("repeat", option["repeat"]), noise=_share(option["noise"]),
+                            needed=f"{option['instances']:,}")
         if not s["red_lines"]:
             yield "  " + _w("no_red_lines")
             continue

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from evalspec.app.cli.plan import verdict_discordance, verdict_pass_chance
 from evalspec.results.stats import detectable_drop
 from tests.helpers import invoke
 
@@ -51,46 +52,79 @@ def write(tmp: Path, text: str = SUITE, name: str = "s.yaml") -> Path:
 
 
 def test_plan_counts_what_is_planned_and_what_it_can_show(in_tmp: Path) -> None:
-    """greet × 5 + sizes × 5 values + a draft × 3: 7 instances, 13 conversations, 10 gated pairs. The
-    critical rule is decided on those 10: with no breach its bound is 1 − 0.05^(1/10) = 25.9 % (Hanley &
+    """greet × 5 + sizes × 5 values + a draft × 3: 7 instances, 13 conversations; a pair is a gated instance's
+    verdict, as the paired gate compares them: 6 pairs (greet's 5 repeats make one verdict). The critical rule
+    is decided on the 10 gated conversations: with no breach its bound is 1 − 0.05^(1/10) = 25.9 % (Hanley &
     Lippman-Hand: 0.26). A drop of 10 points needs 122 pairs with ψ = 0.2 (by hand:
-    (1.6449·√0.2 + 0.8416·√0.19)²/0.01 = 121.5), so --repeat ⌈122/6⌉ = 21, or ⌈122/(10/6)⌉ = 74 instances."""
+    (1.6449·√0.2 + 0.8416·√0.19)²/0.01 = 121.5): 122 instances, 116 more than planned."""
     path = write(in_tmp)
     code, out = invoke("plan", str(path), "-o", "plan.json", "--lang", "en")
     assert code == 0, out
-    assert "7 instances × 1–5 repeats = 13 conversations (10 paired against a baseline)" in out, out
-    assert "122 pairs needed, 10 planned — --repeat 21, or 74 instances at the current repeats" in out, out
+    assert "7 instances × 1–5 repeats = 13 conversations (6 paired against a baseline)" in out, out
+    assert "122 instances needed, 6 planned — add 116 instances (more repeats add no pair)" in out, out
     assert "breach rate < 25.9% (95%) over 10 conversations" in out and "s.yaml:6" in out, out
     assert "discordance: assumed 2 × the drop" in out
     report = json.loads(Path("plan.json").read_text(encoding="utf-8"))
     (suite,) = report["suites"]
-    assert (suite["instances"], suite["conversations"], suite["pairs"]) == (7, 13, 10)
-    assert suite["needed"] == {"detect": 0.1, "pairs": 122, "enough": False, "repeat": 21, "instances": 74}
-    assert suite["detectable_drop"] == detectable_drop(10)
+    assert (suite["instances"], suite["conversations"], suite["pairs"]) == (7, 13, 6)
+    assert suite["needed"] == {"detect": 0.1, "instances": 122, "enough": False}
+    assert suite["detectable_drop"] == detectable_drop(6)
+    assert suite["with_repeats"] == []  # without a baseline repeats change nothing the plan can know
     assert f"detects: {suite['detectable_drop'] * 100:.3g} percentage points (power 80%, one-sided α 0.05)" in out
     assert suite["red_lines"][0]["upper"] == pytest.approx(0.259, abs=5e-4)
 
 
-def test_plan_says_enough_when_the_planned_pairs_suffice(in_tmp: Path) -> None:
-    """--repeat 25: 6 gated instances × 25 = 150 pairs ≥ 122."""
+def test_plan_says_enough_when_the_planned_instances_suffice(in_tmp: Path) -> None:
+    """sizes over 125 values: 126 gated instances ≥ 122; --repeat 25 on 6 instances is still 6 pairs."""
     code, out = invoke("plan", str(write(in_tmp)), "--repeat", "25", "--lang", "en")
     assert code == 0, out
-    assert "122 pairs needed, 150 planned — enough" in out, out
+    assert "122 instances needed, 6 planned — add 116 instances" in out, out
+    many = SUITE.replace("[s, m, l, xl, xxl]", "[" + ", ".join(f"v{i}" for i in range(125)) + "]")
+    code, out = invoke("plan", str(write(in_tmp, many)), "--lang", "en")
+    assert code == 0, out
+    assert "122 instances needed, 126 planned — enough" in out, out
 
 
 def test_plan_reads_the_discordance_from_the_baseline(in_tmp: Path) -> None:
-    """A baseline played for real: of greet's 4 repeats 2 pass and 2 fail, so: 4 of the 6 pairs of repeats disagree
-    (noise 2/3). ψ = 2/3 + 0.1; by hand (1.6449·√0.7667 + 0.8416·√0.7567)²/0.01 = 471.9 → 472 pairs."""
+    """A baseline played for real: greet passes 2 of its 4 repeats, so a play passes with p = 0.5 and its verdict
+    (rule `all`, 4 repeats) with q = 0.5⁴ = 0.0625: it flips between two runs 2q(1 − q) = 11.7 % of the time
+    (the sizes verdicts did not repeat: they tell nothing). ψ = 0.1172 + 0.1; by hand
+    (1.6449·√0.2172 + 0.8416·√0.2072)²/0.01 = 132.2 → 133 instances. At 1 repeat q = 0.5: flips 50 %,
+    ψ = 0.6 → 368.9 → 369; at 3: q = 0.125, flips 21.9 %, → 195; at 5: q = 1/32, 6.05 %, → 98; at 10:
+    q = 1/1024, 0.195 %, → 61."""
     path = write(in_tmp, SUITE.replace("repeat: 5", "repeat: 4").replace("- user: hello there",
                                                                          "- user: hello there\n        assert: [{contains: ok}]"))
     code, out = invoke("run", str(path), "-o", "base.json", "--no-cache", "-q")
     assert code == 1, out
     code, out = invoke("plan", str(path), "--baseline", "base.json", "-o", "plan.json", "--lang", "en")
     assert code == 0, out
-    assert "disagree 66.7% of the time in the baseline" in out, out
+    assert "verdict flips between two runs 11.7% of the time" in out, out
+    assert "133 instances needed, 6 planned — add 127 instances" in out, out
+    assert "with 3 repeats per test: verdicts flip 21.9% of the time, 195 instances needed" in out, out
     (suite,) = json.loads(Path("plan.json").read_text(encoding="utf-8"))["suites"]
-    assert suite["discordance"] == {"source": "baseline", "noise": pytest.approx(2 / 3)}
-    assert suite["needed"]["pairs"] == 472
+    assert suite["discordance"] == {"source": "baseline", "noise": pytest.approx(2 * 0.0625 * 0.9375)}
+    assert suite["needed"]["instances"] == 133
+    assert [(o["repeat"], o["instances"]) for o in suite["with_repeats"]] == [(1, 369), (3, 195), (5, 98), (10, 61)]
+    assert suite["with_repeats"][2]["noise"] == pytest.approx(2 * (1 / 32) * (31 / 32))
+
+
+@pytest.mark.parametrize(("p", "repeats", "rule", "chance"), [
+    (0.9, 2, "all", 0.81),                  # both plays pass
+    (0.8, 3, "majority", 0.896),            # 3·0.8²·0.2 + 0.8³ = 0.384 + 0.512
+    (0.8, 4, "majority", 0.8192),           # more than half of 4 is 3 or 4: 4·0.8³·0.2 + 0.8⁴ = 0.4096 + 0.4096
+    (0.5, 3, "any", 0.875),                 # 1 − 0.5³
+    (0.5, 5, 0.6, 0.5),                     # at least 3 of 5: (10 + 5 + 1)/32
+])
+def test_a_verdicts_pass_chance_follows_its_repeat_rule(p: float, repeats: int, rule: str | float,
+                                                        chance: float) -> None:
+    assert verdict_pass_chance(p, repeats, rule) == pytest.approx(chance)
+
+
+def test_the_discordance_is_of_verdicts_not_of_plays() -> None:
+    """Two plays of an instance with p = 0.8 disagree 32 % of the time, but its majority-of-3 verdict
+    (q = 0.896) flips only 2·0.896·0.104 = 18.6 %; a verdict that did not repeat tells nothing."""
+    assert verdict_discordance([(5, 4, 3, "majority"), (1, 1, 3, "majority")]) == pytest.approx(2 * 0.896 * 0.104)
+    assert verdict_discordance([(1, 0, 1, "all")]) is None
 
 
 def test_plan_speaks_the_suites_language(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,7 +133,7 @@ def test_plan_speaks_the_suites_language(in_tmp: Path, monkeypatch: pytest.Monke
                  .replace("size {{ size }} please", "请问 {{ size }} 码还有货吗？").replace("a draft", "草稿"))
     code, out = invoke("plan", str(path))
     assert code == 0, out
-    assert "计划：7 个实例 × 重复 1–5 次 = 13 段对话" in out and "需要 122 对" in out, out
+    assert "计划：7 个实例 × 重复 1–5 次 = 13 段对话" in out and "需要 122 个实例" in out, out
     assert "违规率 < 25.9%（95%），共 10 段对话" in out, out
     assert "planned" not in out
     code, out = invoke("plan", str(path), "--lang", "en")
