@@ -6,16 +6,18 @@ about 0.8); each play draws from `random.Random(f"{seed}/{test}/{repeat}")`, so 
 
 1. False alarms: 200 simulated pull requests with no real change (base and head both draw with p_i):
    the share in which the paired gate (results/gate.py `paired_test`, alpha 0.05) blocks. Target ≤ 7 %.
+   Beside it the v2 `regressions: each` gate's share on the same runs: it blocks on any regressed test.
 2. Detection: 200 simulated pull requests whose head passes every test with p_i − 0.10: the share the
-   gate blocks, with as many instances as `plan` asks for (stats.mcnemar_pairs with the discordance a
-   baseline with 5 repeats shows, as `plan --baseline` reads it). Target ≥ 80 %.
+   gate blocks, with as many instances as `plan --baseline` asks for (app/cli/plan.py: each instance's
+   pass chance from a 5-repeat baseline, its verdict's flip chance at the planned repeat 1, plus the
+   drop). Target ≥ 80 %.
 3. Coverage: over the 400 runs' heads and bases, the share whose 95 % Wilson interval holds the true pass
    rate (the mean of the p_i). Target ≥ 93 %.
 4. Wiring: a few real `evalspec run --baseline --gate regressions-paired` pairs of the same bot; their
    `baseline.paired` must equal what the simulation computes from the same draws.
 
-A pair is an instance's verdict in both runs (what the gate compares, and what `plan` counts at repeat 1):
-the simulated runs play each instance once, so a verdict is one conversation.
+A pair is an instance's verdict in both runs (what the gate compares, and what `plan` counts): the simulated
+runs play each instance once, as planned, so a verdict is one conversation.
 
     python bench/bench_stats.py            # this checkout
 """
@@ -30,8 +32,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evalspec.app.cli.plan import verdict_discordance
 from evalspec.results.gate import paired_test
-from evalspec.results.stats import assumed_discordance, mcnemar_pairs, repeat_disagreement, wilson
+from evalspec.results.stats import assumed_discordance, mcnemar_pairs, wilson
 
 PRS, DROP, ALPHA, POWER, SEED = 200, 0.10, 0.05, 0.8, 20250101
 
@@ -70,14 +73,20 @@ def blocks(base: list[str], head: list[str]) -> bool:
     return bool(paired_test(list(zip(base, head, strict=True)), ALPHA)["significant"])
 
 
+def each_blocks(base: list[str], head: list[str]) -> bool:
+    """The v2 `regressions: each` gate: any test that passed in the base and fails in the head blocks."""
+    return any(b == "passed" and h == "failed" for b, h in zip(base, head, strict=True))
+
+
 def covers(vs: list[str], truth: float) -> bool:
     interval = wilson(sum(v == "passed" for v in vs), len(vs))
     return interval is not None and interval[0] <= truth <= interval[1]
 
 
 def planned_instances(probs: list[float]) -> tuple[int, float]:
-    """The instances `plan --baseline` asks for: the discordance a 5-repeat baseline shows, plus the drop."""
-    noise = repeat_disagreement(played(probs, "baseline", repeat=5))
+    """The instances `plan --baseline` asks for: the verdict discordance a 5-repeat baseline shows at the
+    planned repeat 1 (rule `all`, which one play is under every rule), plus the drop."""
+    noise = verdict_discordance((n, c, 1, "all") for n, c in played(probs, "baseline", repeat=5))
     return mcnemar_pairs(assumed_discordance(DROP, noise), DROP, ALPHA, POWER), noise or 0.0
 
 
@@ -86,16 +95,18 @@ def simulate() -> dict[str, float]:
     needed, noise = planned_instances(population)
     probs = population[:needed]
     truth = sum(probs) / len(probs)
-    alarms = detected = covered = runs = 0
+    alarms = each_alarms = detected = covered = runs = 0
     for pr in range(PRS):
         base = verdicts(played(probs, f"base{pr}"))
         same = verdicts(played(probs, f"head{pr}"))
         worse = verdicts(played(probs, f"head{pr}", drop=DROP))
         alarms += blocks(base, same)
+        each_alarms += each_blocks(base, same)
         detected += blocks(base, worse)
         covered += covers(base, truth) + covers(same, truth)
         runs += 2
-    return {"instances": needed, "noise": noise, "false_alarms": alarms / PRS, "detection": detected / PRS,
+    return {"instances": needed, "noise": noise, "false_alarms": alarms / PRS,
+            "each_false_alarms": each_alarms / PRS, "detection": detected / PRS,
             "coverage": covered / runs}
 
 
@@ -120,12 +131,13 @@ def real_pair(folder: Path, probs: list[float], pr: int, drop: float) -> tuple[d
 
 def main() -> None:
     figures = simulate()
-    print(f"plan: {figures['instances']} instances (pairs) to detect a drop of {DROP:.2f} at power {POWER:.0%} "
-          f"(discordance from a 5-repeat baseline: {figures['noise']:.3f} + the drop)")
+    print(f"plan: {figures['instances']} instances × 1 repeat to detect a drop of {DROP:.2f} at power {POWER:.0%} "
+          f"(verdicts flip {figures['noise']:.3f} of the time, from a 5-repeat baseline, + the drop)")
     for key, label, target, ok in (("false_alarms", "false alarms (no change)", "≤ 7%", figures["false_alarms"] <= 0.07),
                                    ("detection", f"detection (drop {DROP:.2f})", "≥ 80%", figures["detection"] >= 0.80),
                                    ("coverage", "interval covers the true rate", "≥ 93%", figures["coverage"] >= 0.93)):
         print(f"{label:32} {figures[key]:6.1%}   target {target}   {'ok' if ok else 'MISSED'}")
+    print(f"{'v2 `each` gate, false alarms':32} {figures['each_false_alarms']:6.1%}   (blocks on any regressed test)")
     probs = probabilities(2000, SEED)[:40]
     agree = 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -93,15 +93,37 @@ def verdict_pass_chance(p: float, repeats: int, rule: str | float) -> float:
     return sum(math.comb(repeats, i) * p ** i * (1 - p) ** (repeats - i) for i in range(max(0, least), repeats + 1))
 
 
+def _passes(passed: int, repeats: int, rule: str | float) -> bool:
+    """Whether `passed` of `repeats` plays make a passing verdict under the repeat rule (as verdict.py)."""
+    if rule == "all":
+        return passed == repeats
+    if rule == "any":
+        return passed > 0
+    return passed * 2 > repeats if rule == "majority" else passed / repeats >= float(rule)
+
+
+def verdict_flip(n: int, c: int, repeats: int, rule: str | float) -> float:
+    """The chance that an instance's verdict differs between two runs of `repeats` plays each, c of its n
+    baseline plays having passed. With n ≥ 2 × repeats: the chance that two runs drawn from those n plays
+    without replacement differ (unbiased; at 1 repeat 2c(n − c)/(n(n − 1))); else 2q(1 − q) with q the
+    verdict's pass chance at p = c/n (a little low when n is small)."""
+    if n < 2 * repeats:
+        q = verdict_pass_chance(c / n, repeats, rule)
+        return 2 * q * (1 - q)
+    fails, ways, differ = n - c, math.comb(n, repeats) * math.comb(n - repeats, repeats), 0
+    for x in range(max(0, repeats - fails), min(c, repeats) + 1):  # x passes in the first run's plays
+        first = math.comb(c, x) * math.comb(fails, repeats - x)
+        for y in range(max(0, repeats - (fails - repeats + x)), min(c - x, repeats) + 1):
+            if _passes(x, repeats, rule) != _passes(y, repeats, rule):
+                differ += first * math.comb(c - x, y) * math.comb(fails - repeats + x, repeats - y)
+    return differ / ways
+
+
 def verdict_discordance(instances: Iterable[tuple[int, int, int, str | float]]) -> float | None:
-    """How often an instance's verdict flips between two runs with no change: per `(n, c, repeats, rule)` —
-    c of n plays passed in the baseline (n ≥ 2), the instance planned with `repeats` under `rule` — the
-    pass chance q of its verdict at p = c/n, and the mean of 2q(1 − q); None when no instance repeated."""
-    flips = []
-    for n, c, repeats, rule in instances:
-        if n >= 2:
-            q = verdict_pass_chance(c / n, repeats, rule)
-            flips.append(2 * q * (1 - q))
+    """How often an instance's verdict flips between two runs with no change: the mean `verdict_flip` over
+    `(n, c, repeats, rule)` — c of n plays passed in the baseline, the instance planned with `repeats` under
+    `rule` — of the instances that repeated (n ≥ 2); None when none did."""
+    flips = [verdict_flip(n, c, repeats, rule) for n, c, repeats, rule in instances if n >= 2]
     return sum(flips) / len(flips) if flips else None
 
 

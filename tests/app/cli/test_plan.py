@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalspec.app.cli.plan import verdict_discordance, verdict_pass_chance
+from evalspec.app.cli.plan import verdict_discordance, verdict_flip, verdict_pass_chance
 from evalspec.results.stats import detectable_drop
 from tests.helpers import invoke
 
@@ -89,8 +89,9 @@ def test_plan_reads_the_discordance_from_the_baseline(in_tmp: Path) -> None:
     """A baseline played for real: greet passes 2 of its 4 repeats, so a play passes with p = 0.5 and its verdict
     (rule `all`, 4 repeats) with q = 0.5⁴ = 0.0625: it flips between two runs 2q(1 − q) = 11.7 % of the time
     (the sizes verdicts did not repeat: they tell nothing). ψ = 0.1172 + 0.1; by hand
-    (1.6449·√0.2172 + 0.8416·√0.2072)²/0.01 = 132.2 → 133 instances. At 1 repeat q = 0.5: flips 50 %,
-    ψ = 0.6 → 368.9 → 369; at 3: q = 0.125, flips 21.9 %, → 195; at 5: q = 1/32, 6.05 %, → 98; at 10:
+    (1.6449·√0.2172 + 0.8416·√0.2072)²/0.01 = 132.2 → 133 instances (4 plays cannot make two runs of 4
+    without replacement: q comes from p = c/n). At 1 repeat two of greet's 4 plays differ 2·2·2/(4·3) = 2/3
+    of the time: ψ = 0.7667 → (1.6449·√0.7667 + 0.8416·√0.7567)²/0.01 = 471.9 → 472; at 3: q = 0.125, flips 21.9 %, → 195; at 5: q = 1/32, 6.05 %, → 98; at 10:
     q = 1/1024, 0.195 %, → 61."""
     path = write(in_tmp, SUITE.replace("repeat: 5", "repeat: 4").replace("- user: hello there",
                                                                          "- user: hello there\n        assert: [{contains: ok}]"))
@@ -104,7 +105,7 @@ def test_plan_reads_the_discordance_from_the_baseline(in_tmp: Path) -> None:
     (suite,) = json.loads(Path("plan.json").read_text(encoding="utf-8"))["suites"]
     assert suite["discordance"] == {"source": "baseline", "noise": pytest.approx(2 * 0.0625 * 0.9375)}
     assert suite["needed"]["instances"] == 133
-    assert [(o["repeat"], o["instances"]) for o in suite["with_repeats"]] == [(1, 369), (3, 195), (5, 98), (10, 61)]
+    assert [(o["repeat"], o["instances"]) for o in suite["with_repeats"]] == [(1, 472), (3, 195), (5, 98), (10, 61)]
     assert suite["with_repeats"][2]["noise"] == pytest.approx(2 * (1 / 32) * (31 / 32))
 
 
@@ -118,6 +119,17 @@ def test_plan_reads_the_discordance_from_the_baseline(in_tmp: Path) -> None:
 def test_a_verdicts_pass_chance_follows_its_repeat_rule(p: float, repeats: int, rule: str | float,
                                                         chance: float) -> None:
     assert verdict_pass_chance(p, repeats, rule) == pytest.approx(chance)
+
+
+@pytest.mark.parametrize(("n", "c", "repeats", "rule", "flip"), [
+    (4, 2, 1, "all", 2 / 3),        # 2c(n − c)/(n(n − 1)): 2·2·2/12
+    (5, 4, 2, "all", 0.8),          # 4 of 5 plays drawn, 2 and 2: the runs differ iff the one failed play is drawn
+    (10, 7, 2, "all", 0.6),         # 2 · C(7,2)/C(10,2) · (1 − C(5,2)/C(8,2)) = 2 · 21/45 · 18/28
+    (6, 3, 3, "majority", 1.0),     # 3 passes split 2–1 or 3–0: one run's majority is always the other's minority
+])
+def test_a_verdicts_flip_is_drawn_from_the_baseline_plays(n: int, c: int, repeats: int, rule: str,
+                                                          flip: float) -> None:
+    assert verdict_flip(n, c, repeats, rule) == pytest.approx(flip)
 
 
 def test_the_discordance_is_of_verdicts_not_of_plays() -> None:
