@@ -226,6 +226,26 @@ def print_blocking(console: Console, run: dict[str, Any]) -> None:
         console.print(f"  [red]✗[/] {escape(one_line(item))}")
 
 
+def print_red_lines(console: Console, run: dict[str, Any]) -> None:
+    """`summary.red_lines` as bounds (docs/en/statistics.md#red-lines-as-bounds): a line per critical rule
+    that was breached, and one for those that never were, with the weakest of their 95 % upper bounds."""
+    from evalspec.results.stats import conversations_to_bound
+
+    lines = [x for x in (run["summary"].get("red_lines") or []) if x.get("upper") is not None]
+    for x in lines:
+        if x["breaches"]:
+            console.print("[red]" + escape(one_line(words(
+                "red_line_breached", rule=x["rule"], suite=x["suite"], breaches=x["breaches"], n=x["n"],
+                rate=f"{x['rate'] * 100:.1f}%", upper=f"{x['upper'] * 100:.1f}%"))) + "[/]")
+    clear = [x for x in lines if not x["breaches"]]
+    if clear:
+        weakest = max(clear, key=lambda x: x["upper"])
+        rules = words("red_lines_rule" if len(clear) == 1 else "red_lines_rules", n=len(clear))
+        console.print(escape(one_line(words("red_lines_clear", rules=rules, upper=f"{weakest['upper'] * 100:.1f}%",
+                                            n=weakest["n"], rule=weakest["rule"], suite=weakest["suite"],
+                                            need=conversations_to_bound(0.01)))))
+
+
 def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool) -> None:
     print_blocking(console, run)
     if not quiet:
@@ -248,6 +268,7 @@ def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str],
         console.print(f"{escape(one_line(sla['id']))}: [{style}]{word(sla['status'])}[/] — {escape(one_line(sla['text']))}")
     if run["summary"].get("metrics"):
         console.print(metrics_table(run["summary"]["metrics"]))
+    print_red_lines(console, run)
     print_attacks(console, run)
     for r, text in failed_teardowns(run):
         console.print(f"[yellow]{escape(one_line(text))}[/] · {escape(one_line(r['test_id']))} @ "
