@@ -44,7 +44,7 @@ WORDS: dict[str, dict[str, str]] = {
         "points": "{n} percentage points",
     },
     "zh": {
-        "planned": "计划：{instances} × {repeats} = {conversations}（与基线配对 {pairs} 段）",
+        "planned": "计划：{instances} × {repeats} = {conversations}（与基线配对 {pairs} 个实例）",
         "instances": "{n} 个实例", "instance": "{n} 个实例",
         "repeats": "重复 {n} 次", "repeat": "重复 {n} 次", "repeats_range": "重复 {lo}–{hi} 次",
         "conversations": "{n} 段对话", "conversation": "{n} 段对话",
@@ -260,8 +260,8 @@ _OPEN = click.FloatRange(0, 1, min_open=True, max_open=True)  # a share: 0 < x <
 @click.command("plan")
 @click.argument("paths", nargs=-1, required=True, metavar="SUITE...")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
-              help="a run.json: how often two plays of one instance disagreed in it sets the discordance "
-                   "(default: 2 × the drop)")
+              help="a run.json: its repeats give each instance's pass chance, hence how often its verdict "
+                   "flips between two runs (default: the discordance is 2 × the drop)")
 @click.option("--detect", type=_OPEN, default=0.10, show_default=True,
               help="the drop of the pass rate to detect (0..1)")
 @click.option("--power", type=_OPEN, default=0.8, show_default=True,
@@ -276,7 +276,7 @@ def plan_command(paths: tuple[str, ...], baseline_path: str | None, detect: floa
                  repeat: int | None, output: str | None, lang: str | None) -> None:
     """How much the planned conversations can show, before any call: per suite the instances, repeats and
     conversations planned; the smallest drop of the pass rate the paired regression test detects; the
-    pairs (repeats or instances) needed to detect --detect; and, per critical rule, the breach-rate bound
+    instances (pairs of verdicts) needed to detect --detect; and, per critical rule, the breach-rate bound
     the planned conversations show when none breaches. Exit 0 (2 on a usage error or a bad suite)."""
     from evalspec.app.api import expand_paths
     from evalspec.plan.build import Selection
