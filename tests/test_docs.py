@@ -229,7 +229,8 @@ def test_getting_started_exists_in_chinese_and_english_and_every_page_is_in_the_
 # the subjects docs/zh/ covers (SPEC §32): the page, and a word its title holds
 ZH_SUBJECTS = {"suite-format.md": "套件格式", "rule-self-tests.md": "规则自测", "judges.md": "评判模型",
                "recorded-conversations.md": "对话记录", "coverage.md": "覆盖矩阵", "review.md": "人工复核",
-               "ci.md": "持续集成", "troubleshooting.md": "常见问题"}
+               "ci.md": "持续集成", "troubleshooting.md": "常见问题",
+               "statistics.md": "通过率有多可信"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
