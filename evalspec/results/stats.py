@@ -266,10 +266,3 @@ def detectable_drop(pairs: int, alpha: float = 0.05, power: float = 0.8,
         else:
             lo = mid
     return hi
-
-
-def repeat_disagreement(verdicts: Iterable[tuple[int, int]]) -> float | None:
-    """How often two plays of one instance disagree, from the verdicts `(n, c)` of a run with n ≥ 2: the
-    mean over them of 2c(n − c)/(n(n − 1)) (unbiased for 2p(1 − p)); None when no verdict repeats."""
-    shares = [2 * c * (n - c) / (n * (n - 1)) for n, c in verdicts if n >= 2]
-    return sum(shares) / len(shares) if shares else None

@@ -17,7 +17,6 @@ from evalspec.results.stats import (
     pass_at_k,
     pass_hat_k,
     pass_k_curves,
-    repeat_disagreement,
     sign_test,
     wilson,
 )
@@ -162,10 +161,3 @@ def test_detectable_drop_is_the_inverse_of_the_sample_size() -> None:
     assert mcnemar_pairs(2 * drop, drop) <= 40 < mcnemar_pairs(2 * (drop - 0.001), drop - 0.001)
     assert detectable_drop(0) is None
     assert (detectable_drop(400, noise=0.2) or 0) > (detectable_drop(400) or 0)  # noise hides small drops
-
-
-def test_repeat_disagreement_counts_disagreeing_pairs_of_repeats() -> None:
-    """By hand: 1 of 2 passed → the one pair disagrees (1); 2 of 4 → 4 of 6 pairs disagree; 3 of 3 → 0."""
-    assert repeat_disagreement([(2, 1)]) == 1.0
-    assert repeat_disagreement([(4, 2), (3, 3)]) == pytest.approx((4 / 6 + 0) / 2)
-    assert repeat_disagreement([(1, 1)]) is None
