@@ -358,9 +358,18 @@ def _unique_ids(tests: list[dict[str, Any]]) -> None:
             test["id"] = f"{test['id']}-{n}"
 
 
-def _memory_jsonl(rel: str) -> str:
-    """The dataset a scripting-memory file is written as, beside the suite, named after it."""
-    return f"{slugify(Path(rel).name.split('.')[0]) or 'memory'}.jsonl"
+def _memory_jsonl(source: Source, rel: str) -> str:
+    """The dataset a scripting-memory file is written as, beside the suite, named after it (`-2`, `-3` after
+    the name when files in other sub-folders have the same name: one name, one file)."""
+    taken: dict[str, str] = {}
+    for other, _ in source.memory:
+        stem = slugify(Path(other).name.split(".")[0].split(" (")[0]) or "memory"
+        name, n = f"{stem}.jsonl", 1
+        while name in taken.values():
+            n += 1
+            name = f"{stem}-{n}.jsonl"
+        taken[other] = name
+    return taken[rel]
 
 
 def _memory_dataset(source: Source, used: set[str], notes: list[str], title: str) -> str:
@@ -370,7 +379,7 @@ def _memory_dataset(source: Source, used: set[str], notes: list[str], title: str
     if missing := sorted(used - {k for row in rows for k in row}):
         notes.append(f"{title}: {', '.join('$' + n for n in missing)} defined in another scripting-memory file than "
                      f"{rel}: one dataset a test, so these are not filled in")
-    return _memory_jsonl(rel)
+    return _memory_jsonl(source, rel)
 
 
 def _memory_files(source: Source, tests: list[dict[str, Any]]) -> dict[str, str]:
@@ -379,7 +388,7 @@ def _memory_files(source: Source, tests: list[dict[str, Any]]) -> dict[str, str]
     files: dict[str, str] = {}
     wanted = {t["dataset"] for t in tests if "dataset" in t}
     for rel, rows in source.memory:
-        if (name := _memory_jsonl(rel)) not in wanted:
+        if (name := _memory_jsonl(source, rel)) not in wanted:
             continue
         names = [row.get("id") for row in rows]
         unique = all(names) and len(set(names)) == len(names)
