@@ -154,9 +154,11 @@ class _Converter:
                 return [{f"{no}regex": plain(flag + "|".join(f"(?:{b})" for b in bodies))}]
             return [{"regex": plain(flag + b)} for b in bodies] if not negated else \
                 [{"not-regex": plain(flag + "^" + "".join(f"(?=.*(?:{b}))" for b in bodies))}]
-        if base == "TEXT_EQUALS" and args:
-            if ic:
-                return [{f"{no}regex": plain("(?i)^\\s*" + re.escape(args[0]) + "\\s*$")}]
+        if base in ("TEXT_EQUALS", "TEXT") and args and any(args):  # equals any of its arguments
+            if ic or len(args) > 1:
+                body = "|".join(re.escape(a) for a in args)
+                return [{f"{no}regex": plain(("(?i)" if ic else "") + "^\\s*"
+                                             + (f"(?:{body})" if len(args) > 1 else body) + "\\s*$")}]
             return [{f"{no}equals": literal(args[0])}]
         if name == "BUTTONS":
             if not args or args == [""]:
@@ -167,6 +169,12 @@ class _Converter:
             return [{f"{no}state": {"path": "intent", "equals": plain(args[0])}}]
         if name == "ENTITIES" and args:
             return [{f"{no}state": plain(f"contains(entities[].entity, {jp_literal(a)})")} for a in args if a]
+        if name == "ENTITY_VALUES" and any(args):  # every value among the entities' values
+            return [{f"{no}state": plain(f"contains(entities[].value, {jp_literal(a)})")} for a in args if a]
+        if name == "ENTITY_CONTENT" and len(args) > 1 and args[0]:  # the entity's values hold every one given
+            entity = jp_literal(args[0])
+            return [{f"{no}state": plain(f"contains(entities[?entity == {entity}].value, {jp_literal(a)})")}
+                    for a in args[1:] if a]
         if name == "JSON_PATH" and args:
             converted = _jmespath(args[0])
             if converted is None:

@@ -1,0 +1,47 @@
+"""Botium asserters measured on real convos (connector samples): `TEXT` and `TEXT_EQUALS` accept any of their
+arguments, `ENTITY_VALUES` and `ENTITY_CONTENT` check the NLU entities (docs/en/importers.md#coming-from-botium)."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from evalspec.authoring.importers.botium import _Converter
+from tests.helpers import invoke
+
+
+def _check(name, args, negated=False):
+    conv = _Converter({}, {}, [])
+    return conv.asserter(name, negated, args, "w"), conv.notes
+
+
+def test_text_equals_accepts_any_of_its_arguments():
+    (check,), notes = _check("TEXT_EQUALS", ["您好", "你好"])
+    assert not notes and set(check) == {"regex"}
+    pattern = re.compile(check["regex"])
+    assert pattern.search("你好") and pattern.search(" 您好 ") and not pattern.search("你好吗")
+    (check,), _ = _check("TEXT", ["Im Joe", "Im George"], negated=True)
+    assert set(check) == {"not-regex"} and re.search(check["not-regex"], "Im George")
+    assert _check("TEXT", ["yes"]) == ([{"equals": "yes"}], [])
+
+
+def test_entity_values_and_entity_content_check_the_entities():
+    assert _check("ENTITY_VALUES", ["北京", "上海"]) == ([
+        {"state": 'contains(entities[].value, `"北京"`)'}, {"state": 'contains(entities[].value, `"上海"`)'}], [])
+    assert _check("ENTITY_CONTENT", ["city", "北京"], negated=True) == ([
+        {"not-state": 'contains(entities[?entity == `"city"`].value, `"北京"`)'}], [])
+
+
+def test_a_convo_checked_only_by_text_or_entity_asserters_is_imported(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "weather.convo.txt").write_text(
+        "weather\n\n#me\n北京天气\n\n#bot\nENTITY_CONTENT city | 北京\n\n#me\nhi\n\n#bot\nTEXT hello | hi\n",
+        encoding="utf-8")
+    code, out = invoke("import", "botium", str(src), "-o", str(tmp_path / "out"))
+    assert code == 0, out
+    test, = yaml.safe_load((tmp_path / "out" / "weather.yaml").read_text(encoding="utf-8"))["tests"]
+    assert [list(e["assert"][0]) for e in test["conversation"]] == [["state"], ["regex"]]
+    code, out = invoke("validate", str(tmp_path / "out" / "weather.yaml"))
+    assert code == 0, out
