@@ -156,7 +156,7 @@ def _source_texts(suite: Any, folder: Path, kind: str) -> list[list[str]]:
 
         path = folder if folder.is_file() else folder / suite.source
         return [[t["content"] for t in _turns(g) if t["role"] == "user"] for g in _load(path)]
-    from evalspec.authoring.importers.rasa_stories import strip_entities
+    from evalspec.authoring.importers.rasa_stories import intent_message, strip_entities
     from evalspec.authoring.importers.yaml12 import load_yaml12
 
     path = folder / str(Path(suite.filename).parent) / suite.source if folder.is_dir() else folder
@@ -167,8 +167,10 @@ def _source_texts(suite: Any, folder: Path, kind: str) -> list[list[str]]:
                  for step in c.get("steps") or [] if isinstance(step, dict) and "user" in step
                  for u in [step["user"]]] for c in cases]
     stories = [s for s in data["stories"] if isinstance(s, dict)]
-    return [[strip_entities(str("" if step["user"] is None else step["user"]).strip())[0]
-             for step in s.get("steps") or [] if isinstance(step, dict) and "user" in step] for s in stories]
+    return [[strip_entities(str("" if step["user"] is None else step["user"]).strip())[0] if "user" in step
+             else intent_message(step)[0]  # an intent without text: Rasa sends `/intent`
+             for step in s.get("steps") or []
+             if isinstance(step, dict) and ("user" in step or step.get("intent") is not None)] for s in stories]
 
 
 def _silent_changes(suites: list[Any], out: Path, kind: str, folder: Path) -> list[str]:

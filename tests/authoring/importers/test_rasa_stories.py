@@ -105,3 +105,34 @@ def test_a_rasa_state_gives_the_active_loop_after_the_turn():
     assert tracker_state({"events": [*events, {"event": "active_loop", "name": None}]})["active_loop"] is None
     assert tracker_state({"events": events, "active_loop": {}})["active_loop"] is None
     assert tracker_state({"active_loop": {"name": "f"}})["active_loop"] == "f"
+
+
+def test_an_intent_step_without_text_is_a_turn_sending_the_intent(tmp_path):
+    """financial-demo's test stories: `- intent: deny` with no `user:` is a turn of its own (Rasa sends
+    `/deny`), so the actions after it are checked on it, not on the turn before."""
+    (tmp_path / "test_stories.yml").write_text("""\
+stories:
+  - story: 转账后拒绝
+    steps:
+      - intent: transfer_money
+        user: 转账
+      - action: action_switch_forms_ask
+      - intent: deny
+      - action: action_switch_forms_deny
+      - intent: inform
+        entities:
+          - account_type: 信用卡
+      - action: utter_ok
+""", encoding="utf-8")
+    code, out = invoke("import", "rasa", str(tmp_path / "test_stories.yml"), "-o", str(tmp_path / "out"))
+    assert code == 0, out
+    test, = yaml.safe_load((tmp_path / "out" / "test-stories.yaml").read_text(encoding="utf-8"))["tests"]
+    assert [t["user"] for t in test["conversation"]] == ["转账", "/deny", '/inform{"account_type": "信用卡"}']
+    assert [t["assert"] for t in test["conversation"][1:]] == [
+        [{"state": {"path": "intent", "equals": "deny"}},
+         {"state": 'contains(actions, `"action_switch_forms_deny"`)'}],
+        [{"state": {"path": "intent", "equals": "inform"}},
+         {"state": 'contains(entities[?entity == `"account_type"`].value, `"信用卡"`)'},
+         {"state": 'contains(actions, `"utter_ok"`)'}]]
+    assert test["conversation"][0]["assert"][-1] == {"state": 'contains(actions, `"action_switch_forms_ask"`)'}
+    assert "checks: 7 kept, 0 not converted" in out
