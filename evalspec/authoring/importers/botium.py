@@ -131,6 +131,10 @@ class _Converter:
         no = "not-" if negated else ""
         ic = name.endswith("_IC")
         base = name[:-3] if ic else name
+        if base.startswith("TEXT"):  # an argument naming an utterance list stands for its phrasings
+            args = [p for a in args for p in (self.utterances.get(a) or [a])]
+        if base in ("TEXT_EQUALS", "TEXT") and not any(args):  # no argument: any text (`!`: none)
+            return [{f"{no}regex": "(?s)."}]
         if base in ("TEXT_CONTAINS_ANY", "TEXT_CONTAINS_ALL") and args:
             if base.endswith("ANY") or negated:
                 if not ic and base.endswith("ANY"):

@@ -45,3 +45,10 @@ def test_a_convo_checked_only_by_text_or_entity_asserters_is_imported(tmp_path):
     assert [list(e["assert"][0]) for e in test["conversation"]] == [["state"], ["regex"]]
     code, out = invoke("validate", str(tmp_path / "out" / "weather.yaml"))
     assert code == 0, out
+
+
+def test_text_without_arguments_is_any_text_and_an_utterance_name_its_phrasings():
+    assert _check("TEXT", []) == ([{"regex": "(?s)."}], [])
+    assert _check("TEXT_EQUALS", [], negated=True) == ([{"not-regex": "(?s)."}], [])
+    conv = _Converter({}, {"GREETING": ["你好", "您好"]}, [])
+    assert conv.asserter("TEXT_CONTAINS_ANY", False, ["GREETING"], "w") == [{"contains-any": ["你好", "您好"]}]
