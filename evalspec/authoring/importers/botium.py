@@ -82,12 +82,26 @@ def wildcard(text: str, anchored: bool = False, captured: frozenset[str] = froze
     return "(?is)" + (f"^\\s*{body}\\s*$" if anchored else body)
 
 
+# Botium's scripting-memory functions (`$now`, `$random(10)`, `$env(NAME)`, ...): values Botium computes
+_FUNCTIONS = {"now", "now_EN", "now_DE", "now_ISO", "date", "date_EN", "date_DE", "date_ISO", "time", "time_EN",
+              "time_DE", "time_ISO", "time_HH_MM", "time_HH", "time_H_A", "timestamp", "tomorrow", "yesterday",
+              "date_add", "date_subtract", "year", "month", "month_MM", "day_of_month", "day_of_week", "random",
+              "random10", "uniqid", "projectname", "testsessionname", "testcasename", "env", "cap", "msg", "func"}
+_ENV = re.compile(r"\$env\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
+
+
 def _user_text(text: str, captured: set[str], notes: list[str], where: str, memory: frozenset[str] = frozenset()) -> str:
-    """A `#me` text: a captured `$name` or one the scripting memory defines is its value (`{{ name }}`)."""
+    """A `#me` text: a captured `$name` or one the scripting memory defines is its value (`{{ name }}`);
+    `$env(NAME)` is the environment variable (`${NAME}`, docs/en/importers.md#coming-from-botium)."""
     pieces = []
-    for piece in re.split(r"(\$[A-Za-z_][A-Za-z0-9_]*)", text):
-        if piece.startswith("$") and (piece[1:] in captured or piece[1:] in memory):
+    for piece in re.split(r"(\$env\(\s*[A-Za-z_][A-Za-z0-9_]*\s*\)|\$[A-Za-z_][A-Za-z0-9_]*)", text):
+        if env := _ENV.fullmatch(piece):
+            pieces.append("${" + env.group(1) + "}")
+        elif piece.startswith("$") and (piece[1:] in captured or piece[1:] in memory):
             pieces.append("{{ " + piece[1:] + " }}")
+        elif piece.startswith("$") and piece[1:] in _FUNCTIONS:
+            notes.append(f"{where}: Botium's {piece} function is not converted: sent as written")
+            pieces.append(literal(piece))
         else:
             if piece.startswith("$") and len(piece) > 1 and piece[1:] not in memory:
                 notes.append(f"{where}: {piece} is not captured by an earlier #bot line: sent as written")

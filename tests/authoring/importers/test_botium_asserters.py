@@ -52,3 +52,21 @@ def test_text_without_arguments_is_any_text_and_an_utterance_name_its_phrasings(
     assert _check("TEXT_EQUALS", [], negated=True) == ([{"not-regex": "(?s)."}], [])
     conv = _Converter({}, {"GREETING": ["你好", "您好"]}, [])
     assert conv.asserter("TEXT_CONTAINS_ANY", False, ["GREETING"], "w") == [{"contains-any": ["你好", "您好"]}]
+
+
+def test_env_function_is_the_environment_variable_and_other_functions_are_named(tmp_path, monkeypatch):
+    """Botium-Framework's partial sends `$env(API_URL)`: the variable's value, as Botium sends it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "order.convo.txt").write_text(
+        "order\n\n#me\n地址 $env(SHOP_URL)\n\n#bot\n好的\n\n#me\n订单 $random(5)\n\n#bot\n收到\n", encoding="utf-8")
+    code, out = invoke("import", "botium", str(src), "-o", str(tmp_path / "out"))
+    assert code == 0, out
+    assert "Botium's $random function is not converted: sent as written" in out and "$env" not in out
+    test, = yaml.safe_load((tmp_path / "out" / "order.yaml").read_text(encoding="utf-8"))["tests"]
+    assert [t["user"] for t in test["conversation"]] == ["地址 ${SHOP_URL}", "订单 $random(5)"]
+    monkeypatch.setenv("SHOP_URL", "https://shop.example")
+    from evalspec.config import load_suite
+
+    suite = load_suite(tmp_path / "out" / "order.yaml")
+    assert [t.text for t in suite.tests[0].conversation] == ["地址 https://shop.example", "订单 $random(5)"]
