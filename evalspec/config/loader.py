@@ -125,13 +125,14 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
     if not isinstance(data, dict):
         return None, [Problem(shown, 1, "", "a suite file is a mapping with at least 'providers' and 'tests'")]
     suite = Suite(path=path, sha256=hashlib.sha256(raw_bytes).hexdigest(), lines=lines)
-    data = _interpolate(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
+    data = interpolate_env(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
     suite_secrets(data, suite.secrets, cli_vars)
     _load_plugins(data, path.parent, lines, problems)
     schema_found = [lines.problem(where, message) for err in _validator().iter_errors(data)
                     for where, message in schema_problems(err)]
     parsed_from = len(problems)
-    SuiteParser(suite, data, lines, problems, dict(cli_vars or {})).parse()
+    SuiteParser(suite, data, lines, problems, dict(cli_vars or {}),
+                environ if environ is not None else os.environ).parse()
     # one mistake, one message: where the parser names a problem, the schema's words for it are dropped,
     # and a NaN or infinity is named as such, not by the range or type check it slipped through
     named = {(p.line, p.path) for p in problems[parsed_from:]}
@@ -175,19 +176,21 @@ def expand_cli_mapping(raw: Any, option: str, environ: Mapping[str, str] | None 
     `${ENV}` expanded as in a suite, and the secrets it holds; an unset variable is a ConfigError."""
     problems: list[Problem] = []
     secrets: set[str] = set()
-    value = _interpolate(raw, (), environ if environ is not None else os.environ, LineMap(option), problems, secrets)
+    value = interpolate_env(raw, (), environ if environ is not None else os.environ, LineMap(option), problems, secrets)
     collect_written_secrets(value, secrets)
     if problems:
         raise ConfigError(redact_problems(problems, secrets))
     return value, secrets
 
 
-def _interpolate(value: Any, path: PathKey, environ: Mapping[str, str], lines: LineMap,
-                 problems: list[Problem], secrets: set[str]) -> Any:
+def interpolate_env(value: Any, path: PathKey, environ: Mapping[str, str], lines: LineMap,
+                    problems: list[Problem], secrets: set[str]) -> Any:
+    """`${ENV}` and `${ENV:-default}` put in, `$${` read as a literal `${`, in a suite's data and in every
+    fragment it includes (docs/en/suite-format.md); a value from the environment is added to `secrets`."""
     if isinstance(value, dict):
-        return {k: _interpolate(v, (*path, k), environ, lines, problems, secrets) for k, v in value.items()}
+        return {k: interpolate_env(v, (*path, k), environ, lines, problems, secrets) for k, v in value.items()}
     if isinstance(value, list):
-        return [_interpolate(v, (*path, i), environ, lines, problems, secrets) for i, v in enumerate(value)]
+        return [interpolate_env(v, (*path, i), environ, lines, problems, secrets) for i, v in enumerate(value)]
     if not isinstance(value, str) or "${" not in value:
         return value
 

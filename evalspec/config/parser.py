@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -73,9 +73,10 @@ class SuiteParser:
     """Turns the schema-checked data into dataclasses, checking what a schema cannot."""
 
     def __init__(self, suite: Suite, data: dict[str, Any], lines: LineMap, problems: list[Problem],
-                 cli_vars: dict[str, Any]) -> None:
+                 cli_vars: dict[str, Any], environ: Mapping[str, str] | None = None) -> None:
         self.suite, self.data, self.lines, self.problems = suite, data, lines, problems
         self.cli_vars = cli_vars
+        self.environ = environ if environ is not None else os.environ  # for `${ENV}` in included fragments
         self.fragment_schema: list[Problem] = []  # the schema's words on `include:` fragments (SPEC §24)
         self.fragment_digests: dict[str, str] = {}  # each fragment read: its resolved path -> sha256
 
@@ -714,6 +715,10 @@ class SuiteParser:
         except ConfigError as exc:
             self.problems.extend(Problem(p.file, p.line, p.path, f"{p.message} ({note})") for p in exc.problems)
             return None
+        # the suite's own `${ENV}` rule, imported here: the loader imports this module
+        from evalspec.config.loader import interpolate_env
+
+        data = interpolate_env(data, (), self.environ, lines, found, self.suite.secrets)
         self.problems.extend(Problem(p.file, p.line, p.path, f"{p.message} ({note})") for p in found)
         if not isinstance(data, dict) or not isinstance(data.get("conversation"), list):
             self.bad(where, f"include: {shown} has no 'conversation:' list of turns to splice")

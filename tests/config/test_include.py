@@ -122,3 +122,18 @@ def test_a_fragment_that_starts_with_a_click_may_follow_a_user_turn(tmp_path: Pa
     code, out = invoke("validate", str(first))
     assert code == 2 and f"{tmp_path / 'fragments' / 'confirm.yaml'}:2: conversation[0].click: 'click:' presses a " \
                           f"button of the previous reply" in out, out
+
+
+def test_a_fragment_reads_env_variables_and_literal_dollar_braces_like_its_suite(tmp_path: Path) -> None:
+    """An imported Botium partial is a fragment: `$${` (imported text) is sent as `${`, `${NAME}` (Botium's
+    `$env(NAME)`) is the variable, its value a secret; an unset one is an error at the fragment's line."""
+    (tmp_path / "fragments").mkdir()
+    (tmp_path / "suite.yaml").write_text(SUITE.replace("fragments/confirm.yaml", "fragments/env.yaml")
+                                         .replace("[confirmed]", "[1]"), encoding="utf-8")
+    (tmp_path / "fragments" / "env.yaml").write_text(
+        'conversation:\n  - user: "模板 $${price} 网址 ${SHOP_URL_T}"\n', encoding="utf-8")
+    suite = load_suite(tmp_path / "suite.yaml", environ={"SHOP_URL_T": "https://店.example"})
+    assert suite.tests[0].conversation[1].text == "模板 ${price} 网址 https://店.example"
+    assert "https://店.example" in suite.secrets
+    code, out = invoke("validate", str(tmp_path / "suite.yaml"))
+    assert code == 2 and "env.yaml:2" in out and "SHOP_URL_T is not set" in out
