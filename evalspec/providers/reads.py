@@ -1,7 +1,8 @@
 """The files a python provider reads while it answers, so its cached replies last only while they are
 unchanged (docs/en/providers.md#the-cache): editing a prompt file the bot reads is a cache miss.
 
-Opens are seen through Python's audit hook (event "open": `open()`, `pathlib`, `os.open`, `io.open_code`).
+Opens are seen through Python's audit hook (event "open": `open()`, `pathlib`, `os.open`, `io.open_code`;
+event "sqlite3.connect": a database sqlite opens from C, with its `-wal` file).
 The hook is process-global and cannot be removed, so it is installed once per process and attributes an
 open to the call recording in the current context (a `ContextVar`): concurrent conversations on one event
 loop, on threads (`carried`) or in forked players each see only their own opens. Files opened only for
@@ -21,6 +22,7 @@ import stat
 import sys
 import sysconfig
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,13 +33,27 @@ _installed = False
 _install_lock = threading.Lock()
 
 
+def _sqlite_files(database: Any) -> list[str]:
+    """The files a `sqlite3.connect(database)` reads: the database and its write-ahead log (none in memory)."""
+    name = os.fsdecode(database)
+    if name.startswith("file:"):  # a URI: file:path?mode=ro
+        name = urllib.parse.unquote(urllib.parse.urlsplit(name).path)
+    if name in ("", ":memory:"):
+        return []
+    path = os.path.abspath(name)
+    return [path, path + "-wal"]
+
+
 def _hook(event: str, args: tuple[Any, ...]) -> None:
-    if event != "open":
+    if event not in ("open", "sqlite3.connect"):
         return
     reads = _RECORDING.get()
     if reads is None:
         return
     try:  # an audit hook that raises would fail the user's open(): nothing here may
+        if event == "sqlite3.connect":
+            reads.update(_sqlite_files(args[0]))
+            return
         path, flags = args[0], args[2] if len(args) > 2 else 0
         if isinstance(path, int) or (isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY):
             return

@@ -104,3 +104,38 @@ def test_only_the_users_own_files_are_tracked(path: str, kept: bool) -> None:
     from evalspec.providers.reads import tracked
 
     assert tracked(path) is kept
+
+
+READS_SQLITE = '''
+import sqlite3
+from pathlib import Path
+
+
+def respond(messages, context):
+    with sqlite3.connect(Path(__file__).with_name("answers.db")) as db:
+        (text,) = db.execute("select text from answers").fetchone()
+    return text + "：" + messages[-1]["content"]
+'''
+
+
+def _answers(root: Path, text: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(root / "answers.db") as db:
+        db.execute("create table if not exists answers (text)")
+        db.execute("delete from answers")
+        db.execute("insert into answers values (?)", (text,))
+    db.close()
+
+
+def test_a_sqlite_database_the_bot_reads_is_checked_too(in_tmp: Path) -> None:
+    # sqlite opens its file from C, past the "open" audit event: a changed database must still be a miss,
+    # else a stale reply passes a red line the bot now breaks
+    (in_tmp / "bot.py").write_text(READS_SQLITE, encoding="utf-8")
+    (in_tmp / "s.yaml").write_text(SUITE, encoding="utf-8")
+    _answers(in_tmp, "您好，旧版")
+    assert play(in_tmp)["a"]["calls"] == 1
+    assert play(in_tmp)["a"]["cached_calls"] == 1
+    _answers(in_tmp, "新版：请拨打 13812345678")
+    edited = play(in_tmp)
+    assert edited["a"]["calls"] == 1 and reply(edited["a"]).startswith("新版")
