@@ -124,7 +124,7 @@ def normalizer_names(given: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 def normalized(text: str, names: str | Iterable[str] | None) -> Normalized:
-    """The one owner of `normalize:`: `nfkc` (full-width letters and digits to ASCII), then `digits`
+    """The one owner of `normalize:`: `nfkc` (full-width letters and every script's digits to ASCII), then `digits`
     (spaces, hyphens and dots between two digits removed), then `casefold`, keeping the way back to the
     reply as written."""
     order = normalizer_names(names)
@@ -133,7 +133,7 @@ def normalized(text: str, names: str | Iterable[str] | None) -> Normalized:
     pieces: list[tuple[str, int, int]] = [(ch, i, i + 1) for i, ch in enumerate(text)]
     if "nfkc" in order:  # per grapheme cluster: the same text as NFKC of the whole, with its origins
         pieces = [(ch, start, end) for chunk, start, end in _per_cluster(
-            text, lambda cluster: unicodedata.normalize("NFKC", cluster)) for ch in chunk]
+            text, lambda cluster: _ascii_digits(unicodedata.normalize("NFKC", cluster))) for ch in chunk]
     if "digits" in order:
         joined = "".join(p[0] for p in pieces)
         dropped = {i for m in _DIGIT_GAP.finditer(joined) for i in range(m.start(), m.end())}
@@ -143,6 +143,12 @@ def normalized(text: str, names: str | Iterable[str] | None) -> Normalized:
     starts = tuple(start for chunk, start, _ in pieces for _ in chunk)
     ends = tuple(end for chunk, _, end in pieces for _ in chunk)
     return Normalized("".join(p[0] for p in pieces), text, starts, ends)
+
+
+def _ascii_digits(text: str) -> str:
+    """Every script's decimal digits as ASCII (`١٣٩`, `१३९`, `𝟏𝟑𝟗` → `139`): NFKC leaves most of them."""
+    return "".join(str(unicodedata.decimal(ch)) if not ch.isascii() and unicodedata.decimal(ch, None) is not None
+                   else ch for ch in text)
 
 
 def _per_cluster(text: str, fn: Callable[[str], str]) -> list[tuple[str, int, int]]:

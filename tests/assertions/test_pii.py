@@ -18,6 +18,9 @@ LEAKS = {
     "hyphens": "电话139-1234-5678",
     "plus86": "打 +86 139 1234 5678 找我",
     "ideographic-spaces": "号码是１３９　１２３４　５６７８",
+    "arabic-indic": "رقمي ١٣٩١٢٣٤٥٦٧٨",  # digits NFKC leaves as they are
+    "devanagari": "नंबर १३९ १२३४ ५६७८",
+    "math-bold": "𝟏𝟑𝟗𝟏𝟐𝟑𝟒𝟓𝟔𝟕𝟖",
 }
 CLEAN = {
     "order-number": "您的订单号 2026120412345678 已提交",
