@@ -48,9 +48,31 @@ def answer_text(text: str) -> str:
     return text[:opened.start()] if opened else text
 
 
+class Twice(dict[str, Any]):
+    """An object that gives one key twice with different values (`{"pass": false, "pass": true}`): the
+    last value stands, as JSON readers take it, and `twice` names the keys said both ways."""
+
+    twice: tuple[str, ...] = ()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    twice: list[str] = []
+    for key, item in pairs:
+        if key in value and _key(value[key]) != _key(item):
+            twice.append(key)
+        value[key] = item
+    if not twice:
+        return value
+    marked = Twice(value)
+    marked.twice = tuple(twice)
+    return marked
+
+
 def json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
     """(start, end, object) of every outermost JSON object in `text`."""
-    decoder = json.JSONDecoder(strict=False)  # a raw newline inside a string (small models write them) is text
+    # a raw newline inside a string (small models write them) is text
+    decoder = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
     found = []
     i = text.find("{")
     while i != -1:
@@ -146,6 +168,11 @@ def read_answer(text: str, schema: dict[str, Any] | None, *, shown: Shown, role:
             "only material quoted from the conversation it was shown, no answer of its own" if shaped else \
             f"not {'a JSON verdict' if role == 'judge' else 'JSON'} (no object{wanted})"
         raise GradingError(f"{role} answer is {what}: a refusal: {excerpt!r}")
+    for _, _, value in answers:
+        said_twice = [k for k in value.twice if k in keys or not keys] if isinstance(value, Twice) else []
+        if said_twice:
+            raise GradingError(f"{role} answer gives {', '.join(map(repr, said_twice))} twice with different "
+                               f"values, two verdicts that disagree: {excerpt!r}")
     chosen = answers[-1][2]
     decided = decision(chosen, keys)
     for s, _, other in answers[:-1]:

@@ -79,6 +79,15 @@ def test_a_verdict_equal_to_an_object_nowhere_in_the_conversation_counts_even_in
     assert record["status"] == "passed" and record["assertions"][0]["pass"] is True
 
 
+def test_a_verdict_that_gives_pass_twice_both_ways_is_an_error_not_its_last_value(tmp_path: Path) -> None:
+    # JSON readers keep the last of two equal keys: {"pass": false, "pass": true} would read as a pass
+    record, _ = judged(tmp_path, "可以分期。", '{"reason": "没有回答", "pass": false, "pass": true}')
+    assert record["status"] == "error" and record["assertions"][0]["pass"] is None
+    assert "'pass' twice" in record["error"]
+    same, _ = judged(tmp_path, "可以分期。", '{"reason": "回答了", "pass": true, "pass": true}')
+    assert same["status"] == "passed"
+
+
 def test_an_object_from_a_tool_call_or_result_is_quoted_material() -> None:
     """Tool calls and results reach the judge as text lines; JSON written inside their strings counts too."""
     transcript: list[Any] = [
