@@ -25,6 +25,7 @@ from evalspec.extend.check import (
     Evidence,
     GradingContext,
     JudgeRequest,
+    Undecided,
     WorldView,
     replies,
     say,
@@ -165,15 +166,22 @@ def world_unchanged(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Each path's value is the same at the end of the conversation as at its start."""
     p: WorldUnchangedParams = spec.params
     world = world_of(ctx, "world-unchanged")
-    changed = []
+    changed, nowhere = [], []
     for path in p.paths:
         before, after = compiled(path).search(dict(world.initial)), compiled(path).search(dict(world.final))
+        if before is None and after is None:  # a misspelt key compares nothing: never a pass
+            nowhere.append(Undecided(None, f"{path!r} finds nothing in the world, at the start "
+                                           "nor at the end: nothing was compared (a misspelt key?); to check "
+                                           f"that it stays absent, write `world: {{path: {path!r}, exists: false}}`"))
         changed += [Difference(path if d.path == "@" else f"{path} → {d.path}", d.before, d.after, d.had, d.has)
                     for d in differences(before, after)][:1]
     if not changed:
-        return Check.of(True, say("world_unchanged", paths=", ".join(p.paths)))
-    return Check.of(False, say("world_changed", paths=", ".join(d.path for d in changed)),
-                    [Evidence(None, difference_text(d, "was", "now")) for d in changed])
+        result = Check.of(True, say("world_unchanged", paths=", ".join(p.paths)))
+    else:
+        result = Check.of(False, say("world_changed", paths=", ".join(d.path for d in changed)),
+                          [Evidence(None, difference_text(d, "was", "now")) for d in changed])
+    result.undecided = nowhere
+    return result
 
 
 # -- said vs did ------------------------------------------------------------------------------------

@@ -94,6 +94,15 @@ def test_world_unchanged_compares_each_path_at_the_end_with_the_start() -> None:
     assert result.evidence[0].text == "visits: was 1 items, now 2 items"
 
 
+def test_world_unchanged_on_a_path_that_finds_nothing_is_an_error_never_a_pass() -> None:
+    # `ordrs` (a typo) is null at the start and at the end: nothing was compared
+    result = world_check("world-unchanged: [ordrs]")
+    assert result.passed is None and "'ordrs' finds nothing in the world" in str(result.error)
+    # beside a path that did change, the failure stands with the error
+    both = world_check("world-unchanged: [ordrs, visits]")
+    assert both.passed is False and "'ordrs' finds nothing" in str(both.error)
+
+
 # -- said vs did ------------------------------------------------------------------------------------
 
 CLAIMS = "said-vs-did: {claims: {book_visit: 已为您预约|booked, place_order: 已下单}}"
