@@ -63,7 +63,13 @@ def rows(path: Path) -> Iterator[Row]:
         raise DatasetProblem(path, None, f"dataset file {path} does not exist; give a JSONL file (one JSON "
                                          "object a line) or a CSV file with a header row")
     try:
-        yield from _csv(path) if path.suffix.lower() == ".csv" else _jsonl(path)
+        found = 0
+        for row in _csv(path) if path.suffix.lower() == ".csv" else _jsonl(path):
+            found += 1
+            yield row
+        if not found:  # no instance: the test would check nothing, silently (docs/en/suite-format.md#dataset)
+            raise DatasetProblem(path, None, f"dataset file {path} has no rows, so its test would check nothing; "
+                                             "give it one row an instance (or remove the test)")
     except UnicodeDecodeError as exc:
         raise DatasetProblem(path, None, f"dataset is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:

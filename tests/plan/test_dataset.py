@@ -151,6 +151,17 @@ def test_a_csv_row_with_more_cells_than_its_header_is_named(in_tmp: Path) -> Non
     assert code == 2 and "faq.csv:3: this row has 3 cells and the header 2" in out, out
 
 
+@pytest.mark.parametrize("name, content", [("faq.jsonl", ""), ("faq.jsonl", "\n\n"), ("faq.csv", "question,follow_up\n")])
+def test_a_dataset_with_no_rows_is_refused_not_a_test_that_vanishes(in_tmp: Path, name: str, content: str) -> None:
+    # beside a passing test, a dataset test with no rows would check nothing and the run would exit 0
+    suite = project(in_tmp, name, content)
+    suite.write_text(suite.read_text(encoding="utf-8") + "  - id: other\n    conversation: [{user: 你好}]\n"
+                     "    assert: [{contains: 收到}]\n", encoding="utf-8")
+    for command in ("validate", "run"):
+        code, out = invoke(command, "s.yaml")
+        assert code == 2 and f"dataset file {name} has no rows" in out and "Traceback" not in out, out
+
+
 def test_a_dataset_test_takes_no_matrix(in_tmp: Path) -> None:
     project(in_tmp, "faq.jsonl", jsonl({"question": "a", "follow_up": "b"}), extra="matrix: {lang: [zh, en]}")
     code, out = invoke("validate", "s.yaml")
