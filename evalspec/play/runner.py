@@ -104,6 +104,23 @@ def recorded_inputs(suites: Sequence[Suite], override: str | None) -> dict[str, 
             "sha256": digest.hexdigest()}
 
 
+def provider_code(suites: Sequence[Suite]) -> dict[str, str] | None:
+    """The code of each `python: FILE.py:fn` provider (its file and the `.py` files of its folder tree, as
+    its cache identity covers them), by suite and provider id: a `--resume` after the bot's code changed
+    would mix replies of two bots (docs/en/reports-and-gate.md#exit-codes-and-the-gate). None: no such provider."""
+    from evalspec.providers.python_provider import source_digest
+
+    code: dict[str, str] = {}
+    for suite in suites:
+        for spec in suite.providers:
+            ref = spec.config.get("python")
+            target = ref.rpartition(":")[0] if isinstance(ref, str) else ""
+            if target.endswith(".py"):
+                path = (suite.path.parent / target).resolve()
+                code[f"{suite.path}::{spec.id}"] = source_digest(path) if path.is_file() else "missing"
+    return code or None
+
+
 async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> dict[str, Any]:
     """Play every instance of `plan` and return the run (the content of run.json).
 
@@ -115,6 +132,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     before: dict[str, tuple[int, dict[str, Any]]] = {}  # stored key -> (journal offset, light record)
     graded = recorded_inputs(suites, plan.selection.transcripts if isinstance(plan, Plan) else None)
     invocation = {**(options.invocation or {}), "transcripts": graded} if graded is not None else options.invocation
+    if (code := provider_code(suites)) is not None:
+        invocation = {**(invocation or {}), "code": code}
     lock = lock_run_dir(run_dir, options.guard.parent if options.guard is not None else os.getpid())
     if options.resume:
         try:

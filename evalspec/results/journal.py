@@ -224,17 +224,21 @@ def check_unchanged(suites: list[Any], run_dir: Path, invocation: dict[str, Any]
     if invocation is not None and isinstance(before, dict):
         for option, now in invocation.items():
             then = before.get(option)
-            if then == now or (option == "transcripts" and option not in before):  # a manifest from before it
+            if then == now or option not in before:  # a manifest from before it, or of a run made by the API
                 continue
-            if option == "transcripts":
+            if option == "code":
+                names = sorted(k.rpartition("::")[2] for k in {*now, *(then or {})} if (then or {}).get(k) != now.get(k))
+                shown = f"the code of python provider {', '.join(names)} changed since the interrupted run (sha256 differs)"
+            elif option == "transcripts":
                 shown = _recorded_change(then, now)
             elif option == "var":
                 names = sorted(k for k in {*now, *(then or {})} if (then or {}).get(k) != now.get(k))
                 shown = f"--var {', '.join(names)} differ from the interrupted run's"
             else:
                 shown = f"--{option} {_shown(now)} differs from the interrupted run's {_shown(then)}"
+            again = "Restore that code" if option == "code" else "Resume with the interrupted run's options"
             problems.append(Problem(str(run_dir), None, "", f"{shown}; --resume would mix verdicts of two "
-                                    f"runs. Resume with the interrupted run's options, or run without --resume"))
+                                    f"runs. {again}, or run without --resume"))
     if problems:
         raise ConfigError(problems)
 

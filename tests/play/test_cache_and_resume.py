@@ -180,6 +180,21 @@ def test_resume_after_the_suite_changed_exits_2_naming_the_file(in_tmp: Path) ->
     assert "s.yaml" in proc.stderr and "changed since" in proc.stderr and "evalspec grade" in proc.stderr
 
 
+def test_resume_after_the_python_bots_code_changed_exits_2_naming_the_provider(in_tmp: Path) -> None:
+    # the verdicts kept from the first bot and those played by the edited one would make one run
+    path = slow_suite(in_tmp, n=2)
+    (in_tmp / "helper.py").write_text("ANSWER = '好的'\n", encoding="utf-8")
+    assert run([path], options=RunOptions(run_dir=in_tmp / "r")).data["gate"]["exit_code"] == 0
+    unchanged = subprocess.run([sys.executable, "-m", "evalspec", "run", str(path), "--resume", "r"], cwd=in_tmp,
+                               capture_output=True, text=True, timeout=60)
+    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
+    (in_tmp / "helper.py").write_text("ANSWER = '请拨打 13812345678'\n", encoding="utf-8")  # a module beside the bot
+    proc = subprocess.run([sys.executable, "-m", "evalspec", "run", str(path), "--resume", "r"], cwd=in_tmp,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the code of python provider b changed since the interrupted run" in proc.stderr
+
+
 def test_a_torn_last_journal_line_is_skipped_and_the_next_record_starts_a_new_line(in_tmp: Path) -> None:
     path = slow_suite(in_tmp, n=3)
     run_dir = in_tmp / "r"
