@@ -27,7 +27,9 @@ MASK = "***"
 MIN_SECRET_LENGTH = 4  # shorter values are masked where they stand, never searched for in other text
 
 SECRET_WORDS = frozenset({"token", "key", "apikey", "secret", "password", "passwd", "auth", "authorization",
-                          "cookie", "credential", "credentials"})
+                          "cookie", "credential", "credentials",
+                          # beyond the documented list, the spellings configs and signed URLs use too
+                          "pwd", "passphrase", "creds", "sig", "signature"})
 # the words of a name: split on anything not a letter or digit, then on case changes (`XAuthToken`, `APIKey`)
 _NAME_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # the keys under which a mapping is a configuration that may hold credentials, wherever it stands

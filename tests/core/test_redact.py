@@ -49,7 +49,8 @@ def test_a_secret_name_is_one_whose_words_hold_a_credential_word() -> None:
     from evalspec.core.redact import is_secret_name
 
     for name in ("X-Auth-Token", "client_secret", "api_key", "apiKey", "APIKey", "apikey", "Authorization",
-                 "COOKIE", "db_password", "passwd", "aws_credentials", "XAuthToken", "access-token", "key"):
+                 "COOKIE", "db_password", "passwd", "aws_credentials", "XAuthToken", "access-token", "key",
+                 "pwd", "passphrase", "creds", "sig", "X-Amz-Signature"):
         assert is_secret_name(name), name
     for name in ("max_tokens", "keyword", "partial_credit", "monkey", "tokenizer", "author", "passage", "id"):
         assert not is_secret_name(name), name
