@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from evalspec.core.errors import TemplateProblem
+from evalspec.config.paths import LineMap, PathKey
+from evalspec.core.errors import Problem, TemplateProblem
+from evalspec.core.redact import is_secret_name
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 #: `${NAME}` / `${NAME:-default}`, or `$${`: a literal `${` (how imported text keeps one, SPEC §17)
@@ -90,3 +92,29 @@ def render_value(value: Any, variables: Mapping[str, Any]) -> Any:
         return [render_value(v, variables) for v in value]
     return value
 
+
+def interpolate_env(value: Any, path: PathKey, environ: Mapping[str, str], lines: LineMap,
+                    problems: list[Problem], secrets: set[str]) -> Any:
+    """`${ENV}` and `${ENV:-default}` put in, `$${` read as a literal `${`, in a suite's data and in every
+    fragment it includes (docs/en/suite-format.md); a value from the environment is added to `secrets`."""
+    if isinstance(value, dict):
+        return {k: interpolate_env(v, (*path, k), environ, lines, problems, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate_env(v, (*path, i), environ, lines, problems, secrets) for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def sub(match: Any) -> str:
+        name, default = match.group(1), match.group(2)
+        if name is None:  # `$${`
+            return "${"
+        result = environ.get(name, default)
+        if result is None:
+            problems.append(lines.problem(path, f"environment variable {name} is not set "
+                                                f"(set it, or write ${{{name}:-default}})"))
+            return ""
+        if result and (name in environ or is_secret_name(name)):  # from the environment: a secret whatever its name
+            secrets.add(result)
+        return str(result)
+
+    return ENV_OR_LITERAL.sub(sub, value)

@@ -12,12 +12,12 @@ from typing import Any
 import jsonschema
 import yaml
 
-from evalspec.config.interpolate import ENV_OR_LITERAL, is_template, load_templating
+from evalspec.config.interpolate import interpolate_env, is_template, load_templating
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import Suite
 from evalspec.config.numbers import non_finite
 from evalspec.config.parser import SuiteParser
-from evalspec.config.paths import LineMap, PathKey
+from evalspec.config.paths import LineMap
 from evalspec.config.schema import suite_schema
 from evalspec.config.yamlfile import load_yaml
 from evalspec.core.errors import ConfigError, PluginError, Problem
@@ -25,7 +25,6 @@ from evalspec.core.plugins import load_plugin
 from evalspec.core.pyref import step
 from evalspec.core.redact import (
     collect_written_secrets,
-    is_secret_name,
     redact_problems,
     run_secrets,
     suite_secrets,
@@ -181,30 +180,3 @@ def expand_cli_mapping(raw: Any, option: str, environ: Mapping[str, str] | None 
     if problems:
         raise ConfigError(redact_problems(problems, secrets))
     return value, secrets
-
-
-def interpolate_env(value: Any, path: PathKey, environ: Mapping[str, str], lines: LineMap,
-                    problems: list[Problem], secrets: set[str]) -> Any:
-    """`${ENV}` and `${ENV:-default}` put in, `$${` read as a literal `${`, in a suite's data and in every
-    fragment it includes (docs/en/suite-format.md); a value from the environment is added to `secrets`."""
-    if isinstance(value, dict):
-        return {k: interpolate_env(v, (*path, k), environ, lines, problems, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [interpolate_env(v, (*path, i), environ, lines, problems, secrets) for i, v in enumerate(value)]
-    if not isinstance(value, str) or "${" not in value:
-        return value
-
-    def sub(match: Any) -> str:
-        name, default = match.group(1), match.group(2)
-        if name is None:  # `$${`
-            return "${"
-        result = environ.get(name, default)
-        if result is None:
-            problems.append(lines.problem(path, f"environment variable {name} is not set "
-                                                f"(set it, or write ${{{name}:-default}})"))
-            return ""
-        if result and (name in environ or is_secret_name(name)):  # from the environment: a secret whatever its name
-            secrets.add(result)
-        return str(result)
-
-    return ENV_OR_LITERAL.sub(sub, value)

@@ -15,7 +15,7 @@ import jsonschema
 
 from evalspec.config.asserts import parse_assertion
 from evalspec.config.dataset import SUFFIXES
-from evalspec.config.interpolate import is_template
+from evalspec.config.interpolate import interpolate_env, is_template
 from evalspec.config.meaning import stop_when_problem
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import (
@@ -715,9 +715,6 @@ class SuiteParser:
         except ConfigError as exc:
             self.problems.extend(Problem(p.file, p.line, p.path, f"{p.message} ({note})") for p in exc.problems)
             return None
-        # the suite's own `${ENV}` rule, imported here: the loader imports this module
-        from evalspec.config.loader import interpolate_env
-
         data = interpolate_env(data, (), self.environ, lines, found, self.suite.secrets)
         self.problems.extend(Problem(p.file, p.line, p.path, f"{p.message} ({note})") for p in found)
         if not isinstance(data, dict) or not isinstance(data.get("conversation"), list):
