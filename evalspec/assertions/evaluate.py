@@ -54,8 +54,11 @@ class AssertionResult:
             "weight": self.weight, "severity": self.severity, "metric": self.metric,
             "threshold": self.threshold, "turn": self.turn, "value": self.value,
         }
-        if self.details:
-            out["details"] = self.details
+        details = {k: v for k, v in self.details.items() if k != "jury"}
+        if details:
+            out["details"] = details
+        if "jury" in self.details:  # each member's verdict or error (docs/en/judges.md#juries)
+            out["jury"] = self.details["jury"]
         if self.from_defaults:
             out["default"] = True
         if self.skipped:
@@ -74,7 +77,8 @@ class AssertionResult:
         return cls(data["type"], data.get("scope"), data.get("pass"), data.get("score"), data.get("reason") or "",
                    evidence, data.get("error"), data.get("weight", 1.0), data.get("severity", "major"),
                    data.get("metric"), data.get("threshold"), data.get("turn"), data.get("value"),
-                   dict(data.get("details") or {}), bool(data.get("default")), skipped=bool(data.get("skipped")),
+                   {**(data.get("details") or {}), **({"jury": data["jury"]} if data.get("jury") else {})},
+                   bool(data.get("default")), skipped=bool(data.get("skipped")),
                    description=data.get("description"), max_rate=data.get("max_rate"),
                    reason_zh=data.get("reason_zh"))
 

@@ -11,10 +11,11 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, ClassVar, Literal
 
 from evalspec.assertions.coherence import CoherenceParams, coherence
+from evalspec.assertions.jury import Jury, ask_jury, decide
 from evalspec.assertions.outcome import error_text, failure_stands
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError, ProviderError
@@ -22,6 +23,7 @@ from evalspec.extend.check import (
     Check,
     Evidence,
     GradingContext,
+    JudgeFn,
     JudgeRequest,
     JudgeVerdict,
     Reply,
@@ -236,6 +238,23 @@ async def _verdicts(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn:
         raise GradingError(f"'{spec.type}' needs a judge: set `judge:` in the suite")
     threshold = None if one_turn else spec.threshold
     levels = levels_of(spec)
+    if isinstance(ctx.judge, Jury):  # every member asked; its own samples decide its vote (docs/en/judges.md#juries)
+        jury = ctx.judge
+
+        async def member(judge: JudgeFn) -> tuple[Check, list[JudgeVerdict]]:
+            return await _one_judge(spec, replace(ctx, judge=judge), prompt, turn, levels,
+                                    threshold if levels is not None else None)  # a member's own majority
+
+        votes = await ask_jury(jury, member)
+        check = decide(jury, votes, threshold, levels, turn)
+        return check, [x for v in votes for x in v.verdicts or []]
+    return await _one_judge(spec, ctx, prompt, turn, levels, threshold)
+
+
+async def _one_judge(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn: int | None,
+                     levels: dict[str, float] | None, threshold: float | None) -> tuple[Check, list[JudgeVerdict]]:
+    """One judge's verdict on `prompt` over its samples: their majority, or their majority level."""
+    assert ctx.judge is not None
     if levels is not None:
         return await _graded(spec, ctx, prompt, turn, levels, threshold)
     samples = judging(spec).samples or 1

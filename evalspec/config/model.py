@@ -217,6 +217,18 @@ class TranscriptsSpec:
     at: PathKey = ("transcripts",)
 
 
+JURY_RULES = ("majority", "mean", "all", "any")
+
+
+@dataclass
+class JurySpec:
+    """`judge:` as a list: every member is asked; `rule` and `quorum` decide (docs/en/judges.md#juries)."""
+
+    members: list[ProviderSpec]
+    rule: str = "majority"  # majority | mean | all | any
+    quorum: int = 1
+
+
 @dataclass
 class Suite:
     path: Path
@@ -225,7 +237,8 @@ class Suite:
     tags: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
     providers: list[ProviderSpec] = field(default_factory=list)
-    judge: ProviderSpec | None = None
+    judge: ProviderSpec | None = None  # a jury's first member when `judge:` is a list
+    jury: JurySpec | None = None
     simulator: ProviderSpec | None = None
     embedder: ProviderSpec | None = None
     min_pass_rate: float = 1.0

@@ -19,9 +19,11 @@ from evalspec.config.interpolate import interpolate_env, is_template
 from evalspec.config.meaning import stop_when_problem
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import (
+    JURY_RULES,
     SELECT_BEST,
     AssertionSpec,
     AttackSpec,
+    JurySpec,
     ProviderSpec,
     RepeatSpec,
     SimulateSpec,
@@ -103,8 +105,11 @@ class SuiteParser:
         tools_problems(s, self.bad)
         s.world = parse_world(d.get("world"), ("world",), self.bad, s.path.parent)
         for role in ("judge", "simulator", "embedder"):
-            if role in d:
+            if role in d and not (role == "judge" and isinstance(d[role], list)):
                 setattr(s, role, self._model_ref(d[role], (role,), role))
+        s.jury = self._jury(d.get("judge"), d.get("jury"), ("jury",))
+        if s.jury is not None:
+            s.judge = s.jury.members[0]
         defaults = _dict(d.get("defaults"))
         tests = _list(d.get("tests"))
         if "tests" not in d and "transcripts" not in d:
@@ -354,6 +359,35 @@ class SuiteParser:
                 if key in spec.config:  # evalspec's own calls answer in text or JSON: a tool call is no verdict
                     self.bad((*path, key), f"a {role} takes no '{key}' (tools are for the systems under test)")
         return spec
+
+    def _jury(self, raw: Any, rule: Any, path: PathKey) -> JurySpec | None:
+        """`judge:` as a list and its `jury: {rule, quorum}` (docs/en/judges.md#juries)."""
+        if not isinstance(raw, list):
+            if rule is not None:
+                self.bad(path, "'jury' needs 'judge' to be a list of models (the jury's members)")
+            return None
+        members: list[ProviderSpec] = []
+        for i, item in enumerate(raw):
+            spec = self._model_ref(item, ("judge", i), "judge")
+            if spec is None:
+                continue
+            spec.id = str(item.get("id") or item.get("model") or f"judge-{i + 1}") if isinstance(item, dict) \
+                else str(item)
+            if spec.id in {m.id for m in members}:
+                self.bad(("judge", i), f"judge '{spec.id}' is twice in the jury: give one an 'id'")
+            members.append(spec)
+        if len(raw) < 2:
+            self.bad(("judge",), "a jury needs at least two judges (or write `judge:` as one model)")
+        settings = _dict(rule)
+        name = settings.get("rule", "majority")
+        if name not in JURY_RULES:
+            self.bad((*path, "rule"), f"jury rule '{name}' is not one of: {', '.join(JURY_RULES)}")
+            name = "majority"
+        quorum = settings.get("quorum", len(members) // 2 + 1)
+        if not isinstance(quorum, int) or isinstance(quorum, bool) or not 1 <= quorum <= max(1, len(members)):
+            self.bad((*path, "quorum"), f"jury quorum must be a whole number from 1 to {len(members)} (the members)")
+            quorum = len(members) // 2 + 1
+        return JurySpec(members, str(name), quorum) if members else None
 
     # -- tests -------------------------------------------------------------------------------
     def _field(self, raw: dict[str, Any], defaults: dict[str, Any], key: str, i: int) -> tuple[Any, PathKey]:

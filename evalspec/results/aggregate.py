@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalspec.results import verdict as reduction  # SPEC §19 `reduce:`
+from evalspec.results.agreement import jury_summary
 from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
 from evalspec.results.errorbars import interval, red_lines, run_figures
@@ -153,6 +154,8 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
         run["summary"].update(judge_totals(review.get("items") or [], run["summary"]))
     run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts,
                          run["summary"]["suites"], run["summary"]["red_lines"]).to_json()
+    if juries := jury_summary(records):  # docs/en/judges.md#juries
+        run["summary"]["juries"] = juries
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks
     if warnings := path_warnings(records):

@@ -31,7 +31,7 @@ def light(record: dict[str, Any]) -> dict[str, Any]:
     if isinstance(teardown, dict) and teardown.get("ok") is False:  # the summary names failed teardowns
         out["teardown"] = {"ok": False, "error": teardown.get("error")}
     kept = [_light_check(a) for a in record.get("assertions", [])
-            if a.get("metric") or a.get("severity") == "critical"]
+            if a.get("metric") or a.get("severity") == "critical" or a.get("jury")]
     if kept:
         out["assertions"] = kept
     return out
@@ -43,6 +43,8 @@ def _light_check(a: dict[str, Any]) -> dict[str, Any]:
     out = {"metric": a.get("metric"), "score": a.get("score"), "pass": a.get("pass")}
     if a.get("severity") == "critical":
         out.update({k: a[k] for k in ("severity", "type", "value", "turn", "skipped", "max_rate") if k in a})
+    if a.get("jury"):  # a jury's votes: its members' agreement (docs/en/judges.md#juries)
+        out.update({k: a[k] for k in ("type", "value", "turn", "jury") if k in a})
     return out
 
 

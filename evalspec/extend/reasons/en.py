@@ -81,6 +81,8 @@ REASONS: dict[str, str] = {
     # judged
     "level_chosen": "{level} ({score}): {why}",
     "samples_chose": "{n}/{samples} samples chose {level} ({score}): {why}",
+    "jury_verdict": "jury ({rule}): {passed}/{n} answering judges of {members} passed; {why}",
+    "jury_short": "only {n} judges of the jury answered, below its quorum of {quorum} ({errors})",
     "samples_passed": "{n}/{samples} judge samples passed; {why}", "turns_good": "{good}/{n} turns good{bad}",
     "chosen_best": "chosen as the best of {n}: {why}",
     "not_chosen": "not chosen: the judge picked {best} as the best of {n}: {why}",

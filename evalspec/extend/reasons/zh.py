@@ -68,6 +68,8 @@ REASONS: dict[str, str] = {
     "above_zero": "大于 0",
     "level_chosen": "{level}（{score}）：{why}",
     "samples_chose": "{samples} 次采样中 {n} 次选择 {level}（{score}）：{why}",
+    "jury_verdict": "评审团（{rule}）：{members} 位评审中 {n} 位作答，{passed} 位判通过；{why}",
+    "jury_short": "评审团只有 {n} 位评审作答，不足法定人数 {quorum}（{errors}）",
     "samples_passed": "{samples} 次评审采样中 {n} 次通过；{why}", "turns_good": "{n} 轮中 {good} 轮合格{bad}",
     "chosen_best": "在 {n} 个候选中被选为最佳：{why}",
     "not_chosen": "未被选中：评审模型选了 {best} 作为 {n} 个候选中的最佳：{why}",
