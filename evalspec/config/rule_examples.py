@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, cast
 
+from evalspec.config.families import family_warnings
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
 from evalspec.core.errors import ConfigError, ControlFlow, Problem
@@ -212,6 +213,7 @@ def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
                 if not has_fail:
                     at(spec.where, f"critical '{spec.name}' has no fail example: a red line that catches nothing "
                                    f"passes silently; add `examples: {{fail: [a reply it must reject]}}`")
+        warnings.extend(family_warnings(suite))  # docs/en/judges.md#same-family-judges
         if strict:
             warnings.extend(_digits_warnings(suite))
     return warnings

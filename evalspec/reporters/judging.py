@@ -65,9 +65,27 @@ def attribution_groups(run: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return out
 
 
+JURY_HEADS = ("rule", "jury_members", "jury_n", "jury_kappa", "jury_disagreement")
+
+
+def jury_rows(run: dict[str, Any]) -> list[tuple[str, str, int, str, str]]:
+    """(rule, members, conversations all answered, kappa, each member's disagreement) per judged rule that a
+    jury decided (`summary.juries`, docs/en/judges.md#juries)."""
+    return [(line["rule"], ", ".join(line["members"]), int(line["n"]),
+             "—" if line["kappa"] is None else f"{line['kappa']:.2f}",
+             ", ".join(f"{judge} {_pct(rate)}" for judge, rate in line["disagreement"].items()))
+            for line in (run.get("summary") or {}).get("juries") or []]
+
+
 def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
     """The Markdown section (`md` escapes one line of text)."""
     lines: list[str] = []
+    if juries := jury_rows(run):
+        lines += [f"### {words('jury_title')}", "", "| " + " | ".join(words(h) for h in JURY_HEADS) + " |",
+                  "|---|---|---:|---:|---|"]
+        lines += [f"| {md(rule)} | {md(members)} | {n} | {kappa} | {md(against)} |"
+                  for rule, members, n, kappa, against in juries]
+        lines += [""]
     if run.get("judge_review"):
         lines += [f"### {words('review_title')}", "", md(review_headline(run)), "",
                   f"| {words('assertion_type')} | {words('sampled')} | {words('agreement')} | |", "|---|---:|---:|---|"]
@@ -99,6 +117,12 @@ def print_judging(console: Console, run: dict[str, Any]) -> None:
 def html_section(run: dict[str, Any]) -> Markup:
     """The HTML section (escaped)."""
     parts: list[str] = []
+    if juries := jury_rows(run):
+        heads = [escape(words(h)) for h in JURY_HEADS]
+        body = "".join("<tr>" + "".join(f'<td data-label="{h}">{escape(str(cell))}</td>'
+                                        for h, cell in zip(heads, row, strict=True)) + "</tr>" for row in juries)
+        parts.append(f"<h2>{escape(words('jury_title'))}</h2><div class=\"scroll\"><table class=\"stack\"><thead><tr>"
+                     + "".join(f"<th>{h}</th>" for h in heads) + f"</tr></thead><tbody>{body}</tbody></table></div>")
     if run.get("judge_review"):
         kind, sampled, agreement = (escape(words(k)) for k in ("assertion_type", "sampled", "agreement"))
         flag_cell = f'<td class="failed" data-label="">⚠ {escape(words("flagged"))}</td>'

@@ -137,6 +137,20 @@ def test_agreement_and_disagreement_are_summarized_per_rule(tmp_path: Path) -> N
     assert run_schema_problem(data) is None
 
 
+def test_the_reports_show_each_jurys_agreement_in_both_languages(tmp_path: Path) -> None:
+    from evalspec.reporters.html import render_html
+    from evalspec.reporters.markdown import render_markdown
+
+    with jury_server({"a": True, "b": [True, False], "c": True}) as server:
+        data = go(tmp_path, server, ["a", "b", "c"], tests=2)
+    en, zh = render_markdown(data, lang="en"), render_markdown(data, lang="zh")
+    assert "### Juries: how far the judges agree" in en and "| llm-rubric: 回答礼貌 |" in en
+    assert "openai/b 50%" in en and "| -0.20 |" in en
+    assert "### 评审团：评审之间的一致程度" in zh and "一致性（Fleiss' kappa）" in zh
+    page = render_html(data, lang="zh")
+    assert "评审团：评审之间的一致程度" in page and "openai/b 50%" in page
+
+
 def test_fleiss_kappa_matches_the_published_worked_example() -> None:
     # Fleiss' kappa, Wikipedia's worked example: 10 subjects, 14 raters, 5 categories -> 0.210
     table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],

@@ -128,6 +128,9 @@ WORDS: dict[str, str] = {
     "attack_line": "attack {red_line} · {strategy} @ {provider}: {result}", "attack_breached": "breached {rate}",
     "attack_at_turn": " at turn {turns}", "attack_errored": ", {n} errored",
     # the judge's second opinion and failures by attribution (SPEC §11)
+    "jury_title": "Juries: how far the judges agree",
+    "jury_members": "Members", "jury_kappa": "Agreement (Fleiss' kappa)", "jury_n": "Conversations all answered",
+    "jury_disagreement": "Disagreement with the jury",
     "review_title": "Judge second opinion",
     "review_headline": "judge second opinion on {sampled} of {candidates} rule verdicts: agreement {agreement}",
     "review_unanswered": ", {n} unanswered", "review_flagged_list": " · FLAGGED: {list}",

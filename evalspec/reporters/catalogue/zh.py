@@ -118,6 +118,9 @@ WORDS: dict[str, str] = {
     "attack_line": "攻击 {red_line} · {strategy} @ {provider}：{result}", "attack_breached": "被攻破 {rate}",
     "attack_at_turn": "，第 {turns} 轮", "attack_errored": "，{n} 次出错",
     # 评审模型复核与按归因分组的失败（SPEC §11）
+    "jury_title": "评审团：评审之间的一致程度",
+    "jury_members": "成员", "jury_kappa": "一致性（Fleiss' kappa）", "jury_n": "全员作答的对话",
+    "jury_disagreement": "与评审团结论不一致的比例",
     "review_title": "评审模型复核",
     "review_headline": "评审模型复核了 {candidates} 条规则结论中的 {sampled} 条：一致率 {agreement}",
     "review_unanswered": "，{n} 条未答复", "review_flagged_list": " · 需关注：{list}",
