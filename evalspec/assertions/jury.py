@@ -35,6 +35,13 @@ class Jury:
         return await self.members[0][1](request)
 
 
+def wrapped(judge: JudgeFn, wrap: Callable[[JudgeFn], JudgeFn]) -> JudgeFn:
+    """`wrap(judge)`, or for a jury the same jury with each member wrapped (a jury stays a jury)."""
+    if isinstance(judge, Jury):
+        return Jury([(name, wrap(member)) for name, member in judge.members], judge.rule, judge.quorum)
+    return wrap(judge)
+
+
 @dataclass
 class Vote:
     """One member's part: its verdict (`passed`, `score`, `level`, `reason`) or its `error`; `verdicts` are

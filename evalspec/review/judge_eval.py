@@ -33,6 +33,8 @@ class LabelledItem:
     label: bool | str
     example: str = ""  # `file:line: path: fail example N` for an item taken from a suite's `examples:`
     labels: dict[str, int] | None = None
+    at: Problem | None = None  # where that example is written (`example` as a Problem)
+    rule: str = ""  # the rule an example belongs to, as reports name it
 
 
 def example_items(suite: Any) -> list[LabelledItem]:
@@ -52,8 +54,11 @@ def example_items(suite: Any) -> list[LabelledItem]:
             for kind, n, example, where in examples_of(spec):
                 problem = suite.lines.problem(where, f"{kind} example {n}") if suite.lines else None
                 transcript, labels = example_transcript(example)
+                value = f": {spec.value}" if isinstance(spec.value, str) else ""
                 items.append(LabelledItem(problem.line or 0 if problem else 0, transcript, as_tried(spec, example),
-                                          kind == "pass", str(problem) if problem else f"{kind} example {n}", labels))
+                                          kind == "pass", str(problem) if problem else f"{kind} example {n}", labels,
+                                          problem or Problem(str(suite.path), None, "", f"{kind} example {n}"),
+                                          f"{spec.name}{value}"))
     return items
 
 
@@ -152,13 +157,18 @@ async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> dict[str, An
 
 def _offset(judge: JudgeFn, offset: int) -> JudgeFn:
     """The same judge, its samples numbered from `offset` (distinct cache keys for the K repetitions)."""
+    from evalspec.assertions.jury import wrapped
+
     if not offset:
         return judge
 
-    async def shifted(request: JudgeRequest) -> JudgeVerdict:
-        return await judge(replace(request, sample=request.sample + offset))
+    def shift(one: JudgeFn) -> JudgeFn:
+        async def shifted(request: JudgeRequest) -> JudgeVerdict:
+            return await one(replace(request, sample=request.sample + offset))
 
-    return shifted
+        return shifted
+
+    return wrapped(judge, shift)  # a jury stays a jury
 
 
 def category(value: Any) -> str:

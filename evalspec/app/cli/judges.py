@@ -180,7 +180,10 @@ def after_grading(data: dict[str, Any], instances: dict[str, Any], suites: list[
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write every role's findings as JSON")
 @click.option("--no-calibration", is_flag=True, help="skip the judge's calibration set (12 labelled items)")
 @click.option("--no-cache", is_flag=True, help="do not read or write the cache directory (nor remember the forms)")
-def doctor_command(paths: tuple[str, ...], output: str | None, no_calibration: bool, no_cache: bool) -> None:
+@click.option("--rules", is_flag=True, help="instead: grade the `examples:` of every judged rule with its judge, "
+              "twice, uncached; report each rule's leniency; exit 1 when one is misgraded or inconsistent")
+def doctor_command(paths: tuple[str, ...], output: str | None, no_calibration: bool, no_cache: bool,
+                   rules: bool) -> None:
     """Check the models of suites (default: suites/*.yaml) before a run: per provider, judge, simulator,
     attacker, history model and embedder, the key, one call's latency and tokens, the structured-output
     form the model accepts, a sample answer, and the judge's agreement and kappa on a shipped calibration
@@ -192,6 +195,18 @@ def doctor_command(paths: tuple[str, ...], output: str | None, no_calibration: b
 
     suites = load_suites(list(expand_paths(paths)))
     secrets = run_secrets(suites)
+    if rules:  # docs/en/judges.md#examples-of-judged-rules
+        from evalspec.review import judged_examples
+
+        checked = asyncio.run(judged_examples.check_judges(suites, None if no_cache else Path(".evalspec/cache")))
+        click.echo(redact(judged_examples.render(checked), secrets))
+        if output:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+            Path(output).write_text(json.dumps(redact({"rules": [r.to_json() for r in checked]}, secrets),
+                                               ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        if any(r.problems for r in checked):
+            sys.exit(1)
+        return
     roles = asyncio.run(doctor(suites, None if no_cache else Path(".evalspec/cache"), not no_calibration))
     click.echo(redact(render(roles), secrets))
     if output:

@@ -150,6 +150,15 @@ def main() -> None:
     """Test chatbots and agents as whole conversations."""
 
 
+def _check_judges(suites: list[Any], cache_dir: Path | None) -> None:
+    """`run --check-judges`: every judged rule's examples graded by its judge; a wrong one is a ConfigError."""
+    from evalspec.review.judged_examples import check_judges
+
+    problems = [p for rule in asyncio.run(check_judges(suites, cache_dir)) for p in rule.problems]
+    if problems:
+        raise ConfigError(problems)
+
+
 @main.command(epilog=EXIT_CODES_HELP)
 @click.argument("paths", nargs=-1)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="run.json path (default .evalspec/runs/<run-id>/run.json)")
@@ -183,6 +192,9 @@ def main() -> None:
                    "an exact paired test decides whether it got worse")
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="replays (no cache) before a verdict is called regressed")
+@click.option("--check-judges", is_flag=True,
+              help="before any call to a system under test, grade the `examples:` of every judged rule with its "
+                   "judge (twice, uncached); a misgraded or inconsistent one stops the run (exit 2)")
 @LANG_OPTION
 @judge_sample_options
 def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit_path: str | None,
@@ -190,7 +202,7 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         tags: tuple[str, ...], providers: tuple[str, ...], transcripts: str | None, fail_under: float | None, include_drafts: bool,
         no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
         address: str | None, baseline: str | None, gate_mode: str | None, confirm: int,
-        judge_sample: float | None, seed: int, html_all: bool, lang: str | None) -> None:
+        judge_sample: float | None, seed: int, html_all: bool, lang: str | None, check_judges: bool) -> None:
     """Run suites (default: suites/*.yaml) and gate on the result."""
     import regex
 
@@ -238,6 +250,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
             if transcripts and not any(s.transcripts is not None for s in suites):
                 raise ConfigError([Problem("--transcripts", None, "", "no suite has 'transcripts:' to replace")])
             _check_writable(written_to)
+            if check_judges:  # docs/en/judges.md#examples-of-judged-rules
+                _check_judges(suites, None if no_cache else Path(".evalspec/cache").absolute())
         except ConfigError as exc:
             os.chdir(cwd)
             if guard is not None:  # in the watched child: reported here, its exit code goes to the parent

@@ -1,0 +1,136 @@
+"""Judged rules prove themselves before a run (docs/en/judges.md#examples-of-judged-rules): the `examples:` of
+every model-graded assertion are graded by its own judge (or jury), each example twice, both bypassing the
+cache. An example graded against its label, or graded differently the two times, is a config error naming
+the rule and the example; each rule's leniency (its yes-rate on its fail examples) is reported.
+
+`run --check-judges` raises the errors before any call to a system under test (exit 2); `doctor --rules`
+prints the report (exit 1 on an error)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from evalspec.assertions.jury import wrapped
+from evalspec.config.model import Suite
+from evalspec.core.errors import ConfigError, Problem
+from evalspec.extend.check import JudgeFn, JudgeRequest, JudgeVerdict
+from evalspec.review.judge_eval import LabelledItem, category, example_items, grade_item
+
+TIMES = 2  # each example is graded twice
+
+
+@dataclass
+class RuleCheck:
+    """One judged rule's examples as its judge graded them."""
+
+    suite: str
+    rule: str
+    examples: int = 0
+    fail_examples: int = 0
+    lenient: int = 0  # fail-example answers that passed
+    fail_answers: int = 0  # fail-example answers given
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def leniency(self) -> float | None:
+        """The yes-rate on the rule's fail examples (None without an answered one)."""
+        return self.lenient / self.fail_answers if self.fail_answers else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"suite": self.suite, "rule": self.rule, "examples": self.examples, "fail_examples": self.fail_examples,
+                "leniency": None if self.leniency is None else round(self.leniency, 4),
+                "problems": [str(p) for p in self.problems]}
+
+
+def fresh(judge: JudgeFn) -> JudgeFn:
+    """The same judge (each member of a jury), its answers never read from the cache (an example is graded as
+    the judge is now)."""
+
+    def uncached(one: JudgeFn) -> JudgeFn:
+        async def asked(request: JudgeRequest) -> JudgeVerdict:
+            return await one(replace(request, read=False))
+
+        return asked
+
+    return wrapped(judge, uncached)
+
+
+def _said(answer: Any) -> str:
+    return {"true": "passed", "false": "failed", "error": "gave no answer"}.get(category(answer), f"chose '{answer}'")
+
+
+def verdict_problem(item: LabelledItem, row: dict[str, Any]) -> Problem | None:
+    """What is wrong with an example's two gradings: no answer, two different answers, or the wrong one."""
+    at = item.at or Problem("", None, "", item.example)
+    answers = row["answers"] or [row["answer"]]
+    if any(a is None for a in answers):
+        why = f"the judge gave no answer ({row['error']})"
+    elif len({category(a) for a in answers}) > 1:
+        why = f"the judge is inconsistent on it: it {_said(answers[0])} once and {_said(answers[1])} once"
+    elif category(answers[0]) != category(item.label):
+        why = "the judge passed it — the rule does not catch this" if item.label is False else \
+            "the judge failed it — the rule would reject a reply it must accept" if item.label is True else \
+            f"the judge chose '{answers[0]}', not '{item.label}'"
+        why += f" ({TIMES} times)"
+    else:
+        return None
+    return Problem(at.file, at.line, at.path, f"{at.message} of '{item.rule}': {why}")
+
+
+async def check_suite(suite: Suite, judge: JudgeFn) -> list[RuleCheck]:
+    """Grade every judged example of `suite` twice with `judge` (uncached): one RuleCheck per rule."""
+    rules: dict[str, RuleCheck] = {}
+    for item in example_items(suite):
+        row = await grade_item(item, fresh(judge), TIMES)
+        rule = rules.setdefault(f"{item.rule}\0{item.spec.where}",
+                                RuleCheck(str(suite.path), item.rule))
+        rule.examples += 1
+        if item.label is False:
+            rule.fail_examples += 1
+            given = [a for a in row["answers"] or [] if a is not None]
+            rule.fail_answers += len(given)
+            rule.lenient += sum(1 for a in given if a is True)
+        if problem := verdict_problem(item, row):
+            rule.problems.append(problem)
+    return list(rules.values())
+
+
+async def check_judges(suites: Iterable[Suite], cache_dir: Path | None) -> list[RuleCheck]:
+    """Every judged rule of `suites` with `examples:`, graded by its suite's judge."""
+    from evalspec.providers.factory import ProviderPool, prepare_provider
+
+    suites = [s for s in suites if example_items(s)]
+    if not suites:
+        return []
+    for suite in suites:
+        for spec in suite.jury.members if suite.jury is not None else [suite.judge] if suite.judge else []:
+            prepare_provider(spec)
+    pool = ProviderPool(suites, cache_dir)
+    try:
+        out: list[RuleCheck] = []
+        for suite in suites:
+            judge = pool.judge_fn(suite)
+            if judge is None:
+                raise ConfigError([Problem(str(suite.path), None, "judge", "judged rules have `examples:` to grade, "
+                                           "and the suite has no `judge:`")])
+            out += await check_suite(suite, judge)
+        return out
+    finally:
+        await pool.aclose()
+
+
+def render(rules: list[RuleCheck]) -> str:
+    """`doctor --rules`: each rule's examples, leniency and problems."""
+    if not rules:
+        return "no judged rule has `examples:`"
+    lines = []
+    for r in rules:
+        leniency = "—" if r.leniency is None else f"{r.leniency:.0%}"
+        mark = "ok" if not r.problems else "WRONG"
+        lines.append(f"{mark:<5} {r.rule}  ({r.examples} examples; leniency {leniency} yes on "
+                     f"{r.fail_examples} fail examples)  {r.suite}")
+        lines += [f"      {p}" for p in r.problems]
+    return "\n".join(lines)
