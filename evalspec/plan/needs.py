@@ -64,8 +64,9 @@ def plan_problems(instances: list[Instance], prepare: bool = False) -> list[Prob
                 if role == "judge" and spec.provider is not None:
                     check(model_ref(spec.provider), suite, "judge", f"assertion '{spec.name}'")
                     continue
-                check(suite.judge if role == "judge" else suite.embedder, suite, str(role),
-                      f"assertion '{spec.name}' in {inst.test_id}")
+                for needed in suite.jury.members if role == "judge" and suite.jury is not None else \
+                        [suite.judge if role == "judge" else suite.embedder]:  # a jury: each member
+                    check(needed, suite, str(role), f"assertion '{spec.name}' in {inst.test_id}")
         if inst.test.attack is not None and inst.test.attack.python is None:
             check(inst.test.attack.model or suite.simulator, suite, "simulator", f"attack test {inst.test_id}")
         if inst.test.simulate is not None and inst.test.simulate.python:

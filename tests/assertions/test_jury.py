@@ -182,3 +182,20 @@ tests:
     with pytest.raises(ConfigError) as caught:
         load_suite(path)
     assert message in str(caught.value)
+
+
+def test_every_member_is_checked_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers import invoke
+
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+judge: [{{model: openai/a, api_base: "http://127.0.0.1:9/v1"}}, deepseek/deepseek-chat]
+tests:
+  - conversation: [{{user: 你好}}]
+    assert: [{{llm-rubric: 礼貌}}]
+""", encoding="utf-8")
+    code, output = invoke("validate", str(path))
+    assert code == 2 and "judge[1]: judge 'deepseek/deepseek-chat': model 'deepseek/deepseek-chat' needs an API key" \
+        in output
