@@ -53,6 +53,9 @@ class JudgeParams:  # the options every judged check shares
     levels: Annotated[Levels | None, Option()] = None
     reference: Annotated[str | None, Option(), Keywords(
         description="a reference answer shown to the judge (e.g. a golden reply)")] = None
+    few_shot: Annotated[Literal["labels"] | None, Option(), Keywords(
+        description="labels: up to 6 of this rule's human labels (.evalspec/labels.jsonl) shown to the judge as "
+                    "worked examples")] = None
 
     def criterion_vars(self) -> dict[str, Any]:
         """What a built-in criterion's `{...}` placeholders read."""
@@ -158,9 +161,16 @@ def judging(spec: AssertionSpec) -> JudgeParams:
 
 
 def with_reference(spec: AssertionSpec, prompt: str) -> str:
-    """The judge sees an assertion's `reference:` answer, when it has one."""
+    """The judge sees an assertion's `reference:` answer, when it has one, and with `few_shot: labels` the
+    rule's human labels as worked examples."""
     reference = judging(spec).reference
-    return f"{prompt}\n\nReference answer (for comparison, not to be copied):\n{reference}" if reference else prompt
+    prompt = f"{prompt}\n\nReference answer (for comparison, not to be copied):\n{reference}" if reference else prompt
+    if judging(spec).few_shot == "labels":  # docs/en/judges.md#labels-flow-back
+        from evalspec.review.label_rules import few_shot_text, labels_for
+
+        if labels := labels_for(spec):
+            prompt = f"{prompt}\n\n{few_shot_text(labels)}"  # after the transcript: its prompt-cache prefix stays
+    return prompt
 
 
 def levels_of(spec: AssertionSpec) -> dict[str, float] | None:
