@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any, ClassVar, Literal
 
 from evalspec.assertions.coherence import CoherenceParams, coherence
-from evalspec.assertions.jury import Jury, ask_jury, decide
+from evalspec.assertions.jury import ask_jury, decide
 from evalspec.assertions.outcome import error_text, failure_stands
+from evalspec.assertions.rubrics import DEFAULT_LEVELS
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError, ProviderError
 from evalspec.extend.check import (
@@ -34,15 +35,11 @@ from evalspec.extend.check import (
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
 from evalspec.extend.transcript import Message
+from evalspec.providers.judge import Jury
 from evalspec.providers.tool_rounds import tool_lines
 
 Levels = Annotated[dict[str, Annotated[float, Keywords(minimum=0, maximum=1)]], Keywords(
     minProperties=2, description="graded rubric: ordered level name -> score; the judge answers one level name")]
-# seed 002's graded rubrics: conflict handling 100/80/40/0, topic drift 100/70/30/0
-DEFAULT_LEVELS: dict[str, dict[str, float]] = {
-    "follows-correction": {"立即纠正": 1.0, "确认后纠正": 0.8, "部分纠正": 0.4, "不纠正": 0.0},
-    "stays-on-topic": {"全程锚定": 1.0, "轻微发散但能拉回": 0.7, "明显漂移": 0.3, "完全偏离": 0.0},
-}
 LEVEL_THRESHOLD = 0.5
 
 
@@ -166,7 +163,7 @@ def with_reference(spec: AssertionSpec, prompt: str) -> str:
     reference = judging(spec).reference
     prompt = f"{prompt}\n\nReference answer (for comparison, not to be copied):\n{reference}" if reference else prompt
     if judging(spec).few_shot == "labels":  # docs/en/judges.md#labels-flow-back
-        from evalspec.review.label_rules import few_shot_text, labels_for
+        from evalspec.assertions.labels import few_shot_text, labels_for
 
         if labels := labels_for(spec):
             prompt = f"{prompt}\n\n{few_shot_text(labels)}"  # after the transcript: its prompt-cache prefix stays

@@ -17,22 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalspec.core.errors import GradingError, ProviderError
-from evalspec.extend.check import Check, Evidence, JudgeFn, JudgeRequest, JudgeVerdict, say
+from evalspec.extend.check import Check, Evidence, JudgeFn, JudgeVerdict, say
+from evalspec.providers.judge import Jury
 
 MEAN_THRESHOLD = 0.5
-
-
-class Jury:
-    """A list of judges (`judge: [...]` with `jury: {rule, quorum}`). Called as one judge (a simulated user's
-    goal check, a second opinion) it is its first member; judged checks ask every member (`ask_jury`)."""
-
-    def __init__(self, members: list[tuple[str, JudgeFn]], rule: str = "majority", quorum: int | None = None):
-        self.members = members
-        self.rule = rule
-        self.quorum = quorum if quorum is not None else len(members) // 2 + 1
-
-    async def __call__(self, request: JudgeRequest) -> JudgeVerdict:
-        return await self.members[0][1](request)
 
 
 def wrapped(judge: JudgeFn, wrap: Callable[[JudgeFn], JudgeFn]) -> JudgeFn:

@@ -261,6 +261,10 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     }
     run = finalize(run, options.fail_under, options.include_drafts)  # aggregates from the light records
     records = JournalRecords(journal_path, [offset for offset, _ in done], run["results"])
+    from evalspec.results.corrected import corrected_summary
+
+    if corrected := corrected_summary(records):  # judged rules with 20+ labels (docs/en/judges.md#labels-flow-back)
+        run["summary"]["corrected"] = corrected
     # reporters still scan the results once per verdict: a small run keeps them in memory
     run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
     return run

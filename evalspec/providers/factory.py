@@ -98,7 +98,7 @@ class ProviderPool:
     def judge_fn(self, suite: Suite) -> JudgeFn | None:
         """The suite's judge, or None when it has none."""
         if suite.jury is not None:  # docs/en/judges.md#juries
-            from evalspec.assertions.jury import Jury
+            from evalspec.providers.judge import Jury
 
             return Jury([(m.id, self._judge(suite, m)) for m in suite.jury.members], suite.jury.rule, suite.jury.quorum)
         return self._judge(suite, suite.judge) if suite.judge is not None else None

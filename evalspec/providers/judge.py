@@ -51,3 +51,16 @@ def make_judge(caller: ProviderCaller, max_tokens: int | None = None) -> JudgeFn
         return await ask(caller, request, cap)
 
     return judge
+
+
+class Jury:
+    """A list of judges (`judge: [...]` with `jury: {rule, quorum}`). Called as one judge (a simulated user's
+    goal check, a second opinion) it is its first member; judged checks ask every member (`ask_jury`)."""
+
+    def __init__(self, members: list[tuple[str, JudgeFn]], rule: str = "majority", quorum: int | None = None):
+        self.members = members
+        self.rule = rule
+        self.quorum = quorum if quorum is not None else len(members) // 2 + 1
+
+    async def __call__(self, request: JudgeRequest) -> JudgeVerdict:
+        return await self.members[0][1](request)

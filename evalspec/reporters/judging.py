@@ -77,9 +77,25 @@ def jury_rows(run: dict[str, Any]) -> list[tuple[str, str, int, str, str]]:
             for line in (run.get("summary") or {}).get("juries") or []]
 
 
+def corrected_lines(run: dict[str, Any]) -> list[str]:
+    """One line per judged rule whose pass rate was corrected from its labels (`summary.corrected`)."""
+    out = []
+    for line in (run.get("summary") or {}).get("corrected") or []:
+        fields = {"rule": line["rule"], "raw": _pct(line["raw"]), "labels": line["labels"]}
+        if line.get("corrected") is None:
+            out.append(words("corrected_chance", **fields))
+            continue
+        low, high = line.get("interval") or (None, None)
+        out.append(words("corrected_line", **fields, corrected=_pct(line["corrected"]), low=_pct(low),
+                         high=_pct(high), sens=_pct(line["sensitivity"]), spec=_pct(line["specificity"])))
+    return out
+
+
 def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
     """The Markdown section (`md` escapes one line of text)."""
     lines: list[str] = []
+    if corrected := corrected_lines(run):
+        lines += [f"### {words('corrected_title')}", "", *(f"- {md(x)}" for x in corrected), ""]
     if juries := jury_rows(run):
         lines += [f"### {words('jury_title')}", "", "| " + " | ".join(words(h) for h in JURY_HEADS) + " |",
                   "|---|---|---:|---:|---|"]
@@ -117,6 +133,9 @@ def print_judging(console: Console, run: dict[str, Any]) -> None:
 def html_section(run: dict[str, Any]) -> Markup:
     """The HTML section (escaped)."""
     parts: list[str] = []
+    if corrected := corrected_lines(run):
+        parts.append(f"<h2>{escape(words('corrected_title'))}</h2><ul>"
+                     + "".join(f"<li>{escape(x)}</li>" for x in corrected) + "</ul>")
     if juries := jury_rows(run):
         heads = [escape(words(h)) for h in JURY_HEADS]
         body = "".join("<tr>" + "".join(f'<td data-label="{h}">{escape(str(cell))}</td>'

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from evalspec import run
+from evalspec.assertions.labels import Label, accuracy
 from evalspec.play.runner import RunOptions
-from evalspec.review.label_rules import Label, accuracy, corrected_rate, rogan_gladen
+from evalspec.results.corrected import corrected_rate, rogan_gladen
 from tests.servers import OpenAIServer, Reply, chat_body
 
 BOT = Path(__file__).resolve().parents[2] / "providers" / "demo_bot.py"
@@ -76,3 +77,36 @@ tests:
     assert [f"回答{i}" in shown for i in range(8)] == [False, False, True, True, True, True, True, True]
     assert shown.index("回答7") < shown.index("回答2")  # the newest first
     assert "Assistant: 回答7\nThe right answer: fail" in shown and "别的规则" not in shown
+
+
+def test_a_rule_with_20_labels_gets_its_corrected_pass_rate_in_the_run(in_tmp: Path) -> None:
+    from evalspec.reporters.markdown import render_markdown
+    from evalspec.results.runjson import run_schema_problem
+
+    rule = {"llm-rubric": "回答了分期问题"}
+    lines = [label_line("对", True, "right", rule)] * 9 + [label_line("对", True, "wrong", rule)] + \
+        [label_line("错", False, "right", rule)] * 8 + [label_line("错", False, "wrong", rule)] * 2
+    (in_tmp / ".evalspec").mkdir()
+    labels = in_tmp / ".evalspec" / "labels.jsonl"
+    labels.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # 19 labels: not yet
+    tests = "".join(f"  - id: t{i}\n    conversation: [{{user: 能分期吗？{i}}}]\n    assert: [{{llm-rubric: 回答了分期问题}}]\n"
+                    for i in range(10))
+    with OpenAIServer(lambda r, n: Reply(body=chat_body(json.dumps({"reason": "r", "pass": n % 2 == 0})))) as server:
+        suite = in_tmp / "s.yaml"
+        suite.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+judge: {{model: openai/judge, api_base: "{server.base}"}}
+tests:
+{tests}""", encoding="utf-8")
+        before = run([suite], options=RunOptions(run_dir=in_tmp / "run1", use_cache=False)).data
+        labels.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        server.reset()
+        data = run([suite], options=RunOptions(run_dir=in_tmp / "run2", use_cache=False)).data
+    assert "corrected" not in before["summary"]
+    (line,) = data["summary"]["corrected"]
+    assert (line["rule"], line["labels"], line["n"], line["passed"]) == ("llm-rubric: 回答了分期问题", 20, 10, 5)
+    assert (line["sensitivity"], line["specificity"]) == (0.9, 0.8)
+    assert line["corrected"] == pytest.approx((0.5 + 0.8 - 1) / 0.7, abs=1e-6)
+    assert run_schema_problem(data) is None
+    assert "corrected from 20 labels" in render_markdown(data, lang="en")
+    assert "据 20 条人工标注校正" in render_markdown(data, lang="zh")

@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
+from evalspec.assertions.labels import LABELS_FILE, SCOPES_AS_WRITTEN  # one owner of the labels' form
 from evalspec.core.errors import EvalspecError
 from evalspec.core.portable import portable
 
-LABELS_FILE = Path(".evalspec") / "labels.jsonl"
 REVIEW_LOG = Path(".evalspec") / "review.log"
-SCOPES_AS_WRITTEN = ("each_turn", "any_turn", "last_response", "conversation")
 
 
 class ActionError(EvalspecError):

@@ -128,6 +128,10 @@ WORDS: dict[str, str] = {
     "attack_line": "attack {red_line} · {strategy} @ {provider}: {result}", "attack_breached": "breached {rate}",
     "attack_at_turn": " at turn {turns}", "attack_errored": ", {n} errored",
     # the judge's second opinion and failures by attribution (SPEC §11)
+    "corrected_title": "Pass rates corrected for the judge's errors",
+    "corrected_line": "{rule}: {raw} raw → {corrected} ({low}–{high}), corrected from {labels} labels "
+                      "(judge sensitivity {sens}, specificity {spec})",
+    "corrected_chance": "{rule}: {raw} raw; not corrected: on its {labels} labels the judge is no better than chance",
     "jury_title": "Juries: how far the judges agree",
     "jury_members": "Members", "jury_kappa": "Agreement (Fleiss' kappa)", "jury_n": "Conversations all answered",
     "jury_disagreement": "Disagreement with the jury",

@@ -118,6 +118,10 @@ WORDS: dict[str, str] = {
     "attack_line": "攻击 {red_line} · {strategy} @ {provider}：{result}", "attack_breached": "被攻破 {rate}",
     "attack_at_turn": "，第 {turns} 轮", "attack_errored": "，{n} 次出错",
     # 评审模型复核与按归因分组的失败（SPEC §11）
+    "corrected_title": "按评审误差校正后的通过率",
+    "corrected_line": "{rule}：原始 {raw} → {corrected}（{low}–{high}），据 {labels} 条人工标注校正"
+                      "（评审灵敏度 {sens}，特异度 {spec}）",
+    "corrected_chance": "{rule}：原始 {raw}；未校正：在 {labels} 条人工标注上评审不比随机猜测好",
     "jury_title": "评审团：评审之间的一致程度",
     "jury_members": "成员", "jury_kappa": "一致性（Fleiss' kappa）", "jury_n": "全员作答的对话",
     "jury_disagreement": "与评审团结论不一致的比例",

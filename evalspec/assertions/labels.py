@@ -4,7 +4,7 @@ A line of `.evalspec/labels.jsonl` (written by `evalspec view`, read by `judge-e
 its `assert` is that rule once `few_shot`, `examples`, `description` and `severity` are left out of both and
 default scopes are written out (`rule_key`). `few_shot: labels` shows a rule's newest labels to its judge as
 worked examples; with enough labels the judge's sensitivity and specificity on them correct a pass rate
-(Rogan–Gladen, `corrected_rate`)."""
+(Rogan–Gladen: evalspec/results/corrected.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import Problem
 
 LABELS_FILE = Path(".evalspec") / "labels.jsonl"
+SCOPES_AS_WRITTEN = ("each_turn", "any_turn", "last_response", "conversation")  # scopes a label writes out
 FEW_SHOT = 6  # labels shown to a judge with `few_shot: labels`
 MIN_LABELS = 20  # labels a rule needs before its pass rate is corrected
 
@@ -24,7 +25,7 @@ MIN_LABELS = 20  # labels a rule needs before its pass rate is corrected
 def rule_key(spec: AssertionSpec) -> str:
     """The rule as labels and suites are matched on: everything written but `few_shot`, `examples`,
     `description` and `severity`; the default scope written out; `levels: default` as its levels."""
-    from evalspec.assertions.graded import DEFAULT_LEVELS
+    from evalspec.assertions.rubrics import DEFAULT_LEVELS
     from evalspec.extend.registry import resolve_type
 
     options = {k: v for k, v in spec.options.items() if k != "few_shot"}
@@ -112,30 +113,3 @@ def accuracy(labels: list[Label]) -> tuple[float, float, int] | None:
     if not positives or not negatives:
         return None
     return sum(positives) / len(positives), sum(1 for j in negatives if not j) / len(negatives), len(marked)
-
-
-def rogan_gladen(p: float, sensitivity: float, specificity: float) -> float | None:
-    """The true rate from an observed rate `p` (Rogan & Gladen 1978): (p + spec − 1) / (sens + spec − 1),
-    clipped to [0, 1]; None when sens + spec ≤ 1 (the judge is no better than chance: no correction)."""
-    youden = sensitivity + specificity - 1
-    if youden <= 0:
-        return None
-    return min(1.0, max(0.0, (p + specificity - 1) / youden))
-
-
-def corrected_rate(passed: int, n: int, sensitivity: float, specificity: float) -> dict[str, Any]:
-    """The corrected pass rate of `passed` of `n` and its interval: the Wilson interval of the raw rate mapped
-    the same way (docs/en/judges.md#labels-flow-back)."""
-    from evalspec.results.stats import wilson
-
-    raw = passed / n if n else None
-    low, high = wilson(passed, n) or (None, None)
-    corrected = None if raw is None else rogan_gladen(raw, sensitivity, specificity)
-    out: dict[str, Any] = {"raw": raw, "sensitivity": round(sensitivity, 4), "specificity": round(specificity, 4),
-                           "corrected": None if corrected is None else round(corrected, 6)}
-    if corrected is not None and low is not None and high is not None:
-        out["interval"] = [round(rogan_gladen(low, sensitivity, specificity) or 0.0, 6),
-                           round(rogan_gladen(high, sensitivity, specificity) or 0.0, 6)]
-    else:
-        out["no_better_than_chance"] = corrected is None and raw is not None
-    return out

@@ -1,0 +1,97 @@
+"""The corrected pass rate of a judged rule (docs/en/judges.md#labels-flow-back): the judge's sensitivity and
+specificity on the rule's human labels (evalspec/assertions/labels.py) correct its raw pass rate in a run
+(Rogan–Gladen), the interval being the Wilson interval of the raw rate mapped the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evalspec.assertions.labels import (
+    LABELS_FILE,
+    MIN_LABELS,
+    SCOPES_AS_WRITTEN,
+    accuracy,
+    read_labels,
+    rule_key,
+)
+from evalspec.core.errors import Problem
+
+
+def rogan_gladen(p: float, sensitivity: float, specificity: float) -> float | None:
+    """The true rate from an observed rate `p` (Rogan & Gladen 1978): (p + spec − 1) / (sens + spec − 1),
+    clipped to [0, 1]; None when sens + spec ≤ 1 (the judge is no better than chance: no correction)."""
+    youden = sensitivity + specificity - 1
+    if youden <= 0:
+        return None
+    return min(1.0, max(0.0, (p + specificity - 1) / youden))
+
+
+def corrected_rate(passed: int, n: int, sensitivity: float, specificity: float) -> dict[str, Any]:
+    """The corrected pass rate of `passed` of `n` and its interval: the Wilson interval of the raw rate mapped
+    the same way (docs/en/judges.md#labels-flow-back)."""
+    from evalspec.results.stats import wilson
+
+    raw = passed / n if n else None
+    low, high = wilson(passed, n) or (None, None)
+    corrected = None if raw is None else rogan_gladen(raw, sensitivity, specificity)
+    out: dict[str, Any] = {"raw": raw, "sensitivity": round(sensitivity, 4), "specificity": round(specificity, 4),
+                           "corrected": None if corrected is None else round(corrected, 6)}
+    if corrected is not None and low is not None and high is not None:
+        out["interval"] = [round(rogan_gladen(low, sensitivity, specificity) or 0.0, 6),
+                           round(rogan_gladen(high, sensitivity, specificity) or 0.0, 6)]
+    else:
+        out["no_better_than_chance"] = corrected is None and raw is not None
+    return out
+
+
+def record_rule_key(a: dict[str, Any]) -> str | None:
+    """The `rule_key` of a judged check as run.json records it, built as `evalspec view` writes its labels."""
+    from evalspec.config.asserts import parse_assertion
+    from evalspec.config.paths import LineMap
+
+    rule: dict[str, Any] = {str(a["type"]): a.get("value")}
+    levels = (a.get("details") or {}).get("levels")
+    if isinstance(levels, dict):
+        rule["levels"] = levels
+    if isinstance(a.get("threshold"), (int, float)):
+        rule["threshold"] = a["threshold"]
+    if a.get("turn") is not None:
+        rule["scope"] = "last_response"
+    elif a.get("scope") in SCOPES_AS_WRITTEN:
+        rule["scope"] = a["scope"]
+    for candidate in (rule, {k: v for k, v in rule.items() if k != "scope"}):
+        problems: list[Problem] = []
+        spec = parse_assertion(candidate, ("assert",), LineMap(str(LABELS_FILE)), problems, None)
+        if spec is not None and not problems:
+            return rule_key(spec)
+    return None
+
+
+def corrected_summary(records: Any, path: Path = LABELS_FILE) -> list[dict[str, Any]]:
+    """`summary.corrected`: per suite and judged rule with at least 20 marked labels, its raw pass rate in
+    this run, the judge's sensitivity and specificity on the labels, and the corrected pass rate with its
+    interval (or `no_better_than_chance`). Nothing (and no record read) without such a rule."""
+    measured = {key: found for key, labels in read_labels(path).items()
+                if (found := accuracy(labels)) is not None and found[2] >= MIN_LABELS}
+    if not measured:
+        return []
+    tally: dict[tuple[str, str], list[Any]] = {}
+    for r in records:
+        for a in r.get("assertions") or []:
+            if not (a.get("details") or {}).get("verdicts") or a.get("pass") is None or a.get("skipped"):
+                continue
+            key = record_rule_key(a)
+            if key is None or key not in measured:
+                continue
+            line = tally.setdefault((str(r.get("suite")), key), [a, 0, 0])
+            line[1] += 1
+            line[2] += a["pass"] is True
+    from evalspec.results.errorbars import rule_name
+
+    out = []
+    for (suite, key), (a, n, passed) in tally.items():
+        sensitivity, specificity, labels = measured[key]
+        out.append({"suite": suite, "rule": rule_name(a), "labels": labels, "n": n, "passed": passed,
+                    **corrected_rate(passed, n, sensitivity, specificity)})
+    return out
