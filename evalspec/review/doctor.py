@@ -69,7 +69,8 @@ def roles_of(suite: Suite) -> list[Role]:
     for p in suite.providers:
         add("provider", p.id, p)
         add("history", f"{p.id}.history", strategy_model(p))
-    add("judge", "judge", suite.judge)
+    for i, member in enumerate(suite.jury.members if suite.jury is not None else [suite.judge]):
+        add("judge", f"judge[{i}]" if suite.jury is not None else "judge", member)  # a jury: each member
     add("simulator", "simulator", suite.simulator)
     for n, test in enumerate(suite.tests):
         attack = getattr(test, "attack", None)

@@ -96,3 +96,19 @@ tests: [{{id: t, conversation: [{{user: 你好}}], assert: [{{llm-rubric: 礼貌
     code, out = invoke("doctor", str(path), "--no-calibration")
     assert code == 1
     assert "DEEPSEEK_API_KEY" in out and "connection failed" in out
+
+
+def test_doctor_checks_every_member_of_a_jury(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalspec.config.loader import load_suite
+    from evalspec.review.doctor import roles_of
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+judge: [{{model: openai/a, api_base: "http://127.0.0.1:9/v1"}}, {{model: openai/b, api_base: "http://127.0.0.1:9/v1"}}]
+tests:
+  - conversation: [{{user: 你好}}]
+    assert: [{{llm-rubric: 礼貌}}]
+""", encoding="utf-8")
+    judges = [(r.where, r.model) for r in roles_of(load_suite(path)) if r.role == "judge"]
+    assert judges == [("judge[0]", "openai/a"), ("judge[1]", "openai/b")]
