@@ -44,12 +44,22 @@ LEVEL_THRESHOLD = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)
+class JuryOptions:  # `jury:` beside an assertion's own `judge:` list (docs/en/judges.md#juries)
+    rule: Literal["majority", "mean", "all", "any"] = "majority"
+    quorum: Annotated[int | None, Keywords(minimum=1)] = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class JudgeParams:  # the options every judged check shares
     rubric: Annotated[str | None, Option()] = None
     samples: Annotated[int | None, Option(), Keywords(minimum=1, maximum=15)] = None
     levels: Annotated[Levels | None, Option()] = None
     reference: Annotated[str | None, Option(), Keywords(
         description="a reference answer shown to the judge (e.g. a golden reply)")] = None
+    judge: Annotated[list[str | dict[str, Any]] | None, Option(), Keywords(
+        minItems=2, description="this check's own jury: a list of judge models (docs/en/judges.md#juries)")] = None
+    jury: Annotated[JuryOptions | None, Option(), Keywords(
+        description="how this check's jury decides: {rule: majority|mean|all|any, quorum: N}")] = None
     few_shot: Annotated[Literal["labels"] | None, Option(), Keywords(
         description="labels: up to 6 of this rule's human labels (.evalspec/labels.jsonl) shown to the judge as "
                     "worked examples")] = None

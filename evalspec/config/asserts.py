@@ -77,8 +77,8 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
     value = _without_option_names(atype, name, value, vpath, lines, problems)
     spec = AssertionSpec(type=atype.name, negate=negate, value=value, where=path, value_where=vpath, turn=under_turn)
     _check_value(atype, value, value_given, vpath, lines, problems)
-    _check_common(spec, item, atype, path, lines, problems, under_turn)
     spec.options = {k: item[k] for k in atype.options if k in item}
+    _check_common(spec, item, atype, path, lines, problems, under_turn)
     for key, sub in atype.options.items():
         if key in item:
             for err in jsonschema.Draft202012Validator(sub).iter_errors(item[key]):
@@ -206,6 +206,13 @@ def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionTyp
         spec.metric = str(item["metric"])
     if "provider" in item:
         spec.provider = item["provider"]
+    if isinstance(spec.options.get("judge"), list):  # its own jury (docs/en/judges.md#juries)
+        if "provider" in item:
+            bad("judge", "give this check's judges as `judge:` or `provider:`, not both")
+        settings = spec.options.get("jury")
+        spec.provider = {"jury": spec.options["judge"], **(settings if isinstance(settings, dict) else {})}
+    elif "jury" in spec.options:
+        bad("jury", "'jury' needs this check's `judge:` to be a list of models (the jury's members)")
     if "examples" in item:
         _check_examples(spec, item["examples"], (*path, "examples"), lines, problems)
     if "description" in item:

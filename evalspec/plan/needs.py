@@ -12,7 +12,7 @@ from evalspec.config.providers import model_ref
 from evalspec.core.errors import Problem, ProviderError
 from evalspec.extend.registry import resolve_type
 from evalspec.plan.build import Instance, instance_assertions
-from evalspec.providers.factory import PreflightError, prepare_provider, provider_problems
+from evalspec.providers.factory import PreflightError, jury_members, prepare_provider, provider_problems
 from evalspec.providers.history import strategy_model
 
 
@@ -62,7 +62,10 @@ def plan_problems(instances: list[Instance], prepare: bool = False) -> list[Prob
                 atype = resolve_type(spec.type)
                 role = atype[0].needs if atype else "judge"
                 if role == "judge" and spec.provider is not None:
-                    check(model_ref(spec.provider), suite, "judge", f"assertion '{spec.name}'")
+                    own = jury_members(spec.provider["jury"]) if isinstance(spec.provider, dict) and \
+                        isinstance(spec.provider.get("jury"), list) else [model_ref(spec.provider)]
+                    for member in own:  # its own judge, or each member of its own jury
+                        check(member, suite, "judge", f"assertion '{spec.name}'")
                     continue
                 for needed in suite.jury.members if role == "judge" and suite.jury is not None else \
                         [suite.judge if role == "judge" else suite.embedder]:  # a jury: each member

@@ -4,6 +4,7 @@ them across a run."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,12 @@ def prepare_provider(spec: ProviderSpec) -> None:
     kind = provider_kinds().get(spec.kind)
     if kind is not None:
         kind.prepare(spec)
+
+
+def jury_members(raw: list[Any]) -> list[ProviderSpec]:
+    """An assertion's own jury: each member a model reference named by its `id`, else its model string."""
+    return [replace(model_ref(item), id=str(item.get("id") or item.get("model") or f"judge-{i + 1}")
+                    if isinstance(item, dict) else str(item)) for i, item in enumerate(raw)]
 
 
 class ProviderPool:
@@ -104,7 +111,14 @@ class ProviderPool:
         return self._judge(suite, suite.judge) if suite.judge is not None else None
 
     def judge_for(self, suite: Suite, raw: Any) -> JudgeFn:
-        """The judge named by an assertion's own `provider:` (a model string or a provider mapping)."""
+        """The judge named by an assertion's own `provider:` (a model string or a provider mapping), or its
+        own jury (`judge: [...]` with `jury:`, as `{jury: [...], rule, quorum}`)."""
+        if isinstance(raw, dict) and isinstance(raw.get("jury"), list):
+            from evalspec.providers.judge import Jury
+
+            members = jury_members(raw["jury"])
+            return Jury([(m.id, self._judge(suite, m)) for m in members], str(raw.get("rule") or "majority"),
+                        raw.get("quorum"))
         return self._judge(suite, model_ref(raw))
 
     def _judge(self, suite: Suite, spec: ProviderSpec) -> JudgeFn:

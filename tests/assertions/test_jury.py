@@ -199,3 +199,29 @@ tests:
     code, output = invoke("validate", str(path))
     assert code == 2 and "judge[1]: judge 'deepseek/deepseek-chat': model 'deepseek/deepseek-chat' needs an API key" \
         in output
+
+
+def test_an_assertion_may_have_its_own_jury(tmp_path: Path) -> None:
+    with jury_server({"a": True, "b": False, "c": False, "d": True}) as server:
+        own = f'{{model: openai/c, api_base: "{server.base}"}}, {{model: openai/d, api_base: "{server.base}"}}'
+        data = go(tmp_path, server, ["a", "b"], "jury: {quorum: 1}",
+                  f"- llm-rubric: 回答礼貌\n        judge: [{own}]\n        jury: {{rule: any}}")
+    a = first(data)
+    assert [m["judge"] for m in a["jury"]] == ["openai/c", "openai/d"] and a["pass"] is True
+    assert sorted(c["model"] for c in server.chats()) == ["c", "d"]
+
+
+def test_an_assertions_jury_without_a_judge_list_is_a_config_error(tmp_path: Path) -> None:
+    from evalspec.config.loader import load_suite
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""\
+providers: [{{id: bot, python: "{BOT}:respond"}}]
+judge: openai/a
+tests:
+  - conversation: [{{user: 你好}}]
+    assert: [{{llm-rubric: 礼貌, jury: {{rule: all}}}}]
+""", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_suite(path)
+    assert "'jury' needs this check's `judge:` to be a list" in str(caught.value)
