@@ -8,14 +8,18 @@ Reads a Taskmaster data file (a JSON list of conversations, each
 "segments"}]}`) and writes one conversation a line, as docs/en/recorded-conversations.md reads them:
 `{"id", "messages": [{"role": "user"|"assistant", "content"}], "metadata": {...}}`.
 
-- USER is `user`, ASSISTANT is `assistant`; utterances are taken in `index` order.
+- USER is `user`, ASSISTANT is `assistant` (Taskmaster-3 writes them in lower case); utterances are
+  taken in `index` order.
+- Taskmaster-3's `apis` on an assistant utterance become tool calls: an assistant message with
+  `tool_calls` (name, args), then one `tool` message a call holding its `response` as JSON text, then the
+  utterance's text.
 - Consecutive utterances of one speaker are joined into one message (a newline between them): the bot's
   reply answers all that the user said before it, and every assistant sentence is graded as its reply.
 - metadata: `instruction_id`, `domain` (`--domain`, else the part of `instruction_id` before its first
-  `-`, e.g. `restaurant-table-2` -> `restaurant`), Taskmaster-3's `vertical` and `scenario` when present,
-  and `source: taskmaster`.
-- Not converted: `segments` (the slot annotations), Taskmaster-3's `apis` calls and `instructions`.
-  An utterance with no text is left out.
+  `-`, e.g. `restaurant-table-2` -> `restaurant`; Taskmaster-3, which has none, its `vertical`),
+  Taskmaster-3's `vertical` and `scenario` when present, and `source: taskmaster`.
+- Not converted: `segments` (the slot annotations), Taskmaster-3's `instructions`, `apis` on a user
+  utterance. An utterance with no text is left out (its calls are kept).
 
 Standard library only; see examples/adapters/README.md.
 """
@@ -30,23 +34,40 @@ from typing import Any
 ROLES = {"USER": "user", "ASSISTANT": "assistant"}
 
 
-def messages_of(utterances: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The utterances as chat messages, consecutive ones of one speaker joined."""
-    messages: list[dict[str, str]] = []
+def messages_of(utterances: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The utterances as chat messages, consecutive ones of one speaker joined, API calls as tool calls."""
+    messages: list[dict[str, Any]] = []
     ordered = sorted(enumerate(utterances), key=lambda pair: (pair[1].get("index", pair[0]), pair[0]))
     for position, utterance in ordered:
         speaker = str(utterance.get("speaker", "")).upper()
         if speaker not in ROLES:
             raise ValueError(f"utterance {position}: speaker {utterance.get('speaker')!r} is not USER or ASSISTANT")
+        role = ROLES[speaker]
+        apis = utterance.get("apis") if role == "assistant" else None
+        if isinstance(apis, list) and apis:
+            messages.extend(tool_messages(apis, f"call_{position}"))
         text = str(utterance.get("text") or "").strip()
         if not text:
             continue
-        role = ROLES[speaker]
-        if messages and messages[-1]["role"] == role:
+        if messages and messages[-1]["role"] == role and "tool_calls" not in messages[-1]:
             messages[-1]["content"] += "\n" + text
         else:
             messages.append({"role": role, "content": text})
     return messages
+
+
+def tool_messages(apis: list[Any], prefix: str) -> list[dict[str, Any]]:
+    """Taskmaster-3 API invocations: the assistant's calls, then each call's response as a tool message."""
+    calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for number, api in enumerate(apis, 1):
+        if not isinstance(api, dict) or not api.get("name"):
+            raise ValueError(f"api {number} has no name")
+        call_id = f"{prefix}_{number}"
+        calls.append({"id": call_id, "name": str(api["name"]), "arguments": api.get("args") or {}})
+        results.append({"role": "tool", "tool_call_id": call_id, "name": str(api["name"]),
+                        "content": json.dumps(api.get("response") or {}, ensure_ascii=False)})
+    return [{"role": "assistant", "content": None, "tool_calls": calls}, *results]
 
 
 def convert(dialogs: Any, domain: str | None = None) -> list[dict[str, Any]]:
@@ -63,8 +84,10 @@ def convert(dialogs: Any, domain: str | None = None) -> list[dict[str, Any]]:
         except ValueError as exc:
             raise ValueError(f"conversation {cid}: {exc}") from None
         instruction = str(dialog.get("instruction_id") or "")
-        metadata: dict[str, Any] = {"source": "taskmaster", "instruction_id": instruction,
-                                    "domain": domain or instruction.split("-", 1)[0]}
+        metadata: dict[str, Any] = {"source": "taskmaster",
+                                    "domain": domain or instruction.split("-", 1)[0] or str(dialog.get("vertical") or "")}
+        if instruction:  # Taskmaster-1 and -2
+            metadata["instruction_id"] = instruction
         for key in ("vertical", "scenario"):  # Taskmaster-3
             if isinstance(dialog.get(key), str):
                 metadata[key] = dialog[key]

@@ -48,8 +48,8 @@ def test_a_taskmaster_file_converted_by_the_adapter_grades_end_to_end(in_tmp: Pa
     restaurant = log["dlg-0f3a9c1e-restaurant"]
     assert [m["role"] for m in restaurant["messages"]] == ["user", "assistant"] * 3
     assert restaurant["messages"][2]["content"] == "Four of us.\nAt 7 pm if they have it."
-    assert restaurant["metadata"] == {"source": "taskmaster", "instruction_id": "restaurant-table-2",
-                                      "domain": "restaurant"}
+    assert restaurant["metadata"] == {"source": "taskmaster", "domain": "restaurant",
+                                      "instruction_id": "restaurant-table-2"}
     assert log["dlg-9e44c0b2-coffee"]["messages"][0] == {"role": "assistant",
                                                           "content": "Hello, how can I help you today?"}
 
@@ -59,6 +59,31 @@ def test_a_taskmaster_file_converted_by_the_adapter_grades_end_to_end(in_tmp: Pa
         "dlg-0f3a9c1e-restaurant": "passed", "dlg-5b21d7aa-pizza": "failed", "dlg-9e44c0b2-coffee": "passed"}
     assert failing(results["dlg-5b21d7aa-pizza"]) == ["not-pii"]
     assert "dana.whitfield@example.com" in results["dlg-5b21d7aa-pizza"]["assertions"][0]["reason"]
+
+
+def test_taskmaster3_api_calls_become_tool_calls_that_said_vs_did_reads(in_tmp: Path) -> None:
+    """Taskmaster-3 (lower-case speakers, `apis`, no instruction_id): each API call is an assistant tool call
+    and a tool message before the utterance's text; the agent that says the tickets are booked without a
+    book_tickets call fails said-vs-did (exit 1), the one that called it passes."""
+    done = convert("taskmaster_to_jsonl.py", DATA / "taskmaster3.json", in_tmp / "tm3.jsonl")
+    assert done.returncode == 0, done.stderr
+    log = conversations(in_tmp / "tm3.jsonl")
+    booked = log["dlg-3a1c7e52-tickets"]
+    assert [m["role"] for m in booked["messages"]] == ["user", "assistant", "tool", "assistant",
+                                                       "user", "assistant", "tool", "assistant"]
+    assert booked["messages"][5]["tool_calls"] == [{"id": "call_4_1", "name": "book_tickets", "arguments": {
+        "name.movie": "Dune", "time.showing": "7:30pm", "num.tickets": "2"}}]
+    assert booked["messages"][6] == {"role": "tool", "tool_call_id": "call_4_1", "name": "book_tickets",
+                                     "content": '{"status": "success"}'}
+    assert booked["messages"][3]["content"] == "Let me check what's showing.\nDune is playing at 7:30pm and 10:00pm at Regal Salem."
+    assert booked["metadata"] == {"source": "taskmaster", "domain": "Movie Tickets", "vertical": "Movie Tickets",
+                                  "scenario": "Buy tickets for a movie you have in mind"}
+
+    code, results, output = graded("taskmaster3.yaml", in_tmp / "tm3.jsonl", in_tmp)
+    assert code == 1, output
+    assert {cid: r["status"] for cid, r in results.items()} == {
+        "dlg-3a1c7e52-tickets": "passed", "dlg-8d0e4b19-tickets": "failed"}
+    assert failing(results["dlg-8d0e4b19-tickets"]) == ["said-vs-did"]
 
 
 def test_a_crosswoz_file_converted_by_the_adapter_grades_end_to_end(in_tmp: Path) -> None:
