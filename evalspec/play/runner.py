@@ -117,7 +117,7 @@ def provider_code(suites: Sequence[Suite]) -> dict[str, str] | None:
             target = ref.rpartition(":")[0] if isinstance(ref, str) else ""
             if target.endswith(".py"):
                 path = (suite.path.parent / target).resolve()
-                code[f"{suite.path}::{spec.id}"] = source_digest(path) if path.is_file() else "missing"
+                code[f"{suite.path.resolve()}::{spec.id}"] = source_digest(path) if path.is_file() else "missing"
     return code or None
 
 
