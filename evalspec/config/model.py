@@ -133,6 +133,11 @@ class SimulateSpec:
     stop_when: list[dict[str, Any]] = field(default_factory=list)
     model: Any = None
     python: str | None = None  # a scripted user: FILE.py:function called as fn(transcript, context) -> str | None
+    instructions: str | None = None  # one text in place of persona + goal (docs/en/agents.md#instructions)
+    max_chars: int = 600  # a longer simulator message is a simulator fault
+    min_turns: int = 1  # goal_met and checkpoints are asked after this turn, not before
+    milestones: list[dict[str, Any]] = field(default_factory=list)  # {goal, done_when, max_turns} | {user}
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)  # {after_turn | every, criteria, min_turns}
 
 
 @dataclass

@@ -770,14 +770,19 @@ class SuiteParser:
         python = raw.get("python")
         if isinstance(python, str) and ":" not in python:
             self.bad((*path, "python"), f"'{python}' is not FILE.py:function or module:function")
-        if python is None:
+        if python is None and "instructions" not in raw:
             for key in ("persona", "goal"):
-                if key not in raw:
-                    self.bad(path, f"a simulated user needs '{key}' (or 'python: FILE.py:function', a scripted user)")
-        if not isinstance(raw.get("max_turns"), int) or not all(isinstance(raw.get(k, ""), str) for k in ("persona", "goal")):
+                if key not in raw and not (key == "goal" and raw.get("milestones")):
+                    self.bad(path, f"a simulated user needs '{key}' (or 'instructions:', or 'python: FILE.py:function', "
+                                   "a scripted user)")
+        if not isinstance(raw.get("max_turns"), int) or \
+                not all(isinstance(raw.get(k, ""), str) for k in ("persona", "goal", "instructions")):
             return None
         model = raw.get("model")
         return SimulateSpec(persona=raw.get("persona", ""), goal=raw.get("goal", ""), max_turns=raw["max_turns"],
+                            instructions=raw.get("instructions"), max_chars=int(raw.get("max_chars", 600)),
+                            min_turns=int(raw.get("min_turns", 1)), milestones=list(raw.get("milestones") or []),
+                            checkpoints=list(raw.get("checkpoints") or []),
                             python=python if isinstance(python, str) else None,
                             opening=raw.get("opening"), fixed=list(raw.get("fixed") or []),
                             stop_when=list(raw.get("stop_when") or []),

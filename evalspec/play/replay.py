@@ -124,7 +124,8 @@ async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tup
             statuses = [x["status"] for x in records]
             rows.append({"test_id": r["test_id"], "provider": r["provider"], "suite": r["suite"],
                          "label": label(statuses), "statuses": statuses,
-                         "errors": [x["error"] for x in records if x.get("error")]})
+                         "errors": [x["error"] for x in records if x.get("error")],
+                         "attributions": [x.get("attribution") for x in records]})
     finally:
         await pool.aclose()
     return rows, warnings

@@ -17,8 +17,9 @@ from evalspec.extend.patterns import regex_time_limit, search
 from evalspec.extend.provider import CallContext
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
+from evalspec.play.faults import Said, SimulatorFault, simulator_fault
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
-from evalspec.providers.answers import Shown, answer_text, plain_text, read_answer, within_turn
+from evalspec.providers.answers import Shown, answer_text, own_objects, plain_text, read_answer, within_turn
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.judge import ask
 from evalspec.providers.python_user import load_scripted_user, next_message
@@ -33,11 +34,17 @@ MESSAGE_SCHEMA = {"type": "object", "properties": {"message": {"type": "string",
                   "required": ["message"], "additionalProperties": False}
 
 
-def simulator_prompt(persona: str, goal: str, marker: str | None) -> str:
-    lines = [
-        "You are role-playing a human user who is chatting with an AI assistant. Stay in character.",
-        f"Persona: {persona}",
-        f"Your goal: {goal}",
+def simulator_prompt(persona: str, goal: str, marker: str | None, instructions: str | None = None) -> str:
+    """The simulator's system prompt: `instructions` (one text, docs/en/agents.md#instructions) in place
+    of the persona and the goal, or beside the current milestone's goal."""
+    lines = ["You are role-playing a human user who is chatting with an AI assistant. Stay in character."]
+    if instructions:
+        lines.append(f"Instructions: {instructions}")
+    if persona:
+        lines.append(f"Persona: {persona}")
+    if goal:
+        lines.append(f"Your goal: {goal}")
+    lines += [
         "Write only your next message to the assistant: no role labels, no quotes, no explanations. "
         "Use the language of your persona.",
         'Answer with a JSON object with one key, "message": your next message.',
@@ -71,9 +78,10 @@ class SimulatedUser:
         self.marker = marker
         self.patterns = [str(c["assistant_matches"]) for c in sim.stop_when if "assistant_matches" in c]
         self.goal_met = any(c.get("goal_met") for c in sim.stop_when)
-        self.system = simulator_prompt(sim.persona, sim.goal, marker)
+        self.system = simulator_prompt(sim.persona, sim.goal, marker, sim.instructions)
         self.scripted = [m for m in [sim.opening, *sim.fixed] if m]
         self.turn = 0  # user messages sent
+        self.own: str | None = None  # the simulator's previous message of its own (fixed turns are not)
 
     async def next_message(self, transcript: Transcript) -> NextMessage | None:
         turn, marker = self.turn, self.marker
@@ -92,10 +100,24 @@ class SimulatedUser:
             text = said
         else:
             text = await self._simulated(transcript, turn + 1)
+            self._check(text, transcript)  # a model's message; a python user's is the suite author's code
         if marker and marker in text and turn >= len(self.scripted):  # done: recorded, never sent (python users too)
             return NextMessage(user_message(text, None, not_sent=True), call=False, stop="user_says")
         self.turn += 1
         return NextMessage(user_message(text, self.turn))
+
+    def _check(self, text: str, transcript: Transcript) -> None:
+        """A simulator message that is a slip (play/faults.py) is recorded, never sent, and ends the
+        conversation in an error attributed to the simulator."""
+        sim = self.sim
+        replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("intermediate")]
+        said = Said(previous_own=self.own, previous_reply=str(replies[-1]["content"] or "") if replies else None,
+                    instructions=[t for t in (sim.persona, sim.goal, sim.instructions) if t],
+                    marker=self.marker, max_chars=sim.max_chars)
+        if (fault := simulator_fault(text, said)) is not None:
+            transcript.messages.append(user_message(text, None, not_sent=True))
+            raise SimulatorFault(f"simulator fault at turn {self.turn + 1}: {fault}")
+        self.own = text
 
     async def _simulated(self, transcript: Transcript, turn: int) -> str:
         inst, spec = self.inst, self.spec
@@ -123,7 +145,7 @@ class SimulatedUser:
                 return "assistant_matches"
             if self.goal_met and self.judge is not None:
                 try:
-                    verdict = await _goal_met(self.judge, self.sim.goal, transcript.messages)
+                    verdict = await _goal_met(self.judge, self.sim.goal or self.sim.instructions or "", transcript.messages)
                 except GradingError as exc:  # the unusable answer was a call made: it counts
                     transcript.judge_usage.extend(exc.usage)
                     raise
@@ -165,12 +187,22 @@ def message_text(content: str, marker: str | None, *, shown: Shown) -> str:
         if said is None and marker and marker in answer_text(content):  # told to answer the marker alone
             said = marker
         if said is None:
+            if _empty_message(content, shown):
+                return ""
             raise
         verdict = {"message": said}
     message = verdict.get("message")
+    if isinstance(message, str) and not message.strip():
+        return ""  # an empty message: a simulator fault (play/faults.py), not a refusal
     if not isinstance(message, str) or not within_turn(message):
         raise GradingError(f"simulator answer has no message: {content.strip()[:200]!r}")
     return within_turn(message)
+
+
+def _empty_message(content: str, shown: Shown) -> bool:
+    """`{"message": ""}` (read as a format example): the simulator said nothing."""
+    return any(isinstance(v.get("message"), str) and not v["message"].strip()
+               for _, _, v in own_objects(answer_text(content), shown))
 
 
 async def _goal_met(judge: JudgeFn, goal: str, messages: list[Message]) -> JudgeVerdict:

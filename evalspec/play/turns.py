@@ -44,7 +44,10 @@ class NextMessage:
 
 
 class TurnError(ControlFlow):
-    """A source or a stop condition failed: the conversation ends in an error with this line."""
+    """A source or a stop condition failed: the conversation ends in an error with this line (and, for a
+    simulated user's slip, the attribution class the record carries: play/faults.py)."""
+
+    attribution: str | None = None
 
 
 class Source(Protocol):
@@ -125,6 +128,7 @@ async def play_turns(source: Source, instance: Instance, call: SendTurn, kit: To
         transcript.stop_reason = cast(StopReason, await _play(source, transcript, call, kit, tool_context(instance, call)))
     except TurnError as exc:
         transcript.stop_reason, transcript.error = "error", str(exc)
+        transcript.attribution = exc.attribution
     return replied(transcript, source.who) if source.who is not None else transcript
 
 

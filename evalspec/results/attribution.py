@@ -1,10 +1,11 @@
-"""The five failure attribution classes (SPEC §11) and failures grouped by them, from run.json records."""
+"""The six failure attribution classes (docs/en/review.md) and failures grouped by them, from run.json
+records. `simulator_fault` is set by the run itself (play/faults.py): the simulated user slipped."""
 
 from __future__ import annotations
 
 from typing import Any
 
-CLASSES = ("bot_defect", "model_fluctuation", "rule_misjudgment", "infrastructure", "pending_fact")
+CLASSES = ("bot_defect", "model_fluctuation", "rule_misjudgment", "infrastructure", "pending_fact", "simulator_fault")
 ATTRIBUTABLE = ("failed", "error")
 
 

@@ -125,7 +125,7 @@ class Record(_StoredRecord, total=False):
     judge_tokens: int | None
     judge_cost: float | None
     attribution: Attribution
-    attribution_by: Literal["rerun", "triage"]
+    attribution_by: Literal["run", "rerun", "triage"]
     attribution_suggested: Attribution
     triage: Triage
     prompt_tokens: int | None
@@ -207,6 +207,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
     if instance.world is not None:  # docs/en/world.md: what the bot did, beside what it said
         record["world_initial"] = redact(instance.world, secrets)
         record["world"] = redact(transcript.world if transcript.world is not None else instance.world, secrets)
+    if transcript.attribution is not None and status == "error":  # the simulated user's slip, not the bot's
+        record["attribution"], record["attribution_by"] = transcript.attribution, "run"
     if paths := tool_calls_paths(transcript.messages):
         record["tool_calls_paths"] = paths
     if transcript.attack is not None:

@@ -30,6 +30,7 @@ class Transcript:
     # one `{tokens, cost, cached}` per model call made while playing on evalspec's behalf (simulated user,
     # attacker, a `goal_met` judge), its answer usable or not: counted as judge calls (SPEC §17)
     judge_usage: list[dict[str, Any]] = field(default_factory=list)
+    attribution: str | None = None  # an error the harness caused: `simulator_fault` (docs/en/agents.md)
     world: dict[str, Any] | None = None  # the world as the conversation left it (docs/en/world.md)
 
     def history(self) -> list[dict[str, Any]]:

@@ -34,14 +34,23 @@ def record_key(record: Record) -> tuple[str, str, str]:
 
 def attribute_reruns(run: dict[str, Any], rows: Iterable[dict[str, Any]]) -> int:
     """Write each rerun label's class into the failed and errored records it replayed; returns how many."""
-    labels = {(r["suite"], r["test_id"], r["provider"]): r["label"] for r in rows}
+    classes = {(r["suite"], r["test_id"], r["provider"]): rerun_class(r) for r in rows}
     count = 0
     for record in run["results"]:
-        label = labels.get(record_key(record))
-        if label is not None and record["status"] in ATTRIBUTABLE:
-            record["attribution"], record["attribution_by"] = RERUN_CLASS[label], "rerun"
+        cls = classes.get(record_key(record))
+        if cls is not None and record["status"] in ATTRIBUTABLE:
+            record["attribution"], record["attribution_by"] = cls, "rerun"
             count += 1
     return count
+
+
+def rerun_class(row: dict[str, Any]) -> str:
+    """A rerun row's class: its label's, except replays that all errored by the simulated user's slip
+    (docs/en/agents.md#simulator-faults) keep `simulator_fault`: the bot is not at fault."""
+    found = row.get("attributions") or []
+    if row["label"] == "error" and found and all(a == "simulator_fault" for a in found):
+        return "simulator_fault"
+    return RERUN_CLASS[row["label"]]
 
 
 def triage(run: dict[str, Any], test_id: str, provider: str | None, cls: str, note: str | None,

@@ -189,7 +189,9 @@ def test_an_empty_plain_answer_is_an_error_and_the_marker_alone_stops(tmp_path: 
     (tmp_path / "empty").mkdir()
     (tmp_path / "stop").mkdir()
     empty = simulated(tmp_path / "empty", ["   "])
-    assert empty["status"] == "error" and "no message" in empty["error"] and sent(empty) == []
+    assert empty["status"] == "error" and "empty message" in empty["error"] and sent(empty) == [""]
+    assert empty["transcript"][0]["not_sent"] is True  # recorded as evidence, never sent
+    assert empty["attribution"] == "simulator_fault"  # the simulated user slipped, not the bot
     stop = simulated(tmp_path / "stop", ["能分期吗？", "###STOP###"],
                      "max_turns: 3, stop_when: [{user_says: '###STOP###'}]")
     assert stop["stop_reason"] == "user_says" and sent(stop) == ["能分期吗？", "###STOP###"]

@@ -13,6 +13,7 @@ import yaml
 
 from evalspec.config.numbers import finite_problem, non_finite
 from evalspec.core.errors import ConfigError, Problem
+from evalspec.results.attribution import CLASSES
 
 
 class FiniteRange(click.FloatRange):
@@ -138,7 +139,7 @@ def judge_eval_command(labels: str | None, examples_suite: str | None, judge: st
 @click.argument("test_id")
 @click.option("--provider", help="only this provider's records (default: every provider's)")
 @click.option("--as", "cls", required=True,
-              type=click.Choice(["bot_defect", "model_fluctuation", "rule_misjudgment", "infrastructure", "pending_fact"]),
+              type=click.Choice(CLASSES),
               help="the failure's attribution")
 @click.option("--note", help="why (kept with the call)")
 def triage_command(run_json: str, test_id: str, provider: str | None, cls: str, note: str | None) -> None:
