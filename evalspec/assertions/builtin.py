@@ -7,6 +7,7 @@ from evalspec.assertions import (  # noqa: F401
     efficiency,
     graded,
     javascript,
+    journey,
     memory,
     pii,
     select_best,
@@ -18,5 +19,5 @@ from evalspec.assertions import (  # noqa: F401
     world,
 )
 
-BUILTIN_MODULES = (custom, efficiency, graded, javascript, memory, pii, select_best, session, sql, state, text, tools,
+BUILTIN_MODULES = (custom, efficiency, graded, javascript, journey, memory, pii, select_best, session, sql, state, text, tools,
                    world)

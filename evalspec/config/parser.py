@@ -466,6 +466,8 @@ class SuiteParser:
                 test.asserts.append(spec)
                 if test.attack is not None and "scope" not in item and spec.scope == "last_response":
                     spec.scope = "each_turn"  # the red lines under attack hold on every reply
+        if test.simulate is not None and test.simulate.milestones:
+            implied_milestones(test, spath)
         self._dataset(test, raw.get("dataset"), (*path, "dataset"))
         self._check_references(test)
         self._check_comparisons(test)
@@ -761,6 +763,12 @@ class SuiteParser:
         return data["conversation"], _dict(data.get("vars"))
 
     def _simulate(self, raw: dict[str, Any], path: PathKey) -> SimulateSpec | None:
+        for k, step in enumerate(raw.get("milestones") or []):
+            when = step.get("done_when") if isinstance(step, dict) else None
+            where = (*path, "milestones", k, "done_when", "assistant_matches")
+            if isinstance(when, dict) and isinstance(when.get("assistant_matches"), str) and \
+                    (msg := stop_when_problem("assistant_matches", when["assistant_matches"], where, self.lines)):
+                self.bad(where, msg)
         for k, cond in enumerate(raw.get("stop_when") or []):
             for key in ("assistant_matches", "user_says"):
                 where = (*path, "stop_when", k, key)
@@ -851,3 +859,18 @@ def scripted_length(test: TestSpec) -> int | None:
                 return None
             total += t.count
     return total
+
+
+def implied_milestones(test: TestSpec, where: PathKey) -> None:
+    """`simulate.milestones` implies `trajectory:milestones` (docs/en/agents.md#milestones); one written in
+    `assert:` (with its severity, xfail ...) is that check, given the goals."""
+    from evalspec.assertions.journey import milestone_goals
+
+    assert test.simulate is not None
+    goals = milestone_goals([m for m in test.simulate.milestones if isinstance(m, dict)])
+    written = [a for a in test.asserts if a.type == "trajectory:milestones"]
+    for spec in written:
+        spec.value = goals
+    if not written:
+        test.asserts.append(AssertionSpec(type="trajectory:milestones", negate=False, value=goals,
+                                          where=(*where, "milestones")))

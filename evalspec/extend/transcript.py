@@ -56,6 +56,9 @@ class Message(_Stored, total=False):
     strategy_cost: float | None
     label: str
     tactic: Annotated[str, Keywords(description="an attack turn's GOAT tactic (SPEC §16)")]
+    milestone: Annotated[int, Keywords(minimum=1, description="a simulated user's message for this milestone "
+                                                              "(docs/en/agents.md#milestones)")]
+    milestone_met: Annotated[int, Keywords(minimum=1, description="the reply that met this milestone")]
     capture: Annotated[str, Keywords(description="a user turn's `capture: NAME`: its reply became the var NAME "
                                                  "for the later turns (SPEC §19); a `capture:` mapping's names, "
                                                  "joined by ', ' (SPEC §24)")]

@@ -82,13 +82,30 @@ class SimulatedUser:
         self.scripted = [m for m in [sim.opening, *sim.fixed] if m]
         self.turn = 0  # user messages sent
         self.own: str | None = None  # the simulator's previous message of its own (fixed turns are not)
+        # docs/en/agents.md#milestones: the plan's position, the current goal's number and its turns so far
+        self.plan, self.step, self.used = list(sim.milestones), 0, 0
+        self.numbers = _goal_numbers(self.plan)
 
     async def next_message(self, transcript: Transcript) -> NextMessage | None:
         turn, marker = self.turn, self.marker
         if turn >= self.sim.max_turns:
             return None
+        flags: dict[str, Any] = {}
         if turn < len(self.scripted):
             text = self.scripted[turn]
+        elif self.plan:
+            if self.step >= len(self.plan):
+                self.stop_reason = "milestones_met"
+                return None
+            entry = self.plan[self.step]
+            if "user" in entry:  # a fixed turn between milestones: never checked for faults
+                self.step += 1
+                self.turn += 1
+                return NextMessage(user_message(str(entry["user"]), self.turn))
+            system = simulator_prompt(self.sim.persona, str(entry["goal"]), marker, self.sim.instructions)
+            text = await self._simulated(transcript, turn + 1, system)
+            self._check(text, transcript)
+            flags["milestone"] = self.numbers[self.step]
         elif self.scripted_user is not None:
             try:
                 said = await next_message(self.scripted_user, self.inst, transcript.messages, turn + 1)
@@ -104,7 +121,9 @@ class SimulatedUser:
         if marker and marker in text and turn >= len(self.scripted):  # done: recorded, never sent (python users too)
             return NextMessage(user_message(text, None, not_sent=True), call=False, stop="user_says")
         self.turn += 1
-        return NextMessage(user_message(text, self.turn))
+        if flags:
+            self.used += 1
+        return NextMessage(user_message(text, self.turn, **flags))
 
     def _check(self, text: str, transcript: Transcript) -> None:
         """A simulator message that is a slip (play/faults.py) is recorded, never sent, and ends the
@@ -119,12 +138,12 @@ class SimulatedUser:
             raise SimulatorFault(f"simulator fault at turn {self.turn + 1}: {fault}")
         self.own = text
 
-    async def _simulated(self, transcript: Transcript, turn: int) -> str:
+    async def _simulated(self, transcript: Transcript, turn: int, system: str | None = None) -> str:
         inst, spec = self.inst, self.spec
         assert self.simulator is not None and spec is not None
         context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn, vars=inst.vars,
                               repeat=inst.repeat)
-        messages = [{"role": "system", "content": self.system}, *flipped(transcript.messages)]
+        messages = [{"role": "system", "content": system or self.system}, *flipped(transcript.messages)]
         try:
             answer = await ask(self.simulator, JudgeRequest(
                 messages, schema=MESSAGE_SCHEMA,
@@ -140,6 +159,8 @@ class SimulatedUser:
 
     async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
         try:
+            if (ended := await self._milestone(transcript, reply, turn)) is not None:
+                return ended
             if self.patterns and await _matches_off_loop(self.patterns, reply["content"],
                                                          float(self.inst.suite.option("grade_timeout"))):
                 return "assistant_matches"
@@ -155,6 +176,58 @@ class SimulatedUser:
         except (EvalspecError, UserCodeError) as exc:
             raise TurnError(f"stop condition: {exc}") from exc
         return None
+
+
+    async def _milestone(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+        """After a reply to the current milestone's message: met (the plan moves on; `milestones_met` when
+        nothing is left), missed (`milestone_missed` once its `max_turns` are played), or neither."""
+        said = next((m for m in reversed(transcript.messages) if m["role"] == "user"), None)
+        if said is None or self.step >= len(self.plan) or said.get("milestone") != self.numbers[self.step]:
+            return None
+        entry = self.plan[self.step]
+        if await self._done(dict(entry["done_when"]), transcript, reply, turn):
+            reply["milestone_met"] = self.numbers[self.step]
+            self.step, self.used = self.step + 1, 0
+            return "milestones_met" if self.step >= len(self.plan) else None
+        return "milestone_missed" if self.used >= int(entry["max_turns"]) else None
+
+    async def _done(self, when: dict[str, Any], transcript: Transcript, reply: dict[str, Any], turn: int) -> bool:
+        """A milestone's `done_when`: a pattern over the reply, a state check (docs/en/state.md) or a judge
+        criterion over the conversation so far."""
+        if "assistant_matches" in when:
+            return await _matches_off_loop([str(when["assistant_matches"])], str(reply["content"] or ""),
+                                           float(self.inst.suite.option("grade_timeout")))
+        if "state" in when:
+            return state_holds(when["state"], transcript, turn, self.inst)
+        if self.judge is None:
+            raise GradingError("a milestone's `done_when: {judge: ...}` needs a judge: set `judge:` in the suite")
+        try:
+            verdict = await _criterion_met(self.judge, str(when["judge"]), transcript.messages)
+        except GradingError as exc:
+            transcript.judge_usage.extend(exc.usage)
+            raise
+        transcript.judge_usage.append(verdict.usage)
+        return verdict.answer.get("pass") is True
+
+
+def _goal_numbers(plan: list[dict[str, Any]]) -> list[int | None]:
+    """Each plan entry's milestone number (1-based over the goals), None for a fixed `user:` turn."""
+    numbers: list[int | None] = []
+    for entry in plan:
+        numbers.append(sum(1 for n in numbers if n is not None) + 1 if "goal" in entry else None)
+    return numbers
+
+
+def state_holds(check: Any, transcript: Transcript, turn: int, inst: Instance) -> bool:
+    """A `done_when: {state: ...}` holds on turn `turn`'s reply: the `state` check's own rule (one owner)."""
+    from evalspec.assertions.state import state_check
+    from evalspec.config.model import AssertionSpec
+    from evalspec.extend.check import GradingContext, Reply
+
+    spec = AssertionSpec(type="state", negate=False, value=check)
+    ctx = GradingContext(transcript=list(transcript.messages), labels={}, vars=inst.vars, test_id=inst.test_id,
+                         turn=turn, suite_dir=inst.suite.path.parent)
+    return bool(state_check(Reply(text="", turn=turn), spec, ctx).passed)
 
 
 async def run_simulated(inst: Instance, call: SendTurn, pool: ProviderPool, replay: bool = True,
@@ -203,6 +276,14 @@ def _empty_message(content: str, shown: Shown) -> bool:
     """`{"message": ""}` (read as a format example): the simulator said nothing."""
     return any(isinstance(v.get("message"), str) and not v["message"].strip()
                for _, _, v in own_objects(answer_text(content), shown))
+
+
+async def _criterion_met(judge: JudgeFn, criterion: str, messages: list[Message]) -> JudgeVerdict:
+    """The judge's verdict on whether a milestone's criterion holds by now."""
+    prompt = (f"Conversation:\n{format_transcript(messages)}\n\nCriterion: {criterion}\n\n"
+              "Does the conversation so far meet the criterion? Answer with a JSON object with two keys: "
+              '"reason" (one sentence of your own) and "pass" (true or false).')
+    return await judge(JudgeRequest([{"role": "user", "content": prompt}]))
 
 
 async def _goal_met(judge: JudgeFn, goal: str, messages: list[Message]) -> JudgeVerdict:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict, cast
 
 from evalspec.assertions.evaluate import AssertionResult
+from evalspec.assertions.journey import milestone_goals, milestone_statuses
 from evalspec.config.model import TestSpec
 from evalspec.core.redact import redact
 from evalspec.extend.params import Keywords
@@ -88,6 +89,12 @@ class _StoredRecord(TypedDict):
     stop_reason: StopReason
 
 
+class Milestone(TypedDict):
+    goal: str
+    status: Literal["met", "missed", "not_reached"]
+    turn: int | None
+
+
 class Record(_StoredRecord, total=False):
     """One run.json record: a test instance × provider × repeat. `make_record` writes every key but
     `tool_calls_paths` and `attack` (only where they hold) and the ones later steps add: `rate_limited`,
@@ -146,6 +153,8 @@ class Record(_StoredRecord, total=False):
     world_initial: Annotated[dict[str, Any], Keywords(
         description="the world the conversation started from, so reports can show what changed")]
     at_turn: Annotated[AtTurn, Keywords(description="the failing turn asked again given its history (rerun --at-turn)")]
+    milestones: Annotated[list[Milestone], Keywords(
+        description="a simulated journey's milestones: each one's status and turn (docs/en/agents.md#milestones)")]
 
 
 def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],
@@ -209,6 +218,9 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         record["world"] = redact(transcript.world if transcript.world is not None else instance.world, secrets)
     if transcript.attribution is not None and status == "error":  # the simulated user's slip, not the bot's
         record["attribution"], record["attribution_by"] = transcript.attribution, "run"
+    if test.simulate is not None and test.simulate.milestones:  # docs/en/agents.md#milestones
+        goals = milestone_goals(test.simulate.milestones)
+        record["milestones"] = cast(list[Milestone], redact(milestone_statuses(goals, transcript.messages), secrets))
     if paths := tool_calls_paths(transcript.messages):
         record["tool_calls_paths"] = paths
     if transcript.attack is not None:

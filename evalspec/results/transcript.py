@@ -14,7 +14,8 @@ from evalspec.providers.tool_rounds import wire_message
 
 __all__ = ["StopReason", "Transcript"]
 
-StopReason = Literal["completed", "max_turns", "user_says", "assistant_matches", "goal_met", "breached", "error"]
+StopReason = Literal["completed", "max_turns", "user_says", "assistant_matches", "goal_met", "breached", "error",
+                     "milestones_met", "milestone_missed"]
 
 
 @dataclass

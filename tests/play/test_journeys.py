@@ -155,3 +155,54 @@ def test_a_simulated_user_without_persona_goal_or_instructions_is_refused(tmp_pa
                                      "tests: [{id: t, simulate: {persona: 买车的人, max_turns: 2}}]\n", encoding="utf-8")
     code, out = invoke("validate", str(tmp_path / "s.yaml"))
     assert code == 2 and "needs 'goal' (or 'instructions:'" in out
+
+
+JOURNEY = """\
+      instructions: 你想买一台二手瑶光，预算15万，关心分期；问清楚后约周六到店。
+      milestones:
+        - goal: 问清车况和价格
+          done_when: {{assistant_matches: "\\\\d+(\\\\.\\\\d+)?万"}}
+          max_turns: 3
+        - goal: 谈分期
+          done_when: {{judge: 助手说明了首付和月供}}
+          max_turns: 3
+        - user: 好的，那我周六上午过去看看
+{more}      max_turns: 10
+"""
+ASKS = ["这台瑶光车况怎么样，多少钱？", "能分期吗？", "首付最少多少？", "月供呢？", "利率多少？", "还有别的方案吗？"]
+
+
+def milestone_judge(met: bool) -> Any:
+    return lambda prompt: met if "助手说明了首付和月供" in prompt else True
+
+
+def test_milestones_are_played_in_order_and_recorded(tmp_path: Path) -> None:
+    with OpenAIServer(scripted(ASKS, milestone_judge(True))) as server:
+        data = play(tmp_path, server, JOURNEY.format(more=""), "      - turn-count: {max: 10}")
+        systems = [str(c["messages"][0]["content"]) for c in server.chats()
+                   if "role-playing" in str(c["messages"][0]["content"])]
+    record = data["results"][0]
+    assert record["status"] == "passed" and record["stop_reason"] == "milestones_met", record["error"]
+    assert sent(record) == [ASKS[0], ASKS[1], "好的，那我周六上午过去看看"]
+    assert record["milestones"] == [{"goal": "问清车况和价格", "status": "met", "turn": 1},
+                                    {"goal": "谈分期", "status": "met", "turn": 2}]
+    assert "Your goal: 问清车况和价格" in systems[0] and "谈分期" not in systems[0]  # the current goal only
+    assert "Your goal: 谈分期" in systems[1]
+    assert any(a["type"] == "trajectory:milestones" and a["pass"] for a in record["assertions"])  # implied
+
+
+def test_a_missed_milestone_fails_the_test_and_says_which_and_where(tmp_path: Path) -> None:
+    more = "        - goal: 约好到店\n          done_when: {assistant_matches: 周六}\n          max_turns: 2\n"
+    with OpenAIServer(scripted(ASKS, milestone_judge(False))) as server:
+        data = play(tmp_path, server, JOURNEY.format(more=more), "      - trajectory:milestones: true\n        severity: critical")
+    record = data["results"][0]
+    assert record["status"] == "failed" and record["stop_reason"] == "milestone_missed", record["error"]
+    assert record["milestones"] == [{"goal": "问清车况和价格", "status": "met", "turn": 1},
+                                    {"goal": "谈分期", "status": "missed", "turn": 4},
+                                    {"goal": "约好到店", "status": "not_reached", "turn": None}]
+    check = next(a for a in record["assertions"] if a["type"] == "trajectory:milestones")
+    assert check["pass"] is False and check["severity"] == "critical"
+    assert "milestone 2 (谈分期) not met within 3 turns" in check["reason"]
+    assert [e["turn"] for e in check["evidence"]] == [2, 3, 4]
+    assert len(sent(record)) == 4  # the fixed turn after the missed milestone is never sent
+    assert data["gate"]["exit_code"] == 1

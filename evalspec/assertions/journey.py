@@ -1,0 +1,67 @@
+"""A simulated journey's milestones (docs/en/agents.md#milestones): the one reader of what each milestone
+became, for the record, the reports and the `trajectory:milestones` check.
+
+The simulated user marks the transcript as it plays (play/simulated.py): each user message it writes for
+milestone k carries `milestone: k`, and the reply that met it `milestone_met: k` (k counts the goals,
+1-based; fixed `user:` turns are not milestones). A milestone is `met` at that reply's turn, `missed`
+when it was played and never met (its turn: the last one played), else `not_reached` (turn null).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
+
+from evalspec.extend.check import Check, Evidence, GradingContext, Said
+from evalspec.extend.params import Keywords
+from evalspec.extend.registry import assertion
+from evalspec.extend.transcript import Message
+
+__all__ = ["milestone_goals", "milestone_statuses"]
+
+
+def milestone_goals(milestones: Sequence[dict[str, Any]]) -> list[str]:
+    """The goals of `simulate.milestones`, in order (fixed `user:` turns left out)."""
+    return [str(m["goal"]) for m in milestones if "goal" in m]
+
+
+def milestone_statuses(goals: Sequence[str], messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """[{goal, status: met | missed | not_reached, turn}] for each goal, from the marked transcript."""
+    played = [m.get("turn") for m in messages if m["role"] == "user" and m.get("turn") is not None]
+    last = played[-1] if played else None
+    out = []
+    for k, goal in enumerate(goals, 1):
+        met = next((m.get("turn") for m in messages if m["role"] == "assistant" and m.get("milestone_met") == k), None)
+        tried = any(m["role"] == "user" and m.get("milestone") == k for m in messages)
+        status = "met" if met is not None else "missed" if tried else "not_reached"
+        out.append({"goal": goal, "status": status, "turn": met if met is not None else last if tried else None})
+    return out
+
+
+@dataclass(frozen=True)
+class MilestonesParams:
+    """`trajectory:milestones: true` (the goals are the test's `simulate.milestones`)"""
+
+    value_field: ClassVar[str] = "value"
+    value: Annotated[bool | list[str] | None, Keywords(
+        description="true: the test's `simulate.milestones` (filled in from them)")] = None
+
+
+@assertion("trajectory:milestones", kind="conversation", params=MilestonesParams)
+def milestones_check(spec: Any, ctx: GradingContext) -> Check:
+    """Every milestone of the simulated journey was met, in order (implied by `simulate.milestones`)."""
+    goals = [str(g) for g in spec.value] if isinstance(spec.value, list) else []
+    statuses = milestone_statuses(goals, ctx.transcript)
+    for k, s in enumerate(statuses, 1):
+        if s["status"] == "met":
+            continue
+        turns = [m.get("turn") for m in ctx.transcript if m["role"] == "user" and m.get("milestone") == k]
+        if s["status"] == "missed":
+            reason = Said(f"milestone {k} ({s['goal']}) not met within {len(turns)} turns",
+                          f"里程碑 {k}（{s['goal']}）在 {len(turns)} 轮内未达成")
+            evidence = [Evidence(t, f"milestone {k}: turn {t}") for t in turns if isinstance(t, int)]
+        else:
+            reason, evidence = Said(f"milestone {k} ({s['goal']}) not reached", f"里程碑 {k}（{s['goal']}）未走到"), []
+        return Check.of(False, reason, evidence)
+    return Check.of(True, Said(f"{len(statuses)} milestones met", f"{len(statuses)} 个里程碑均已达成"))
