@@ -76,6 +76,7 @@ EXAMPLES: dict[str, str] = {
     "world-unchanged": "- world-unchanged: [orders, inventory]",
     "topic-coherence": "- topic-coherence: {min_adjacent: 0.3, max_drift: 0.9}",
     "trajectory:goal-success": "- trajectory:goal-success: 用户拿到了首付金额并约好了到店时间",
+    "trajectory:checkpoints": "- trajectory:checkpoints: true\n  severity: critical",
     "trajectory:milestones": "- trajectory:milestones: true\n  severity: critical",
     "turn-count": "- turn-count: {max: 6}",
     "within": "- within: {pattern: 到店|预约|试驾, after: purchase_signal, turns: 1}",

@@ -18,7 +18,7 @@ from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
 from evalspec.extend.transcript import Message
 
-__all__ = ["milestone_goals", "milestone_statuses"]
+__all__ = ["checkpoint_failures", "milestone_goals", "milestone_statuses"]
 
 
 def milestone_goals(milestones: Sequence[dict[str, Any]]) -> list[str]:
@@ -65,3 +65,30 @@ def milestones_check(spec: Any, ctx: GradingContext) -> Check:
             reason, evidence = Said(f"milestone {k} ({s['goal']}) not reached", f"里程碑 {k}（{s['goal']}）未走到"), []
         return Check.of(False, reason, evidence)
     return Check.of(True, Said(f"{len(statuses)} milestones met", f"{len(statuses)} 个里程碑均已达成"))
+
+
+@dataclass(frozen=True)
+class CheckpointsParams:
+    """`trajectory:checkpoints: true` (the criteria are the test's `simulate.checkpoints`)"""
+
+    value_field: ClassVar[str] = "value"
+    value: Annotated[bool | None, Keywords(description="true (implied by `simulate.checkpoints`)")] = None
+
+
+def checkpoint_failures(messages: Sequence[Message]) -> list[tuple[int | None, dict[str, Any]]]:
+    """(turn, verdict) of every checkpoint criterion the judge found failed."""
+    return [(m.get("turn"), c) for m in messages if m["role"] == "assistant"
+            for c in m.get("checkpoints") or [] if not c.get("pass")]
+
+
+@assertion("trajectory:checkpoints", kind="conversation", params=CheckpointsParams)
+def checkpoints_check(spec: Any, ctx: GradingContext) -> Check:
+    """Every checkpoint criterion held where it was asked (implied by `simulate.checkpoints`)."""
+    asked = [c for m in ctx.transcript if m["role"] == "assistant" for c in m.get("checkpoints") or []]
+    failed = checkpoint_failures(ctx.transcript)
+    if not failed:
+        return Check.of(True, Said(f"{len(asked)} checkpoint criteria held", f"{len(asked)} 个检查点标准均满足"))
+    turn, first = failed[0]
+    evidence = [Evidence(t, f"{c['criterion']}: {c.get('reason', '')}") for t, c in failed]
+    return Check.of(False, Said(f"turn {turn}: checkpoint {first['criterion']!r} failed: {first.get('reason', '')}",
+                                f"第 {turn} 轮：检查点「{first['criterion']}」未满足：{first.get('reason', '')}"), evidence)

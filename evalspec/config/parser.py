@@ -468,6 +468,10 @@ class SuiteParser:
                     spec.scope = "each_turn"  # the red lines under attack hold on every reply
         if test.simulate is not None and test.simulate.milestones:
             implied_milestones(test, spath)
+        if test.simulate is not None and test.simulate.checkpoints and \
+                not any(a.type == "trajectory:checkpoints" for a in test.asserts):  # docs/en/agents.md#checkpoints
+            test.asserts.append(AssertionSpec(type="trajectory:checkpoints", negate=False, value=True,
+                                              where=(*spath, "checkpoints")))
         self._dataset(test, raw.get("dataset"), (*path, "dataset"))
         self._check_references(test)
         self._check_comparisons(test)

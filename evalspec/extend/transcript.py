@@ -25,6 +25,10 @@ class ToolCall(TypedDict):
     arguments: Any
 
 
+# a checkpoint criterion the judge was asked after a reply, and its verdict (`pass` is a keyword)
+Checkpoint = TypedDict("Checkpoint", {"criterion": str, "pass": bool, "reason": str})
+
+
 class _Stored(TypedDict):
     """The keys every stored message has (run.json's `message` requires them)."""
 
@@ -59,6 +63,8 @@ class Message(_Stored, total=False):
     milestone: Annotated[int, Keywords(minimum=1, description="a simulated user's message for this milestone "
                                                               "(docs/en/agents.md#milestones)")]
     milestone_met: Annotated[int, Keywords(minimum=1, description="the reply that met this milestone")]
+    checkpoints: Annotated[list[Checkpoint], Keywords(
+        description="the checkpoints asked after this reply (docs/en/agents.md#checkpoints)")]
     capture: Annotated[str, Keywords(description="a user turn's `capture: NAME`: its reply became the var NAME "
                                                  "for the later turns (SPEC §19); a `capture:` mapping's names, "
                                                  "joined by ', ' (SPEC §24)")]

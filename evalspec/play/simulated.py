@@ -161,10 +161,11 @@ class SimulatedUser:
         try:
             if (ended := await self._milestone(transcript, reply, turn)) is not None:
                 return ended
+            await self._checkpoints(transcript, reply, turn)
             if self.patterns and await _matches_off_loop(self.patterns, reply["content"],
                                                          float(self.inst.suite.option("grade_timeout"))):
                 return "assistant_matches"
-            if self.goal_met and self.judge is not None:
+            if self.goal_met and self.judge is not None and turn >= self.sim.min_turns:
                 try:
                     verdict = await _goal_met(self.judge, self.sim.goal or self.sim.instructions or "", transcript.messages)
                 except GradingError as exc:  # the unusable answer was a call made: it counts
@@ -190,6 +191,26 @@ class SimulatedUser:
             self.step, self.used = self.step + 1, 0
             return "milestones_met" if self.step >= len(self.plan) else None
         return "milestone_missed" if self.used >= int(entry["max_turns"]) else None
+
+    async def _checkpoints(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> None:
+        """The checkpoints due after turn `turn` (docs/en/agents.md#checkpoints): the judge's verdict on
+        each criterion over the conversation so far, recorded on the reply for `trajectory:checkpoints`."""
+        for point in self.sim.checkpoints:
+            due = turn == point["after_turn"] if "after_turn" in point else turn % int(point["every"]) == 0
+            if not due or turn < int(point.get("min_turns", self.sim.min_turns)):
+                continue
+            if self.judge is None:
+                raise GradingError("checkpoints need a judge: set `judge:` in the suite")
+            for criterion in point["criteria"]:
+                try:
+                    verdict = await _criterion_met(self.judge, str(criterion), transcript.messages)
+                except GradingError as exc:
+                    transcript.judge_usage.extend(exc.usage)
+                    raise
+                transcript.judge_usage.append(verdict.usage)
+                reply.setdefault("checkpoints", []).append(
+                    {"criterion": str(criterion), "pass": verdict.answer.get("pass") is True,
+                     "reason": str(verdict.answer.get("reason") or "")})
 
     async def _done(self, when: dict[str, Any], transcript: Transcript, reply: dict[str, Any], turn: int) -> bool:
         """A milestone's `done_when`: a pattern over the reply, a state check (docs/en/state.md) or a judge

@@ -206,3 +206,28 @@ def test_a_missed_milestone_fails_the_test_and_says_which_and_where(tmp_path: Pa
     assert [e["turn"] for e in check["evidence"]] == [2, 3, 4]
     assert len(sent(record)) == 4  # the fixed turn after the missed milestone is never sent
     assert data["gate"]["exit_code"] == 1
+
+
+def test_checkpoints_ask_the_judge_at_their_turns_and_fail_at_that_turn(tmp_path: Path) -> None:
+    def judge(prompt: str) -> bool:
+        return "没有在用户表达购买意向前邀约" not in prompt  # the after_turn criterion fails; the rest hold
+
+    simulate = (f"      persona: {PERSONA}\n      goal: 问清分期\n      max_turns: 4\n      min_turns: 2\n"
+                "      stop_when: [{goal_met: true}]\n"
+                "      checkpoints:\n"
+                "        - after_turn: 2\n          criteria: [助手没有在用户表达购买意向前邀约]\n"
+                "        - every: 1\n          criteria: [助手语气礼貌]\n          min_turns: 3\n")
+    lines = ["能分期吗？", "首付多少？", "月供多少？", "利率呢？"]
+    with OpenAIServer(scripted(lines, lambda p: judge(p) and "goal been achieved" not in p)) as server:
+        data = play(tmp_path, server, simulate)
+        asked = [str(c["messages"]) for c in server.chats() if "role-playing" not in str(c["messages"][0]["content"])]
+    record = data["results"][0]
+    assert record["status"] == "failed" and record["stop_reason"] == "max_turns", record["error"]
+    by_turn = {m["turn"]: [c["criterion"] for c in m.get("checkpoints", [])]
+               for m in record["transcript"] if m["role"] == "assistant"}
+    assert by_turn == {1: [], 2: ["助手没有在用户表达购买意向前邀约"], 3: ["助手语气礼貌"], 4: ["助手语气礼貌"]}
+    check = next(a for a in record["assertions"] if a["type"] == "trajectory:checkpoints")
+    assert check["pass"] is False and "turn 2: checkpoint '助手没有在用户表达购买意向前邀约' failed: 判断" in check["reason"]
+    assert [e["turn"] for e in check["evidence"]] == [2]
+    goal_asks = [a for a in asked if "goal been achieved" in a]
+    assert len(goal_asks) == 3  # goal_met is asked after turns 2, 3, 4: never before min_turns
