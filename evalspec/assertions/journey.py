@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar
 from evalspec.extend.check import Check, Evidence, GradingContext, Said
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Checkpoint, Message
 
 __all__ = ["checkpoint_failures", "milestone_goals", "milestone_statuses"]
 
@@ -75,7 +75,7 @@ class CheckpointsParams:
     value: Annotated[bool | None, Keywords(description="true (implied by `simulate.checkpoints`)")] = None
 
 
-def checkpoint_failures(messages: Sequence[Message]) -> list[tuple[int | None, dict[str, Any]]]:
+def checkpoint_failures(messages: Sequence[Message]) -> list[tuple[int | None, Checkpoint]]:
     """(turn, verdict) of every checkpoint criterion the judge found failed."""
     return [(m.get("turn"), c) for m in messages if m["role"] == "assistant"
             for c in m.get("checkpoints") or [] if not c.get("pass")]
