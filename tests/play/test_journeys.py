@@ -45,8 +45,8 @@ def scripted(lines: list[str], verdict: Any = True) -> Any:
 
 
 def play(tmp_path: Path, server: OpenAIServer, simulate: str, asserts: str = "      - turn-count: {min: 1}",
-         run_dir: str = "run") -> dict[str, Any]:
-    (tmp_path / "bot.py").write_text(BOT, encoding="utf-8")
+         run_dir: str = "run", bot: str = BOT) -> dict[str, Any]:
+    (tmp_path / "bot.py").write_text(bot, encoding="utf-8")
     path = tmp_path / "s.yaml"
     path.write_text(f"""\
 providers: [{{id: bot, python: "bot.py:respond"}}]
@@ -231,3 +231,17 @@ def test_checkpoints_ask_the_judge_at_their_turns_and_fail_at_that_turn(tmp_path
     assert [e["turn"] for e in check["evidence"]] == [2]
     goal_asks = [a for a in asked if "goal been achieved" in a]
     assert len(goal_asks) == 3  # goal_met is asked after turns 2, 3, 4: never before min_turns
+
+
+def test_a_milestone_done_when_a_state_check_holds(tmp_path: Path) -> None:
+    simulate = ("      persona: 买车的人\n      milestones:\n"
+                "        - goal: 把预约登记下来\n          done_when: {state: {path: slots.booked, equals: true}}\n"
+                "          max_turns: 3\n      max_turns: 5")
+    bot = ("def respond(messages, context):\n"
+           "    n = sum(1 for m in messages if m['role'] == 'user')\n"
+           "    return {'content': f'第{n}次回复', 'state': {'slots': {'booked': n >= 2}}}\n")
+    with OpenAIServer(scripted(ASKS)) as server:
+        data = play(tmp_path, server, simulate, bot=bot)
+    record = data["results"][0]
+    assert record["status"] == "passed" and record["stop_reason"] == "milestones_met", record["error"]
+    assert record["milestones"] == [{"goal": "把预约登记下来", "status": "met", "turn": 2}]
