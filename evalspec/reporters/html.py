@@ -31,6 +31,7 @@ from evalspec.reporters.vocabulary import (
     local_time,
     metric_cells,
     metric_columns,
+    milestones_text,
     pass_rate_text,
     repeats_text,
     score_text,
@@ -113,7 +114,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 <summary><b class="{{ v.category }}">{{ t(v.category) }}</b> {{ v.name }} <span class="meta">{{ v.test_id }} @ {{ v.provider }}{% if x.score is not none %} · {{ t('score') }} {{ x.score }}{% endif %}{{ x.repeats }} · {{ v.suite }}{% if x.xfail %} · {{ t('xfail_reason', reason=x.xfail) }}{% endif %}{% if v.measured %} · {{ t('curve_point_note') }}{% endif %}</span></summary>
 <div class="chat">{% if x.description %}<p class="desc">{{ x.description }}</p>{% endif %}{% if x.summarised %}<p class="meta summarised">{{ t('summarised') }}</p>{% endif %}
 {% for r in x.records %}{% if x.records|length > 1 %}{% set rec_status = 'measured' if v.measured and r.status != 'error' else r.status %}<p class="meta">{{ t('repeat') }} {{ r.repeat }} · <b class="{{ rec_status }}">{{ w(rec_status) }}</b></p>{% endif %}
-{% if r.error %}<p class="error">{{ t('error_colon') }} {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}{% if r.at_turn %}<p class="meta at-turn">{{ at_turn(r.at_turn) }}</p>{% endif %}
+{% if r.error %}<p class="error">{{ t('error_colon') }} {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}{% if r.at_turn %}<p class="meta at-turn">{{ at_turn(r.at_turn) }}</p>{% endif %}{% if r.milestones %}<p class="meta milestones">{{ milestones_line(r.milestones) }}</p>{% endif %}
 {% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ w(m.role) }}{% if m.turn %} · {{ t('turn_n', n=m.turn) }}{% endif %}{% if m.filler %} · {{ t('filler') }}{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · {{ t('golden_history') }}{% endif %}{% if m.intermediate %} · {{ t('tool_round') }}{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · {{ t('cached') }}{% endif %}{% if m.click is defined %} · <span class="clicked">{{ clicked(m) }}</span>{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}{{ state_of(r, m) }}</div>
 {% if m.role == 'assistant' and not m.injected and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{% endif %}{% endfor %}
 {% for a in r.assertions if a.turn is none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{{ world_of(r) }}
@@ -273,6 +274,7 @@ def _render(run: dict[str, Any], html_all: bool) -> str:
     env.globals.update(metric_columns=metric_columns(), metric_cells=metric_cells, verdict_line=verdict_line, marked=marked_in, finding_html=finding_html, count_keys=count_keys,
                        t=words, w=word, local_time=local_time, attribution_word=attribution_word, labels=dict(COUNT_LABELS, skipped="skipped"),
                        pass_rate=pass_rate_text, suite_gate_word=suite_gate_word, at_turn=at_turn_text,
+                       milestones_line=milestones_text,
                        tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html,
                        tool_css=Markup(tools.CSS))
     template = env.from_string(TEMPLATE)

@@ -78,6 +78,14 @@ def _whole_percent(x: float) -> str:
     return str(int(x * 100 + 0.5))
 
 
+def milestones_text(milestones: list[Mapping[str, Any]]) -> str:
+    """`milestones: 1 问清车况和价格: met at turn 1 · 2 谈分期: missed (turn 4)`: a simulated journey's
+    milestones (docs/en/agents.md#milestones)."""
+    parts = [f"{k} {m.get('goal')}: {words('milestone_' + str(m.get('status')), turn=m.get('turn'))}"
+             for k, m in enumerate(milestones, 1)]
+    return f"{words('milestones_title')}: " + " · ".join(parts)
+
+
 def at_turn_text(at: Mapping[str, Any]) -> str:
     """`turn 3: fails 7/10 given this history (40–89 %)`: a record's replay at its failing turn
     (docs/en/statistics.md#replay-at-the-failing-turn), `derailed earlier` when it never failed again."""

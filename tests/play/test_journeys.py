@@ -12,6 +12,7 @@ import pytest
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
+from evalspec.reporters.html import render_html
 from tests import ROOT
 from tests.helpers import invoke
 from tests.servers import OpenAIServer, Reply, chat_body
@@ -206,6 +207,9 @@ def test_a_missed_milestone_fails_the_test_and_says_which_and_where(tmp_path: Pa
     assert [e["turn"] for e in check["evidence"]] == [2, 3, 4]
     assert len(sent(record)) == 4  # the fixed turn after the missed milestone is never sent
     assert data["gate"]["exit_code"] == 1
+    html = render_html(data, lang="en")
+    assert "milestones: 1 问清车况和价格: met at turn 1 · 2 谈分期: missed (turn 4) · 3 约好到店: not reached" in html
+    assert "里程碑：" not in html and "里程碑: 1 问清车况和价格: 第 1 轮达成" in render_html(data, lang="zh")
 
 
 def test_checkpoints_ask_the_judge_at_their_turns_and_fail_at_that_turn(tmp_path: Path) -> None:

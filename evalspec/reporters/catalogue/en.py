@@ -152,6 +152,9 @@ WORDS: dict[str, str] = {
     # why a conversation ended (run.json stop_reason)
     "stop_completed": "completed", "stop_max_turns": "max_turns", "stop_user_says": "user_says",
     "stop_assistant_matches": "assistant_matches", "stop_goal_met": "goal_met", "stop_breached": "breached",
+    "stop_milestones_met": "milestones met", "stop_milestone_missed": "milestone missed",
+    "milestones_title": "milestones", "milestone_met": "met at turn {turn}", "milestone_missed": "missed (turn {turn})",
+    "milestone_not_reached": "not reached",
     "stop_error": "error",
     # the coverage matrix (SPEC §25)
     "coverage_title": "Coverage", "dimension": "dimension", "value": "value", "tests": "tests",

@@ -142,6 +142,9 @@ WORDS: dict[str, str] = {
     # 对话为何结束（run.json stop_reason）
     "stop_completed": "对话走完", "stop_max_turns": "达到最大轮数", "stop_user_says": "用户结束了对话",
     "stop_assistant_matches": "助手回复满足结束条件", "stop_goal_met": "用户目标达成", "stop_breached": "红线被攻破",
+    "stop_milestones_met": "里程碑全部达成", "stop_milestone_missed": "里程碑未达成",
+    "milestones_title": "里程碑", "milestone_met": "第 {turn} 轮达成", "milestone_missed": "未达成（第 {turn} 轮）",
+    "milestone_not_reached": "未走到",
     "stop_error": "出错",
     # 覆盖矩阵（SPEC §25）
     "coverage_title": "覆盖矩阵", "dimension": "维度", "value": "取值", "tests": "用例",
