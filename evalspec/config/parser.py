@@ -773,6 +773,13 @@ class SuiteParser:
             if isinstance(when, dict) and isinstance(when.get("assistant_matches"), str) and \
                     (msg := stop_when_problem("assistant_matches", when["assistant_matches"], where, self.lines)):
                 self.bad(where, msg)
+            if isinstance(when, dict) and "state" in when:
+                try:  # the state check's own parameters (docs/en/state.md)
+                    AssertionSpec(type="state", negate=False, value=when["state"]).params  # noqa: B018
+                except (TypeError, ValueError) as exc:
+                    self.bad((*path, "milestones", k, "done_when", "state"), f"'state': {exc}")
+        if raw.get("milestones") and raw.get("python") is not None:
+            self.bad((*path, "milestones"), "milestones are played by a model simulator, not a 'python:' user")
         for k, cond in enumerate(raw.get("stop_when") or []):
             for key in ("assistant_matches", "user_says"):
                 where = (*path, "stop_when", k, key)

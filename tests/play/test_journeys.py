@@ -249,3 +249,16 @@ def test_a_milestone_done_when_a_state_check_holds(tmp_path: Path) -> None:
     record = data["results"][0]
     assert record["status"] == "passed" and record["stop_reason"] == "milestones_met", record["error"]
     assert record["milestones"] == [{"goal": "把预约登记下来", "status": "met", "turn": 2}]
+
+
+@pytest.mark.parametrize(("simulate", "message"), [
+    ("{python: 'u.py:f', max_turns: 2, milestones: [{goal: 问价, done_when: {judge: 报价}, max_turns: 1}]}",
+     "milestones are played by a model simulator"),
+    ("{persona: p, max_turns: 2, milestones: [{goal: 问价, done_when: {state: {path: 'a[', equals: 1}}, max_turns: 1}]}",
+     "done_when.state: 'state':"),
+])
+def test_milestones_that_cannot_be_played_are_refused(tmp_path: Path, simulate: str, message: str) -> None:
+    (tmp_path / "s.yaml").write_text("providers: [{id: bot, python: 'bot.py:respond'}]\nsimulator: openai/sim\n"
+                                     f"tests: [{{id: t, simulate: {simulate}}}]\n", encoding="utf-8")
+    code, out = invoke("validate", str(tmp_path / "s.yaml"))
+    assert code == 2 and message in out, out
