@@ -118,8 +118,8 @@ tests:
 
 
 def test_simulator_calls_count_as_judge_calls_the_unusable_answer_too(tmp_path: Path) -> None:
-    said = json.dumps({"message": "多少钱？"}, ensure_ascii=False)
-    with answering(said, said, '{"message": "<your next message>"}') as server:  # a format example: unusable
+    said, then = (json.dumps({"message": m}, ensure_ascii=False) for m in ("多少钱？", "首付呢？"))  # never repeated: a fault
+    with answering(said, then, '{"message": "<your next message>"}') as server:  # a format example: unusable
         data = go(tmp_path, simulated_suite(server))
     record = data["results"][0]
     assert record["status"] == "error" and "simulator answer" in record["error"], record["error"]
