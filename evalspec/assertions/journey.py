@@ -13,17 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
+from evalspec.config.model import milestone_goals
 from evalspec.extend.check import Check, Evidence, GradingContext, Said
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
 from evalspec.extend.transcript import Checkpoint, Message
 
 __all__ = ["checkpoint_failures", "milestone_goals", "milestone_statuses"]
-
-
-def milestone_goals(milestones: Sequence[dict[str, Any]]) -> list[str]:
-    """The goals of `simulate.milestones`, in order (fixed `user:` turns left out)."""
-    return [str(m["goal"]) for m in milestones if "goal" in m]
 
 
 def milestone_statuses(goals: Sequence[str], messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -140,6 +140,11 @@ class SimulateSpec:
     checkpoints: list[dict[str, Any]] = field(default_factory=list)  # {after_turn | every, criteria, min_turns}
 
 
+def milestone_goals(milestones: list[dict[str, Any]]) -> list[str]:
+    """The goals of `simulate.milestones`, in order (fixed `user:` turns left out): milestone k is the k-th."""
+    return [str(m["goal"]) for m in milestones if isinstance(m, dict) and "goal" in m]
+
+
 @dataclass
 class AttackSpec:
     """An adversarial simulated user aimed at the test's own red lines (SPEC §16)."""

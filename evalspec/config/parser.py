@@ -31,6 +31,7 @@ from evalspec.config.model import (
     TestSpec,
     TranscriptsSpec,
     TurnSpec,
+    milestone_goals,
 )
 from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
@@ -875,10 +876,8 @@ def scripted_length(test: TestSpec) -> int | None:
 def implied_milestones(test: TestSpec, where: PathKey) -> None:
     """`simulate.milestones` implies `trajectory:milestones` (docs/en/agents.md#milestones); one written in
     `assert:` (with its severity, xfail ...) is that check, given the goals."""
-    from evalspec.assertions.journey import milestone_goals
-
     assert test.simulate is not None
-    goals = milestone_goals([m for m in test.simulate.milestones if isinstance(m, dict)])
+    goals = milestone_goals(test.simulate.milestones)
     written = [a for a in test.asserts if a.type == "trajectory:milestones"]
     for spec in written:
         spec.value = goals

@@ -37,6 +37,7 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
     + NoBaseline       (review.github_baseline) no baseline run on the base branch → a note, no diff
     + _RecursiveAlias  (config.yamlfile) a YAML alias inside itself → the file's problem line
     + TurnError        (play.turns) a source of user turns or a stop condition failed → the record's error
+      + SimulatorFault (play.faults) the simulated user slipped → the record's error, attributed simulator_fault
     + _RenderProblem   (plan.build) an instance did not render → a Problem (exit 2), or an EvalspecError
     + NotExact         (authoring.importers.promptfoo.tools) tools not given alike → the provider noted, left out
     + Unconvertible    (authoring.importers.traces) a span or trace is not made of chat messages → named, left out
