@@ -19,12 +19,14 @@ from evalspec.reporters.catalogue import choose_lang, current, reason_text, spea
 from evalspec.reporters.judging import print_judging
 from evalspec.reporters.tools import failed_teardowns
 from evalspec.reporters.vocabulary import (
+    MAX_FAILURES,
     blocking,
     conversations_text,
     count_keys,
     curve_text,
     ensure_current,
-    failing,
+    failing_count,
+    failing_stream,
     first_problem,
     gate_line,
     judge_text,
@@ -36,7 +38,7 @@ from evalspec.reporters.vocabulary import (
     score_text,
     shown_facts,
     suite_gate_word,
-    verdict_records,
+    verdict_finder,
     where_text,
 )
 from evalspec.results.findings import Excerpt, Finding, findings
@@ -51,8 +53,10 @@ STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim"
 
 class ConsoleReporter:
     def __init__(self, console: Console | None = None, quiet: bool = False, include_drafts: bool = False,
-                 lang: str = "en") -> None:
-        """`lang`: the language of the progress lines (the summary chooses its own from the finished run)."""
+                 lang: str = "en", max_failures: int = MAX_FAILURES) -> None:
+        """`lang`: the language of the progress lines (the summary chooses its own from the finished run);
+        `max_failures`: how many failing verdicts the summary lists."""
+        self.max_failures = max_failures
         self.console = console or make_console()
         self.lang = lang
         self.quiet = quiet
@@ -121,7 +125,7 @@ class ConsoleReporter:
 
     def on_finish(self, run: dict[str, Any], paths: dict[str, str], lang: str | None = None) -> None:
         self.stop()
-        print_summary(self.console, run, paths, self.quiet, lang)
+        print_summary(self.console, run, paths, self.quiet, lang, self.max_failures)
 
 
 def make_console() -> Console:
@@ -154,13 +158,15 @@ def print_finding(console: Console, f: Finding) -> None:
         console.print(f"      [dim]{words('reply_turn', turn=x.turn)}[/] {_excerpt_markup(x)}")
 
 
-def print_failures(console: Console, run: dict[str, Any]) -> None:
-    problems = failing(run)
+def print_failures(console: Console, run: dict[str, Any], limit: int = MAX_FAILURES) -> None:
+    """The failing verdicts, at most `limit` of them and how many more (docs/en/scale-and-ray.md#memory),
+    then the known failures."""
+    total = failing_count(run)
     known = [v for v in run["verdicts"] if v["category"] == "xfailed"]
-    if problems:
+    if total:
         console.print()
         console.print(f"[bold]{words('failures_and_errors')}[/]")
-    for v, recs in problems:
+    for v, recs in failing_stream(run, limit):
         category = v["category"]
         critical = f" [red bold]{words('critical')}[/]" if v["critical_failed"] else ""
         console.print(f"[{STYLE[category]}]{words(category)}[/]{critical} [bold]{escape(one_line(v['name']))}[/] "
@@ -170,11 +176,14 @@ def print_failures(console: Console, run: dict[str, Any]) -> None:
             print_finding(console, f)
         for line in state.failing_state_text(recs[0]) if recs else []:
             console.print(f"    [dim]{escape(one_line(line))}[/]")
+    if total > limit:
+        console.print(f"[dim]{escape(words('more_failing', n=total - limit))}[/]")
     if known:
         console.print()
         console.print(f"[bold]{words('known_failures')}[/]")
+    find = verdict_finder(run)
     for v in known:
-        recs = [r for r in verdict_records(run, v) if r["status"] == "xfailed"]
+        recs = find(v, ("xfailed",))
         reason = one_line(recs[0]["xfail"]) if recs and recs[0].get("xfail") else ""
         console.print(f"[magenta]{words('xfailed')}[/] [bold]{escape(one_line(v['name']))}[/] [dim]{escape(one_line(v['test_id']))}"
                       f" @ {escape(one_line(v['provider']))} — {escape(reason)}[/]")
@@ -208,11 +217,11 @@ def metrics_table(metrics: list[dict[str, Any]]) -> Table:
 
 
 def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool = False,
-                  lang: str | None = None) -> None:
+                  lang: str | None = None, max_failures: int = MAX_FAILURES) -> None:
     """The run's summary in `lang` (None: the run's own language, SPEC §21)."""
     run = ensure_current(run)
     with speaking(choose_lang(run, lang)):
-        _print_summary(console, run, paths, quiet)
+        _print_summary(console, run, paths, quiet, max_failures)
 
 
 def print_blocking(console: Console, run: dict[str, Any]) -> None:
@@ -246,10 +255,11 @@ def print_red_lines(console: Console, run: dict[str, Any]) -> None:
                                             need=conversations_to_bound(0.01)))))
 
 
-def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool) -> None:
+def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool,
+                   max_failures: int) -> None:
     print_blocking(console, run)
     if not quiet:
-        print_failures(console, run)
+        print_failures(console, run, max_failures)
     console.print(summary_table(run))
     if run.get("baseline"):
         from evalspec.reporters.diff import print_diff

@@ -7,6 +7,8 @@ Everything from the system under test is escaped by jinja2's autoescape: a reply
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment
@@ -26,7 +28,8 @@ from evalspec.reporters.vocabulary import (
     blocking,
     count_keys,
     ensure_current,
-    failing,
+    failing_count,
+    failing_stream,
     gate_line,
     local_time,
     metric_cells,
@@ -37,11 +40,12 @@ from evalspec.reporters.vocabulary import (
     score_text,
     shown_facts,
     suite_gate_word,
-    verdict_records,
+    verdict_finder,
     where_text,
 )
 from evalspec.results.attribution import CLASSES
 from evalspec.results.findings import Excerpt, Finding, explain, findings, rule_text
+from evalspec.results.stream import keys_of
 from evalspec.results.verdict import CATEGORIES
 
 TEMPLATE = """<!doctype html>
@@ -246,14 +250,40 @@ def render_html(run: dict[str, Any], html_all: bool = False, lang: str | None = 
     """The self-contained report in `lang` (None: the run's own language, SPEC §21). Beyond the first
     FULL_PASSING conversations that did not fail, a conversation is summarised (id, score) unless
     `html_all` (SPEC §15: `--html-all`)."""
+    return "".join(html_parts(run, html_all, lang))
+
+
+def write_html(run: dict[str, Any], path: Path, html_all: bool = False, lang: str | None = None) -> None:
+    """`render_html` written to `path` part by part: every conversation's records are read, rendered and
+    let go in turn, so a large run's report never sits whole in memory (docs/en/scale-and-ray.md#memory)."""
+    with path.open("w", encoding="utf-8") as fh:
+        for part in html_parts(run, html_all, lang):
+            fh.write(part)
+
+
+def html_parts(run: dict[str, Any], html_all: bool = False, lang: str | None = None) -> Iterator[str]:
+    """The report's text in parts, in order (see `render_html`)."""
     run = ensure_current(run)
     with speaking(choose_lang(run, lang)):
-        return _render(run, html_all)
+        yield from _render(run, html_all)
 
 
-def _render(run: dict[str, Any], html_all: bool) -> str:
+class _Listed:
+    """Items made as the template reaches them, with the truth value of their count (`{% if failures %}`)."""
+
+    def __init__(self, count: int, items: Iterable[Any]) -> None:
+        self.count, self.items = count, items
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+
+def _render(run: dict[str, Any], html_all: bool) -> Iterator[str]:
     env = Environment(autoescape=True, trim_blocks=False)
-    cache: dict[int, dict[Any, list[str]]] = {}
+    cache: dict[int, dict[Any, list[str]]] = {}  # by record: emptied before each test, whose records it holds
 
     def marked_in(record: dict[str, Any], m: dict[str, Any]) -> Markup:
         if id(record) not in cache:
@@ -279,32 +309,40 @@ def _render(run: dict[str, Any], html_all: bool) -> str:
                        tool_css=Markup(tools.CSS))
     template = env.from_string(TEMPLATE)
     anchors = {id(v): f"v-{i}" for i, v in enumerate(run["verdicts"])}
-    tests = []
-    kept = 0
-    for v in run["verdicts"]:
-        recs = verdict_records(run, v)
-        first = recs[0] if recs else {}
-        full = html_all or v["category"] in ("failed", "error") or kept < FULL_PASSING
-        kept += int(v["category"] not in ("failed", "error"))
-        tests.append({"v": v, "records": recs if full else [], "summarised": not full,
-                      "anchor": anchors[id(v)], "repeats": repeats_text(v),
-                      "tags": sorted({t for r in recs for t in r.get("tags", [])}),
-                      "attributions": sorted({str(r["attribution"]) for r in recs if r.get("attribution")}),
-                      "score": score_text(v.get("score_mean"), v.get("status")), "xfail": first.get("xfail"), "description": first.get("description")})
-    failures = [{"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
+    find = verdict_finder(run)
+
+    def tests() -> Iterator[dict[str, Any]]:
+        kept = 0
+        for v in run["verdicts"]:
+            cache.clear()  # the records of the test before are let go (and their ids may come back)
+            shown.clear()
+            full = html_all or v["category"] in ("failed", "error") or kept < FULL_PASSING
+            kept += int(v["category"] not in ("failed", "error"))
+            recs = find(v)
+            first = recs[0] if recs else {}
+            yield {"v": v, "records": recs if full else [], "summarised": not full,
+                   "anchor": anchors[id(v)], "repeats": repeats_text(v),
+                   "tags": sorted({t for r in recs for t in r.get("tags", [])}),
+                   "attributions": sorted({str(r["attribution"]) for r in recs if r.get("attribution")}),
+                   "score": score_text(v.get("score_mean"), v.get("status")), "xfail": first.get("xfail"), "description": first.get("description")}
+
+    failures = ({"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
                  "description": recs[0].get("description") if recs else "",
                  "findings": findings(recs[0]) if recs else [],
                  "at_turn": [at_turn_text(r["at_turn"]) for r in recs if isinstance(r.get("at_turn"), dict)]}
-                for v, recs in failing(run)]
+                for v, recs in failing_stream(run))
     present = {v["category"] for v in run["verdicts"]}
-    return template.render(
+    keys = keys_of(run["results"])
+    total = len(run["verdicts"])
+    yield from template.generate(
         run=run, gate_text=_gate_html(run["gate"]), baseline_section=_baseline_section(run),
         attacks_section=attacks_html(run), judging_section=judging_html(run),
         coverage_section=coverage_html(run), curves_section=curves_section(run), pass_k_section=pass_k_section(run),
-        counts=count_keys(run["summary"]), failures=failures, tests=tests, blocks=blocking(run),
-        shown_of=Markup(words("shown_of", shown=f'<span id="shown">{len(tests)}</span>', total=len(tests))),
+        counts=count_keys(run["summary"]), failures=_Listed(failing_count(run), failures), tests=_Listed(total, tests()),
+        blocks=blocking(run),
+        shown_of=Markup(words("shown_of", shown=f'<span id="shown">{total}</span>', total=total)),
         statuses=[c for c in CATEGORIES if c in present],
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),
-        providers=sorted({r["provider"] for r in run["results"]}),
-        attributions=[c for c in CLASSES if any(r.get("attribution") == c for r in run["results"])],
+        providers=sorted({r["provider"] for r in keys}),
+        attributions=[c for c in CLASSES if any(r.get("attribution") == c for r in keys)],
     )

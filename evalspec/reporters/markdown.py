@@ -16,13 +16,15 @@ from evalspec.reporters.catalogue import choose_lang, reason_text, speaking, wor
 from evalspec.reporters.coverage import markdown_lines as coverage_lines
 from evalspec.reporters.judging import markdown_lines as judging_lines
 from evalspec.reporters.vocabulary import (
+    MAX_FAILURES,
     at_turn_text,
     blocking,
     conversations_text,
     count_keys,
     counts_text,
     ensure_current,
-    failing,
+    failing_count,
+    failing_stream,
     gate_line,
     judge_text,
     md,
@@ -72,9 +74,9 @@ def run_link(env: Mapping[str, str]) -> str:
     return words("workflow_run", url=url)
 
 
-def _failures(run: dict[str, Any]) -> list[list[str]]:
+def _failures(run: dict[str, Any], limit: int) -> list[list[str]]:
     blocks = []
-    for v, recs in failing(run):
+    for v, recs in failing_stream(run, limit):
         head = (f"- {'**' + words('critical') + '** ' if v['critical_failed'] else ''}{words(v['category'])}: **{md(v['name'])}** "
                 f"(`{one_line(v['test_id']).replace('`', 'ˋ')}` @ {md(v['provider'])}){repeats_text(v)}")
         lines = [head]
@@ -90,11 +92,13 @@ def _failures(run: dict[str, Any]) -> list[list[str]]:
     return blocks
 
 
-def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None, lang: str | None = None) -> str:
-    """The summary in `lang` (None: the run's own language, SPEC §21)."""
+def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None, lang: str | None = None,
+                    max_failures: int = MAX_FAILURES) -> str:
+    """The summary in `lang` (None: the run's own language, SPEC §21), listing at most `max_failures`
+    failing verdicts and how many more there are (docs/en/scale-and-ray.md#memory)."""
     run = ensure_current(run)
     with speaking(choose_lang(run, lang)):
-        return _render(run, os.environ if env is None else env)
+        return _render(run, os.environ if env is None else env, max_failures)
 
 
 def _blocking_lines(run: dict[str, Any]) -> list[str]:
@@ -114,7 +118,7 @@ def _state_lines(run: dict[str, Any]) -> list[str]:
     return out
 
 
-def _render(run: dict[str, Any], env: Mapping[str, str]) -> str:
+def _render(run: dict[str, Any], env: Mapping[str, str], max_failures: int) -> str:
     gate, s = run["gate"], run["summary"]
     out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_line(gate)}"]
     out += _blocking_lines(run)
@@ -154,16 +158,20 @@ def _render(run: dict[str, Any], env: Mapping[str, str]) -> str:
                  f"{md(text)}" for r, text in torn]
     judging = judging_lines(run, md)
     tail += ['', *judging] if judging else []
-    blocks = _failures(run)
-    if blocks:
+    blocks = _failures(run, max_failures)
+    total = failing_count(run)
+    if total:
         out += ["", f"### {words('failures')}", ""]
         used = sum(len(line) + 1 for line in out + tail)
         for i, block in enumerate(blocks):
             size = sum(len(line) + 1 for line in block)
             if used + size > LIMIT - 200:
-                out.append("- " + words("more_failing", n=len(blocks) - i))
+                out.append("- " + words("more_failing", n=total - i))
                 break
             out += block
             used += size
+        else:
+            if total > len(blocks):
+                out.append("- " + words("more_failing", n=total - len(blocks)))
     out += tail
     return "\n".join(out) + "\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from evalspec.core.text import strip_controls
@@ -14,11 +14,13 @@ from evalspec.reporters.catalogue import reason_text, words
 from evalspec.results.findings import Fact, Finding, findings
 from evalspec.results.gate import pass_hat_k_reason
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, format_rate
+from evalspec.results.stream import keys_of, records_at
 from evalspec.results.verdict import reaches_gate
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
                 ("xpassed", "xpassed"), ("measured", "measured"), ("drafts", "drafts"),
                 ("slas_missed", "SLAs missed"))
+MAX_FAILURES = 50  # failing verdicts the console and Markdown list (docs/en/scale-and-ray.md#memory)
 WHITESPACE = re.compile(r"\s+")
 
 
@@ -186,20 +188,50 @@ def curve_text(c: dict[str, Any]) -> str:
 
 
 def verdict_records(run: dict[str, Any], v: dict[str, Any]) -> list[dict[str, Any]]:
-    return [r for r in run["results"] if r["suite"] == v["suite"] and r["base_id"] == v["test_id"]
-            and r["provider"] == v["provider"]]
+    return verdict_finder(run)(v)
+
+
+def verdict_finder(run: dict[str, Any]) -> Callable[..., list[dict[str, Any]]]:
+    """`find(v, status=None)`: the records of verdict `v` (those of `status` when given), in run order. The
+    records are indexed once (a streamed run's by their light forms, each read back when asked for), so a
+    report reads each record once however many verdicts it has (docs/en/scale-and-ray.md#memory)."""
+    results = run["results"]
+    index: dict[tuple[str, str, str], list[int]] = {}
+    for i, r in enumerate(keys_of(results)):
+        index.setdefault((r["suite"], r["base_id"], r["provider"]), []).append(i)
+    keys = keys_of(results)
+
+    def find(v: dict[str, Any], status: Collection[str] | None = None) -> list[dict[str, Any]]:
+        positions = index.get((v["suite"], v["test_id"], v["provider"]), [])
+        if status is not None:
+            positions = [i for i in positions if keys[i]["status"] in status]
+        return records_at(results, positions)
+
+    return find
 
 
 def failing(run: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Failed and errored verdicts (and measured points that failed a critical assertion), critical first,
     each with the records that show why (the failing repeats)."""
-    out = []
-    for v in run["verdicts"]:
-        if v["category"] in ("failed", "error") or (v["category"] == "measured" and v["critical_failed"]):
-            recs = [r for r in verdict_records(run, v) if r["status"] in ("failed", "error")]
-            out.append((v, recs))
-    out.sort(key=lambda item: (not item[0]["critical_failed"], item[0]["category"] == "error"))
-    return out
+    return list(failing_stream(run))
+
+
+def failing_count(run: dict[str, Any]) -> int:
+    """How many verdicts `failing` lists."""
+    return sum(1 for v in run["verdicts"] if _is_failing(v))
+
+
+def _is_failing(v: dict[str, Any]) -> bool:
+    return v["category"] in ("failed", "error") or (v["category"] == "measured" and bool(v["critical_failed"]))
+
+
+def failing_stream(run: dict[str, Any], limit: int | None = None) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """`failing`, the first `limit` of them (all when None), each verdict's records read as it is reached."""
+    find = verdict_finder(run)
+    chosen = sorted((v for v in run["verdicts"] if _is_failing(v)),
+                    key=lambda v: (not v["critical_failed"], v["category"] == "error"))
+    for v in chosen if limit is None else chosen[:limit]:
+        yield v, find(v, ("failed", "error"))
 
 
 def repeats_text(v: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
 from evalspec.results.errorbars import interval, red_lines, run_figures
 from evalspec.results.gate import decide
+from evalspec.results.stream import JournalRecords
 from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
 
 
@@ -140,8 +141,11 @@ def rate_limited(records: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool) -> dict[str, Any]:
-    """Fill `verdicts`, `curves`, `summary` and `gate` of a run from its records."""
+    """Fill `verdicts`, `curves`, `summary` and `gate` of a run from its records (the light forms of
+    records read back from disk: what the aggregates read)."""
     records = run["results"]
+    if isinstance(records, JournalRecords) and records.light is not None:
+        records = records.light
     vs = verdicts(records, include_drafts)
     cs = curves(records)
     run["verdicts"] = [v.to_json() for v in vs]

@@ -12,19 +12,24 @@ from typing import Any, cast
 from evalspec.config.paths import format_path
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.results.journal import decode, encode
-from evalspec.results.stream import JournalRecords
+from evalspec.results.stream import JournalRecords, light
 
 #: `schema/run.schema.json`, shipped inside the package (a test keeps the two the same)
 RUN_SCHEMA_FILE = Path(__file__).resolve().parent.parent / "data" / "run.schema.json"
 
 
-def read_run(path: str | Path, check: bool = False) -> dict[str, Any]:
+def read_run(path: str | Path, check: bool = False, stream: bool = False) -> dict[str, Any]:
     """A run.json, checked: the one reader of run.json for every command
     (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read).
     A file that is cut short, not UTF-8, not a JSON object or of the wrong shape is a ConfigError (exit 2)
     naming the file and what is wrong, so no command meets it half way. With `check` (a baseline, SPEC
     §17) it must validate against the whole run schema, so a file that cannot be compared is refused
-    before the first call instead of failing the run after the last one."""
+    before the first call instead of failing the run after the last one.
+    With `stream` (and not `check`), the `results` of a run.json written one record per line are a
+    `JournalRecords` over the file itself: each record is checked as it is read and only its light form
+    stays in memory (docs/en/scale-and-ray.md#memory); any other file is read whole, as without it."""
+    if stream and not check and (streamed := _read_streamed(Path(path))) is not None:
+        return streamed
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
@@ -55,6 +60,49 @@ def parse_run(raw: bytes, where: str, shape: bool = True) -> dict[str, Any]:
     if problem is not None:
         raise ConfigError([Problem(where, None, "", f"not a run.json: {problem}; give a run.json written "
                                                     "by evalspec run (or delete this one)")])
+    return cast(dict[str, Any], data)
+
+
+RESULTS_LINE = b'"results": [\n'  # how write_json opens a non-empty `results` list: one record per line follows
+
+
+def _read_streamed(path: Path) -> dict[str, Any] | None:
+    """The run.json at `path` with its results left on disk (see `read_run`), or None when it is not laid
+    out one record per line or anything in it is wrong: the whole-file reader then reads it and names the
+    problem in its own words."""
+    offsets: list[int] = []
+    lights: list[dict[str, Any]] = []
+    head: list[bytes] = []
+    schema = _shape_schema()
+    defs, item = schema["$defs"], schema["properties"]["results"]["items"]
+    try:
+        with path.open("rb") as fh:
+            inside = False
+            while line := fh.readline():
+                if not inside:
+                    if line == RESULTS_LINE:
+                        inside = True
+                        head.append(b'"results": [')
+                    else:
+                        head.append(line)
+                    continue
+                if line.startswith(b"]"):  # the list ends: the rest of the file is top-level keys
+                    inside = False
+                    head.append(line)
+                    continue
+                record = decode(line.rstrip(b"\r\n").removesuffix(b","))
+                if _shape(record, item, defs, ("results", len(offsets)), _SHAPE_DEPTH - 2) is not None:
+                    return None
+                offsets.append(fh.tell() - len(line))
+                lights.append(light(record))
+        if not offsets or inside:
+            return None
+        data = decode(b"".join(head))
+    except (OSError, ValueError):
+        return None
+    if run_shape_problem(data) is not None:
+        return None
+    data["results"] = JournalRecords(path, offsets, lights)
     return cast(dict[str, Any], data)
 
 

@@ -99,7 +99,7 @@ class JournalRecords(Sequence[dict[str, Any]]):
                     yield encode(self._read(fh, index)).decode("utf-8")
                     continue
                 fh.seek(offset)
-                yield fh.readline().decode("utf-8").rstrip("\n")
+                yield _line(fh).decode("utf-8")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
@@ -119,6 +119,21 @@ def records_where(records: Sequence[dict[str, Any]], keep: Callable[[dict[str, A
     return [r for r in records if keep(r)]
 
 
+def records_at(records: Sequence[dict[str, Any]], positions: Sequence[int]) -> list[dict[str, Any]]:
+    """`[records[i] for i in positions]`, a streamed run's read with the file opened once."""
+    if isinstance(records, JournalRecords):
+        with records.path.open("rb") as fh:
+            return [records._read(fh, i) for i in positions]
+    return [records[i] for i in positions]
+
+
+def keys_of(records: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
+    """What to scan for fields a light record keeps: a streamed run's light forms, else the records."""
+    if isinstance(records, JournalRecords) and records.light is not None:
+        return records.light
+    return records
+
+
 def update_record(records: Sequence[dict[str, Any]], index: int, fields: dict[str, Any]) -> None:
     """Set `fields` on `records[index]`, whether the records are in memory or read back from a journal
     (where changing the dict a read gave would change nothing)."""
@@ -130,8 +145,14 @@ def update_record(records: Sequence[dict[str, Any]], index: int, fields: dict[st
 
 def _read_at(fh: Any, offset: int) -> dict[str, Any]:
     fh.seek(offset)
-    record: dict[str, Any] = decode(fh.readline())
+    record: dict[str, Any] = decode(_line(fh))
     return record
+
+
+def _line(fh: Any) -> bytes:
+    """The record at the file's position: a journal line, or a run.json results line (its comma dropped)."""
+    line: bytes = fh.readline().rstrip(b"\r\n")
+    return line.removesuffix(b",")
 
 
 def to_plain(value: Any) -> Any:

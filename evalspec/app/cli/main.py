@@ -373,9 +373,9 @@ def _write_report(kind: str, data: dict[str, Any], path: Path, html_all: bool, l
 
         path.write_text(render_markdown(data, lang=lang), encoding="utf-8")
     else:
-        from evalspec.reporters.html import render_html
+        from evalspec.reporters.html import write_html
 
-        path.write_text(render_html(data, html_all=html_all, lang=lang), encoding="utf-8")
+        write_html(data, path, html_all=html_all, lang=lang)
 
 
 @main.command()
@@ -502,7 +502,7 @@ def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | 
     from evalspec.results.runjson import read_run
 
     run_json = run_jsons[0] if run_jsons else _latest_run(Path(".evalspec/runs"))
-    data = read_run(run_json)
+    data = read_run(run_json, stream=True)  # a large run's records stay on disk (docs/en/scale-and-ray.md#memory)
     written = _write_reports(data, html_path, junit_path, md_path, html_all, lang)
     console = make_console()
     if not run_jsons:
