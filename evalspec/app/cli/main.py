@@ -139,6 +139,9 @@ class _Group(click.Group):
             sys.exit(ExitCode.TOO_MANY_ERRORS if command in _GRADING else ExitCode.CONFIG_ERROR)
 
 
+MAX_FAILURES_OPTION = click.option(
+    "--max-failures", "max_failures", type=click.IntRange(min=0), default=50, show_default=True,
+    help="failing tests the console and Markdown list (then how many more; the HTML lists every one)")
 LANG_OPTION = click.option(
     "--lang", type=click.Choice(["zh", "en"]),
     help="the language of the reports (default: the suite's report.lang, else Chinese when most user turns are Chinese)")
@@ -195,6 +198,7 @@ def _check_judges(suites: list[Any], cache_dir: Path | None) -> None:
 @click.option("--check-judges", is_flag=True,
               help="before any call to a system under test, grade the `examples:` of every judged rule with its "
                    "judge (twice, uncached); a misgraded or inconsistent one stops the run (exit 2)")
+@MAX_FAILURES_OPTION
 @LANG_OPTION
 @judge_sample_options
 def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit_path: str | None,
@@ -202,7 +206,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         tags: tuple[str, ...], providers: tuple[str, ...], transcripts: str | None, fail_under: float | None, include_drafts: bool,
         no_cache: bool, resume_dir: str | None, var_pairs: tuple[str, ...], quiet: bool, executor: str,
         address: str | None, baseline: str | None, gate_mode: str | None, confirm: int,
-        judge_sample: float | None, seed: int, html_all: bool, lang: str | None, check_judges: bool) -> None:
+        judge_sample: float | None, seed: int, html_all: bool, max_failures: int, lang: str | None,
+        check_judges: bool) -> None:
     """Run suites (default: suites/*.yaml) and gate on the result."""
     import regex
 
@@ -267,7 +272,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         from evalspec.reporters.catalogue import choose_lang
 
         live_lang = choose_lang(None, lang, suites=suites)
-        reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts, lang=live_lang)
+        reporter = ConsoleReporter(quiet=quiet, include_drafts=include_drafts, lang=live_lang,
+                                   max_failures=max_failures)
         options = RunOptions(concurrency=concurrency or max(int(s.option("concurrency")) for s in suites), processes=processes,
                              run_dir=run_dir, resume=bool(resume_dir) or bool(guard and guard.resumed), use_cache=not no_cache,
                              cache_dir=Path(".evalspec/cache").absolute(),
@@ -304,7 +310,8 @@ def run(paths: tuple[str, ...], output: str | None, html_path: str | None, junit
         os.chdir(cwd)
         written = {"run.json": os.path.relpath(result.path) if result.path else ""}
         try:
-            written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all, lang))
+            written.update(_write_reports(result.data, html_path, junit_path, md_path, html_all, lang,
+                                          max_failures))
         except OSError as exc:  # a full disk under a report: the run is in run.json and the journal (exit 3)
             reporter.stop()
             _storage_error(exc, run_dir / "journal.jsonl", hint)
@@ -345,14 +352,15 @@ def _check_writable(paths: list[str]) -> None:
 
 
 def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str | None,
-                   md_path: str | None, html_all: bool = False, lang: str | None = None) -> dict[str, str]:
+                   md_path: str | None, html_all: bool = False, lang: str | None = None,
+                   max_failures: int = 50) -> dict[str, str]:
     """Each report asked for; an OSError names the report it was writing (a failed write names no file)."""
     written = {}
     for kind, raw in (("junit", junit_path), ("markdown", md_path), ("html", html_path)):
         if not raw:
             continue
         try:
-            _write_report(kind, data, Path(raw), html_all, lang)
+            _write_report(kind, data, Path(raw), html_all, lang, max_failures)
         except OSError as exc:
             if exc.filename is None:
                 exc.filename = raw
@@ -361,7 +369,8 @@ def _write_reports(data: dict[str, Any], html_path: str | None, junit_path: str 
     return written
 
 
-def _write_report(kind: str, data: dict[str, Any], path: Path, html_all: bool, lang: str | None) -> None:
+def _write_report(kind: str, data: dict[str, Any], path: Path, html_all: bool, lang: str | None,
+                  max_failures: int) -> None:
     if kind == "junit":
         from evalspec.reporters.junit import write_junit
 
@@ -371,7 +380,7 @@ def _write_report(kind: str, data: dict[str, Any], path: Path, html_all: bool, l
     if kind == "markdown":
         from evalspec.reporters.markdown import render_markdown
 
-        path.write_text(render_markdown(data, lang=lang), encoding="utf-8")
+        path.write_text(render_markdown(data, lang=lang, max_failures=max_failures), encoding="utf-8")
     else:
         from evalspec.reporters.html import write_html
 
@@ -488,9 +497,10 @@ def list_(what: str, plugins: tuple[str, ...]) -> None:
 @click.option("--md", "md_path", type=click.Path(dir_okay=False))
 @click.option("--html-all", "html_all", is_flag=True,
               help="embed every transcript in the HTML (a large run summarises passing ones beyond 1,000)")
+@MAX_FAILURES_OPTION
 @LANG_OPTION
 def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | None, md_path: str | None,
-           html_all: bool, lang: str | None) -> None:
+           html_all: bool, max_failures: int, lang: str | None) -> None:
     """Re-render reports from run.json (no path: the latest run in .evalspec/runs/);
     several run.json files: a trend (--html), runs in time order."""
     from evalspec.reporters.console import make_console, print_summary
@@ -503,11 +513,11 @@ def report(run_jsons: tuple[str, ...], html_path: str | None, junit_path: str | 
 
     run_json = run_jsons[0] if run_jsons else _latest_run(Path(".evalspec/runs"))
     data = read_run(run_json, stream=True)  # a large run's records stay on disk (docs/en/scale-and-ray.md#memory)
-    written = _write_reports(data, html_path, junit_path, md_path, html_all, lang)
+    written = _write_reports(data, html_path, junit_path, md_path, html_all, lang, max_failures)
     console = make_console()
     if not run_jsons:
         console.print(f"[dim]latest run: {escape(str(run_json))}[/]")
-    print_summary(console, data, written, quiet=True, lang=lang)
+    print_summary(console, data, written, quiet=True, lang=lang, max_failures=max_failures)
 
 
 def _latest_run(runs: Path) -> str:
@@ -569,7 +579,9 @@ def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | 
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here instead of replacing RUN.json")
 @click.option("--no-cache", is_flag=True, help="do not use the cache for judge and embedder calls")
 @judge_sample_options
-def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float | None, seed: int) -> None:
+@MAX_FAILURES_OPTION
+def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float | None, seed: int,
+          max_failures: int) -> None:
     """Re-run assertions on the recorded transcripts (no calls to the systems under test)."""
     from evalspec.play.replay import instances_of, regrade
     from evalspec.reporters.console import print_summary
@@ -592,7 +604,7 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
     regraded = after_grading(regraded, instances, suites, judge_sample, seed, cache_dir)
     out = Path(output or run_json)
     write_json(out, regraded)
-    print_summary(Console(highlight=False, soft_wrap=True), regraded, {"run.json": str(out)})
+    print_summary(Console(highlight=False, soft_wrap=True), regraded, {"run.json": str(out)}, max_failures=max_failures)
     sys.exit(regraded["gate"]["exit_code"])
 
 
