@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
 from evalspec.results.record import Record, conversation_error, make_record
+from evalspec.results.stream import Spool
 from evalspec.results.transcript import Transcript
 
 
@@ -40,19 +42,30 @@ def instances_of(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
     return {redact(inst.key, secrets): inst for inst in plan}, warnings
 
 
-async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str, Any], list[str]]:
+async def regrade(run: dict[str, Any], cache_dir: Path | None,
+                  spool: Path | None = None) -> tuple[dict[str, Any], list[str]]:
     """Grade every recorded transcript again with the suites' current assertions; no call to a system
-    under test is made (judges and embedders are called, through the cache)."""
+    under test is made (judges and embedders are called, through the cache). With `spool` (a file path),
+    the graded records go there as they are made and the result's `results` reads them back
+    (docs/en/scale-and-ray.md#memory)."""
     instances, warnings = instances_of(run)
     pool = ProviderPool([], cache_dir)
-    out = []
+    out: list[dict[str, Any]] = []
+    spooled = Spool(spool) if spool is not None else None
+
+    def keep(record: dict[str, Any], held: bool = False) -> None:
+        if spooled is None:
+            out.append(record)
+        else:
+            spooled.add(record, held)
+
     groups: dict[GroupKey, list[tuple[Instance, Record]]] = {}
     try:
         for record in run["results"]:
             inst = instances.get(record["key"])
             if inst is None:
                 warnings.append(f"{record['test_id']} @ {record['provider']}: no longer in the suite; kept as recorded")
-                out.append(record)
+                keep(record)
                 continue
             transcript = Transcript(messages=record["transcript"], stop_reason=record["stop_reason"],
                                     error=conversation_error(record),
@@ -69,7 +82,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
             if cut:
                 name_rules(graded, specs)
             graded = redact(graded, run_secrets([inst.suite]))
-            out.append(graded)
+            keep(graded, held=compared(inst.test))
             if compared(inst.test):
                 groups.setdefault(group_key(inst.suite, inst.test, inst.repeat), []).append((inst, graded))
         for members in groups.values():  # `select-best`: each test's candidates of one repeat, compared again
@@ -77,7 +90,8 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None) -> tuple[dict[str
     finally:
         await pool.aclose()
     # an earlier second opinion judged verdicts that may have changed: neither it nor its calls carry over
-    regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": out}
+    results: Sequence[dict[str, Any]] = out if spooled is None else spooled.close()
+    regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": results}
     gate = run.get("gate", {})
     return finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts"))), warnings
 

@@ -20,7 +20,7 @@ from evalspec.reporters.judging import print_judging
 from evalspec.reporters.tools import failed_teardowns
 from evalspec.reporters.vocabulary import (
     MAX_FAILURES,
-    blocking,
+    blocking_listed,
     conversations_text,
     count_keys,
     curve_text,
@@ -224,9 +224,9 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
         _print_summary(console, run, paths, quiet, max_failures)
 
 
-def print_blocking(console: Console, run: dict[str, Any]) -> None:
+def print_blocking(console: Console, run: dict[str, Any], limit: int = MAX_FAILURES) -> None:
     """What blocks the release, first (SPEC §21): critical failures, missed SLAs, gated regressions."""
-    items = blocking(run)
+    items = blocking_listed(run, limit)
     if not items:
         return
     console.print()
@@ -257,7 +257,7 @@ def print_red_lines(console: Console, run: dict[str, Any]) -> None:
 
 def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool,
                    max_failures: int) -> None:
-    print_blocking(console, run)
+    print_blocking(console, run, max_failures)
     if not quiet:
         print_failures(console, run, max_failures)
     console.print(summary_table(run))

@@ -18,7 +18,7 @@ from evalspec.reporters.judging import markdown_lines as judging_lines
 from evalspec.reporters.vocabulary import (
     MAX_FAILURES,
     at_turn_text,
-    blocking,
+    blocking_listed,
     conversations_text,
     count_keys,
     counts_text,
@@ -101,9 +101,9 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None, l
         return _render(run, os.environ if env is None else env, max_failures)
 
 
-def _blocking_lines(run: dict[str, Any]) -> list[str]:
+def _blocking_lines(run: dict[str, Any], limit: int) -> list[str]:
     """What blocks the release, right under the headline (SPEC §21)."""
-    items = blocking(run)
+    items = blocking_listed(run, limit)
     return ["", f"### ⛔ {words('blocks_release')}", "", *[f"- {md(item)}" for item in items]] if items else []
 
 
@@ -121,7 +121,7 @@ def _state_lines(run: dict[str, Any]) -> list[str]:
 def _render(run: dict[str, Any], env: Mapping[str, str], max_failures: int) -> str:
     gate, s = run["gate"], run["summary"]
     out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_line(gate)}"]
-    out += _blocking_lines(run)
+    out += _blocking_lines(run, max_failures)
     out += ["", counts_text(s)]
     out.append(words("totals_md", conversations=conversations_text(s["records"]), calls=s["calls"],
                      cached=s["cached_calls"], tokens=s["tokens"], cost=f"{s['cost']:.4f}")

@@ -187,6 +187,13 @@ def curve_text(c: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def blocking_listed(run: dict[str, Any], limit: int) -> list[str]:
+    """`blocking(run)`, its first `limit` items and then how many more there are (the console and Markdown
+    list at most --max-failures, docs/en/scale-and-ray.md#memory)."""
+    items = blocking(run)
+    return items if len(items) <= limit else [*items[:limit], words("more_blocking", n=len(items) - limit)]
+
+
 def verdict_records(run: dict[str, Any], v: dict[str, Any]) -> list[dict[str, Any]]:
     return verdict_finder(run)(v)
 

@@ -107,6 +107,41 @@ class JournalRecords(Sequence[dict[str, Any]]):
     __hash__ = None  # type: ignore[assignment]
 
 
+class Spool:
+    """Records written to a file as they are made, in order, read back as `JournalRecords` (`grade` of a
+    large run, docs/en/scale-and-ray.md#memory). A record `held` stays in memory until `close`, for what
+    changes it later (a `select-best` group decided once all its candidates are graded)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fh = path.open("wb")
+        self.offsets: list[int] = []
+        self.light: list[dict[str, Any]] = []
+        self.held: dict[int, dict[str, Any]] = {}
+
+    def add(self, record: dict[str, Any], held: bool = False) -> None:
+        if held:
+            self.held[len(self.offsets)] = record
+            self.offsets.append(-1)
+            self.light.append({})
+            return
+        self.offsets.append(self._write(record))
+        self.light.append(light(record))
+
+    def _write(self, record: dict[str, Any]) -> int:
+        offset = self.fh.tell()
+        self.fh.write(encode(record) + b"\n")
+        return offset
+
+    def close(self) -> JournalRecords:
+        for index, record in self.held.items():
+            self.offsets[index] = self._write(record)
+            self.light[index] = light(record)
+        self.held.clear()
+        self.fh.close()
+        return JournalRecords(self.path, self.offsets, self.light)
+
+
 def records_where(records: Sequence[dict[str, Any]], keep: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
     """The records for which `keep(record)` is true. `keep` must read only fields a light record keeps
     (see `light`): streamed records are tested on their light form and only the kept ones are read back."""

@@ -133,11 +133,13 @@ def carry_over(run: dict[str, Any], path: Path = TRIAGE_FILE) -> int:
 
 def keep_attributions(before: dict[str, Any], after: dict[str, Any]) -> None:
     """After re-grading, a record whose status did not change keeps its attribution."""
-    old = {r["key"]: r for r in before["results"]}
-    for record in after["results"]:
+    kept = ("attribution", "attribution_by", "triage")
+    # only what is carried over stays in memory (a large run's records are read back one at a time)
+    old = {r["key"]: {k: r[k] for k in ("status", *kept) if k in r} for r in before["results"]}
+    records = after["results"]
+    for index, record in enumerate(records):
         prior = old.get(record["key"])
         if prior is None or prior["status"] != record["status"]:
             continue
-        for key in ("attribution", "attribution_by", "triage"):
-            if key in prior and key not in record:
-                record[key] = prior[key]
+        if fields := {key: prior[key] for key in kept if key in prior and key not in record}:
+            update_record(records, index, fields)

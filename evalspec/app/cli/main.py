@@ -583,28 +583,32 @@ def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | 
 def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float | None, seed: int,
           max_failures: int) -> None:
     """Re-run assertions on the recorded transcripts (no calls to the systems under test)."""
+    import tempfile
+
     from evalspec.play.replay import instances_of, regrade
     from evalspec.reporters.console import print_summary
     from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import keep_attributions
 
-    data = read_run(run_json)
+    data = read_run(run_json, stream=True)  # a large run's records stay on disk (docs/en/scale-and-ray.md#memory)
     cache_dir = None if no_cache else Path(".evalspec/cache")
-    regraded, warnings = asyncio.run(regrade(data, cache_dir))
-    for w in warnings:
-        err_console.print(f"warning: {escape(w)}")
-    keep_attributions(data, regraded)
-    instances, _ = instances_of(regraded)
-    suites = list({id(i.suite): i.suite for i in instances.values()}.values())
-    if judge_sample:
-        from evalspec.review.second_opinion import needs_judges
+    with tempfile.TemporaryDirectory(prefix="evalspec-grade-") as spool:
+        regraded, warnings = asyncio.run(regrade(data, cache_dir, Path(spool) / "graded.jsonl"))
+        for w in warnings:
+            err_console.print(f"warning: {escape(w)}")
+        keep_attributions(data, regraded)
+        instances, _ = instances_of(regraded)
+        suites = list({id(i.suite): i.suite for i in instances.values()}.values())
+        if judge_sample:
+            from evalspec.review.second_opinion import needs_judges
 
-        needs_judges(suites)
-    regraded.pop("judge_review", None)  # an earlier second opinion judged verdicts that may have changed
-    regraded = after_grading(regraded, instances, suites, judge_sample, seed, cache_dir)
-    out = Path(output or run_json)
-    write_json(out, regraded)
-    print_summary(Console(highlight=False, soft_wrap=True), regraded, {"run.json": str(out)}, max_failures=max_failures)
+            needs_judges(suites)
+        regraded.pop("judge_review", None)  # an earlier second opinion judged verdicts that may have changed
+        regraded = after_grading(regraded, instances, suites, judge_sample, seed, cache_dir)
+        out = Path(output or run_json)
+        write_json(out, regraded)
+        print_summary(Console(highlight=False, soft_wrap=True), regraded, {"run.json": str(out)},
+                      max_failures=max_failures)
     sys.exit(regraded["gate"]["exit_code"])
 
 
