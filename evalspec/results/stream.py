@@ -45,7 +45,21 @@ def _light_check(a: dict[str, Any]) -> dict[str, Any]:
         out.update({k: a[k] for k in ("severity", "type", "value", "turn", "skipped", "max_rate") if k in a})
     if a.get("jury"):  # a jury's votes: its members' agreement (docs/en/judges.md#juries)
         out.update({k: a[k] for k in ("type", "value", "turn", "jury") if k in a})
-    return out
+    return _shared(out)
+
+
+_SHARED: dict[tuple[tuple[str, type, Any], ...], dict[str, Any]] = {}
+_SHARED_MOST = 10_000
+
+
+def _shared(check: dict[str, Any]) -> dict[str, Any]:
+    """One dict for every equal light check (a million conversations under the same rules pass the same
+    checks the same way): the aggregates only read them (docs/en/scale-and-ray.md#memory)."""
+    try:
+        key = tuple((k, type(v), v) for k, v in check.items())  # 1 is not 1.0 nor True
+        return _SHARED.setdefault(key, check) if len(_SHARED) < _SHARED_MOST else _SHARED.get(key, check)
+    except TypeError:  # a list among its values
+        return check
 
 
 class JournalRecords(Sequence[dict[str, Any]]):
