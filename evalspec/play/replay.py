@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalspec.config.loader import load_suites
 from evalspec.core.redact import redact, run_secrets
-from evalspec.plan.build import Instance, Selection, build_plan, grading_input
+from evalspec.plan.build import Instance, Selection, checked_plan, grading_input
 from evalspec.plan.needs import check_plan
 from evalspec.play.compare import GroupKey, compared, decide_group, group_key, replay_compared
 from evalspec.play.runner import grade_with, recorded_inputs, run_instance, world_view
@@ -25,6 +25,32 @@ from evalspec.results.transcript import Transcript
 def instances_of(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
     """The current plan of the run's suites, by record key; and warnings about changed suites. A run made
     with `--transcripts PATH` is planned on PATH again, never on the suites' own `transcripts.path`."""
+    plan, secrets, warnings = _plan_of(run)
+    return {redact(inst.key, secrets): inst for inst in plan}, warnings
+
+
+class PlanWalk:
+    """The instances of a plan by record key, rendered as they are asked for: records asked in plan order
+    (as run.json holds them) keep one instance in memory at a time; an instance passed over is kept until
+    it is asked for (docs/en/scale-and-ray.md#memory)."""
+
+    def __init__(self, plan: Iterable[Instance], secrets: list[str]) -> None:
+        self.rest, self.secrets = iter(plan), secrets
+        self.passed: dict[str, Instance] = {}
+
+    def get(self, key: str) -> Instance | None:
+        if (inst := self.passed.pop(key, None)) is not None:
+            return inst
+        for inst in self.rest:
+            found = redact(inst.key, self.secrets)
+            if found == key:
+                return inst
+            self.passed[found] = inst
+        return None
+
+
+def _plan_of(run: dict[str, Any]) -> tuple[Iterable[Instance], list[str], list[str]]:
+    """The run's suites planned again (rendered as walked), their secrets, and warnings (see `instances_of`)."""
     paths = [s["path"] for s in run["suites"]]
     suites = load_suites(paths)
     warnings = [f"{s.path}: changed since the run; using the suite as it is now"
@@ -37,9 +63,9 @@ def instances_of(run: dict[str, Any]) -> tuple[dict[str, Instance], list[str]]:
         if now is None or now["sha256"] != graded.get("sha256"):
             warnings.append(f"--transcripts {override}: changed since the run; its conversations are graded as "
                             "recorded in the run, by their ids in the file as it is now")
-    plan = build_plan(suites, Selection(transcripts=override))
+    plan = checked_plan(suites, Selection(transcripts=override))
     secrets = run_secrets(suites)  # records hold keys redacted with the secrets of the whole run
-    return {redact(inst.key, secrets): inst for inst in plan}, warnings
+    return plan, secrets, warnings
 
 
 async def regrade(run: dict[str, Any], cache_dir: Path | None,
@@ -48,7 +74,8 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None,
     under test is made (judges and embedders are called, through the cache). With `spool` (a file path),
     the graded records go there as they are made and the result's `results` reads them back
     (docs/en/scale-and-ray.md#memory)."""
-    instances, warnings = instances_of(run)
+    plan, secrets, warnings = _plan_of(run)
+    instances = PlanWalk(plan, secrets)
     pool = ProviderPool([], cache_dir)
     out: list[dict[str, Any]] = []
     spooled = Spool(spool) if spool is not None else None

@@ -597,11 +597,13 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
         for w in warnings:
             err_console.print(f"warning: {escape(w)}")
         keep_attributions(data, regraded)
-        instances, _ = instances_of(regraded)
-        suites = list({id(i.suite): i.suite for i in instances.values()}.values())
+        instances: dict[str, Any] = {}  # the plan again, only for a second opinion (a large run's is large)
+        suites: list[Any] = []
         if judge_sample:
             from evalspec.review.second_opinion import needs_judges
 
+            instances, _ = instances_of(regraded)
+            suites = list({id(i.suite): i.suite for i in instances.values()}.values())
             needs_judges(suites)
         regraded.pop("judge_review", None)  # an earlier second opinion judged verdicts that may have changed
         regraded = after_grading(regraded, instances, suites, judge_sample, seed, cache_dir)
