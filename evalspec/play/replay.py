@@ -34,7 +34,7 @@ class PlanWalk:
     (as run.json holds them) keep one instance in memory at a time; an instance passed over is kept until
     it is asked for (docs/en/scale-and-ray.md#memory)."""
 
-    def __init__(self, plan: Iterable[Instance], secrets: list[str]) -> None:
+    def __init__(self, plan: Iterable[Instance], secrets: set[str]) -> None:
         self.rest, self.secrets = iter(plan), secrets
         self.passed: dict[str, Instance] = {}
 
@@ -49,7 +49,7 @@ class PlanWalk:
         return None
 
 
-def _plan_of(run: dict[str, Any]) -> tuple[Iterable[Instance], list[str], list[str]]:
+def _plan_of(run: dict[str, Any]) -> tuple[Iterable[Instance], set[str], list[str]]:
     """The run's suites planned again (rendered as walked), their secrets, and warnings (see `instances_of`)."""
     paths = [s["path"] for s in run["suites"]]
     suites = load_suites(paths)
@@ -117,8 +117,8 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None,
     finally:
         await pool.aclose()
     # an earlier second opinion judged verdicts that may have changed: neither it nor its calls carry over
-    results: Sequence[dict[str, Any]] = out if spooled is None else spooled.close()
-    regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": results}
+    records: Sequence[dict[str, Any]] = out if spooled is None else spooled.close()
+    regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": records}
     gate = run.get("gate", {})
     return finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts"))), warnings
 
