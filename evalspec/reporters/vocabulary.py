@@ -126,7 +126,7 @@ def metric_cells(m: dict[str, Any]) -> list[str]:
     """One `summary.metrics` row as the scoreboard shows it: the mean score of the metric's checks beside
     the share of verdicts (test × provider, repeats combined) that passed every one of them, out of those
     that reached one — two different figures, each labelled (SPEC §17)."""
-    share = f"{m['passed'] / m['total']:.0%} ({m['passed']}/{m['total']})" if m["total"] else "—"
+    share = format_rate(m["passed"], m["total"]) if m["total"] else "—"  # with its 95 % interval (statistics.md)
     return [str(m["metric"]), str(m["suite"]), str(m["provider"]),
             "—" if m["mean"] is None else f"{m['mean']:.2f}", share]
 

@@ -29,4 +29,4 @@ def test_a_curve_is_described_by_its_summary_term_only(fixed_run: dict[str, Any]
 def test_a_metric_row_shows_the_mean_score_and_the_share_of_tests_passed_labelled(fixed_run: dict[str, Any]) -> None:
     out = console_text(fixed_run)
     assert "mean score" in out and "share of tests passed" in out
-    assert "50% (1/2)" in out
+    assert "50% (9–91%, n=2)" in out  # the share with its 95 % interval (docs/en/statistics.md)
