@@ -196,7 +196,8 @@ def summary_table(run: dict[str, Any]) -> Table:
     labels = [words(key) for key, _ in count_keys(run["summary"])]
     table.add_column(words("suite"), no_wrap=True)
     for col in (*labels, words("pass_rate"), words("gate")):  # a rate with its interval stays on one line
-        table.add_column(col, justify="right", min_width=min(len(col), 8), no_wrap=col == words("pass_rate"))
+        # a header's width in cells (a Chinese character takes two), so 预期失败 is not cut to 预 …
+        table.add_column(col, justify="right", min_width=min(cell_len(col), 8), no_wrap=col == words("pass_rate"))
     for s in run["gate"]["suites"]:
         table.add_row(escape(one_line(s["suite"])), *[str(n) for _, n in count_keys(s["counts"])],
                       pass_rate_text(s["pass_rate"], s), words(suite_gate_word(s)))
