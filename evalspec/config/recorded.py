@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import itertools
 import json
 import random
 from collections.abc import Iterator
@@ -281,3 +282,19 @@ def label_turns(patterns: dict[str, str], texts: list[tuple[int, str]]) -> dict[
                 found[label] = turn
                 break
     return found
+
+
+def recorded_user_texts(suite: Suite, most: int = 50) -> list[str]:
+    """What the users said in the first `most` recorded conversations of the suite's `transcripts:`, for
+    choosing the language its screens speak (docs/en/reports-and-gate.md#language); [] when none can be read
+    (an unreadable log is reported where it is read)."""
+    if getattr(suite, "transcripts", None) is None:
+        return []
+    said: list[str] = []
+    try:
+        for conversation in itertools.islice(conversations(suite), most):
+            said += [str(m.get("content") or "") for m in conversation.messages
+                     if isinstance(m, dict) and m.get("role") == "user"]
+    except (ConfigError, ControlFlow):
+        return said
+    return said

@@ -8,7 +8,6 @@ error on its line. Model-graded assertions keep their examples for `judge-eval -
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from typing import Any, cast
 from evalspec.config.families import family_warnings
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
-from evalspec.core.errors import ConfigError, ControlFlow, Problem
+from evalspec.core.errors import Problem
 from evalspec.core.suggest import did_you_mean
 from evalspec.core.text import mostly_chinese, normalizer_names
 from evalspec.extend.check import snippet
@@ -254,16 +253,9 @@ def speaks_chinese(suite: Suite) -> bool:
         return suite.report_lang == "zh"
     turns = [t.text for test in suite.tests for t in test.conversation if t.kind == "user" and isinstance(t.text, str)]
     turns += [plan.goal for test in suite.tests for plan in (test.simulate, test.attack) if plan is not None]
-    if suite.transcripts is not None:
-        from evalspec.config.recorded import conversations
+    from evalspec.config.recorded import recorded_user_texts
 
-        try:
-            for conversation in itertools.islice(conversations(suite), 50):
-                turns += [str(m.get("content") or "") for m in conversation.messages
-                          if isinstance(m, dict) and m.get("role") == "user"]
-        except (ConfigError, ControlFlow):
-            pass  # an unreadable log is reported where it is read
-    return mostly_chinese(turns)
+    return mostly_chinese(turns + recorded_user_texts(suite))
 
 
 def _unknown_reason(spec: AssertionSpec) -> str | None:

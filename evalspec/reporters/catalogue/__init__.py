@@ -68,7 +68,10 @@ def planned_user_texts(suites: Iterable[Any]) -> Iterator[str]:
     """What the user will say, before a run (config.model.Suite objects): written user turns; for a test
     without any, its attacker's goal or its simulated user's opening, persona and goal (their transcripts
     will speak that language, and the summary is chosen from the transcripts)."""
+    from evalspec.config.recorded import recorded_user_texts
+
     for suite in suites:
+        yield from recorded_user_texts(suite)  # a suite of recorded logs speaks its users' language
         for test in suite.tests:
             written = [t.text for t in test.conversation if t.kind == "user" and isinstance(t.text, str)]
             yield from written

@@ -85,3 +85,18 @@ def test_walls_name_the_command_to_run_next(tmp_path: Path) -> None:
     assert code == 2 and "--resume" in out and "evalspec run" in out, out
     code, out = invoke("run", _suite(tmp_path, GOOD), "--resume", str(tmp_path / "nowhere"))
     assert code == 2 and "without --resume" in out, out
+
+
+def test_a_run_over_recorded_logs_speaks_its_users_language_from_the_first_line(tmp_path: Path) -> None:
+    """A `transcripts:` suite has no written user turns: its logs' users decide, so the progress lines above
+    a Chinese summary are Chinese too (before: English lines, then a Chinese summary)."""
+    (tmp_path / "logs.jsonl").write_text(
+        '{"id": "c1", "messages": [{"role": "user", "content": "瑶光能分期吗？"}, '
+        '{"role": "assistant", "content": "可以，首付两成。"}]}\n', encoding="utf-8")
+    suite = tmp_path / "logs.yaml"
+    suite.write_text("transcripts: {path: logs.jsonl}\ndefaults:\n  assert:\n    - not-regex: 保证\n",
+                     encoding="utf-8")
+    code, out = invoke("run", str(suite), "--no-cache", "-o", str(tmp_path / "run.json"))
+    assert code == 0, out
+    progress = next(line for line in out.splitlines() if "c1" in line)
+    assert progress.startswith("通过"), progress
