@@ -308,10 +308,11 @@ def blocking(run: dict[str, Any]) -> list[str]:
         out += [words("blocks_sla", what=f"{x['id']}: {x['text']}") for x in run["slas"]
                 if x["suite"] == s["suite"] and x["status"] == "missed"]
         if s["pass_rate"] is not None and s["pass_rate"] < s["min_pass_rate"]:
-            out.append(words("blocks_rate", suite=s["suite"], rate=f"{s['pass_rate']:.2%}", min=f"{s['min_pass_rate']:.2%}"))
+            out.append(words("blocks_rate", suite=s["suite"], rate=pass_rate_text(s["pass_rate"], s),
+                             min=f"{s['min_pass_rate']:.2%}"))  # the rate with its 95 % interval (statistics.md)
         out += held_blocks(run, s)
     if gate.get("fail_under") is not None and gate["pass_rate"] is not None and gate["pass_rate"] < gate["fail_under"]:
-        out.append(words("blocks_run_rate", rate=f"{gate['pass_rate']:.2%}", min=f"{gate['fail_under']:.2%}"))
+        out.append(words("blocks_run_rate", rate=pass_rate_text(gate["pass_rate"], gate), min=f"{gate['fail_under']:.2%}"))
     if gate["exit_code"] == 3:
         out += [words("blocks_errors", suite=s["suite"], n=s["errors"], max=s["max_errors"])
                 for s in gate["suites"] if s.get("errors_exceeded")]

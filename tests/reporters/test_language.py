@@ -199,7 +199,7 @@ def test_reports_open_with_what_blocks_the_release(fixed_run: dict[str, Any]) ->
     assert md[3] == "### ⛔ 阻断发布"
     assert md[5:8] == ["- 关键规则失败：不泄露手机号 (no-phone @ shop-bot)",
                        "- SLA 未达标：sla: recall @ shop-bot: at 3: 0.67 &lt; 0.80; at 5: 0.00 &lt; 0.80",
-                       "- shop.yaml：通过率 25.00% &lt; 100.00%"]
+                       "- shop.yaml：通过率 25% (5–70%, n=4) &lt; 100.00%"]
     page = render_html(fixed_run, lang="en")
     assert page.index("Blocks the release") < page.index('id="counts"') < page.index("Failures first")
 
