@@ -17,7 +17,7 @@ import jmespath
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.core.jsondiff import same
-from evalspec.extend.check import Check, Evidence, GradingContext, Reply, say, snippet
+from evalspec.extend.check import Check, Evidence, GradingContext, Reply, Said, say, snippet
 from evalspec.extend.params import UNSET, Key, Keywords, Option, Regex
 from evalspec.extend.patterns import search
 from evalspec.extend.registry import assertion
@@ -101,8 +101,14 @@ def state_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
     """A JMESPath expression over the bot's state after the turn is truthy (or equals, matches, is in, exists)."""
     p: StateParams = spec.params
     found = state_value(p.path, state_of(turn_message(reply, ctx, "state"), reply.turn))
+    return value_check(p.path, found, p, reply.turn)
+
+
+def value_check(path: str, found: Any, p: Any, turn: int | None, extra: tuple[bool, Said] | None = None) -> Check:
+    """The verdict of a path's value against one comparison of `p` (`equals`, `matches`, `in`, `exists`, else
+    truthy), for state and world checks alike; `extra`: a comparison of the caller's own, when it gave one."""
     value = shown(found)
-    said = f"{p.path} = {value}"
+    said = f"{path} = {value}"
     if p.equals is not UNSET:
         passed, expected = same(found, p.equals), say("state_expected", value=shown(p.equals))
     elif p.matches is not None:
@@ -113,10 +119,12 @@ def state_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
     elif p.exists is not None:
         passed = (found is not None) is p.exists
         expected = say("state_should_exist" if p.exists else "state_should_not_exist")
+    elif extra is not None:
+        passed, expected = extra
     else:
         passed, expected = truthy(found), say("state_not_true")
     return Check.of(passed, say("as_is", text=said) if passed else say("state_failed", said=said, expected=expected),
-                    [Evidence(reply.turn, snippet(said))])
+                    [Evidence(turn, snippet(said))])
 
 
 def button_titles(message: Mapping[str, Any], turn: int | None) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from evalspec.assertions.graded import JUDGE_SYSTEM, format_transcript
-from evalspec.assertions.state import compiled, shown, truthy
+from evalspec.assertions.state import compiled, shown, value_check
 from evalspec.config.model import AssertionSpec
 from evalspec.config.world import WorldFileProblem, read_json_object
 from evalspec.core.errors import GradingError, ProviderError
@@ -81,24 +81,9 @@ def world_check(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A JMESPath expression over the final world is truthy (or equals, matches, is in, exists, contains)."""
     p: WorldParams = spec.params
     found = compiled(p.path).search(dict(world_of(ctx, "world").final))
-    value = shown(found)
-    said = f"{p.path} = {value}"
-    if p.equals is not UNSET:
-        passed, expected = same(found, p.equals), say("state_expected", value=shown(p.equals))
-    elif p.matches is not None:
-        passed, expected = (found is not None and search(p.matches, value) is not None,
-                            say("state_no_match", pattern=p.matches))
-    elif p.in_ is not None:
-        passed, expected = any(same(found, v) for v in p.in_), say("state_not_in", values=shown(p.in_))
-    elif p.exists is not None:
-        passed = (found is not None) is p.exists
-        expected = say("state_should_exist" if p.exists else "state_should_not_exist")
-    elif p.contains is not UNSET:
-        passed, expected = _contains(found, p.contains), say("world_no_contain", value=shown(p.contains))
-    else:
-        passed, expected = truthy(found), say("state_not_true")
-    return Check.of(passed, say("as_is", text=said) if passed else say("state_failed", said=said, expected=expected),
-                    [Evidence(None, snippet(said))])
+    extra = None if p.contains is UNSET else (_contains(found, p.contains),
+                                              say("world_no_contain", value=shown(p.contains)))
+    return value_check(p.path, found, p, None, extra)
 
 
 # -- the whole world --------------------------------------------------------------------------------
