@@ -19,53 +19,6 @@ import click
 
 from evalspec.core.exitcodes import ExitCode
 
-#: the fixed words of `plan`, per language (SPEC §21: the command speaks the team's language)
-WORDS: dict[str, dict[str, str]] = {
-    "en": {
-        "planned": "planned: {instances} × {repeats} = {conversations} ({pairs} paired against a baseline)",
-        "instances": "{n} instances", "instance": "{n} instance",
-        "repeats": "{n} repeats", "repeat": "{n} repeat", "repeats_range": "{lo}–{hi} repeats",
-        "conversations": "{n} conversations", "conversation": "{n} conversation",
-        "drop": "smallest drop of the pass rate the paired test detects: {drop} (power {power}, one-sided α {alpha})",
-        "drop_none": "smallest drop of the pass rate the paired test detects: — (too few pairs)",
-        "noise_base": "discordance: an instance's verdict flips between two runs {noise} of the time "
-                      "(its pass chance from the baseline's repeats, at the planned repeats), plus the drop",
-        "noise_assumed": "discordance: assumed 2 × the drop",
-        "noise_missing": "discordance: assumed 2 × the drop (the baseline has no repeated verdict of this suite)",
-        "enough": "to detect a drop of {detect}: {needed} instances needed, {pairs} planned — enough",
-        "need": "to detect a drop of {detect}: {needed} instances needed, {pairs} planned — add {more} "
-                "(more repeats add no pair)",
-        "need_none": "to detect a drop of {detect}: {needed} instances needed; the suite plans no gated conversation",
-        "with_repeats": "  with {repeats} per test: verdicts flip {noise} of the time, {needed} instances needed",
-        "red_lines": "critical rules (the bound if no planned conversation breaches):",
-        "red_line": "  {rule} ({where}): breach rate < {upper} (95%) over {n}",
-        "red_line_none": "  {rule} ({where}): — (no planned conversation)",
-        "no_red_lines": "critical rules: none",
-        "points": "{n} percentage points",
-    },
-    "zh": {
-        "planned": "计划：{instances} × {repeats} = {conversations}（与基线配对 {pairs} 个实例）",
-        "instances": "{n} 个实例", "instance": "{n} 个实例",
-        "repeats": "重复 {n} 次", "repeat": "重复 {n} 次", "repeats_range": "重复 {lo}–{hi} 次",
-        "conversations": "{n} 段对话", "conversation": "{n} 段对话",
-        "drop": "配对检验能检出的最小通过率下降：{drop}（检验力 {power}，单侧 α {alpha}）",
-        "drop_none": "配对检验能检出的最小通过率下降：—（配对太少）",
-        "noise_base": "不一致率：同一实例的结论在两次运行间翻转的比例 {noise}（按基线重复结果估计单次通过概率，"
-                      "按计划的重复次数合并），再加上下降幅度",
-        "noise_assumed": "不一致率：假定为下降幅度的 2 倍",
-        "noise_missing": "不一致率：假定为下降幅度的 2 倍（基线中本套件没有重复运行的结论）",
-        "enough": "检出下降 {detect}：需要 {needed} 个实例，计划 {pairs} 个 —— 足够",
-        "need": "检出下降 {detect}：需要 {needed} 个实例，计划 {pairs} 个 —— 还需增加 {more}（增加重复次数不增加配对）",
-        "need_none": "检出下降 {detect}：需要 {needed} 个实例；本套件没有计入门禁的对话",
-        "with_repeats": "  每个测试{repeats}：结论翻转 {noise}，需要 {needed} 个实例",
-        "red_lines": "关键规则（计划的对话都未违反时能给出的上界）：",
-        "red_line": "  {rule}（{where}）：违规率 < {upper}（95%），共 {n}",
-        "red_line_none": "  {rule}（{where}）：—（没有计划的对话）",
-        "no_red_lines": "关键规则：无",
-        "points": "{n} 个百分点",
-    },
-}
-
 
 def _same_file(a: str, b: str) -> bool:
     return a == b or Path(a).resolve() == Path(b).resolve()
@@ -193,16 +146,14 @@ def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, dete
 
 
 def _count(key: str, n: int) -> str:
-    from evalspec.reporters.catalogue import current
-
-    one, many = WORDS[current()][key], WORDS[current()][key + "s"]
-    return (one if n == 1 else many).format(n=f"{n:,}")
+    return _w(key if n == 1 else key + "s", n=f"{n:,}")
 
 
 def _w(key: str, **fields: Any) -> str:
-    from evalspec.reporters.catalogue import current
+    """A word of `plan` in the language being spoken (the catalogue's `plan_` keys)."""
+    from evalspec.reporters.catalogue import words
 
-    return WORDS[current()][key].format(**fields)
+    return words("plan_" + key, **fields)
 
 
 def _points(x: float | None) -> str:
