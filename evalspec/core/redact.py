@@ -121,22 +121,29 @@ def mask_query(text: str) -> str:
     return text
 
 
+def _leaves(config: Any, under_secret: bool = False) -> Iterator[tuple[Any, bool]]:
+    """Every leaf value of a configuration, and whether it stands under a credential-named key at any depth."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            yield from _leaves(value, under_secret or is_secret_name(str(key)))
+    elif isinstance(config, list):
+        for item in config:
+            yield from _leaves(item, under_secret)
+    else:
+        yield config, under_secret
+
+
 def config_secrets(config: Any, secrets: set[str], under_secret: bool = False) -> None:
     """Every secret of one configuration (a provider's, a judge's, an `http:` or `rasa:` mapping): each
     value at any depth under a credential-named key, and each credential parameter of a URL in it."""
-    if isinstance(config, dict):
-        for key, value in config.items():
-            config_secrets(value, secrets, under_secret or is_secret_name(str(key)))
-    elif isinstance(config, list):
-        for item in config:
-            config_secrets(item, secrets, under_secret)
-    elif isinstance(config, str):
-        secrets.update(query_secrets(config))
-        if under_secret and config and not _is_template(config):
-            secrets.add(config)
-            secrets.update(_credential_parts(config))
-    elif under_secret and isinstance(config, (int, float)) and not isinstance(config, bool):
-        secrets.add(str(config))  # `password: 123456` is a number to YAML
+    for value, secret in _leaves(config, under_secret):
+        if isinstance(value, str):
+            secrets.update(query_secrets(value))
+            if secret and value and not _is_template(value):
+                secrets.add(value)
+                secrets.update(_credential_parts(value))
+        elif secret and isinstance(value, (int, float)) and not isinstance(value, bool):
+            secrets.add(str(value))  # `password: 123456` is a number to YAML
 
 
 def _credential_parts(value: str) -> set[str]:
@@ -175,16 +182,11 @@ def collect_written_secrets(value: Any, secrets: set[str], in_config: bool = Fal
 _TEMPLATE_NAME = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _secret_templates(config: Any, names: set[str], under_secret: bool = False) -> None:
+def _secret_templates(config: Any, names: set[str]) -> None:
     """The variables named by templates under credential-named keys (`X-Api-Token: "{{ token }}"`)."""
-    if isinstance(config, dict):
-        for key, value in config.items():
-            _secret_templates(value, names, under_secret or is_secret_name(str(key)))
-    elif isinstance(config, list):
-        for item in config:
-            _secret_templates(item, names, under_secret)
-    elif under_secret and isinstance(config, str):
-        names.update(_TEMPLATE_NAME.findall(config))
+    for value, secret in _leaves(config):
+        if secret and isinstance(value, str):
+            names.update(_TEMPLATE_NAME.findall(value))
 
 
 def suite_secrets(data: Any, secrets: set[str], cli_vars: Mapping[str, Any] | None = None) -> None:
