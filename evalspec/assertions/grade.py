@@ -17,7 +17,7 @@ from evalspec.config.model import SELECT_BEST, AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, WorldView, resolve_turn
 from evalspec.extend.patterns import REGEX_TIMEOUT_S
-from evalspec.extend.registry import model_needed
+from evalspec.extend.registry import model_needed, resolve_type
 from evalspec.extend.transcript import Message
 
 
@@ -78,8 +78,6 @@ def broken_for_good(spec: AssertionSpec) -> bool:
     never hides a failure, docs/en/reports-and-gate.md#errors-and-failures): `not-before`, `not-after`,
     `at-most`, and a `not-` text check (a pattern found stays found). Their passes on a prefix decide
     nothing; `within`, positive checks and judges are left to the error."""
-    from evalspec.extend.registry import resolve_type
-
     if spec.type in _BROKEN_FOR_GOOD and not spec.negate:
         return True
     resolved = resolve_type(spec.name)
