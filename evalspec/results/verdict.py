@@ -158,6 +158,18 @@ class Verdict:
         return (self.n, self.passed) if self.n >= 2 and not self.reduce else None
 
 
+def rule_passes(passed: int, repeats: int, rule: str | float) -> bool:
+    """Whether `passed` of `repeats` plays make a passing verdict under the repeat rule: all, majority (more
+    than half), any, or a share of the plays."""
+    if rule == "all":
+        return passed == repeats
+    if rule == "majority":
+        return passed * 2 > repeats
+    if rule == "any":
+        return passed > 0
+    return passed / repeats >= float(rule)
+
+
 def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> tuple[str, int, float, bool]:
     """(status, passed count, pass rate, pass^k) for one instance's repeats under the pass rule.
 
@@ -173,14 +185,7 @@ def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> 
         return "error", ok, rate, False
     if not statuses:
         return "skipped", 0, 0.0, False
-    if rule == "all":
-        passed = ok == n
-    elif rule == "majority":
-        passed = ok * 2 > n
-    elif rule == "any":
-        passed = ok > 0
-    else:
-        passed = rate >= float(rule)
+    passed = rule_passes(ok, n, rule)
     xfail = any(r.get("xfail") for r in records)
     if xfail:
         return ("xpassed" if passed else "xfailed"), ok, rate, ok == n

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from evalspec.core.exitcodes import ExitCode
+from evalspec.results.verdict import rule_passes
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -46,15 +47,6 @@ def verdict_pass_chance(p: float, repeats: int, rule: str | float) -> float:
     return sum(math.comb(repeats, i) * p ** i * (1 - p) ** (repeats - i) for i in range(max(0, least), repeats + 1))
 
 
-def _passes(passed: int, repeats: int, rule: str | float) -> bool:
-    """Whether `passed` of `repeats` plays make a passing verdict under the repeat rule (as verdict.py)."""
-    if rule == "all":
-        return passed == repeats
-    if rule == "any":
-        return passed > 0
-    return passed * 2 > repeats if rule == "majority" else passed / repeats >= float(rule)
-
-
 def verdict_flip(n: int, c: int, repeats: int, rule: str | float) -> float:
     """The chance that an instance's verdict differs between two runs of `repeats` plays each, c of its n
     baseline plays having passed. With n ≥ 2 × repeats: the chance that two runs drawn from those n plays
@@ -67,7 +59,7 @@ def verdict_flip(n: int, c: int, repeats: int, rule: str | float) -> float:
     for x in range(max(0, repeats - fails), min(c, repeats) + 1):  # x passes in the first run's plays
         first = math.comb(c, x) * math.comb(fails, repeats - x)
         for y in range(max(0, repeats - (fails - repeats + x)), min(c - x, repeats) + 1):
-            if _passes(x, repeats, rule) != _passes(y, repeats, rule):
+            if rule_passes(x, repeats, rule) != rule_passes(y, repeats, rule):
                 differ += first * math.comb(c - x, y) * math.comb(fails - repeats + x, repeats - y)
     return differ / ways
 
