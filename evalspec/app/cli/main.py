@@ -61,8 +61,8 @@ def _file_and_line(problem: Problem) -> tuple[str, int]:
 
 
 def files_lang(paths: list[str], override: str | None) -> str:
-    """The language of a command over suite files that may not load (`validate`): `--lang`, else a
-    `lang: zh|en` line, else EVALSPEC_LANG, else the files' `user:` lines, else the system locale."""
+    """The language of a command over suite files that may not load (`validate`): `choose_lang` given
+    the files' first `lang: zh|en` line and their `user:` lines, read as text."""
     import regex
 
     from evalspec.reporters.catalogue import choose_lang
@@ -75,7 +75,7 @@ def files_lang(paths: list[str], override: str | None) -> str:
             continue
         declared = declared or next(iter(regex.findall(r"(?m)\blang:\s*['\"]?(zh|en)\b", text)), None)
         texts += regex.findall(r"(?m)^[\s-]*user:\s*(.+)$", text)
-    return choose_lang(None, override or declared, texts=texts)
+    return choose_lang(None, override, declared=declared, texts=texts)
 
 
 def _parse_vars(pairs: tuple[str, ...]) -> dict[str, Any]:
