@@ -137,8 +137,9 @@ class RunCommand:
         sys.exit(result.exit_code)
 
     def _prepared(self, guard: PlayGuard | None) -> tuple[list[Suite], Plan]:
-        """The same checks as `validate`, then the run's own (exit 2 on any); a plugin that changed directory
-        while it was loaded leaves the working directory as it was."""
+        """The same checks as `validate`, then the run's own (exit 2 on any). User code that changes directory
+        while it is loaded (a plugin, a python provider) or while it judges leaves the working directory as it
+        was: the output paths are checked where the command was started."""
         from evalspec.app.api import expand_paths
         from evalspec.plan.preflight import prepare
 
@@ -146,10 +147,11 @@ class RunCommand:
             with kept_cwd():
                 suites, plan = prepare(expand_paths(list(self.paths) or ["suites/*.yaml"]), self.cli_vars,
                                        self.selection)
-                if self.transcripts and not any(s.transcripts is not None for s in suites):
-                    raise ConfigError([Problem("--transcripts", None, "", "no suite has 'transcripts:' to replace")])
-                _check_writable(self.written_to)
-                if self.check_judges:  # docs/en/judges.md#examples-of-judged-rules
+            if self.transcripts and not any(s.transcripts is not None for s in suites):
+                raise ConfigError([Problem("--transcripts", None, "", "no suite has 'transcripts:' to replace")])
+            _check_writable(self.written_to)
+            if self.check_judges:  # docs/en/judges.md#examples-of-judged-rules
+                with kept_cwd():
                     _check_judges(suites, None if self.no_cache else Path(".evalspec/cache").absolute())
         except ConfigError as exc:
             if guard is not None:  # in the watched child: reported here, its exit code goes to the parent
