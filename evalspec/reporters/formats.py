@@ -60,11 +60,12 @@ FORMATS: tuple[ReportFormat, ...] = (
 )
 
 
-def write_reports(data: dict[str, Any], paths: Mapping[str, str], settings: ReportSettings) -> dict[str, str]:
-    """Each report asked for (`paths`: format name → file) → {format name: file}, in `FORMATS` order; an
+def write_reports(data: dict[str, Any], paths: Mapping[str, str], settings: ReportSettings,
+                  formats: tuple[ReportFormat, ...] = FORMATS) -> dict[str, str]:
+    """Each report asked for (`paths`: format name → file) → {format name: file}, in the table's order; an
     OSError names the report it was writing (a failed write names no file)."""
     written = {}
-    for report in FORMATS:
+    for report in formats:
         raw = paths.get(report.name)
         if not raw:
             continue
