@@ -14,7 +14,7 @@ import sys
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import click
 
@@ -73,6 +73,12 @@ def verdict_discordance(instances: Iterable[tuple[int, int, int, str | float]]) 
     return sum(flips) / len(flips) if flips else None
 
 
+class _RedLine(TypedDict):
+    rule: str
+    where: str  # FILE:LINE
+    n: int  # the planned conversations that check it
+
+
 @dataclass
 class _Planned:
     """What a suite plans: its instances (test, provider), the gated ones with their planned repeats and
@@ -83,7 +89,7 @@ class _Planned:
     gated: dict[tuple[str, str], tuple[int, str | float]] = field(default_factory=dict)
     repeats: list[int] = field(default_factory=list)
     conversations: int = 0
-    rules: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    rules: dict[Any, _RedLine] = field(default_factory=dict)
 
 
 def _planned(suite: Any, selection: Any) -> _Planned:
@@ -131,8 +137,6 @@ def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, dete
 
     planned = _planned(suite, selection)
     gated, repeats = planned.gated, planned.repeats
-    for rule in planned.rules.values():
-        rule["upper"] = stats.clopper_pearson_upper(0, rule["n"])
     pairs = len(gated)
     seen = _repeated_verdicts(baseline, suite, gated)
 
@@ -156,7 +160,7 @@ def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, dete
         "detectable_drop": stats.detectable_drop(pairs, alpha, power, noise),
         "needed": {"detect": detect, "instances": needed, "enough": pairs >= needed},
         "with_repeats": with_repeats,
-        "red_lines": list(planned.rules.values()),
+        "red_lines": [{**rule, "upper": stats.clopper_pearson_upper(0, rule["n"])} for rule in planned.rules.values()],
     }
 
 
