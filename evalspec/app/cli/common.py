@@ -10,7 +10,6 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -79,24 +78,6 @@ def config_error(exc: ConfigError) -> NoReturn:
 
 def file_and_line(problem: Problem) -> tuple[str, int]:
     return str(problem.file), problem.line or 0
-
-
-def files_lang(paths: list[str], override: str | None) -> str:
-    """The language of a command over suite files that may not load (`validate`): `choose_lang` given
-    the files' first `lang: zh|en` line and their `user:` lines, read as text."""
-    import regex
-
-    from evalspec.reporters.catalogue import choose_lang
-
-    texts, declared = [], None
-    for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        declared = declared or next(iter(regex.findall(r"(?m)\blang:\s*['\"]?(zh|en)\b", text)), None)
-        texts += regex.findall(r"(?m)^[\s-]*user:\s*(.+)$", text)
-    return choose_lang(None, override, declared=declared, texts=texts)
 
 
 def parse_vars(pairs: tuple[str, ...]) -> dict[str, str | int | float]:

@@ -9,8 +9,26 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from evalspec.app.cli.common import config_error, count, err_console, file_and_line, files_lang, parse_vars
+from evalspec.app.cli.common import config_error, count, err_console, file_and_line, parse_vars
 from evalspec.core.errors import ConfigError
+
+
+def files_lang(paths: list[str], override: str | None) -> str:
+    """The language of a command over suite files that may not load (`validate`): `choose_lang` given
+    the files' first `lang: zh|en` line and their `user:` lines, read as text."""
+    import regex
+
+    from evalspec.reporters.catalogue import choose_lang
+
+    texts, declared = [], None
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        declared = declared or next(iter(regex.findall(r"(?m)\blang:\s*['\"]?(zh|en)\b", text)), None)
+        texts += regex.findall(r"(?m)^[\s-]*user:\s*(.+)$", text)
+    return choose_lang(None, override, declared=declared, texts=texts)
 
 
 @click.command()
