@@ -8,6 +8,11 @@ from typing import Any, Literal
 
 from evalspec.config.paths import LineMap, PathKey
 
+# a provider's spec is the contract a provider kind's builder receives: it lives in extend (extend/kinds.py)
+from evalspec.extend.kinds import ProviderSpec as ProviderSpec
+from evalspec.extend.kinds import describe_history as describe_history
+from evalspec.extend.kinds import is_stateful
+
 Severity = Literal["critical", "major", "minor"]
 # the one check decided across a test's records, not on one transcript (`play.compare`)
 SELECT_BEST = "select-best"
@@ -85,42 +90,6 @@ class TurnSpec:
 class RepeatSpec:
     n: int = 1
     rule: str | float = "all"  # all | majority | any | a fraction
-
-
-@dataclass
-class ProviderSpec:
-    """A system under test (or judge / simulator / embedder)."""
-
-    id: str
-    kind: str  # a registered provider kind: python, model, http or a plugin's
-    config: dict[str, Any]
-    where: PathKey = ()
-    max_concurrency: int | None = None
-    rpm: float | None = None
-
-    @property
-    def stateful(self) -> bool:
-        """The system keeps the conversation itself: only the new message is sent (its kind decides)."""
-        from evalspec.extend.kinds import is_stateful
-
-        return is_stateful(self.config, self.kind)
-
-    def redacted(self, secrets: set[str]) -> dict[str, Any]:
-        """The configuration as outputs show it, every secret masked where it stands and wherever it
-        reappears (docs/en/suite-format.md#secrets)."""
-        from evalspec.core.redact import mask_config
-
-        out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
-        out.update({k: v for k, v in self.config.items() if k != self.kind})
-        from evalspec.extend.kinds import takes_history
-
-        if takes_history(self.kind):
-            out["context"] = describe_history(self.config.get("history"))
-        if self.kind == "model" and self.config.get("system"):
-            import hashlib
-
-            out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
-        return dict(mask_config(out, secrets))
 
 
 @dataclass
@@ -288,8 +257,6 @@ def describe_provider(config: dict[str, Any]) -> str:
         return " · ".join(parts)
     if "http" in config:
         http = config["http"] or {}
-        from evalspec.extend.kinds import is_stateful
-
         return f"http {http.get('url')}" + (" (stateful)" if is_stateful(config, "http") else "")
     if "rasa" in config and isinstance(config["rasa"], dict):
         return f"rasa {config['rasa'].get('url')}"
@@ -297,14 +264,3 @@ def describe_provider(config: dict[str, Any]) -> str:
         kind = next((k for k in config if k != "id"), "?")
         return f"{kind} {config.get(kind)}"
     return f"python {config.get('python')}" + (f" · history {config['context']}" if config.get("context", "full") != "full" else "")
-
-
-def describe_history(history: Any) -> str:
-    """`full`, `window 4`, `summary 2 by openai/gpt-4o-mini`: a provider's context strategy in a few words."""
-    if not isinstance(history, dict) or history.get("mode", "full") == "full":
-        return "full"
-    text = f"{history['mode']} {history.get('turns')}"
-    model = history.get("model")
-    if isinstance(model, dict):
-        model = model.get("model") or model.get("python") or model.get("id")
-    return text + (f" by {model}" if model else "")

@@ -15,18 +15,92 @@ parser and schema (which read names, schemas and config checks) stand before the
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from evalspec.config.model import ProviderSpec, Suite
-    from evalspec.extend.provider import Provider
+from evalspec.core.redact import mask_config
+from evalspec.extend.provider import Provider
 
-Builder = Callable[["ProviderSpec", "Suite"], "Provider"]
-Preflight = Callable[["ProviderSpec", "Suite"], list[str]]
-Prepare = Callable[["ProviderSpec"], None]
+
+# -- the builder's contract: what a provider kind is given ------------------------------------------------
+@dataclass
+class ProviderSpec:
+    """A system under test (or judge / simulator / embedder): what a kind's builder is given."""
+
+    id: str
+    kind: str  # a registered provider kind: python, model, http or a plugin's
+    config: dict[str, Any]
+    where: tuple[str | int, ...] = ()  # the suite's key path of the provider mapping (config.paths.PathKey)
+    max_concurrency: int | None = None
+    rpm: float | None = None
+
+    @property
+    def stateful(self) -> bool:
+        """The system keeps the conversation itself: only the new message is sent (its kind decides)."""
+        return is_stateful(self.config, self.kind)
+
+    def redacted(self, secrets: set[str]) -> dict[str, Any]:
+        """The configuration as outputs show it, every secret masked where it stands and wherever it
+        reappears (docs/en/suite-format.md#secrets)."""
+        out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
+        out.update({k: v for k, v in self.config.items() if k != self.kind})
+        if takes_history(self.kind):
+            out["context"] = describe_history(self.config.get("history"))
+        if self.kind == "model" and self.config.get("system"):
+            out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
+        return dict(mask_config(out, secrets))
+
+
+def describe_history(history: object) -> str:
+    """`full`, `window 4`, `summary 2 by openai/gpt-4o-mini`: a provider's context strategy in a few words."""
+    if not isinstance(history, dict) or history.get("mode", "full") == "full":
+        return "full"
+    text = f"{history['mode']} {history.get('turns')}"
+    model = history.get("model")
+    if isinstance(model, dict):
+        model = model.get("model") or model.get("python") or model.get("id")
+    return text + (f" by {model}" if model else "")
+
+
+class ToolView(Protocol):
+    """One of the suite's `tools:` as a builder sees it (config.model.ToolSpec)."""
+
+    def definition(self) -> dict[str, Any]: ...
+
+
+class TestView(Protocol):
+    """A test as a builder sees it (config.model.TestSpec)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def providers(self) -> Collection[str] | None: ...
+    @property
+    def vars(self) -> Mapping[str, Any]: ...
+    @property
+    def matrix(self) -> Mapping[str, Any]: ...
+
+
+class SuiteView(Protocol):
+    """The suite a provider is built for, as its kind's builder and preflight see it (config.model.Suite)."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def vars(self) -> dict[str, Any]: ...  # handed on to the provider, which renders with it
+    @property
+    def tests(self) -> Sequence[TestView]: ...
+    @property
+    def tools(self) -> Sequence[ToolView]: ...
+
+
+Builder = Callable[[ProviderSpec, SuiteView], Provider]
+Preflight = Callable[[ProviderSpec, SuiteView], list[str]]
+Prepare = Callable[[ProviderSpec], None]
 # config-time problems of one provider mapping: (key path under the provider, message)
 ConfigCheck = Callable[[dict[str, Any]], list[tuple[tuple[str, ...], str]]]
 
@@ -35,7 +109,7 @@ BUILTIN = {"python": "evalspec.providers.python_provider", "model": "evalspec.pr
            "http": "evalspec.providers.http_provider", "rasa": "evalspec.providers.rasa_provider"}
 
 
-def _no_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
+def _no_problems(spec: ProviderSpec, suite: SuiteView) -> list[str]:
     return []
 
 
