@@ -12,6 +12,10 @@ Fields marked `Option` are the type's own sibling keys (`fuzzy: false` beside `m
 Schema keywords (minimum, description, ...); `Key("not")` names a YAML key that is no Python name.
 A field typed `X | None = None` is a key that may be left out; a field typed `Regex` is a regex
 checked at load time, one typed `TurnRef` a turn number or label checked against the conversation.
+
+The suite's own shape (`config.nodes`) is written the same way, as TypedDicts: a TypedDict is an object
+with no other keys, its keys in declaration order, those marked `REQUIRED` required; `Ref("name")` is a
+`$ref` to a shared definition and `Exactly(schema)` a schema written out where the type says less.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import functools
 import operator
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, is_typeddict
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: type hints that carry it must hash
@@ -54,6 +59,21 @@ class Marker:
     name: str
 
 
+@dataclass(frozen=True)
+class Ref:
+    """The key's schema is a `$ref` to the shared definition `name` (`#/$defs/NAME`)."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Exactly:
+    """The key's schema, written out where the Python type says less (one built by a registry)."""
+
+    schema: dict[str, Any]
+
+
+REQUIRED = Marker("required")  # a TypedDict key the schema requires (the keys stay optional to the type checker)
 REGEX = Marker("regex")
 TURN_REF = Marker("turn reference")
 Regex = Annotated[str, REGEX]
@@ -76,7 +96,8 @@ UNSET: Any = _Unset()  # the default of a key whose absence differs from any val
 
 _SIMPLE: dict[Any, dict[str, Any]] = {str: {"type": "string"}, int: {"type": "integer"},
                                       float: {"type": "number"}, bool: {"type": "boolean"},
-                                      type(None): {"type": "null"}, Any: {}}
+                                      type(None): {"type": "null"}, Any: {},
+                                      object: {}}
 
 
 def _split(hint: Any) -> tuple[Any, list[Any]]:
@@ -96,9 +117,14 @@ def type_schema(hint: Any) -> dict[str, Any]:
     """The JSON Schema of one type hint (str, int, float, bool, list[X], dict[str, X], unions, Literal,
     dataclasses, Annotated with Keywords)."""
     base, meta = _split(hint)
-    out = _base_schema(base)
+    written = any(isinstance(m, (Ref, Exactly)) for m in meta)
+    out = {} if written else _base_schema(base)
     for m in meta:
-        if isinstance(m, Keywords):
+        if isinstance(m, Ref):
+            out = {"$ref": f"#/$defs/{m.name}"}
+        elif isinstance(m, Exactly):
+            out = dict(m.schema)
+        elif isinstance(m, Keywords):
             out.update(m.keywords)
     return out
 
@@ -106,15 +132,17 @@ def type_schema(hint: Any) -> dict[str, Any]:
 def _base_schema(hint: Any) -> dict[str, Any]:
     if hint in _SIMPLE:
         return dict(_SIMPLE[hint])
+    if is_typeddict(hint):
+        return typeddict_schema(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Literal:
         return {"const": args[0]} if len(args) == 1 else {"enum": list(args)}
     if _is_union(hint):
         return _union_schema(args)
-    if origin in (list, tuple, set, frozenset):
-        return {"type": "array", "items": type_schema(args[0])} if args else {"type": "array"}
-    if origin is dict or hint is dict:
-        if not args or args[1] is Any:
+    if origin in (list, tuple, set, frozenset):  # list[object]: any items, none written
+        return {"type": "array", "items": type_schema(args[0])} if args and args[0] is not object else {"type": "array"}
+    if origin in (dict, Mapping) or hint is dict:
+        if not args or args[1] in (Any, object):
             return {"type": "object"}
         return {"type": "object", "additionalProperties": type_schema(args[1])}
     if hint is list:
@@ -122,6 +150,20 @@ def _base_schema(hint: Any) -> dict[str, Any]:
     if dataclasses.is_dataclass(hint):
         return params_schema(hint)
     raise TypeError(f"no JSON Schema for the type {hint!r}: use str, int, float, bool, list, dict, Literal")
+
+
+def typeddict_properties(cls: Any) -> dict[str, dict[str, Any]]:
+    """A TypedDict's keys and their schemas, in declaration order."""
+    return {key: type_schema(hint) for key, hint in typing.get_type_hints(cls, include_extras=True).items()}
+
+
+def typeddict_schema(cls: Any) -> dict[str, Any]:
+    """A TypedDict -> an object schema with no other keys, the keys marked `REQUIRED` required."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out: dict[str, Any] = {"type": "object", "properties": typeddict_properties(cls), "additionalProperties": False}
+    if required := [key for key, hint in hints.items() if REQUIRED in _split(hint)[1]]:
+        out["required"] = required
+    return out
 
 
 def _union_schema(args: tuple[Any, ...]) -> dict[str, Any]:
