@@ -8,6 +8,7 @@ loader, whose messages are sharper than a JSON Schema's `oneOf` errors.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from evalspec.config.nodes import (
@@ -22,21 +23,27 @@ from evalspec.config.nodes import (
     TurnNode,
 )
 from evalspec.extend.kinds import provider_kinds
-from evalspec.extend.params import type_schema, typeddict_properties
+from evalspec.extend.params import JsonSchema, type_schema, typeddict_properties
 from evalspec.extend.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 
 SCHEMA_ID = "https://evalspec.dev/schema/suite.schema.json"
 
 
-def _obj(properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+def _obj(properties: Mapping[str, object], required: list[str] | None = None, **extra: Any) -> JsonSchema:
+    out: JsonSchema = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
         out["required"] = required
     out.update(extra)
     return out
 
 
-def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, Any]:
+def provider_keys() -> set[str]:
+    """Every key a provider mapping may hold: its own and each registered kind's."""
+    kinds = provider_kinds()
+    return {*ProviderNode.__annotations__, *kinds, *(key for kind in kinds.values() for key in kind.keys)}
+
+
+def provider_schema(for_validation: bool, needs_id: bool = True) -> JsonSchema:
     """A provider mapping: its id, each registered kind's key and the keys the kinds read (from the
     kind registry), then the keys every provider has (`nodes.ProviderNode`)."""
     kinds = provider_kinds()
@@ -52,19 +59,19 @@ def provider_schema(for_validation: bool, needs_id: bool = True) -> dict[str, An
     return schema
 
 
-def assertion_schema(for_validation: bool) -> dict[str, Any]:
+def assertion_schema(for_validation: bool) -> JsonSchema:
     if for_validation:
         return {"type": "object"}
     load_installed_plugins()
     common = {key: {"$ref": f"#/$defs/assertion_{key}"} for key in COMMON_KEYS if key not in ("type", "value")}
     names = sorted(REGISTRY)
-    all_options: dict[str, Any] = {}
+    all_options: JsonSchema = {}
     for name in sorted(REGISTRY):
         all_options.update(REGISTRY[name].options)
     negatable = [n for n in names if not n.startswith("not-")]  # `not-tool-called` is a type of its own
     full = _obj({"type": {"enum": names + [f"not-{n}" for n in negatable]}, "value": {}, **common, **all_options},
                 ["type"], title="full form")
-    forms: list[dict[str, Any]] = [full]
+    forms: list[JsonSchema] = [full]
     for name in names:
         t = REGISTRY[name]
         for written in (name, f"not-{name}") if name in negatable else (name,):
@@ -73,10 +80,10 @@ def assertion_schema(for_validation: bool) -> dict[str, Any]:
     return {"anyOf": forms}
 
 
-def assertion_defs() -> dict[str, Any]:
+def assertion_defs() -> JsonSchema:
     """Shared pieces of the assertion forms, referenced to keep the schema small."""
     load_installed_plugins()
-    defs = {f"assertion_{key}": schema for key, schema in typeddict_properties(AssertionKeys).items()}
+    defs: JsonSchema = {f"assertion_{key}": schema for key, schema in typeddict_properties(AssertionKeys).items()}
     for name, t in sorted(REGISTRY.items()):
         value = dict(t.value_schema)
         value.setdefault("description", t.doc)
@@ -84,21 +91,21 @@ def assertion_defs() -> dict[str, Any]:
     return defs
 
 
-def fragment_schema() -> dict[str, Any]:
+def fragment_schema() -> JsonSchema:
     """A file an `include:` turn splices (docs/en/suite-format.md#include): its `conversation:` and the
     `vars:` it defaults."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **type_schema(FragmentNode),
             "$defs": suite_schema(for_validation=True)["$defs"]}
 
 
-def turn_schema(for_validation: bool) -> dict[str, Any]:
+def turn_schema(for_validation: bool) -> JsonSchema:
     schema = type_schema(TurnNode)
     if not for_validation:
         schema["oneOf"] = [{"required": [k]} for k in ("user", "click", "filler", "assistant", "include")]
     return schema
 
 
-def transcript_entry_schema(for_validation: bool) -> dict[str, Any]:
+def transcript_entry_schema(for_validation: bool) -> JsonSchema:
     """One entry of a recorded conversation held inline (`transcript:`, docs/en/recorded.md)."""
     schema = type_schema(TranscriptEntryNode)
     if not for_validation:  # the loader names a missing or doubled kind itself
@@ -106,22 +113,22 @@ def transcript_entry_schema(for_validation: bool) -> dict[str, Any]:
     return schema
 
 
-def suite_schema(for_validation: bool = False) -> dict[str, Any]:
-    test = type_schema(TestNode)
-    suite = type_schema(SuiteNode)
-    suite["properties"]["defaults"] = _obj({k: v for k, v in test["properties"].items() if k not in TEST_ONLY})
+def suite_schema(for_validation: bool = False) -> JsonSchema:
+    test = typeddict_properties(TestNode)
+    suite = typeddict_properties(SuiteNode)
+    suite["defaults"] = _obj({k: v for k, v in test.items() if k not in TEST_ONLY})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
         "title": "evalspec suite",
         "type": "object",
         "additionalProperties": False,
-        "properties": suite["properties"],
+        "properties": suite,
         **({} if for_validation else {"anyOf": [{"required": ["tests"]}, {"required": ["transcripts"]}]}),
         "$defs": {
             "provider": provider_schema(for_validation),
             "provider_ref": provider_schema(for_validation, needs_id=False),
-            "test": test,
+            "test": _obj(test),
             "turn": turn_schema(for_validation),
             "transcript_entry": transcript_entry_schema(for_validation),
             "assertion": assertion_schema(for_validation),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalspec.core.redact import mask_config
+from evalspec.extend.params import JsonSchema
 from evalspec.extend.provider import Provider
 
 
@@ -138,10 +139,10 @@ class ProviderKind:
 
     name: str
     doc: str
-    schema: dict[str, Any]
+    schema: JsonSchema
     build: Builder
     preflight: Preflight = _no_problems
-    keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keys: dict[str, JsonSchema] = field(default_factory=dict)
     check: ConfigCheck = _no_config_problems
     stateful: Callable[[dict[str, Any]], bool] = _never
     builtin: bool = False
@@ -152,8 +153,8 @@ PROVIDER_KINDS: dict[str, ProviderKind] = {}
 _loaded_builtin = False
 
 
-def provider_kind(name: str, *, schema: dict[str, Any] | None, doc: str = "", preflight: Preflight | None = None,
-                  keys: dict[str, dict[str, Any]] | None = None, check: ConfigCheck | None = None,
+def provider_kind(name: str, *, schema: JsonSchema | None, doc: str = "", preflight: Preflight | None = None,
+                  keys: dict[str, JsonSchema] | None = None, check: ConfigCheck | None = None,
                   stateful: Callable[[dict[str, Any]], bool] | None = None,
                   prepare: Prepare | None = None) -> Callable[[Builder], Builder]:
     """Register a builder `(spec, suite) -> Provider` under the suite key `name` (`schema` None: any value)."""
