@@ -14,16 +14,16 @@ _PLACES = {"suite": ("the top level of the suite", 0), "provider": ("a provider"
 
 @lru_cache(maxsize=1)
 def _keys() -> dict[str, set[str]]:
-    from evalspec.config import nodes
+    from evalspec.config.nodes import GateNode, OptionsNode, SimulateNode, SuiteNode, TestNode, TurnNode
     from evalspec.config.schema import provider_keys
     from evalspec.extend.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 
     load_installed_plugins()
     assertion = set(COMMON_KEYS) - {"type", "value"} | {o for t in REGISTRY.values() for o in t.options}
-    return {"suite": set(nodes.SuiteNode.__annotations__), "provider": provider_keys(),
-            "test": set(nodes.TestNode.__annotations__), "turn": set(nodes.TurnNode.__annotations__),
-            "assertion": assertion, "simulate": set(nodes.SimulateNode.__annotations__),
-            "options": set(nodes.OptionsNode.__annotations__), "gate": set(nodes.GateNode.__annotations__)}
+    return {"suite": set(SuiteNode.__annotations__), "provider": provider_keys(),
+            "test": set(TestNode.__annotations__), "turn": set(TurnNode.__annotations__),
+            "assertion": assertion, "simulate": set(SimulateNode.__annotations__),
+            "options": set(OptionsNode.__annotations__), "gate": set(GateNode.__annotations__)}
 
 
 def all_keys() -> set[str]:

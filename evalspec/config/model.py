@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
+from evalspec.config.nodes import CheckpointNode, PassHatK
 from evalspec.config.paths import LineMap, PathKey
 
 # a provider's spec is the contract a provider kind's builder receives: it lives in extend (extend/kinds.py)
@@ -32,13 +34,13 @@ class AssertionSpec:
     severity: Severity = "major"
     max_rate: float | None = None  # a critical rule gated on its breach rate's 95 % bound, not on any breach
     provider: Any = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # the check's options, read by the check
     where: PathKey = ()
     value_where: PathKey = ()
     turn: int | None = None  # set for assertions attached to a turn
     description: str | None = None  # what the rule is meant to catch (shown to a second-opinion judge)
     # {fail: [...], pass: [...]}: replies or transcripts the rule must reject / accept (SPEC §18)
-    examples: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    examples: Mapping[str, object] | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -59,7 +61,7 @@ class AssertionSpec:
             self.parsed = self.value if declared is None else make_params(declared, self.value, self.options)
         return self.parsed
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         """Pickled without `parsed` (a plugin's dataclass may not import where the spec is unpickled)."""
         return {**self.__dict__, "parsed": None}
 
@@ -92,6 +94,23 @@ class RepeatSpec:
     rule: str | float = "all"  # all | majority | any | a fraction
 
 
+class StopWhen(TypedDict, total=False):
+    """One of `simulate.stop_when` (the schema lets one key through)."""
+
+    user_says: str
+    assistant_matches: str
+    goal_met: bool
+
+
+class MilestoneStep(TypedDict, total=False):
+    """One of `simulate.milestones`: a goal (`goal`, `done_when`, `max_turns`) or a fixed `user:` turn."""
+
+    goal: str
+    done_when: dict[str, object]  # one of assistant_matches | state | judge
+    max_turns: int
+    user: str
+
+
 @dataclass
 class SimulateSpec:
     persona: str
@@ -99,17 +118,17 @@ class SimulateSpec:
     max_turns: int
     opening: str | None = None
     fixed: list[str] = field(default_factory=list)
-    stop_when: list[dict[str, Any]] = field(default_factory=list)
+    stop_when: list[StopWhen] = field(default_factory=list)
     model: Any = None
     python: str | None = None  # a scripted user: FILE.py:function called as fn(transcript, context) -> str | None
     instructions: str | None = None  # one text in place of persona + goal (docs/en/agents.md#instructions)
     max_chars: int = 600  # a longer simulator message is a simulator fault
     min_turns: int = 1  # goal_met and checkpoints are asked after this turn, not before
-    milestones: list[dict[str, Any]] = field(default_factory=list)  # {goal, done_when, max_turns} | {user}
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)  # {after_turn | every, criteria, min_turns}
+    milestones: list[MilestoneStep] = field(default_factory=list)  # {goal, done_when, max_turns} | {user}
+    checkpoints: list[CheckpointNode] = field(default_factory=list)  # {after_turn | every, criteria, min_turns}
 
 
-def milestone_goals(milestones: list[dict[str, Any]]) -> list[str]:
+def milestone_goals(milestones: Sequence[Mapping[str, object]]) -> list[str]:
     """The goals of `simulate.milestones`, in order (fixed `user:` turns left out): milestone k is the k-th."""
     return [str(m["goal"]) for m in milestones if isinstance(m, dict) and "goal" in m]
 
@@ -154,10 +173,10 @@ class TestSpec:
     # a recorded conversation (SPEC §19): graded as it happened, nothing is called. "inline" for a
     # `transcript:` test, "file" for one conversation of the suite's `transcripts:`
     recorded: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)  # a recorded conversation's own
+    metadata: Mapping[str, object] = field(default_factory=dict)  # a recorded conversation's own
     covers: dict[str, list[str]] = field(default_factory=dict)  # `covers:` (SPEC §25): dimension -> values
-    state: dict[str, Any] | None = None  # `state:` (SPEC §24): put in the bot before turn 1
-    tool_results: dict[str, Any] | None = None  # this test's tool results, over its provider's (SPEC §24)
+    state: Mapping[str, object] | None = None  # `state:` (SPEC §24): put in the bot before turn 1
+    tool_results: Mapping[str, object] | None = None  # this test's tool results, over its provider's (SPEC §24)
     world: Any = None  # `world:` as written (a mapping, or {file: TEMPLATE}): replaces the suite's (docs/en/world.md)
     dataset: str | None = None  # `dataset: FILE.jsonl|FILE.csv`: one instance per row (docs/en/suite-format.md#dataset)
 
@@ -169,7 +188,7 @@ class ToolSpec:
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: Mapping[str, object] = field(default_factory=lambda: {"type": "object", "properties": {}})
     python: str | None = None
     returns: Any = None
     where: PathKey = ()
@@ -189,7 +208,7 @@ class TranscriptsSpec:
     path: str  # a file or a glob, relative to the suite
     sample: int | None = None
     seed: int = 0
-    where: dict[str, Any] = field(default_factory=dict)  # metadata equality filter
+    where: Mapping[str, object] = field(default_factory=dict)  # metadata equality filter
     asserts: list[AssertionSpec] = field(default_factory=list)  # `defaults.assert`, parsed once
     threshold: float | None = None
     tags: list[str] = field(default_factory=list)
@@ -225,7 +244,7 @@ class Suite:
     gate_mode: str = "pass_rate"  # pass_rate | regressions (SPEC §10)
     regressions: str = "each"  # each | paired: how a regressions gate decides (docs/en/statistics.md)
     alpha: float = 0.05  # the paired test's level
-    min_pass_hat_k: dict[str, Any] | None = None  # {k, min}: the suite's pass^k must reach min
+    min_pass_hat_k: PassHatK | None = None  # {k, min}: the suite's pass^k must reach min
     report_lang: str | None = None  # `report: {lang: zh}` (SPEC §21); None: chosen from the conversations
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Literal, TypedDict
 
-from evalspec.config.rule_examples import EXAMPLES_SCHEMA
-from evalspec.extend.params import NORMALIZE_DOC, REQUIRED, Exactly, Keywords, NormalizeValue, Ref
+from evalspec.extend.params import NORMALIZE_DOC, REQUIRED, Exactly, JsonSchema, Keywords, NormalizeValue, Ref
 
 Text = Annotated[str, Keywords(minLength=1)]
 Strings = list[str]
@@ -91,6 +90,43 @@ class ProviderRefNode(ProviderNode, total=False):
                                                 "judged checks (default false)")]
 
 
+# -- an assertion's `examples:` (docs/en/rule-self-tests.md), checked by `config.rule_examples` ---------
+_TOOL_CALL = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1},
+                                               "arguments": {"type": "object"}},
+              "required": ["name"], "additionalProperties": False}
+_BUTTON = {"type": "object", "properties": {"title": {"type": ["string", "number"]}, "payload": {}},
+           "additionalProperties": False}
+_PART = {"type": "object", "additionalProperties": False, "properties": {
+    "text": {"type": ["string", "null"]}, "buttons": {"type": "array", "items": _BUTTON}, "image": {}, "custom": {}}}
+# what the bot reported with a reply (SPEC §24): its state after the turn, and the turn's messages;
+# and why the model stopped (`finish-reason`)
+_BOT_STATE = {"state": {"type": "object", "description": "the bot's state after the turn"},
+              "parts": {"type": "array", "items": _PART,
+                        "description": "the turn's messages, each {text, buttons: [{title, payload}], image, custom}"},
+              "finish_reason": {"type": "string", "minLength": 1,
+                                "description": "why the model stopped (stop, length, content_filter, tool_calls)"}}
+REPORTED_KEYS = tuple(_BOT_STATE)
+_ENTRY = {"anyOf": [
+    {"type": "object", "properties": {"user": {"type": "string"}, "label": {"type": "string", "minLength": 1}},
+     "required": ["user"], "additionalProperties": False},
+    {"type": "object", "properties": {"assistant": {"type": "string"},
+                                      "tool_calls": {"type": "array", "items": _TOOL_CALL}, **_BOT_STATE},
+     "required": ["assistant"], "additionalProperties": False}]}
+_EXAMPLE = {"anyOf": [{"type": ["string", "number"], "description": "a reply"},
+                      {"type": "object", "properties": {"reply": {"type": ["string", "number"]}, **_BOT_STATE},
+                       "minProperties": 1, "additionalProperties": False,
+                       "description": "a reply with the bot's state and parts: {reply, state, parts, finish_reason}"},
+                      {"type": "array", "items": _ENTRY, "minItems": 1,
+                       "description": "a transcript: {user:, label:} and {assistant:, tool_calls:, state:, parts:, "
+                                      "finish_reason:} entries"}]}
+#: the `examples:` key of every assertion (the suite schema's `assertion_examples`)
+EXAMPLES_SCHEMA: JsonSchema = {
+    "type": "object", "minProperties": 1, "additionalProperties": False,
+    "description": "replies (or transcripts) this rule must reject (fail) and accept (pass), checked by validate",
+    "properties": {"fail": {"type": "array", "items": _EXAMPLE}, "pass": {"type": "array", "items": _EXAMPLE}},
+}
+
+
 # -- assertions: the keys every check has (the check's own value and options come from its registration) ------
 class AssertionKeys(TypedDict, total=False):
     scope: Literal["turn", "each_turn", "any_turn", "last_response", "conversation"] | TurnsScope
@@ -145,7 +181,7 @@ TurnNode = TypedDict("TurnNode", {  # one entry of a scripted conversation: one 
     "capture": Annotated[str, Keywords(pattern=CAPTURE_NAME, description="store this turn's reply as the var NAME for the " "later turns and the test's assertions ({{ NAME }})")] | Annotated[dict[str, Literal["reply"] | RegexCapture | StateCapture], Keywords(minProperties=1, propertyNames={"pattern": CAPTURE_NAME}, description="NAME: reply | {regex: R} (its first group, else the whole match) | {state: PATH} " "(JMESPath over the turn's state) (SPEC §24)")],
 }, total=False)
 
-# one entry of a recorded conversation held inline (`transcript:`, docs/en/recorded.md)
+# one entry of a recorded conversation held inline (`transcript:`, docs/en/recorded-conversations.md)
 TranscriptEntryNode = TypedDict("TranscriptEntryNode", {
     "user": str,
     "assistant": Annotated[str | None, Keywords(
@@ -168,7 +204,7 @@ TranscriptEntryNode = TypedDict("TranscriptEntryNode", {
 
 
 class FragmentNode(TypedDict, total=False):
-    """A file an `include:` turn splices (docs/en/suite-format.md#include)."""
+    """A file an `include:` turn splices (docs/en/suite-format.md#tests-and-turns)."""
 
     description: str
     vars: Object
@@ -359,7 +395,7 @@ class SuiteToolNode(TypedDict, total=False):
 
 
 class TranscriptsNode(TypedDict, total=False):
-    """`transcripts:`: recorded conversations graded by the suite's `defaults` (docs/en/recorded.md)."""
+    """`transcripts:`: recorded conversations graded by the suite's `defaults` (docs/en/recorded-conversations.md)."""
 
     path: Annotated[Text, Keywords(description="a JSONL file (one OpenAI-format conversation a line) or a CSV "
                                                "(conversation_id, turn, role, content), or a glob; relative to "

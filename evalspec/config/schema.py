@@ -92,7 +92,7 @@ def assertion_defs() -> JsonSchema:
 
 
 def fragment_schema() -> JsonSchema:
-    """A file an `include:` turn splices (docs/en/suite-format.md#include): its `conversation:` and the
+    """A file an `include:` turn splices (docs/en/suite-format.md#tests-and-turns): its `conversation:` and the
     `vars:` it defaults."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **type_schema(FragmentNode),
             "$defs": suite_schema(for_validation=True)["$defs"]}
@@ -106,7 +106,7 @@ def turn_schema(for_validation: bool) -> JsonSchema:
 
 
 def transcript_entry_schema(for_validation: bool) -> JsonSchema:
-    """One entry of a recorded conversation held inline (`transcript:`, docs/en/recorded.md)."""
+    """One entry of a recorded conversation held inline (`transcript:`, docs/en/recorded-conversations.md)."""
     schema = type_schema(TranscriptEntryNode)
     if not for_validation:  # the loader names a missing or doubled kind itself
         schema["oneOf"] = [{"required": ["user"]}, {"required": ["assistant"]}, {"required": ["tool"]}]

@@ -7,6 +7,7 @@ sees any assertion or rubric. `max_turns` counts user messages sent, `opening` a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalspec.assertions.graded import format_transcript
@@ -231,7 +232,7 @@ class SimulatedUser:
         return verdict.answer.get("pass") is True
 
 
-def _goal_numbers(plan: list[dict[str, Any]]) -> list[int | None]:
+def _goal_numbers(plan: Sequence[Mapping[str, object]]) -> list[int | None]:
     """Each plan entry's milestone number (1-based over the goals), None for a fixed `user:` turn."""
     numbers: list[int | None] = []
     for entry in plan:

@@ -71,8 +71,8 @@ class RasaProvider:
 
     async def seed(self, context: CallContext) -> None:
         """The test's `state:` slots, as `slot` events before turn 1 (SPEC §24)."""
-        slots = (context.state or {}).get("slots") or {}
-        if slots:
+        slots = (context.state or {}).get("slots")
+        if isinstance(slots, dict) and slots:
             events = [{"event": "slot", "name": str(name), "value": value} for name, value in slots.items()]
             await self._send("POST", self._tracker(context.thread_id) + "/events", events)
 
