@@ -260,7 +260,7 @@ class Suite:
         return self.options.get(key, DEFAULT_OPTIONS[key])
 
 
-DEFAULT_OPTIONS: dict[str, Any] = {"concurrency": 8, "timeout": 60, "retries": 3, "cache": True, "seed": 0,
+DEFAULT_OPTIONS: dict[str, object] = {"concurrency": 8, "timeout": 60, "retries": 3, "cache": True, "seed": 0,
                                    "grade_timeout": 30, "max_retry_wait": 60, "max_reply_chars": 100_000,
                                    "normalize": None}
 

@@ -103,7 +103,7 @@ Builder = Callable[[ProviderSpec, SuiteView], Provider]
 Preflight = Callable[[ProviderSpec, SuiteView], list[str]]
 Prepare = Callable[[ProviderSpec], None]
 # config-time problems of one provider mapping: (key path under the provider, message)
-ConfigCheck = Callable[[dict[str, Any]], list[tuple[tuple[str, ...], str]]]
+ConfigCheck = Callable[[Mapping[str, object]], list[tuple[tuple[str, ...], str]]]
 
 # kind -> the module that registers it; their order is the order of the suite schema's `oneOf`
 BUILTIN = {"python": "evalspec.providers.python_provider", "model": "evalspec.providers.model_provider",
@@ -118,11 +118,11 @@ def _nothing_to_prepare(spec: ProviderSpec) -> None:
     return None
 
 
-def _no_config_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def _no_config_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], str]]:
     return []
 
 
-def _never(config: dict[str, Any]) -> bool:
+def _never(config: Mapping[str, object]) -> bool:
     return False
 
 
@@ -144,7 +144,7 @@ class ProviderKind:
     preflight: Preflight = _no_problems
     keys: dict[str, JsonSchema] = field(default_factory=dict)
     check: ConfigCheck = _no_config_problems
-    stateful: Callable[[dict[str, Any]], bool] = _never
+    stateful: Callable[[Mapping[str, object]], bool] = _never
     builtin: bool = False
     prepare: Prepare = _nothing_to_prepare
 
@@ -155,7 +155,7 @@ _loaded_builtin = False
 
 def provider_kind(name: str, *, schema: JsonSchema | None, doc: str = "", preflight: Preflight | None = None,
                   keys: dict[str, JsonSchema] | None = None, check: ConfigCheck | None = None,
-                  stateful: Callable[[dict[str, Any]], bool] | None = None,
+                  stateful: Callable[[Mapping[str, object]], bool] | None = None,
                   prepare: Prepare | None = None) -> Callable[[Builder], Builder]:
     """Register a builder `(spec, suite) -> Provider` under the suite key `name` (`schema` None: any value)."""
 
@@ -185,7 +185,7 @@ def provider_kinds() -> dict[str, ProviderKind]:
     return {**builtin, **PROVIDER_KINDS}
 
 
-def kind_of(config: dict[str, Any]) -> str | None:
+def kind_of(config: Mapping[str, object]) -> str | None:
     """The kind a provider mapping (as written, or as recorded in run.json) names, or None."""
     return next((name for name in provider_kinds() if name in config), None)
 
@@ -196,7 +196,7 @@ def takes_history(kind: str) -> bool:
     return entry is not None and "history" in entry.keys
 
 
-def is_stateful(config: dict[str, Any], kind: str | None = None) -> bool:
+def is_stateful(config: Mapping[str, object], kind: str | None = None) -> bool:
     """Whether the system a provider mapping (or a recorded one) describes keeps the conversation itself
     (SPEC §2.1 `stateful: true`): its kind's registry entry decides."""
     entry = provider_kinds().get(kind or kind_of(config) or "")

@@ -10,6 +10,7 @@ thread id stable within one conversation; otherwise the whole history goes as `m
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import jmespath
@@ -260,7 +261,7 @@ HTTP_SCHEMA: dict[str, Any] = {
 }
 
 
-def http_url_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def http_url_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], str]]:
     """A written (not templated) URL that is not http(s)://host/..., and a header that is not ASCII,
     with their keys."""
     url = raw["http"].get("url") if isinstance(raw["http"], dict) else None
@@ -305,7 +306,7 @@ def http_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
-def http_stateful(config: dict[str, Any]) -> bool:
+def http_stateful(config: Mapping[str, object]) -> bool:
     http = config.get("http")
     return isinstance(http, dict) and bool(http.get("stateful"))
 

@@ -11,6 +11,7 @@ import hashlib
 import math
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,7 +146,7 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
 
 # -- the `python` kind ---------------------------------------------------------------------------
 
-def python_ref_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def python_ref_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], str]]:
     ref = raw["python"]
     if isinstance(ref, str) and ":" not in ref:
         return [(("python",), f"provider '{raw.get('id')}': '{ref}' is not FILE.py:function or module:function")]

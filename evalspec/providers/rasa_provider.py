@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -186,7 +187,7 @@ RASA_SCHEMA: dict[str, Any] = {
 }
 
 
-def rasa_url_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def rasa_url_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], str]]:
     url = raw["rasa"].get("url") if isinstance(raw["rasa"], dict) else None
     wrong = url_problem(url) if isinstance(url, str) and not is_template(url) else None
     return [(("rasa", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
