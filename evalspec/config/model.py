@@ -265,20 +265,21 @@ DEFAULT_OPTIONS: dict[str, object] = {"concurrency": 8, "timeout": 60, "retries"
                                    "normalize": None}
 
 
-def describe_provider(config: dict[str, Any]) -> str:
+def describe_provider(config: Mapping[str, object]) -> str:
     """A redacted provider configuration (as in run.json) as one short line."""
     if "model" in config:
         parts = [str(config["model"]), f"history {config.get('context', 'full')}"]
-        if config.get("params"):
-            parts.append(", ".join(f"{k}={v}" for k, v in config["params"].items()))
+        if isinstance(params := config.get("params"), Mapping) and params:
+            parts.append(", ".join(f"{k}={v}" for k, v in params.items()))
         if config.get("system_sha256"):
             parts.append(f"system #{config['system_sha256']}")
         return " · ".join(parts)
     if "http" in config:
-        http = config["http"] or {}
-        return f"http {http.get('url')}" + (" (stateful)" if is_stateful(config, "http") else "")
-    if "rasa" in config and isinstance(config["rasa"], dict):
-        return f"rasa {config['rasa'].get('url')}"
+        http = config["http"]
+        url = http.get("url") if isinstance(http, Mapping) else None
+        return f"http {url}" + (" (stateful)" if is_stateful(config, "http") else "")
+    if "rasa" in config and isinstance(rasa := config["rasa"], Mapping):
+        return f"rasa {rasa.get('url')}"
     if "python" not in config:  # a plugin's kind: `redacted` writes its key right after the id
         kind = next((k for k in config if k != "id"), "?")
         return f"{kind} {config.get(kind)}"
