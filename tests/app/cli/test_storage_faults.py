@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.play.test_cache_and_resume import slow_suite
+from tests.play.helpers import slow_suite
 
 BIG_BOT = "def respond(messages, context):\n    return 'x' * 30000\n"
 

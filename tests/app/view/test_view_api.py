@@ -16,18 +16,8 @@ import pytest
 
 from evalspec.results.stats import format_rate
 from evalspec.review.judge_eval import load_labels
-from tests.app.view.project import REVIEWER, Project, View
+from tests.app.view.project import REVIEWER, Project, View, get, post
 from tests.helpers import invoke
-
-
-def get(view: View, path: str, **kwargs: Any) -> httpx.Response:
-    return httpx.get(view.base.rstrip("/") + path, timeout=10, **kwargs)
-
-
-def post(view: View, path: str, body: Any, token: str | None = "header", **kwargs: Any) -> httpx.Response:
-    headers = {"X-Evalspec-Token": view.token} if token == "header" else {}
-    content = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-    return httpx.post(view.base.rstrip("/") + path, content=content.encode(), headers=headers, timeout=10, **kwargs)
 
 
 def test_every_request_without_the_token_is_403(view: View) -> None:
