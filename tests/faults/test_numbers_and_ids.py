@@ -1,46 +1,24 @@
-"""Property, v3 fault classes (SPEC §17), in-process: whatever the fault, `passed` means every assertion ran
-and passed, and the run ends with the exit code the rules give.
+"""Property: numbers that are not numbers (`.nan`, `.inf`) in random numeric keys, and instance ids that
+collide, are refused by `validate` and `run` with exit 2 naming them, before any call
+(docs/en/reports-and-gate.md#exit-codes-and-the-gate).
 
-Hypothesis writes suites with one class of fault each:
-- numbers that are not numbers (`.nan`, `.inf`) in random numeric keys, and instance ids that collide:
-  `validate` and `run` exit 2 naming them, before any call;
-- judge answers made of several JSON objects (a `<think>` draft, format examples, quoted replies, then
-  zero, one or two final verdicts) from a loopback OpenAI-compatible server through litellm;
-- repeats and `xfail`/`draft` tests where a critical assertion fails in some repeat.
-The classes that end the process (process death, storage faults) are in test_faults_property_v3_cli.py.
+The other fault properties beside it in tests/faults/: judge answers (test_judge_answers.py), critical
+failures under repeats (test_critical_repeats.py), user code that ends its process (test_process_death.py),
+storage faults (test_storage_exit_codes.py), python providers and checks (test_python_code_faults.py).
 """
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalspec import run
-from evalspec.play.runner import RunOptions
+from tests.faults.helpers import FEW, suite_yaml
 from tests.helpers import invoke
-from tests.servers import OpenAIServer, Reply, chat_body
-from tests.test_faults_property import assert_all_ran_and_passed
-
-# no shrinking: a failing example is shown as generated (each one costs a run, some a process or two)
-FEW = settings(deadline=None, derandomize=True, database=None, phases=[Phase.explicit, Phase.generate],
-               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-
-def suite_yaml(tests: list[dict[str, Any]], head: str = "") -> str:
-    """A suite over bot.py:respond (JSON is YAML: every generated value is written as data, never as text)."""
-    return (f"options: {{cache: false, retries: 0}}\nproviders:\n  - id: bot\n    python: bot.py:respond\n{head}"
-            f"tests:\n" + "".join(f"  - {json.dumps(t, ensure_ascii=False)}\n" for t in tests))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Numbers are numbers: NaN and ±inf refused wherever a number is read
 
 COUNTING_BOT = "def respond(messages, context):\n    open('called', 'a').write('x')\n    return '好的'\n"
 NOT_NUMBERS = [".nan", ".NaN", ".inf", "-.inf", "+.Inf"]
@@ -147,151 +125,3 @@ def test_colliding_instance_ids_are_refused_before_any_call(
     assert not (where / "called").exists(), out
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Judges: the last complete answer counts, not the first
-
-JUDGE_BOT = "def respond(messages, context):\n    return '好的，周六上午见。'\n"
-
-
-def verdict(passed: bool, reason: str) -> str:
-    return json.dumps({"reason": reason, "pass": passed}, ensure_ascii=False)
-
-
-final = st.tuples(st.booleans(), st.sampled_from(["回答了问题", "no answer given", "语气自然"]))
-judge_answer = st.fixed_dictionaries({
-    "think": st.none() | st.booleans(),  # a <think> block with a draft verdict (pass or fail)
-    "format": st.sampled_from([None, "fenced", "inline"]),  # a format example with placeholder values
-    "placeholder": st.sampled_from(["...", "…", "", "<reason>"]),
-    "quoted_reply": st.sampled_from([None, "quote-line", "quotation-mark"]),  # the bot's reply quoted
-    "quoted_verdict": st.booleans(),  # the quoted text is verdict-shaped
-    "finals": st.lists(final, max_size=2),
-    "fence_last": st.booleans(),
-    "tail": st.sampled_from(["", "\n希望有帮助。", "\nThat is my verdict."]),
-})
-
-
-def build_answer(a: dict[str, Any]) -> str:
-    parts = []
-    if a["think"] is not None:
-        parts.append(f"<think>Let me draft: {verdict(a['think'], 'draft')} — wait, check again.</think>")
-    if a["format"] == "fenced":
-        parts.append(f'Answer in this format:\n```json\n{{"reason": "{a["placeholder"]}", "pass": true}}\n```')
-    elif a["format"] == "inline":
-        parts.append(f'The format is {{"reason": "{a["placeholder"]}", "pass": false}}.')
-    if a["quoted_reply"]:
-        shown = verdict(not (a["finals"][-1][0] if a["finals"] else True), "the bot's words") \
-            if a["quoted_verdict"] and a["finals"] else json.dumps({"answer": "好的"}, ensure_ascii=False)
-        parts.append(f"The assistant replied:\n> {shown}" if a["quoted_reply"] == "quote-line"
-                     else f'The assistant replied: "{shown}"')
-    for n, (passed, reason) in enumerate(a["finals"]):
-        text = verdict(passed, reason)
-        if n == len(a["finals"]) - 1 and a["fence_last"]:
-            text = f"```json\n{text}\n```"
-        parts.append(text)
-    return "\n".join(parts) + a["tail"]
-
-
-@pytest.fixture(scope="module")
-def judge_server() -> Iterator[tuple[OpenAIServer, dict[str, str]]]:
-    """One loopback judge for the module; it gives `answer["text"]` to every call."""
-    answer = {"text": ""}
-    with OpenAIServer(lambda request, n: Reply(body=chat_body(answer["text"]))) as server:
-        yield server, answer
-
-
-@settings(FEW, max_examples=30)
-@given(a=judge_answer)
-def test_a_judge_verdict_is_the_last_complete_object_never_a_draft(
-        a: dict[str, Any], judge_server: tuple[OpenAIServer, dict[str, str]], tmp_path: Path) -> None:
-    server, answer = judge_server
-    answer["text"] = build_answer(a)
-    where = tmp_path / uuid.uuid4().hex
-    where.mkdir()
-    (where / "bot.py").write_text(JUDGE_BOT, encoding="utf-8")
-    head = f'judge: {{model: openai/judge-model, api_base: "{server.base}", api_key: sk-test}}\n'
-    tests = [{"id": "t", "conversation": [{"user": "周六能去看车吗？"}],
-              "assert": [{"llm-rubric": "助手确认了预约时间"}]}]
-    (where / "s.yaml").write_text(suite_yaml(tests, head), encoding="utf-8")
-    data = run([where / "s.yaml"], options=RunOptions(run_dir=where / "run", use_cache=False)).data
-    (record,) = data["results"]
-    (result,) = record["assertions"]
-    finals = [passed for passed, _ in a["finals"]]
-    shown = (answer["text"], record["status"], result)
-    if not finals or len(set(finals)) > 1:  # no real verdict (a refusal), or two that disagree
-        assert result["pass"] is None and result["error"], shown
-        assert record["status"] == "error", shown
-    else:  # the last complete verdict object decides, whatever the draft said
-        assert result["pass"] is finals[-1] and result["error"] is None, shown
-        assert record["status"] == ("passed" if finals[-1] else "failed"), shown
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Critical means zero tolerance: repeats, pass rules, xfail and drafts
-
-REPEAT_BOT = '''
-def respond(messages, context):
-    k = context["repeat"] - 1
-    words = []
-    if context["vars"]["red"][k]: words.append("RED")
-    if context["vars"]["bad"][k]: words.append("BAD")
-    return "好的 " + " ".join(words)
-'''
-
-repeated_test = st.integers(1, 4).flatmap(lambda n: st.fixed_dictionaries({
-    "n": st.just(n),
-    "rule": st.sampled_from(["all", "majority", "any", 0.5]),
-    "red": st.lists(st.booleans(), min_size=n, max_size=n),  # the critical assertion fails in this repeat
-    "bad": st.lists(st.booleans(), min_size=n, max_size=n),  # a major assertion fails in this repeat
-    "xfail": st.booleans(),
-    "draft": st.booleans(),
-}))
-
-
-def rule_passes(rule: str | float, ok: int, n: int) -> bool:
-    if rule == "all":
-        return ok == n
-    if rule == "majority":
-        return ok * 2 > n
-    if rule == "any":
-        return ok > 0
-    return ok / n >= float(rule)
-
-
-@settings(FEW, max_examples=25)
-@given(cases=st.lists(repeated_test, min_size=1, max_size=3))
-def test_a_critical_failure_in_any_repeat_fails_the_gate_whatever_the_pass_rule_or_xfail(
-        cases: list[dict[str, Any]], tmp_path: Path) -> None:
-    where = tmp_path / uuid.uuid4().hex
-    where.mkdir()
-    (where / "bot.py").write_text(REPEAT_BOT, encoding="utf-8")
-    tests = []
-    for i, c in enumerate(cases):
-        test: dict[str, Any] = {"id": f"t{i}", "repeat": {"n": c["n"], "pass": c["rule"]},
-                                "vars": {"red": c["red"], "bad": c["bad"]}, "conversation": [{"user": "你好"}],
-                                "assert": [{"not-contains": "RED", "severity": "critical"},
-                                           {"not-contains": "BAD"}]}
-        if c["xfail"]:
-            test["xfail"] = "known defect"
-        if c["draft"]:
-            test["draft"] = True
-        tests.append(test)
-    (where / "s.yaml").write_text(suite_yaml(tests), encoding="utf-8")
-    result = run([where / "s.yaml"], options=RunOptions(run_dir=where / "run", use_cache=False))
-    data = result.data
-    verdicts = {v["test_id"]: v for v in data["verdicts"]}
-    for r in data["results"]:
-        if r["status"] == "passed":
-            assert_all_ran_and_passed(r, 2)
-    gate_fails = False
-    for i, c in enumerate(cases):
-        v = verdicts[f"t{i}"]
-        ok = sum(1 for red, bad in zip(c["red"], c["bad"], strict=True) if not red and not bad)
-        if any(c["red"]):  # a red line crossed in any repeat: `failed` (critical), whatever xfail or the rule says
-            assert v["status"] == "failed" and v["critical_failed"], (c, v)
-            gate_fails = gate_fails or not c["draft"]  # drafts never gate
-        elif c["xfail"]:  # expected to fail: reported, never gating
-            assert v["status"] == ("xpassed" if rule_passes(c["rule"], ok, c["n"]) else "xfailed"), (c, v)
-        else:
-            assert v["status"] == ("passed" if rule_passes(c["rule"], ok, c["n"]) else "failed"), (c, v)
-            gate_fails = gate_fails or (v["status"] == "failed" and not c["draft"])
-    assert data["gate"]["exit_code"] == result.exit_code == (1 if gate_fails else 0), (cases, data["gate"])
