@@ -1,5 +1,5 @@
 """What the view tests share: a project with two real runs (a python bot, a loopback judge), the
-served `evalspec view`, and the system Chromium on a thread of its own."""
+served `evalspec view` with `get` and `post` against it, and the system Chromium on a thread of its own."""
 
 from __future__ import annotations
 
