@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalspec.config.loader import load_suites
 from evalspec.config.model import Suite
@@ -27,6 +27,7 @@ from evalspec.core.errors import ConfigError, Problem
 from evalspec.plan.build import Plan, Selection, checked_plan
 from evalspec.play.runner import RunOptions, new_run_id, run_plan
 from evalspec.results.gate import GateDecision
+from evalspec.results.rundata import Gate, Record, RunData, Summary
 from evalspec.results.runjson import write_json
 from evalspec.results.stream import to_plain
 
@@ -38,26 +39,26 @@ OPTION_NAMES = tuple(f.name for f in dataclasses.fields(RunOptions))
 class Run:
     """A finished run: the content of run.json (`to_json()`), where it was written, and typed views of it."""
 
-    data: dict[str, Any]
+    data: RunData
     path: Path | None = None
 
     def __repr__(self) -> str:  # a large run's full repr takes seconds (asyncio.run formats it twice)
-        gate, results = self.data.get("gate") or {}, self.data.get("results") or ()
-        return f"Run(records={len(results)}, exit_code={gate.get('exit_code')}, path={self.path!r})"
+        gate, results = self.data.get("gate"), self.data.get("results") or ()
+        return f"Run(records={len(results)}, exit_code={gate and gate.get('exit_code')}, path={self.path!r})"
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[Record]:
         """One record per test instance × provider × repeat, in plan order."""
         return list(self.data["results"])
 
     @property
-    def summary(self) -> dict[str, Any]:
-        return dict(self.data["summary"])
+    def summary(self) -> Summary:
+        return self.data["summary"].copy()
 
     @property
-    def gate(self) -> dict[str, Any]:
+    def gate(self) -> Gate:
         """run.json's `gate`: the decision results/gate.py reached (`decision`), as stored."""
-        return dict(self.data["gate"])
+        return self.data["gate"].copy()
 
     @property
     def decision(self) -> GateDecision:
@@ -70,12 +71,12 @@ class Run:
         return int(self.data["gate"]["exit_code"])
 
     @property
-    def results(self) -> list[dict[str, Any]]:  # the v1 name of `records`
+    def results(self) -> list[Record]:  # the v1 name of `records`
         return self.records
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RunData:
         """The run.json content (a deep copy: changing it leaves this run alone)."""
-        copied: dict[str, Any] = json.loads(json.dumps(self.data, ensure_ascii=False, default=to_plain))
+        copied: RunData = json.loads(json.dumps(self.data, ensure_ascii=False, default=to_plain))
         return copied
 
     @classmethod
@@ -179,7 +180,7 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
     write_json(out, data)
     if out != chosen.run_dir / "run.json":  # `evalspec report` finds the last run through its run directory
         (chosen.run_dir / POINTER).write_text(str(out.absolute()), encoding="utf-8")
-    return Run(data, out)
+    return Run(cast(RunData, data), out)  # the run as run_plan and the review steps built it: run.json's shape
 
 
 def run(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, output: str | Path | None = None,

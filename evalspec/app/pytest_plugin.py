@@ -74,10 +74,11 @@ class SuiteFile(pytest.File):
         """Run the suite's non-draft tests once; every item reads its records from this run."""
         if self.run_data is None:
             from evalspec.app.api import run
+            from evalspec.results.runjson import untyped
 
             playable = dataclasses.replace(self.suite, tests=[t for t in self.suite.tests if not t.draft])
             run_dir = Path(str(self.config.rootpath)) / ".evalspec" / "runs" / f"pytest-{self.path.stem}"
-            self.run_data = run(playable, run_dir=run_dir, include_drafts=False).data
+            self.run_data = untyped(run(playable, run_dir=run_dir, include_drafts=False).data)
         return self.run_data
 
 

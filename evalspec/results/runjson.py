@@ -12,13 +12,14 @@ from typing import Any, cast
 from evalspec.config.paths import format_path
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.results.journal import decode, encode
+from evalspec.results.rundata import RunData
 from evalspec.results.stream import JournalRecords, light
 
 #: `schema/run.schema.json`, shipped inside the package (a test keeps the two the same)
 RUN_SCHEMA_FILE = Path(__file__).resolve().parent.parent / "data" / "run.schema.json"
 
 
-def read_run(path: str | Path, check: bool = False, stream: bool = False) -> dict[str, Any]:
+def read_run(path: str | Path, check: bool = False, stream: bool = False) -> RunData:
     """A run.json, checked: the one reader of run.json for every command
     (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read).
     A file that is cut short, not UTF-8, not a JSON object or of the wrong shape is a ConfigError (exit 2)
@@ -41,9 +42,16 @@ def read_run(path: str | Path, check: bool = False, stream: bool = False) -> dic
     return data
 
 
-def parse_run(raw: bytes, where: str, shape: bool = True) -> dict[str, Any]:
-    """The content of a run.json (`where` names it in the error), checked as `read_run` says; without
-    `shape`, only that it is a JSON object with a `results` list (the caller validates the whole schema)."""
+def untyped(run: RunData) -> dict[str, Any]:
+    """`run` for code that does not read `RunData` yet (it takes `dict[str, Any]`): the same object. Each call
+    is a place still to type; none is left once the reporters, review and the CLI take `RunData`."""
+    return cast(dict[str, Any], run)
+
+
+def parse_run(raw: bytes, where: str, shape: bool = True) -> RunData:
+    """The content of a run.json (`where` names it in the error), brought to today's shape (`migrate`) and
+    checked as `read_run` says; without `shape`, only that it is a JSON object with a `results` list (the
+    caller validates the whole schema)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -56,20 +64,60 @@ def parse_run(raw: bytes, where: str, shape: bool = True) -> dict[str, Any]:
         again = ("; `evalspec run … --resume` on its run folder writes it again from the journal, or run "
                  "`evalspec run` again")  # the next command (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read)
         raise ConfigError([Problem(where, None, "", f"not a readable run.json: not valid JSON{cut}: {exc}{again}")]) from None
+    if _top_problem(data) is None:
+        migrate(data)
     problem = run_shape_problem(data) if shape else _top_problem(data)
     if problem is not None:
         raise ConfigError([Problem(where, None, "", f"not a run.json: {problem}; give a run.json written "
                                                     "by evalspec run (or delete this one)")])
-    return cast(dict[str, Any], data)
+    return cast(RunData, data)  # its shape is checked: RunData's schema is run.json's (results/schema.py)
+
+
+def migrate(data: dict[str, Any]) -> None:
+    """Bring a run.json written by an earlier evalspec to today's shape, in place, so that no reader
+    special-cases old runs (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read). `evalspec_version`
+    has stayed 0.1.0, so each step recognises the old shape by the keys it lacks:
+    - a record without `base_id` (a test without a matrix): its `test_id`;
+    - a run written before the shared report vocabulary (no `slas`, no `summary.measured`, a verdict
+      without `category`): its verdicts, curves, SLAs, summary and gate are worked out again from its
+      records, as the run writes them (`aggregate.finalize`).
+    A run whose records or suites are not shaped as a run's is left as it is: the shape check names what
+    is wrong."""
+    records, suites = data["results"], data.get("suites")
+    if not isinstance(records, list) or not isinstance(suites, list) or _inputs_problem(records, suites):
+        return
+    for record in records:
+        if "base_id" not in record:
+            record["base_id"] = record["test_id"]
+    if _before_vocabulary(data):
+        from evalspec.results.aggregate import finalize
+
+        gate = data["gate"] if isinstance(data.get("gate"), dict) else {}
+        fail_under = gate.get("fail_under")
+        finalize(data, fail_under if isinstance(fail_under, (int, float)) else None, gate.get("include_drafts") is True)
+
+
+def _inputs_problem(records: list[Any], suites: list[Any]) -> str | None:
+    """What is wrong with the records and suites `migrate` works from (the shape check says it again)."""
+    schema = _shape_schema()
+    defs, props = schema["$defs"], schema["properties"]
+    return _shape(records, props["results"], defs, ("results",), _SHAPE_DEPTH - 1) or \
+        _shape(suites, props["suites"], defs, ("suites",), _SHAPE_DEPTH - 1)
+
+
+def _before_vocabulary(data: dict[str, Any]) -> bool:
+    summary, verdicts = data.get("summary"), data.get("verdicts")
+    return "slas" not in data or not isinstance(summary, dict) or "measured" not in summary or \
+        (isinstance(verdicts, list) and any(isinstance(v, dict) and "category" not in v for v in verdicts))
 
 
 RESULTS_LINE = b'"results": [\n'  # how write_json opens a non-empty `results` list: one record per line follows
 
 
-def _read_streamed(path: Path) -> dict[str, Any] | None:
+def _read_streamed(path: Path) -> RunData | None:
     """The run.json at `path` with its results left on disk (see `read_run`), or None when it is not laid
-    out one record per line or anything in it is wrong: the whole-file reader then reads it and names the
-    problem in its own words."""
+    out one record per line, anything in it is wrong or it is of an earlier shape: the whole-file reader
+    then reads it, brings it to today's shape and names any problem in its own words."""
     offsets: list[int] = []
     lights: list[dict[str, Any]] = []
     head: list[bytes] = []
@@ -91,7 +139,8 @@ def _read_streamed(path: Path) -> dict[str, Any] | None:
                     head.append(line)
                     continue
                 record = decode(line.rstrip(b"\r\n").removesuffix(b","))
-                if _shape(record, item, defs, ("results", len(offsets)), _SHAPE_DEPTH - 2) is not None:
+                if _shape(record, item, defs, ("results", len(offsets)), _SHAPE_DEPTH - 2) is not None or \
+                        "base_id" not in record:  # an earlier shape: `migrate` it, whole
                     return None
                 offsets.append(fh.tell() - len(line))
                 lights.append(light(record))
@@ -100,10 +149,10 @@ def _read_streamed(path: Path) -> dict[str, Any] | None:
         data = decode(b"".join(head))
     except (OSError, ValueError):
         return None
-    if run_shape_problem(data) is not None:
+    if run_shape_problem(data) is not None or _before_vocabulary(data):
         return None
     data["results"] = JournalRecords(path, offsets, lights)
-    return cast(dict[str, Any], data)
+    return cast(RunData, data)
 
 
 _SHAPE_DEPTH = 5  # run → results → record → its transcript and assertions → their fields (metadata is not read)

@@ -36,9 +36,9 @@ def find_baseline(spec: str | None) -> Baseline:
         if data is not None and (problem := run_schema_problem(data)) is not None:
             data, note = None, f"the base branch's run.json does not validate against schema/run.schema.json: {problem}"
         return Baseline(data, f"auto: {note}" if data is not None else None, note)
-    from evalspec.results.runjson import read_run
+    from evalspec.results.runjson import read_run, untyped
 
-    return Baseline(read_run(spec, check=True), spec)
+    return Baseline(untyped(read_run(spec, check=True)), spec)
 
 
 def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from evalspec.core.errors import ConfigError, ControlFlow
-from evalspec.results.runjson import parse_run
+from evalspec.results.runjson import parse_run, untyped
 from evalspec.review.github import GitHub, GitHubError
 
 ARTIFACT = "evalspec-report"
@@ -45,7 +45,7 @@ def _run_json_from_zip(content: bytes) -> dict[str, Any]:
     except zipfile.BadZipFile as exc:
         raise NoBaseline(f"the {ARTIFACT} artifact could not be read: {exc}") from None
     try:  # the one run.json reader's checks (docs/en/troubleshooting.md#runjson)
-        return parse_run(raw, f"the run.json of the {ARTIFACT} artifact", shape=False)  # attach checks the schema
+        return untyped(parse_run(raw, f"the run.json of the {ARTIFACT} artifact", shape=False))  # attach checks the schema
     except ConfigError as exc:
         raise NoBaseline("; ".join(str(p) for p in exc.problems)) from None
 

@@ -71,7 +71,7 @@ def coverage_command(paths: tuple[str, ...], run_path: str | None, grid: str | N
     from evalspec.plan.preflight import prepare
     from evalspec.reporters.catalogue import choose_lang, speaking
     from evalspec.reporters.coverage import report_lines
-    from evalspec.results.runjson import read_run
+    from evalspec.results.runjson import read_run, untyped
 
     suites, plan = prepare(list(expand_paths(list(paths))), {}, Selection(repeat=1), gate=False)  # a ConfigError: exit 2
     dims = [d for s in suites for d in s.coverage]
@@ -88,7 +88,7 @@ def coverage_command(paths: tuple[str, ...], run_path: str | None, grid: str | N
         pair = (names[0], names[1])
     run = None
     if run_path is not None:
-        run = read_run(run_path)  # exit 2 naming what is wrong with it
+        run = untyped(read_run(run_path))  # exit 2 naming what is wrong with it
     report = coverage_report(suites, plan, run, pair, minimum, run_path)
     with speaking(choose_lang(None, lang, suites=suites)):
         text = "\n".join(report_lines(report, md=False))

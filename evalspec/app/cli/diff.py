@@ -9,7 +9,7 @@ from markupsafe import escape
 
 from evalspec.reporters.diff import html_section, markdown_lines, print_diff
 from evalspec.results.compare import compare_runs
-from evalspec.results.runjson import read_run
+from evalspec.results.runjson import read_run, untyped
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>evalspec diff</title><style>body{{font-family:system-ui,sans-serif;margin:16px;color:#1f2937}}
@@ -32,8 +32,8 @@ def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_p
     """The diff in `lang` (None: the head run's language, SPEC §21)."""
     from evalspec.reporters.catalogue import choose_lang, speaking
 
-    head = read_run(head_path, check=True)
-    diff = compare_runs(read_run(base_path, check=True), head, base_path, head_path)
+    head = untyped(read_run(head_path, check=True))
+    diff = compare_runs(untyped(read_run(base_path, check=True)), head, base_path, head_path)
     with speaking(choose_lang(head, lang)):
         return _write_diff(diff, md_path, html_path, output)
 

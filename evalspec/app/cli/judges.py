@@ -161,10 +161,10 @@ def _judge_eval_exit(report: dict[str, Any], min_agreement: float | None) -> Non
 def triage_command(run_json: str, test_id: str, provider: str | None, cls: str, note: str | None) -> None:
     """Record a person's attribution of a failure in RUN.json and .evalspec/triage.jsonl; later runs copy it
     for the same suite, test and provider while the test's status stays the same."""
-    from evalspec.results.runjson import read_run, write_json
+    from evalspec.results.runjson import read_run, untyped, write_json
     from evalspec.review.triage import TRIAGE_FILE, TriageError, os_user, triage
 
-    data = read_run(run_json)
+    data = untyped(read_run(run_json))
     try:
         records = triage(data, test_id, provider, cls, note, who=os_user())
     except TriageError as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.core.errors import ConfigError, EvalspecError
-from evalspec.results.runjson import read_run
+from evalspec.results.runjson import read_run, untyped
 
 RUNS_DIR = Path(".evalspec") / "runs"
 
@@ -57,7 +57,7 @@ class RunStore:
         if cached and cached[0] == stamp:
             return cached[1]
         try:
-            data: dict[str, Any] | str = read_run(path)
+            data: dict[str, Any] | str = untyped(read_run(path))
         except ConfigError as exc:
             data = "; ".join(str(p) for p in exc.problems)
         self._cache[path] = (stamp, data)

@@ -106,9 +106,9 @@ def from_run(path: Path, ids: list[str] | None, data: dict[str, Any] | None = No
              provider: str | None = None) -> tuple[list[Source], SourceSuite]:
     """A run.json's played (or graded) conversations, one per test instance (of `provider` when given), and
     the suite they came from. `data`: the run already read from `path`."""
-    from evalspec.results.runjson import read_run
+    from evalspec.results.runjson import read_run, untyped
 
-    data = read_run(str(path)) if data is None else data
+    data = untyped(read_run(str(path))) if data is None else data
     suites = [s for s in data.get("suites") or [] if isinstance(s, dict) and s.get("path")]
     records = [r for r in data["results"] if isinstance(r, dict)]
     chosen = [r for r in records if (not ids or r.get("test_id") in ids or r.get("base_id") in ids)
