@@ -106,9 +106,13 @@ def _inputs_problem(records: list[Any], suites: list[Any]) -> str | None:
 
 
 def _before_vocabulary(data: dict[str, Any]) -> bool:
-    summary, verdicts = data.get("summary"), data.get("verdicts")
-    return "slas" not in data or not isinstance(summary, dict) or "measured" not in summary or \
-        (isinstance(verdicts, list) and any(isinstance(v, dict) and "category" not in v for v in verdicts))
+    """Written before the shared report vocabulary: its summary, verdicts and gate are there (a file without
+    them, or with one of another kind, is not an older run.json but a broken one)."""
+    summary, verdicts, gate = data.get("summary"), data.get("verdicts"), data.get("gate")
+    if not isinstance(summary, dict) or not isinstance(verdicts, list) or not isinstance(gate, dict):
+        return False
+    return "slas" not in data or "measured" not in summary or \
+        any(isinstance(v, dict) and "category" not in v for v in verdicts)
 
 
 RESULTS_LINE = b'"results": [\n'  # how write_json opens a non-empty `results` list: one record per line follows
