@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypedDict, cast
 
 from evalspec.results import verdict as reduction  # SPEC §19 `reduce:`
 from evalspec.results.agreement import jury_summary
@@ -12,11 +12,25 @@ from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
 from evalspec.results.errorbars import interval, red_lines, run_figures
 from evalspec.results.gate import decide
+from evalspec.results.rundata import Curve, CurveSla, Metric, Record, Sla, StatusName, Summary
 from evalspec.results.stream import JournalRecords
 from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
 
 
-def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> list[Verdict]:
+class Repeat(TypedDict):
+    """One repeat's outcome on a metric's checks, combined as the test's repeats are (`combine_repeats`)."""
+
+    status: StatusName
+    rule: str | float
+
+
+class JudgeTotals(TypedDict):
+    judge_calls: int
+    judge_tokens: int
+    judge_cost: float
+
+
+def verdicts(records: Sequence[Record], include_drafts: bool = False) -> list[Verdict]:
     """One verdict per test instance × provider, repeats combined by the test's pass rule."""
     groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(records):
@@ -26,7 +40,7 @@ def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> lis
         recs = [records[i] for i in idx]
         first = recs[0]
         status, ok, rate, hat = combine_repeats(recs, first.get("repeat_rule", "all"))
-        mean, std = mean_std([r["score"] for r in recs if r.get("score") is not None and r["status"] != "error"])
+        mean, std = mean_std([s for r in recs if (s := r.get("score")) is not None and r["status"] != "error"])
         critical = status in ("failed",) and any(r.get("critical_failed") for r in recs)
         is_curve = bool(first.get("curve"))
         draft = bool(first.get("draft"))
@@ -37,28 +51,29 @@ def verdicts(records: list[dict[str, Any]], include_drafts: bool = False) -> lis
     return reduction.reduce_instances(out, records, include_drafts)
 
 
-def sla_verdicts(curve_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sla_verdicts(curve_list: list[Curve]) -> list[Sla]:
     """One verdict per curve test × provider with an `sla`: met only when every entry holds."""
-    out = []
+    out: list[Sla] = []
     for c in curve_list:
         if not c["sla"]:
             continue
-        entries = [{**x, "text": sla_text(c, x)} for x in c["sla"]]
+        entries: list[CurveSla] = [{**x, "text": sla_text(c, x)} for x in c["sla"]]
         statuses = {sla_entry_status(x) for x in c["sla"]}
         status = next(s for s in ("missed", "no data", "met") if s in statuses)
         out.append({"id": f"sla: {c['test']} @ {c['provider']}", "suite": c["suite"], "test": c["test"],
-                    "name": c["name"], "provider": c["provider"], "variable": c["variable"], "status": status,
+                    "name": c.get("name", ""), "provider": c["provider"], "variable": c["variable"], "status": status,
                     "entries": entries, "text": "; ".join(x["text"] for x in entries)})
     return out
 
 
-def sla_text(curve: dict[str, Any], sla: dict[str, Any]) -> str:
+def sla_text(curve: Curve | Mapping[str, Any], sla: CurveSla) -> str:
     """The measured value beside the target: `at 5: 0.67 < 0.80` for each point below it (missed), or the
     point the SLA is measured by (met)."""
     target = sla["min_score"]
     covered = covered_points(curve["points"], sla["at"])
     if sla_entry_status(sla) == "missed":
-        return "; ".join(f"at {p['value']}: {p['mean']:.2f} < {target:.2f}" for p in covered if p["mean"] < target)
+        return "; ".join(f"at {p['value']}: {mean:.2f} < {target:.2f}" for p in covered
+                         if (mean := p["mean"]) is not None and mean < target)
     if unscored := sla.get("unscored_at"):
         return (f"no scored sample at {', '.join(str(v) for v in unscored)}: every sample errored "
                 f"(target ≥ {target:.2f})")
@@ -68,24 +83,24 @@ def sla_text(curve: dict[str, Any], sla: dict[str, Any]) -> str:
     return f"at {low['value']}: {low['mean']:.2f} ≥ {target:.2f}"
 
 
-def metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def metrics(records: Sequence[Record]) -> list[Metric]:
     """The `metric:` scoreboard per suite × provider × metric: the mean score of its checks, and how many
     verdicts (test instance × provider, repeats combined by the test's rule) passed every check of that
     metric, out of those that reached a verdict on it — counted like every other summary figure (SPEC §9)."""
     scores: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    repeats: dict[tuple[str, str, str], dict[str, list[dict[str, Any]]]] = defaultdict(dict)
+    repeats: dict[tuple[str, str, str], dict[str, list[Repeat]]] = defaultdict(dict)
     for r in records:
-        mine: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        mine: dict[str, list[dict[str, Any]]] = defaultdict(list)  # a record's checks by metric
         for a in r.get("assertions", []):
             if a.get("metric") and not a.get("skipped"):  # a skipped check examined nothing
                 mine[str(a["metric"])].append(a)
         for metric, checks in mine.items():
             key = (r["suite"], r["provider"], metric)
             scores[key] += [a["score"] for a in checks if a.get("score") is not None]
-            status = ("failed" if any(a.get("pass") is False for a in checks)  # a failure beside an error
+            status: StatusName = ("failed" if any(a.get("pass") is False for a in checks)  # a failure beside an error
                       else "error" if any(a.get("error") or a.get("pass") is None for a in checks) else "passed")
             repeats[key].setdefault(reduction.verdict_key(r), []).append({"status": status, "rule": r.get("repeat_rule", "all")})
-    out = []
+    out: list[Metric] = []
     for key, by_test in repeats.items():
         decided = [combine_repeats(recs, recs[0]["rule"])[0] for recs in by_test.values()]
         values = scores[key]
@@ -96,12 +111,16 @@ def metrics(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summary(records: list[dict[str, Any]], vs: list[Verdict], slas: list[dict[str, Any]]) -> dict[str, Any]:
+def summary(records: Sequence[Record], vs: list[Verdict], slas: list[Sla]) -> Summary:
     by_status = {s: 0 for s in ("passed", "failed", "error", "skipped", "xfailed", "xpassed")}
     for r in records:
         by_status[r["status"]] += 1
+    c = counts(vs, slas)  # the verdict counts, in the words every report uses
+    judge = judge_totals(records)
     return {
-        **counts(vs, slas),
+        "passed": c["passed"], "failed": c["failed"], "error": c["error"], "xfailed": c["xfailed"],
+        "xpassed": c["xpassed"], "measured": c["measured"], "drafts": c["drafts"], "skipped": c["skipped"],
+        "slas_missed": c["slas_missed"],
         "records": len(records), "by_status": by_status, "verdicts": len(vs),
         "calls": sum(r.get("calls", 0) for r in records),
         "cached_calls": sum(r.get("cached_calls", 0) for r in records),
@@ -112,13 +131,13 @@ def summary(records: list[dict[str, Any]], vs: list[Verdict], slas: list[dict[st
         "strategy_calls": sum(r.get("strategy_calls") or 0 for r in records),
         "strategy_tokens": sum(r.get("strategy_tokens") or 0 for r in records),
         "strategy_cost": round(sum(r.get("strategy_cost") or 0.0 for r in records), 6),
-        **judge_totals(records),
+        "judge_calls": judge["judge_calls"], "judge_tokens": judge["judge_tokens"], "judge_cost": judge["judge_cost"],
         "rate_limited": rate_limited(records),
         "metrics": metrics(records),
     }
 
 
-def judge_totals(parts: Iterable[dict[str, Any]], into: dict[str, Any] | None = None) -> dict[str, Any]:
+def judge_totals(parts: Iterable[Mapping[str, Any]], into: Mapping[str, Any] | None = None) -> JudgeTotals:
     """The summary's `judge_calls`, `judge_tokens` and `judge_cost`: those of `parts` (records, second-opinion
     items), added to the figures already `into` a summary when given (SPEC §17)."""
     base = into or {}
@@ -131,7 +150,7 @@ def judge_totals(parts: Iterable[dict[str, Any]], into: dict[str, Any] | None = 
     return {"judge_calls": calls, "judge_tokens": tokens, "judge_cost": round(cost, 6)}
 
 
-def rate_limited(records: list[dict[str, Any]]) -> dict[str, int]:
+def rate_limited(records: Sequence[Record]) -> dict[str, int]:
     """The 429/503 answers of the run, by provider id (SPEC §23): each conversation's, its judge's included."""
     total: dict[str, int] = {}
     for r in records:
@@ -143,9 +162,9 @@ def rate_limited(records: list[dict[str, Any]]) -> dict[str, int]:
 def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool) -> dict[str, Any]:
     """Fill `verdicts`, `curves`, `summary` and `gate` of a run from its records (the light forms of
     records read back from disk: what the aggregates read)."""
-    records = run["results"]
+    records: Sequence[Record] = run["results"]
     if isinstance(records, JournalRecords) and records.light is not None:
-        records = records.light
+        records = cast(list[Record], records.light)  # Records without their heavy keys (`stream.light`)
     vs = verdicts(records, include_drafts)
     cs = curves(records)
     run["verdicts"] = [v.to_json() for v in vs]
@@ -167,7 +186,7 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     return run
 
 
-def path_warnings(records: list[dict[str, Any]]) -> list[str]:
+def path_warnings(records: Sequence[Record]) -> list[str]:
     """One warning per http `tool_calls:` path whose key was in no turn of the run (a typo reads as "no calls")."""
     found: dict[tuple[str, str], bool] = {}
     for record in records:

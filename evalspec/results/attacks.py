@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from evalspec.results.record import Record
 
 
-def attack_summary(records: list[Record]) -> list[dict[str, Any]]:
+def attack_summary(records: Sequence[Record]) -> list[dict[str, Any]]:
     """One row per suite × red line × strategy × provider: attempts, breaches, rate and breaching turns.
 
     An attempt that errored before its red lines were tested counts under `errors`, not `attempts`.

@@ -9,13 +9,15 @@ minimum covering it, 0.8 without an SLA). Curve tests sharing a `chart` are draw
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypedDict
 
+from evalspec.results.rundata import Curve, CurvePoint, CurveSla, Record, SlaSpec, SlaStatus, Term
 from evalspec.results.verdict import mean_std
 
 STABLE_DEFAULT = 0.8
 TERMS = ("half_life", "failure_point", "stable_range")
-DEFAULT_TERMS = ["half_life", "failure_point"]
+DEFAULT_TERMS: list[Term] = ["half_life", "failure_point"]
 
 
 def as_number(v: Any) -> float | None:
@@ -28,34 +30,45 @@ def as_number(v: Any) -> float | None:
         return None
 
 
-def covered_points(points: list[dict[str, Any]], at: float) -> list[dict[str, Any]]:
+class PointUsage(TypedDict):
+    """Mean tokens and cost per conversation at one curve point."""
+
+    prompt_tokens: float | None
+    completion_tokens: float | None
+    strategy_tokens: float | None
+    tokens: float | None
+    cost: float | None
+
+
+def covered_points(points: list[CurvePoint], at: float) -> list[CurvePoint]:
     """The measured points an SLA entry `at` covers (numeric value <= at, a mean score), by value: the one
     reading of curve values that SLA verdicts and their text share."""
     covered = [p for p in points if p["mean"] is not None and (x := as_number(p["value"])) is not None and x <= at]
     return sorted(covered, key=lambda p: as_number(p["value"]) or 0.0)
 
 
-def sla_entry_status(entry: dict[str, Any]) -> str:
+def sla_entry_status(entry: CurveSla) -> SlaStatus:
     """`missed` (a covered point below its target: a failure beats no data), `no data` or `met`."""
     if entry.get("missed_at") or (not entry["passed"] and not entry["no_data"]):
         return "missed"
     return "no data" if entry["no_data"] else "met"
 
 
-def binding_point(covered: list[dict[str, Any]]) -> dict[str, Any]:
+def binding_point(covered: list[CurvePoint]) -> CurvePoint:
     """The covered point an SLA is measured by: the lowest mean; on a tie the furthest value (the SLA
     holds up to there, which is what a reader checks it for)."""
-    return min(reversed(covered), key=lambda p: p["mean"])
+    lowest: CurvePoint = min(reversed(covered), key=lambda p: p["mean"] if p["mean"] is not None else 0.0)
+    return lowest
 
 
 def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def point_usage(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def point_usage(samples: Sequence[Record]) -> PointUsage:
     """Mean tokens (prompt, completion, the strategy's, total) and cost per conversation at one point."""
     def per(key: str) -> float | None:
-        return _mean([float(s[key]) for s in samples if s.get(key) is not None])
+        return _mean([float(v) for s in samples if (v := s.get(key)) is not None])  # type: ignore[arg-type]
 
     totals = [float((s.get("tokens") or 0) + (s.get("strategy_tokens") or 0)) for s in samples
               if s.get("tokens") is not None or s.get("strategy_tokens") is not None]
@@ -65,7 +78,7 @@ def point_usage(samples: list[dict[str, Any]]) -> dict[str, Any]:
             "strategy_tokens": per("strategy_tokens"), "tokens": _mean(totals), "cost": _mean(costs)}
 
 
-def stable_until(points: list[dict[str, Any]], slas: list[dict[str, Any]]) -> Any:
+def stable_until(points: list[CurvePoint], slas: list[SlaSpec]) -> Any:
     """The largest x up to which every point's mean reaches the SLA minimum covering it (else 0.8);
     None when the first point is already below."""
     ordered = sorted(points, key=lambda p: as_number(p["value"]) or 0.0) if all(
@@ -81,7 +94,7 @@ def stable_until(points: list[dict[str, Any]], slas: list[dict[str, Any]]) -> An
     return last
 
 
-def sample_floor(value: Any, slas: list[dict[str, Any]]) -> float:
+def sample_floor(value: Any, slas: list[SlaSpec]) -> float:
     """The score below which a sample at `value` fails: the minimum of the SLA covering it (the
     narrowest), else 0.5 — the one definition the failure point and SLAs share (SPEC §17)."""
     x = as_number(value)
@@ -89,35 +102,34 @@ def sample_floor(value: Any, slas: list[dict[str, Any]]) -> float:
     return float(covering[0]["min_score"]) if covering else 0.5
 
 
-def failure_point(points: list[dict[str, Any]], by_value: dict[str, list[dict[str, Any]]],
-                  slas: list[dict[str, Any]]) -> Any:
+def failure_point(points: list[CurvePoint], by_value: dict[str, list[Record]], slas: list[SlaSpec]) -> Any:
     """The first curve value where most scored samples fail (score below the floor of their point)."""
     for p in points:
-        scores = [s["score"] for s in by_value[str(p["value"])] if s["status"] != "error" and s.get("score") is not None]
+        scores = [v for s in by_value[str(p["value"])] if s["status"] != "error" and (v := s.get("score")) is not None]
         floor = sample_floor(p["value"], slas)
         if scores and sum(1 for v in scores if v < floor) * 2 > len(scores):
             return p["value"]
     return None
 
 
-def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def curves(records: Sequence[Record]) -> list[Curve]:
     """Per curve test and provider: points (score, tokens, cost), half-life, failure point, stable range, SLAs."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
     for r in records:
         if r.get("curve"):
             groups[(r["suite"], r["test"], r["provider"])].append(r)
-    out = []
+    out: list[Curve] = []
     for (suite, test, provider), recs in groups.items():
-        var = recs[0]["curve"]
-        by_value: dict[str, list[dict[str, Any]]] = {}
+        var = str(recs[0]["curve"])
+        by_value: dict[str, list[Record]] = {}
         raw_values: dict[str, Any] = {}
         for r in recs:
             v = r["matrix"].get(var)
             by_value.setdefault(str(v), []).append(r)
             raw_values[str(v)] = v
-        points = []
+        points: list[CurvePoint] = []
         for key, samples in by_value.items():
-            scored = [s["score"] for s in samples if s["status"] != "error" and s.get("score") is not None]
+            scored = [v for s in samples if s["status"] != "error" and (v := s.get("score")) is not None]
             mean, std = mean_std(scored)
             passed = sum(1 for s in samples if s["status"] in ("passed", "xpassed"))
             points.append({"value": raw_values[key], "mean": mean, "std": std, "n": len(samples),
@@ -125,10 +137,10 @@ def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                            **point_usage(samples)})
         half_life = next((p["value"] for p in points if p["mean"] is not None and p["mean"] < 0.5), None)
         failure = failure_point(points, by_value, recs[0].get("sla") or [])
-        slas = []
+        slas: list[CurveSla] = []
         for sla in recs[0].get("sla") or []:
             covered = covered_points(points, sla["at"])
-            missed = [p["value"] for p in covered if p["mean"] < sla["min_score"]]
+            missed = [p["value"] for p in covered if p["mean"] is not None and p["mean"] < sla["min_score"]]
             # no data when a point it covers has no scored sample (all errored), or it covers none (SPEC §17)
             unscored = [p["value"] for p in points if p["mean"] is None
                         and (x := as_number(p["value"])) is not None and x <= sla["at"]]
@@ -145,21 +157,22 @@ def curves(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def charts(curve_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Curves grouped into charts: by `chart` across the run, else one chart per suite × test."""
-    grouped: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+def charts(curve_list: list[Curve]) -> list[dict[str, Any]]:
+    """Curves grouped into charts: by `chart` across the run, else one chart per suite × test: {title, chart,
+    variable, curves} (the reporters' shape, typed when they are)."""
+    grouped: dict[tuple[str, ...], list[Curve]] = defaultdict(list)
     for c in curve_list:
         key: tuple[str, ...] = ("chart", str(c["chart"])) if c.get("chart") else ("test", c["suite"], c["test"])
         grouped[key].append(c)
-    out = []
+    out: list[dict[str, Any]] = []
     for key, members in grouped.items():
-        title = key[1] if key[0] == "chart" else f"{members[0]['name']} ({members[0]['test']})"
+        title = key[1] if key[0] == "chart" else f"{members[0].get('name')} ({members[0]['test']})"
         out.append({"title": title, "chart": key[1] if key[0] == "chart" else None,
                     "variable": members[0]["variable"], "curves": members})
     return out
 
 
-def terms_text(curve: dict[str, Any]) -> str:
+def terms_text(curve: Curve) -> str:
     """The terms a curve is described by, spelled out: `half-life 8 · failure point 5`, `stable until 6`."""
     parts = []
     for term in curve.get("describe") or DEFAULT_TERMS:

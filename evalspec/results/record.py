@@ -12,7 +12,7 @@ from evalspec.core.redact import redact
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.results.coverage import instance_covers
-from evalspec.results.rundata import Exactly, Milestone, Record, StatusName, ref
+from evalspec.results.rundata import Exactly, Milestone, Record, SlaSpec, StatusName, Term, ref
 from evalspec.results.transcript import Transcript
 from evalspec.results.verdict import decide, test_score
 
@@ -48,9 +48,9 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "xfail": test.xfail,
         "curve": test.curve,
         "chart": test.chart,
-        "curve_summary": test.curve_summary,
+        "curve_summary": cast(Term | None, test.curve_summary),  # one of the terms (the suite schema's enum)
         "measured": bool(test.curve),  # a curve point: a measurement, shown as `measured`, never FAIL
-        "sla": test.sla,
+        "sla": cast(list[SlaSpec], test.sla),  # {at, min_score} each (the suite schema's `sla` items)
         # free text (what the system said, reasons, errors) is redacted; ids and paths are structure
         "assertions": redact([r.to_json() for r in results], secrets),
         "transcript": redact(transcript.messages, secrets),

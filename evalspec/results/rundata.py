@@ -55,6 +55,9 @@ Attribution = Annotated[AttributionName, ref("attribution")]
 #: how every report counts a verdict (docs/en/reports-and-gate.md)
 Category = Literal["passed", "failed", "error", "xfailed", "xpassed", "measured", "drafts", "skipped"]
 
+#: the terms a curve is described by (docs/en/curves.md)
+Term = Literal["half_life", "failure_point", "stable_range"]
+
 Interval = Annotated[Annotated[list[Share], Keywords(minItems=2, maxItems=2)] | None, Keywords(
     description="a 95 % Wilson interval [lo, hi]; null over no verdict")]
 IntervalRef = Annotated[Interval, ref("interval")]
@@ -196,6 +199,13 @@ class _StoredRecord(TypedDict):
     stop_reason: StopReason
 
 
+class SlaSpec(TypedDict):
+    """A curve test's `sla:` entry: at this value and below, the mean score is at least `min_score`."""
+
+    at: float
+    min_score: float
+
+
 class Milestone(TypedDict):
     goal: str
     status: Literal["met", "missed", "not_reached"]
@@ -219,9 +229,9 @@ class Record(_StoredRecord, total=False):
     xfail: str | None
     curve: str | None
     chart: str | None
-    curve_summary: Annotated[str | None, Exactly({"enum": ["half_life", "failure_point", "stable_range", None]})]
+    curve_summary: Annotated[Term | None, Exactly({"enum": ["half_life", "failure_point", "stable_range", None]})]
     measured: Annotated[bool, Keywords(description="a curve point: shown as measured, never FAIL")]
-    sla: list[Any]
+    sla: Annotated[list[SlaSpec], Exactly({"type": "array"})]
     error: str | None
     teardown: Annotated[TeardownResult, Keywords(description="the provider's teardown after this conversation")]
     duration_ms: Annotated[float, Keywords(minimum=0)]
@@ -296,7 +306,7 @@ class RunVerdict(_VerdictRequired, total=False):
 
 
 class _CurvePointRequired(TypedDict):
-    value: Annotated[Any, unchecked]
+    value: Annotated[Any, unchecked]  # the curve variable's value (a number, or any matrix value)
     mean: float | None
     std: float | None
     n: int
@@ -313,7 +323,7 @@ class CurvePoint(_CurvePointRequired, total=False):
 
 
 class _CurveSlaRequired(TypedDict):
-    at: Annotated[Any, unchecked]
+    at: Annotated[float, unchecked]
     min_score: Annotated[float, unchecked]
     passed: Annotated[bool, unchecked]
 
@@ -321,7 +331,7 @@ class _CurveSlaRequired(TypedDict):
 class CurveSla(_CurveSlaRequired, total=False):
     """One `sla:` entry of a curve, decided."""
 
-    missed_at: Annotated[list[Any], unchecked]
+    missed_at: Annotated[list[Any], unchecked]  # the covered values below the minimum
     no_data: Annotated[bool, unchecked]
     unscored_at: Annotated[list[Any], unchecked]
     text: Annotated[str, unchecked]
@@ -343,21 +353,29 @@ class Curve(_CurveRequired, total=False):
 
     name: Annotated[str, unchecked]
     chart: str | None
-    describe: list[Literal["half_life", "failure_point", "stable_range"]]
+    describe: list[Term]
     stable_until: Any
     stable_range: list[Any] | None
 
 
-class Sla(TypedDict):
-    """One entry of run.json's `slas`: a curve's SLA entries, decided (`results.aggregate.sla_verdicts`)."""
+SlaStatus = Literal["met", "missed", "no data"]
 
+
+class _SlaRequired(TypedDict):
     id: str
     suite: Annotated[str, unchecked]
     test: Annotated[str, unchecked]
     provider: Annotated[str, unchecked]
-    status: Literal["met", "missed", "no data"]
-    entries: list[Any]
+    status: SlaStatus
+    entries: Annotated[list[CurveSla], Exactly({"type": "array"})]
     text: str
+
+
+class Sla(_SlaRequired, total=False):
+    """One entry of run.json's `slas`: a curve's SLA entries, decided (`results.aggregate.sla_verdicts`)."""
+
+    name: Annotated[str, unchecked]
+    variable: Annotated[str, unchecked]
 
 
 # ---- the suites, the second opinion ---------------------------------------------------------------------------
@@ -542,6 +560,8 @@ class _SummaryRequired(TypedDict):
 class Summary(_SummaryRequired, total=False):
     """run.json's `summary`: the counts every report shows (`results.aggregate.summary`, `finalize`)."""
 
+    skipped: Annotated[int, unchecked]
+    warnings: Annotated[list[str], unchecked]  # a `tool_calls:` path that never matched
     pass_rate_ci: IntervalRef
     pass_at_k: Annotated[PassK, ref("pass_k"), Keywords(
         description="pass@k for k = 1..m over the counted verdicts that repeat (m: their smallest repeat count)")]

@@ -10,14 +10,14 @@ from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.outcome import failure_stands
-from evalspec.results.rundata import StatusName
+from evalspec.results.rundata import Category, Record, RunVerdict, StatusName
 
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 # The words every report counts verdicts (and the live bar conversations) with, in display order.
 CATEGORIES = ("passed", "failed", "error", "xfailed", "xpassed", "measured", "drafts", "skipped")
 
 
-def category(status: str, curve: bool, draft: bool, gated_drafts: bool = False) -> str:
+def category(status: StatusName, curve: bool, draft: bool, gated_drafts: bool = False) -> Category:
     """How a verdict (or one conversation) is counted and shown: a curve point is `measured` whatever
     its status, unless it reached no measurement at all (`error`); a draft is `drafts` unless drafts gate."""
     if curve:
@@ -27,7 +27,7 @@ def category(status: str, curve: bool, draft: bool, gated_drafts: bool = False) 
     return status
 
 
-def record_category(record: dict[str, Any], gated_drafts: bool = False) -> str:
+def record_category(record: Record | Mapping[str, Any], gated_drafts: bool = False) -> Category:
     return category(record["status"], bool(record.get("curve")), bool(record.get("draft")), gated_drafts)
 
 
@@ -127,7 +127,7 @@ class Verdict:
     test_id: str
     name: str
     provider: str
-    status: str
+    status: StatusName
     n: int
     passed: int
     pass_rate: float
@@ -140,15 +140,22 @@ class Verdict:
     xfail: bool
     curve: bool
     records: list[int] = field(default_factory=list)
-    category: str = ""
+    category: Category = "passed"  # `aggregate.verdicts` sets it (`category`)
     reduce: str | None = None  # min | mean: this verdict stands for all instances of a matrix test
 
     @property
     def measured(self) -> bool:
         return self.curve
 
-    def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "records" and (k != "reduce" or v)}
+    def to_json(self) -> RunVerdict:
+        out: RunVerdict = {
+            "suite": self.suite, "test_id": self.test_id, "name": self.name, "provider": self.provider,
+            "status": self.status, "n": self.n, "passed": self.passed, "pass_rate": self.pass_rate,
+            "pass_hat_k": self.pass_hat_k, "score_mean": self.score_mean, "score_std": self.score_std,
+            "gated": self.gated, "critical_failed": self.critical_failed, "draft": self.draft, "xfail": self.xfail,
+            "curve": self.curve, "category": self.category}
+        if self.reduce:
+            out["reduce"] = self.reduce
         out["measured"] = self.curve
         if self.repeats():
             out["c"] = self.passed  # c of n repeats passed (docs/en/statistics.md#repeats-pass-k-and-pass-k)
@@ -171,7 +178,7 @@ def rule_passes(passed: int, repeats: int, rule: str | float) -> bool:
     return passed / repeats >= float(rule)
 
 
-def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> tuple[str, int, float, bool]:
+def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> tuple[StatusName, int, float, bool]:
     """(status, passed count, pass rate, pass^k) for one instance's repeats under the pass rule.
 
     A critical assertion that failed in any repeat fails the verdict (SPEC §17): the pass rule and
@@ -203,7 +210,7 @@ def mean_std(values: list[float]) -> tuple[float | None, float | None]:
 REDUCE_THRESHOLD = 0.5  # a reduced test without `threshold:` passes at the assertions' default
 
 
-def reduce_instances(vs: list[Verdict], records: list[dict[str, Any]], gated_drafts: bool = False) -> list[Verdict]:
+def reduce_instances(vs: list[Verdict], records: Sequence[Record], gated_drafts: bool = False) -> list[Verdict]:
     """SPEC §19 `reduce: min | mean`: the verdicts of a matrix test's instances (per provider) become one
     verdict, in the place of its first instance, scored by the minimum (or mean) of the instances' scores
     and passed only when that score reaches the test's threshold. A critical failure in any instance fails
@@ -211,8 +218,8 @@ def reduce_instances(vs: list[Verdict], records: list[dict[str, Any]], gated_dra
     groups: dict[tuple[str, str, str], list[Verdict]] = {}
     out: list[Verdict | tuple[str, str, str]] = []
     for v in vs:
-        first = records[v.records[0]] if v.records else {}
-        if not first.get("reduce"):
+        first = records[v.records[0]] if v.records else None
+        if first is None or not first.get("reduce"):
             out.append(v)
             continue
         key = (v.suite, str(first.get("test") or v.test_id), v.provider)
@@ -223,13 +230,14 @@ def reduce_instances(vs: list[Verdict], records: list[dict[str, Any]], gated_dra
     return [x if isinstance(x, Verdict) else _reduced(groups[x], records, gated_drafts) for x in out]
 
 
-def _reduced(group: list[Verdict], records: list[dict[str, Any]], gated_drafts: bool) -> Verdict:
+def _reduced(group: list[Verdict], records: Sequence[Record], gated_drafts: bool) -> Verdict:
     first = records[group[0].records[0]]
     how = str(first["reduce"])
     scores = [v.score_mean for v in group if v.score_mean is not None]
     score = (min(scores) if how == "min" else sum(scores) / len(scores)) if scores else None
     statuses = [v.status for v in group]
     critical = any(v.critical_failed for v in group)
+    status: StatusName
     threshold = first.get("threshold")
     xfail = bool(first.get("xfail"))
     if critical:
@@ -253,6 +261,6 @@ def _reduced(group: list[Verdict], records: list[dict[str, Any]], gated_drafts: 
                    [i for v in group for i in v.records], category(status, curve, draft, gated_drafts), how)
 
 
-def verdict_key(record: dict[str, Any]) -> str:
+def verdict_key(record: Record) -> str:
     """The test a record counts for in per-test figures: its instance, or its test under `reduce`."""
     return str(record.get("test") or record["base_id"]) if record.get("reduce") else str(record["base_id"])
