@@ -10,11 +10,26 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalspec.results.curves import sla_entry_status
 from evalspec.results.findings import first_failure, rule_text
+from evalspec.results.rundata import (
+    Baseline,
+    BaselineRow,
+    BaseMeta,
+    Curve,
+    CurveChange,
+    ProviderChange,
+    ProviderFigures,
+    Record,
+    RowCategory,
+    RunData,
+    Side,
+    SlaChange,
+)
 from evalspec.results.verdict import combine_repeats, is_gated, mean_std, reaches_gate
 
 #: every category, in the order reports list them (the ones that block first)
@@ -22,7 +37,7 @@ CATEGORIES = ("regressed", "new failing", "failing, no baseline verdict", "new e
               "still failing", "new", "removed", "unchanged")
 #: categories that fail a regressions gate (an SLA newly missed and a critical rule newly failed block too)
 BLOCKING = ("regressed", "new failing", "failing, no baseline verdict")
-NO_BASE_VERDICT = "failing, no baseline verdict"
+NO_BASE_VERDICT: RowCategory = "failing, no baseline verdict"
 FLAG_ONLY = "a critical assertion"  # a record with `critical_failed` but no failed critical assertion listed
 SCORE_DELTA = 0.05
 
@@ -51,7 +66,7 @@ def _outcome(status: str | None) -> str | None:
     return None
 
 
-def category(base: str | None, head: str | None) -> str:
+def category(base: str | None, head: str | None) -> RowCategory:
     """SPEC §10's categories, from -> to (statuses already reduced by `_outcome`)."""
     if head == "error":
         return "new error"
@@ -61,12 +76,13 @@ def category(base: str | None, head: str | None) -> str:
         return "removed"
     if base == "error":  # SPEC §17: a failure after a base that reached no verdict is not a recovery
         return NO_BASE_VERDICT if head == "failed" else "recovered"
-    return {("passed", "failed"): "regressed", ("failed", "passed"): "fixed",
-            ("failed", "failed"): "still failing"}.get((base, head), "unchanged")
+    moved: dict[tuple[str, str], RowCategory] = {("passed", "failed"): "regressed", ("failed", "passed"): "fixed",
+                                                 ("failed", "failed"): "still failing"}
+    return moved.get((base, head), "unchanged")
 
 
-def _groups(run: dict[str, Any]) -> dict[Key, list[dict[str, Any]]]:
-    groups: dict[Key, list[dict[str, Any]]] = defaultdict(list)
+def _groups(run: Mapping[str, Any]) -> dict[Key, list[Record]]:
+    groups: dict[Key, list[Record]] = defaultdict(list)
     suites: dict[str, str] = {}  # a run has few suites and many records
     for r in run.get("results", []):
         suite = suites.get(r["suite"]) or suites.setdefault(r["suite"], suite_key(r["suite"]))
@@ -74,7 +90,7 @@ def _groups(run: dict[str, Any]) -> dict[Key, list[dict[str, Any]]]:
     return groups
 
 
-def critical_rules(records: list[dict[str, Any]]) -> list[str]:
+def critical_rules(records: Sequence[Record]) -> list[str]:
     """The critical assertions that failed in any repeat, each named by its rule and turn, in order (a rule
     under `max_rate` gates on its breach rate, not here: docs/en/statistics.md#red-lines-as-bounds)."""
     out: dict[str, None] = {}
@@ -88,11 +104,11 @@ def critical_rules(records: list[dict[str, Any]]) -> list[str]:
     return list(out)
 
 
-def _side(records: list[dict[str, Any]] | None, rule: str | float) -> dict[str, Any] | None:
+def _side(records: list[Record] | None, rule: str | float) -> Side | None:
     if not records:
         return None
     status, ok, rate, _ = combine_repeats(records, rule)
-    score, _ = mean_std([r["score"] for r in records if r.get("score") is not None and r["status"] != "error"])
+    score, _ = mean_std([s for r in records if (s := r.get("score")) is not None and r["status"] != "error"])
     first = records[0]
     critical = critical_rules(records) if status == "failed" else []
     return {"status": status, "passed": ok, "n": len(records), "pass_rate": rate, "score": score,
@@ -101,7 +117,7 @@ def _side(records: list[dict[str, Any]] | None, rule: str | float) -> dict[str, 
             "xfail": bool(first.get("xfail"))}
 
 
-def newly_critical(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[str]:
+def newly_critical(base: Side | None, head: Side | None) -> list[str]:
     """The head's failed critical rules that did not also fail in the matched base verdict (SPEC §17)."""
     if head is None or not reaches_gate(head):
         return []
@@ -111,7 +127,7 @@ def newly_critical(base: dict[str, Any] | None, head: dict[str, Any] | None) -> 
     return [c for c in head["critical_rules"] if c not in known]
 
 
-def first_problem(records: list[dict[str, Any]] | None) -> str:
+def first_problem(records: list[Record] | None) -> str:
     """The first failure of the first failed (or errored) repeat, in the words every report uses."""
     for r in records or []:
         if r["status"] in ("failed", "xfailed", "error") and (line := first_failure(r)):
@@ -119,14 +135,15 @@ def first_problem(records: list[dict[str, Any]] | None) -> str:
     return ""
 
 
-def compare_verdicts(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_verdicts(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[BaselineRow]:
     """One row per matched verdict, in HEAD's order, then what only the baseline had."""
     b_groups, h_groups = _groups(base), _groups(head)
     keys = list(h_groups) + [k for k in b_groups if k not in h_groups]
-    rows = []
+    rows: list[BaselineRow] = []
     for key in keys:
         h_recs, b_recs = h_groups.get(key), b_groups.get(key)
-        rule = (h_recs or b_recs or [{}])[0].get("repeat_rule", "all")
+        first = (h_recs or b_recs or [])[0]  # every group has a record
+        rule = first.get("repeat_rule", "all")
         b, h = _side(b_recs, rule), _side(h_recs, rule)
         cat = category(_outcome(b["status"] if b else None), _outcome(h["status"] if h else None))
         loose = h if h is not None else b
@@ -134,7 +151,7 @@ def compare_verdicts(base: dict[str, Any], head: dict[str, Any]) -> list[dict[st
         # drafts, measured points and xfail tests are compared but never block
         gated = h is not None and is_gated(h)
         delta = (h["score"] - b["score"]) if h and b and h["score"] is not None and b["score"] is not None else None
-        name = (h_recs or b_recs or [{}])[0].get("name", key[1])
+        name = first.get("name", key[1])
         rows.append({
             "suite": key[0], "test_id": key[1], "provider": key[2], "name": name, "category": cat,
             "base": b, "head": h, "score_delta": round(delta, 6) if delta is not None else None,
@@ -146,20 +163,20 @@ def compare_verdicts(base: dict[str, Any], head: dict[str, Any]) -> list[dict[st
     return rows
 
 
-def _curve_key(c: dict[str, Any]) -> Key:
+def _curve_key(c: Curve) -> Key:
     return suite_key(c["suite"]), c["test"], c["provider"]
 
 
-def compare_curves(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_curves(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[CurveChange]:
     """Half-life, failure point and SLA verdicts per curve test × provider, base beside head."""
     b_curves = {_curve_key(c): c for c in base.get("curves", [])}
-    out = []
+    out: list[CurveChange] = []
     h_curves = {_curve_key(c): c for c in head.get("curves", [])}
     for key in list(h_curves) + [k for k in b_curves if k not in h_curves]:
         b, h = b_curves.get(key), h_curves.get(key)
-        slas = []
-        b_sla = {(x["at"], x["min_score"]): x for x in (b or {}).get("sla", [])}
-        for x in (h or {}).get("sla", []):
+        slas: list[SlaChange] = []
+        b_sla = {(x["at"], x["min_score"]): x for x in (b["sla"] if b else [])}
+        for x in h["sla"] if h else []:
             was = b_sla.get((x["at"], x["min_score"]))
             missed = sla_entry_status(x) == "missed"
             was_missed = was is not None and sla_entry_status(was) == "missed"
@@ -168,8 +185,8 @@ def compare_curves(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str,
                          "head": sla_entry_status(x),
                          "newly_missed": missed and not was_missed})
         out.append({"suite": key[0], "test": key[1], "provider": key[2],
-                    "half_life": [(b or {}).get("half_life"), (h or {}).get("half_life")],
-                    "failure_point": [(b or {}).get("failure_point"), (h or {}).get("failure_point")],
+                    "half_life": [b and b["half_life"], h and h["half_life"]],
+                    "failure_point": [b and b["failure_point"], h and h["failure_point"]],
                     "sla": slas})
     return out
 
@@ -181,25 +198,25 @@ def _p95(values: list[float]) -> float | None:
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
-def provider_stats(run: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+def provider_stats(run: Mapping[str, Any]) -> dict[str, ProviderFigures]:
     """Per provider: mean and p95 reply latency (ms), tokens and cost per conversation."""
-    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by: dict[str, list[Record]] = defaultdict(list)
     for r in run.get("results", []):
         by[r["provider"]].append(r)
     out = {}
     for provider, recs in by.items():
-        latencies = [float(m["latency_ms"]) for r in recs for m in r.get("transcript", [])
-                     if m.get("role") == "assistant" and m.get("latency_ms") is not None and not m.get("injected")]
-        tokens = [float(r["tokens"]) for r in recs if r.get("tokens") is not None]
-        costs = [float(r["cost"]) for r in recs if r.get("cost") is not None]
+        latencies = [float(ms) for r in recs for m in r.get("transcript", [])
+                     if m.get("role") == "assistant" and (ms := m.get("latency_ms")) is not None and not m.get("injected")]
+        tokens = [float(t) for r in recs if (t := r.get("tokens")) is not None]
+        costs = [float(c) for r in recs if (c := r.get("cost")) is not None]
         out[provider] = {"latency_mean": mean_std(latencies)[0], "latency_p95": _p95(latencies),
                          "tokens": mean_std(tokens)[0], "cost": mean_std(costs)[0]}
     return out
 
 
-def compare_providers(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_providers(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[ProviderChange]:
     b, h = provider_stats(base), provider_stats(head)
-    rows = []
+    rows: list[ProviderChange] = []
     for provider in list(h) + [p for p in b if p not in h]:
         bs, hs = b.get(provider, {}), h.get(provider, {})
         delta = {k: (hs[k] - bs[k]) if hs.get(k) is not None and bs.get(k) is not None else None  # type: ignore[operator]
@@ -208,15 +225,15 @@ def compare_providers(base: dict[str, Any], head: dict[str, Any]) -> list[dict[s
     return rows
 
 
-def _meta(run: dict[str, Any], path: str | None) -> dict[str, Any]:
+def _meta(run: Mapping[str, Any], path: str | None) -> BaseMeta:
     return {"run_id": run.get("run_id"), "started_at": run.get("started_at"), "path": path}
 
 
-def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+def counts(rows: Sequence[BaselineRow]) -> dict[str, int]:
     return {c: sum(1 for r in rows if r["category"] == c) for c in CATEGORIES}
 
 
-def blocking_reasons(diff: dict[str, Any], suite: str | None = None, critical: bool = True,
+def blocking_reasons(diff: Baseline | Mapping[str, Any], suite: str | None = None, critical: bool = True,
                      each: bool = True) -> list[str]:
     """What fails a regressions gate (of one suite, or of the whole run); `evalspec diff` leaves out
     critical rules newly failing inside tests that already failed (`critical=False`); under the paired test
@@ -244,10 +261,11 @@ def finish(diff: dict[str, Any]) -> dict[str, Any]:
     return diff
 
 
-def compare_runs(base: dict[str, Any], head: dict[str, Any], base_path: str | None = None,
+def compare_runs(base: RunData | Mapping[str, Any], head: RunData | Mapping[str, Any], base_path: str | None = None,
                  head_path: str | None = None) -> dict[str, Any]:
-    """The diff of HEAD against BASE (the value of run.json's `baseline` key)."""
-    diff = {"available": True, "base": _meta(base, base_path), "head": _meta(head, head_path),
+    """The diff of HEAD against BASE (the value of run.json's `baseline` key: a `Baseline`, returned as the
+    untyped dict its readers, the review and the reporters, take so far)."""
+    diff: dict[str, Any] = {"available": True, "base": _meta(base, base_path), "head": _meta(head, head_path),
             "rows": compare_verdicts(base, head), "curves": compare_curves(base, head),
             "providers": compare_providers(base, head)}
     return finish(diff)

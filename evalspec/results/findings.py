@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalspec.core.text import strip_controls
+from evalspec.extend.transcript import Message
 
 EXCERPT_CHARS = 300
 WHITESPACE = re.compile(r"\s+")
@@ -60,7 +62,7 @@ class Finding:
     reason_zh: str | None = None  # the reason in Chinese (run.json's `reason_zh`; absent in older runs)
 
 
-def rule_text(a: dict[str, Any]) -> str:
+def rule_text(a: Mapping[str, Any]) -> str:
     """`not-regex: 到店|预约`, `at-most: pattern 预约|试驾, count 1` — the rule as the suite wrote it."""
     value = a.get("value")
     if value is None or value is True:
@@ -81,7 +83,7 @@ def _flat(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _replies(record: dict[str, Any]) -> list[dict[str, Any]]:
+def _replies(record: Mapping[str, Any]) -> list[Message]:
     return [m for m in record.get("transcript", []) if m.get("role") == "assistant" and not m.get("injected")]
 
 
@@ -108,7 +110,7 @@ def _blames(note: str, needle: str, reply: str) -> bool:
     return not (len(needle) >= 60 and reply.startswith(needle.rstrip("…")))
 
 
-def _excerpts(record: dict[str, Any], a: dict[str, Any]) -> list[Excerpt]:
+def _excerpts(record: Mapping[str, Any], a: Mapping[str, Any]) -> list[Excerpt]:
     """At most three excerpts; a check with facts (memory-recall, refers-to) shows each reply once, since
     its fact lines already say what was found."""
     per_reply = bool(_facts(a))
@@ -140,7 +142,7 @@ def _excerpts(record: dict[str, Any], a: dict[str, Any]) -> list[Excerpt]:
     return out
 
 
-def _facts(a: dict[str, Any]) -> list[Fact]:
+def _facts(a: Mapping[str, Any]) -> list[Fact]:
     details = a.get("details") or {}
     if "facts" in details:
         return [Fact(str(f["key"]), " / ".join(map(str, f["expected"])), str(f.get("found") or ""),
@@ -156,7 +158,7 @@ def _facts(a: dict[str, Any]) -> list[Fact]:
     return []
 
 
-def _where(a: dict[str, Any], excerpts: list[Excerpt]) -> str:
+def _where(a: Mapping[str, Any], excerpts: list[Excerpt]) -> str:
     turns = sorted({x.turn for x in excerpts if x.turn is not None}
                    | {e["turn"] for e in a.get("evidence") or [] if isinstance(e.get("turn"), int)})
     if not turns and a.get("turn") is not None:
@@ -166,7 +168,7 @@ def _where(a: dict[str, Any], excerpts: list[Excerpt]) -> str:
     return ("turn " if len(turns) == 1 else "turns ") + ", ".join(map(str, turns))
 
 
-def explain(record: dict[str, Any], a: dict[str, Any]) -> Finding:
+def explain(record: Mapping[str, Any], a: Mapping[str, Any]) -> Finding:
     """One failing or erroring assertion of `record`, explained."""
     shown = _excerpts(record, a) if not a.get("error") else []
     return Finding(rule_text(a), a.get("severity") == "critical" and a.get("pass") is False,
@@ -174,7 +176,7 @@ def explain(record: dict[str, Any], a: dict[str, Any]) -> Finding:
                    str(a.get("description") or ""), a.get("reason_zh"))
 
 
-def findings(record: dict[str, Any]) -> list[Finding]:
+def findings(record: Mapping[str, Any]) -> list[Finding]:
     """Every failing or erroring assertion of a record, explained; a conversation error comes first."""
     out = []
     if record.get("error") and not any(a.get("error") for a in record.get("assertions", [])):
@@ -186,7 +188,7 @@ def findings(record: dict[str, Any]) -> list[Finding]:
     return out
 
 
-def _last_turn(record: dict[str, Any]) -> str:
+def _last_turn(record: Mapping[str, Any]) -> str:
     turns = [m["turn"] for m in record.get("transcript", []) if isinstance(m.get("turn"), int)]
     return f"turn {max(turns)}" if turns else "before the first reply"
 
@@ -197,7 +199,7 @@ def finding_line(f: Finding) -> str:
     return WHITESPACE.sub(" ", strip_controls(text + ": " + (f"error: {f.error}" if f.error else f.reason)))
 
 
-def first_failure(record: dict[str, Any]) -> str:
+def first_failure(record: Mapping[str, Any]) -> str:
     """The first finding of a failed, xfailed or errored conversation on one line ("" when there is none)."""
     found = findings(record)
     return finding_line(found[0]) if found else ""

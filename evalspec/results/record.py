@@ -12,7 +12,17 @@ from evalspec.core.redact import redact
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
 from evalspec.results.coverage import instance_covers
-from evalspec.results.rundata import Exactly, Milestone, Record, SlaSpec, StatusName, Term, ref
+from evalspec.results.rundata import (
+    Exactly,
+    JudgeFigures,
+    Milestone,
+    Record,
+    SlaSpec,
+    StatusName,
+    Term,
+    Usage,
+    ref,
+)
 from evalspec.results.transcript import Transcript
 from evalspec.results.verdict import decide, test_score
 
@@ -113,7 +123,7 @@ def _error(error: str | None, results: list[AssertionResult], secrets: set[str])
 
 
 def redecide(record: Record, results: list[AssertionResult], instance: Instance,
-             usage: list[dict[str, Any]]) -> None:
+             usage: Sequence[Mapping[str, Any]]) -> None:
     """The record's verdict again, from `results` (all of its assertions: `select-best` is decided after the
     conversation, `play.compare`), with the judge calls `usage` lists added to its figures."""
     test, secrets = instance.test, instance.suite.secrets
@@ -125,12 +135,13 @@ def redecide(record: Record, results: list[AssertionResult], instance: Instance,
     record["error"] = _error(error, results, secrets)
     added = judge_figures(usage)
     record["judge_calls"] = record.get("judge_calls", 0) + added["judge_calls"]
-    for key in ("judge_tokens", "judge_cost"):
-        if added[key] is not None:
-            record[key] = (record.get(key) or 0) + added[key]  # type: ignore[literal-required]
+    if (tokens := added["judge_tokens"]) is not None:
+        record["judge_tokens"] = (record.get("judge_tokens") or 0) + tokens
+    if (cost := added["judge_cost"]) is not None:
+        record["judge_cost"] = (record.get("judge_cost") or 0) + cost
 
 
-def judge_figures(usage: list[dict[str, Any]]) -> dict[str, Any]:
+def judge_figures(usage: Sequence[Mapping[str, Any]]) -> JudgeFigures:
     """`judge_calls`, `judge_tokens` and `judge_cost` of the model calls evalspec made on its own behalf (judge,
     second opinion, simulated user, attacker), one `{tokens, cost, cached}` each, usable answer or not: the
     calls this run made (a cached answer cost nothing); tokens and cost None when no call reported them."""
@@ -150,17 +161,15 @@ def tool_calls_paths(messages: list[Message]) -> dict[str, bool]:
     return found
 
 
-_USAGE = ("tokens", "cost", "prompt_tokens", "completion_tokens", "strategy_calls", "strategy_tokens", "strategy_cost")
-
-
-def usage_fields(replies: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def usage_fields(replies: Sequence[Mapping[str, Any]]) -> Usage:
     """The replies' tokens and cost, prompt/completion tokens, and the context strategy's own calls,
     tokens and cost: each a sum, None when no reply has it (strategy calls: 0)."""
-    totals: dict[str, Any] = dict.fromkeys(_USAGE)
     written = set().union(*replies)  # most replies have only some of these keys
-    for key in _USAGE:
-        if key in written:
-            values = [m[key] for m in replies if m.get(key) is not None]
-            totals[key] = sum(values) if values else None
-    totals["strategy_calls"] = totals["strategy_calls"] or 0
-    return totals
+
+    def total(key: str) -> Any:
+        values = [m[key] for m in replies if m.get(key) is not None] if key in written else []
+        return sum(values) if values else None
+
+    return {"tokens": total("tokens"), "cost": total("cost"), "prompt_tokens": total("prompt_tokens"),
+            "completion_tokens": total("completion_tokens"), "strategy_calls": total("strategy_calls") or 0,
+            "strategy_tokens": total("strategy_tokens"), "strategy_cost": total("strategy_cost")}

@@ -610,13 +610,31 @@ RowCategory = Literal["regressed", "new failing", "failing, no baseline verdict"
                       "recovered", "still failing", "new", "removed", "unchanged"]
 
 
+class Side(TypedDict):
+    """A verdict on one side of the diff: its repeats combined by HEAD's pass rule (`compare._side`)."""
+
+    status: StatusName
+    passed: int
+    n: int
+    pass_rate: float
+    score: float | None
+    critical_failed: bool
+    critical_rules: list[str]
+    draft: bool
+    measured: bool
+    xfail: bool
+
+
+SideRef = Annotated[Side | None, Exactly({"type": ["object", "null"]})]
+
+
 class _BaselineRowRequired(TypedDict):
     suite: Annotated[str, unchecked]
     test_id: Annotated[str, unchecked]
     provider: Annotated[str, unchecked]
     category: RowCategory
-    base: dict[str, Any] | None
-    head: dict[str, Any] | None
+    base: SideRef
+    head: SideRef
     blocking: bool
     replays: list[Status]
 
@@ -626,6 +644,11 @@ class BaselineRow(_BaselineRowRequired, total=False):
 
     score_delta: float | None
     critical_new: bool
+    name: Annotated[str, unchecked]
+    draft: Annotated[bool, unchecked]
+    measured: Annotated[bool, unchecked]
+    critical_newly_failed: Annotated[list[str], unchecked]
+    problem: Annotated[str, unchecked]  # the head's first failure, in the words every report uses
 
 
 class BaseMeta(TypedDict, total=False):
@@ -634,25 +657,48 @@ class BaseMeta(TypedDict, total=False):
     path: str | None
 
 
-class ScoreChange(TypedDict):
+class _ScoreChangeRequired(TypedDict):
     test_id: Annotated[str, unchecked]
     provider: Annotated[str, unchecked]
     delta: Annotated[float, unchecked]
 
 
-class CurveChange(TypedDict):
+class ScoreChange(_ScoreChangeRequired, total=False):
+    suite: Annotated[str, unchecked]
+    base: Annotated[float | None, unchecked]
+    head: Annotated[float | None, unchecked]
+
+
+class SlaChange(TypedDict):
+    """One SLA entry of a curve, base beside head."""
+
+    at: float
+    min_score: float
+    base: SlaStatus | None
+    head: SlaStatus
+    newly_missed: bool
+
+
+class _CurveChangeRequired(TypedDict):
     test: Annotated[str, unchecked]
     provider: Annotated[str, unchecked]
-    half_life: Annotated[Any, unchecked]
-    failure_point: Annotated[Any, unchecked]
-    sla: Annotated[Any, unchecked]
+    half_life: Annotated[list[Any], unchecked]  # [base, head]
+    failure_point: Annotated[list[Any], unchecked]
+    sla: Annotated[list[SlaChange], unchecked]
+
+
+class CurveChange(_CurveChangeRequired, total=False):
+    suite: Annotated[str, unchecked]
+
+
+ProviderFigures = dict[str, float | None]  # latency_mean, latency_p95, tokens, cost (`compare.provider_stats`)
 
 
 class ProviderChange(TypedDict):
     provider: Annotated[str, unchecked]
-    base: Annotated[Any, unchecked]
-    head: Annotated[Any, unchecked]
-    delta: Annotated[Any, unchecked]
+    base: Annotated[ProviderFigures | None, unchecked]
+    head: Annotated[ProviderFigures | None, unchecked]
+    delta: Annotated[ProviderFigures, unchecked]
 
 
 class _BaselineRequired(TypedDict):
@@ -673,6 +719,7 @@ class Baseline(_BaselineRequired, total=False):
     reasons: list[str]
     exit_code: Literal[0, 1]
     paired: Annotated[Paired, ref("paired")]
+    head: Annotated[BaseMeta, unchecked]
 
 
 BaselineDef = Annotated[Baseline, Keywords(description=(
