@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.core.errors import GradingError, ProviderError
@@ -25,6 +25,16 @@ from evalspec.providers.factory import ProviderPool, prepare_provider, provider_
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "calibration.jsonl"
 PROBE_TRANSCRIPT = "[turn 1] User: 这台车能分期吗？ Can I pay in instalments?\n" \
                    "[turn 1] Assistant: 可以，首付两成，最长 36 期。Yes: 20% down, up to 36 months."
+
+
+class Calibration(TypedDict):
+    """The judge's figures on the calibration items (`judge-eval`'s, for the doctor)."""
+
+    items: int
+    agreement: float | None
+    kappa: float | None
+    unusable: int
+    duration_s: float
 
 
 @dataclass
@@ -42,10 +52,10 @@ class Role:
     usable: bool | None = None
     answer: str | None = None
     error: str | None = None
-    calibration: dict[str, Any] | None = None
+    calibration: Calibration | None = None
     tried: list[str] = field(default_factory=list)  # `form: rejected | unusable | usable`, in order
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         out = {k: getattr(self, k) for k in ("suite", "role", "where", "model", "problems", "reachable", "latency_ms",
                                              "tokens", "form", "tried", "usable", "answer", "error", "calibration")}
         out["key"] = "missing" if any("key" in p for p in self.problems) else "ok"
@@ -228,9 +238,9 @@ def render(roles: list[Role]) -> str:
     def cell(value: Any, fmt: str = "{}") -> str:
         return "—" if value is None else fmt.format(value)
 
-    header = ["role", "where", "model", "key", "reachable", "latency", "tokens", "structured output", "usable",
+    header: list[object] = ["role", "where", "model", "key", "reachable", "latency", "tokens", "structured output", "usable",
               "calibration"]
-    rows = []
+    rows: list[list[object]] = []
     for r in roles:
         c = r.calibration
         figures = "—" if c is None else (f"agreement {cell(c['agreement'], '{:.0%}')}, kappa {cell(c['kappa'], '{:.2f}')}, "

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 
@@ -57,8 +57,8 @@ class GitHub:
             "Authorization": f"Bearer {self.token}", "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "evalspec"})
 
-    def request(self, client: httpx.Client, method: str, path: str, body: dict[str, Any] | None = None,
-                params: dict[str, Any] | None = None) -> Any:
+    def request(self, client: httpx.Client, method: str, path: str, body: Mapping[str, object] | None = None,
+                params: Mapping[str, str | int] | None = None) -> Any:
         try:
             response = client.request(method, path, json=body, params=params)
         except httpx.HTTPError as exc:
@@ -69,8 +69,8 @@ class GitHub:
             raise GitHubError(f"GitHub answered {response.status_code} to {method} {path}: {_message(response)}")
         return response.json() if response.content else None
 
-    def comments(self, client: httpx.Client, number: int) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def comments(self, client: httpx.Client, number: int) -> list[Comment]:
+        out: list[Comment] = []
         for page in range(1, 101):
             batch = self.request(client, "GET", f"/repos/{self.repository}/issues/{number}/comments",
                                  params={"per_page": 100, "page": page}) or []
@@ -89,6 +89,14 @@ class GitHub:
                 return "updated", str((done or {}).get("html_url") or mine.get("html_url") or "")
             done = self.request(client, "POST", f"/repos/{self.repository}/issues/{number}/comments", {"body": body})
             return "created", str((done or {}).get("html_url") or "")
+
+
+class Comment(TypedDict, total=False):
+    """The keys of a GitHub issue comment evalspec reads."""
+
+    id: int
+    body: str | None
+    html_url: str
 
 
 def _message(response: httpx.Response) -> str:

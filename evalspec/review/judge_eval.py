@@ -12,9 +12,10 @@ import asyncio
 import json
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from evalspec.assertions.evaluate import evaluate
 from evalspec.config.asserts import parse_assertion
@@ -23,6 +24,51 @@ from evalspec.config.paths import LineMap
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.extend.check import GradingContext, JudgeFn, JudgeRequest, JudgeVerdict
 from evalspec.extend.transcript import Message
+
+Answer = bool | str | None  # a label or the judge's answer: pass/fail, a level's name; None: no answer
+
+
+class _Graded(TypedDict):
+    line: int
+    type: str
+    label: bool | str
+    answer: Answer
+    answers: list[Answer] | None  # the K answers, with `--samples K` > 1
+    agree: bool | None
+    consistent: bool | None
+    error: str | None
+
+
+class GradedItem(_Graded, total=False):
+    """One labelled item as `judge-eval` graded it (a row of the report's `results`)."""
+
+    example: str  # an item taken from a suite's `examples:`: where it is written
+
+
+class TypeAgreement(TypedDict):
+    items: int
+    answered: int
+    agreement: float | None
+
+
+class _Figures(TypedDict):
+    items: int
+    answered: int
+    errors: int
+    agreement: float | None
+    kappa: float | None
+    confusion: dict[str, dict[str, int]]
+    by_type: dict[str, TypeAgreement]
+    samples: int
+    self_consistency: float | None
+
+
+class JudgeEvalReport(_Figures, total=False):
+    """What `judge-eval` prints and writes with `-o`: the figures, then every graded item."""
+
+    duration_s: float
+    results: list[GradedItem]
+    judge: Mapping[str, object]  # the judge's configuration, redacted (the CLI adds it)
 
 
 @dataclass
@@ -62,7 +108,7 @@ def example_items(suite: Any) -> list[LabelledItem]:
     return items
 
 
-def numbered(messages: list[dict[str, Any]]) -> list[Message]:
+def numbered(messages: list[object]) -> list[Message]:
     """OpenAI-style messages with turn numbers (each user message opens a turn), as evalspec records them."""
     out: list[Message] = []
     turn = 0
@@ -139,8 +185,8 @@ def answer_of(result: Any, spec: AssertionSpec) -> bool | str | None:
     return bool(result.passed)
 
 
-async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> dict[str, Any]:
-    answers: list[Any] = []
+async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> GradedItem:
+    answers: list[Answer] = []
     errors: list[str] = []
     for sample in range(k):
         ctx = GradingContext(transcript=item.transcript, labels=item.labels or {}, vars={}, test_id=f"line-{item.line}", turn=None,
@@ -150,9 +196,13 @@ async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> dict[str, An
         if result.error:
             errors.append(result.error)
     first = answers[0]
-    return {"line": item.line, **({"example": item.example} if item.example else {}), "type": item.spec.name, "label": item.label, "answer": first,
-            "answers": answers if k > 1 else None, "agree": None if first is None else first == item.label,
-            "consistent": len(set(map(json.dumps, answers))) == 1 if k > 1 else None, "error": errors[0] if errors else None}
+    row: GradedItem = {"line": item.line, "type": item.spec.name, "label": item.label, "answer": first,
+                       "answers": answers if k > 1 else None, "agree": None if first is None else first == item.label,
+                       "consistent": len(set(map(json.dumps, answers))) == 1 if k > 1 else None,
+                       "error": errors[0] if errors else None}
+    if item.example:  # `example` second, as run.json readers have always seen it
+        return {"line": row["line"], "example": item.example, **row}
+    return row
 
 
 def _offset(judge: JudgeFn, offset: int) -> JudgeFn:
@@ -178,20 +228,20 @@ def category(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def metrics(rows: list[dict[str, Any]], samples: int) -> dict[str, Any]:
+def metrics(rows: list[GradedItem], samples: int) -> JudgeEvalReport:
     answered = [r for r in rows if r["answer"] is not None]
     pairs = [(category(r["label"]), category(r["answer"])) for r in answered]
     confusion: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
         confusion[category(r["label"])][category(r["answer"])] += 1
-    by_type: dict[str, dict[str, Any]] = {}
+    by_type: dict[str, TypeAgreement] = {}
     for name in sorted({r["type"] for r in rows}):
         group = [r for r in rows if r["type"] == name]
         done = [r for r in group if r["answer"] is not None]
         by_type[name] = {"items": len(group), "answered": len(done),
                          "agreement": round(sum(1 for r in done if r["agree"]) / len(done), 6) if done else None}
     k = kappa(pairs)
-    out: dict[str, Any] = {
+    out: JudgeEvalReport = {
         "items": len(rows), "answered": len(answered), "errors": len(rows) - len(answered),
         "agreement": round(sum(1 for r in answered if r["agree"]) / len(answered), 6) if answered else None,
         "kappa": round(k, 6) if k is not None else None,
@@ -204,12 +254,12 @@ def metrics(rows: list[dict[str, Any]], samples: int) -> dict[str, Any]:
 
 
 async def judge_eval(items: list[LabelledItem], judge: JudgeFn, samples: int = 1,
-                     concurrency: int = 4) -> dict[str, Any]:
+                     concurrency: int = 4) -> JudgeEvalReport:
     """Grade every labelled item `samples` times and compare with the labels."""
     start = time.perf_counter()
     slots = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(item: LabelledItem) -> dict[str, Any]:
+    async def one(item: LabelledItem) -> GradedItem:
         async with slots:
             return await grade_item(item, judge, samples)
 
@@ -217,7 +267,7 @@ async def judge_eval(items: list[LabelledItem], judge: JudgeFn, samples: int = 1
     return {**metrics(rows, samples), "duration_s": round(time.perf_counter() - start, 3), "results": rows}
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: JudgeEvalReport) -> str:
     """The plain-text summary `judge-eval` prints."""
     def pct(x: float | None) -> str:
         return "—" if x is None else f"{x:.1%}"

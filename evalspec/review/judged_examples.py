@@ -17,7 +17,7 @@ from evalspec.assertions.jury import wrapped
 from evalspec.config.model import Suite
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.extend.check import JudgeFn, JudgeRequest, JudgeVerdict
-from evalspec.review.judge_eval import LabelledItem, category, example_items, grade_item
+from evalspec.review.judge_eval import GradedItem, LabelledItem, category, example_items, grade_item
 
 TIMES = 2  # each example is graded twice
 
@@ -62,7 +62,7 @@ def _said(answer: Any) -> str:
     return {"true": "passed", "false": "failed", "error": "gave no answer"}.get(category(answer), f"chose '{answer}'")
 
 
-def verdict_problem(item: LabelledItem, row: dict[str, Any]) -> Problem | None:
+def verdict_problem(item: LabelledItem, row: GradedItem) -> Problem | None:
     """What is wrong with an example's two gradings: no answer, two different answers, or the wrong one."""
     at = item.at or Problem("", None, "", item.example)
     answers = row["answers"] or [row["answer"]]
