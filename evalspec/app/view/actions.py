@@ -15,16 +15,79 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+from evalspec.app.view.panel import FailedCheck
 from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
 from evalspec.assertions.labels import LABELS_FILE, SCOPES_AS_WRITTEN  # one owner of the labels' form
 from evalspec.core.errors import EvalspecError
 from evalspec.core.portable import portable
+from evalspec.results.record import Triage
 
 REVIEW_LOG = Path(".evalspec") / "review.log"
+Body = Mapping[str, object]  # a POST's JSON object, as the page sent it: every field is checked before use
+
+
+class TriagedRecord(TypedDict):
+    test_id: str
+    provider: str
+    repeat: int
+    status: str
+    triage: Triage
+
+
+class TriageAnswer(TypedDict):
+    written: list[str]
+    records: list[TriagedRecord]
+
+
+class SaidMessage(TypedDict):
+    role: str
+    content: str
+
+
+_LabelLine = TypedDict("_LabelLine", {"transcript": list[SaidMessage], "assert": dict[str, object],
+                                      "label": bool | str})
+
+
+class LabelLine(_LabelLine, total=False):
+    """One line of labels.jsonl: what `judge-eval` reads (transcript, assert, label), then who said it, when
+    and about which record (docs/en/review.md)."""
+
+    verdict: str
+    note: str | None
+    who: str
+    at: str
+    run_id: str | None
+    suite: str
+    test_id: str
+    provider: str
+    assertion: int
+
+
+class LabelAnswer(TypedDict):
+    written: list[str]
+    line: LabelLine
+
+
+class ApproveAnswer(TypedDict):
+    written: list[str]
+    suite: str
+    test: str
+    line: int
+    log: str
+
+
+class MadeTest(TypedDict):
+    written: list[str]
+    suite: str
+    path: str
+    test: str
+    notes: list[str]
+    log: str
 
 
 class ActionError(EvalspecError):
@@ -35,7 +98,7 @@ class NeedsConfirmation(ActionError):
     """Approving a draft that did not pass: `failed` lists its checks ([{assertion, reason}]); the server
     answers 409, and `force: true` approves it anyway."""
 
-    def __init__(self, message: str, failed: list[dict[str, Any]]) -> None:
+    def __init__(self, message: str, failed: list[FailedCheck]) -> None:
         super().__init__(message)
         self.failed = failed
 
@@ -62,7 +125,7 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def text_field(body: dict[str, Any], key: str, required: bool = True) -> str | None:
+def text_field(body: Body, key: str, required: bool = True) -> str | None:
     value = body.get(key)
     if value is None and not required:
         return None
@@ -71,14 +134,14 @@ def text_field(body: dict[str, Any], key: str, required: bool = True) -> str | N
     return value
 
 
-def _run(reviewer: Reviewer, body: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+def _run(reviewer: Reviewer, body: Body) -> tuple[dict[str, Any], Path]:
     try:
         return reviewer.store.load(str(text_field(body, "run")))
     except (UnknownRun, UnreadableRun) as exc:
         raise ActionError(str(exc)) from None
 
 
-def record_triage(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
+def record_triage(reviewer: Reviewer, body: Body) -> TriageAnswer:
     """POST /api/triage {run, test, provider, attribution, note}."""
     from evalspec.results.runjson import write_json
     from evalspec.review.triage import TriageError, triage
@@ -109,7 +172,7 @@ def _record(data: dict[str, Any], test: str, provider: str | None, repeat: Any) 
     raise ActionError(f"no record {test}{where} in run {data.get('run_id')}")
 
 
-def label_line(record: dict[str, Any], index: int, right: bool, level: str | None) -> dict[str, Any]:
+def label_line(record: dict[str, Any], index: int, right: bool, level: str | None) -> LabelLine:
     """The `judge-eval` line for assertion `index` of `record`: its transcript (up to its turn), the
     assertion as a suite writes it, and the label a person gave (the judge's answer, or its opposite)."""
     assertions = record.get("assertions") or []
@@ -119,7 +182,7 @@ def label_line(record: dict[str, Any], index: int, right: bool, level: str | Non
     details = a.get("details") or {}
     if not details.get("verdicts") or a.get("error") or a.get("pass") is None:
         raise ActionError(f"assertion {index} ({a.get('type')}) has no judge verdict to mark")
-    rule: dict[str, Any] = {str(a["type"]): a.get("value")}
+    rule: dict[str, object] = {str(a["type"]): a.get("value")}
     found = details.get("levels")
     levels: dict[str, Any] = found if isinstance(found, dict) else {}
     if levels:
@@ -147,7 +210,7 @@ def label_line(record: dict[str, Any], index: int, right: bool, level: str | Non
             "assert": rule, "label": label}
 
 
-def _as_judge_eval_reads(rule: dict[str, Any]) -> dict[str, Any]:
+def _as_judge_eval_reads(rule: dict[str, object]) -> dict[str, object]:
     """The assertion as `judge-eval` will parse it: without `scope` for a type that always reads the whole
     transcript; a rule it would still reject is an ActionError, so labels.jsonl only gets lines it reads."""
     from evalspec.config.asserts import parse_assertion
@@ -162,7 +225,7 @@ def _as_judge_eval_reads(rule: dict[str, Any]) -> dict[str, Any]:
     raise ActionError(f"judge-eval could not read this assertion back: {problems[0].message}")
 
 
-def record_label(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
+def record_label(reviewer: Reviewer, body: Body) -> LabelAnswer:
     """POST /api/label {run, test, provider, assertion, verdict: right|wrong, note} (+ `level` for a rubric)."""
     data, _ = _run(reviewer, body)
     verdict = body.get("verdict")
@@ -173,9 +236,9 @@ def record_label(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
         raise ActionError(f"`assertion` must be the assertion's index in the record, got {index!r}")
     record = _record(data, str(text_field(body, "test")), text_field(body, "provider", False), body.get("repeat"))
     line = label_line(record, index, verdict == "right", text_field(body, "level", False))
-    line |= {"verdict": verdict, "note": text_field(body, "note", False) or None, "who": reviewer.who, "at": now(),
-             "run_id": data.get("run_id"), "suite": portable(record["suite"], reviewer.root), "test_id": record["test_id"],
-             "provider": record["provider"], "assertion": index}
+    line.update({"verdict": verdict, "note": text_field(body, "note", False) or None, "who": reviewer.who, "at": now(),
+                 "run_id": data.get("run_id"), "suite": portable(record["suite"], reviewer.root),
+                 "test_id": record["test_id"], "provider": record["provider"], "assertion": index})
     target = reviewer._file(LABELS_FILE)
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("a", encoding="utf-8") as out:
@@ -189,7 +252,7 @@ def _holding(reviewer: Reviewer, data: dict[str, Any], path: Path, test: str) ->
             and reviewer.inside(Path(str(r.get("suite")))) == path]
 
 
-def failed_in_run(reviewer: Reviewer, body: dict[str, Any], path: Path, test: str) -> tuple[str | None, list[dict[str, Any]]]:
+def failed_in_run(reviewer: Reviewer, body: Body, path: Path, test: str) -> tuple[str | None, list[FailedCheck]]:
     """(run id, [{assertion, reason}]) of the checks that stopped `test` in the viewed run (`run`), else in
     the newest run holding it; no run holds it: (None, [])."""
     from evalspec.app.view.panel import failed_checks
@@ -207,14 +270,14 @@ def failed_in_run(reviewer: Reviewer, body: dict[str, Any], path: Path, test: st
             records = _holding(reviewer, data, path, test)
             if records:
                 break
-    failed: list[dict[str, Any]] = []
+    failed: list[FailedCheck] = []
     for record in records:
         if record.get("status") in ("failed", "error"):
             failed += [c for c in failed_checks(record) if c not in failed]
     return (str(data.get("run_id")) if records else None), failed
 
 
-def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
+def approve(reviewer: Reviewer, body: Body) -> ApproveAnswer:
     """POST /api/approve {suite, test, run?, force?}: the draft becomes a regular test; review.log says who
     and when. A draft that failed in the viewed run (`run`; else the newest run holding it) is approved only
     with `force: true`: without it, NeedsConfirmation names its failed checks."""
@@ -251,7 +314,7 @@ def approve(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
     return {"written": [str(path), str(log)], "suite": suite, "test": test, "line": line, "log": entry}
 
 
-def make_test(reviewer: Reviewer, body: dict[str, Any]) -> dict[str, Any]:
+def make_test(reviewer: Reviewer, body: Body) -> MadeTest:
     """POST /api/make-test {run, test, provider, suite, allow_empty?}: the conversation as a draft scripted
     test in the suite (appended, the file otherwise untouched; or a new suite with the source's rules and
     providers) that replays its conditions (vars, state seed, tool stubs, provider), as `evalspec import

@@ -15,7 +15,7 @@ from typing import Any
 from markupsafe import Markup
 
 from evalspec.app.view.panel import panel_data, panel_js
-from evalspec.app.view.runs import RunStore
+from evalspec.app.view.runs import RunRow, RunStore
 from evalspec.reporters.catalogue import choose_lang, speaking, words
 from evalspec.reporters.vocabulary import local_time, pass_rate_text
 
@@ -78,7 +78,7 @@ def nav(*links: tuple[str, str], who: str | None = None) -> Markup:
         Markup("").join(Markup('<a href="{}">{}</a>').format(href, text) for href, text in links), reviewer)
 
 
-def _rate(row: dict[str, Any]) -> str:
+def _rate(row: RunRow) -> str:
     """A run's pass rate with its 95 % interval, `90% (77–96%, n=40)`; `—` when no gated verdict was reached."""
     value = row.get("pass_rate")
     return "—" if not isinstance(value, (int, float)) else pass_rate_text(float(value), row)

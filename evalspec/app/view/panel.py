@@ -6,7 +6,7 @@ change; the next step for the class) and the words it speaks, all in the page's 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 
@@ -15,6 +15,55 @@ from evalspec.reporters.judging import attribution_word
 from evalspec.reporters.vocabulary import verdict_records, where_text
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES
 from evalspec.results.findings import findings
+from evalspec.results.record import Triage
+
+
+class FailedCheck(TypedDict):
+    """What stopped a conversation: the check (None: the conversation itself) and why."""
+
+    assertion: str | None
+    reason: str
+
+
+JudgedCheck = TypedDict("JudgedCheck", {"index": int, "type": str, "value": str, "pass": bool | None,
+                                        "level": str | None, "levels": list[str]})
+
+
+class PanelRecord(TypedDict):
+    """One repeat of a conversation as the panel acts on it: its attribution and its judged checks."""
+
+    test_id: str
+    repeat: int
+    status: str
+    attributable: bool
+    attribution: str | None
+    triage: Triage | None
+    judged: list[JudgedCheck]
+
+
+class PanelVerdict(TypedDict):
+    """One verdict (test × provider) of the run's page, with its records and the next step per class."""
+
+    suite: str
+    test: str
+    provider: str
+    draft: bool
+    status: str | None
+    records: list[PanelRecord]
+    next: dict[str, str]
+
+
+class PanelData(TypedDict):
+    """The JSON the panel's script reads."""
+
+    run: str
+    reviewer: str
+    classes: list[list[str]]
+    names: dict[str, str]
+    words: dict[str, str]
+    pass_words: list[str]
+    verdicts: list[PanelVerdict]
+
 
 SHOWN_CLASSES = CLASSES  # simulator_fault included: the run sets it on a simulated user's slip
 RERUN = "evalspec rerun {path} --failed --times 3"
@@ -30,12 +79,12 @@ def class_names() -> list[list[str]]:
     return [[c, attribution_word(c)] for c in CLASSES]
 
 
-def failed_checks(record: dict[str, Any]) -> list[dict[str, Any]]:
+def failed_checks(record: dict[str, Any]) -> list[FailedCheck]:
     """[{assertion, reason}] of a failed or errored record, in the report's order: what stopped it."""
-    out: list[dict[str, Any]] = [{"assertion": f.rule or where_text(f.where), "reason": f.error or reason_text(f.reason, f.reason_zh)}
+    out: list[FailedCheck] = [{"assertion": f.rule or where_text(f.where), "reason": f.error or reason_text(f.reason, f.reason_zh)}
                                  for f in findings(record)]
     if not out and record.get("status") in ATTRIBUTABLE:
-        out.append({"assertion": None, "reason": record.get("error") or record.get("status")})
+        out.append({"assertion": None, "reason": record.get("error") or record["status"]})
     return out
 
 
@@ -100,19 +149,19 @@ def next_steps(root: Path | None, run_path: str, records: list[dict[str, Any]]) 
     return steps
 
 
-def review_data(run: dict[str, Any], root: Path | None = None, run_path: str = "RUN.json") -> list[dict[str, Any]]:
+def review_data(run: dict[str, Any], root: Path | None = None, run_path: str = "RUN.json") -> list[PanelVerdict]:
     """Per verdict, in the report's order (its `#v-N` anchors): what the review panel acts on."""
-    out = []
+    out: list[PanelVerdict] = []
     for v in run["verdicts"]:
-        records = []
+        records: list[PanelRecord] = []
         found = verdict_records(run, v)
         for r in found:
-            judged = [{"index": i, "type": a.get("type"), "value": str(a.get("value") or "")[:200], "pass": a.get("pass"),
+            judged: list[JudgedCheck] = [{"index": i, "type": a.get("type"), "value": str(a.get("value") or "")[:200], "pass": a.get("pass"),
                        "level": (a.get("details") or {}).get("level"),
                        "levels": list((a.get("details") or {}).get("levels") or {})}
                       for i, a in enumerate(r.get("assertions") or [])
                       if (a.get("details") or {}).get("verdicts") and not a.get("error") and a.get("pass") is not None]
-            records.append({"test_id": r["test_id"], "repeat": r.get("repeat"), "status": r["status"],
+            records.append({"test_id": r["test_id"], "repeat": r["repeat"], "status": r["status"],
                             "attributable": r["status"] in ATTRIBUTABLE, "attribution": r.get("attribution"),
                             "triage": r.get("triage"), "judged": judged})
         first = (found or [{}])[0]
@@ -122,7 +171,7 @@ def review_data(run: dict[str, Any], root: Path | None = None, run_path: str = "
     return out
 
 
-def panel_data(run_id: str, run: dict[str, Any], reviewer: str, root: Path | None, run_path: str) -> dict[str, Any]:
+def panel_data(run_id: str, run: dict[str, Any], reviewer: str, root: Path | None, run_path: str) -> PanelData:
     """The JSON the script reads: the run, the reviewer, the classes by name, the words, the verdicts."""
     names = {c: attribution_word(c) for c in SHOWN_CLASSES}
     return {"run": run_id, "reviewer": reviewer, "classes": class_names(), "names": names, "words": view_words(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalspec.core.errors import ConfigError, EvalspecError
 from evalspec.results.runjson import read_run, untyped
@@ -13,7 +13,34 @@ from evalspec.results.runjson import read_run, untyped
 RUNS_DIR = Path(".evalspec") / "runs"
 
 
-COUNTED = ("verdicts_passed", "verdicts_failed")  # the run gate's counts behind its pass rate
+
+class _RunRowRequired(TypedDict):
+    id: str
+    started: str | None
+    suites: list[str | None]
+    passed: int
+    failed: int
+    errors: int
+    pass_rate: float | None
+    path: str
+
+
+class RunRow(_RunRowRequired, total=False):
+    """One run as the run list shows it (`GET /api/runs`)."""
+
+    verdicts_passed: int  # what the pass rate counts, for its interval (docs/en/statistics.md)
+    verdicts_failed: int
+    unreadable: str  # what is wrong with its run.json: no counts then
+
+
+def listed(row: RunRow) -> dict[str, object]:
+    """A run as `GET /api/runs` lists it: its counts, or what is wrong with its file."""
+    shown: dict[str, object] = {"id": row["id"], "started": row["started"], "suites": row["suites"],
+                                "passed": row["passed"], "failed": row["failed"], "errors": row["errors"]}
+    if "unreadable" in row:
+        shown["unreadable"] = row["unreadable"]
+    return shown
+
 
 class UnknownRun(EvalspecError, LookupError):
     """No served run has this id."""
@@ -76,24 +103,26 @@ class RunStore:
             raise UnreadableRun(f"run {run_id!r} is unreadable: {data}")
         return data, path
 
-    def summaries(self) -> list[dict[str, Any]]:
+    def summaries(self) -> list[RunRow]:
         """`GET /api/runs`: [{id, started, suites, passed, failed, errors}], newest first; a run that cannot
         be read has `unreadable` (what is wrong) and no counts."""
-        rows: list[dict[str, Any]] = []
+        rows: list[RunRow] = []
         for run_id, path in self.paths().items():
             data = self._read(path) or {}
             if isinstance(data, str):
                 rows.append({"id": run_id, "started": None, "suites": [], "passed": 0, "failed": 0, "errors": 0,
                              "pass_rate": None, "path": str(path), "unreadable": data})
                 continue
-            summary = data.get("summary") or {}
-            rows.append({"id": run_id, "started": data.get("started_at"),
-                         "suites": [s.get("path") for s in data.get("suites", []) if isinstance(s, dict)],
-                         "passed": summary.get("passed", 0), "failed": summary.get("failed", 0),
-                         "errors": summary.get("error", 0),
-                         "pass_rate": (data.get("gate") or {}).get("pass_rate"), "path": str(path),
-                         # what the pass rate counts, for its interval (docs/en/statistics.md)
-                         **{k: v for k, v in (data.get("gate") or {}).items() if k in COUNTED}})
+            summary, gate = data.get("summary") or {}, data.get("gate") or {}
+            row: RunRow = {"id": run_id, "started": data.get("started_at"),
+                           "suites": [s.get("path") for s in data.get("suites", []) if isinstance(s, dict)],
+                           "passed": summary.get("passed", 0), "failed": summary.get("failed", 0),
+                           "errors": summary.get("error", 0), "pass_rate": gate.get("pass_rate"), "path": str(path)}
+            if "verdicts_passed" in gate:  # what the pass rate counts, for its interval (docs/en/statistics.md)
+                row["verdicts_passed"] = gate["verdicts_passed"]
+            if "verdicts_failed" in gate:
+                row["verdicts_failed"] = gate["verdicts_failed"]
+            rows.append(row)
         return sorted(rows, key=lambda r: str(r["started"] or ""), reverse=True)
 
     def runs_in_time_order(self) -> list[tuple[str, dict[str, Any]]]:

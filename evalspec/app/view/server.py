@@ -14,19 +14,19 @@ import hmac
 import ipaddress
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from evalspec.app.view import actions, pages
-from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
+from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun, listed
 
 HEADER = "X-Evalspec-Token"
 SAFE = ("GET", "HEAD")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Action = Callable[[actions.Reviewer, dict[str, Any]], dict[str, Any]]
+Action = Callable[[actions.Reviewer, actions.Body], Mapping[str, object]]
 
 
 def _hostname(host: str) -> str:
@@ -130,8 +130,7 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str,
         return web.Response(text=pages.diff_page(base_id, head_id, diff, pages.home_lang(store, lang)), content_type="text/html")
 
     async def api_runs(request: web.Request) -> web.Response:
-        keys = ("id", "started", "suites", "passed", "failed", "errors", "unreadable")
-        return web.json_response([{k: row[k] for k in keys if k in row} for row in store.summaries()], dumps=_dumps)
+        return web.json_response([listed(row) for row in store.summaries()], dumps=_dumps)
 
     def post(action: Action) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:
