@@ -10,24 +10,25 @@ from rich.markup import escape as rich_escape
 
 from evalspec.reporters.catalogue import words
 from evalspec.reporters.vocabulary import one_line
+from evalspec.results.rundata import AttackSummary, RunData
 
 
-def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((run.get("summary") or {}).get("attacks") or [])
+def rows(run: RunData) -> list[AttackSummary]:
+    return list(run["summary"].get("attacks") or [])
 
 
-def rate_text(row: dict[str, Any]) -> str:
-    if row.get("success_rate") is None:
+def rate_text(row: AttackSummary) -> str:
+    if row["success_rate"] is None:
         return "—"
     return f"{row['breached']}/{row['attempts']} ({row['success_rate']:.0%})"
 
 
-def turns_text(row: dict[str, Any]) -> str:
+def turns_text(row: AttackSummary) -> str:
     turns = [t for t in row.get("breach_turns") or [] if t is not None]
     return ", ".join(str(t) for t in turns) if turns else "—"
 
 
-def print_attacks(console: Console, run: dict[str, Any]) -> None:
+def print_attacks(console: Console, run: RunData) -> None:
     for row in rows(run):
         style = "red" if row["breached"] else "green"
         result = (f"[{style}]{words('attack_breached', rate=rate_text(row))}[/]"
@@ -42,7 +43,7 @@ def _heads() -> list[str]:
     return [words(k) for k in ("red_line", "strategy", "provider", "breached", "at_turn")]
 
 
-def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
+def markdown_lines(run: RunData, md: Any) -> list[str]:
     if not rows(run):
         return []
     out = ["", f"### {words('attacks_title')}", "",
@@ -52,7 +53,7 @@ def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
     return out
 
 
-def html_section(run: dict[str, Any]) -> Markup:
+def html_section(run: RunData) -> Markup:
     if not rows(run):
         return Markup("")
     red, strategy, provider, breached, at_turn = (f" data-label='{escape(h)}'" for h in _heads())

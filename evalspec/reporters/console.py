@@ -42,6 +42,7 @@ from evalspec.reporters.vocabulary import (
     where_text,
 )
 from evalspec.results.findings import Excerpt, Finding, findings
+from evalspec.results.rundata import Metric, Record, RunData
 from evalspec.results.verdict import CATEGORIES, record_category
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class ConsoleReporter:
             self.progress.start()
             self.task = self.progress.add_task(self._stats(), total=total, completed=already_done)
 
-    def on_result(self, record: dict[str, Any]) -> None:
+    def on_result(self, record: Record) -> None:
         shown = record_category(record, self.include_drafts)
         self.counts[shown] += 1
         self.calls += record.get("calls", 0)  # completed calls; cached answers are counted apart
@@ -104,7 +105,7 @@ class ConsoleReporter:
             with speaking(self.lang):
                 self._print_line(record, shown)
 
-    def _print_line(self, record: dict[str, Any], shown: str) -> None:
+    def _print_line(self, record: Record, shown: str) -> None:
         score = score_text(record.get("score"), shown)
         extra = ""
         if shown in ("failed", "error", "xfailed"):
@@ -123,7 +124,7 @@ class ConsoleReporter:
             self.progress.stop()
             self.progress = None
 
-    def on_finish(self, run: dict[str, Any], paths: dict[str, str], lang: str | None = None) -> None:
+    def on_finish(self, run: RunData, paths: dict[str, str], lang: str | None = None) -> None:
         self.stop()
         print_summary(self.console, run, paths, self.quiet, lang, self.max_failures)
 
@@ -158,7 +159,7 @@ def print_finding(console: Console, f: Finding) -> None:
         console.print(f"      [dim]{words('reply_turn', turn=x.turn)}[/] {_excerpt_markup(x)}")
 
 
-def print_failures(console: Console, run: dict[str, Any], limit: int = MAX_FAILURES) -> None:
+def print_failures(console: Console, run: RunData, limit: int = MAX_FAILURES) -> None:
     """The failing verdicts, at most `limit` of them and how many more (docs/en/scale-and-ray.md#memory),
     then the known failures."""
     total = failing_count(run)
@@ -191,7 +192,7 @@ def print_failures(console: Console, run: dict[str, Any], limit: int = MAX_FAILU
             print_finding(console, f)
 
 
-def summary_table(run: dict[str, Any]) -> Table:
+def summary_table(run: RunData) -> Table:
     table = Table(title=words("summary_title"), box=box.SIMPLE_HEAD, show_lines=False)
     labels = [words(key) for key, _ in count_keys(run["summary"])]
     table.add_column(words("suite"), no_wrap=True)
@@ -207,7 +208,7 @@ def summary_table(run: dict[str, Any]) -> Table:
     return table
 
 
-def metrics_table(metrics: list[dict[str, Any]]) -> Table:
+def metrics_table(metrics: list[Metric]) -> Table:
     """The `metric:` scoreboard (SPEC §9)."""
     table = Table(title=words("metrics_title"), box=box.SIMPLE_HEAD, show_lines=False)
     for i, col in enumerate(metric_columns()):
@@ -217,7 +218,7 @@ def metrics_table(metrics: list[dict[str, Any]]) -> Table:
     return table
 
 
-def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool = False,
+def print_summary(console: Console, run: RunData, paths: dict[str, str], quiet: bool = False,
                   lang: str | None = None, max_failures: int = MAX_FAILURES) -> None:
     """The run's summary in `lang` (None: the run's own language, SPEC §21)."""
     run = ensure_current(run)
@@ -225,7 +226,7 @@ def print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], 
         _print_summary(console, run, paths, quiet, max_failures)
 
 
-def print_blocking(console: Console, run: dict[str, Any], limit: int = MAX_FAILURES) -> None:
+def print_blocking(console: Console, run: RunData, limit: int = MAX_FAILURES) -> None:
     """What blocks the release, first (SPEC §21): critical failures, missed SLAs, gated regressions."""
     items = blocking_listed(run, limit)
     if not items:
@@ -236,7 +237,7 @@ def print_blocking(console: Console, run: dict[str, Any], limit: int = MAX_FAILU
         console.print(f"  [red]✗[/] {escape(one_line(item))}")
 
 
-def print_red_lines(console: Console, run: dict[str, Any]) -> None:
+def print_red_lines(console: Console, run: RunData) -> None:
     """`summary.red_lines` as bounds (docs/en/statistics.md#red-lines-as-bounds): a line per critical rule
     that was breached, and one for those that never were, with the weakest of their 95 % upper bounds."""
     from evalspec.results.stats import conversations_to_bound
@@ -256,7 +257,7 @@ def print_red_lines(console: Console, run: dict[str, Any]) -> None:
                                             need=conversations_to_bound(0.01)))))
 
 
-def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str], quiet: bool,
+def _print_summary(console: Console, run: RunData, paths: dict[str, str], quiet: bool,
                    max_failures: int) -> None:
     print_blocking(console, run, max_failures)
     if not quiet:
@@ -270,7 +271,7 @@ def _print_summary(console: Console, run: dict[str, Any], paths: dict[str, str],
     described = list(dict.fromkeys((c["suite"], c["provider"]) for c in run.get("curves", [])))
     for key in described:
         if key in configs:
-            console.print(f"[dim]{escape(one_line(key[1]))}: {escape(one_line(describe_provider(configs[key])))}[/]")
+            console.print(f"[dim]{escape(one_line(key[1]))}: {escape(one_line(describe_provider(dict(configs[key]))))}[/]")
     for c in run.get("curves", []):
         console.print(f"{words('curve')} [bold]{escape(one_line(c['test']))}[/] @ {escape(one_line(c['provider']))}: "
                       f"{escape(one_line(curve_text(c)))}")

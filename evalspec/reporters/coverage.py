@@ -11,6 +11,7 @@ from markupsafe import Markup, escape
 from evalspec.reporters.catalogue import words
 from evalspec.reporters.vocabulary import pass_rate_text
 from evalspec.results.coverage import VERDICTS, run_matrices
+from evalspec.results.rundata import RunData
 
 EMPTY = "—"
 
@@ -129,7 +130,7 @@ def _rate_cell(cell: dict[str, Any] | None) -> str:
     return f"{pass_rate_text(cell.get('pass_rate'))} ({cell['passed']}/{verdicts}){marked}"
 
 
-def markdown_lines(run: dict[str, Any]) -> list[str]:
+def markdown_lines(run: RunData) -> list[str]:
     """The run's matrix in the Markdown summary: for each suite that declares `coverage:`."""
     out: list[str] = []
     for m in run_matrices(run):
@@ -156,7 +157,7 @@ def _shade(cell: dict[str, Any] | None) -> str:
     return "" if rate is None else "high" if rate >= 0.9 else "mid" if rate >= 0.5 else "low"
 
 
-def html_section(run: dict[str, Any]) -> Markup:
+def html_section(run: RunData) -> Markup:
     """The run's matrix per suite that declares `coverage:`: a grid of its first two dimensions, each
     cell the pass rate (passed / verdicts), and one table per dimension; nothing otherwise."""
     matrices = run_matrices(run)

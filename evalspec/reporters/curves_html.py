@@ -7,6 +7,7 @@ providers apart). Everything written into the SVG is escaped.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -15,6 +16,7 @@ from evalspec.config.model import describe_provider
 from evalspec.reporters.catalogue import word, words
 from evalspec.results.aggregate import sla_text
 from evalspec.results.curves import DEFAULT_TERMS, as_number, charts, sla_entry_status
+from evalspec.results.rundata import Provider, RunData
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"]
 DASHES = ["", "6 4", "2 3", "10 3 2 3"]
@@ -68,14 +70,14 @@ def line_svg(lines: list[dict[str, Any]], key: str, css: str, top: float | None 
     return Markup("".join(parts))
 
 
-def styled(chart: dict[str, Any], configs: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+def styled(chart: dict[str, Any], configs: Mapping[tuple[str, str], Provider]) -> list[dict[str, Any]]:
     """The chart's curves with a colour, a dash pattern, a label and the provider's configuration."""
     tests = list(dict.fromkeys((c["suite"], c["test"]) for c in chart["curves"]))
     providers = list(dict.fromkeys(c["provider"] for c in chart["curves"]))
     out = []
     for i, c in enumerate(chart["curves"]):
-        cfg = configs.get((c["suite"], c["provider"]), {})
-        shown = str(cfg.get("label") or c["provider"])  # a provider's `label:` names its line
+        cfg = configs.get((c["suite"], c["provider"]))
+        shown = str(cfg and cfg.get("label") or c["provider"])  # a provider's `label:` names its line
         if len(tests) > 1:
             color = COLORS[tests.index((c["suite"], c["test"])) % len(COLORS)]
             dash = DASHES[providers.index(c["provider"]) % len(DASHES)]
@@ -83,7 +85,7 @@ def styled(chart: dict[str, Any], configs: dict[tuple[str, str], dict[str, Any]]
         else:
             color, dash, label = COLORS[i % len(COLORS)], "", shown
         out.append({**c, "color": color, "dash": dash, "label": label,
-                    "config": describe_provider(cfg) if cfg else "", "terms": terms_words(c)})
+                    "config": describe_provider(dict(cfg)) if cfg else "", "terms": terms_words(c)})
     return out
 
 
@@ -143,7 +145,7 @@ def terms_words(curve: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def curves_section(run: dict[str, Any]) -> Markup:
+def curves_section(run: RunData) -> Markup:
     """Every chart of the run, or nothing when it has no curve."""
     configs = {(s["path"], p["id"]): p for s in run.get("suites", []) for p in s.get("providers", [])}
     groups = charts(run.get("curves") or [])
@@ -153,7 +155,7 @@ def curves_section(run: dict[str, Any]) -> Markup:
     return Markup(f'<h2>{escape(words("Curves"))}</h2><div class="curves">') + body + Markup("</div>")
 
 
-def pass_k_section(run: dict[str, Any]) -> Markup:
+def pass_k_section(run: RunData) -> Markup:
     """pass^k and pass@k for k = 1..m (run.json `summary.pass_hat_k`, `summary.pass_at_k`) as one chart with
     their values in a table (docs/en/statistics.md#pass-k); nothing when no test repeated."""
     summary = run.get("summary") or {}

@@ -6,6 +6,7 @@ The reporters call these with the run's `baseline` value; `evalspec diff` calls 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -16,6 +17,7 @@ from rich.table import Table
 from evalspec.reporters.catalogue import word, words
 from evalspec.reporters.vocabulary import md
 from evalspec.results.compare import CATEGORIES, SCORE_DELTA
+from evalspec.results.rundata import Baseline, BaselineRow, ScoreChange
 
 STYLE = {"regressed": "red", "new failing": "red", "failing, no baseline verdict": "red", "new error": "yellow", "flaky": "yellow", "fixed": "green",
          "recovered": "green", "still failing": "magenta", "new": "cyan", "removed": "dim", "unchanged": "dim"}
@@ -24,7 +26,7 @@ ICON = {"regressed": "🔴", "new failing": "🔴", "failing, no baseline verdic
 LISTED = [c for c in CATEGORIES if c != "unchanged"]
 
 
-def _status(side: dict[str, Any] | None) -> str:
+def _status(side: Mapping[str, Any] | None) -> str:
     return "—" if side is None else word(str(side["status"]))
 
 
@@ -40,7 +42,7 @@ def _figure(head: Any, delta: Any, fmt: str, unit: str = "", prefix: str = "") -
     return shown if delta is None else f"{shown} ({fmt.replace('{:', '{:+').format(delta)})"
 
 
-def headline(diff: dict[str, Any]) -> str:
+def headline(diff: Baseline) -> str:
     """One line: what changed against which run (or why there is no baseline)."""
     if not diff.get("available"):
         return words("no_baseline", note=diff.get("note") or words("no_baseline_given"))
@@ -48,7 +50,7 @@ def headline(diff: dict[str, Any]) -> str:
                  parts=" · ".join(headline_parts(diff["rows"])) or words("no_verdicts"))
 
 
-def headline_parts(rows: list[dict[str, Any]]) -> list[str]:
+def headline_parts(rows: list[BaselineRow]) -> list[str]:
     """`2 regressed · 1 fixed · 4 measured points changed`: gated changes by kind, curve points apart (they
     gate only through their SLA, SPEC §21)."""
     gated = [r for r in rows if not r.get("measured")]
@@ -59,18 +61,18 @@ def headline_parts(rows: list[dict[str, Any]]) -> list[str]:
     return parts
 
 
-def _scored(row: dict[str, Any]) -> bool:
+def _scored(row: BaselineRow) -> bool:
     """An errored side has no score to compare (`vocabulary.score_text`)."""
     return all(side is None or side.get("status") != "error" for side in (row["base"], row["head"]))
 
 
-def score_changes(diff: dict[str, Any]) -> list[dict[str, Any]]:
+def score_changes(diff: Baseline) -> list[ScoreChange]:
     """The score changes a report shows: none where either run errored."""
     errored = {(r["suite"], r["test_id"], r["provider"]) for r in diff.get("rows", []) if not _scored(r)}
     return [s for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in errored]
 
 
-def _note(row: dict[str, Any]) -> str:
+def _note(row: BaselineRow) -> str:
     bits = []
     if row["replays"]:
         bits.append(words("replays", list=", ".join(row["replays"])))
@@ -80,13 +82,13 @@ def _note(row: dict[str, Any]) -> str:
         bits.append(words("measured_not_gated"))
     if row["critical_new"]:
         bits.append(words("critical_newly"))
-    if row["score_delta"] is not None and abs(row["score_delta"]) >= SCORE_DELTA - 1e-9 and _scored(row):
-        bits.append(words("score_change", base=_num(row["base"]["score"]), head=_num(row["head"]["score"]),
-                          delta=f"{row['score_delta']:+.2f}"))
+    delta, base, head = row.get("score_delta"), row["base"], row["head"]
+    if delta is not None and abs(delta) >= SCORE_DELTA - 1e-9 and _scored(row) and base and head:  # both scored
+        bits.append(words("score_change", base=_num(base["score"]), head=_num(head["score"]), delta=f"{delta:+.2f}"))
     return "; ".join(bits)
 
 
-def print_diff(console: Console, diff: dict[str, Any]) -> None:
+def print_diff(console: Console, diff: Baseline) -> None:
     console.print(f"[bold]{rich_escape(headline(diff))}[/]")
     if not diff.get("available"):
         return
@@ -116,12 +118,12 @@ def print_diff(console: Console, diff: dict[str, Any]) -> None:
 _COLUMNS = ("change", "test", "provider", "base_head", "first_problem")
 
 
-def _score_line(s: dict[str, Any]) -> str:
+def _score_line(s: ScoreChange) -> str:
     return words("score_line", test=s["test_id"], provider=s["provider"], base=_num(s["base"]), head=_num(s["head"]),
                  delta=f"{s['delta']:+.2f}")
 
 
-def curve_lines(diff: dict[str, Any]) -> list[str]:
+def curve_lines(diff: Baseline) -> list[str]:
     out = []
     for c in diff["curves"]:
         hl, fp = c["half_life"], c["failure_point"]
@@ -132,7 +134,7 @@ def curve_lines(diff: dict[str, Any]) -> list[str]:
     return out
 
 
-def provider_lines(diff: dict[str, Any]) -> list[str]:
+def provider_lines(diff: Baseline) -> list[str]:
     out = []
     for p in diff["providers"]:
         b, h, d = p["base"] or {}, p["head"] or {}, p["delta"]
@@ -145,7 +147,7 @@ def provider_lines(diff: dict[str, Any]) -> list[str]:
     return out
 
 
-def markdown_lines(diff: dict[str, Any], limit: int = 50) -> list[str]:
+def markdown_lines(diff: Baseline, limit: int = 50) -> list[str]:
     """The PR comment's section: newly failing tests first, then every other change."""
     out = [f"### {words('Against the baseline' if diff.get('available') else 'No baseline')}", "", md(headline(diff))]
     if not diff.get("available"):
@@ -179,7 +181,7 @@ def markdown_lines(diff: dict[str, Any], limit: int = 50) -> list[str]:
     return out
 
 
-def html_section(diff: dict[str, Any]) -> Markup:
+def html_section(diff: Baseline) -> Markup:
     """A self-contained `<section>` for the HTML report (everything escaped)."""
     parts = [f'<section id="baseline"><h2>{escape(words("Against the baseline" if diff.get("available") else "No baseline"))}</h2>',
              f"<p>{escape(headline(diff))}</p>"]
@@ -209,7 +211,7 @@ def html_section(diff: dict[str, Any]) -> Markup:
     return Markup("".join(parts))
 
 
-def junit_properties(diff: dict[str, Any]) -> dict[str, str]:
+def junit_properties(diff: Baseline) -> dict[str, str]:
     """Name → value pairs for JUnit `<properties>`."""
     if not diff.get("available"):
         return {"baseline": "none", "baseline.note": str(diff.get("note") or "")}

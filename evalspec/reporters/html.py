@@ -7,14 +7,15 @@ Everything from the system under test is escaped by jinja2's autoescape: a reply
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from evalspec.core.text import strip_controls
+from evalspec.extend.transcript import Message
 from evalspec.reporters import state, tools, world
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.catalogue import choose_lang, reason_text, speaking, word, words
@@ -45,6 +46,7 @@ from evalspec.reporters.vocabulary import (
 )
 from evalspec.results.attribution import CLASSES
 from evalspec.results.findings import Excerpt, Finding, explain, findings, rule_text
+from evalspec.results.rundata import Gate, Record, RunData, RunVerdict
 from evalspec.results.stream import keys_of
 from evalspec.results.verdict import CATEGORIES
 
@@ -156,15 +158,30 @@ window.addEventListener('hashchange',function(){fromHash();apply();});
 """
 
 
-def verdict_class(a: dict[str, Any]) -> str:
+class ShownTest(TypedDict):
+    """One test (verdict) as the report's template shows it: its records in full, or only summarised."""
+
+    v: RunVerdict
+    records: list[Record]
+    summarised: bool
+    anchor: str
+    repeats: str
+    tags: list[str]
+    attributions: list[str]
+    score: str | None
+    xfail: str | None
+    description: str | None
+
+
+def verdict_class(a: Mapping[str, Any]) -> str:  # `a`: one of a record's `assertions`
     return "failed" if a["pass"] is False else "error" if a.get("error") else "passed" if a["pass"] else "skipped"
 
 
-def verdict_icon(a: dict[str, Any]) -> str:
+def verdict_icon(a: Mapping[str, Any]) -> str:
     return "✗" if a["pass"] is False else "⚠" if a.get("error") else "✓" if a["pass"] else "–"
 
 
-def _baseline_section(run: dict[str, Any]) -> Markup:
+def _baseline_section(run: RunData) -> Markup:
     if not run.get("baseline"):
         return Markup("")
     from evalspec.reporters.diff import html_section
@@ -172,7 +189,7 @@ def _baseline_section(run: dict[str, Any]) -> Markup:
     return html_section(run["baseline"])
 
 
-def _marks(record: dict[str, Any]) -> dict[Any, list[str]]:
+def _marks(record: Record) -> dict[Any, list[str]]:
     """Per turn, the texts that failing assertions blame in that turn's reply."""
     out: dict[Any, list[str]] = defaultdict(list)
     for f in findings(record):
@@ -182,7 +199,7 @@ def _marks(record: dict[str, Any]) -> dict[Any, list[str]]:
     return out
 
 
-def marked(m: dict[str, Any], marks: dict[Any, list[str]]) -> Markup:
+def marked(m: Message, marks: dict[Any, list[str]]) -> Markup:
     """A message, escaped, with the text a failing assertion blames in `<mark>`."""
     content = strip_controls(m.get("content", ""))
     needles = marks.get(m.get("turn"), []) if m.get("role") == "assistant" and not m.get("injected") else []
@@ -225,7 +242,7 @@ def finding_html(f: Finding) -> Markup:
     return Markup("").join(parts)
 
 
-def verdict_line(record: dict[str, Any], a: dict[str, Any], measured: bool) -> Markup:
+def verdict_line(record: Record, a: dict[str, Any], measured: bool) -> Markup:
     css = "measured" if measured and not a.get("error") else verdict_class(a)
     if a.get("pass") is False or a.get("error"):
         f = explain(record, a)
@@ -238,7 +255,7 @@ def verdict_line(record: dict[str, Any], a: dict[str, Any], measured: bool) -> M
     return Markup('<div class="verdict {}">{}</div>').format(css, body)
 
 
-def _gate_html(gate: dict[str, Any]) -> Markup:
+def _gate_html(gate: Gate) -> Markup:
     """The gate line, its pass rate in `#pass-rate` (the words are fixed: nothing from the run)."""
     return Markup(gate_line(gate, lambda rate: f'<span id="pass-rate">{escape(rate)}</span>'))
 
@@ -246,14 +263,14 @@ def _gate_html(gate: dict[str, Any]) -> Markup:
 FULL_PASSING = 1000  # a large run embeds every failing conversation, and the first 1,000 others in full
 
 
-def render_html(run: dict[str, Any], html_all: bool = False, lang: str | None = None) -> str:
+def render_html(run: RunData, html_all: bool = False, lang: str | None = None) -> str:
     """The self-contained report in `lang` (None: the run's own language, SPEC §21). Beyond the first
     FULL_PASSING conversations that did not fail, a conversation is summarised (id, score) unless
     `html_all` (SPEC §15: `--html-all`)."""
     return "".join(html_parts(run, html_all, lang))
 
 
-def write_html(run: dict[str, Any], path: Path, html_all: bool = False, lang: str | None = None) -> None:
+def write_html(run: RunData, path: Path, html_all: bool = False, lang: str | None = None) -> None:
     """`render_html` written to `path` part by part: every conversation's records are read, rendered and
     let go in turn, so a large run's report never sits whole in memory (docs/en/scale-and-ray.md#memory)."""
     with path.open("w", encoding="utf-8") as fh:
@@ -261,7 +278,7 @@ def write_html(run: dict[str, Any], path: Path, html_all: bool = False, lang: st
             fh.write(part)
 
 
-def html_parts(run: dict[str, Any], html_all: bool = False, lang: str | None = None) -> Iterator[str]:
+def html_parts(run: RunData, html_all: bool = False, lang: str | None = None) -> Iterator[str]:
     """The report's text in parts, in order (see `render_html`)."""
     run = ensure_current(run)
     with speaking(choose_lang(run, lang)):
@@ -281,18 +298,18 @@ class _Listed:
         return iter(self.items)
 
 
-def _render(run: dict[str, Any], html_all: bool) -> Iterator[str]:
+def _render(run: RunData, html_all: bool) -> Iterator[str]:
     env = Environment(autoescape=True, trim_blocks=False)
     cache: dict[int, dict[Any, list[str]]] = {}  # by record: emptied before each test, whose records it holds
 
-    def marked_in(record: dict[str, Any], m: dict[str, Any]) -> Markup:
+    def marked_in(record: Record, m: Message) -> Markup:
         if id(record) not in cache:
             cache[id(record)] = _marks(record)
         return marked(m, cache[id(record)])
 
     shown: dict[int, dict[int, state.TurnState]] = {}
 
-    def state_of(record: dict[str, Any], m: dict[str, Any]) -> Markup:
+    def state_of(record: Record, m: Message) -> Markup:
         if id(record) not in shown:
             transcript = record.get("transcript") or []
             shown[id(record)] = {id(transcript[i]): s for i, s in state.turn_states(transcript).items()}
@@ -311,7 +328,7 @@ def _render(run: dict[str, Any], html_all: bool) -> Iterator[str]:
     anchors = {id(v): f"v-{i}" for i, v in enumerate(run["verdicts"])}
     find = verdict_finder(run)
 
-    def tests() -> Iterator[dict[str, Any]]:
+    def tests() -> Iterator[ShownTest]:
         kept = 0
         for v in run["verdicts"]:
             cache.clear()  # the records of the test before are let go (and their ids may come back)
@@ -319,12 +336,13 @@ def _render(run: dict[str, Any], html_all: bool) -> Iterator[str]:
             full = html_all or v["category"] in ("failed", "error") or kept < FULL_PASSING
             kept += int(v["category"] not in ("failed", "error"))
             recs = find(v)
-            first = recs[0] if recs else {}
+            first: Record | None = recs[0] if recs else None
             yield {"v": v, "records": recs if full else [], "summarised": not full,
                    "anchor": anchors[id(v)], "repeats": repeats_text(v),
                    "tags": sorted({t for r in recs for t in r.get("tags", [])}),
                    "attributions": sorted({str(r["attribution"]) for r in recs if r.get("attribution")}),
-                   "score": score_text(v.get("score_mean"), v.get("status")), "xfail": first.get("xfail"), "description": first.get("description")}
+                   "score": score_text(v.get("score_mean"), v.get("status")), "xfail": first.get("xfail") if first else None,
+                   "description": first.get("description") if first else None}
 
     failures = ({"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
                  "description": recs[0].get("description") if recs else "",

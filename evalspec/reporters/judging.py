@@ -12,6 +12,7 @@ from rich.markup import escape as rich_escape
 from evalspec.reporters.catalogue import CATALOGUES, words
 from evalspec.reporters.vocabulary import one_line
 from evalspec.results.attribution import ATTRIBUTABLE, by_attribution
+from evalspec.results.rundata import RunData
 
 
 def attribution_word(cls: str) -> str:
@@ -23,14 +24,15 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.0%}"
 
 
-def review_rows(run: dict[str, Any]) -> list[tuple[str, int, str, bool]]:
+def review_rows(run: RunData) -> list[tuple[str, int, str, bool]]:
     """(type, sampled, agreement, flagged) per assertion type of the second opinion; flagged types first."""
-    by_type = (run.get("judge_review") or {}).get("by_type") or {}
+    review = run.get("judge_review")
+    by_type = review["by_type"] if review else {}
     rows = [(name, int(t["sampled"]), _pct(t["agreement"]), bool(t["flagged"])) for name, t in by_type.items()]
     return sorted(rows, key=lambda r: (not r[3], r[0]))
 
 
-def review_headline(run: dict[str, Any]) -> str:
+def review_headline(run: RunData) -> str:
     review = run["judge_review"]
     flagged = review.get("flagged") or []
     head = words("review_headline", sampled=review["sampled"], candidates=review["candidates"],
@@ -40,7 +42,7 @@ def review_headline(run: dict[str, Any]) -> str:
     return head + (words("review_flagged_list", list=", ".join(flagged)) if flagged else "")
 
 
-def attribution_groups(run: dict[str, Any]) -> list[tuple[str, list[str]]]:
+def attribution_groups(run: RunData) -> list[tuple[str, list[str]]]:
     """(class, ["test @ provider (by) ..."]) for failed/errored records, when any carries an attribution or a
     suggestion; else nothing (a run nobody attributed shows no extra section)."""
     from evalspec.results.stream import records_where
@@ -68,7 +70,7 @@ def attribution_groups(run: dict[str, Any]) -> list[tuple[str, list[str]]]:
 JURY_HEADS = ("rule", "jury_members", "jury_n", "jury_kappa", "jury_disagreement")
 
 
-def jury_rows(run: dict[str, Any]) -> list[tuple[str, str, int, str, str]]:
+def jury_rows(run: RunData) -> list[tuple[str, str, int, str, str]]:
     """(rule, members, conversations all answered, kappa, each member's disagreement) per judged rule that a
     jury decided (`summary.juries`, docs/en/judges.md#juries)."""
     return [(line["rule"], ", ".join(line["members"]), int(line["n"]),
@@ -77,7 +79,7 @@ def jury_rows(run: dict[str, Any]) -> list[tuple[str, str, int, str, str]]:
             for line in (run.get("summary") or {}).get("juries") or []]
 
 
-def corrected_lines(run: dict[str, Any]) -> list[str]:
+def corrected_lines(run: RunData) -> list[str]:
     """One line per judged rule whose pass rate was corrected from its labels (`summary.corrected`)."""
     out = []
     for line in (run.get("summary") or {}).get("corrected") or []:
@@ -91,7 +93,7 @@ def corrected_lines(run: dict[str, Any]) -> list[str]:
     return out
 
 
-def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
+def markdown_lines(run: RunData, md: Any) -> list[str]:
     """The Markdown section (`md` escapes one line of text)."""
     lines: list[str] = []
     if corrected := corrected_lines(run):
@@ -117,7 +119,7 @@ def markdown_lines(run: dict[str, Any], md: Any) -> list[str]:
     return lines
 
 
-def print_judging(console: Console, run: dict[str, Any]) -> None:
+def print_judging(console: Console, run: RunData) -> None:
     """The console lines."""
     if run.get("judge_review"):
         flagged = bool(run["judge_review"].get("flagged"))
@@ -130,7 +132,7 @@ def print_judging(console: Console, run: dict[str, Any]) -> None:
         console.print(f"[bold]{rich_escape(attribution_word(cls))}[/] ({len(names)}): {rich_escape('; '.join(names))}")
 
 
-def html_section(run: dict[str, Any]) -> Markup:
+def html_section(run: RunData) -> Markup:
     """The HTML section (escaped)."""
     parts: list[str] = []
     if corrected := corrected_lines(run):
@@ -162,7 +164,7 @@ def html_section(run: dict[str, Any]) -> Markup:
     return Markup("".join(parts))
 
 
-def junit_properties(run: dict[str, Any]) -> dict[str, str]:
+def junit_properties(run: RunData) -> dict[str, str]:
     """JUnit `<property>`s: the second opinion's agreement and flagged types, failures per attribution."""
     props: dict[str, str] = {}
     review = run.get("judge_review")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from evalspec.reporters.vocabulary import (
     shown_facts,
 )
 from evalspec.results.findings import findings
+from evalspec.results.rundata import Gate, GateSuite, Record, RunData, Sla
 from evalspec.results.verdict import reaches_gate
 
 ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -29,7 +31,7 @@ def clean(text: Any) -> str:
     return ILLEGAL_XML.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
 
 
-def failure_text(record: dict[str, Any]) -> str:
+def failure_text(record: Record) -> str:
     """Each failing assertion: where, the rule, severity, reason or expected/found, the reply excerpt."""
     lines = []
     for f in findings(record):
@@ -45,7 +47,7 @@ def failure_text(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def transcript_text(record: dict[str, Any]) -> str:
+def transcript_text(record: Record) -> str:
     """Each message as `[role turn] content`; a click turn says so, and a turn with state or buttons has
     its state line under it (SPEC §24)."""
     transcript = record["transcript"]
@@ -59,7 +61,7 @@ def transcript_text(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:
+def _skip_reason(r: Record, gated_drafts: bool) -> str | None:
     """Measured points, xfailed tests and drafts are `<skipped>`, with the reason (SPEC §9)."""
     status = r["status"]
     if status == "error":
@@ -78,8 +80,8 @@ def _skip_reason(r: dict[str, Any], gated_drafts: bool) -> str | None:
     return None
 
 
-def _properties(el: ET.Element, counts: dict[str, Any], pass_rate: float | None, run: dict[str, Any],
-                counted: dict[str, Any] | None = None) -> None:
+def _properties(el: ET.Element, counts: Mapping[str, object], pass_rate: float | None, run: RunData,
+                counted: GateSuite | Gate | None = None) -> None:
     """The suite's verdict counts, in the words every report uses (and the baseline diff, if any)."""
     props = ET.SubElement(el, "properties")
     for label, n in count_items(counts):
@@ -99,7 +101,7 @@ def _properties(el: ET.Element, counts: dict[str, Any], pass_rate: float | None,
         ET.SubElement(props, "property", name=name, value=clean(value))
 
 
-def _sla_case(el: ET.Element, sla: dict[str, Any]) -> str:
+def _sla_case(el: ET.Element, sla: Sla) -> str:
     case = ET.SubElement(el, "testcase", classname=clean(f"{Path(sla['suite']).stem}.{sla['provider']}"),
                          name=clean(sla["id"]), time="0.000")
     if sla["status"] == "missed":
@@ -112,17 +114,17 @@ def _sla_case(el: ET.Element, sla: dict[str, Any]) -> str:
     return ""
 
 
-def build_junit(run: dict[str, Any], lang: str | None = None) -> ET.Element:
+def build_junit(run: RunData, lang: str | None = None) -> ET.Element:
     """The JUnit tree; its messages in `lang` (None: the run's own language, SPEC §21)."""
     run = ensure_current(run)
     with speaking(choose_lang(run, lang)):
         return _build(run)
 
 
-def _build(run: dict[str, Any]) -> ET.Element:
+def _build(run: RunData) -> ET.Element:
     gated_drafts = bool(run["gate"].get("include_drafts"))
     root = ET.Element("testsuites", name="evalspec", time=f"{run.get('duration_s', 0):.3f}")
-    by_suite: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_suite: dict[str, list[Record]] = defaultdict(list)
     for r in run["results"]:
         by_suite[r["suite"]].append(r)
     gates = {g["suite"]: g for g in run["gate"]["suites"]}
@@ -165,7 +167,7 @@ def _build(run: dict[str, Any]) -> ET.Element:
     return root
 
 
-def write_junit(run: dict[str, Any], path: Path, lang: str | None = None) -> None:
+def write_junit(run: RunData, path: Path, lang: str | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tree = ET.ElementTree(build_junit(run, lang))
     ET.indent(tree)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from evalspec.reporters import state, tools, world
 from evalspec.reporters.attacks import markdown_lines as attack_lines
@@ -39,6 +38,7 @@ from evalspec.reporters.vocabulary import (
     where_text,
 )
 from evalspec.results.findings import Excerpt, Finding, findings
+from evalspec.results.rundata import RunData
 
 MARKER = "<!-- evalspec-report -->"
 LIMIT = 60_000
@@ -74,7 +74,7 @@ def run_link(env: Mapping[str, str]) -> str:
     return words("workflow_run", url=url)
 
 
-def _failures(run: dict[str, Any], limit: int) -> list[list[str]]:
+def _failures(run: RunData, limit: int) -> list[list[str]]:
     blocks = []
     for v, recs in failing_stream(run, limit):
         head = (f"- {'**' + words('critical') + '** ' if v['critical_failed'] else ''}{words(v['category'])}: **{md(v['name'])}** "
@@ -92,7 +92,7 @@ def _failures(run: dict[str, Any], limit: int) -> list[list[str]]:
     return blocks
 
 
-def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None, lang: str | None = None,
+def render_markdown(run: RunData, env: Mapping[str, str] | None = None, lang: str | None = None,
                     max_failures: int = MAX_FAILURES) -> str:
     """The summary in `lang` (None: the run's own language, SPEC §21), listing at most `max_failures`
     failing verdicts and how many more there are (docs/en/scale-and-ray.md#memory)."""
@@ -101,13 +101,13 @@ def render_markdown(run: dict[str, Any], env: Mapping[str, str] | None = None, l
         return _render(run, os.environ if env is None else env, max_failures)
 
 
-def _blocking_lines(run: dict[str, Any], limit: int) -> list[str]:
+def _blocking_lines(run: RunData, limit: int) -> list[str]:
     """What blocks the release, right under the headline (SPEC §21)."""
     items = blocking_listed(run, limit)
     return ["", f"### ⛔ {words('blocks_release')}", "", *[f"- {md(item)}" for item in items]] if items else []
 
 
-def _state_lines(run: dict[str, Any]) -> list[str]:
+def _state_lines(run: RunData) -> list[str]:
     """Tests that changed state, by name: xpassed (remove xfail?), drafts that fail, new errors."""
     changes = state_changes(run)
     if not changes:
@@ -118,7 +118,7 @@ def _state_lines(run: dict[str, Any]) -> list[str]:
     return out
 
 
-def _render(run: dict[str, Any], env: Mapping[str, str], max_failures: int) -> str:
+def _render(run: RunData, env: Mapping[str, str], max_failures: int) -> str:
     gate, s = run["gate"], run["summary"]
     out = [MARKER, f"## {ICON.get(gate['exit_code'], '⚠️')} evalspec: {gate_line(gate)}"]
     out += _blocking_lines(run, max_failures)

@@ -11,7 +11,9 @@ from typing import Any
 
 from markupsafe import Markup
 
+from evalspec.extend.transcript import Message
 from evalspec.reporters.catalogue import words
+from evalspec.results.rundata import Record, RunData
 
 CSS = (".calls{margin:2px 0 6px;max-width:75%}.call{background:#fff7ed;border:1px solid #fed7aa;border-radius:8px;"
        "padding:4px 8px;margin:4px 0;font-size:13px}.call b{font-family:ui-monospace,monospace;color:#9a3412}"
@@ -25,12 +27,12 @@ def _args(arguments: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def results_by_call(transcript: list[dict[str, Any]]) -> dict[str, str]:
+def results_by_call(transcript: list[Message]) -> dict[str, str]:
     """tool_call_id -> the result recorded for it."""
     return {str(m.get("tool_call_id")): str(m.get("content", "")) for m in transcript if m.get("role") == "tool"}
 
 
-def calls_html(message: dict[str, Any], transcript: list[dict[str, Any]]) -> Markup:
+def calls_html(message: Message, transcript: list[Message]) -> Markup:
     """The call cards of one assistant message (empty for a message without calls)."""
     calls = message.get("tool_calls") or []
     if not calls:
@@ -45,7 +47,7 @@ def calls_html(message: dict[str, Any], transcript: list[dict[str, Any]]) -> Mar
     return Markup('<div class="calls">') + Markup("").join(cards) + Markup("</div>")
 
 
-def calls_text(record: dict[str, Any], turn: int | None, limit: int = 5) -> list[str]:
+def calls_text(record: Record, turn: int | None, limit: int = 5) -> list[str]:
     """`tool NAME(ARGS) → RESULT` lines for the calls of `turn` (every turn when None), for failure text."""
     transcript = record.get("transcript") or []
     results = results_by_call(transcript)
@@ -63,7 +65,7 @@ def calls_text(record: dict[str, Any], turn: int | None, limit: int = 5) -> list
     return lines
 
 
-def failing_calls_text(record: dict[str, Any], limit: int = 5) -> list[str]:
+def failing_calls_text(record: Record, limit: int = 5) -> list[str]:
     """The calls made in the turns a failing assertion points at (its turn, its evidence), for failure text."""
     turns: set[int] = set()
     for a in record.get("assertions") or []:
@@ -76,7 +78,7 @@ def failing_calls_text(record: dict[str, Any], limit: int = 5) -> list[str]:
     return lines
 
 
-def teardown_text(record: dict[str, Any]) -> str | None:
+def teardown_text(record: Record) -> str | None:
     """'teardown failed: ...' for a record whose teardown failed (None when it ran fine or there is none)."""
     teardown = record.get("teardown")
     if isinstance(teardown, dict) and teardown.get("ok") is False:
@@ -84,19 +86,19 @@ def teardown_text(record: dict[str, Any]) -> str | None:
     return None
 
 
-def failed_teardowns(run: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+def failed_teardowns(run: RunData) -> list[tuple[Record, str]]:
     """Every record whose teardown failed, passed ones included: what an agent did may still be in place."""
     from evalspec.results.stream import records_where
 
     return [(r, text) for r in records_where(run.get("results", []), teardown_text) if (text := teardown_text(r))]
 
 
-def teardown_html(record: dict[str, Any]) -> Markup:
+def teardown_html(record: Record) -> Markup:
     text = teardown_text(record)
     return Markup('<p class="teardown error">⚠ {}</p>').format(text) if text else Markup("")
 
 
-def message_hidden(message: dict[str, Any]) -> bool:
+def message_hidden(message: Message) -> bool:
     """Tool results are shown inside their call's card, not as messages of their own."""
     return message.get("role") == "tool"
 

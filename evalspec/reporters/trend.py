@@ -4,11 +4,12 @@ time order, as one self-contained HTML page with inline SVG charts (no script, n
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from markupsafe import Markup, escape
 
 from evalspec.results.aggregate import metrics as metric_board
+from evalspec.results.rundata import RunData
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"]
 
@@ -28,7 +29,15 @@ td,th{{padding:4px 8px;border-bottom:1px solid #e5e7eb;text-align:right}}td:firs
 """
 
 
-def _metric_rates(run: dict[str, Any]) -> dict[str, float]:
+class TrendChart(TypedDict):
+    """One chart of the trend page: a value per run (None where a run has none) for each series."""
+
+    title: str
+    unit: Literal["rate", "value"]
+    series: dict[str, list[float | None]]
+
+
+def _metric_rates(run: RunData) -> dict[str, float]:
     """Per metric: tests passed / tests, from summary.metrics (recomputed from the records when absent)."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     listed = (run.get("summary") or {}).get("metrics")
@@ -44,19 +53,19 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def trend_series(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def trend_series(runs: list[RunData]) -> list[TrendChart]:
     """Charts: each {title, unit, series: {name: [value per run or None]}}; runs already in time order."""
     suites: dict[str, list[float | None]] = {}
     metrics: dict[str, list[float | None]] = {}
     curves: dict[str, list[float | None]] = {}
     for i, run in enumerate(runs):
-        for s in (run.get("gate") or {}).get("suites", []):
+        for s in run["gate"]["suites"]:
             suites.setdefault(s["suite"], [None] * len(runs))[i] = _num(s.get("pass_rate"))
         for name, rate in _metric_rates(run).items():
             metrics.setdefault(name, [None] * len(runs))[i] = rate
         for c in run.get("curves", []):
             curves.setdefault(f"{c['test']} @ {c['provider']}", [None] * len(runs))[i] = _num(c.get("half_life"))
-    charts = [{"title": "Pass rate per suite", "unit": "rate", "series": suites}]
+    charts: list[TrendChart] = [{"title": "Pass rate per suite", "unit": "rate", "series": suites}]
     if metrics:
         charts.append({"title": "Pass rate per metric", "unit": "rate", "series": metrics})
     if curves:
@@ -64,7 +73,7 @@ def trend_series(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return charts
 
 
-def line_chart(chart: dict[str, Any], labels: list[str], width: int = 720, height: int = 280) -> Markup:
+def line_chart(chart: TrendChart, labels: list[str], width: int = 720, height: int = 280) -> Markup:
     """One line per series, one point per run that has a value (x = run, in time order)."""
     pad_l, pad_r, pad_t, pad_b = 56, 56, 16, 40
     values = [v for vs in chart["series"].values() for v in vs if v is not None]
@@ -102,7 +111,7 @@ def line_chart(chart: dict[str, Any], labels: list[str], width: int = 720, heigh
     return Markup("".join(parts))
 
 
-def _table(chart: dict[str, Any], labels: list[str]) -> Markup:
+def _table(chart: TrendChart, labels: list[str]) -> Markup:
     head = "".join(f"<th>{escape(label)}</th>" for label in labels)
     rows = []
     for j, (name, vs) in enumerate(chart["series"].items()):
@@ -112,7 +121,7 @@ def _table(chart: dict[str, Any], labels: list[str]) -> Markup:
     return Markup(f"<table><tr><th></th>{head}</tr>{''.join(rows)}</table>")
 
 
-def render_trend(runs: list[dict[str, Any]]) -> str:
+def render_trend(runs: list[RunData]) -> str:
     """The trend page of several runs, put in time order (`started_at`)."""
     ordered = sorted(runs, key=lambda r: str(r.get("started_at") or ""))
     labels = [str(r.get("started_at") or "")[5:19].replace("T", " ") or str(r.get("run_id")) for r in ordered]

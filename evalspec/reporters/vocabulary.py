@@ -13,6 +13,18 @@ from evalspec.core.text import strip_controls
 from evalspec.reporters.catalogue import reason_text, words
 from evalspec.results.findings import Fact, Finding, findings
 from evalspec.results.gate import pass_hat_k_reason
+from evalspec.results.rundata import (
+    Baseline,
+    BaselineRow,
+    Curve,
+    Gate,
+    GateSuite,
+    Metric,
+    Record,
+    RunData,
+    RunVerdict,
+    Summary,
+)
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, format_rate
 from evalspec.results.stream import keys_of, records_at
 from evalspec.results.verdict import reaches_gate
@@ -22,6 +34,7 @@ COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), 
                 ("slas_missed", "SLAs missed"))
 MAX_FAILURES = 50  # failing verdicts the console and Markdown list (docs/en/scale-and-ray.md#memory)
 WHITESPACE = re.compile(r"\s+")
+NO_BASELINE: Baseline = {"available": False}  # a run without `baseline` reads as one compared with nothing
 
 
 def one_line(text: Any) -> str:
@@ -29,36 +42,42 @@ def one_line(text: Any) -> str:
     return WHITESPACE.sub(" ", strip_controls(text))
 
 
-def ensure_current(run: dict[str, Any]) -> dict[str, Any]:
+def ensure_current(run: RunData) -> RunData:
     """A run.json written before the shared vocabulary gets its counts recomputed from its records."""
     if "slas" in run and "measured" in run.get("summary", {}):
         return run
     from evalspec.results.aggregate import finalize
 
-    gate = run.get("gate", {})
+    gate = run["gate"]
     return finalize(run, gate.get("fail_under"), bool(gate.get("include_drafts")))
 
 
-def count_keys(counts: dict[str, Any]) -> list[tuple[str, int]]:
-    """(key, count) in display order; `skipped` only when something was skipped."""
-    items = [(key, int(counts.get(key, 0))) for key, _ in COUNT_LABELS]
+def count_keys(counts: Mapping[str, object]) -> list[tuple[str, int]]:
+    """(key, count) in display order; `skipped` only when something was skipped. `counts`: run.json's
+    `summary` or a suite gate's `counts`."""
+    items = [(key, _count(counts, key)) for key, _ in COUNT_LABELS]
     if counts.get("skipped"):
-        items.insert(5, ("skipped", int(counts["skipped"])))
+        items.insert(5, ("skipped", _count(counts, "skipped")))
     return items
 
 
-def count_items(counts: dict[str, Any]) -> list[tuple[str, int]]:
+def _count(counts: Mapping[str, object], key: str) -> int:
+    n = counts.get(key, 0)
+    return int(n) if isinstance(n, (int, float)) else 0
+
+
+def count_items(counts: Mapping[str, object]) -> list[tuple[str, int]]:
     """(English label, count) in display order: the names of machine-read fields (JUnit properties)."""
     labels = dict(COUNT_LABELS)
     return [(labels.get(key, key), n) for key, n in count_keys(counts)]
 
 
-def count_words(counts: dict[str, Any]) -> list[tuple[str, int]]:
+def count_words(counts: Mapping[str, object]) -> list[tuple[str, int]]:
     """(label in the report's language, count) in display order."""
     return [(words(key), n) for key, n in count_keys(counts)]
 
 
-def counts_text(counts: dict[str, Any]) -> str:
+def counts_text(counts: Mapping[str, object]) -> str:
     return " · ".join(f"{n} {label}" for label, n in count_words(counts))
 
 
@@ -101,17 +120,17 @@ def at_turn_text(at: Mapping[str, Any]) -> str:
     return text + (f" · {words('at_turn_errors', n=errors)}" if errors else "")
 
 
-def gate_headline(gate: dict[str, Any]) -> str:
+def gate_headline(gate: Gate) -> str:
     key = {0: "gate_passed", 1: "gate_failed", 3: "gate_errors"}.get(gate["exit_code"])
     return words(key) if key else words("gate_exit", code=gate["exit_code"])
 
 
-def gate_line(gate: dict[str, Any], rate: Callable[[str], str] = str) -> str:
+def gate_line(gate: Gate, rate: Callable[[str], str] = str) -> str:
     """`gate failed · pass rate 25%`: the run's headline in every report (`rate` marks up the figure)."""
     return words("gate_line", headline=gate_headline(gate), rate=rate(pass_rate_text(gate["pass_rate"], gate)))
 
 
-def suite_gate_word(s: dict[str, Any]) -> str:
+def suite_gate_word(s: GateSuite) -> str:
     return "failed" if not s["ok"] else "errors" if s.get("errors_exceeded") else "ok"
 
 
@@ -122,7 +141,7 @@ def metric_columns() -> tuple[str, ...]:
 METRIC_COLUMNS = ("metric", "suite", "provider", "mean score", "share of tests passed")
 
 
-def metric_cells(m: dict[str, Any]) -> list[str]:
+def metric_cells(m: Metric) -> list[str]:
     """One `summary.metrics` row as the scoreboard shows it: the mean score of the metric's checks beside
     the share of verdicts (test × provider, repeats combined) that passed every one of them, out of those
     that reached one — two different figures, each labelled (SPEC §17)."""
@@ -160,7 +179,7 @@ def conversations_text(n: int) -> str:
     return words("conversations_one" if n == 1 else "conversations_many", n=n)
 
 
-def judge_text(summary: dict[str, Any]) -> str:
+def judge_text(summary: Summary) -> str:
     """`4 judge calls (60 tokens, $0.0001)`: the calls evalspec made on its own behalf (judge, second opinion,
     simulated user, attacker), apart from the system under test's; "" when none was made."""
     if not summary.get("judge_calls"):
@@ -170,7 +189,7 @@ def judge_text(summary: dict[str, Any]) -> str:
                  cost=f"{summary.get('judge_cost') or 0.0:.4f}")
 
 
-def curve_text(c: dict[str, Any]) -> str:
+def curve_text(c: Curve) -> str:
     """Points, half-life and failure point spelled out, so a met SLA never reads as a contradiction."""
     pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: —"
                     for p in c["points"])
@@ -187,18 +206,18 @@ def curve_text(c: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def blocking_listed(run: dict[str, Any], limit: int) -> list[str]:
+def blocking_listed(run: RunData, limit: int) -> list[str]:
     """`blocking(run)`, its first `limit` items and then how many more there are (the console and Markdown
     list at most --max-failures, docs/en/scale-and-ray.md#memory)."""
     items = blocking(run)
     return items if len(items) <= limit else [*items[:limit], words("more_blocking", n=len(items) - limit)]
 
 
-def verdict_records(run: dict[str, Any], v: dict[str, Any]) -> list[dict[str, Any]]:
+def verdict_records(run: RunData, v: RunVerdict) -> list[Record]:
     return verdict_finder(run)(v)
 
 
-def verdict_finder(run: dict[str, Any]) -> Callable[..., list[dict[str, Any]]]:
+def verdict_finder(run: RunData) -> Callable[..., list[Record]]:
     """`find(v, status=None)`: the records of verdict `v` (those of `status` when given), in run order. The
     records are indexed once (a streamed run's by their light forms, each read back when asked for), so a
     report reads each record once however many verdicts it has (docs/en/scale-and-ray.md#memory)."""
@@ -208,7 +227,7 @@ def verdict_finder(run: dict[str, Any]) -> Callable[..., list[dict[str, Any]]]:
         index.setdefault((r["suite"], r["base_id"], r["provider"]), []).append(i)
     keys = keys_of(results)
 
-    def find(v: dict[str, Any], status: Collection[str] | None = None) -> list[dict[str, Any]]:
+    def find(v: RunVerdict, status: Collection[str] | None = None) -> list[Record]:
         positions = index.get((v["suite"], v["test_id"], v["provider"]), [])
         if status is not None:
             positions = [i for i in positions if keys[i]["status"] in status]
@@ -217,22 +236,22 @@ def verdict_finder(run: dict[str, Any]) -> Callable[..., list[dict[str, Any]]]:
     return find
 
 
-def failing(run: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def failing(run: RunData) -> list[tuple[RunVerdict, list[Record]]]:
     """Failed and errored verdicts (and measured points that failed a critical assertion), critical first,
     each with the records that show why (the failing repeats)."""
     return list(failing_stream(run))
 
 
-def failing_count(run: dict[str, Any]) -> int:
+def failing_count(run: RunData) -> int:
     """How many verdicts `failing` lists."""
     return sum(1 for v in run["verdicts"] if _is_failing(v))
 
 
-def _is_failing(v: dict[str, Any]) -> bool:
+def _is_failing(v: RunVerdict) -> bool:
     return v["category"] in ("failed", "error") or (v["category"] == "measured" and bool(v["critical_failed"]))
 
 
-def failing_stream(run: dict[str, Any], limit: int | None = None) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def failing_stream(run: RunData, limit: int | None = None) -> Iterator[tuple[RunVerdict, list[Record]]]:
     """`failing`, the first `limit` of them (all when None), each verdict's records read as it is reached."""
     find = verdict_finder(run)
     chosen = sorted((v for v in run["verdicts"] if _is_failing(v)),
@@ -241,11 +260,11 @@ def failing_stream(run: dict[str, Any], limit: int | None = None) -> Iterator[tu
         yield v, find(v, ("failed", "error"))
 
 
-def repeats_text(v: dict[str, Any]) -> str:
+def repeats_text(v: RunVerdict) -> str:
     return words("repeats_failed", failed=v["n"] - v["passed"], n=v["n"]) if v["n"] > 1 else ""
 
 
-def stable_text(c: dict[str, Any]) -> str:
+def stable_text(c: Curve) -> str:
     """`stable until 6 (0.8, or the SLA minimum)`: the term seed 002 uses for topic switch and conflict."""
     if c.get("stable_until") is None:
         return words("stable_none")
@@ -272,24 +291,24 @@ def finding_text(f: Finding) -> str:
     return one_line(text)
 
 
-def first_problem(record: dict[str, Any]) -> str:
+def first_problem(record: Record) -> str:
     """The first finding of a failed, xfailed or errored conversation on one line ("" when there is none)."""
     found = findings(record)
     return finding_text(found[0]) if found else ""
 
 
-def _who(v: dict[str, Any]) -> str:
+def _who(v: RunVerdict | BaselineRow) -> str:
     return f"{one_line(v['name'])} ({one_line(v['test_id'])} @ {one_line(v['provider'])})"
 
 
-def blocking(run: dict[str, Any]) -> list[str]:
+def blocking(run: RunData) -> list[str]:
     """What blocks the release, in the report's language (SPEC §21): critical failures, missed SLAs, gated
     regressions, then the gate's other reasons (pass rate, errors) — from the run's data, not from the
     English sentences of `gate.reasons`. A suite gated on regressions is blocked only by what got worse."""
     gate = run["gate"]
     drafts_gate = bool(gate.get("include_drafts"))
-    diff = run.get("baseline") or {}
-    rows = diff.get("rows", []) if diff.get("available") else []
+    diff = run.get("baseline") or NO_BASELINE
+    rows = diff.get("rows", []) if diff["available"] else []
     out: list[str] = []
     for s in gate["suites"]:
         if s.get("mode") == "regressions":
@@ -311,8 +330,9 @@ def blocking(run: dict[str, Any]) -> list[str]:
             out.append(words("blocks_rate", suite=s["suite"], rate=pass_rate_text(s["pass_rate"], s),
                              min=f"{s['min_pass_rate']:.2%}"))  # the rate with its 95 % interval (statistics.md)
         out += held_blocks(run, s)
-    if gate.get("fail_under") is not None and gate["pass_rate"] is not None and gate["pass_rate"] < gate["fail_under"]:
-        out.append(words("blocks_run_rate", rate=pass_rate_text(gate["pass_rate"], gate), min=f"{gate['fail_under']:.2%}"))
+    fail_under, rate = gate.get("fail_under"), gate["pass_rate"]
+    if fail_under is not None and rate is not None and rate < fail_under:
+        out.append(words("blocks_run_rate", rate=pass_rate_text(rate, gate), min=f"{fail_under:.2%}"))
     if gate["exit_code"] == 3:
         out += [words("blocks_errors", suite=s["suite"], n=s["errors"], max=s["max_errors"])
                 for s in gate["suites"] if s.get("errors_exceeded")]
@@ -326,7 +346,7 @@ def blocking(run: dict[str, Any]) -> list[str]:
     return out
 
 
-def paired_blocks(suite_gate: Mapping[str, Any]) -> list[str]:
+def paired_blocks(suite_gate: GateSuite) -> list[str]:
     """The paired test's block (docs/en/statistics.md#regressions-decided-by-a-paired-test), when it was
     significant for this suite."""
     test = suite_gate.get("paired")
@@ -336,7 +356,7 @@ def paired_blocks(suite_gate: Mapping[str, Any]) -> list[str]:
                   alpha=f"{float(test['alpha']):g}")]
 
 
-def held_blocks(run: Mapping[str, Any], suite_gate: Mapping[str, Any]) -> list[str]:
+def held_blocks(run: RunData, suite_gate: GateSuite) -> list[str]:
     """The blocks that hold in every gate mode, from the run's figures: the suite's pass^k below its
     `min_pass_hat_k`, each red line whose bound is over its `max_rate` (docs/en/statistics.md)."""
     path = suite_gate["suite"]
@@ -364,12 +384,13 @@ def held_blocks(run: Mapping[str, Any], suite_gate: Mapping[str, Any]) -> list[s
     return out
 
 
-def state_changes(run: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def state_changes(run: RunData) -> list[tuple[str, RunVerdict | BaselineRow]]:
     """Tests that changed state (SPEC §21): xpassed (remove the xfail?), drafts that fail, new errors."""
-    out = [("state_xpassed", v) for v in run["verdicts"] if v["category"] == "xpassed"]
+    out: list[tuple[str, RunVerdict | BaselineRow]] = [
+        ("state_xpassed", v) for v in run["verdicts"] if v["category"] == "xpassed"]
     out += [("state_draft", v) for v in run["verdicts"] if v["category"] == "drafts" and v["status"] in ("failed", "error")]
-    diff = run.get("baseline") or {}
-    out += [("state_new_error", r) for r in diff.get("rows", []) if r.get("category") == "new error"]
+    diff = run.get("baseline") or NO_BASELINE
+    out += [("state_new_error", r) for r in diff.get("rows", []) if r["category"] == "new error"]
     return out
 
 

@@ -385,8 +385,14 @@ class PassHatK(TypedDict):
     min: Share
 
 
-class Provider(TypedDict):
+class _ProviderRequired(TypedDict):
     id: Annotated[str, unchecked]
+
+
+class Provider(_ProviderRequired, total=False):
+    """A provider's configuration, redacted (its other keys are its kind's: `config.model.describe_provider`)."""
+
+    label: Annotated[str, unchecked]  # the name reports give its line
 
 
 class _SuiteEntryRequired(TypedDict):
@@ -438,6 +444,13 @@ class _ReviewItemRequired(TypedDict):
 
 
 class ReviewItem(_ReviewItemRequired, total=False):
+    """One rule verdict the second opinion asked about, and the judge's answer (`review.second_opinion`)."""
+
+    suite: Annotated[str, unchecked]
+    key: Annotated[str, unchecked]
+    assertion: Annotated[int, unchecked]  # its index in the record's `assertions`
+    reason: Annotated[str, unchecked]
+    error: Annotated[str | None, unchecked]
     judge_calls: Count
     judge_tokens: int | None
     judge_cost: float | None

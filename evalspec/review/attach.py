@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from evalspec.config.model import Suite
 from evalspec.plan.build import Instance
 from evalspec.results.compare import compare_runs
 from evalspec.results.gate import apply_baseline, no_baseline
+from evalspec.results.rundata import RunData
 from evalspec.review.confirm import confirm_regressions
 
 
@@ -18,7 +18,7 @@ from evalspec.review.confirm import confirm_regressions
 class Baseline:
     """The baseline run (None when there is none) and where it came from, or why there is none."""
 
-    data: dict[str, Any] | None
+    data: RunData | None
     source: str | None
     note: str = ""
     asked: bool = True  # --baseline was given (a path or auto)
@@ -36,9 +36,9 @@ def find_baseline(spec: str | None) -> Baseline:
         if data is not None and (problem := run_schema_problem(data)) is not None:
             data, note = None, f"the base branch's run.json does not validate against schema/run.schema.json: {problem}"
         return Baseline(data, f"auto: {note}" if data is not None else None, note)
-    from evalspec.results.runjson import read_run, untyped
+    from evalspec.results.runjson import read_run
 
-    return Baseline(untyped(read_run(spec, check=True)), spec)
+    return Baseline(read_run(spec, check=True), spec)
 
 
 def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None) -> bool:
@@ -46,9 +46,9 @@ def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None
         (cli_mode is None and any(s.gate_mode == "regressions" for s in suites))
 
 
-async def attach_baseline(run: dict[str, Any], baseline: Baseline, cli_mode: str | None, confirm: int,
+async def attach_baseline(run: RunData, baseline: Baseline, cli_mode: str | None, confirm: int,
                           suites: list[Suite], plan: Sequence[Instance], concurrency: int,
-                          notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+                          notify: Callable[[str], None] | None = None) -> RunData:
     """The run with its `baseline` key and, where asked for, the regressions gate."""
     if not wants_baseline(baseline, suites, cli_mode):
         return run

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from evalspec.config.model import Suite
 from evalspec.plan.build import Instance
@@ -15,11 +14,11 @@ from evalspec.play.compare import replay_compared
 from evalspec.play.runner import run_instance
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.compare import finish, suite_key
-from evalspec.results.record import Record
+from evalspec.results.rundata import Baseline, BaselineRow, Record, Status
 from evalspec.results.verdict import combine_repeats
 
 
-def _targets(plan: Sequence[Instance], rows: list[dict[str, Any]]) -> dict[int, list[Instance]]:
+def _targets(plan: Sequence[Instance], rows: list[BaselineRow]) -> dict[int, list[Instance]]:
     """The plan's instances (every repeat) behind each row to confirm, by row index."""
     wanted = {(r["suite"], r["test_id"], r["provider"]): i for i, r in enumerate(rows) if r["blocking"]}
     out: dict[int, list[Instance]] = {}
@@ -30,8 +29,8 @@ def _targets(plan: Sequence[Instance], rows: list[dict[str, Any]]) -> dict[int, 
     return out
 
 
-async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: Sequence[Instance], times: int,
-                              concurrency: int, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+async def confirm_regressions(diff: Baseline, suites: list[Suite], plan: Sequence[Instance], times: int,
+                              concurrency: int, notify: Callable[[str], None] | None = None) -> Baseline:
     """Replay every blocking verdict `times` times; one passing replay makes it `flaky`."""
     targets = _targets(plan, diff["rows"])
     if times < 1 or not targets:
@@ -46,7 +45,7 @@ async def confirm_regressions(diff: dict[str, Any], suites: list[Suite], plan: S
         async with slots:
             return await run_instance(inst, pool)
 
-    async def replay(instances: list[Instance]) -> str:  # a `select-best` is compared with its test's candidates
+    async def replay(instances: list[Instance]) -> Status:  # a `select-best` is compared with its test's candidates
         records = await asyncio.gather(*(replay_compared(inst, plan, play, pool) for inst in instances))
         return combine_repeats(list(records), instances[0].test.repeat.rule)[0]
 

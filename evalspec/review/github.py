@@ -20,7 +20,7 @@ import httpx
 
 from evalspec.core.errors import EvalspecError
 from evalspec.reporters.markdown import MARKER, render_markdown
-from evalspec.results.runjson import read_run, untyped
+from evalspec.results.runjson import read_run
 
 PERMISSIONS_HINT = ("the workflow's token needs `pull-requests: write`: add "
                     "`permissions: {contents: read, actions: read, pull-requests: write}` to the workflow "
@@ -125,7 +125,7 @@ def pull_request_number(env: Mapping[str, str]) -> int:
 
 def comment_run(run_json: Path, env: Mapping[str, str], lang: str | None = None) -> tuple[str, str]:
     """Render RUN.json as Markdown (with the workflow-run link) and create or update the PR comment."""
-    run = untyped(read_run(run_json))  # a run.json that cannot be read is exit 2, pull request or not
+    run = read_run(run_json)  # a run.json that cannot be read is exit 2, pull request or not
     number = pull_request_number(env)
     github = GitHub.from_env(env)
     return github.upsert_comment(number, render_markdown(run, env, lang))

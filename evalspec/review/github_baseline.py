@@ -11,12 +11,12 @@ import io
 import os
 import zipfile
 from collections.abc import Mapping
-from typing import Any
 
 import httpx
 
 from evalspec.core.errors import ConfigError, ControlFlow
-from evalspec.results.runjson import parse_run, untyped
+from evalspec.results.rundata import RunData
+from evalspec.results.runjson import parse_run
 from evalspec.review.github import GitHub, GitHubError
 
 ARTIFACT = "evalspec-report"
@@ -35,7 +35,7 @@ def _workflow(env: Mapping[str, str]) -> str:
     raise NoBaseline("GITHUB_WORKFLOW_REF does not name a workflow file")
 
 
-def _run_json_from_zip(content: bytes) -> dict[str, Any]:
+def _run_json_from_zip(content: bytes) -> RunData:
     try:
         with zipfile.ZipFile(io.BytesIO(content)) as archive:
             names = sorted((n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "run.json"), key=len)
@@ -45,12 +45,12 @@ def _run_json_from_zip(content: bytes) -> dict[str, Any]:
     except zipfile.BadZipFile as exc:
         raise NoBaseline(f"the {ARTIFACT} artifact could not be read: {exc}") from None
     try:  # the one run.json reader's checks (docs/en/troubleshooting.md#runjson)
-        return untyped(parse_run(raw, f"the run.json of the {ARTIFACT} artifact", shape=False))  # attach checks the schema
+        return parse_run(raw, f"the run.json of the {ARTIFACT} artifact", shape=False)  # attach checks the schema
     except ConfigError as exc:
         raise NoBaseline("; ".join(str(p) for p in exc.problems)) from None
 
 
-def fetch_baseline(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
+def fetch_baseline(env: Mapping[str, str]) -> tuple[RunData, str]:
     """(run.json, where it came from); raises NoBaseline (or GitHubError) saying why there is none."""
     base = env.get("GITHUB_BASE_REF")
     if not base:
@@ -78,7 +78,7 @@ def fetch_baseline(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
     return data, f"{base} run {run['id']} ({run.get('conclusion') or 'completed'}) {run.get('html_url') or ''}".strip()
 
 
-def fetch_auto_baseline(env: Mapping[str, str] | None = None) -> tuple[dict[str, Any] | None, str]:
+def fetch_auto_baseline(env: Mapping[str, str] | None = None) -> tuple[RunData | None, str]:
     """(run.json or None, a note: where it came from, or why there is none). Never raises."""
     try:
         data, source = fetch_baseline(os.environ if env is None else env)

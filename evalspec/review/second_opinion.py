@@ -14,7 +14,7 @@ import math
 import random
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalspec.assertions.grade import needs_model
 from evalspec.assertions.graded import format_transcript
@@ -26,7 +26,8 @@ from evalspec.plan.build import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
 from evalspec.results.aggregate import judge_totals
-from evalspec.results.record import Record, judge_figures
+from evalspec.results.record import judge_figures
+from evalspec.results.rundata import Record, ReviewItem, ReviewType, RunData
 from evalspec.results.stream import update_record
 from evalspec.results.verdict import is_gated
 
@@ -47,7 +48,7 @@ def needs_judges(suites: list[Suite]) -> None:
         raise ConfigError(missing)
 
 
-def candidates(run: dict[str, Any], instances: dict[str, Instance]) -> list[tuple[int, int, AssertionSpec]]:
+def candidates(run: RunData, instances: dict[str, Instance]) -> list[tuple[int, int, AssertionSpec]]:
     """(record position, assertion index, spec) of every rule verdict in a gated record: positions, not
     records, so a large run's records (read back from its journal) are not all held at once."""
     out = []
@@ -77,9 +78,19 @@ def review_prompt(record: Record, result: dict[str, Any], spec: AssertionSpec) -
     return "\n".join(lines)
 
 
-async def _ask(judge: JudgeFn, record: Record, index: int, spec: AssertionSpec) -> dict[str, Any]:
+class ReviewFigures(TypedDict):
+    """The second opinion's agreement overall and per assertion type (run.json `judge_review`)."""
+
+    sampled: int
+    agreement: float | None
+    errors: int
+    by_type: dict[str, ReviewType]
+    flagged: list[str]
+
+
+async def _ask(judge: JudgeFn, record: Record, index: int, spec: AssertionSpec) -> ReviewItem:
     result = record["assertions"][index]
-    item: dict[str, Any] = {"suite": record["suite"], "test_id": record["test_id"], "provider": record["provider"],
+    item: ReviewItem = {"suite": record["suite"], "test_id": record["test_id"], "provider": record["provider"],
                             "key": record["key"], "assertion": index, "type": result["type"],
                             "rule_pass": result["pass"], "agree": None, "reason": "", "error": None}
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": review_prompt(record, result, spec)}]
@@ -96,20 +107,22 @@ async def _ask(judge: JudgeFn, record: Record, index: int, spec: AssertionSpec) 
         usage += exc.usage  # an unusable answer was a call made: it counts (SPEC §17)
     except EvalspecError as exc:
         item["error"] = str(exc)
-    item.update(judge_figures(usage))
+    figures = judge_figures(usage)
+    item["judge_calls"], item["judge_tokens"], item["judge_cost"] = \
+        figures["judge_calls"], figures["judge_tokens"], figures["judge_cost"]
     return item
 
 
-def summarize(items: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(items: list[ReviewItem]) -> ReviewFigures:
     """Agreement overall and per type; a type with ≥ 5 answers and > 10% disagreement is flagged."""
-    def agreement(group: list[dict[str, Any]]) -> float | None:
+    def agreement(group: list[ReviewItem]) -> float | None:
         answered = [i for i in group if i["agree"] is not None]
         return round(sum(1 for i in answered if i["agree"]) / len(answered), 6) if answered else None
 
-    types: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    types: dict[str, list[ReviewItem]] = defaultdict(list)
     for item in items:
         types[item["type"]].append(item)
-    by_type = {}
+    by_type: dict[str, ReviewType] = {}
     for name, group in sorted(types.items()):
         rate = agreement(group)
         answered = sum(1 for i in group if i["agree"] is not None)
@@ -120,8 +133,8 @@ def summarize(items: list[dict[str, Any]]) -> dict[str, Any]:
             "by_type": by_type, "flagged": [t for t, v in by_type.items() if v["flagged"]]}
 
 
-async def review(run: dict[str, Any], instances: dict[str, Instance], pool: ProviderPool, rate: float,
-                 seed: int = 0, concurrency: int = 8) -> dict[str, Any]:
+async def review(run: RunData, instances: dict[str, Instance], pool: ProviderPool, rate: float,
+                 seed: int = 0, concurrency: int = 8) -> RunData:
     """Sample, ask, and write `judge_review` (and `attribution_suggested`) into `run`."""
     pool_of = candidates(run, instances)
     k = min(len(pool_of), math.ceil(rate * len(pool_of)))
@@ -131,14 +144,14 @@ async def review(run: dict[str, Any], instances: dict[str, Instance], pool: Prov
     records = run["results"]
     secrets = run_secrets(list({id(i.suite): i.suite for i in instances.values()}.values()))
 
-    async def one(n: int) -> dict[str, Any]:
+    async def one(n: int) -> ReviewItem:
         position, index, spec = pool_of[n]
         async with slots:
             record = records[position]  # read back only while its question is asked
             judge = pool.judge_fn(instances[record["key"]].suite)
             if judge is None:
                 raise ConfigError([Problem(record["suite"], None, "", "--judge-sample needs a judge: set `judge:`")])
-            item: dict[str, Any] = redact(await _ask(judge, record, index, spec), secrets)  # it may quote one (§17)
+            item: ReviewItem = redact(await _ask(judge, record, index, spec), secrets)  # it may quote one (§17)
             if item["agree"] is False and item["rule_pass"] is False and record["status"] in ("failed", "error"):
                 update_record(records, position, {"attribution_suggested": "rule_misjudgment"})
             return item
@@ -146,12 +159,14 @@ async def review(run: dict[str, Any], instances: dict[str, Instance], pool: Prov
     items = list(await asyncio.gather(*(one(n) for n in chosen)))
     run["judge_review"] = {"rate": rate, "seed": seed, "candidates": len(pool_of), **summarize(items), "items": items}
     if "summary" in run:  # asked after the summary was made: its calls are added to the run's judge figures
-        run["summary"].update(judge_totals(items, run["summary"]))
+        summary, totals = run["summary"], judge_totals(items, run["summary"])
+        summary["judge_calls"], summary["judge_tokens"], summary["judge_cost"] = \
+            totals["judge_calls"], totals["judge_tokens"], totals["judge_cost"]
     return run
 
 
-async def second_opinion(run: dict[str, Any], instances: dict[str, Instance], suites: list[Suite], rate: float,
-                         seed: int, cache_dir: Path | None) -> dict[str, Any]:
+async def second_opinion(run: RunData, instances: dict[str, Instance], suites: list[Suite], rate: float,
+                         seed: int, cache_dir: Path | None) -> RunData:
     """`review` with a pool of its own (judge calls go through the cache like any judge call)."""
     pool = ProviderPool(suites, cache_dir)
     try:
@@ -160,8 +175,8 @@ async def second_opinion(run: dict[str, Any], instances: dict[str, Instance], su
         await pool.aclose()
 
 
-async def after_grading(run: dict[str, Any], instances: dict[str, Instance], suites: list[Suite], rate: float | None,
-                        seed: int, cache_dir: Path | None) -> dict[str, Any]:
+async def after_grading(run: RunData, instances: dict[str, Instance], suites: list[Suite], rate: float | None,
+                        seed: int, cache_dir: Path | None) -> RunData:
     """What a run (and `grade`) does once verdicts exist: the second opinion when asked for, then the
     carry-over of earlier triages (SPEC §11)."""
     from evalspec.review.triage import carry_over

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from evalspec.core.errors import EvalspecError
 from evalspec.core.portable import portable, project_root
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES, by_attribution  # noqa: F401  (re-exported)
-from evalspec.results.record import Record
+from evalspec.results.rundata import AttributionName, Record, RunData, Triage
 from evalspec.results.stream import update_record
 
-RERUN_CLASS = {"reproduced": "bot_defect", "flaky": "model_fluctuation", "error": "infrastructure"}
+RERUN_CLASS: dict[str, AttributionName] = {"reproduced": "bot_defect", "flaky": "model_fluctuation",
+                                           "error": "infrastructure"}
 TRIAGE_FILE = Path(".evalspec") / "triage.jsonl"
 
 
@@ -28,11 +29,25 @@ class TriageError(EvalspecError):
     """A triage names no failed or errored record of the run."""
 
 
+class TriageLine(Triage):
+    """One line of `.evalspec/triage.jsonl`: the record's key (its suite relative to the project root) and
+    the person's call."""
+
+    suite: str
+    test_id: str
+    provider: str
+
+
+def is_class(name: object) -> TypeGuard[AttributionName]:
+    """One of the attribution classes (docs/en/review.md)."""
+    return name in CLASSES
+
+
 def record_key(record: Record) -> tuple[str, str, str]:
     return str(record["suite"]), str(record["test_id"]), str(record["provider"])
 
 
-def attribute_reruns(run: dict[str, Any], rows: Iterable[dict[str, Any]]) -> int:
+def attribute_reruns(run: RunData, rows: Iterable[Mapping[str, Any]]) -> int:
     """Write each rerun label's class into the failed and errored records it replayed; returns how many."""
     classes = {(r["suite"], r["test_id"], r["provider"]): rerun_class(r) for r in rows}
     count = 0
@@ -44,7 +59,7 @@ def attribute_reruns(run: dict[str, Any], rows: Iterable[dict[str, Any]]) -> int
     return count
 
 
-def rerun_class(row: dict[str, Any]) -> str:
+def rerun_class(row: Mapping[str, Any]) -> AttributionName:
     """A rerun row's class: its label's, except replays that all errored by the simulated user's slip
     (docs/en/agents.md#simulator-faults) keep `simulator_fault`: the bot is not at fault."""
     found = row.get("attributions") or []
@@ -53,11 +68,11 @@ def rerun_class(row: dict[str, Any]) -> str:
     return RERUN_CLASS[row["label"]]
 
 
-def triage(run: dict[str, Any], test_id: str, provider: str | None, cls: str, note: str | None,
-           path: Path = TRIAGE_FILE, who: str | None = None) -> list[dict[str, Any]]:
+def triage(run: RunData, test_id: str, provider: str | None, cls: str, note: str | None,
+           path: Path = TRIAGE_FILE, who: str | None = None) -> list[Record]:
     """Record a person's call (`who`: the reviewer) on the failed/errored records of `test_id` (and
     `provider`, when given)."""
-    if cls not in CLASSES:
+    if not is_class(cls):
         raise TriageError(f"unknown class {cls!r}; valid: {', '.join(CLASSES)}")
     matching = [r for r in run["results"] if r["test_id"] == test_id and (provider is None or r["provider"] == provider)]
     if not matching:
@@ -73,9 +88,10 @@ def triage(run: dict[str, Any], test_id: str, provider: str | None, cls: str, no
                           "records carry an attribution)")
     at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     root = project_root(path)
-    lines = {}
+    lines: dict[tuple[str, str, str], TriageLine] = {}
     for record in chosen:
-        entry = {"as": cls, "note": note, "who": who, "at": at, "status": record["status"], "run_id": run.get("run_id")}
+        entry: Triage = {"as": cls, "note": note, "who": who, "at": at, "status": record["status"],
+                         "run_id": run.get("run_id")}
         record["attribution"], record["attribution_by"], record["triage"] = cls, "triage", entry
         suite, tid, prov = record_key(record)
         suite = portable(suite, root)  # the file is committed: the suite relative to the project root
@@ -97,21 +113,23 @@ def os_user() -> str:
         return "unknown"
 
 
-def read_triage(path: Path = TRIAGE_FILE) -> dict[tuple[str, str, str], dict[str, Any]]:
+def read_triage(path: Path = TRIAGE_FILE) -> dict[tuple[str, str, str], TriageLine]:
     """The latest triage per (suite, instance id, provider); unreadable lines are skipped."""
-    latest: dict[tuple[str, str, str], dict[str, Any]] = {}
+    latest: dict[tuple[str, str, str], TriageLine] = {}
     if not path.is_file():
         return latest
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             entry = json.loads(line)
+            if not is_class(entry["as"]) or not isinstance(entry["at"], str) or not isinstance(entry["status"], str):
+                continue  # not a line `evalspec triage` writes
             latest[(str(entry["suite"]), str(entry["test_id"]), str(entry["provider"]))] = entry
         except (ValueError, KeyError, TypeError):
             continue
     return latest
 
 
-def carry_over(run: dict[str, Any], path: Path = TRIAGE_FILE) -> int:
+def carry_over(run: RunData, path: Path = TRIAGE_FILE) -> int:
     """Copy earlier triages into this run's records with the same key and the same status; returns the count."""
     triages = read_triage(path)
     if not triages:
@@ -124,18 +142,19 @@ def carry_over(run: dict[str, Any], path: Path = TRIAGE_FILE) -> int:
         entry = triages.get((portable(suite, root), tid, prov))
         if entry is None or record["status"] != entry.get("status") or record.get("attribution_by") == "triage":
             continue
+        carried: Triage = {"as": entry["as"], "note": entry.get("note"), "who": entry.get("who"), "at": entry["at"],
+                           "status": entry["status"], "run_id": entry.get("run_id"), "carried": True}
         update_record(records, index, {  # a large run's records are read back: set, not changed in place
-            "attribution": entry["as"], "attribution_by": "triage",
-            "triage": {k: entry.get(k) for k in ("as", "note", "who", "at", "status", "run_id")} | {"carried": True}})
+            "attribution": entry["as"], "attribution_by": "triage", "triage": carried})
         count += 1
     return count
 
 
-def keep_attributions(before: dict[str, Any], after: dict[str, Any]) -> None:
+def keep_attributions(before: RunData, after: RunData) -> None:
     """After re-grading, a record whose status did not change keeps its attribution."""
     kept = ("attribution", "attribution_by", "triage")
     # only what is carried over stays in memory (a large run's records are read back one at a time)
-    old = {r["key"]: {k: r[k] for k in ("status", *kept) if k in r} for r in before["results"]}
+    old = {r["key"]: {k: v for k, v in r.items() if k in ("status", *kept)} for r in before["results"]}
     records = after["results"]
     for index, record in enumerate(records):
         prior = old.get(record["key"])

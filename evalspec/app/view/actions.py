@@ -25,7 +25,7 @@ from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun
 from evalspec.assertions.labels import LABELS_FILE, SCOPES_AS_WRITTEN  # one owner of the labels' form
 from evalspec.core.errors import EvalspecError
 from evalspec.core.portable import portable
-from evalspec.results.record import Triage
+from evalspec.results.rundata import Record, RunData, Triage
 
 REVIEW_LOG = Path(".evalspec") / "review.log"
 Body = Mapping[str, object]  # a POST's JSON object, as the page sent it: every field is checked before use
@@ -134,7 +134,7 @@ def text_field(body: Body, key: str, required: bool = True) -> str | None:
     return value
 
 
-def _run(reviewer: Reviewer, body: Body) -> tuple[dict[str, Any], Path]:
+def _run(reviewer: Reviewer, body: Body) -> tuple[RunData, Path]:
     try:
         return reviewer.store.load(str(text_field(body, "run")))
     except (UnknownRun, UnreadableRun) as exc:
@@ -163,16 +163,16 @@ def record_triage(reviewer: Reviewer, body: Body) -> TriageAnswer:
                                             for r in records]}
 
 
-def _record(data: dict[str, Any], test: str, provider: str | None, repeat: Any) -> dict[str, Any]:
+def _record(data: RunData, test: str, provider: str | None, repeat: object) -> Record:
     for r in data["results"]:
         if r["test_id"] == test and (provider is None or r["provider"] == provider) and \
                 (repeat is None or r.get("repeat") == repeat):
-            return dict(r)
+            return r.copy()
     where = f" @ {provider}" if provider else ""
     raise ActionError(f"no record {test}{where} in run {data.get('run_id')}")
 
 
-def label_line(record: dict[str, Any], index: int, right: bool, level: str | None) -> LabelLine:
+def label_line(record: Record, index: int, right: bool, level: str | None) -> LabelLine:
     """The `judge-eval` line for assertion `index` of `record`: its transcript (up to its turn), the
     assertion as a suite writes it, and the label a person gave (the judge's answer, or its opposite)."""
     assertions = record.get("assertions") or []
@@ -246,7 +246,7 @@ def record_label(reviewer: Reviewer, body: Body) -> LabelAnswer:
     return {"written": [str(target)], "line": line}
 
 
-def _holding(reviewer: Reviewer, data: dict[str, Any], path: Path, test: str) -> list[dict[str, Any]]:
+def _holding(reviewer: Reviewer, data: RunData, path: Path, test: str) -> list[Record]:
     """The records of `test` of the suite at `path` in the run `data`."""
     return [r for r in data["results"] if test in (r.get("base_id"), r.get("test_id"))
             and reviewer.inside(Path(str(r.get("suite")))) == path]
@@ -257,11 +257,12 @@ def failed_in_run(reviewer: Reviewer, body: Body, path: Path, test: str) -> tupl
     the newest run holding it; no run holds it: (None, [])."""
     from evalspec.app.view.panel import failed_checks
 
+    records: list[Record] = []
+    run_id: str | None = None
     if body.get("run") is not None:
         data, _ = _run(reviewer, body)
-        records = _holding(reviewer, data, path, test)
+        records, run_id = _holding(reviewer, data, path, test), data.get("run_id")
     else:
-        data, records = {}, []
         for row in reviewer.store.summaries():  # newest first
             try:
                 data, _ = reviewer.store.load(str(row["id"]))
@@ -269,12 +270,13 @@ def failed_in_run(reviewer: Reviewer, body: Body, path: Path, test: str) -> tupl
                 continue
             records = _holding(reviewer, data, path, test)
             if records:
+                run_id = data.get("run_id")
                 break
     failed: list[FailedCheck] = []
     for record in records:
         if record.get("status") in ("failed", "error"):
             failed += [c for c in failed_checks(record) if c not in failed]
-    return (str(data.get("run_id")) if records else None), failed
+    return (str(run_id) if records else None), failed
 
 
 def approve(reviewer: Reviewer, body: Body) -> ApproveAnswer:

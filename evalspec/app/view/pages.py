@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from markupsafe import Markup
 
@@ -18,6 +17,7 @@ from evalspec.app.view.panel import panel_data, panel_js
 from evalspec.app.view.runs import RunRow, RunStore
 from evalspec.reporters.catalogue import choose_lang, speaking, words
 from evalspec.reporters.vocabulary import local_time, pass_rate_text
+from evalspec.results.rundata import Baseline, RunData
 
 CSS = """*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"PingFang SC","Noto Sans CJK SC",sans-serif;margin:0;background:#f6f7f9;color:#1f2937;overflow-wrap:break-word}
@@ -135,7 +135,7 @@ def _options(ids: list[str], selected: str) -> Markup:
         i, Markup(" selected") if i == selected else "") for i in ids)
 
 
-def run_page(run_id: str, run: dict[str, Any], token: str, reviewer: str, previous: str | None,
+def run_page(run_id: str, run: RunData, token: str, reviewer: str, previous: str | None,
              lang: str | None = None, root: Path | None = None, run_path: Path | None = None) -> str:
     """The run's HTML report with a navigation bar and a review panel in every conversation, in `lang`
     (None: the run's own language)."""
@@ -162,7 +162,7 @@ def run_page(run_id: str, run: dict[str, Any], token: str, reviewer: str, previo
     return html[:at] + str(tail) + html[at + len("</body>"):]
 
 
-def diff_page(base_id: str, head_id: str, diff: dict[str, Any], lang: str = "en") -> str:
+def diff_page(base_id: str, head_id: str, diff: Baseline, lang: str = "en") -> str:
     from evalspec.reporters.diff import html_section
 
     with speaking(lang):

@@ -15,7 +15,7 @@ from evalspec.reporters.judging import attribution_word
 from evalspec.reporters.vocabulary import verdict_records, where_text
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES
 from evalspec.results.findings import findings
-from evalspec.results.record import Triage
+from evalspec.results.rundata import Record, RunData, Triage
 
 
 class FailedCheck(TypedDict):
@@ -79,7 +79,7 @@ def class_names() -> list[list[str]]:
     return [[c, attribution_word(c)] for c in CLASSES]
 
 
-def failed_checks(record: dict[str, Any]) -> list[FailedCheck]:
+def failed_checks(record: Record) -> list[FailedCheck]:
     """[{assertion, reason}] of a failed or errored record, in the report's order: what stopped it."""
     out: list[FailedCheck] = [{"assertion": f.rule or where_text(f.where), "reason": f.error or reason_text(f.reason, f.reason_zh)}
                                  for f in findings(record)]
@@ -128,7 +128,7 @@ def rule_line(suite: Path, test_id: str, assertion: dict[str, Any]) -> int | Non
     return int(test.start_mark.line) + 1
 
 
-def _where(root: Path | None, record: dict[str, Any]) -> str | None:
+def _where(root: Path | None, record: Record) -> str | None:
     """`suites/sales.yaml:27`: the first failing rule of `record` in its suite file."""
     failing = [a for a in record.get("assertions") or [] if a.get("pass") is False or a.get("error")]
     if root is None or not failing:
@@ -137,11 +137,11 @@ def _where(root: Path | None, record: dict[str, Any]) -> str | None:
     return f"{record['suite']}:{line}" if line else None
 
 
-def next_steps(root: Path | None, run_path: str, records: list[dict[str, Any]]) -> dict[str, str]:
+def next_steps(root: Path | None, run_path: str, records: list[Record]) -> dict[str, str]:
     """Per attribution class, the next step the panel offers once it is saved."""
-    failed = next((r for r in records if r["status"] in ATTRIBUTABLE), records[0] if records else {})
+    failed = next((r for r in records if r["status"] in ATTRIBUTABLE), records[0] if records else None)
     where = _where(root, failed) if failed else None
-    suite = str(failed.get("suite") or "")
+    suite = str(failed["suite"] or "") if failed else ""
     steps = {c: words(f"view_next_{c}") for c in SHOWN_CLASSES if c not in ("model_fluctuation", "rule_misjudgment")}
     steps["model_fluctuation"] = words("view_next_model_fluctuation", command=RERUN.format(path=run_path))
     steps["rule_misjudgment"] = (words("view_next_rule_misjudgment", where=where) if where
@@ -149,14 +149,14 @@ def next_steps(root: Path | None, run_path: str, records: list[dict[str, Any]]) 
     return steps
 
 
-def review_data(run: dict[str, Any], root: Path | None = None, run_path: str = "RUN.json") -> list[PanelVerdict]:
+def review_data(run: RunData, root: Path | None = None, run_path: str = "RUN.json") -> list[PanelVerdict]:
     """Per verdict, in the report's order (its `#v-N` anchors): what the review panel acts on."""
     out: list[PanelVerdict] = []
     for v in run["verdicts"]:
         records: list[PanelRecord] = []
         found = verdict_records(run, v)
         for r in found:
-            judged: list[JudgedCheck] = [{"index": i, "type": a.get("type"), "value": str(a.get("value") or "")[:200], "pass": a.get("pass"),
+            judged: list[JudgedCheck] = [{"index": i, "type": a["type"], "value": str(a.get("value") or "")[:200], "pass": a.get("pass"),
                        "level": (a.get("details") or {}).get("level"),
                        "levels": list((a.get("details") or {}).get("levels") or {})}
                       for i, a in enumerate(r.get("assertions") or [])
@@ -164,14 +164,14 @@ def review_data(run: dict[str, Any], root: Path | None = None, run_path: str = "
             records.append({"test_id": r["test_id"], "repeat": r["repeat"], "status": r["status"],
                             "attributable": r["status"] in ATTRIBUTABLE, "attribution": r.get("attribution"),
                             "triage": r.get("triage"), "judged": judged})
-        first = (found or [{}])[0]
-        out.append({"suite": v["suite"], "test": first.get("test", v["test_id"]), "provider": v["provider"],
+        test = found[0].get("test", v["test_id"]) if found else v["test_id"]
+        out.append({"suite": v["suite"], "test": test, "provider": v["provider"],
                     "draft": bool(v.get("draft")), "status": v.get("status"), "records": records,
                     "next": next_steps(root, run_path, found) if any(r["attributable"] for r in records) else {}})
     return out
 
 
-def panel_data(run_id: str, run: dict[str, Any], reviewer: str, root: Path | None, run_path: str) -> PanelData:
+def panel_data(run_id: str, run: RunData, reviewer: str, root: Path | None, run_path: str) -> PanelData:
     """The JSON the script reads: the run, the reviewer, the classes by name, the words, the verdicts."""
     names = {c: attribution_word(c) for c in SHOWN_CLASSES}
     return {"run": run_id, "reviewer": reviewer, "classes": class_names(), "names": names, "words": view_words(),

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from evalspec.core.errors import ConfigError, EvalspecError
-from evalspec.results.runjson import read_run, untyped
+from evalspec.results.rundata import RunData
+from evalspec.results.runjson import read_run
 
 RUNS_DIR = Path(".evalspec") / "runs"
 
@@ -55,7 +56,7 @@ class UnreadableRun(EvalspecError, ValueError):
 class RunStore:
     root: Path
     extra: list[Path] = field(default_factory=list)
-    _cache: dict[Path, tuple[tuple[int, int], dict[str, Any] | str]] = field(default_factory=dict)
+    _cache: dict[Path, tuple[tuple[int, int], RunData | str]] = field(default_factory=dict)
 
     def paths(self) -> dict[str, Path]:
         """Run id → run.json, looked up afresh (a run finished while the page was open shows up); a run.json
@@ -73,7 +74,7 @@ class RunStore:
             found[run_id] = path
         return found
 
-    def _read(self, path: Path) -> dict[str, Any] | str | None:
+    def _read(self, path: Path) -> RunData | str | None:
         """The run, or what is wrong with its file (`read_run`'s words); None when there is no file."""
         try:
             stat = path.stat()
@@ -84,13 +85,13 @@ class RunStore:
         if cached and cached[0] == stamp:
             return cached[1]
         try:
-            data: dict[str, Any] | str = untyped(read_run(path))
+            data: RunData | str = read_run(path)
         except ConfigError as exc:
             data = "; ".join(str(p) for p in exc.problems)
         self._cache[path] = (stamp, data)
         return data
 
-    def load(self, run_id: str) -> tuple[dict[str, Any], Path]:
+    def load(self, run_id: str) -> tuple[RunData, Path]:
         """The run (as read from disk now) and its file; UnknownRun names the ids there are, UnreadableRun
         the file and what is wrong with it."""
         paths = self.paths()
@@ -108,7 +109,9 @@ class RunStore:
         be read has `unreadable` (what is wrong) and no counts."""
         rows: list[RunRow] = []
         for run_id, path in self.paths().items():
-            data = self._read(path) or {}
+            data = self._read(path)
+            if data is None:
+                continue  # the file went away since it was listed
             if isinstance(data, str):
                 rows.append({"id": run_id, "started": None, "suites": [], "passed": 0, "failed": 0, "errors": 0,
                              "pass_rate": None, "path": str(path), "unreadable": data})
@@ -125,6 +128,6 @@ class RunStore:
             rows.append(row)
         return sorted(rows, key=lambda r: str(r["started"] or ""), reverse=True)
 
-    def runs_in_time_order(self) -> list[tuple[str, dict[str, Any]]]:
+    def runs_in_time_order(self) -> list[tuple[str, RunData]]:
         ordered = [row for row in reversed(self.summaries()) if "unreadable" not in row]
         return [(row["id"], self.load(row["id"])[0]) for row in ordered]
