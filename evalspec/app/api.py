@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from evalspec.config.loader import load_suites
 from evalspec.config.model import Suite
@@ -180,7 +180,7 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
     write_json(out, data)
     if out != chosen.run_dir / "run.json":  # `evalspec report` finds the last run through its run directory
         (chosen.run_dir / POINTER).write_text(str(out.absolute()), encoding="utf-8")
-    return Run(cast(RunData, data), out)  # the run as run_plan and the review steps built it: run.json's shape
+    return Run(data, out)
 
 
 def run(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, output: str | Path | None = None,

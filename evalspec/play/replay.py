@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalspec.config.loader import load_suites
 from evalspec.core.redact import redact, run_secrets
@@ -18,6 +18,7 @@ from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
 from evalspec.results.record import Record, conversation_error, make_record
+from evalspec.results.rundata import RunData
 from evalspec.results.stream import Spool
 from evalspec.results.transcript import Transcript
 
@@ -69,7 +70,7 @@ def _plan_of(run: dict[str, Any]) -> tuple[Iterable[Instance], set[str], list[st
 
 
 async def regrade(run: dict[str, Any], cache_dir: Path | None,
-                  spool: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+                  spool: Path | None = None) -> tuple[RunData, list[str]]:
     """Grade every recorded transcript again with the suites' current assertions; no call to a system
     under test is made (judges and embedders are called, through the cache). With `spool` (a file path),
     the graded records go there as they are made and the result's `results` reads them back
@@ -120,7 +121,8 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None,
     records: Sequence[dict[str, Any]] = out if spooled is None else spooled.close()
     regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": records}
     gate = run.get("gate", {})
-    return finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts"))), warnings
+    finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts")))
+    return cast(RunData, regraded), warnings  # `finalize` filled every key RunData requires
 
 
 def label(statuses: list[str]) -> str:

@@ -47,6 +47,7 @@ from evalspec.results.aggregate import finalize
 from evalspec.results.cut import cut_replies, name_rules
 from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
 from evalspec.results.record import Record, make_record
+from evalspec.results.rundata import RunData
 from evalspec.results.stream import JournalRecords, light
 from evalspec.results.transcript import Transcript
 
@@ -121,7 +122,7 @@ def provider_code(suites: Sequence[Suite]) -> dict[str, str] | None:
     return code or None
 
 
-async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> dict[str, Any]:
+async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> RunData:
     """Play every instance of `plan` and return the run (the content of run.json).
 
     The plan is walked once, lazily (a `Plan` renders each instance when a worker reaches it); what stays
@@ -267,7 +268,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         run["summary"]["corrected"] = corrected
     # reporters still scan the results once per verdict: a small run keeps them in memory
     run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
-    return run
+    return cast(RunData, run)  # `finalize` filled every key RunData requires
 
 
 async def play_watched(inst: Instance, pool: ProviderPool, folder: Path | None, ended: str | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -42,7 +43,7 @@ from evalspec.reporters.vocabulary import (
     where_text,
 )
 from evalspec.results.findings import Excerpt, Finding, findings
-from evalspec.results.rundata import Metric, Record, RunData
+from evalspec.results.rundata import Metric, RunData
 from evalspec.results.verdict import CATEGORIES, record_category
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class ConsoleReporter:
             self.progress.start()
             self.task = self.progress.add_task(self._stats(), total=total, completed=already_done)
 
-    def on_result(self, record: Record) -> None:
+    def on_result(self, record: Mapping[str, Any]) -> None:  # a Record, as the runner hands it over
         shown = record_category(record, self.include_drafts)
         self.counts[shown] += 1
         self.calls += record.get("calls", 0)  # completed calls; cached answers are counted apart
@@ -105,7 +106,7 @@ class ConsoleReporter:
             with speaking(self.lang):
                 self._print_line(record, shown)
 
-    def _print_line(self, record: Record, shown: str) -> None:
+    def _print_line(self, record: Mapping[str, Any], shown: str) -> None:
         score = score_text(record.get("score"), shown)
         extra = ""
         if shown in ("failed", "error", "xfailed"):

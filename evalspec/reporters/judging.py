@@ -59,7 +59,8 @@ def attribution_groups(run: RunData) -> list[tuple[str, list[str]]]:
                 text += f" ({r['attribution_by']})"
             if r.get("attribution_suggested") and r.get("attribution") != r["attribution_suggested"]:
                 text += words("suggested", cls=attribution_word(r["attribution_suggested"]))
-            note = (r.get("triage") or {}).get("note")
+            triage = r.get("triage")
+            note = triage.get("note") if triage else None
             if note:
                 text += f" — {note}"
             names.append(one_line(text))

@@ -9,7 +9,7 @@ turn shows "clicked T". A transcript without state or parts shows nothing new.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +94,7 @@ def buttons(message: Mapping[str, Any]) -> list[str]:
     return titles
 
 
-def turn_states(transcript: list[Mapping[str, Any]]) -> dict[int, TurnState]:
+def turn_states(transcript: Sequence[Mapping[str, Any]]) -> dict[int, TurnState]:
     """The index of every assistant message with something to show → what to show under it."""
     out: dict[int, TurnState] = {}
     previous: Mapping[str, Any] | None = None

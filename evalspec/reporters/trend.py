@@ -4,6 +4,7 @@ time order, as one self-contained HTML page with inline SVG charts (no script, n
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 from markupsafe import Markup, escape
@@ -40,9 +41,9 @@ class TrendChart(TypedDict):
 def _metric_rates(run: RunData) -> dict[str, float]:
     """Per metric: tests passed / tests, from summary.metrics (recomputed from the records when absent)."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    listed = (run.get("summary") or {}).get("metrics")
+    listed: Sequence[Mapping[str, Any]] | None = run["summary"].get("metrics")
     if not (isinstance(listed, list) and listed):
-        listed = metric_board(run.get("results", []))
+        listed = metric_board(run["results"])
     for m in listed:
         totals[str(m["metric"])][0] += int(m.get("passed") or 0)
         totals[str(m["metric"])][1] += int(m.get("total") or 0)

@@ -47,9 +47,11 @@ def ensure_current(run: RunData) -> RunData:
     if "slas" in run and "measured" in run.get("summary", {}):
         return run
     from evalspec.results.aggregate import finalize
+    from evalspec.results.runjson import untyped
 
     gate = run["gate"]
-    return finalize(run, gate.get("fail_under"), bool(gate.get("include_drafts")))
+    finalize(untyped(run), gate.get("fail_under"), bool(gate.get("include_drafts")))  # in place
+    return run
 
 
 def count_keys(counts: Mapping[str, object]) -> list[tuple[str, int]]:
@@ -291,7 +293,7 @@ def finding_text(f: Finding) -> str:
     return one_line(text)
 
 
-def first_problem(record: Record) -> str:
+def first_problem(record: Mapping[str, Any]) -> str:
     """The first finding of a failed, xfailed or errored conversation on one line ("" when there is none)."""
     found = findings(record)
     return finding_text(found[0]) if found else ""

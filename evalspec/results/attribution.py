@@ -3,15 +3,17 @@ records. `simulator_fault` is set by the run itself (play/faults.py): the simula
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+
+from evalspec.results.stream import R
 
 CLASSES = ("bot_defect", "model_fluctuation", "rule_misjudgment", "infrastructure", "pending_fact", "simulator_fault")
 ATTRIBUTABLE = ("failed", "error")
 
 
-def by_attribution(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def by_attribution(records: Sequence[R]) -> dict[str, list[R]]:
     """Failed and errored records grouped by attribution (class order, then `unattributed`)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[R]] = {}
     for cls in (*CLASSES, "unattributed"):
         members = [r for r in records if r["status"] in ATTRIBUTABLE and (r.get("attribution") or "unattributed") == cls]
         if members:

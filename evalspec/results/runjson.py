@@ -42,9 +42,10 @@ def read_run(path: str | Path, check: bool = False, stream: bool = False) -> Run
     return data
 
 
-def untyped(run: RunData) -> dict[str, Any]:
-    """`run` for code that does not read `RunData` yet (it takes `dict[str, Any]`): the same object. Each call
-    is a place still to type; none is left once the reporters, review and the CLI take `RunData`."""
+def untyped(run: Mapping[str, object]) -> dict[str, Any]:
+    """`run` (or a part of it: a record, the baseline diff) for code that does not read `RunData` yet (it
+    takes `dict[str, Any]`): the same object. Each call is a place still to type; none is left once the
+    reporters, review and the CLI take `RunData`."""
     return cast(dict[str, Any], run)
 
 

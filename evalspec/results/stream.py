@@ -9,11 +9,13 @@ a record after the run (a carried-over triage, a suggested attribution) goes thr
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, cast, overload
 
 from evalspec.results.journal import decode, encode
+
+R = TypeVar("R", bound=Mapping[str, Any])  # a record: `Record`, or a dict not typed yet
 
 HEAVY = frozenset({"transcript", "assertions", "description", "error", "teardown", "key", "test_id", "tags",
                    "threshold", "duration_ms", "stop_reason", "measured"})
@@ -156,40 +158,40 @@ class Spool:
         return JournalRecords(self.path, self.offsets, self.light)
 
 
-def records_where(records: Sequence[dict[str, Any]], keep: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
+def records_where(records: Sequence[R], keep: Callable[[R], Any]) -> list[R]:
     """The records for which `keep(record)` is true. `keep` must read only fields a light record keeps
     (see `light`): streamed records are tested on their light form and only the kept ones are read back."""
     if isinstance(records, JournalRecords) and records.light is not None:
-        chosen = [i for i, lite in enumerate(records.light) if keep(lite)]
+        chosen = [i for i, lite in enumerate(records.light) if keep(cast(R, lite))]  # a light record keeps its keys
         if not chosen:
             return []
         with records.path.open("rb") as fh:
-            return [records._read(fh, i) for i in chosen]
+            return cast(list[R], [records._read(fh, i) for i in chosen])  # read back: the record it was
     return [r for r in records if keep(r)]
 
 
-def records_at(records: Sequence[dict[str, Any]], positions: Sequence[int]) -> list[dict[str, Any]]:
+def records_at(records: Sequence[R], positions: Sequence[int]) -> list[R]:
     """`[records[i] for i in positions]`, a streamed run's read with the file opened once."""
     if isinstance(records, JournalRecords):
         with records.path.open("rb") as fh:
-            return [records._read(fh, i) for i in positions]
+            return cast(list[R], [records._read(fh, i) for i in positions])
     return [records[i] for i in positions]
 
 
-def keys_of(records: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
+def keys_of(records: Sequence[R]) -> Sequence[R]:
     """What to scan for fields a light record keeps: a streamed run's light forms, else the records."""
     if isinstance(records, JournalRecords) and records.light is not None:
-        return records.light
+        return cast(Sequence[R], records.light)
     return records
 
 
-def update_record(records: Sequence[dict[str, Any]], index: int, fields: dict[str, Any]) -> None:
+def update_record(records: Sequence[Mapping[str, Any]], index: int, fields: dict[str, Any]) -> None:
     """Set `fields` on `records[index]`, whether the records are in memory or read back from a journal
     (where changing the dict a read gave would change nothing)."""
     if isinstance(records, JournalRecords):
         records.update(index, fields)
     else:
-        records[index].update(fields)
+        cast(dict[str, Any], records[index]).update(fields)  # in memory, a record is a dict
 
 
 def _read_at(fh: Any, offset: int) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from evalspec.plan.build import Instance
 from evalspec.results.compare import compare_runs
 from evalspec.results.gate import apply_baseline, no_baseline
 from evalspec.results.rundata import RunData
+from evalspec.results.runjson import untyped
 from evalspec.review.confirm import confirm_regressions
 
 
@@ -53,8 +54,10 @@ async def attach_baseline(run: RunData, baseline: Baseline, cli_mode: str | None
     if not wants_baseline(baseline, suites, cli_mode):
         return run
     if baseline.data is None:
-        return apply_baseline(run, no_baseline(baseline.note), cli_mode)
+        apply_baseline(untyped(run), no_baseline(baseline.note), cli_mode)  # in place
+        return run
     diff = compare_runs(baseline.data, run, baseline.source)
     diff["confirm"] = confirm
     diff = await confirm_regressions(diff, suites, plan, confirm, concurrency, notify)
-    return apply_baseline(run, diff, cli_mode)
+    apply_baseline(untyped(run), untyped(diff), cli_mode)  # in place
+    return run

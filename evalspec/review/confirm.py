@@ -15,6 +15,7 @@ from evalspec.play.runner import run_instance
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.compare import finish, suite_key
 from evalspec.results.rundata import Baseline, BaselineRow, Record, Status
+from evalspec.results.runjson import untyped
 from evalspec.results.verdict import combine_repeats
 
 
@@ -59,4 +60,5 @@ async def confirm_regressions(diff: Baseline, suites: list[Suite], plan: Sequenc
                 row["category"], row["blocking"] = "flaky", False
     finally:
         await pool.aclose()
-    return finish(diff)
+    finish(untyped(diff))  # recounted in place
+    return diff

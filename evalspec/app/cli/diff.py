@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalspec.results.rundata import Baseline
 
 from markupsafe import escape
 
 from evalspec.reporters.diff import html_section, markdown_lines, print_diff
 from evalspec.results.compare import compare_runs
-from evalspec.results.runjson import read_run, untyped
+from evalspec.results.runjson import read_run
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>evalspec diff</title><style>body{{font-family:system-ui,sans-serif;margin:16px;color:#1f2937}}
@@ -21,7 +24,7 @@ table{{border-collapse:collapse;width:100%}}td,th{{padding:4px 8px;border-bottom
 
 
 
-def diff_page(diff: dict[str, Any]) -> str:
+def diff_page(diff: Baseline) -> str:
     return PAGE.format(base=escape(diff["base"].get("path") or diff["base"].get("run_id")),
                        head=escape(diff["head"].get("path") or diff["head"].get("run_id")),
                        section=html_section(diff))
@@ -32,13 +35,13 @@ def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_p
     """The diff in `lang` (None: the head run's language, SPEC §21)."""
     from evalspec.reporters.catalogue import choose_lang, speaking
 
-    head = untyped(read_run(head_path, check=True))
-    diff = compare_runs(untyped(read_run(base_path, check=True)), head, base_path, head_path)
+    head = read_run(head_path, check=True)
+    diff = compare_runs(read_run(base_path, check=True), head, base_path, head_path)
     with speaking(choose_lang(head, lang)):
         return _write_diff(diff, md_path, html_path, output)
 
 
-def _write_diff(diff: dict[str, Any], md_path: str | None, html_path: str | None, output: str | None) -> int:
+def _write_diff(diff: Baseline, md_path: str | None, html_path: str | None, output: str | None) -> int:
     from evalspec.reporters.console import make_console
     from evalspec.results.runjson import write_json
 

@@ -324,6 +324,7 @@ def make_test(reviewer: Reviewer, body: Body) -> MadeTest:
     says who and when."""
     from evalspec.authoring.importers.transcripts import from_run, write_tests
     from evalspec.core.errors import ConfigError
+    from evalspec.results.runjson import untyped
 
     data, run_path = _run(reviewer, body)
     test, provider = str(text_field(body, "test")), str(text_field(body, "provider"))
@@ -338,7 +339,7 @@ def make_test(reviewer: Reviewer, body: Body) -> MadeTest:
     if not any(r.get("test_id") == test and r.get("provider") == provider for r in data["results"]):
         raise ActionError(f"no record {test} @ {provider} in run {data.get('run_id')}")
     try:
-        sources, source = from_run(run_path, [test], data, provider)
+        sources, source = from_run(run_path, [test], untyped(data), provider)
         written, notes = write_tests(sources, source, path, [], str(run_path), body.get("allow_empty") is True)
     except (ConfigError, UnicodeDecodeError) as exc:
         raise ActionError(f"{suite}: {exc}") from None
