@@ -3,7 +3,7 @@ a run in the HTML and Markdown reports (with the run's pass rate per cell)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -20,14 +20,14 @@ def columns(with_run: bool) -> list[str]:
     return ["tests", "approved", *(VERDICTS if with_run else ())]
 
 
-def mark_word(cell: dict[str, Any] | None) -> str:
+def mark_word(cell: Mapping[str, Any] | None) -> str:
     """A run's cell marked by its interval: untested, thin or stable (docs/en/coverage.md#marks); "" for
     a cell of a matrix without a run (or of an older report)."""
     found = (cell or {}).get("mark")
     return words(f"coverage_{found}") if found in ("untested", "thin", "stable") else ""
 
 
-def cell_text(cell: dict[str, Any] | None, with_run: bool) -> str:
+def cell_text(cell: Mapping[str, Any] | None, with_run: bool) -> str:
     """A grid cell: `tests / approved`, with a run `· passed / failed / error · mark`; `—` when no test
     covers it."""
     if not cell:
@@ -53,7 +53,7 @@ def _table(head: list[str], rows: list[list[str]], right: int, md: bool) -> list
     return ["  " + line(head), *("  " + line(r) for r in rows)]
 
 
-def dimension_lines(result: dict[str, Any], with_run: bool, md: bool, rate: bool = False) -> list[str]:
+def dimension_lines(result: Mapping[str, Any], with_run: bool, md: bool, rate: bool = False) -> list[str]:
     cols = columns(with_run)
     out: list[str] = []
     for d in result["dimensions"]:
@@ -67,7 +67,7 @@ def dimension_lines(result: dict[str, Any], with_run: bool, md: bool, rate: bool
     return out
 
 
-def grid_lines(grid: dict[str, Any], with_run: bool, md: bool, cell: Callable[[Any], str] | None = None,
+def grid_lines(grid: Mapping[str, Any], with_run: bool, md: bool, cell: Callable[[Any], str] | None = None,
                legend: str | None = None) -> list[str]:
     show = cell or (lambda c: cell_text(c, with_run))
     head = [f"{grid['rows']} \\ {grid['columns']}", *grid["column_values"]]
@@ -76,7 +76,7 @@ def grid_lines(grid: dict[str, Any], with_run: bool, md: bool, cell: Callable[[A
     return [f"{grid['rows']} × {grid['columns']} ({legend})", "", *_table(head, rows, 1, md), ""]
 
 
-def rule_lines(rules: list[dict[str, Any]], md: bool) -> list[str]:
+def rule_lines(rules: Sequence[Mapping[str, Any]], md: bool) -> list[str]:
     if not rules:
         return []
     head = [words("rule"), words("where"), words("tests"), words("examples")]
@@ -86,7 +86,7 @@ def rule_lines(rules: list[dict[str, Any]], md: bool) -> list[str]:
             *_table(head, rows, 2, md), ""]
 
 
-def seen_lines(report: dict[str, Any], md: bool) -> list[str]:
+def seen_lines(report: Mapping[str, Any], md: bool) -> list[str]:
     out: list[str] = []
     state = report.get("state")
     if state:
@@ -99,7 +99,7 @@ def seen_lines(report: dict[str, Any], md: bool) -> list[str]:
     return out
 
 
-def report_lines(report: dict[str, Any], md: bool) -> list[str]:
+def report_lines(report: Mapping[str, Any], md: bool) -> list[str]:
     """What `evalspec coverage` prints (text) or writes with `--md`."""
     with_run = report.get("run") is not None
     out = [f"## {words('coverage_title')}", ""] if md else []
@@ -120,7 +120,7 @@ def report_lines(report: dict[str, Any], md: bool) -> list[str]:
     return out
 
 
-def _rate_cell(cell: dict[str, Any] | None) -> str:
+def _rate_cell(cell: Mapping[str, Any] | None) -> str:
     if not cell:
         return EMPTY
     verdicts = sum(cell.get(k, 0) for k in VERDICTS)
@@ -150,7 +150,7 @@ CSS = """.coverage table.grid td,.coverage table.grid th{text-align:center}.cove
 @media (max-width:600px){.coverage td,.coverage th{padding:4px 3px;font-size:12px}}"""
 
 
-def _shade(cell: dict[str, Any] | None) -> str:
+def _shade(cell: Mapping[str, Any] | None) -> str:
     if not cell:
         return "none"
     rate = cell.get("pass_rate")

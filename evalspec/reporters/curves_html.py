@@ -7,7 +7,7 @@ providers apart). Everything written into the SVG is escaped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -23,7 +23,7 @@ DASHES = ["", "6 4", "2 3", "10 3 2 3"]
 FIGURE = "flex:1 1 420px;min-width:0;margin:0"
 
 
-def line_svg(lines: list[dict[str, Any]], key: str, css: str, top: float | None = None,
+def line_svg(lines: Sequence[Mapping[str, Any]], key: str, css: str, top: float | None = None,
              slas: bool = False, width: int = 520, height: int = 260) -> Markup:
     """One polyline per line (`points` with `value` and `key`), sharing the axes; `top` fixes the y range."""
     pad, left = 36, 56
@@ -70,7 +70,7 @@ def line_svg(lines: list[dict[str, Any]], key: str, css: str, top: float | None 
     return Markup("".join(parts))
 
 
-def styled(chart: dict[str, Any], configs: Mapping[tuple[str, str], Provider]) -> list[dict[str, Any]]:
+def styled(chart: Mapping[str, Any], configs: Mapping[tuple[str, str], Provider]) -> list[dict[str, Any]]:
     """The chart's curves with a colour, a dash pattern, a label and the provider's configuration."""
     tests = list(dict.fromkeys((c["suite"], c["test"]) for c in chart["curves"]))
     providers = list(dict.fromkeys(c["provider"] for c in chart["curves"]))
@@ -93,7 +93,7 @@ def _fmt(v: Any, digits: int = 0) -> str:
     return "—" if v is None else f"{v:,.{digits}f}"
 
 
-def chart_html(chart: dict[str, Any], lines: list[dict[str, Any]]) -> Markup:
+def chart_html(chart: Mapping[str, Any], lines: Sequence[Mapping[str, Any]]) -> Markup:
     rows = []
     for c in lines:
         # the SLA verdict's own words, with the measured value beside the target (as in every report)
@@ -129,7 +129,7 @@ def _heads(*keys: str) -> str:
     return "".join(f"<th>{escape(words(k))}</th>" for k in keys)
 
 
-def terms_words(curve: dict[str, Any]) -> str:
+def terms_words(curve: Mapping[str, Any]) -> str:
     """The terms a curve is described by, in the report's language: `half-life 8 · failure point 5`."""
     parts = []
     for term in curve.get("describe") or DEFAULT_TERMS:

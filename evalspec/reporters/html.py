@@ -242,7 +242,7 @@ def finding_html(f: Finding) -> Markup:
     return Markup("").join(parts)
 
 
-def verdict_line(record: Record, a: dict[str, Any], measured: bool) -> Markup:
+def verdict_line(record: Record, a: Mapping[str, Any], measured: bool) -> Markup:
     css = "measured" if measured and not a.get("error") else verdict_class(a)
     if a.get("pass") is False or a.get("error"):
         f = explain(record, a)

@@ -39,7 +39,7 @@ class RuleCheck:
         """The yes-rate on the rule's fail examples (None without an answered one)."""
         return self.lenient / self.fail_answers if self.fail_answers else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"suite": self.suite, "rule": self.rule, "examples": self.examples, "fail_examples": self.fail_examples,
                 "leniency": None if self.leniency is None else round(self.leniency, 4),
                 "problems": [str(p) for p in self.problems]}

@@ -13,6 +13,7 @@ import json
 import math
 import random
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -63,7 +64,7 @@ def candidates(run: RunData, instances: dict[str, Instance]) -> list[tuple[int, 
     return out
 
 
-def review_prompt(record: Record, result: dict[str, Any], spec: AssertionSpec) -> str:
+def review_prompt(record: Record, result: Mapping[str, Any], spec: AssertionSpec) -> str:
     turn = result.get("turn")
     messages = [m for m in record["transcript"] if turn is None or (m.get("turn") or 0) <= turn]
     # the conversation first (SPEC §23): a provider's prompt cache serves it to the reviews of its other rules

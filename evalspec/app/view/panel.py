@@ -5,6 +5,7 @@ change; the next step for the class) and the words it speaks, all in the page's 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -103,7 +104,7 @@ def _same(node: yaml.Node, value: Any) -> bool:
         return False
 
 
-def rule_line(suite: Path, test_id: str, assertion: dict[str, Any]) -> int | None:
+def rule_line(suite: Path, test_id: str, assertion: Mapping[str, Any]) -> int | None:
     """The line (1-based) of `assertion` in the test `test_id` of `suite`: the first key naming its type
     with its value; else the test's own line; None when the file or the test is not there."""
     try:
