@@ -14,11 +14,12 @@ from evalspec.results.rundata import AttackSummary, RunData
 
 
 def rows(run: RunData) -> list[AttackSummary]:
-    return list(run["summary"].get("attacks") or [])
+    summary = run.get("summary")
+    return list(summary.get("attacks") or []) if summary else []
 
 
 def rate_text(row: AttackSummary) -> str:
-    if row["success_rate"] is None:
+    if row.get("success_rate") is None:
         return "—"
     return f"{row['breached']}/{row['attempts']} ({row['success_rate']:.0%})"
 

@@ -27,7 +27,7 @@ def _pct(x: float | None) -> str:
 def review_rows(run: RunData) -> list[tuple[str, int, str, bool]]:
     """(type, sampled, agreement, flagged) per assertion type of the second opinion; flagged types first."""
     review = run.get("judge_review")
-    by_type = review["by_type"] if review else {}
+    by_type = (review.get("by_type") or {}) if review else {}
     rows = [(name, int(t["sampled"]), _pct(t["agreement"]), bool(t["flagged"])) for name, t in by_type.items()]
     return sorted(rows, key=lambda r: (not r[3], r[0]))
 

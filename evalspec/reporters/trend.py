@@ -41,9 +41,10 @@ class TrendChart(TypedDict):
 def _metric_rates(run: RunData) -> dict[str, float]:
     """Per metric: tests passed / tests, from summary.metrics (recomputed from the records when absent)."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    listed: Sequence[Mapping[str, Any]] | None = run["summary"].get("metrics")
+    summary = run.get("summary")
+    listed: Sequence[Mapping[str, Any]] | None = summary.get("metrics") if summary else None
     if not (isinstance(listed, list) and listed):
-        listed = metric_board(run["results"])
+        listed = metric_board(run.get("results", []))
     for m in listed:
         totals[str(m["metric"])][0] += int(m.get("passed") or 0)
         totals[str(m["metric"])][1] += int(m.get("total") or 0)
@@ -60,7 +61,8 @@ def trend_series(runs: list[RunData]) -> list[TrendChart]:
     metrics: dict[str, list[float | None]] = {}
     curves: dict[str, list[float | None]] = {}
     for i, run in enumerate(runs):
-        for s in run["gate"]["suites"]:
+        gate = run.get("gate")
+        for s in gate.get("suites", []) if gate else []:
             suites.setdefault(s["suite"], [None] * len(runs))[i] = _num(s.get("pass_rate"))
         for name, rate in _metric_rates(run).items():
             metrics.setdefault(name, [None] * len(runs))[i] = rate

@@ -49,7 +49,7 @@ def ensure_current(run: RunData) -> RunData:
     from evalspec.results.aggregate import finalize
     from evalspec.results.runjson import untyped
 
-    gate = run["gate"]
+    gate: Mapping[str, Any] = run.get("gate") or {}
     finalize(untyped(run), gate.get("fail_under"), bool(gate.get("include_drafts")))  # in place
     return run
 
@@ -310,7 +310,7 @@ def blocking(run: RunData) -> list[str]:
     gate = run["gate"]
     drafts_gate = bool(gate.get("include_drafts"))
     diff = run.get("baseline") or NO_BASELINE
-    rows = diff.get("rows", []) if diff["available"] else []
+    rows = diff.get("rows", []) if diff.get("available") else []
     out: list[str] = []
     for s in gate["suites"]:
         if s.get("mode") == "regressions":
@@ -392,7 +392,7 @@ def state_changes(run: RunData) -> list[tuple[str, RunVerdict | BaselineRow]]:
         ("state_xpassed", v) for v in run["verdicts"] if v["category"] == "xpassed"]
     out += [("state_draft", v) for v in run["verdicts"] if v["category"] == "drafts" and v["status"] in ("failed", "error")]
     diff = run.get("baseline") or NO_BASELINE
-    out += [("state_new_error", r) for r in diff.get("rows", []) if r["category"] == "new error"]
+    out += [("state_new_error", r) for r in diff.get("rows", []) if r.get("category") == "new error"]
     return out
 
 
