@@ -12,7 +12,7 @@ import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalspec.results.curves import sla_entry_status
 from evalspec.results.findings import first_failure, rule_text
@@ -262,10 +262,9 @@ def finish(diff: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare_runs(base: RunData | Mapping[str, Any], head: RunData | Mapping[str, Any], base_path: str | None = None,
-                 head_path: str | None = None) -> dict[str, Any]:
-    """The diff of HEAD against BASE (the value of run.json's `baseline` key: a `Baseline`, returned as the
-    untyped dict its readers, the review and the reporters, take so far)."""
+                 head_path: str | None = None) -> Baseline:
+    """The diff of HEAD against BASE (the value of run.json's `baseline` key)."""
     diff: dict[str, Any] = {"available": True, "base": _meta(base, base_path), "head": _meta(head, head_path),
             "rows": compare_verdicts(base, head), "curves": compare_curves(base, head),
             "providers": compare_providers(base, head)}
-    return finish(diff)
+    return cast(Baseline, finish(diff))  # run.json's `baseline`, as `rundata.Baseline` describes it

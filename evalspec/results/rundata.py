@@ -723,7 +723,6 @@ class Baseline(_BaselineRequired, total=False):
 
     note: str
     base: BaseMeta
-    head: Annotated[BaseMeta, unchecked]
     confirm: Count
     counts: dict[str, Count]
     rows: list[BaselineRow]
