@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from evalspec.results.rundata import RunData
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class ReportSettings:
     html_all: bool = False
 
 
-Writer = Callable[[dict[str, Any], Path, ReportSettings], None]
+Writer = Callable[[RunData, Path, ReportSettings], None]
 
 
 @dataclass(frozen=True)
@@ -32,20 +33,20 @@ class ReportFormat:
     write: Writer
 
 
-def _junit(data: dict[str, Any], path: Path, settings: ReportSettings) -> None:
+def _junit(data: RunData, path: Path, settings: ReportSettings) -> None:
     from evalspec.reporters.junit import write_junit
 
     write_junit(data, path, settings.lang)
 
 
-def _markdown(data: dict[str, Any], path: Path, settings: ReportSettings) -> None:
+def _markdown(data: RunData, path: Path, settings: ReportSettings) -> None:
     from evalspec.reporters.markdown import render_markdown
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_markdown(data, lang=settings.lang, max_failures=settings.max_failures), encoding="utf-8")
 
 
-def _html(data: dict[str, Any], path: Path, settings: ReportSettings) -> None:
+def _html(data: RunData, path: Path, settings: ReportSettings) -> None:
     from evalspec.reporters.html import write_html
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +61,7 @@ FORMATS: tuple[ReportFormat, ...] = (
 )
 
 
-def write_reports(data: dict[str, Any], paths: Mapping[str, str], settings: ReportSettings,
+def write_reports(data: RunData, paths: Mapping[str, str], settings: ReportSettings,
                   formats: tuple[ReportFormat, ...] = FORMATS) -> dict[str, str]:
     """Each report asked for (`paths`: format name → file) → {format name: file}, in the table's order; an
     OSError names the report it was writing (a failed write names no file)."""

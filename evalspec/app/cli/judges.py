@@ -17,7 +17,8 @@ from evalspec.results.attribution import CLASSES
 
 if TYPE_CHECKING:
     from evalspec.config.model import Suite
-    from evalspec.review.judge_eval import LabelledItem
+    from evalspec.results.rundata import RunData
+    from evalspec.review.judge_eval import JudgeEvalReport, LabelledItem
 
 
 class FiniteRange(click.FloatRange):
@@ -117,12 +118,12 @@ def judge_eval_command(labels: str | None, examples_suite: str | None, judge: st
     _judge_eval_exit(report, min_agreement)
 
 
-def _judged(owner: Suite, items: list[LabelledItem], samples: int, concurrency: int, no_cache: bool) -> dict[str, Any]:
+def _judged(owner: Suite, items: list[LabelledItem], samples: int, concurrency: int, no_cache: bool) -> JudgeEvalReport:
     """`judge_eval` of the items by the suite's judge, through a provider pool closed afterwards."""
     from evalspec.providers.factory import ProviderPool
     from evalspec.review.judge_eval import judge_eval
 
-    async def go() -> dict[str, Any]:
+    async def go() -> JudgeEvalReport:
         pool = ProviderPool([owner], None if no_cache else Path(".evalspec/cache"))
         try:
             fn = pool.judge_fn(owner)
@@ -161,10 +162,10 @@ def _judge_eval_exit(report: dict[str, Any], min_agreement: float | None) -> Non
 def triage_command(run_json: str, test_id: str, provider: str | None, cls: str, note: str | None) -> None:
     """Record a person's attribution of a failure in RUN.json and .evalspec/triage.jsonl; later runs copy it
     for the same suite, test and provider while the test's status stays the same."""
-    from evalspec.results.runjson import read_run, untyped, write_json
+    from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import TRIAGE_FILE, TriageError, os_user, triage
 
-    data = untyped(read_run(run_json))
+    data = read_run(run_json)
     try:
         records = triage(data, test_id, provider, cls, note, who=os_user())
     except TriageError as exc:
@@ -184,8 +185,8 @@ def judge_sample_options(fn: Any) -> Any:
                              "(never changes one; run.json judge_review)")(fn)
 
 
-def after_grading(data: dict[str, Any], instances: dict[str, Any], suites: list[Any], rate: float | None, seed: int,
-                  cache_dir: Path | None) -> dict[str, Any]:
+def after_grading(data: RunData, instances: dict[str, Any], suites: list[Any], rate: float | None, seed: int,
+                  cache_dir: Path | None) -> RunData:
     """`second_opinion.after_grading` for the synchronous `grade` command."""
     from evalspec.review.second_opinion import after_grading as run_after_grading
 

@@ -34,13 +34,13 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
 
     from evalspec.play.replay import instances_of, regrade
     from evalspec.reporters.console import print_summary
-    from evalspec.results.runjson import read_run, write_json
+    from evalspec.results.runjson import read_run, untyped, write_json
     from evalspec.review.triage import keep_attributions
 
     data = read_run(run_json, stream=True)  # a large run's records stay on disk (docs/en/scale-and-ray.md#memory)
     cache_dir = None if no_cache else Path(".evalspec/cache")
     with tempfile.TemporaryDirectory(prefix="evalspec-grade-") as spool:
-        regraded, warnings = asyncio.run(regrade(data, cache_dir, Path(spool) / "graded.jsonl"))
+        regraded, warnings = asyncio.run(regrade(untyped(data), cache_dir, Path(spool) / "graded.jsonl"))
         for w in warnings:
             err_console.print(f"warning: {escape(w)}")
         keep_attributions(data, regraded)
@@ -49,7 +49,7 @@ def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float
         if judge_sample:
             from evalspec.review.second_opinion import needs_judges
 
-            instances, _ = instances_of(regraded)
+            instances, _ = instances_of(untyped(regraded))
             suites = list({id(i.suite): i.suite for i in instances.values()}.values())
             needs_judges(suites)
         regraded.pop("judge_review", None)  # an earlier second opinion judged verdicts that may have changed
@@ -85,12 +85,12 @@ def rerun(run_json: str, failed_only: bool, at_turn: bool, times: int | None, id
     if at_turn:
         _rerun_at_turn(run_json, times or 10, [i for x in ids for i in x.split(",") if i.strip()], concurrency)
     from evalspec.play.replay import rerun_failed
-    from evalspec.results.runjson import read_run, write_json
+    from evalspec.results.runjson import read_run, untyped, write_json
     from evalspec.review.triage import attribute_reruns
 
     times = times or 2
     data = read_run(run_json)
-    rows, warnings = asyncio.run(rerun_failed(data, times, concurrency))
+    rows, warnings = asyncio.run(rerun_failed(untyped(data), times, concurrency))
     for w in warnings:
         err_console.print(f"warning: {escape(w)}")
     console = Console(highlight=False, soft_wrap=True)
@@ -115,9 +115,9 @@ def _rerun_at_turn(run_json: str, times: int, ids: list[str], concurrency: int) 
     from evalspec.play.at_turn import named, rerun_at_turn
     from evalspec.reporters.catalogue import choose_lang, speaking
     from evalspec.reporters.vocabulary import at_turn_text
-    from evalspec.results.runjson import read_run, write_json
+    from evalspec.results.runjson import read_run, untyped, write_json
 
-    data = read_run(run_json)
+    data = untyped(read_run(run_json))
     unknown = [i for i in ids if not any(named(r, [i]) for r in data["results"])]
     if unknown:
         raise click.UsageError(f"--ids: no test {', '.join(map(repr, unknown))} in {run_json}")

@@ -57,7 +57,7 @@ def home_lang(store: RunStore, lang: str | None) -> str:
     return choose_lang(None if lang else _newest_run(store), lang)
 
 
-def _newest_run(store: RunStore) -> dict[str, Any] | None:
+def _newest_run(store: RunStore) -> RunData | None:
     rows = store.summaries()
     try:
         return store.load(str(rows[0]["id"]))[0] if rows else None
