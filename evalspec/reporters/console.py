@@ -272,7 +272,7 @@ def _print_summary(console: Console, run: RunData, paths: dict[str, str], quiet:
     described = list(dict.fromkeys((c["suite"], c["provider"]) for c in run.get("curves", [])))
     for key in described:
         if key in configs:
-            console.print(f"[dim]{escape(one_line(key[1]))}: {escape(one_line(describe_provider(dict(configs[key]))))}[/]")
+            console.print(f"[dim]{escape(one_line(key[1]))}: {escape(one_line(describe_provider(configs[key])))}[/]")
     for c in run.get("curves", []):
         console.print(f"{words('curve')} [bold]{escape(one_line(c['test']))}[/] @ {escape(one_line(c['provider']))}: "
                       f"{escape(one_line(curve_text(c)))}")

@@ -85,7 +85,7 @@ def styled(chart: Mapping[str, Any], configs: Mapping[tuple[str, str], Provider]
         else:
             color, dash, label = COLORS[i % len(COLORS)], "", shown
         out.append({**c, "color": color, "dash": dash, "label": label,
-                    "config": describe_provider(dict(cfg)) if cfg else "", "terms": terms_words(c)})
+                    "config": describe_provider(cfg) if cfg else "", "terms": terms_words(c)})
     return out
 
 
