@@ -34,7 +34,7 @@ from evalspec.extend.check import (
 )
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, is_system_message
 from evalspec.providers.judge import Jury
 from evalspec.providers.tool_rounds import tool_lines
 
@@ -319,8 +319,7 @@ def assistant_turns(transcript: list[Message]) -> list[tuple[int, str]]:
     (scripted) assistant lines are the test's words, not the system's, and are not judged."""
     replies: dict[int, str] = {}
     for m in transcript:
-        if m["role"] == "assistant" and (turn := m.get("turn")) is not None and not m.get("injected") \
-                and m.get("content"):
+        if is_system_message(m) and (turn := m.get("turn")) is not None and m.get("content"):
             replies[int(turn)] = str(m["content"])
     return sorted(replies.items())
 

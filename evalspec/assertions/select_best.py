@@ -24,13 +24,12 @@ from evalspec.extend.check import (
     JudgeFn,
     JudgeRequest,
     Reply,
-    replies,
     say,
     snippet,
 )
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, replies
 from evalspec.providers.structured import verdict_schema
 from evalspec.providers.tool_rounds import call_text
 

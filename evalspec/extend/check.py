@@ -9,7 +9,7 @@ from typing import Any
 
 from evalspec.core.errors import GradingError
 from evalspec.extend.provider import CallContext
-from evalspec.extend.transcript import Message, ToolCall, sent_user_turns
+from evalspec.extend.transcript import Message, ToolCall, is_reply, replies, sent_user_turns, system_messages
 
 
 @dataclass
@@ -148,12 +148,6 @@ JudgeFn = Callable[[JudgeRequest], Awaitable[JudgeVerdict]]
 EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
 
 
-def replies(transcript: list[Message]) -> list[Message]:
-    """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds
-    before it and injected history are excluded)."""
-    return [m for m in transcript if m["role"] == "assistant" and not m.get("injected") and not m.get("intermediate")]
-
-
 @dataclass(frozen=True)
 class WorldView:
     """The world a conversation played on (docs/en/world.md): as it started and as the bot left it."""
@@ -191,14 +185,13 @@ class GradingContext:
 
     def reply_for_turn(self, turn: int) -> Message | None:
         for m in self.transcript:
-            if m["role"] == "assistant" and m.get("turn") == turn and not m.get("intermediate"):
+            if is_reply(m, golden=True) and m.get("turn") == turn:
                 return m
         return None
 
     def tool_calls(self, turn: int | None = None) -> list[tuple[int | None, ToolCall]]:
         """(turn, call) for every tool call in the transcript, or only those made during `turn`."""
-        return [(m.get("turn"), c) for m in self.transcript
-                if m["role"] == "assistant" and not m.get("injected") and (turn is None or m.get("turn") == turn)
+        return [(m.get("turn"), c) for m in system_messages(self.transcript) if turn is None or m.get("turn") == turn
                 for c in m.get("tool_calls") or []]
 
     def user_turns(self) -> int:

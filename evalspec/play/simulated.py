@@ -15,7 +15,7 @@ from evalspec.core.usercode import in_thread
 from evalspec.extend.check import JudgeFn, JudgeRequest, JudgeVerdict
 from evalspec.extend.patterns import regex_time_limit, search
 from evalspec.extend.provider import CallContext
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, replies
 from evalspec.plan.build import Instance
 from evalspec.play.faults import Said, SimulatorFault, simulator_fault
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
@@ -129,8 +129,8 @@ class SimulatedUser:
         """A simulator message that is a slip (play/faults.py) is recorded, never sent, and ends the
         conversation in an error attributed to the simulator."""
         sim = self.sim
-        replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("intermediate")]
-        said = Said(previous_own=self.own, previous_reply=str(replies[-1]["content"] or "") if replies else None,
+        heard = replies(transcript.messages, golden=True)
+        said = Said(previous_own=self.own, previous_reply=str(heard[-1]["content"] or "") if heard else None,
                     instructions=[t for t in (sim.persona, sim.goal, sim.instructions) if t],
                     marker=self.marker, max_chars=sim.max_chars)
         if (fault := simulator_fault(text, said)) is not None:

@@ -21,7 +21,7 @@ from typing import Any, Protocol, cast
 
 from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import ProviderResponse, clean_text, normalize_finish_reason
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, is_reply
 from evalspec.plan.build import Instance
 from evalspec.providers.tool_rounds import SendTurn, ToolKit, play_turn
 from evalspec.results.transcript import StopReason, Transcript
@@ -108,7 +108,7 @@ def flipped(messages: list[Message]) -> list[dict[str, str]]:
     turn's reply."""
     flip = {"user": "assistant", "assistant": "user"}
     return [{"role": flip[m["role"]], "content": str(m["content"])} for m in messages
-            if m["role"] in flip and not m.get("intermediate")]
+            if m["role"] == "user" or is_reply(m, golden=True)]
 
 
 def replied(transcript: Transcript, who: str) -> Transcript:

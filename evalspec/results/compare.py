@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from evalspec.extend.transcript import system_messages
 from evalspec.results.curves import sla_entry_status
 from evalspec.results.findings import first_failure, rule_text
 from evalspec.results.verdict import combine_repeats, is_gated, mean_std, reaches_gate
@@ -188,8 +189,8 @@ def provider_stats(run: dict[str, Any]) -> dict[str, dict[str, float | None]]:
         by[r["provider"]].append(r)
     out = {}
     for provider, recs in by.items():
-        latencies = [float(m["latency_ms"]) for r in recs for m in r.get("transcript", [])
-                     if m.get("role") == "assistant" and m.get("latency_ms") is not None and not m.get("injected")]
+        latencies = [float(m["latency_ms"]) for r in recs for m in system_messages(r.get("transcript", []))
+                     if m.get("latency_ms") is not None]
         tokens = [float(r["tokens"]) for r in recs if r.get("tokens") is not None]
         costs = [float(r["cost"]) for r in recs if r.get("cost") is not None]
         out[provider] = {"latency_mean": mean_std(latencies)[0], "latency_p95": _p95(latencies),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalspec.core.text import strip_controls
+from evalspec.extend.transcript import system_messages
 
 EXCERPT_CHARS = 300
 WHITESPACE = re.compile(r"\s+")
@@ -82,7 +83,7 @@ def _flat(value: Any) -> str:
 
 
 def _replies(record: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in record.get("transcript", []) if m.get("role") == "assistant" and not m.get("injected")]
+    return system_messages(record.get("transcript", []))
 
 
 def excerpt(text: str, needle: str, turn: int | None, limit: int = EXCERPT_CHARS) -> Excerpt:
