@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from evalspec.assertions.evaluate import AssertionResult, _negate, combine, no_verdict
 from evalspec.assertions.graded import (
@@ -29,7 +29,7 @@ from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
 from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn, JudgeRequest, say
 from evalspec.extend.registry import model_needed
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message
 from evalspec.providers.answers import (
     Shown,
     answer_text,
@@ -111,7 +111,7 @@ def parse_batch(text: str, names: list[str], keys: dict[str, list[str]], *,
     answer = answer_text(text)
     shown = text.strip()[:200]
 
-    def usable(value: Any) -> bool:
+    def usable(value: object) -> TypeGuard[dict[str, object]]:
         return isinstance(value, dict) and not is_format_example(value) and not shown_to_judge.quotes(value)
 
     found = [(s, v) for s, _, v in json_objects(answer) if any(n in v for n in names) and not shown_to_judge.quotes(v)]
@@ -122,7 +122,7 @@ def parse_batch(text: str, names: list[str], keys: dict[str, list[str]], *,
         return {n: f"judge answer is {what}: a refusal: {shown!r}" for n in names}
     out: dict[str, dict[str, Any] | str] = {}
     for n in names:  # each verdict on its own: the last usable one counts, an earlier one may not disagree
-        mine = [(s, v[n]) for s, v in answers if usable(v.get(n))]
+        mine = [(s, x) for s, v in answers if usable(x := v.get(n))]
         if not mine:
             shaped = any(isinstance(v.get(n), dict) for _, v in found)
             out[n] = f"the judge's verdict '{n}' is a format example (placeholder values), no answer: {shown!r}" \
@@ -168,7 +168,7 @@ async def judge_batch(group: Group, ctx: GradingContext, judge: JudgeFn) -> list
     specs = [spec for _, spec in group]
     names = [f"a{n}" for n in range(1, len(specs) + 1)]
     prompt, schema = batch_prompt(specs, ctx.transcript)
-    messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
+    messages: list[ChatMessage] = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
     try:
         answer = await judge(JudgeRequest(messages, schema=schema, name="batch_verdicts", answers=len(specs),
                                           parse=False))

@@ -34,7 +34,7 @@ from evalspec.extend.check import (
 )
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
-from evalspec.extend.transcript import Message, is_system_message
+from evalspec.extend.transcript import ChatMessage, Message, is_system_message
 from evalspec.providers.judge import Jury
 from evalspec.providers.tool_rounds import tool_lines
 
@@ -277,7 +277,8 @@ async def _one_judge(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn
     samples = judging(spec).samples or 1
     verdicts: list[JudgeVerdict] = []
     for i in range(samples):
-        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": f"{prompt}\n\n{PASS_FORMAT}"}]
+        messages: list[ChatMessage] = [{"role": "system", "content": JUDGE_SYSTEM},
+                                       {"role": "user", "content": f"{prompt}\n\n{PASS_FORMAT}"}]
         with _counted(verdicts):
             verdict = await ctx.judge(JudgeRequest(messages, sample=i))
             verdicts.append(verdict)

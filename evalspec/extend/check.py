@@ -9,7 +9,15 @@ from typing import Any
 
 from evalspec.core.errors import GradingError
 from evalspec.extend.provider import CallContext
-from evalspec.extend.transcript import Message, ToolCall, is_reply, replies, sent_user_turns, system_messages
+from evalspec.extend.transcript import (
+    ChatMessage,
+    Message,
+    ToolCall,
+    is_reply,
+    replies,
+    sent_user_turns,
+    system_messages,
+)
 
 
 @dataclass
@@ -115,7 +123,7 @@ class JudgeRequest:
     `context` None: the judge's own (`thread_id` "judge", repeat `sample` + 1); `seed` and `read` (the
     cache) as for any call."""
 
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     schema: dict[str, Any] | None = None
     name: str = "verdict"
     sample: int = 0

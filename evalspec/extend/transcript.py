@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, TypedDict, TypeVar
 
 from evalspec.extend.params import Keywords
 
-__all__ = ["Message", "ToolCall", "is_reply", "is_sent_user_turn", "is_system_message", "is_written_user_turn", "replies",
+__all__ = ["ChatMessage", "Message", "RoundFigures", "ToolCall", "WireCall", "is_reply", "is_sent_user_turn", "is_system_message", "is_written_user_turn", "replies",
            "sent_user_turns", "system_messages", "written_user_turns"]
 
 Count = Annotated[int, Keywords(minimum=0)]
@@ -24,6 +24,45 @@ class ToolCall(TypedDict):
     id: str
     name: str
     arguments: Any
+
+
+class WireFunction(TypedDict):
+    name: str
+    arguments: str  # JSON text, as the OpenAI chat protocol carries it
+
+
+class WireCall(TypedDict):
+    """One tool call as the OpenAI chat protocol sends it back to a model (`ToolCall` on the wire)."""
+
+    id: str
+    type: Literal["function"]
+    function: WireFunction
+
+
+class ChatMessage(TypedDict, total=False):
+    """One message of the OpenAI-style history a provider is sent (`Provider.respond`): what the system
+    under test, a judge, a simulated user or an attacker reads. A transcript `Message` goes on the wire as
+    one (`providers.tool_rounds.wire_message`); an embedder is sent one holding only `texts`."""
+
+    role: str  # system, user, assistant or tool
+    content: str
+    tool_calls: list[WireCall]
+    tool_call_id: str  # a tool result: the call it answers
+    name: str  # a tool result: the tool's name (what a python agent reads)
+    texts: list[str]  # an embedding request: the texts to embed
+
+
+class RoundFigures(TypedDict, total=False):
+    """One model call's figures of a turn with tool rounds (`Message.rounds`); the reply carries their sums."""
+
+    latency_ms: float | None
+    tokens: int | None
+    cost: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    strategy_tokens: int | None
+    strategy_cost: float | None
+    strategy_calls: int
 
 
 # a checkpoint criterion the judge was asked after a reply, and its verdict (`pass` is a keyword)

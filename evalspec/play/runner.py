@@ -28,7 +28,7 @@ from evalspec.core.usercode import describe
 from evalspec.core.version import __version__
 from evalspec.extend.check import WorldView
 from evalspec.extend.provider import CallContext, ProviderResponse
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message
 from evalspec.plan.build import Instance, Plan, grading_input, has_captures, positions, with_captures
 from evalspec.plan.needs import check_plan
 from evalspec.play.compare import Comparisons
@@ -418,7 +418,7 @@ class TurnCaller:
         self._prepared = not (config.get("setup") or self._seed is not None)
         self._metadata = {t.turn: t.metadata for t in inst.turns if t.role == "user" and t.metadata}
 
-    def __call__(self, messages: list[dict[str, Any]], turn: int) -> Awaitable[ProviderResponse]:
+    def __call__(self, messages: list[ChatMessage], turn: int) -> Awaitable[ProviderResponse]:
         inst = self.inst
         ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
                           repeat=inst.repeat, state=inst.test.state, metadata=self._metadata.get(turn))

@@ -15,7 +15,7 @@ from evalspec.core.usercode import in_thread
 from evalspec.extend.check import JudgeFn, JudgeRequest, JudgeVerdict
 from evalspec.extend.patterns import regex_time_limit, search
 from evalspec.extend.provider import CallContext
-from evalspec.extend.transcript import Message, replies
+from evalspec.extend.transcript import ChatMessage, Message, replies
 from evalspec.plan.build import Instance
 from evalspec.play.faults import Said, SimulatorFault, simulator_fault
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
@@ -143,7 +143,8 @@ class SimulatedUser:
         assert self.simulator is not None and spec is not None
         context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn, vars=inst.vars,
                               repeat=inst.repeat)
-        messages = [{"role": "system", "content": system or self.system}, *flipped(transcript.messages)]
+        messages: list[ChatMessage] = [{"role": "system", "content": system or self.system},
+                                       *flipped(transcript.messages)]
         try:
             answer = await ask(self.simulator, JudgeRequest(
                 messages, schema=MESSAGE_SCHEMA,
@@ -295,7 +296,7 @@ def message_text(content: str, marker: str | None, *, shown: Shown) -> str:
 
 def _empty_message(content: str, shown: Shown) -> bool:
     """`{"message": ""}` (read as a format example): the simulator said nothing."""
-    return any(isinstance(v.get("message"), str) and not v["message"].strip()
+    return any(isinstance(said := v.get("message"), str) and not said.strip()
                for _, _, v in own_objects(answer_text(content), shown))
 
 

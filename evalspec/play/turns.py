@@ -21,7 +21,7 @@ from typing import Any, Protocol, cast
 
 from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import ProviderResponse, clean_text, normalize_finish_reason
-from evalspec.extend.transcript import Message, is_reply
+from evalspec.extend.transcript import ChatMessage, Message, is_reply
 from evalspec.plan.build import Instance
 from evalspec.providers.tool_rounds import SendTurn, ToolKit, play_turn
 from evalspec.results.transcript import StopReason, Transcript
@@ -102,7 +102,7 @@ def tool_context(instance: Instance, call: SendTurn) -> dict[str, Any]:
     return {"thread_id": getattr(call, "thread_id", None), "test_id": instance.test_id, "vars": dict(instance.vars)}
 
 
-def flipped(messages: list[Message]) -> list[dict[str, str]]:
+def flipped(messages: list[Message]) -> list[ChatMessage]:
     """The conversation from a simulated user's or an attacker's side (its own messages are `assistant`):
     tool calls and results are not shown (a real user does not see them), nor the rounds before a
     turn's reply."""

@@ -12,8 +12,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from evalspec.extend.transcript import ChatMessage
 
-def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], repeat: int, extra: Any = None) -> str:
+
+def cache_key(identity: dict[str, Any], messages: list[ChatMessage], repeat: int, extra: Any = None) -> str:
     blob = json.dumps([identity, messages, repeat, extra], ensure_ascii=False, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 

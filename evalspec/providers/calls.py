@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import CallContext, Provider, ProviderResponse
 from evalspec.extend.replies import NoReply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers import reads
 from evalspec.providers.cache import ResponseCache, cache_key
 from evalspec.providers.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
@@ -101,7 +102,7 @@ class ProviderCaller:
         self.adaptive: AdaptiveLimit | None = None  # made at the first 429/503
         self._in_flight = 0
 
-    def key(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None) -> str:
+    def key(self, messages: list[ChatMessage], context: CallContext, extra: Any = None) -> str:
         """Everything the call depends on (SPEC §17): the provider's configuration, the history, the repeat,
         the test id and vars, and the request a templating provider renders from them; never the thread id."""
         if self._identity is None:
@@ -110,7 +111,7 @@ class ProviderCaller:
         rendered = request(messages, context) if request is not None else None
         return cache_key(self._identity, messages, context.repeat, [extra, context.test_id, context.vars, rendered])
 
-    async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None, *,
+    async def call(self, messages: list[ChatMessage], context: CallContext, extra: Any = None, *,
                    read: bool = True, write: bool = True, cache_only: bool = False,
                    stats: CallStats | None = None,
                    prepare: Callable[[], Awaitable[None]] | None = None) -> ProviderResponse:
@@ -153,7 +154,7 @@ class ProviderCaller:
         root = getattr(self.provider, "base_dir", None)
         return os.path.abspath(root) if root is not None else None
 
-    async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext,
+    async def _call_with_retries(self, messages: list[ChatMessage], context: CallContext,
                                  counters: list[CallStats]) -> ProviderResponse:
         attempt = 0
         answers = self.adaptive.answered if self.adaptive is not None else 0  # the provider's, at this call's last try

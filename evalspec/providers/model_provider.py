@@ -24,6 +24,7 @@ from evalspec.core.suggest import did_you_mean
 from evalspec.extend.kinds import provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, normalize_finish_reason, url_problem
 from evalspec.extend.replies import reply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.openai_compat import (
     NULL_CONTENT,
@@ -98,7 +99,7 @@ class ModelProvider:
             identity["tools"] = self.tools
         return identity
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         sent, usage = await self.strategy.build(self._system_for(context), messages, context)
         return strategy_metadata(await self._chat(sent, context), usage)
 
@@ -112,7 +113,7 @@ class ModelProvider:
         except TemplateProblem as exc:
             raise ProviderError(f"{self.id}: system: {exc}") from None
 
-    async def _chat(self, sent: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def _chat(self, sent: list[ChatMessage], context: CallContext) -> ProviderResponse:
         params = {**self.params, **({"tools": self.tools} if self.tools else {}), **(context.params or {})}
         if self.lean:
             if self._client is None:
@@ -120,7 +121,7 @@ class ModelProvider:
             return await self._client.chat(split_model(self.model)[1], sent, params)
         return await self._litellm(sent, params)
 
-    async def _litellm(self, sent: list[dict[str, Any]], params: dict[str, Any]) -> ProviderResponse:
+    async def _litellm(self, sent: list[ChatMessage], params: dict[str, Any]) -> ProviderResponse:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {"model": self.model, "messages": sent, "num_retries": 0, **params}
         if self.api_base:
@@ -245,7 +246,7 @@ class EmbeddingModel:
         """The key of its cache entries (the embedders' own, `{"vectors": ...}`)."""
         return {"embedder": self.model, "api_base": self.config.get("api_base")}
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         texts = list(messages[0]["texts"])
         vectors = await self._fetch(texts)
         if len(vectors) != len(texts):

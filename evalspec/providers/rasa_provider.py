@@ -19,6 +19,7 @@ from evalspec.core.errors import ProviderError
 from evalspec.extend.kinds import provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, url_problem
 from evalspec.extend.replies import reply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class RasaProvider:
     def cache_identity(self) -> dict[str, Any]:
         return {"rasa": {"url": self.url}}  # the token decides nothing of the answer
 
-    def cache_request(self, messages: list[dict[str, Any]], context: CallContext) -> dict[str, Any]:
+    def cache_request(self, messages: list[ChatMessage], context: CallContext) -> dict[str, Any]:
         """The message as sent, without the thread id (the cache key's request part)."""
         return {"message": messages[-1]["content"], "metadata": context.metadata or {}}
 
@@ -76,7 +77,7 @@ class RasaProvider:
             events = [{"event": "slot", "name": str(name), "value": value} for name, value in slots.items()]
             await self._send("POST", self._tracker(context.thread_id) + "/events", events)
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         start = time.perf_counter()
         body = {"sender": context.thread_id, "message": messages[-1]["content"], "metadata": context.metadata or {}}
         answer = await self._send("POST", "/webhooks/rest/webhook", body)

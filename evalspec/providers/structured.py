@@ -24,6 +24,7 @@ from typing import Any
 
 from evalspec.core.errors import ProviderError
 from evalspec.extend.provider import CallContext, ProviderResponse
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.calls import ProviderCaller
 from evalspec.providers.openai_compat import about_format
 
@@ -133,7 +134,7 @@ def forget_forms() -> None:
     _ACCEPTED.clear()
 
 
-async def call_structured(caller: ProviderCaller, messages: list[dict[str, Any]], context: CallContext, *,
+async def call_structured(caller: ProviderCaller, messages: list[ChatMessage], context: CallContext, *,
                           name: str, schema: dict[str, Any], max_tokens: int, seed: int | None = None,
                           read: bool = True) -> ProviderResponse:
     """Call with `max_tokens` (and `seed` when given), asking for `schema` in the first structured-output
@@ -147,7 +148,7 @@ async def call_structured(caller: ProviderCaller, messages: list[dict[str, Any]]
     return await _call(caller, messages, context, name, schema, params, read)
 
 
-async def _call(caller: ProviderCaller, messages: list[dict[str, Any]], context: CallContext, name: str,
+async def _call(caller: ProviderCaller, messages: list[ChatMessage], context: CallContext, name: str,
                 schema: dict[str, Any], params: dict[str, Any], read: bool) -> ProviderResponse:
     forms = forms_for(caller)
     known = accepted_form(caller)

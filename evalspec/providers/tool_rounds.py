@@ -23,7 +23,7 @@ from evalspec.core.errors import LoadError, ProviderError, TemplateProblem
 from evalspec.core.pyref import load_attribute, load_callable
 from evalspec.extend.provider import ProviderResponse
 from evalspec.extend.replies import NoReply
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message, RoundFigures, ToolCall
 
 if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec, ToolSpec
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOOL_ROUNDS = 20
 
 # one conversation sends one turn: (messages, turn) -> the reply (`play.runner.TurnCaller`)
-SendTurn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
+SendTurn = Callable[[list[ChatMessage], int], Awaitable[ProviderResponse]]
 
 
 def parse_arguments(raw: Any) -> Any:
@@ -47,7 +47,14 @@ def parse_arguments(raw: Any) -> Any:
     return raw
 
 
-def normalize_calls(raw: Any, turn: int | None, round_no: int = 1) -> list[dict[str, Any]]:
+class ReportedCall(ToolCall, total=False):
+    """A tool call as a provider reported it, read into one shape; `result`: the answer it reported too
+    (an http or python provider that ran the tool itself)."""
+
+    result: Any
+
+
+def normalize_calls(raw: object, turn: int | None, round_no: int = 1) -> list[ReportedCall]:
     """OpenAI-style (`function: {name, arguments}`) or plain (`{name, arguments}`) calls -> `{id, name, arguments}`.
     A call without an id gets `call_TURN_I` (`call_TURN_ROUND_I` after the turn's first round: each result
     names the call it answers)."""
@@ -56,17 +63,17 @@ def normalize_calls(raw: Any, turn: int | None, round_no: int = 1) -> list[dict[
         return []
     if not isinstance(raw, list):
         raise ProviderError(f"tool_calls must be a list of calls, got {type(raw).__name__}")
-    calls = []
+    calls: list[ReportedCall] = []
     for i, call in enumerate(raw, 1):
         if not isinstance(call, dict):
             raise ProviderError(f"tool call {i} is {type(call).__name__}; expected a mapping with 'name' and 'arguments'")
-        function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
+        function: Mapping[str, object] = call["function"] if isinstance(call.get("function"), dict) else call
         name = function.get("name")
         if not isinstance(name, str) or not name:
             raise ProviderError(f"tool call {i} has no name: {json.dumps(call, ensure_ascii=False, default=str)[:200]}")
         args = function.get("arguments", function.get("args"))
-        out: dict[str, Any] = {"id": str(call.get("id") or f"{prefix}{i}"), "name": name,
-                               "arguments": parse_arguments(args)}
+        out: ReportedCall = {"id": str(call.get("id") or f"{prefix}{i}"), "name": name,
+                             "arguments": parse_arguments(args)}
         if "result" in call:
             out["result"] = call["result"]
         calls.append(out)
@@ -77,7 +84,7 @@ def result_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def wire_message(m: Mapping[str, Any]) -> dict[str, Any]:
+def wire_message(m: Mapping[str, Any]) -> ChatMessage:
     """A transcript message as the OpenAI chat protocol sends it (what providers receive as history)."""
     if m["role"] == "tool":
         return {"role": "tool", "tool_call_id": m.get("tool_call_id") or "", "content": m["content"]}
@@ -131,7 +138,7 @@ class ToolKit:
     suite_tools: dict[str, ToolSpec] = field(default_factory=dict)  # the suite's `tools:`, answered first
     world: dict[str, Any] | None = None  # this conversation's own world (a deep copy), changed by handlers
 
-    async def answer(self, call: dict[str, Any], context: dict[str, Any]) -> ToolAnswer:
+    async def answer(self, call: ToolCall, context: Mapping[str, Any]) -> ToolAnswer:
         """The result for one call: the suite's tool of that name (against the world), else `tool_results`
         (a fixed value, a template over `args`, or python)."""
         from evalspec.providers.world import ToolAnswer, answer_tool
@@ -159,7 +166,7 @@ class ToolKit:
         except TemplateProblem as exc:
             raise ProviderError(f"tool_results.{name}: {exc}") from None
 
-    async def _python(self, ref: str, args: Any, context: dict[str, Any]) -> Any:
+    async def _python(self, ref: str, args: Any, context: Mapping[str, Any]) -> Any:
         """The user's function, off the loop and under the call time-out (it cannot end or hang the run)."""
         from evalspec.core.errors import UserCodeError
         from evalspec.core.usercode import call_user
@@ -233,7 +240,7 @@ class TurnLog(Protocol):
     calls: int
     cached_calls: int
 
-    def history(self) -> list[dict[str, Any]]: ...
+    def history(self) -> list[ChatMessage]: ...
 
 
 FIGURES = ("latency_ms", "tokens", "cost", "prompt_tokens", "completion_tokens",
@@ -261,7 +268,7 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
                             "(answer_tool_calls: false), and the conversation goes on: a model's API refuses a "
                             "history whose tool calls have no results. End the test at that turn, or answer "
                             "the calls (tool_results, without answer_tool_calls: false)")
-    rounds: list[dict[str, Any]] = []  # each tool round's figures (a turn without tool rounds has none)
+    rounds: list[RoundFigures] = []  # each tool round's figures (a turn without tool rounds has none)
     while True:
         silent = False
         try:
@@ -281,7 +288,7 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
             message["tool_calls"] = [{k: c[k] for k in ("id", "name", "arguments")} for c in calls]
         answering = bool(calls) and kit is not None and kit.answers
         if rounds or answering:
-            rounds.append({k: message[k] for k in FIGURES if k in message})
+            rounds.append(cast(RoundFigures, {k: message[k] for k in FIGURES if k in message}))
         if not answering:
             if len(rounds) > 1:
                 keys = [k for k in FIGURES if any(k in r for r in rounds)]
@@ -315,7 +322,7 @@ def unanswered_turn(messages: list[Message]) -> int | None:
     return None
 
 
-def _tool_message(call: dict[str, Any], content: str, turn: int, error: str | None = None) -> Message:
+def _tool_message(call: ToolCall, content: str, turn: int, error: str | None = None) -> Message:
     message: Message = {"role": "tool", "content": content, "turn": turn, "tool_call_id": call["id"],
                         "name": call["name"], "latency_ms": None, "tokens": None, "cost": None}
     if error is not None:  # the handler raised: the agent got {"error": ...} (docs/en/world.md#tools)

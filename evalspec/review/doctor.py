@@ -20,6 +20,7 @@ from typing import Any
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.core.errors import GradingError, ProviderError
 from evalspec.extend.provider import CallContext
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.factory import ProviderPool, prepare_provider, provider_problems
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "calibration.jsonl"
@@ -127,7 +128,7 @@ async def probe(role: Role, suite: Suite, pool: ProviderPool) -> None:
     role.usable = False
 
 
-def probe_request(role: Role) -> tuple[list[dict[str, Any]], dict[str, Any], str, int, Any]:
+def probe_request(role: Role) -> tuple[list[ChatMessage], dict[str, Any], str, int, Any]:
     """The probe's messages, answer schema, schema name, token cap and reader of the answer: the reader a
     run uses for that role, given the messages the model was shown."""
     import json
@@ -141,11 +142,11 @@ def probe_request(role: Role) -> tuple[list[dict[str, Any]], dict[str, Any], str
     from evalspec.providers.structured import JUDGE_MAX_TOKENS, SIMULATOR_MAX_TOKENS
 
     config = role.spec.config
-    first = {"role": "user", "content": "(The conversation has not started yet. Write your first message.)"}
+    first: ChatMessage = {"role": "user", "content": "(The conversation has not started yet. Write your first message.)"}
     if role.role == "judge":
         prompt = f"Criterion: The assistant answers the question about instalments.\n\nConversation:\n" \
                  f"{PROBE_TRANSCRIPT}\n\nDoes the assistant meet the criterion?"
-        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
+        messages: list[ChatMessage] = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
 
         def verdict(text: str) -> str:
             answer = read_answer(text, PASS_SCHEMA, shown=Shown(messages))
