@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from evalspec.core.errors import ControlFlow, ProviderError
@@ -96,7 +96,7 @@ class ProviderCaller:
         self.timeout, self.retries, self.stats = timeout, retries, stats
         self.max_retry_wait = max_retry_wait
         self._limits = limits if limits is not None else local_limits(max_concurrency, rpm)
-        self._identity: dict[str, Any] | None = None
+        self._identity: Mapping[str, object] | None = None
         self._deadlines = Deadlines(timeout)
         self.ceiling = max_concurrency or ceiling
         self.adaptive: AdaptiveLimit | None = None  # made at the first 429/503
@@ -252,15 +252,15 @@ EMBEDDING = CallContext(thread_id="embedder", test_id="embedder", turn=0)
 
 
 def embedding_fn(caller: ProviderCaller, cache: ResponseCache | None,
-                 identity: dict[str, Any]) -> Callable[[list[str]], Awaitable[list[list[float]]]]:
+                 identity: Mapping[str, object]) -> Callable[[list[str]], Awaitable[list[list[float]]]]:
     """An embedder over `caller`, whose provider answers `[{"texts": [...]}]` with the vectors in its
     response's `metadata["vectors"]`: limits, time-out and retries like any call; the vectors cached under
     `identity` and the texts (the embedders' own cache entries, `{"vectors": ...}`)."""
 
     async def embed(texts: list[str]) -> list[list[float]]:
         key = cache_key(identity, [{"texts": texts}], 0)
-        if cache is not None and (hit := cache.get(key)) is not None and isinstance(hit.get("vectors"), list):
-            return list(hit["vectors"])
+        if cache is not None and (hit := cache.get(key)) is not None and isinstance(stored := hit.get("vectors"), list):
+            return list(stored)
         response = await caller.call([{"texts": texts}], EMBEDDING, read=False, write=False)
         vectors: list[list[float]] = response.metadata["vectors"]
         if cache is not None:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -161,13 +162,16 @@ class ContextStrategy:
     _memo: OrderedDict[str, Fold] = field(default_factory=OrderedDict)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> ContextStrategy:
-        history = config.get("history") or {}
+    def from_config(cls, config: Mapping[str, object]) -> ContextStrategy:
+        """The `history:` of a provider's configuration (docs/en/memory-and-curves.md)."""
+        written = config.get("history") or {}
+        history: Mapping[str, object] = written if isinstance(written, Mapping) else {}
         mode = str(history.get("mode", "full"))
         raw = history.get("turns")  # the preflight also reads suites the loader found wrong: no count, no turns
         count = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw)
         turns = int(raw) if isinstance(raw, (int, float)) and count and mode != "full" else None
-        max_tokens = history.get("max_tokens") or DEFAULT_MAX_TOKENS.get(mode)
+        cap = history.get("max_tokens")
+        max_tokens = cap if isinstance(cap, int) and cap else DEFAULT_MAX_TOKENS.get(mode)
         return cls(mode=mode, turns=turns, max_tokens=max_tokens, model=history.get("model"))
 
     def identity(self) -> Any:

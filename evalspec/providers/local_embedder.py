@@ -69,7 +69,7 @@ class LocalEmbedding:
 
     id = "embedder local"
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         return dict(IDENTITY)
 
     async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:

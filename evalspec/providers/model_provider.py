@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import time
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,7 @@ def import_litellm() -> Any:
     return litellm
 
 
-def use_lean_client(config: dict[str, Any]) -> bool:
+def use_lean_client(config: Mapping[str, object]) -> bool:
     """Whether calls for a model config go through the lean client (else litellm): `client:`, else
     OpenAI-compatible endpoints (an `api_base`, or OpenAI itself)."""
     choice = config.get("client", "auto")
@@ -61,16 +62,17 @@ def use_lean_client(config: dict[str, Any]) -> bool:
     return prefix in ("openai", "hosted_vllm", "lm_studio") and ("api_base" in config or prefix == "openai")
 
 
-def open_lean_client(config: dict[str, Any]) -> OpenAICompatClient:
+def open_lean_client(config: Mapping[str, object]) -> OpenAICompatClient:
     """The lean client for a model config: its `api_base` (default OpenAI's) and `api_key` (default
     the OPENAI_API_KEY environment variable)."""
-    return OpenAICompatClient(config.get("api_base") or "https://api.openai.com/v1",
-                              config.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+    base, key = config.get("api_base"), config.get("api_key")
+    return OpenAICompatClient(str(base or "https://api.openai.com/v1"),
+                              str(key) if key else os.environ.get("OPENAI_API_KEY"))
 
 
 class ModelProvider:
-    def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None,
-                 tools: list[dict[str, Any]] | None = None, test_vars: frozenset[str] = frozenset()) -> None:
+    def __init__(self, pid: str, config: Mapping[str, object], variables: Mapping[str, object] | None = None,
+                 tools: Sequence[Mapping[str, object]] | None = None, test_vars: frozenset[str] = frozenset()) -> None:
         self.id = pid
         self.tools = tools
         self.config = config
@@ -79,20 +81,21 @@ class ModelProvider:
         self._system_source: str | None = None  # a system prompt naming a test's vars: rendered for each test
         self.system_vars: set[str] = set()  # the test vars it names
         try:
-            self.system = render_text(config["system"], self._variables) if config.get("system") else None
+            self.system = render_text(str(config["system"]), self._variables) if config.get("system") else None
         except TemplateProblem as exc:
             named = names_other_vars(str(config["system"]), self._variables)
             if not named or not named <= test_vars:  # a name no test has: a typo, found before any call
                 raise ProviderError(f"{pid}: system: {exc}") from None
             self.system, self._system_source, self.system_vars = None, str(config["system"]), named
-        self.params = dict(config.get("params") or {})
+        params = config.get("params")
+        self.params: dict[str, object] = dict(params) if isinstance(params, Mapping) else {}
         self.strategy = ContextStrategy.from_config(config)  # the pool gives summary/facts their model
         self.api_base = config.get("api_base")
         self.api_key = config.get("api_key")
         self.lean = use_lean_client(config)
         self._client: OpenAICompatClient | None = None
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         identity = {"model": self.model, "system": self.system or self._system_source, "params": self.params,
                     "history": self.strategy.identity(), "api_base": self.api_base}
         if self.tools:
@@ -121,9 +124,9 @@ class ModelProvider:
             return await self._client.chat(split_model(self.model)[1], sent, params)
         return await self._litellm(sent, params)
 
-    async def _litellm(self, sent: list[ChatMessage], params: dict[str, Any]) -> ProviderResponse:
+    async def _litellm(self, sent: list[ChatMessage], params: Mapping[str, object]) -> ProviderResponse:
         litellm = import_litellm()
-        kwargs: dict[str, Any] = {"model": self.model, "messages": sent, "num_retries": 0, **params}
+        kwargs: dict[str, object] = {"model": self.model, "messages": sent, "num_retries": 0, **params}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:
@@ -209,7 +212,7 @@ def litellm_providers() -> frozenset[str]:
     return frozenset(names)
 
 
-def model_problems(config: dict[str, Any]) -> list[str]:
+def model_problems(config: Mapping[str, object]) -> list[str]:
     """Missing keys or malformed endpoints, found before any call."""
     model = str(config.get("model") or "")
     if not model:
@@ -242,7 +245,7 @@ class EmbeddingModel:
         self.id = f"embedder {self.model}"
         self._client: OpenAICompatClient | None = None
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         """The key of its cache entries (the embedders' own, `{"vectors": ...}`)."""
         return {"embedder": self.model, "api_base": self.config.get("api_base")}
 
@@ -279,7 +282,7 @@ class EmbeddingModel:
 
 # -- the `model` kind ----------------------------------------------------------------------------
 
-MODEL_KEYS: dict[str, dict[str, Any]] = {
+MODEL_KEYS: dict[str, dict[str, object]] = {
     "client": {"enum": ["auto", "litellm", "lean"],
                "description": "model calls: auto (lean client for OpenAI-compatible endpoints), litellm, lean"},
     "system": {"type": "string"},

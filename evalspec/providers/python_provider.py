@@ -51,7 +51,7 @@ class PythonProvider:
     def _module_key(self) -> tuple[str, str]:
         return self.ref.rpartition(":")[0], str(self.base_dir)
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         # `module:function` is imported by name (sys.path), wherever the suite is: no path in the identity, so
         # a Ray worker (the suite unpacked elsewhere) finds the driver's cached replies
         return {"python": self.ref}
@@ -178,7 +178,7 @@ def build_python(spec: ProviderSpec, suite: Suite) -> PythonProvider:
     target = provider.ref.rpartition(":")[0]
     if target.endswith(".py"):
         path = (base_dir / target).resolve()
-        identity = {"python": provider.ref, "sha256": source_digest(path) if path.is_file() else "missing"}
+        identity: dict[str, object] = {"python": provider.ref, "sha256": source_digest(path) if path.is_file() else "missing"}
         provider.cache_identity = lambda: identity  # type: ignore[method-assign]
     return provider
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, cast
 
 from evalspec.config.interpolate import render_value
 from evalspec.core.errors import LoadError, ProviderError, TemplateProblem
@@ -98,7 +98,15 @@ def wire_message(m: Mapping[str, Any]) -> ChatMessage:
 
 # -- declared tools and their results ---------------------------------------------------------
 
-def load_tools(value: Any, base_dir: Path) -> list[dict[str, Any]] | None:
+class ToolDeclaration(TypedDict):
+    """A declared tool as the OpenAI chat protocol takes it (a provider's `tools:`): `function` holds its
+    `name`, `description` and `parameters` (a JSON Schema) as the suite wrote them."""
+
+    type: Literal["function"]
+    function: Mapping[str, object]
+
+
+def load_tools(value: Any, base_dir: Path) -> list[ToolDeclaration] | None:
     """`tools:` as an OpenAI function-tool list: inline, or `FILE.py:NAME` naming a list."""
     if value is None:
         return None
@@ -112,7 +120,7 @@ def load_tools(value: Any, base_dir: Path) -> list[dict[str, Any]] | None:
     return [t if "function" in t else {"type": "function", "function": t} for t in value]
 
 
-def tool_schema(tools: list[dict[str, Any]] | None, name: str) -> dict[str, Any] | None:
+def tool_schema(tools: list[ToolDeclaration] | None, name: str) -> dict[str, Any] | None:
     """The JSON Schema of the declared tool `name` (`{}` when it declares no parameters), or None."""
     for tool in tools or []:
         function = tool.get("function") or {}
@@ -129,8 +137,8 @@ class ToolKit:
 
     answers: bool
     model: bool = False
-    tools: list[dict[str, Any]] | None = None
-    results: dict[str, Any] = field(default_factory=dict)
+    tools: list[ToolDeclaration] | None = None
+    results: dict[str, object] = field(default_factory=dict)
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     base_dir: Path = Path(".")
     vars: dict[str, Any] = field(default_factory=dict)
