@@ -86,7 +86,7 @@ class FrozenHistory:
     async def next_message(self, transcript: Transcript) -> NextMessage | None:
         return self.queue.pop(0) if self.queue else None
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         return None
 
 

@@ -221,7 +221,7 @@ class AttackSource:
             message["tactic"] = tactic
         return NextMessage(message)
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         broken = await breached(self.inst, self.rules, transcript.messages)
         if not broken:
             return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
 
 import jmespath
 
@@ -126,7 +125,7 @@ class ScriptedUser:
                                         history=not planned.call, capture=planned.capture, click=click),
                            call=planned.call, silent_ok=planned.no_reply_ok)
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         return None
 
 

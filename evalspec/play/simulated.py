@@ -7,7 +7,8 @@ sees any assertion or rubric. `max_turns` counts user messages sent, `opening` a
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from evalspec.assertions.graded import format_transcript
 from evalspec.core.errors import EvalspecError, GradingError, ProviderError, UserCodeError
@@ -90,7 +91,7 @@ class SimulatedUser:
         turn, marker = self.turn, self.marker
         if turn >= self.sim.max_turns:
             return None
-        flags: dict[str, Any] = {}
+        flags: dict[str, object] = {}
         if turn < len(self.scripted):
             text = self.scripted[turn]
         elif self.plan:
@@ -158,7 +159,7 @@ class SimulatedUser:
         except GradingError as exc:
             raise TurnError(str(exc)) from exc
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         try:
             if (ended := await self._milestone(transcript, reply, turn)) is not None:
                 return ended
@@ -180,7 +181,7 @@ class SimulatedUser:
         return None
 
 
-    async def _milestone(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def _milestone(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         """After a reply to the current milestone's message: met (the plan moves on; `milestones_met` when
         nothing is left), missed (`milestone_missed` once its `max_turns` are played), or neither."""
         said = next((m for m in reversed(transcript.messages) if m["role"] == "user"), None)
@@ -188,12 +189,12 @@ class SimulatedUser:
             return None
         entry = self.plan[self.step]
         if await self._done(dict(entry["done_when"]), transcript, reply, turn):
-            reply["milestone_met"] = self.numbers[self.step]
+            reply["milestone_met"] = cast(int, self.numbers[self.step])  # a goal's entry: it has a number
             self.step, self.used = self.step + 1, 0
             return "milestones_met" if self.step >= len(self.plan) else None
         return "milestone_missed" if self.used >= int(entry["max_turns"]) else None
 
-    async def _checkpoints(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> None:
+    async def _checkpoints(self, transcript: Transcript, reply: Message, turn: int) -> None:
         """The checkpoints due after turn `turn` (docs/en/agents.md#checkpoints): the judge's verdict on
         each criterion over the conversation so far, recorded on the reply for `trajectory:checkpoints`."""
         for point in self.sim.checkpoints:
@@ -213,7 +214,7 @@ class SimulatedUser:
                     {"criterion": str(criterion), "pass": verdict.answer.get("pass") is True,
                      "reason": str(verdict.answer.get("reason") or "")})
 
-    async def _done(self, when: dict[str, Any], transcript: Transcript, reply: dict[str, Any], turn: int) -> bool:
+    async def _done(self, when: Mapping[str, object], transcript: Transcript, reply: Message, turn: int) -> bool:
         """A milestone's `done_when`: a pattern over the reply, a state check (docs/en/state.md) or a judge
         criterion over the conversation so far."""
         if "assistant_matches" in when:
@@ -232,7 +233,7 @@ class SimulatedUser:
         return verdict.answer.get("pass") is True
 
 
-def _goal_numbers(plan: list[dict[str, Any]]) -> list[int | None]:
+def _goal_numbers(plan: Sequence[Mapping[str, object]]) -> list[int | None]:
     """Each plan entry's milestone number (1-based over the goals), None for a fixed `user:` turn."""
     numbers: list[int | None] = []
     for entry in plan:

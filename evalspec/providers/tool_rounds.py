@@ -141,7 +141,7 @@ class ToolKit:
     results: dict[str, object] = field(default_factory=dict)
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     base_dir: Path = Path(".")
-    vars: dict[str, Any] = field(default_factory=dict)
+    vars: dict[str, object] = field(default_factory=dict)
     timeout: float = 60.0
     suite_tools: dict[str, ToolSpec] = field(default_factory=dict)  # the suite's `tools:`, answered first
     world: dict[str, Any] | None = None  # this conversation's own world (a deep copy), changed by handlers
@@ -191,7 +191,7 @@ class ToolKit:
             raise ProviderError(f"tool_results: {ref} raised {exc}") from exc
 
 
-def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: dict[str, Any] | None = None,
+def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: Mapping[str, object] | None = None,
                 timeout: float = 60.0, suite_tools: Sequence[ToolSpec] = ()) -> ToolKit:
     """How `spec`'s calls are handled: a model's (and, in a suite with `tools:`, a python provider's) are
     answered; a provider's own tool of the name of a suite tool is a ProviderError."""
@@ -241,6 +241,15 @@ def tool_problems(spec: ProviderSpec, base_dir: Path, suite_tools: Sequence[Tool
 
 # -- the loop ----------------------------------------------------------------------------------
 
+class ToolContext(TypedDict):
+    """What a `tool_results` python function gets besides the call's arguments (with `turn`, `tool` and
+    `call_id` added per call)."""
+
+    thread_id: str | None
+    test_id: str
+    vars: dict[str, object]
+
+
 class TurnLog(Protocol):
     """What `play_turn` writes to: the conversation's transcript."""
 
@@ -253,7 +262,7 @@ class TurnLog(Protocol):
 
 FIGURES = ("latency_ms", "tokens", "cost", "prompt_tokens", "completion_tokens",
            "strategy_tokens", "strategy_cost", "strategy_calls")
-MessageFn = Callable[[ProviderResponse, int], dict[str, Any]]
+MessageFn = Callable[[ProviderResponse, int], Message]
 
 
 def _total(values: list[Any]) -> Any:
@@ -261,8 +270,8 @@ def _total(values: list[Any]) -> Any:
     return sum(known) if known else None
 
 
-async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None, context: dict[str, Any],
-                    assistant_message: MessageFn, silent_ok: bool = False) -> dict[str, Any]:
+async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None, context: ToolContext,
+                    assistant_message: MessageFn, silent_ok: bool = False) -> Message:
     """Get the reply to user turn `turn` (already in `log`), answering tool calls round by round.
 
     Returns the turn's reply (its last assistant message), whose latency, tokens and cost are the
@@ -293,25 +302,26 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
             message["no_reply"] = True
         message.pop("tool_calls", None)
         if calls:
-            message["tool_calls"] = [{k: c[k] for k in ("id", "name", "arguments")} for c in calls]
+            message["tool_calls"] = [ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in calls]
+        figures = cast(dict[str, object], message)  # the FIGURES keys, each a Message key, by name
         answering = bool(calls) and kit is not None and kit.answers
         if rounds or answering:
-            rounds.append(cast(RoundFigures, {k: message[k] for k in FIGURES if k in message}))
+            rounds.append(cast(RoundFigures, {k: figures[k] for k in FIGURES if k in figures}))
         if not answering:
             if len(rounds) > 1:
                 keys = [k for k in FIGURES if any(k in r for r in rounds)]
-                message.update({k: _total([r.get(k) for r in rounds]) for k in keys})
+                figures.update({k: _total([r.get(k) for r in rounds]) for k in keys})
                 if message["latency_ms"] is not None:
                     message["latency_ms"] = round(message["latency_ms"], 3)
-                message["rounds"] = rounds
-            log.messages.append(cast(Message, message))  # the reply the loop's `make` built
+                figures["rounds"] = rounds
+            log.messages.append(message)  # the reply the loop's `make` built
             log.messages.extend(_tool_message(c, result_text(c["result"]), turn) for c in calls if "result" in c)
             return message
         assert kit is not None
         for k in FIGURES:  # the turn's figures are summed on its reply; a round carries none of its own
-            message.pop(k, None)
+            figures.pop(k, None)
         message.update({"latency_ms": None, "tokens": None, "cost": None, "intermediate": True})
-        log.messages.append(cast(Message, message))
+        log.messages.append(message)
         if len(rounds) > kit.max_rounds:
             raise ProviderError(f"the {'model' if kit.model else 'agent'} still called tools after "
                                 f"{kit.max_rounds} rounds (max_tool_rounds: {kit.max_rounds})")
