@@ -64,7 +64,7 @@ class JudgeParams:  # the options every judged check shares
         description="labels: up to 6 of this rule's human labels (.evalspec/labels.jsonl) shown to the judge as "
                     "worked examples")] = None
 
-    def criterion_vars(self) -> dict[str, Any]:
+    def criterion_vars(self) -> dict[str, object]:
         """What a built-in criterion's `{...}` placeholders read."""
         return {}
 
@@ -80,7 +80,7 @@ class GoalParams(JudgeParams):  # trajectory:goal-success
     value_field: ClassVar[str] = "value"
     value: Annotated[str, Keywords(minLength=1)]
 
-    def criterion_vars(self) -> dict[str, Any]:
+    def criterion_vars(self) -> dict[str, object]:
         return {"value": self.value}
 
 
@@ -99,7 +99,7 @@ class RelevanceParams(ConversationJudgeParams):
     window: Annotated[int, Option(), Keywords(minimum=1, description=WINDOW_DOC)] = 5
     per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC)] = True
 
-    def criterion_vars(self) -> dict[str, Any]:
+    def criterion_vars(self) -> dict[str, object]:
         return {"window": self.window}
 
 
@@ -117,7 +117,7 @@ class RoleParams(JudgeParams):
     window: Annotated[int, Option(), Keywords(minimum=1, description=WINDOW_DOC)] = 5
     per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC)] = False
 
-    def criterion_vars(self) -> dict[str, Any]:
+    def criterion_vars(self) -> dict[str, object]:
         return {"role": self.role or self.value}
 
 
