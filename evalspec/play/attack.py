@@ -55,9 +55,9 @@ PLAYBOOKS = {
 MAX_ATTACKER_TOKENS = 256
 
 
-def answer_schema(strategy: str) -> dict[str, Any]:
+def answer_schema(strategy: str) -> dict[str, object]:
     """The JSON Schema of the attacker's answer, sent as `response_format`."""
-    props: dict[str, Any] = {"message": {"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX_CHARS}}
+    props: dict[str, object] = {"message": {"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX_CHARS}}
     required = ["message"]
     if strategy == "goat":
         props["tactic"] = {"enum": list(GOAT_TACTICS)}

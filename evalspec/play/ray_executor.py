@@ -43,7 +43,7 @@ PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None, str | None],
 @dataclass
 class RayConfig:
     paths: list[str]
-    cli_vars: dict[str, Any] = field(default_factory=dict)
+    cli_vars: dict[str, object] = field(default_factory=dict)
     selection: Selection = field(default_factory=Selection)
     address: str | None = None
 
