@@ -22,7 +22,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evalspec.config.strategies import NEEDS_MODEL
 from evalspec.core.errors import GradingError, ProviderError
@@ -170,8 +170,7 @@ class ContextStrategy:
         raw = history.get("turns")  # the preflight also reads suites the loader found wrong: no count, no turns
         count = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw)
         turns = int(raw) if isinstance(raw, (int, float)) and count and mode != "full" else None
-        cap = history.get("max_tokens")
-        max_tokens = cap if isinstance(cap, int) and cap else DEFAULT_MAX_TOKENS.get(mode)
+        max_tokens = cast(int | None, history.get("max_tokens")) or DEFAULT_MAX_TOKENS.get(mode)
         return cls(mode=mode, turns=turns, max_tokens=max_tokens, model=history.get("model"))
 
     def identity(self) -> Any:

@@ -183,6 +183,6 @@ def call_usage(response: ProviderResponse) -> dict[str, Any]:
     return usage
 
 
-def _with(context: CallContext, params: Mapping[str, object]) -> CallContext:
+def _with(context: CallContext, params: dict[str, object]) -> CallContext:
     return CallContext(thread_id=context.thread_id, test_id=context.test_id, turn=context.turn, vars=context.vars,
-                       repeat=context.repeat, params=dict(params))
+                       repeat=context.repeat, params=params)
