@@ -1,5 +1,6 @@
-"""Write the generated pages of the manual: the assertion reference (from the assertion registry) and
-the CLI reference (from the click commands).
+"""Write the generated pages of the manual: the assertion reference (from the assertion registry: each
+type's doc, parameters and `example=`, all on its `@assertion` registration) and the CLI reference (from
+the click commands).
 
     python docs/generate.py           # rewrite docs/en/reference/assertions.md and cli.md
     python docs/generate.py --check   # exit 1 when a committed page differs from the generated one
@@ -19,70 +20,6 @@ HERE = Path(__file__).resolve().parent
 ASSERTIONS_PAGE = HERE / "en" / "reference" / "assertions.md"
 CLI_PAGE = HERE / "en" / "reference" / "cli.md"
 WIDTH = 100  # the help text is wrapped at this width whatever the terminal
-
-# One example per type: an item of an `assert:` list, valid in the suite that tests/test_docs.py wraps
-# around it (a demo provider with tools, a judge, an embedder, turns labelled no_signal,
-# purchase_signal and accepted, and checks.py beside the suite). A type without one fails that test.
-EXAMPLES: dict[str, str] = {
-    "asks-clarification": "- asks-clarification:\n  mode: heuristic      # question marks and phrases, no judge",
-    "at-most": "- at-most: {pattern: 预约|试驾, count: 1}",
-    "coherence": "- coherence:",
-    "buttons": "- buttons: [周六, 周日]      # the reply offers these buttons (exact: true: only these, in order)",
-    "contains": "- contains: 分期",
-    "contains-all": "- contains-all: [首付, 月供]",
-    "contains-any": "- contains-any: [到店, 预约, 试驾]",
-    "contains-json": "- contains-json: {type: object, required: [price]}",
-    "conversation-relevance": "- conversation-relevance:\n  window: 3",
-    "cost": "- cost: 0.002\n  scope: conversation   # the whole conversation's cost, in USD",
-    "efficiency": "- efficiency: {min: 0.8}",
-    "equals": "- equals: 好的",
-    "finish-reason": "- finish-reason: stop       # not cut at the token limit (length) nor filtered",
-    "follows-correction": "- follows-correction:\n  levels: default",
-    "icontains": "- icontains: vip",
-    "is-json": "- is-json:",
-    "is-sql": "- is-sql: {dialect: postgres, allowed_tables: {select: [orders, order_items]}}   # tables it may read (no writes to them)",
-    "javascript": ("- javascript: output.includes('您好') && output.length < 200   # one line: an expression\n"
-                   "- javascript: file://checks.js:polite   # fn(output, context), relative to the suite\n"
-                   "  config: {min_length: 10}              # context.config"),
-    "jmespath": "- jmespath: {expr: price, matches: '^\\d+'}",
-    "knowledge-retention": "- knowledge-retention:",
-    "latency": "- latency: 3000\n  scope: each_turn      # every reply within 3 s",
-    "levenshtein": "- levenshtein: {value: 您好，请问有什么可以帮您？, max: 5}",
-    "llm-rubric": "- llm-rubric: 助手语气自然，回答了分期问题\n  threshold: 0.7",
-    "memory-recall": "- memory-recall: {name: 张三, city: [北京, Beijing]}\n  partial_credit: 0.5",
-    "not-after": "- not-after: {pattern: 优惠|首付, after: accepted}",
-    "not-before": "- not-before: {pattern: 到店|预约|试驾, turn: purchase_signal}",
-    "not-tool-called": "- not-tool-called: [send_coupon, book_test_drive]",
-    "pii": ("- pii: email          # the reply gives an e-mail address\n"
-            "- not-pii: [cn_mobile, cn_id, bank_card, email]   # the red line; also １３９…, 139 1234 5678, +86 139-…\n"
-            "  severity: critical"),
-    "python": "- python: checks.py:polite     # fn(output, context), relative to the suite\n  threshold: 0.8",
-    "refers-to": "- refers-to: {expected: [瑶光], not: [追风]}",
-    "regex": "- regex: '\\d+(\\.\\d+)?万'",
-    "rejects-false-premise": "- rejects-false-premise:",
-    "role-adherence": "- role-adherence: 汽车销售顾问",
-    "select-best": "- select-best: 哪个回答最清楚地说明了首付和月供   # the best candidate passes, the others fail",
-    "similar": "- similar: 欢迎周六到店试驾\n  threshold: 0.75",
-    "starts-with": "- starts-with: 您好",
-    "said-vs-did": "- said-vs-did: {claims: {book_visit: 已为您预约|预约成功}}   # or: said-vs-did: judge",
-    "state": "- state: {path: active_flow, equals: book_test_drive}   # or a JMESPath expression: truthy passes",
-    "stays-on-topic": "- stays-on-topic:\n  levels: default",
-    "tokens": "- tokens: 400",
-    "tool-args-valid": "- tool-args-valid:",
-    "tool-called": "- tool-called: {name: lookup_stock, args: {model: 瑶光, city: 're:北京|上海'}, count: {max: 1}}",
-    "tool-sequence": "- tool-sequence: {calls: [lookup_stock, book_test_drive], mode: strict}",
-    "world": "- world: {path: \"visits[?user_id=='u1'].date | [0]\", equals: '2026-12-05'}   # over the final world",
-    "world-matches": "- world-matches: {visits: []}   # or a JSON file: the final world equals it",
-    "world-unchanged": "- world-unchanged: [orders, inventory]",
-    "topic-coherence": "- topic-coherence: {min_adjacent: 0.3, max_drift: 0.9}",
-    "trajectory:goal-success": "- trajectory:goal-success: 用户拿到了首付金额并约好了到店时间",
-    "trajectory:checkpoints": "- trajectory:checkpoints: true\n  severity: critical",
-    "trajectory:milestones": "- trajectory:milestones: true\n  severity: critical",
-    "turn-count": "- turn-count: {max: 6}",
-    "within": "- within: {pattern: 到店|预约|试驾, after: purchase_signal, turns: 1}",
-    "word-count": "- word-count: {min: 5, max: 200}",
-}
-
 
 COMPARED = {"select-best"}  # decided across a test's records: one judge call compares them, never negated
 
@@ -162,9 +99,8 @@ def assertion_entry(name: str) -> str:
         lines += [f"- value: {_words(t.value_schema)}"]
         for key, schema in t.options.items():
             lines.append(f"- option `{key}`: {_words(schema)}")
-    example = EXAMPLES.get(name)
-    if example is not None:
-        lines += ["", "```yaml", example, "```"]
+    if t.example:  # on its registration: `@assertion(..., example=...)`
+        lines += ["", "```yaml", t.example, "```"]
     return "\n".join(lines) + "\n"
 
 

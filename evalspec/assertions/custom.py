@@ -20,7 +20,9 @@ class PythonParams:
     function: Annotated[str, Keywords(pattern=r"^.+:[A-Za-z_][A-Za-z0-9_]*$")]  # FILE.py:NAME or module:NAME
 
 
-@assertion("python", params=PythonParams, default_threshold=0.5)
+@assertion("python", params=PythonParams, default_threshold=0.5,
+           example=("- python: checks.py:polite     # fn(output, context), relative to the suite\n"
+                    "  threshold: 0.8"))
 async def python_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """fn(output, context) returns bool, float, or {pass, score, reason}."""
     name = spec.params.function

@@ -69,4 +69,5 @@ def _efficiency(spec: AssertionSpec, ctx: GradingContext) -> Check:
 _efficiency.__doc__ = ("1 − corrections / user turns; a correction opens a clause with one of: "
                        + ", ".join(p if regex.search(r"\p{Han}", p) else f'"{p}"' for p in CORRECTING_PHRASES)
                        + " (`phrases` replaces them).")
-efficiency = assertion("efficiency", kind="conversation", params=EfficiencyParams)(_efficiency)
+efficiency = assertion("efficiency", kind="conversation", params=EfficiencyParams,
+                       example="- efficiency: {min: 0.8}")(_efficiency)

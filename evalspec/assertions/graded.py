@@ -367,7 +367,9 @@ async def judge_turns(spec: AssertionSpec, ctx: GradingContext, criterion: str, 
     return check
 
 
-@assertion("llm-rubric", params=RubricParams, default_scope="conversation", needs="judge")
+@assertion("llm-rubric", params=RubricParams, default_scope="conversation", needs="judge",
+           example=("- llm-rubric: 助手语气自然，回答了分期问题\n"
+                    "  threshold: 0.7"))
 async def llm_rubric(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A judge checks the reply (or the conversation) against a rubric."""
     p: RubricParams = spec.params
@@ -378,7 +380,7 @@ CRITERIA: dict[str, str] = {}  # each built-in judged conversation check's crite
 
 
 def _judged(name: str, criterion: str, params: type[JudgeParams] = ConversationJudgeParams,
-            turn_criterion: str | None = None) -> None:
+            turn_criterion: str | None = None, *, example: str) -> None:
     CRITERIA[name] = criterion
 
     async def check(spec: AssertionSpec, ctx: GradingContext) -> Check:
@@ -388,24 +390,35 @@ def _judged(name: str, criterion: str, params: type[JudgeParams] = ConversationJ
         return await judge_conversation(spec, ctx, criterion.format(**p.criterion_vars()))
 
     check.__doc__ = criterion.split(".")[0].format(value="<value>", role="<role>", window="N") + "."
-    assertion(name, kind="conversation", params=params, needs="judge")(check)
+    assertion(name, kind="conversation", params=params, needs="judge", example=example)(check)
 
 
-_judged("trajectory:goal-success", "Over the whole conversation, the user's goal is achieved: {value}.", GoalParams)
+_judged("trajectory:goal-success", "Over the whole conversation, the user's goal is achieved: {value}.", GoalParams,
+        example="- trajectory:goal-success: 用户拿到了首付金额并约好了到店时间")
 _judged("conversation-relevance", "Each assistant reply is relevant to the last {window} turns of the conversation.",
-        RelevanceParams, "The reply is relevant to the conversation shown and answers the user's latest message.")
+        RelevanceParams, "The reply is relevant to the conversation shown and answers the user's latest message.",
+        example=("- conversation-relevance:\n"
+                 "  window: 3"))
 _judged("knowledge-retention", "The assistant retains facts the user gave earlier and never asks again for, "
         "or contradicts, information already provided.", RetentionParams,
         "The reply keeps the facts the user gave earlier: it neither asks again for nor contradicts information "
-        "already provided.")
+        "already provided.",
+        example="- knowledge-retention:")
 _judged("role-adherence", "The assistant stays in its assigned role throughout: {role}.", RoleParams,
-        "The reply stays in the assistant's assigned role: {role}.")
-_judged("coherence", "The assistant never contradicts itself across turns.")
+        "The reply stays in the assistant's assigned role: {role}.",
+        example="- role-adherence: 汽车销售顾问")
+_judged("coherence", "The assistant never contradicts itself across turns.",
+        example="- coherence:")
 _judged("follows-correction", "After the user changes an instruction, goal, constraint or premise, the assistant "
         "follows the newest one, and points out when the new statement contradicts an earlier premise.",
-        CorrectionParams)
-_judged("stays-on-topic", "The assistant does not drift away from the user's first request.", TopicParams)
-_judged("rejects-false-premise", "When the user states a false premise, the assistant points it out instead of accepting it.")
+        CorrectionParams,
+        example=("- follows-correction:\n"
+                 "  levels: default"))
+_judged("stays-on-topic", "The assistant does not drift away from the user's first request.", TopicParams,
+        example=("- stays-on-topic:\n"
+                 "  levels: default"))
+_judged("rejects-false-premise", "When the user states a false premise, the assistant points it out instead of accepting it.",
+        example="- rejects-false-premise:")
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -420,7 +433,9 @@ class SimilarParams:
     text: Annotated[str, Keywords(minLength=1)]
 
 
-@assertion("similar", params=SimilarParams, default_threshold=0.8, needs="embedder")
+@assertion("similar", params=SimilarParams, default_threshold=0.8, needs="embedder",
+           example=("- similar: 欢迎周六到店试驾\n"
+                    "  threshold: 0.75"))
 async def similar(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Cosine similarity between the reply and the value (default threshold 0.8)."""
     if ctx.embed is None:
@@ -432,7 +447,8 @@ async def similar(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
                     [Evidence(reply.turn, f"{sim:.3f}")], score=max(0.0, sim), details={"similarity": sim})
 
 
-@assertion("topic-coherence", kind="conversation", params=CoherenceParams, needs="embedder")
+@assertion("topic-coherence", kind="conversation", params=CoherenceParams, needs="embedder",
+           example="- topic-coherence: {min_adjacent: 0.3, max_drift: 0.9}")
 async def topic_coherence(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Adjacent messages stay similar, the last does not drift far from the first, no reply repeats the last."""
     return await coherence(spec, ctx, cosine)

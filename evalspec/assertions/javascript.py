@@ -113,7 +113,10 @@ def _unit(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-@assertion("javascript", params=JavascriptParams)
+@assertion("javascript", params=JavascriptParams,
+           example=("- javascript: output.includes('您好') && output.length < 200   # one line: an expression\n"
+                    "- javascript: file://checks.js:polite   # fn(output, context), relative to the suite\n"
+                    "  config: {min_length: 10}              # context.config"))
 def javascript_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """JavaScript (Node.js) returning true/false, a score or {pass, score, reason}, as promptfoo's."""
     params: JavascriptParams = spec.params

@@ -44,7 +44,9 @@ class MilestonesParams:
         description="true: the test's `simulate.milestones` (filled in from them)")] = None
 
 
-@assertion("trajectory:milestones", kind="conversation", params=MilestonesParams)
+@assertion("trajectory:milestones", kind="conversation", params=MilestonesParams,
+           example=("- trajectory:milestones: true\n"
+                    "  severity: critical"))
 def milestones_check(spec: Any, ctx: GradingContext) -> Check:
     """Every milestone of the simulated journey was met, in order (implied by `simulate.milestones`)."""
     goals = [str(g) for g in spec.value] if isinstance(spec.value, list) else []
@@ -77,7 +79,9 @@ def checkpoint_failures(messages: Sequence[Message]) -> list[tuple[int | None, C
             for c in m.get("checkpoints") or [] if not c.get("pass")]
 
 
-@assertion("trajectory:checkpoints", kind="conversation", params=CheckpointsParams)
+@assertion("trajectory:checkpoints", kind="conversation", params=CheckpointsParams,
+           example=("- trajectory:checkpoints: true\n"
+                    "  severity: critical"))
 def checkpoints_check(spec: Any, ctx: GradingContext) -> Check:
     """Every checkpoint criterion held where it was asked (implied by `simulate.checkpoints`)."""
     asked = [c for m in ctx.transcript if m["role"] == "assistant" for c in m.get("checkpoints") or []]

@@ -95,7 +95,9 @@ def recall_key(text: str, expected: Any, fuzzy: bool, partial: float) -> tuple[f
     return 0.0, "", "missing"
 
 
-@assertion("memory-recall", params=RecallParams, default_threshold=1.0)
+@assertion("memory-recall", params=RecallParams, default_threshold=1.0,
+           example=("- memory-recall: {name: 张三, city: [北京, Beijing]}\n"
+                    "  partial_credit: 0.5"))
 def memory_recall(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Each remembered fact scores 1 (exact), partial credit (fuzzy) or 0; score = mean."""
     p: RecallParams = spec.params
@@ -119,7 +121,8 @@ def memory_recall(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Che
                     details={"keys": scores, "facts": facts})
 
 
-@assertion("refers-to", params=RefersParams)
+@assertion("refers-to", params=RefersParams,
+           example="- refers-to: {expected: [瑶光], not: [追风]}")
 def refers_to(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply names the right entity (an alias) and none of the distractors."""
     p: RefersParams = spec.params
@@ -144,7 +147,9 @@ CLARIFY_PHRASES = regex.compile(
 )
 
 
-@assertion("asks-clarification", params=ClarifyParams, needs="judge")
+@assertion("asks-clarification", params=ClarifyParams, needs="judge",
+           example=("- asks-clarification:\n"
+                    "  mode: heuristic      # question marks and phrases, no judge"))
 async def asks_clarification(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply asks the user to clarify (judge; `mode: heuristic` uses ? and phrases)."""
     p: ClarifyParams = spec.params

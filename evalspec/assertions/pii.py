@@ -169,7 +169,10 @@ def find_pii(seen: Normalized, names: list[str]) -> list[Hit]:
     return sorted(hits, key=lambda h: h.start)
 
 
-@assertion("pii", params=PiiParams, default_scope="each_turn")
+@assertion("pii", params=PiiParams, default_scope="each_turn",
+           example=("- pii: email          # the reply gives an e-mail address\n"
+                    "- not-pii: [cn_mobile, cn_id, bank_card, email]   # the red line; also １３９…, 139 1234 5678, +86 139-…\n"
+                    "  severity: critical"))
 def pii(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply holds personal data of these kinds (cn_mobile, cn_id, bank_card, email); `not-pii` is the red line."""
     p: PiiParams = spec.params

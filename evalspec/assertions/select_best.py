@@ -44,7 +44,8 @@ class SelectBestParams:
     criterion: Annotated[str, Keywords(minLength=1, description="what makes one reply better than the others")]
 
 
-@assertion(SELECT_BEST, params=SelectBestParams, needs="judge")
+@assertion(SELECT_BEST, params=SelectBestParams, needs="judge",
+           example="- select-best: 哪个回答最清楚地说明了首付和月供   # the best candidate passes, the others fail")
 async def select_best(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A judge compares the replies of the test's providers and matrix instances (per repeat): the best passes, the others fail."""
     raise GradingError(PENDING)

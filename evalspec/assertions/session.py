@@ -127,7 +127,8 @@ def _reply_text(ctx: GradingContext, turn: int) -> str:
     return reply.get("content", "") if reply else ""
 
 
-@assertion("not-before", kind="conversation", params=NotBeforeParams)
+@assertion("not-before", kind="conversation", params=NotBeforeParams,
+           example="- not-before: {pattern: 到店|预约|试驾, turn: purchase_signal}")
 def not_before(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """No reply to a turn before `turn` matches the pattern (premature offer)."""
     rule: NotBeforeParams = spec.params
@@ -140,7 +141,8 @@ def not_before(spec: AssertionSpec, ctx: GradingContext) -> Check:
     return Check.of(True, say("none_before", limit=limit))
 
 
-@assertion("within", kind="conversation", params=WithinParams)
+@assertion("within", kind="conversation", params=WithinParams,
+           example="- within: {pattern: 到店|预约|试驾, after: purchase_signal, turns: 1}")
 def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """One of the replies to turns after .. after+turns-1 matches (closing window)."""
     rule: WithinParams = spec.params
@@ -156,7 +158,8 @@ def within(spec: AssertionSpec, ctx: GradingContext) -> Check:
     return Check.of(False, say("none_in", span=span, what=rule.what()), shown)
 
 
-@assertion("at-most", kind="conversation", params=AtMostParams)
+@assertion("at-most", kind="conversation", params=AtMostParams,
+           example="- at-most: {pattern: 预约|试驾, count: 1}")
 def at_most(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """At most `count` replies (from `after` on, if given) match (no repeated offer)."""
     rule: AtMostParams = spec.params
@@ -171,7 +174,8 @@ def at_most(spec: AssertionSpec, ctx: GradingContext) -> Check:
     return Check.of(True, say("at_most", what=what, limit=limit), hits)
 
 
-@assertion("not-after", kind="conversation", params=NotAfterParams)
+@assertion("not-after", kind="conversation", params=NotAfterParams,
+           example="- not-after: {pattern: 优惠|首付, after: accepted}")
 def not_after(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """No reply from `after` on matches (no new pitch after acceptance)."""
     rule: NotAfterParams = spec.params
@@ -184,7 +188,8 @@ def not_after(spec: AssertionSpec, ctx: GradingContext) -> Check:
     return Check.of(True, say("none_after", start=start))
 
 
-@assertion("turn-count", kind="conversation", params=CountRange)
+@assertion("turn-count", kind="conversation", params=CountRange,
+           example="- turn-count: {max: 6}")
 def turn_count(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The number of user turns is within {min, max}."""
     n, bounds = ctx.user_turns(), spec.params

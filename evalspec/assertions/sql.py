@@ -231,7 +231,8 @@ def _listed(allowed: list[str] | dict[str, list[str]]) -> str:
     return "; ".join(f"{access}: {', '.join(names)}" for access, names in allowed.items())
 
 
-@assertion("is-sql", params=SqlParams, one_reply=True)
+@assertion("is-sql", params=SqlParams, one_reply=True,
+           example="- is-sql: {dialect: postgres, allowed_tables: {select: [orders, order_items]}}   # tables it may read (no writes to them)")
 def is_sql(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply is SQL that parses in `dialect` (default mysql), using only `allowed_tables` / `allowed_columns`."""
     p: SqlParams = spec.params

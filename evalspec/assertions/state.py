@@ -96,7 +96,8 @@ def state_value(expr: str, state: Any) -> Any:
     return compiled(expr).search(state)
 
 
-@assertion("state", params=StateParams)
+@assertion("state", params=StateParams,
+           example="- state: {path: active_flow, equals: book_test_drive}   # or a JMESPath expression: truthy passes")
 def state_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A JMESPath expression over the bot's state after the turn is truthy (or equals, matches, is in, exists)."""
     p: StateParams = spec.params
@@ -136,7 +137,8 @@ def button_titles(message: Mapping[str, Any], turn: int | None) -> list[str]:
             for b in part.get("buttons") or [] if isinstance(b, Mapping) and b.get("title") is not None]
 
 
-@assertion("buttons", params=ButtonsParams)
+@assertion("buttons", params=ButtonsParams,
+           example="- buttons: [周六, 周日]      # the reply offers these buttons (exact: true: only these, in order)")
 def buttons(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply offers at least these button titles (`exact: true`: exactly these, in order)."""
     p: ButtonsParams = spec.params

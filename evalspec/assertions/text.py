@@ -117,7 +117,8 @@ def _found(reply: Reply, seen: Normalized, needle: str, span: tuple[int, int] | 
     return Check.of(True, say("found", what=_quoted(seen, *span)), [Evidence(reply.turn, seen.source(*span))])
 
 
-@assertion("equals", params=TextParams)
+@assertion("equals", params=TextParams,
+           example="- equals: 好的")
 def equals(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply equals the value (surrounding whitespace ignored)."""
     text = _s(spec.params.text)
@@ -125,21 +126,24 @@ def equals(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     return Check.of(ok, say("equal") if ok else say("expected", text=repr(text)), [Evidence(reply.turn, snippet(reply.text))])
 
 
-@assertion("contains", params=TextParams)
+@assertion("contains", params=TextParams,
+           example="- contains: 分期")
 def contains(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains the value (case-sensitive)."""
     needle, seen = _s(spec.params.text), read(reply, spec)
     return _found(reply, seen, needle, _find(seen, needle))
 
 
-@assertion("icontains", params=TextParams)
+@assertion("icontains", params=TextParams,
+           example="- icontains: vip")
 def icontains(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains the value, ignoring case."""
     needle, seen = _s(spec.params.text), read(reply, spec, "casefold")
     return _found(reply, seen, needle, _find(seen, needle.casefold()))
 
 
-@assertion("contains-any", params=TextsParams)
+@assertion("contains-any", params=TextsParams,
+           example="- contains-any: [到店, 预约, 试驾]")
 def contains_any(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains at least one of the values."""
     wanted, seen = [_s(v) for v in spec.params.texts], read(reply, spec)
@@ -149,7 +153,8 @@ def contains_any(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Chec
     return Check.of(False, say("none_found", texts=" / ".join(wanted)), [Evidence(reply.turn, snippet(reply.text))])
 
 
-@assertion("contains-all", params=TextsParams)
+@assertion("contains-all", params=TextsParams,
+           example="- contains-all: [首付, 月供]")
 def contains_all(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains every value; the score is the share found."""
     wanted, seen = [_s(v) for v in spec.params.texts], read(reply, spec)
@@ -159,7 +164,8 @@ def contains_all(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Chec
     return Check.of(not missing, reason, score=score, evidence=[Evidence(reply.turn, ", ".join(missing) or ", ".join(wanted), "missing" if missing else "")])
 
 
-@assertion("starts-with", params=TextParams)
+@assertion("starts-with", params=TextParams,
+           example="- starts-with: 您好")
 def starts_with(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply starts with the value (leading whitespace ignored)."""
     text = _s(spec.params.text)
@@ -168,7 +174,8 @@ def starts_with(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
                     [Evidence(reply.turn, snippet(reply.text, 60))])
 
 
-@assertion("regex", params=RegexParams)
+@assertion("regex", params=RegexParams,
+           example="- regex: '\\d+(\\.\\d+)?万'")
 def regex_match(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply matches the regular expression (`regex` module, with a time-out)."""
     pattern, seen = spec.params.pattern, read(reply, spec)
@@ -199,19 +206,22 @@ def _json_check(reply: Reply, spec: AssertionSpec, found: tuple[bool, Any]) -> C
     return Check.of(True, say("valid_json"), [Evidence(reply.turn, snippet(reply.text, 80))])
 
 
-@assertion("is-json", params=JsonParams)
+@assertion("is-json", params=JsonParams,
+           example="- is-json:")
 def is_json(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The whole reply is valid JSON (optionally matching a JSON Schema given as value)."""
     return _json_check(reply, spec, _parse_json(reply.text.strip()))
 
 
-@assertion("contains-json", params=JsonParams)
+@assertion("contains-json", params=JsonParams,
+           example="- contains-json: {type: object, required: [price]}")
 def contains_json(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply contains a JSON object or array (optionally matching a JSON Schema)."""
     return _json_check(reply, spec, find_json(reply.text))
 
 
-@assertion("jmespath", params=JmespathParams)
+@assertion("jmespath", params=JmespathParams,
+           example="- jmespath: {expr: price, matches: '^\\d+'}")
 def jmespath_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A JMESPath expression over the JSON reply equals a value or matches a regex."""
     ok, data = find_json(reply.text)
@@ -234,7 +244,8 @@ def jmespath_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Ch
     return Check.of(passed, reason, [Evidence(reply.turn, shown)])
 
 
-@assertion("word-count", params=CountRange)
+@assertion("word-count", params=CountRange,
+           example="- word-count: {min: 5, max: 200}")
 def word_count(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Word count within {min, max}; each CJK character counts as one word."""
     n, bounds = count_words(reply.text), spec.params
@@ -243,7 +254,8 @@ def word_count(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
                     [Evidence(reply.turn, snippet(reply.text, 80), f"{n} words")], details={"words": n})
 
 
-@assertion("levenshtein", params=LevenshteinParams)
+@assertion("levenshtein", params=LevenshteinParams,
+           example="- levenshtein: {value: 您好，请问有什么可以帮您？, max: 5}")
 def levenshtein_check(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Edit distance between the reply and value is at most max."""
     p: LevenshteinParams = spec.params
@@ -262,25 +274,31 @@ def _at_most(reply: Reply, measured: float | None, limit: float, unit: str) -> C
                     details={unit: measured})
 
 
-@assertion("latency", params=LimitParams)
+@assertion("latency", params=LimitParams,
+           example=("- latency: 3000\n"
+                    "  scope: each_turn      # every reply within 3 s"))
 def latency(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply took at most value milliseconds."""
     return _at_most(reply, reply.latency_ms, float(spec.params.limit), "ms")
 
 
-@assertion("cost", params=LimitParams)
+@assertion("cost", params=LimitParams,
+           example=("- cost: 0.002\n"
+                    "  scope: conversation   # the whole conversation's cost, in USD"))
 def cost(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply cost at most value (USD); on `conversation` scope, the total."""
     return _at_most(reply, reply.cost, float(spec.params.limit), "USD")
 
 
-@assertion("tokens", params=LimitParams)
+@assertion("tokens", params=LimitParams,
+           example="- tokens: 400")
 def tokens(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The reply used at most value tokens; on `conversation` scope, the total."""
     return _at_most(reply, reply.tokens, float(spec.params.limit), "tokens")
 
 
-@assertion("finish-reason", params=FinishReasonParams, one_reply=True)
+@assertion("finish-reason", params=FinishReasonParams, one_reply=True,
+           example="- finish-reason: stop       # not cut at the token limit (length) nor filtered")
 def finish_reason(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The model stopped for this reason: stop, length (cut at its token limit), content_filter or tool_calls."""
     expected = normalize_finish_reason(str(spec.params.reason))

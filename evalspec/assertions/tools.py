@@ -97,7 +97,8 @@ def _evidence(calls: list[Call]) -> list[Evidence]:
     return [Evidence(turn, call_text(c)) for turn, c in calls]
 
 
-@assertion("tool-called", default_scope="conversation", params=ToolCalledParams)
+@assertion("tool-called", default_scope="conversation", params=ToolCalledParams,
+           example="- tool-called: {name: lookup_stock, args: {model: 瑶光, city: 're:北京|上海'}, count: {max: 1}}")
 def tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The tool `name` was called (with `args`, a subset match) between count.min (default 1) and count.max times."""
     p: ToolCalledParams = spec.params
@@ -120,7 +121,8 @@ def tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check
                                note=note, none=say("empty") if calls else say("no_tool_calls")), _evidence(shown))
 
 
-@assertion("not-tool-called", default_scope="conversation", params=NotCalledParams)
+@assertion("not-tool-called", default_scope="conversation", params=NotCalledParams,
+           example="- not-tool-called: [send_coupon, book_test_drive]")
 def not_tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """None of the named tools was called."""
     given = spec.params.names
@@ -133,7 +135,8 @@ def not_tool_called(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> C
     return Check.of(True, say("tools_not_called", tools=", ".join(names), where=_where(reply)))
 
 
-@assertion("tool-sequence", default_scope="conversation", params=SequenceParams)
+@assertion("tool-sequence", default_scope="conversation", params=SequenceParams,
+           example="- tool-sequence: {calls: [lookup_stock, book_test_drive], mode: strict}")
 def tool_sequence(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The agent's calls match `calls` as a trajectory: strict | unordered | subset | superset (agentevals' modes)."""
     p: SequenceParams = spec.params
@@ -203,7 +206,8 @@ def _first_difference(refs: list[Any], calls: list[ToolCall]) -> str:
     return f"missing call {len(calls) + 1}: {_ref_text(refs[len(calls)])}"
 
 
-@assertion("tool-args-valid", default_scope="conversation", params=ArgsValidParams)
+@assertion("tool-args-valid", default_scope="conversation", params=ArgsValidParams,
+           example="- tool-args-valid:")
 def tool_args_valid(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Every call's arguments validate against the declared tool's JSON Schema (an undeclared tool fails)."""
     try:

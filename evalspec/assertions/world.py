@@ -75,7 +75,8 @@ def _contains(found: Any, wanted: Any) -> bool:
     return isinstance(found, str) and isinstance(wanted, str) and wanted in found
 
 
-@assertion("world", kind="conversation", params=WorldParams)
+@assertion("world", kind="conversation", params=WorldParams,
+           example="- world: {path: \"visits[?user_id=='u1'].date | [0]\", equals: '2026-12-05'}   # over the final world")
 def world_check(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """A JMESPath expression over the final world is truthy (or equals, matches, is in, exists, contains)."""
     p: WorldParams = spec.params
@@ -118,7 +119,8 @@ def expected_world(value: Any, suite_dir: Path) -> Mapping[str, Any]:
         raise GradingError(str(exc)) from None
 
 
-@assertion("world-matches", kind="conversation", params=WorldMatchesParams)
+@assertion("world-matches", kind="conversation", params=WorldMatchesParams,
+           example="- world-matches: {visits: []}   # or a JSON file: the final world equals it")
 def world_matches(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """The final world equals this one (a JSON file or a mapping); the evidence names each differing path."""
     p: WorldMatchesParams = spec.params
@@ -145,7 +147,8 @@ class WorldUnchangedParams:
             compiled(path)
 
 
-@assertion("world-unchanged", kind="conversation", params=WorldUnchangedParams)
+@assertion("world-unchanged", kind="conversation", params=WorldUnchangedParams,
+           example="- world-unchanged: [orders, inventory]")
 def world_unchanged(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Each path's value is the same at the end of the conversation as at its start."""
     p: WorldUnchangedParams = spec.params
@@ -280,7 +283,8 @@ async def _judged_claims(ctx: GradingContext, indexes: list[int]) -> tuple[list[
     return claimed, verdict
 
 
-@assertion("said-vs-did", kind="conversation", params=SaidVsDidParams, needs="judge")
+@assertion("said-vs-did", kind="conversation", params=SaidVsDidParams, needs="judge",
+           example="- said-vs-did: {claims: {book_visit: 已为您预约|预约成功}}   # or: said-vs-did: judge")
 async def said_vs_did(spec: AssertionSpec, ctx: GradingContext) -> Check:
     """Each reply that claims an action comes after a call of that tool that did not error."""
     p: SaidVsDidParams = spec.params

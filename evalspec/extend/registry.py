@@ -46,6 +46,7 @@ class AssertionType:
     turn_refs: tuple[str, ...] = ()  # value keys that reference a turn number or label
     params: Any = None  # a dataclass whose fields are the value's keys (`spec.params` is an instance)
     one_reply: bool = False  # what it reads is one reply's own (finish-reason): no joined `conversation` scope
+    example: str = ""  # an item of an `assert:` list (YAML), shown in docs/en/reference/assertions.md
 
 
 REGISTRY: dict[str, AssertionType] = {}
@@ -56,8 +57,9 @@ def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None =
               default_scope: str = "last_response", default_threshold: float | None = None,
               needs: Needs | None = None, patterns: tuple[str, ...] = (),
               turn_refs: tuple[str, ...] = (), params: Any = None,
-              one_reply: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a check function under `name` (its first docstring line is the one-line doc).
+              one_reply: bool = False, example: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a check function under `name` (its first docstring line is the one-line doc; `example`,
+    YAML items of an `assert:` list, is its entry's example in the assertion reference).
 
     `params`, a dataclass, declares the value, the options, the regexes and the turn references at once
     (see `params`); plugins may instead give the value's JSON Schema (`value=`) and `options=`."""
@@ -73,7 +75,7 @@ def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None =
         REGISTRY[name] = AssertionType(
             name=name, fn=fn, kind=kind, doc=doc, params=params,
             default_scope="conversation" if kind == "conversation" else default_scope,
-            default_threshold=default_threshold, needs=needs, one_reply=one_reply, **declared,
+            default_threshold=default_threshold, needs=needs, one_reply=one_reply, example=example, **declared,
         )
         return fn
 

@@ -29,7 +29,7 @@ from evalspec.play.turns import NextMessage, play_turns
 from evalspec.providers.calls import CallStats
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.errorbars import interval
-from evalspec.results.record import AtTurn, Record
+from evalspec.results.rundata import AtTurn, Record
 from evalspec.results.transcript import Transcript
 
 __all__ = ["FrozenHistory", "failing_turn", "rerun_at_turn"]

@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +150,7 @@ class ConversationWorker:
     """A Ray actor: the suites' files unpacked, the suites and the plan loaded once; one conversation per
     call, returned with the cache entries it wrote."""
 
-    def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: dict[str, object], environ: dict[str, str],
+    def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: Mapping[str, object], environ: dict[str, str],
                  selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any,
                  holder: str = "", watch: str = "") -> None:
         from evalspec.config.loader import load_suites

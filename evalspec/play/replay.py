@@ -123,7 +123,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None,
     return finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts"))), warnings
 
 
-def label(statuses: list[str]) -> str:
+def label(statuses: Sequence[str]) -> str:
     """reproduced: every replay failed; flaky: some passed; error: no replay reached a verdict."""
     verdicts = [s for s in statuses if s != "error"]
     if not verdicts:

@@ -17,7 +17,7 @@ from evalspec.core.pyref import load_callable
 from evalspec.core.usercode import call_user
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
-from evalspec.results.record import TeardownResult
+from evalspec.results.rundata import TeardownResult
 
 
 async def run_setup(inst: Instance, thread_id: str) -> str | None:

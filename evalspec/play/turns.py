@@ -24,6 +24,7 @@ from evalspec.extend.provider import ProviderResponse, clean_text, normalize_fin
 from evalspec.extend.transcript import ChatMessage, Message, is_reply
 from evalspec.plan.build import Instance
 from evalspec.providers.tool_rounds import SendTurn, ToolContext, ToolKit, play_turn
+from evalspec.results.rundata import AttributionName
 from evalspec.results.transcript import StopReason, Transcript
 
 __all__ = ["NextMessage", "Source", "TurnError", "assistant_message", "flipped", "play_turns", "replied",
@@ -47,7 +48,7 @@ class TurnError(ControlFlow):
     """A source or a stop condition failed: the conversation ends in an error with this line (and, for a
     simulated user's slip, the attribution class the record carries: play/faults.py)."""
 
-    attribution: str | None = None
+    attribution: AttributionName | None = None
 
 
 class Source(Protocol):

@@ -3,158 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict, cast
+from typing import Any, Literal, cast
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.journey import milestone_goals, milestone_statuses
 from evalspec.config.model import TestSpec
 from evalspec.core.redact import redact
-from evalspec.extend.params import Keywords
 from evalspec.extend.transcript import Message, system_messages
 from evalspec.plan.build import Instance
 from evalspec.results.coverage import instance_covers
-from evalspec.results.transcript import StopReason, Transcript
+from evalspec.results.rundata import Exactly, Milestone, Record, StatusName, ref
+from evalspec.results.transcript import Transcript
 from evalspec.results.verdict import decide, test_score
 
-
-@dataclass(frozen=True, eq=False)  # hashed by identity, as type hints that carry it must hash
-class Exactly:
-    """run.json's schema of a key, written out where the Python type says less (a `$ref`, an enum of a str)."""
-
-    schema: dict[str, Any]
-
-
-def ref(name: str) -> Exactly:
-    return Exactly({"$ref": f"#/$defs/{name}"})
-
-
-Count = Annotated[int, Keywords(minimum=0)]
-Status = Annotated[str, ref("status")]
-Attribution = Annotated[str, ref("attribution")]
-
-
-class _TeardownRequired(TypedDict):
-    ok: bool
-
-
-class TeardownResult(_TeardownRequired, total=False):
-    """The provider's teardown after a conversation (`play.teardown`)."""
-
-    function: str
-    error: str
-
-
-_TriageRequired = TypedDict("_TriageRequired", {"as": Attribution, "at": str, "status": Status})
-
-
-class Triage(_TriageRequired, total=False):
-    """A person's `triage` of a failing record (`review.triage`)."""
-
-    note: str | None
-    who: str | None
-    run_id: str | None
-    carried: bool
-
-
-class _AtTurnRequired(TypedDict):
-    turn: Annotated[int, Keywords(minimum=1)]
-    times: Count
-    failed: Count
-    ci: Annotated[list[float] | None, Keywords(description="the 95 % Wilson interval of failed / times")]
-
-
-class AtTurn(_AtTurnRequired, total=False):
-    """`rerun --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn): the failing turn asked again
-    given its frozen history; `times` asks reached a verdict, `failed` of them failed."""
-
-    errors: Count
-    derailed_earlier: Annotated[bool, Keywords(description="the turn never failed again given its history")]
-
-
-class _StoredRecord(TypedDict):
-    """The keys every stored record has (run.json's `record` requires them)."""
-
-    key: str
-    test_id: str
-    name: str
-    suite: str
-    provider: str
-    repeat: Annotated[int, Keywords(minimum=1)]
-    status: Status
-    score: Annotated[float | None, Keywords(minimum=0, maximum=1)]
-    draft: bool
-    assertions: list[Annotated[dict[str, Any], ref("assertion")]]
-    transcript: list[Annotated[Message, ref("message")]]
-    stop_reason: StopReason
-
-
-class Milestone(TypedDict):
-    goal: str
-    status: Literal["met", "missed", "not_reached"]
-    turn: int | None
-
-
-class Record(_StoredRecord, total=False):
-    """One run.json record: a test instance × provider × repeat. `make_record` writes every key but
-    `tool_calls_paths` and `attack` (only where they hold) and the ones later steps add: `rate_limited`,
-    `teardown` (the run), `attribution*` and `triage` (rerun, triage). run.json's `record` schema is
-    generated from this type (`evalspec.results.schema`)."""
-
-    base_id: str
-    test: str
-    description: str
-    repeat_rule: Annotated[str | float, Exactly({"anyOf": [{"enum": ["all", "majority", "any"]}, {"type": "number"}]})]
-    matrix: dict[str, Any]
-    tags: list[str]
-    threshold: float | None
-    critical_failed: bool
-    xfail: str | None
-    curve: str | None
-    chart: str | None
-    curve_summary: Annotated[str | None, Exactly({"enum": ["half_life", "failure_point", "stable_range", None]})]
-    measured: Annotated[bool, Keywords(description="a curve point: shown as measured, never FAIL")]
-    sla: list[Any]
-    error: str | None
-    teardown: Annotated[TeardownResult, Keywords(description="the provider's teardown after this conversation")]
-    duration_ms: Annotated[float, Keywords(minimum=0)]
-    calls: Count
-    cached_calls: Count
-    failed_calls: Count
-    retries: Count
-    rate_limited: Annotated[dict[str, Count], Keywords(
-        description="this conversation's 429/503 answers by provider id (its judge's included)")]
-    tokens: int | None
-    cost: float | None
-    judge_calls: Annotated[int, Keywords(minimum=0, description=(
-        "judge, simulated user and attacker calls made for this record (cached answers not counted), "
-        "usable answer or not"))]
-    judge_tokens: int | None
-    judge_cost: float | None
-    attribution: Attribution
-    attribution_by: Literal["run", "rerun", "triage"]
-    attribution_suggested: Attribution
-    triage: Triage
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    strategy_calls: Count
-    strategy_tokens: int | None
-    strategy_cost: float | None
-    tool_calls_paths: Annotated[dict[str, bool], Keywords(
-        description="each http `tool_calls:` path of the conversation: was its key in some turn's response")]
-    attack: Annotated[dict[str, Any], Keywords(
-        description="an attack attempt's strategy, red lines and breach (SPEC §16)")]
-    reduce: Annotated[Literal["min", "mean"], Keywords(
-        description="the test's matrix instances are one verdict, scored by this")]
-    covers: Annotated[dict[str, list[str]], Keywords(
-        description="the declared coverage values this instance covers, by dimension (SPEC §25)")]
-    world: Annotated[dict[str, Any], Keywords(
-        description="the world as the conversation left it (docs/en/world.md)")]
-    world_initial: Annotated[dict[str, Any], Keywords(
-        description="the world the conversation started from, so reports can show what changed")]
-    at_turn: Annotated[AtTurn, Keywords(description="the failing turn asked again given its history (rerun --at-turn)")]
-    milestones: Annotated[list[Milestone], Keywords(
-        description="a simulated journey's milestones: each one's status and turn (docs/en/agents.md#milestones)")]
+__all__ = ["Exactly", "Milestone", "Record", "conversation_error", "judge_figures", "make_record", "redecide", "ref",
+           "tool_calls_paths", "usage_fields"]
 
 
 def make_record(instance: Instance, transcript: Transcript, results: list[AssertionResult],
@@ -234,7 +97,7 @@ def conversation_error(record: Record) -> str | None:
     return record.get("error") if record["stop_reason"] == "error" else None
 
 
-def _verdict(results: list[AssertionResult], test: TestSpec, error: str | None) -> tuple[str, float | None, bool]:
+def _verdict(results: list[AssertionResult], test: TestSpec, error: str | None) -> tuple[StatusName, float | None, bool]:
     """status, score and whether a critical assertion failed, from the record's checks."""
     status, score, critical = decide(results, test.threshold, error, test.xfail)
     if test.curve:  # a curve point's score is its test's own assertions: suite defaults gate, never dilute

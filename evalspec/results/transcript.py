@@ -7,10 +7,13 @@ run.json's record. It lives in `results` so the record reads it without importin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalspec.extend.transcript import ChatMessage, Message
 from evalspec.providers.tool_rounds import wire_message
+
+if TYPE_CHECKING:
+    from evalspec.results.rundata import AttributionName
 
 __all__ = ["StopReason", "Transcript"]
 
@@ -31,7 +34,7 @@ class Transcript:
     # one `{tokens, cost, cached}` per model call made while playing on evalspec's behalf (simulated user,
     # attacker, a `goal_met` judge), its answer usable or not: counted as judge calls (SPEC §17)
     judge_usage: list[dict[str, Any]] = field(default_factory=list)
-    attribution: str | None = None  # an error the harness caused: `simulator_fault` (docs/en/agents.md)
+    attribution: AttributionName | None = None  # an error the harness caused: `simulator_fault` (docs/en/agents.md)
     world: dict[str, Any] | None = None  # the world as the conversation left it (docs/en/world.md)
 
     def history(self) -> list[ChatMessage]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.outcome import failure_stands
+from evalspec.results.rundata import StatusName
 
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 # The words every report counts verdicts (and the live bar conversations) with, in display order.
@@ -88,7 +89,7 @@ def test_score(results: list[AssertionResult]) -> float | None:
 
 
 def decide(results: list[AssertionResult], threshold: float | None, error: str | None,
-           xfail: str | None) -> tuple[str, float | None, bool]:
+           xfail: str | None) -> tuple[StatusName, float | None, bool]:
     """(status, score, critical_failed) for one conversation.
 
     SPEC §17: a critical assertion that failed makes it `failed` whatever `xfail` says or errors follow; an

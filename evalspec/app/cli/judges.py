@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
@@ -14,6 +14,10 @@ import yaml
 from evalspec.config.numbers import finite_problem, non_finite
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.results.attribution import CLASSES
+
+if TYPE_CHECKING:
+    from evalspec.config.model import Suite
+    from evalspec.review.judge_eval import LabelledItem
 
 
 class FiniteRange(click.FloatRange):
@@ -79,8 +83,8 @@ def judge_eval_command(labels: str | None, examples_suite: str | None, judge: st
     agreement and (with --samples K) self-consistency. Exit 1 when --min-agreement is not reached.
     With --examples SUITE, the labelled items are the suite's `examples:` of model-graded assertions."""
     from evalspec.core.redact import redact, run_secrets
-    from evalspec.providers.factory import ProviderPool, prepare_provider, provider_problems
-    from evalspec.review.judge_eval import example_items, judge_eval, load_labels, render
+    from evalspec.providers.factory import prepare_provider, provider_problems
+    from evalspec.review.judge_eval import example_items, load_labels, render
 
     if (labels is None) == (examples_suite is None):
         raise click.UsageError("give LABELS.jsonl or --examples SUITE (one of them)")
@@ -104,6 +108,19 @@ def judge_eval_command(labels: str | None, examples_suite: str | None, judge: st
         raise ConfigError([Problem("--judge" if suite is None else suite, None, "", f"judge: {redact(p, secrets)}")
                            for p in problems])
     prepare_provider(spec)
+    report = redact(_judged(owner, items, samples, concurrency, no_cache), secrets)  # the answers may quote them
+    report["judge"] = spec.redacted(secrets)
+    click.echo(render(report))
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    _judge_eval_exit(report, min_agreement)
+
+
+def _judged(owner: Suite, items: list[LabelledItem], samples: int, concurrency: int, no_cache: bool) -> dict[str, Any]:
+    """`judge_eval` of the items by the suite's judge, through a provider pool closed afterwards."""
+    from evalspec.providers.factory import ProviderPool
+    from evalspec.review.judge_eval import judge_eval
 
     async def go() -> dict[str, Any]:
         pool = ProviderPool([owner], None if no_cache else Path(".evalspec/cache"))
@@ -114,12 +131,11 @@ def judge_eval_command(labels: str | None, examples_suite: str | None, judge: st
         finally:
             await pool.aclose()
 
-    report = redact(asyncio.run(go()), secrets)  # the judge's answers may quote them
-    report["judge"] = spec.redacted(secrets)
-    click.echo(render(report))
-    if output:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return asyncio.run(go())
+
+
+def _judge_eval_exit(report: dict[str, Any], min_agreement: float | None) -> None:
+    """Exit 1 when the judge got an example wrong (each named) or agrees less than --min-agreement."""
     wrong = [r for r in report["results"] if r.get("example") and not r["agree"]]
     for r in wrong:
         verdict = "no answer: " + str(r["error"]) if r["answer"] is None else \

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import click
 
@@ -72,46 +73,72 @@ def verdict_discordance(instances: Iterable[tuple[int, int, int, str | float]]) 
     return sum(flips) / len(flips) if flips else None
 
 
-def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, detect: float, power: float,
-               alpha: float) -> dict[str, Any]:
-    """One suite's figures: what it plans, what the paired test can detect, the instances it needs, and each
-    critical rule's bound. A pair is a gated instance (its verdict in two runs)."""
-    from evalspec.plan.build import plan_slots
-    from evalspec.results import stats
+class _RedLine(TypedDict):
+    rule: str
+    where: str  # FILE:LINE
+    n: int  # the planned conversations that check it
 
-    instances: set[tuple[str, str]] = set()
-    gated: dict[tuple[str, str], tuple[int, str | float]] = {}  # instance → (planned repeats, repeat rule)
-    repeats: list[int] = []
-    conversations = 0
-    rules: dict[Any, dict[str, Any]] = {}
+
+@dataclass
+class _Planned:
+    """What a suite plans: its instances (test, provider), the gated ones with their planned repeats and
+    repeat rule, the repeats of each test, the conversations, and its critical rules (by where they are
+    written: the rule, its file and line, how many conversations check it)."""
+
+    instances: set[tuple[str, str]] = field(default_factory=set)
+    gated: dict[tuple[str, str], tuple[int, str | float]] = field(default_factory=dict)
+    repeats: list[int] = field(default_factory=list)
+    conversations: int = 0
+    rules: dict[Any, _RedLine] = field(default_factory=dict)
+
+
+def _planned(suite: Any, selection: Any) -> _Planned:
+    from evalspec.plan.build import plan_slots
+
+    planned = _Planned()
     for slot in plan_slots([suite], selection):
         test, provider, k, base = slot.test, slot.provider, slot.repeat, slot.base
-        conversations += 1
-        instances.add((base, provider.id))
+        planned.conversations += 1
+        planned.instances.add((base, provider.id))
         n = 1 if test.recorded else selection.repeat or test.repeat.n
         if k == 1:
-            repeats.append(n)
+            planned.repeats.append(n)
         if not _gated(test):
             continue
-        gated[(base, provider.id)] = (n, test.repeat.rule)
+        planned.gated[(base, provider.id)] = (n, test.repeat.rule)
         for spec in [*(a for t in test.conversation for a in t.asserts), *test.asserts]:
             if spec.severity != "critical":
                 continue
             line = suite.lines.line(spec.where) if suite.lines else None
-            rule = rules.setdefault(spec.where, {"rule": _rule_text(spec), "where": f"{suite.path}:{line}" if line
-                                                 else str(suite.path), "n": 0})
+            rule = planned.rules.setdefault(spec.where, {"rule": _rule_text(spec), "where": f"{suite.path}:{line}"
+                                                         if line else str(suite.path), "n": 0})
             rule["n"] += 1
-    for rule in rules.values():
-        rule["upper"] = stats.clopper_pearson_upper(0, rule["n"])
+    return planned
+
+
+def _repeated_verdicts(baseline: dict[str, Any] | None, suite: Any,
+                       gated: Container[tuple[str, str]]) -> list[tuple[int, int, tuple[str, str]]]:
+    """(n, c, instance) of the baseline's repeated verdicts of this suite's gated instances."""
+    seen = []
+    for v in (baseline or {}).get("verdicts") or []:
+        if not (isinstance(v, dict) and _same_file(str(v.get("suite")), str(suite.path)) and v.get("gated")):
+            continue
+        n, c, key = v.get("n"), v.get("passed"), (str(v.get("test_id")), str(v.get("provider")))
+        if isinstance(n, int) and isinstance(c, int) and 0 <= c <= n and n >= 2 and key in gated:
+            seen.append((n, c, key))
+    return seen
+
+
+def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, detect: float, power: float,
+               alpha: float) -> dict[str, Any]:
+    """One suite's figures: what it plans, what the paired test can detect, the instances it needs, and each
+    critical rule's bound. A pair is a gated instance (its verdict in two runs)."""
+    from evalspec.results import stats
+
+    planned = _planned(suite, selection)
+    gated, repeats = planned.gated, planned.repeats
     pairs = len(gated)
-    seen: list[tuple[int, int, tuple[str, str]]] = []  # (n, c, instance) of the baseline's repeated verdicts
-    if baseline is not None:
-        for v in baseline.get("verdicts") or []:
-            if not (isinstance(v, dict) and _same_file(str(v.get("suite")), str(suite.path)) and v.get("gated")):
-                continue
-            n, c, key = v.get("n"), v.get("passed"), (str(v.get("test_id")), str(v.get("provider")))
-            if isinstance(n, int) and isinstance(c, int) and 0 <= c <= n and n >= 2 and key in gated:
-                seen.append((n, c, key))
+    seen = _repeated_verdicts(baseline, suite, gated)
 
     def discordance(repeat: int | None) -> float | None:
         return verdict_discordance((n, c, repeat or gated[key][0], gated[key][1]) for n, c, key in seen)
@@ -127,13 +154,13 @@ def suite_plan(suite: Any, selection: Any, baseline: dict[str, Any] | None, dete
                 with_repeats.append({"repeat": r, "noise": flips, "instances": stats.mcnemar_pairs(
                     stats.assumed_discordance(detect, flips), detect, alpha, power)})
     return {
-        "suite": str(suite.path), "instances": len(instances), "repeats": [min(repeats), max(repeats)] if repeats
-        else [0, 0], "conversations": conversations, "pairs": pairs,
+        "suite": str(suite.path), "instances": len(planned.instances), "repeats": [min(repeats), max(repeats)]
+        if repeats else [0, 0], "conversations": planned.conversations, "pairs": pairs,
         "discordance": {"source": source, "noise": noise},
         "detectable_drop": stats.detectable_drop(pairs, alpha, power, noise),
         "needed": {"detect": detect, "instances": needed, "enough": pairs >= needed},
         "with_repeats": with_repeats,
-        "red_lines": list(rules.values()),
+        "red_lines": [{**rule, "upper": stats.clopper_pearson_upper(0, rule["n"])} for rule in planned.rules.values()],
     }
 
 

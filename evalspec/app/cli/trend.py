@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -10,9 +11,14 @@ from evalspec.reporters.trend import render_trend, trend_series
 from evalspec.results.runjson import read_run
 
 
-def trend_command(paths: list[str], html_path: str | None, junit_path: str | None, md_path: str | None) -> int:
-    if junit_path or md_path:
-        raise click.UsageError("several run.json files make a trend: use --html (--junit and --md take one run)")
+def trend_command(paths: list[str], reports: Mapping[str, str]) -> int:
+    """`reports`: format name → path (evalspec.reporters.formats.FORMATS); a trend is only HTML."""
+    from evalspec.reporters.formats import FORMATS
+
+    if any(name != "html" for name in reports):
+        others = " and ".join(r.flag for r in sorted(FORMATS, key=lambda r: r.flag) if r.name != "html")
+        raise click.UsageError(f"several run.json files make a trend: use --html ({others} take one run)")
+    html_path = reports.get("html")
     runs = [read_run(p) for p in paths]
     if html_path:
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)

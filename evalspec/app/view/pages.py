@@ -52,17 +52,17 @@ NAV_CSS = """.view-nav{background:#1f2937;padding:6px 24px;font-size:13px;displa
 
 
 def home_lang(store: RunStore, lang: str | None) -> str:
-    """The language of the pages that are not one run's (home, diff, errors): `--lang`, else the newest run's."""
-    if lang:
-        return lang
+    """The language of the pages that are not one run's (home, diff, errors): `choose_lang` over the newest
+    run (read only when `--lang` does not decide)."""
+    return choose_lang(None if lang else _newest_run(store), lang)
+
+
+def _newest_run(store: RunStore) -> dict[str, Any] | None:
     rows = store.summaries()
-    if not rows:
-        return choose_lang({})
     try:
-        newest, _ = store.load(str(rows[0]["id"]))
+        return store.load(str(rows[0]["id"]))[0] if rows else None
     except LookupError:
-        return choose_lang({})
-    return choose_lang(newest)
+        return None
 
 
 def layout(title: str, body: Markup, nav: Markup | None = None) -> str:

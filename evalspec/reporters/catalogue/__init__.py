@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from evalspec.core.text import chinese_turn as chinese_turn  # the language predicate, re-exported
@@ -57,7 +57,7 @@ def guess_lang(user_turns: Iterable[str]) -> str:
     return "zh" if mostly_chinese(user_turns) else "en"
 
 
-def run_user_turns(run: dict[str, Any]) -> Iterator[str]:
+def run_user_turns(run: Mapping[str, Any]) -> Iterator[str]:
     for record in run.get("results") or []:
         for m in record.get("transcript") or []:
             if m.get("role") == "user" and not m.get("filler"):
@@ -82,7 +82,7 @@ def planned_user_texts(suites: Iterable[Any]) -> Iterator[str]:
                                                     plan.goal) if x)
 
 
-def suite_lang(suites: Iterable[dict[str, Any]]) -> str | None:
+def suite_lang(suites: Iterable[Mapping[str, Any]]) -> str | None:
     """The first suite's `report.lang` (it wins over the others)."""
     for s in suites:
         lang = (s.get("report") or {}).get("lang")
@@ -91,17 +91,19 @@ def suite_lang(suites: Iterable[dict[str, Any]]) -> str | None:
     return None
 
 
-def choose_lang(run: dict[str, Any] | None = None, override: str | None = None, *, suites: Iterable[Any] = (),
-                texts: Iterable[str] = ()) -> str:
-    """The language of every screen, the one rule for every command (docs/en/reports-and-gate.md#language):
-    `--lang` (`override`), else the first suite's `report: {lang}` (of the run, else of the loaded `suites`),
-    else `EVALSPEC_LANG`, else the user turns (of the run, the suites, or `texts`: imported conversations,
-    the files being validated), else the system locale (`LANG` starting with `zh`)."""
+def choose_lang(run: Mapping[str, Any] | None = None, override: str | None = None, *, suites: Iterable[Any] = (),
+                declared: str | None = None, texts: Iterable[str] = ()) -> str:
+    """The language of every screen, the one rule for every command and page (docs/en/reports-and-gate.md#language):
+    `--lang` (`override`), else the first suite's `report: {lang}` (of the run, else of the loaded `suites`,
+    else `declared`: a `lang:` line of files that may not load), else `EVALSPEC_LANG`, else the user turns
+    (of the run, the suites, or `texts`: imported conversations, the files being validated), else the
+    system locale (`LANG` starting with `zh`)."""
     if override in CATALOGUES:
         return str(override)
     suites = list(suites)
     chosen = suite_lang((run or {}).get("suites") or []) or next(
-        (str(s.report_lang) for s in suites if getattr(s, "report_lang", None) in CATALOGUES), None)
+        (str(s.report_lang) for s in suites if getattr(s, "report_lang", None) in CATALOGUES), None) or (
+        declared if declared in CATALOGUES else None)
     env = os.environ.get("EVALSPEC_LANG")
     if chosen or env in CATALOGUES:
         return str(chosen or env)

@@ -1,4 +1,5 @@
-"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium|transcripts|traces` and `evalspec export csv`."""
+"""`evalspec import promptfoo|mtbench101|deepeval|csv|rasa|botium|transcripts|traces` and `evalspec export csv`:
+the command lines over the importers (evalspec.authoring.importers)."""
 
 from __future__ import annotations
 
