@@ -236,4 +236,27 @@ WORDS: dict[str, str] = {
     "plan_red_line_none": "  {rule} ({where}): — (no planned conversation)",
     "plan_no_red_lines": "critical rules: none",
     "plan_points": "{n} percentage points",
+    # who attributed a failure (run.json `attribution_by`), in the attribution groups
+    "attribution_by_run": "run", "attribution_by_rerun": "rerun", "attribution_by_triage": "triage",
+    # `evalspec doctor`'s table (docs/en/judges.md#doctor)
+    "doctor_role": "role", "doctor_where": "where", "doctor_model": "model", "doctor_key": "key",
+    "doctor_reachable": "reachable", "doctor_latency": "latency", "doctor_tokens": "tokens",
+    "doctor_form": "structured output", "doctor_usable": "usable", "doctor_calibration": "calibration",
+    "doctor_yes": "yes", "doctor_no": "no", "doctor_unusable": "NO",
+    "doctor_figures": "agreement {agreement}, kappa {kappa}, unusable {unusable}/{items}",
+    "doctor_tried": " (tried {forms})", "doctor_sample": "sample answer: {answer}",
+    "doctor_role_provider": "provider", "doctor_role_judge": "judge", "doctor_role_simulator": "simulator",
+    "doctor_role_attacker": "attacker", "doctor_role_history": "history", "doctor_role_embedder": "embedder",
+    # a validation problem's message (evalspec/reporters/problems.py reads the English forms)
+    "problem_did_you_mean": " (did you mean '{choice}'?)", "problem_valid_here": "; valid here: {keys}",
+    "problem_in": " in '{context}'",
+    "problem_unknown_key": "unknown key '{key}'{where}{hint}",
+    "problem_unknown_key_for": "unknown key '{key}' for '{name}'{hint}",
+    "problem_unknown_type": "unknown assertion type '{name}'{hint}",
+    "problem_bad_regex": "bad regex {pattern}: {error}",
+    "problem_fullwidth_colon": "full-width colon '：' after '{key}': YAML needs an ASCII colon and a space — write '{fixed}'",
+    "problem_fullwidth_spaces": "full-width spaces '　' in the indentation of '{line}': YAML indents with ASCII spaces only — replace them with spaces ({n} spaces line it up as it looks)",
+    "problem_no_space": "no space after '{key}:': YAML reads '{joined}' as one text — write a space after the colon: '{fixed}'",
+    "problem_fullwidth_comma_item": "'{item}' is one item: the full-width comma '，' does not separate list items — write {fixed}, or quote it if the comma is part of the text: {quoted}",
+    "doctor_key_ok": "ok", "doctor_key_missing": "missing",
 }
