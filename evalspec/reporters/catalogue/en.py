@@ -259,4 +259,7 @@ WORDS: dict[str, str] = {
     "problem_no_space": "no space after '{key}:': YAML reads '{joined}' as one text — write a space after the colon: '{fixed}'",
     "problem_fullwidth_comma_item": "'{item}' is one item: the full-width comma '，' does not separate list items — write {fixed}, or quote it if the comma is part of the text: {quoted}",
     "doctor_key_ok": "ok", "doctor_key_missing": "missing",
+    "problem_regex_set": "unterminated character set at position {pos}",
+    "problem_regex_open": "missing ) at position {pos}", "problem_regex_close": "unbalanced parenthesis at position {pos}",
+    "problem_regex_repeat": "nothing to repeat at position {pos}",
 }

@@ -246,4 +246,7 @@ WORDS: dict[str, str] = {
     "problem_no_space": "'{key}:' 后面没有空格：YAML 会把 '{joined}' 读成一整段文字 —— 在冒号后加一个空格：'{fixed}'",
     "problem_fullwidth_comma_item": "'{item}' 是一整项：全角逗号 '，' 不能分隔列表项 —— 写成 {fixed}；如果逗号本来就是文字的一部分，加引号：{quoted}",
     "doctor_key_ok": "已设置", "doctor_key_missing": "缺少",
+    "problem_regex_set": "'[' 没有配对的 ']'（位置 {pos}，从 0 数）",
+    "problem_regex_open": "'(' 没有配对的 ')'（位置 {pos}，从 0 数）", "problem_regex_close": "多了一个 ')'（位置 {pos}，从 0 数）",
+    "problem_regex_repeat": "*、+、? 或 {{n}} 前面没有可以重复的内容（位置 {pos}，从 0 数）",
 }
