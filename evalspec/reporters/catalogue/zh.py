@@ -248,5 +248,5 @@ WORDS: dict[str, str] = {
     "doctor_key_ok": "已设置", "doctor_key_missing": "缺少",
     "problem_regex_set": "'[' 没有配对的 ']'（位置 {pos}，从 0 数）",
     "problem_regex_open": "'(' 没有配对的 ')'（位置 {pos}，从 0 数）", "problem_regex_close": "多了一个 ')'（位置 {pos}，从 0 数）",
-    "problem_regex_repeat": "*、+、? 或 {{n}} 前面没有可以重复的内容（位置 {pos}，从 0 数）",
+    "problem_regex_repeat": "*、+ 或 ? 前面没有可以重复的内容（位置 {pos}，从 0 数）",
 }
