@@ -262,4 +262,5 @@ WORDS: dict[str, str] = {
     "problem_regex_set": "unterminated character set at position {pos}",
     "problem_regex_open": "missing ) at position {pos}", "problem_regex_close": "unbalanced parenthesis at position {pos}",
     "problem_regex_repeat": "nothing to repeat at position {pos}",
+    "major": "major", "minor": "minor",  # severities beside "critical"
 }

@@ -249,4 +249,5 @@ WORDS: dict[str, str] = {
     "problem_regex_set": "'[' 没有配对的 ']'（位置 {pos}，从 0 数）",
     "problem_regex_open": "'(' 没有配对的 ')'（位置 {pos}，从 0 数）", "problem_regex_close": "多了一个 ')'（位置 {pos}，从 0 数）",
     "problem_regex_repeat": "*、+ 或 ? 前面没有可以重复的内容（位置 {pos}，从 0 数）",
+    "major": "重要", "minor": "次要",
 }
