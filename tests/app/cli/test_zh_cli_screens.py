@@ -1,0 +1,103 @@
+"""A Chinese suite's command-line screens in Chinese: `validate`'s problems with their "did you mean"
+(a typo'd key and check, a bad regex, the full-width punctuation of a Chinese input method), `doctor`'s
+table and `coverage`'s rule severities; in English they read as before, word for word."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import invoke
+
+BOT = "def respond(messages, context):\n    return '您好，欢迎到店试驾'\n"
+TYPOS = """\
+description: 经销商客服
+providers:
+  - id: 销售助手
+    python：bot.py:respond
+tests:
+  - id: price
+    tags: [瑶光，追风]
+    conversation:
+      - user: 这台瑶光多少钱？
+        asert:
+          - contains: 万
+      - user: 能分期吗？
+        assert:
+          - regex: "首付[0-9+"
+          - not-conatins: 保证
+          - contains: 首付
+            severty: critical
+"""
+GOOD = """\
+description: 经销商客服
+providers:
+  - id: 销售助手
+    python: bot.py:respond
+coverage:
+  signal: [purchase_signal]
+tests:
+  - id: finance
+    conversation:
+      - user: 瑶光能分期吗？
+        label: purchase_signal
+        assert:
+          - contains: 试驾
+            severity: critical
+          - contains: 到店
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with the dealer bot; no EVALSPEC_LANG: the suites' Chinese user turns choose the language."""
+    monkeypatch.delenv("EVALSPEC_LANG")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bot.py").write_text(BOT, encoding="utf-8")
+    (tmp_path / "typos.yaml").write_text(TYPOS, encoding="utf-8")
+    (tmp_path / "good.yaml").write_text(GOOD, encoding="utf-8")
+    return tmp_path
+
+
+def test_validate_names_each_problem_of_a_chinese_suite_in_chinese(project: Path) -> None:
+    code, out = invoke("validate", "typos.yaml")
+    assert code == 2
+    assert out.splitlines() == [
+        "错误 typos.yaml:4: 'python' 后面是全角冒号 '：'：YAML 要用半角冒号加一个空格 —— 写成 'python: bot.py:respond'",
+        "错误 typos.yaml:7: tests[0].tags[0]: '瑶光，追风' 是一整项：全角逗号 '，' 不能分隔列表项 —— 写成 [瑶光, 追风]；"
+        "如果逗号本来就是文字的一部分，加引号：['瑶光，追风']",
+        "错误 typos.yaml:10: tests[0].conversation[0].asert: 不认识的键 'asert'（是不是想写 'assert'？）",
+        "错误 typos.yaml:14: tests[0].conversation[1].assert[0].regex: 正则表达式写错了 '首付[0-9+'："
+        "'[' 没有配对的 ']'（位置 7，从 0 数）",
+        "错误 typos.yaml:15: tests[0].conversation[1].assert[1].not-conatins: 不认识的检查类型 'not-conatins'"
+        "（是不是想写 'not-contains'？）",
+        "错误 typos.yaml:17: tests[0].conversation[1].assert[2].severty: 'contains' 没有键 'severty'（是不是想写 'severity'？）",
+        "发现 6 个问题；没有运行任何测试。",
+    ]
+
+
+def test_in_english_the_problems_read_as_the_loader_writes_them(project: Path) -> None:
+    code, out = invoke("validate", "--lang", "en", "typos.yaml")
+    assert code == 2
+    assert "error typos.yaml:10: tests[0].conversation[0].asert: unknown key 'asert' (did you mean 'assert'?)" in out
+    assert ("error typos.yaml:14: tests[0].conversation[1].assert[0].regex: bad regex '首付[0-9+': unterminated "
+            "character set at position 7") in out
+    assert not re.search(r"[\u4e00-\u9fff]", out.replace("瑶光", "").replace("追风", "").replace("首付", "")
+                         .replace("保证", "").replace("万", ""))
+
+
+def test_doctor_and_coverage_speak_the_suites_language(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out = invoke("doctor", "good.yaml")
+    assert code == 0, out
+    head, row = out.splitlines()[:2]
+    assert head.split() == ["角色", "位置", "模型", "密钥", "能连通", "延迟", "token", "数", "结构化输出", "可用", "校准"]
+    assert row.split()[:5] == ["被测对象", "销售助手", "bot.py:respond", "已设置", "是"]
+    code, out = invoke("coverage", "good.yaml")
+    assert code == 0, out
+    assert re.search(r"contains \(关键\)\s+good\.yaml:13", out) and re.search(r"contains \(重要\)\s+good\.yaml:15", out), out
+    monkeypatch.setenv("EVALSPEC_LANG", "en")
+    code, out = invoke("doctor", "good.yaml")
+    assert out.splitlines()[0].split() == ["role", "where", "model", "key", "reachable", "latency", "tokens",
+                                           "structured", "output", "usable", "calibration"]
