@@ -263,4 +263,5 @@ WORDS: dict[str, str] = {
     "problem_regex_open": "missing ) at position {pos}", "problem_regex_close": "unbalanced parenthesis at position {pos}",
     "problem_regex_repeat": "nothing to repeat at position {pos}",
     "major": "major", "minor": "minor",  # severities beside "critical"
+    "cli_view_serving": "serving {root} as {who}; Ctrl-C to stop",
 }

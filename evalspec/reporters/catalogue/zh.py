@@ -250,4 +250,5 @@ WORDS: dict[str, str] = {
     "problem_regex_open": "'(' 没有配对的 ')'（位置 {pos}，从 0 数）", "problem_regex_close": "多了一个 ')'（位置 {pos}，从 0 数）",
     "problem_regex_repeat": "*、+ 或 ? 前面没有可以重复的内容（位置 {pos}，从 0 数）",
     "major": "重要", "minor": "次要",
+    "cli_view_serving": "正在为 {root} 提供评审页面，评审人：{who}；按 Ctrl-C 停止",
 }
