@@ -18,6 +18,7 @@ from evalspec.reporters.catalogue import current, words
 _Q = r"'(?P<{}>[^']*)'"
 _HINT = r"(?P<hint>(?: \(did you mean '[^']*'\?\))?(?:; valid here: .*)?)"
 _DID_YOU_MEAN = re.compile(r" \(did you mean '(?P<choice>[^']*)'\?\)")
+_TEST_PATH = re.compile(r"^test '(?P<id>.*)'$")  # an importer's problem names its test so
 _VALID_HERE = re.compile(r"; valid here: (?P<keys>.*)$")
 
 
@@ -65,6 +66,14 @@ _FORMS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile("^'(?P<item>.*)' is one item: the full-width comma '，' does not separate list items — write "
                 r"(?P<fixed>\[.*\]), or quote it if the comma is part of the text: (?P<quoted>\[.*\])$"),
      lambda m: words("problem_fullwidth_comma_item", item=m["item"], fixed=m["fixed"], quoted=m["quoted"])),
+    (re.compile(r"^would check nothing: its source has no rule and the suite no `defaults:` rules; give --expect-state, "
+                r"add rules under defaults: \(or --allow-empty writes it anyway\)$"),
+     lambda m: words("problem_checks_nothing")),
+    # the notes of `import transcripts` (evalspec/authoring/importers/transcripts.py)
+    (re.compile(r"^no system under test in the source: edit (?P<stub>\S+) or the providers entry$"),
+     lambda m: words("note_no_provider", stub=m["stub"])),
+    (re.compile(r"^the tests check nothing yet: add rules under defaults: or give --expect-state$"),
+     lambda m: words("note_checks_nothing")),
 ]
 
 
@@ -80,4 +89,6 @@ def message_text(message: str) -> str:
 
 def problem_text(problem: Problem) -> str:
     """`FILE:LINE: PATH: MESSAGE`, as `str(problem)`, its message in the language being spoken."""
-    return str(Problem(problem.file, problem.line, problem.path, message_text(problem.message)))
+    test = _TEST_PATH.match(problem.path) if current() != "en" else None
+    path = words("problem_path_test", id=test["id"]) if test else problem.path
+    return str(Problem(problem.file, problem.line, path, message_text(problem.message)))

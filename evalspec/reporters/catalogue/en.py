@@ -264,4 +264,8 @@ WORDS: dict[str, str] = {
     "problem_regex_repeat": "nothing to repeat at position {pos}",
     "major": "major", "minor": "minor",  # severities beside "critical"
     "cli_view_serving": "serving {root} as {who}; Ctrl-C to stop",
+    "problem_checks_nothing": "would check nothing: its source has no rule and the suite no `defaults:` rules; give --expect-state, add rules under defaults: (or --allow-empty writes it anyway)",
+    "note_no_provider": "no system under test in the source: edit {stub} or the providers entry",
+    "note_checks_nothing": "the tests check nothing yet: add rules under defaults: or give --expect-state",
+    "problem_path_test": "test '{id}'",
 }

@@ -251,4 +251,8 @@ WORDS: dict[str, str] = {
     "problem_regex_repeat": "*、+ 或 ? 前面没有可以重复的内容（位置 {pos}，从 0 数）",
     "major": "重要", "minor": "次要",
     "cli_view_serving": "正在为 {root} 提供评审页面，评审人：{who}；按 Ctrl-C 停止",
+    "problem_checks_nothing": "什么也不检查：来源里没有规则，套件里也没有 `defaults:` 规则；加上 --expect-state，或在 defaults: 下写规则（--allow-empty 仍会写入）",
+    "note_no_provider": "来源里没有被测系统：修改 {stub}，或改写 providers 一项",
+    "note_checks_nothing": "这些测试还什么都不检查：在 defaults: 下写规则，或加上 --expect-state",
+    "problem_path_test": "测试 '{id}'",
 }

@@ -101,3 +101,19 @@ def test_doctor_and_coverage_speak_the_suites_language(project: Path, monkeypatc
     code, out = invoke("doctor", "good.yaml")
     assert out.splitlines()[0].split() == ["role", "where", "model", "key", "reachable", "latency", "tokens",
                                            "structured", "output", "usable", "calibration"]
+
+
+LOG = ('{"id": "c002", "messages": [{"role": "user", "content": "你们销售电话多少？"}, '
+       '{"role": "assistant", "content": "您可以加我：１３９１２３４５６７８（微信同号）"}]}\n')
+
+
+def test_import_of_chinese_logs_refuses_and_notes_in_chinese(project: Path) -> None:
+    (project / "chats.jsonl").write_text(LOG, encoding="utf-8")
+    code, out = invoke("import", "transcripts", "chats.jsonl", "-o", "regressions.yaml")
+    assert code == 2
+    assert out.splitlines() == [
+        "错误 regressions.yaml: 测试 'c002': 什么也不检查：来源里没有规则，套件里也没有 `defaults:` 规则；加上 "
+        "--expect-state，或在 defaults: 下写规则（--allow-empty 仍会写入）",
+        "已拒绝：1 个测试什么也不检查；没有写入任何文件（--allow-empty 仍会写入）"]
+    code, out = invoke("import", "transcripts", "chats.jsonl", "-o", "regressions.yaml", "--allow-empty")
+    assert code == 0 and "提示: 这些测试还什么都不检查：在 defaults: 下写规则，或加上 --expect-state" in out, out
