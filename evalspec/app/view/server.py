@@ -116,7 +116,7 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str,
         return web.Response(text=pages.run_page(run_id, data, token, who, previous, lang, root, path), content_type="text/html")
 
     async def diff_page(request: web.Request) -> web.Response:
-        from evalspec.app.view.diffwords import speak_problems
+        from evalspec.reporters.diffwords import spoken
         from evalspec.results.compare import compare_runs
 
         base_id, head_id = request.query.get("base", ""), request.query.get("head", "")
@@ -129,7 +129,8 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str,
             return web.Response(text=pages.error_page(str(exc), pages.home_lang(store, lang)),
                                 content_type="text/html", status=422)
         diff = compare_runs(base, head, str(base_path), str(head_path))
-        speak_problems(diff, head, pages.home_lang(store, lang))
+        with speaking(pages.home_lang(store, lang)):
+            diff = spoken(diff, head)
         return web.Response(text=pages.diff_page(base_id, head_id, diff, pages.home_lang(store, lang)), content_type="text/html")
 
     async def api_runs(request: web.Request) -> web.Response:

@@ -117,3 +117,11 @@ def test_import_of_chinese_logs_refuses_and_notes_in_chinese(project: Path) -> N
         "已拒绝：1 个测试什么也不检查；没有写入任何文件（--allow-empty 仍会写入）"]
     code, out = invoke("import", "transcripts", "chats.jsonl", "-o", "regressions.yaml", "--allow-empty")
     assert code == 0 and "提示: 这些测试还什么都不检查：在 defaults: 下写规则，或加上 --expect-state" in out, out
+
+
+def test_diff_of_two_chinese_runs_names_the_first_problem_in_chinese_and_its_json_stays_english(project: Path) -> None:
+    (project / "price.yaml").write_text(GOOD.replace("contains: 到店", "contains: 万元"), encoding="utf-8")
+    runs = [invoke("run", "price.yaml", "--no-cache", "-q")[1].split("run.json: ")[1].split()[0] for _ in range(2)]
+    code, out = invoke("diff", *runs, "-o", "diff.json")
+    assert "第 1 轮: contains: 万元: 没有找到 '万元'" in out and "did not find" not in out, out
+    assert "turn 1: contains: 万元: did not find '万元'" in (project / "diff.json").read_text(encoding="utf-8")

@@ -1,0 +1,31 @@
+"""A diff's "first problem" column in the language being spoken (docs/en/reports-and-gate.md#language).
+
+`compare_runs` words each changed test's first problem in English, as run.json's baseline section and the
+diff's JSON keep it; a screen re-words it from HEAD's own record (its `reason_zh`, the catalogue's
+"turn"/"critical"), the way every report words a finding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalspec.reporters.catalogue import current
+from evalspec.reporters.vocabulary import first_problem
+from evalspec.results.compare import suite_key
+
+_STOPPED = ("failed", "xfailed", "error")
+
+
+def spoken(diff: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
+    """`diff` with each row's `problem` taken from the first failed, xfailed or errored HEAD record of its
+    test, in the language being spoken (English: `diff` itself); `diff` is left as it is."""
+    if current() == "en":
+        return diff
+    first: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in head.get("results") or []:
+        if r.get("status") in _STOPPED:
+            first.setdefault((suite_key(r["suite"]), r.get("base_id") or r["test_id"], r["provider"]), r)
+    rows = []
+    for row in diff.get("rows") or []:
+        record = first.get((row["suite"], row["test_id"], row["provider"]))
+        rows.append({**row, "problem": first_problem(record)[:300]} if record is not None and row.get("problem") else row)
+    return {**diff, "rows": rows}
