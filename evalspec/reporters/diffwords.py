@@ -20,10 +20,19 @@ def spoken(diff: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
     test, in the language being spoken (English: `diff` itself); `diff` is left as it is."""
     if current() == "en":
         return diff
+    from evalspec.results.stream import records_where
+
+    wanted = {(row["suite"], row["test_id"], row["provider"]) for row in diff.get("rows") or [] if row.get("problem")}
+    suites: dict[str, str] = {}
+
+    def key(r: dict[str, Any]) -> tuple[str, str, str]:
+        suite = suites.get(r["suite"]) or suites.setdefault(r["suite"], suite_key(r["suite"]))
+        return suite, r.get("base_id") or r["test_id"], r["provider"]
+
     first: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for r in head.get("results") or []:
-        if r.get("status") in _STOPPED:
-            first.setdefault((suite_key(r["suite"]), r.get("base_id") or r["test_id"], r["provider"]), r)
+    # only the records of rows with a problem are read back (a streamed run's light records are tested)
+    for r in records_where(head.get("results") or [], lambda r: r.get("status") in _STOPPED and key(r) in wanted):
+        first.setdefault(key(r), r)
     rows = []
     for row in diff.get("rows") or []:
         record = first.get((row["suite"], row["test_id"], row["provider"]))

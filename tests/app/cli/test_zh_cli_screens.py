@@ -4,6 +4,7 @@ table and `coverage`'s rule severities; in English they read as before, word for
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -125,3 +126,14 @@ def test_diff_of_two_chinese_runs_names_the_first_problem_in_chinese_and_its_jso
     code, out = invoke("diff", *runs, "-o", "diff.json")
     assert "第 1 轮: contains: 万元: 没有找到 '万元'" in out and "did not find" not in out, out
     assert "turn 1: contains: 万元: did not find '万元'" in (project / "diff.json").read_text(encoding="utf-8")
+
+
+def test_a_chinese_runs_reports_against_a_baseline_name_the_first_problem_in_chinese(project: Path) -> None:
+    (project / "price.yaml").write_text(GOOD.replace("contains: 到店", "contains: 万元"), encoding="utf-8")
+    base = invoke("run", "price.yaml", "--no-cache", "-q")[1].split("run.json: ")[1].split()[0]
+    code, out = invoke("run", "price.yaml", "--no-cache", "--baseline", base, "--md", "report.md", "--html", "report.html")
+    for shown in (out, (project / "report.md").read_text(encoding="utf-8"), (project / "report.html").read_text(encoding="utf-8")):
+        assert "没有找到 &#39;万元&#39;" in shown or "没有找到 '万元'" in shown
+        assert "did not find" not in shown
+    head = out.split("run.json: ")[1].split()[0]
+    assert "did not find '万元'" in json.dumps(json.loads(Path(head).read_text(encoding="utf-8"))["baseline"], ensure_ascii=False)  # English kept
