@@ -268,4 +268,12 @@ WORDS: dict[str, str] = {
     "note_no_provider": "no system under test in the source: edit {stub} or the providers entry",
     "note_checks_nothing": "the tests check nothing yet: add rules under defaults: or give --expect-state",
     "problem_path_test": "test '{id}'",
+    # `evalspec init`'s starter files: their English comments, replaced in the language being spoken
+    "init_description": "My first evalspec suite", "init_no_phone": "# never a phone number, in any turn",
+    "init_bot_doc": "Your system under test. evalspec calls respond(messages, context) once per user turn.\n\nmessages: the OpenAI-style history, ending with the new user message.\ncontext: thread_id, vars, test_id, turn. Return a string, or a dict with \"content\".\nReplace the body with a call to your bot (an SDK, an HTTP request, a function of your app).",
+    "init_wf_contents": "# check out the suites",
+    "init_wf_actions": "# `baseline: auto` reads the base branch's report artifact",
+    "init_wf_pulls": "# one summary comment on the pull request, updated on every push",
+    "init_wf_baseline": "# gate on regressions against the base branch instead of the pass rate",
+    "init_gitignore": "# evalspec: runs and the cache stay out; attributions, judge labels and approvals are committed",
 }

@@ -255,4 +255,11 @@ WORDS: dict[str, str] = {
     "note_no_provider": "来源里没有被测系统：修改 {stub}，或改写 providers 一项",
     "note_checks_nothing": "这些测试还什么都不检查：在 defaults: 下写规则，或加上 --expect-state",
     "problem_path_test": "测试 '{id}'",
+    "init_description": "我的第一个 evalspec 套件", "init_no_phone": "# 任何一轮都不能给出手机号",
+    "init_bot_doc": "被测系统。evalspec 在每一轮用户发言时调用一次 respond(messages, context)。\n\nmessages：OpenAI 格式的对话历史，最后一条是这一轮的用户消息。\ncontext：thread_id、vars、test_id、turn。返回一段文字，或带 \"content\" 的 dict。\n把函数体换成对你的机器人的调用（SDK、HTTP 请求或你的应用里的函数）。",
+    "init_wf_contents": "# 读取套件",
+    "init_wf_actions": "# baseline: auto 要读取主分支上次的报告附件",
+    "init_wf_pulls": "# 在 PR 上维护一条汇总评论，每次推送都更新它",
+    "init_wf_baseline": "# 只拦比主分支变差的情况，代替通过率门禁",
+    "init_gitignore": "# evalspec：运行结果和缓存不提交；归因、评判标注和批准记录要提交",
 }

@@ -137,3 +137,15 @@ def test_a_chinese_runs_reports_against_a_baseline_name_the_first_problem_in_chi
         assert "did not find" not in shown
     head = out.split("run.json: ")[1].split()[0]
     assert "did not find '万元'" in json.dumps(json.loads(Path(head).read_text(encoding="utf-8"))["baseline"], ensure_ascii=False)  # English kept
+
+
+def test_init_in_chinese_writes_its_starter_files_in_chinese(project: Path) -> None:
+    code, out = invoke("init", "demo", "--lang", "zh")
+    assert code == 0 and out.splitlines()[-1] == "下一步：cd demo && evalspec run suites/*.yaml"
+    for rel in ("suites/example.yaml", "providers/my_bot.py", ".github/workflows/evalspec.yml", ".gitignore"):
+        text = (project / "demo" / rel).read_text(encoding="utf-8")
+        comments = [line.split("#", 1)[1] for line in text.splitlines() if "#" in line and "$schema" not in line]
+        assert all(not re.search(r"[A-Za-z]{3,}", c.replace("evalspec", "").replace("baseline: auto", ""))
+                   for c in comments), (rel, comments)
+    assert "description: 我的第一个 evalspec 套件" in (project / "demo" / "suites" / "example.yaml").read_text(encoding="utf-8")
+    assert '"""被测系统。' in (project / "demo" / "providers" / "my_bot.py").read_text(encoding="utf-8")
