@@ -39,6 +39,31 @@ def _regex_error(text: str) -> str:
     return words(key, pos=m["pos"]) if m and key else text
 
 
+#: what a value may be, as evalspec/config/messages.py says it (`_KINDS`), in the catalogue's words
+_KIND_WORDS = [(re.compile(r"a whole number from (?P<n>-?\d+) up"), "kind_whole_from"), (re.compile("a whole number"), "kind_whole"),
+               (re.compile("a number"), "kind_number"), (re.compile("a text"), "kind_text"),
+               (re.compile(r"a list like \[a, b\]"), "kind_list"), (re.compile(r"a mapping like \{key: value\}"), "kind_mapping")]
+_KIND_LIST = re.compile("^(?:" + "|".join(f.pattern for f, _ in _KIND_WORDS) + r"|true/false|, | or )+$")
+
+
+def _worded(key: str) -> Callable[[re.Match[str]], str]:
+    return lambda m: words(key, **m.groupdict())
+
+
+def _kinds(text: str) -> str | None:
+    """`a whole number from 1 up or a mapping like {key: value}` in the catalogue's words; None: another form."""
+    if not _KIND_LIST.match(text):
+        return None
+    for form, key in _KIND_WORDS:
+        text = form.sub(_worded(key), text)
+    return text.replace(" or ", words("kind_or")).replace(", ", "、")
+
+
+def _must_be(m: re.Match[str]) -> str | None:
+    kinds = _kinds(m["kinds"])
+    return None if kinds is None else words("problem_must_be", name=m["name"], kinds=kinds, got=m["got"])
+
+
 def _unknown_key(m: re.Match[str]) -> str:
     where = words("problem_in", context=m["context"]) if m["context"] is not None else ""
     return words("problem_unknown_key", key=m["key"], where=where, hint=_hint(m["hint"]))
@@ -46,7 +71,7 @@ def _unknown_key(m: re.Match[str]) -> str:
 
 #: (an English form the loader writes, its words in the catalogue) — the forms are the loader's f-strings
 #: (evalspec/config/messages.py, asserts.py, yamlfixes.py, yamlfile.py; evalspec/extend/patterns.py)
-_FORMS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+_FORMS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]]] = [
     (re.compile("^unknown key " + _Q.format("key") + " for " + _Q.format("name") + _HINT + "$"),
      lambda m: words("problem_unknown_key_for", key=m["key"], name=m["name"], hint=_hint(m["hint"]))),
     (re.compile("^unknown key " + _Q.format("key") + "(?: in " + _Q.format("context") + ")?" + _HINT + "$"), _unknown_key),
@@ -74,6 +99,15 @@ _FORMS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
      lambda m: words("note_no_provider", stub=m["stub"])),
     (re.compile(r"^the tests check nothing yet: add rules under defaults: or give --expect-state$"),
      lambda m: words("note_checks_nothing")),
+    (re.compile("^label " + _Q.format("label") + r" does not exist(?P<hint>(?: \(did you mean '[^']*'\?\))?)"
+                r"(?:; labels in this test: (?P<labels>.*))?$"),
+     lambda m: words("problem_no_label", label=m["label"], hint=_hint(m["hint"]),
+                     known=words("problem_labels_here", labels=m["labels"]) if m["labels"] else "")),
+    (re.compile("^unknown severity " + _Q.format("value") + r"(?P<hint>(?: \(did you mean '[^']*'\?\))?); valid: (?P<valid>.*)$"),
+     lambda m: words("problem_severity", value=m["value"], hint=_hint(m["hint"]), valid=m["valid"])),
+    (re.compile(r"^(?P<name>[\w.\-\[\] ]+?) must be at (?P<side>least|most) (?P<value>\S+), got (?P<got>.+)$"),
+     lambda m: words(f"problem_at_{m['side']}", name=m["name"], value=m["value"], got=m["got"])),
+    (re.compile(r"^(?P<name>[\w.\-\[\] ]+?) must be (?P<kinds>.+), got (?P<got>.+)$"), _must_be),
 ]
 
 
@@ -82,8 +116,8 @@ def message_text(message: str) -> str:
     if current() == "en":
         return message
     for form, said in _FORMS:
-        if m := form.match(message):
-            return said(m)
+        if (m := form.match(message)) and (text := said(m)) is not None:
+            return text
     return _DID_YOU_MEAN.sub(lambda m: words("problem_did_you_mean", choice=m["choice"]), message)
 
 

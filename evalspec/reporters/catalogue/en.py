@@ -276,4 +276,10 @@ WORDS: dict[str, str] = {
     "init_wf_pulls": "# one summary comment on the pull request, updated on every push",
     "init_wf_baseline": "# gate on regressions against the base branch instead of the pass rate",
     "init_gitignore": "# evalspec: runs and the cache stay out; attributions, judge labels and approvals are committed",
+    "problem_no_label": "label '{label}' does not exist{hint}{known}", "problem_labels_here": "; labels in this test: {labels}",
+    "problem_severity": "unknown severity '{value}'{hint}; valid: {valid}",
+    "problem_must_be": "{name} must be {kinds}, got {got}",
+    "kind_whole_from": "a whole number from {n} up", "kind_whole": "a whole number", "kind_number": "a number",
+    "kind_text": "a text", "kind_list": "a list like [a, b]", "kind_mapping": "a mapping like {key: value}", "kind_or": " or ",
+    "problem_at_least": "{name} must be at least {value}, got {got}", "problem_at_most": "{name} must be at most {value}, got {got}",
 }

@@ -262,4 +262,10 @@ WORDS: dict[str, str] = {
     "init_wf_pulls": "# 在 PR 上维护一条汇总评论，每次推送都更新它",
     "init_wf_baseline": "# 只拦比主分支变差的情况，代替通过率门禁",
     "init_gitignore": "# evalspec：运行结果和缓存不提交；归因、评判标注和批准记录要提交",
+    "problem_no_label": "没有叫 '{label}' 的标签{hint}{known}", "problem_labels_here": "；这个测试里的标签：{labels}",
+    "problem_severity": "不认识的严重程度 '{value}'{hint}；可以写：{valid}",
+    "problem_must_be": "{name} 应当是{kinds}，这里写的是 {got}",
+    "kind_whole_from": "从 {n} 起的整数", "kind_whole": "整数", "kind_number": "数字",
+    "kind_text": "文字", "kind_list": "列表（如 [a, b]）", "kind_mapping": "映射（如 {key: value}）", "kind_or": "或",
+    "problem_at_least": "{name} 至少是 {value}，这里写的是 {got}", "problem_at_most": "{name} 最多是 {value}，这里写的是 {got}",
 }

@@ -149,3 +149,36 @@ def test_init_in_chinese_writes_its_starter_files_in_chinese(project: Path) -> N
                    for c in comments), (rel, comments)
     assert "description: 我的第一个 evalspec 套件" in (project / "demo" / "suites" / "example.yaml").read_text(encoding="utf-8")
     assert '"""被测系统。' in (project / "demo" / "providers" / "my_bot.py").read_text(encoding="utf-8")
+
+
+VALUES = """\
+description: 经销商客服
+providers:
+  - id: 销售助手
+    python: bot.py:respond
+gate: {min_pass_rate: 很高}
+tests:
+  - id: finance
+    repeat: 零
+    conversation:
+      - user: 能分期吗？
+        label: purchase
+        assert:
+          - contains: 首付
+            severity: critcal
+      - user: 好的
+        repeat: {n: 0}
+        assert:
+          - not-before: {pattern: 到店, turn: purchse}
+"""
+
+
+def test_validate_names_a_wrong_value_a_severity_and_a_label_in_chinese(project: Path) -> None:
+    (project / "values.yaml").write_text(VALUES, encoding="utf-8")
+    code, out = invoke("validate", "values.yaml")
+    assert code == 2
+    lines = [line.split(": ", 2)[-1] for line in out.splitlines()[:-1]]
+    assert "gate.min_pass_rate 应当是数字，这里写的是 '很高'" in lines, out
+    assert "repeat 应当是从 1 起的整数或映射（如 {key: value}），这里写的是 '零'" in lines, out
+    assert "不认识的严重程度 'critcal'（是不是想写 'critical'？）；可以写：critical, major, minor" in lines, out
+    assert "没有叫 'purchse' 的标签（是不是想写 'purchase'？）" in lines, out
