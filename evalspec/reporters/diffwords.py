@@ -6,6 +6,7 @@ diff's JSON keep it; a screen re-words it from HEAD's own record (its `reason_zh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from evalspec.reporters.catalogue import current
@@ -25,14 +26,14 @@ def spoken(diff: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
     wanted = {(row["suite"], row["test_id"], row["provider"]) for row in diff.get("rows") or [] if row.get("problem")}
     suites: dict[str, str] = {}
 
-    def key(r: dict[str, Any]) -> tuple[str, str, str]:
+    def key(r: Mapping[str, Any]) -> tuple[str, str, str]:
         suite = suites.get(r["suite"]) or suites.setdefault(r["suite"], suite_key(r["suite"]))
         return suite, r.get("base_id") or r["test_id"], r["provider"]
 
-    first: dict[tuple[str, str, str], dict[str, Any]] = {}
-    # only the records of rows with a problem are read back (a streamed run's light records are tested)
-    for r in records_where(head.get("results") or [], lambda r: r.get("status") in _STOPPED and key(r) in wanted):
-        first.setdefault(key(r), r)
+    # only the records of rows with a problem are read back (a streamed run's light records are tested);
+    # a test's first such record wins
+    stopped = records_where(head.get("results") or [], lambda r: r.get("status") in _STOPPED and key(r) in wanted)
+    first = {key(r): r for r in reversed(stopped)}
     rows = []
     for row in diff.get("rows") or []:
         record = first.get((row["suite"], row["test_id"], row["provider"]))
