@@ -66,7 +66,7 @@ def kept_cwd() -> Iterator[None]:
 
 def config_error(exc: ConfigError) -> NoReturn:
     """Every problem in file and line order under its lead word, then the count, in the screen's language
-    (the problems' own messages are English: docs/en/troubleshooting.md lists them); exit 2."""
+    (docs/en/reports-and-gate.md#language); exit 2."""
     from evalspec.reporters.catalogue import words
     from evalspec.reporters.problems import problem_text
 
