@@ -10,8 +10,9 @@ from evalspec.config.interpolate import is_template
 from evalspec.config.meaning import blank_problem, empty_match_problem, value_quote_problems
 from evalspec.config.messages import describe_kinds, schema_problems
 from evalspec.config.model import AssertionSpec
+from evalspec.config.nodes import EXAMPLES_SCHEMA
 from evalspec.config.paths import LineMap, PathKey
-from evalspec.config.rule_examples import EXAMPLES_SCHEMA, example_problems
+from evalspec.config.rule_examples import example_problems
 from evalspec.core.errors import Problem
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.patterns import regex_problem, written_patterns

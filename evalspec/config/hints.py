@@ -14,18 +14,16 @@ _PLACES = {"suite": ("the top level of the suite", 0), "provider": ("a provider"
 
 @lru_cache(maxsize=1)
 def _keys() -> dict[str, set[str]]:
-    from evalspec.config.schema import suite_schema
+    from evalspec.config.nodes import GateNode, OptionsNode, SimulateNode, SuiteNode, TestNode, TurnNode
+    from evalspec.config.schema import provider_keys
     from evalspec.extend.registry import COMMON_KEYS, REGISTRY, load_installed_plugins
 
     load_installed_plugins()
-    schema = suite_schema()
-    props = schema["properties"]
-    defs = schema["$defs"]
     assertion = set(COMMON_KEYS) - {"type", "value"} | {o for t in REGISTRY.values() for o in t.options}
-    return {"suite": set(props), "provider": set(defs["provider"]["properties"]),
-            "test": set(defs["test"]["properties"]), "turn": set(defs["turn"]["properties"]),
-            "assertion": assertion, "simulate": set(defs["test"]["properties"]["simulate"]["properties"]),
-            "options": set(props["options"]["properties"]), "gate": set(props["gate"]["properties"])}
+    return {"suite": set(SuiteNode.__annotations__), "provider": provider_keys(),
+            "test": set(TestNode.__annotations__), "turn": set(TurnNode.__annotations__),
+            "assertion": assertion, "simulate": set(SimulateNode.__annotations__),
+            "options": set(OptionsNode.__annotations__), "gate": set(GateNode.__annotations__)}
 
 
 def all_keys() -> set[str]:

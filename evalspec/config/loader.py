@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 import yaml
@@ -15,6 +15,7 @@ import yaml
 from evalspec.config.interpolate import interpolate_env, is_template, load_templating
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import Suite
+from evalspec.config.nodes import SuiteNode
 from evalspec.config.numbers import non_finite
 from evalspec.config.parser import SuiteParser
 from evalspec.config.paths import LineMap
@@ -44,7 +45,7 @@ def _validator() -> jsonschema.Draft202012Validator:
     return _VALIDATORS[key]
 
 
-def _load_plugins(data: dict[str, Any], base_dir: Path, lines: LineMap, problems: list[Problem]) -> None:
+def _load_plugins(data: SuiteNode, base_dir: Path, lines: LineMap, problems: list[Problem]) -> None:
     plugins = data.get("plugins")
     for i, ref in enumerate(plugins if isinstance(plugins, list) else []):
         if isinstance(ref, str):
@@ -126,11 +127,12 @@ def check_suite(path: str | Path, cli_vars: Mapping[str, Any] | None = None,
     suite = Suite(path=path, sha256=hashlib.sha256(raw_bytes).hexdigest(), lines=lines)
     data = interpolate_env(data, (), environ if environ is not None else os.environ, lines, problems, suite.secrets)
     suite_secrets(data, suite.secrets, cli_vars)
-    _load_plugins(data, path.parent, lines, problems)
+    node = cast(SuiteNode, data)  # a mapping, checked just below against the schema generated from SuiteNode
+    _load_plugins(node, path.parent, lines, problems)
     schema_found = [lines.problem(where, message) for err in _validator().iter_errors(data)
                     for where, message in schema_problems(err)]
     parsed_from = len(problems)
-    SuiteParser(suite, data, lines, problems, dict(cli_vars or {}),
+    SuiteParser(suite, node, lines, problems, dict(cli_vars or {}),
                 environ if environ is not None else os.environ).parse()
     # one mistake, one message: where the parser names a problem, the schema's words for it are dropped,
     # and a NaN or infinity is named as such, not by the range or type check it slipped through

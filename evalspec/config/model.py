@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
+from evalspec.config.nodes import CheckpointNode, PassHatK
 from evalspec.config.paths import LineMap, PathKey
+
+# a provider's spec is the contract a provider kind's builder receives: it lives in extend (extend/kinds.py)
+from evalspec.extend.kinds import ProviderSpec as ProviderSpec
+from evalspec.extend.kinds import describe_history as describe_history
+from evalspec.extend.kinds import is_stateful
 
 Severity = Literal["critical", "major", "minor"]
 # the one check decided across a test's records, not on one transcript (`play.compare`)
@@ -27,13 +34,13 @@ class AssertionSpec:
     severity: Severity = "major"
     max_rate: float | None = None  # a critical rule gated on its breach rate's 95 % bound, not on any breach
     provider: Any = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # the check's options, read by the check
     where: PathKey = ()
     value_where: PathKey = ()
     turn: int | None = None  # set for assertions attached to a turn
     description: str | None = None  # what the rule is meant to catch (shown to a second-opinion judge)
     # {fail: [...], pass: [...]}: replies or transcripts the rule must reject / accept (SPEC §18)
-    examples: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    examples: Mapping[str, object] | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -54,7 +61,7 @@ class AssertionSpec:
             self.parsed = self.value if declared is None else make_params(declared, self.value, self.options)
         return self.parsed
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         """Pickled without `parsed` (a plugin's dataclass may not import where the spec is unpickled)."""
         return {**self.__dict__, "parsed": None}
 
@@ -87,40 +94,21 @@ class RepeatSpec:
     rule: str | float = "all"  # all | majority | any | a fraction
 
 
-@dataclass
-class ProviderSpec:
-    """A system under test (or judge / simulator / embedder)."""
+class StopWhen(TypedDict, total=False):
+    """One of `simulate.stop_when` (the schema lets one key through)."""
 
-    id: str
-    kind: str  # a registered provider kind: python, model, http or a plugin's
-    config: dict[str, Any]
-    where: PathKey = ()
-    max_concurrency: int | None = None
-    rpm: float | None = None
+    user_says: str
+    assistant_matches: str
+    goal_met: bool
 
-    @property
-    def stateful(self) -> bool:
-        """The system keeps the conversation itself: only the new message is sent (its kind decides)."""
-        from evalspec.extend.kinds import is_stateful
 
-        return is_stateful(self.config, self.kind)
+class MilestoneStep(TypedDict, total=False):
+    """One of `simulate.milestones`: a goal (`goal`, `done_when`, `max_turns`) or a fixed `user:` turn."""
 
-    def redacted(self, secrets: set[str]) -> dict[str, Any]:
-        """The configuration as outputs show it, every secret masked where it stands and wherever it
-        reappears (docs/en/suite-format.md#secrets)."""
-        from evalspec.core.redact import mask_config
-
-        out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
-        out.update({k: v for k, v in self.config.items() if k != self.kind})
-        from evalspec.extend.kinds import takes_history
-
-        if takes_history(self.kind):
-            out["context"] = describe_history(self.config.get("history"))
-        if self.kind == "model" and self.config.get("system"):
-            import hashlib
-
-            out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
-        return dict(mask_config(out, secrets))
+    goal: str
+    done_when: dict[str, object]  # one of assistant_matches | state | judge
+    max_turns: int
+    user: str
 
 
 @dataclass
@@ -130,17 +118,17 @@ class SimulateSpec:
     max_turns: int
     opening: str | None = None
     fixed: list[str] = field(default_factory=list)
-    stop_when: list[dict[str, Any]] = field(default_factory=list)
+    stop_when: list[StopWhen] = field(default_factory=list)
     model: Any = None
     python: str | None = None  # a scripted user: FILE.py:function called as fn(transcript, context) -> str | None
     instructions: str | None = None  # one text in place of persona + goal (docs/en/agents.md#instructions)
     max_chars: int = 600  # a longer simulator message is a simulator fault
     min_turns: int = 1  # goal_met and checkpoints are asked after this turn, not before
-    milestones: list[dict[str, Any]] = field(default_factory=list)  # {goal, done_when, max_turns} | {user}
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)  # {after_turn | every, criteria, min_turns}
+    milestones: list[MilestoneStep] = field(default_factory=list)  # {goal, done_when, max_turns} | {user}
+    checkpoints: list[CheckpointNode] = field(default_factory=list)  # {after_turn | every, criteria, min_turns}
 
 
-def milestone_goals(milestones: list[dict[str, Any]]) -> list[str]:
+def milestone_goals(milestones: Sequence[Mapping[str, object]]) -> list[str]:
     """The goals of `simulate.milestones`, in order (fixed `user:` turns left out): milestone k is the k-th."""
     return [str(m["goal"]) for m in milestones if isinstance(m, dict) and "goal" in m]
 
@@ -185,10 +173,10 @@ class TestSpec:
     # a recorded conversation (SPEC §19): graded as it happened, nothing is called. "inline" for a
     # `transcript:` test, "file" for one conversation of the suite's `transcripts:`
     recorded: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)  # a recorded conversation's own
+    metadata: Mapping[str, object] = field(default_factory=dict)  # a recorded conversation's own
     covers: dict[str, list[str]] = field(default_factory=dict)  # `covers:` (SPEC §25): dimension -> values
-    state: dict[str, Any] | None = None  # `state:` (SPEC §24): put in the bot before turn 1
-    tool_results: dict[str, Any] | None = None  # this test's tool results, over its provider's (SPEC §24)
+    state: Mapping[str, object] | None = None  # `state:` (SPEC §24): put in the bot before turn 1
+    tool_results: Mapping[str, object] | None = None  # this test's tool results, over its provider's (SPEC §24)
     world: Any = None  # `world:` as written (a mapping, or {file: TEMPLATE}): replaces the suite's (docs/en/world.md)
     dataset: str | None = None  # `dataset: FILE.jsonl|FILE.csv`: one instance per row (docs/en/suite-format.md#dataset)
 
@@ -200,7 +188,7 @@ class ToolSpec:
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: Mapping[str, object] = field(default_factory=lambda: {"type": "object", "properties": {}})
     python: str | None = None
     returns: Any = None
     where: PathKey = ()
@@ -220,7 +208,7 @@ class TranscriptsSpec:
     path: str  # a file or a glob, relative to the suite
     sample: int | None = None
     seed: int = 0
-    where: dict[str, Any] = field(default_factory=dict)  # metadata equality filter
+    where: Mapping[str, object] = field(default_factory=dict)  # metadata equality filter
     asserts: list[AssertionSpec] = field(default_factory=list)  # `defaults.assert`, parsed once
     threshold: float | None = None
     tags: list[str] = field(default_factory=list)
@@ -256,7 +244,7 @@ class Suite:
     gate_mode: str = "pass_rate"  # pass_rate | regressions (SPEC §10)
     regressions: str = "each"  # each | paired: how a regressions gate decides (docs/en/statistics.md)
     alpha: float = 0.05  # the paired test's level
-    min_pass_hat_k: dict[str, Any] | None = None  # {k, min}: the suite's pass^k must reach min
+    min_pass_hat_k: PassHatK | None = None  # {k, min}: the suite's pass^k must reach min
     report_lang: str | None = None  # `report: {lang: zh}` (SPEC §21); None: chosen from the conversations
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)
@@ -272,39 +260,27 @@ class Suite:
         return self.options.get(key, DEFAULT_OPTIONS[key])
 
 
-DEFAULT_OPTIONS: dict[str, Any] = {"concurrency": 8, "timeout": 60, "retries": 3, "cache": True, "seed": 0,
+DEFAULT_OPTIONS: dict[str, object] = {"concurrency": 8, "timeout": 60, "retries": 3, "cache": True, "seed": 0,
                                    "grade_timeout": 30, "max_retry_wait": 60, "max_reply_chars": 100_000,
                                    "normalize": None}
 
 
-def describe_provider(config: dict[str, Any]) -> str:
+def describe_provider(config: Mapping[str, object]) -> str:
     """A redacted provider configuration (as in run.json) as one short line."""
     if "model" in config:
         parts = [str(config["model"]), f"history {config.get('context', 'full')}"]
-        if config.get("params"):
-            parts.append(", ".join(f"{k}={v}" for k, v in config["params"].items()))
+        if isinstance(params := config.get("params"), Mapping) and params:
+            parts.append(", ".join(f"{k}={v}" for k, v in params.items()))
         if config.get("system_sha256"):
             parts.append(f"system #{config['system_sha256']}")
         return " · ".join(parts)
     if "http" in config:
-        http = config["http"] or {}
-        from evalspec.extend.kinds import is_stateful
-
-        return f"http {http.get('url')}" + (" (stateful)" if is_stateful(config, "http") else "")
-    if "rasa" in config and isinstance(config["rasa"], dict):
-        return f"rasa {config['rasa'].get('url')}"
+        http = config["http"]
+        url = http.get("url") if isinstance(http, Mapping) else None
+        return f"http {url}" + (" (stateful)" if is_stateful(config, "http") else "")
+    if "rasa" in config and isinstance(rasa := config["rasa"], Mapping):
+        return f"rasa {rasa.get('url')}"
     if "python" not in config:  # a plugin's kind: `redacted` writes its key right after the id
         kind = next((k for k in config if k != "id"), "?")
         return f"{kind} {config.get(kind)}"
     return f"python {config.get('python')}" + (f" · history {config['context']}" if config.get("context", "full") != "full" else "")
-
-
-def describe_history(history: Any) -> str:
-    """`full`, `window 4`, `summary 2 by openai/gpt-4o-mini`: a provider's context strategy in a few words."""
-    if not isinstance(history, dict) or history.get("mode", "full") == "full":
-        return "full"
-    text = f"{history['mode']} {history.get('turns')}"
-    model = history.get("model")
-    if isinstance(model, dict):
-        model = model.get("model") or model.get("python") or model.get("id")
-    return text + (f" by {model}" if model else "")

@@ -8,7 +8,7 @@ import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import jmespath
 import jsonschema
@@ -24,14 +24,25 @@ from evalspec.config.model import (
     AssertionSpec,
     AttackSpec,
     JurySpec,
+    MilestoneStep,
     ProviderSpec,
     RepeatSpec,
     SimulateSpec,
+    StopWhen,
     Suite,
     TestSpec,
     TranscriptsSpec,
     TurnSpec,
     milestone_goals,
+)
+from evalspec.config.nodes import (
+    AttackNode,
+    GateNode,
+    OptionsNode,
+    ReportNode,
+    SimulateNode,
+    SuiteNode,
+    TestNode,
 )
 from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
@@ -50,14 +61,25 @@ from evalspec.extend.registry import resolve_type
 from evalspec.extend.replies import holds_reply
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
+N = TypeVar("N")
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def _dict(value: object) -> dict[str, object]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: object) -> list[object]:
     return list(value) if isinstance(value, list) else []
+
+
+def _node(value: N | None, empty: N) -> N:
+    """A mapping of the suite as its node type (`config.nodes`), or `empty` where the YAML holds something
+    else: the schema reports that, and a suite with problems is never played."""
+    return value if isinstance(value, dict) else empty
+
+
+def _items(value: list[N] | None) -> list[N]:
+    return value if isinstance(value, list) else []
 
 
 _FRAGMENT_VALIDATORS: dict[tuple[str, ...], jsonschema.Draft202012Validator] = {}
@@ -75,8 +97,8 @@ def _fragment_validator() -> jsonschema.Draft202012Validator:
 class SuiteParser:
     """Turns the schema-checked data into dataclasses, checking what a schema cannot."""
 
-    def __init__(self, suite: Suite, data: dict[str, Any], lines: LineMap, problems: list[Problem],
-                 cli_vars: dict[str, Any], environ: Mapping[str, str] | None = None) -> None:
+    def __init__(self, suite: Suite, data: SuiteNode, lines: LineMap, problems: list[Problem],
+                 cli_vars: Mapping[str, object], environ: Mapping[str, str] | None = None) -> None:
         self.suite, self.data, self.lines, self.problems = suite, data, lines, problems
         self.cli_vars = cli_vars
         self.environ = environ if environ is not None else os.environ  # for `${ENV}` in included fragments
@@ -91,15 +113,15 @@ class SuiteParser:
         s.description = str(d.get("description") or "")
         s.tags = [str(t) for t in _list(d.get("tags")) if isinstance(t, str)]
         s.vars = {**_dict(d.get("vars")), **self.cli_vars}
-        s.options = _dict(d.get("options"))
-        gate = _dict(d.get("gate"))
+        s.options = dict(_node(d.get("options"), OptionsNode()))
+        gate = _node(d.get("gate"), GateNode())
         s.min_pass_rate = float(gate.get("min_pass_rate", 1.0)) if isinstance(gate.get("min_pass_rate", 1.0), (int, float)) else 1.0
         s.max_errors = int(gate.get("max_errors", 0)) if isinstance(gate.get("max_errors", 0), int) else 0
         s.gate_mode = str(gate.get("mode") or "pass_rate")
         self._statistics_gate(gate)
         self._recorded_sources()
         self._coverage()
-        lang = _dict(d.get("report")).get("lang")
+        lang = _node(d.get("report"), ReportNode()).get("lang")
         s.report_lang = lang if lang in ("zh", "en") else None
         self._providers()
         s.tools = parse_tools(d.get("tools"), ("tools",), self.bad, s.path.parent)
@@ -111,8 +133,8 @@ class SuiteParser:
         s.jury = self._jury(d.get("judge"), d.get("jury"), ("jury",))
         if s.jury is not None:
             s.judge = s.jury.members[0]
-        defaults = _dict(d.get("defaults"))
-        tests = _list(d.get("tests"))
+        defaults = _node(d.get("defaults"), TestNode())
+        tests = _items(d.get("tests"))
         if "tests" not in d and "transcripts" not in d:
             self.bad((), "missing 'tests': the conversations to play (or 'transcripts': recorded ones to grade)")
         if "tests" in d and not tests and "transcripts" not in d:
@@ -157,7 +179,7 @@ class SuiteParser:
                 spec.options["normalize"] = default
                 spec.parsed = None  # made again with it
 
-    def _statistics_gate(self, gate: dict[str, Any]) -> None:
+    def _statistics_gate(self, gate: GateNode) -> None:
         """`gate: {regressions: paired, alpha, min_pass_hat_k: {k, min}}` (docs/en/statistics.md); the schema
         checked the forms. `regressions: paired` gates on regressions when a baseline is given."""
         s = self.suite
@@ -248,7 +270,7 @@ class SuiteParser:
                     continue
                 test.covers.setdefault(dim, []).append(str(value))
 
-    def _transcripts_defaults(self, defaults: dict[str, Any]) -> None:
+    def _transcripts_defaults(self, defaults: TestNode) -> None:
         """`defaults` grade every conversation of `transcripts:`: parsed once, for all of them."""
         source = self.suite.transcripts
         assert source is not None
@@ -391,12 +413,13 @@ class SuiteParser:
         return JurySpec(members, str(name), quorum) if members else None
 
     # -- tests -------------------------------------------------------------------------------
-    def _field(self, raw: dict[str, Any], defaults: dict[str, Any], key: str, i: int) -> tuple[Any, PathKey]:
+    def _field(self, raw: Mapping[str, object], defaults: Mapping[str, object], key: str,
+               i: int) -> tuple[Any, PathKey]:
         if key in raw:
             return raw[key], ("tests", i, key)
         return defaults.get(key), ("defaults", key)
 
-    def _test(self, raw: dict[str, Any], defaults: dict[str, Any], i: int) -> TestSpec | None:
+    def _test(self, raw: TestNode, defaults: TestNode, i: int) -> TestSpec | None:
         path: PathKey = ("tests", i)
         name = raw.get("name")
         tid = raw.get("id") or (slugify(name) if isinstance(name, str) and name.strip() else f"test-{i + 1}")
@@ -447,9 +470,9 @@ class SuiteParser:
                 self.bad(cpath, "the conversation is empty")
             self._conversation(test, conversation, cpath)
         elif isinstance(simulate, dict):
-            test.simulate = self._simulate(simulate, spath)
+            test.simulate = self._simulate(cast(SimulateNode, simulate), spath)
         elif isinstance(attack, dict):
-            test.attack = self._attack(attack, apath)
+            test.attack = self._attack(cast(AttackNode, attack), apath)
             if test.attack is not None:
                 if "repeat" in raw:
                     self.bad((*path, "repeat"), "an attack test repeats through 'attack.attempts', not 'repeat'")
@@ -735,7 +758,7 @@ class SuiteParser:
             yield from self._spliced(test, turns, (*tpath, "include"), fragment, (*stack, fragment))
 
     def _fragment(self, fragment: Path, shown: str, where: PathKey,
-                  test: TestSpec) -> tuple[list[Any], dict[str, Any]] | None:
+                  test: TestSpec) -> tuple[list[object], dict[str, object]] | None:
         """A fragment's turns and vars, its problems reported in its own file and lines; None when it
         cannot be read."""
         try:
@@ -767,7 +790,7 @@ class SuiteParser:
         self.lines.fragments[where] = (lines, ("conversation",), note)
         return data["conversation"], _dict(data.get("vars"))
 
-    def _simulate(self, raw: dict[str, Any], path: PathKey) -> SimulateSpec | None:
+    def _simulate(self, raw: SimulateNode, path: PathKey) -> SimulateSpec | None:
         for k, step in enumerate(raw.get("milestones") or []):
             when = step.get("done_when") if isinstance(step, dict) else None
             where = (*path, "milestones", k, "done_when", "assistant_matches")
@@ -781,11 +804,13 @@ class SuiteParser:
                     self.bad((*path, "milestones", k, "done_when", "state"), f"'state': {exc}")
         if raw.get("milestones") and raw.get("python") is not None:
             self.bad((*path, "milestones"), "milestones are played by a model simulator, not a 'python:' user")
-        for k, cond in enumerate(raw.get("stop_when") or []):
+        stop_when = _items(raw.get("stop_when"))
+        conditions: list[Mapping[str, object]] = list(stop_when)
+        for k, cond in enumerate(conditions):
             for key in ("assistant_matches", "user_says"):
                 where = (*path, "stop_when", k, key)
-                if isinstance(cond, dict) and isinstance(cond.get(key), str) and \
-                        (msg := stop_when_problem(key, cond[key], where, self.lines)):
+                if isinstance(cond, dict) and isinstance(text := cond.get(key), str) and \
+                        (msg := stop_when_problem(key, text, where, self.lines)):
                     self.bad(where, msg)
         python = raw.get("python")
         if isinstance(python, str) and ":" not in python:
@@ -801,14 +826,16 @@ class SuiteParser:
         model = raw.get("model")
         return SimulateSpec(persona=raw.get("persona", ""), goal=raw.get("goal", ""), max_turns=raw["max_turns"],
                             instructions=raw.get("instructions"), max_chars=int(raw.get("max_chars", 600)),
-                            min_turns=int(raw.get("min_turns", 1)), milestones=list(raw.get("milestones") or []),
+                            min_turns=int(raw.get("min_turns", 1)),
+                            # the schema's forms of a step (a goal, a fixed turn), read as one mapping each
+                            milestones=cast(list[MilestoneStep], list(raw.get("milestones") or [])),
                             checkpoints=list(raw.get("checkpoints") or []),
                             python=python if isinstance(python, str) else None,
                             opening=raw.get("opening"), fixed=list(raw.get("fixed") or []),
-                            stop_when=list(raw.get("stop_when") or []),
+                            stop_when=cast(list[StopWhen], stop_when),
                             model=self._model_ref(model, (*path, "model"), "simulator") if model else None)
 
-    def _attack(self, raw: dict[str, Any], path: PathKey) -> AttackSpec | None:
+    def _attack(self, raw: AttackNode, path: PathKey) -> AttackSpec | None:
         python = raw.get("python")
         if isinstance(python, str) and ":" not in python:
             self.bad((*path, "python"), f"'{python}' is not FILE.py:function or module:function")

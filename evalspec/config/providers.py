@@ -7,6 +7,7 @@ own checks (its registry entry's `check`), `history:`, and the keys that only mo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from evalspec.config.model import ProviderSpec
@@ -37,7 +38,7 @@ def model_ref(raw: Any, default_id: str | None = None, where: tuple[Any, ...] = 
     return provider_spec(raw, kind, str(raw.get("id") or default_id or f"judge:{raw.get(kind)}"), where)
 
 
-def mapping_problems(raw: dict[str, Any], pid: Any) -> tuple[str | None, Found]:
+def mapping_problems(raw: Mapping[str, object], pid: object) -> tuple[str | None, Found]:
     """The kind a provider mapping names, and what is wrong with it beyond its schema (each with the key
     path under the provider it is about)."""
     kinds = provider_kinds()
@@ -56,7 +57,7 @@ def mapping_problems(raw: dict[str, Any], pid: Any) -> tuple[str | None, Found]:
     return kind, found
 
 
-def _other_kinds_keys(raw: dict[str, Any], kind: str, kinds: dict[str, ProviderKind]) -> Found:
+def _other_kinds_keys(raw: Mapping[str, object], kind: str, kinds: dict[str, ProviderKind]) -> Found:
     """Keys another kind reads and this one does not (`system:` on an http provider) would be ignored
     silently: each is named (`history:` has its own message)."""
     found: Found = []
@@ -68,7 +69,7 @@ def _other_kinds_keys(raw: dict[str, Any], kind: str, kinds: dict[str, ProviderK
     return found
 
 
-def _tool_key_problems(raw: dict[str, Any], kind: str) -> Found:
+def _tool_key_problems(raw: Mapping[str, object], kind: str) -> Found:
     """Tool calls are answered only for model providers, and not with `answer_tool_calls: false`; each
     tool result names a declared tool."""
     found: Found = []

@@ -13,7 +13,7 @@ import glob
 import itertools
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,7 +178,7 @@ def content_text(value: Any) -> str:
     return _content(value) or ""
 
 
-def _kept(conversation: Conversation, where: dict[str, Any]) -> bool:
+def _kept(conversation: Conversation, where: Mapping[str, object]) -> bool:
     return all(str(conversation.metadata.get(k)) == str(v) for k, v in where.items())
 
 

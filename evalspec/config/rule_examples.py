@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from evalspec.config.families import family_warnings
 from evalspec.config.model import AssertionSpec, Suite
+from evalspec.config.nodes import REPORTED_KEYS as _REPORTED
 from evalspec.config.paths import PathKey
 from evalspec.core.errors import Problem
 from evalspec.core.suggest import did_you_mean
@@ -23,41 +24,6 @@ from evalspec.extend.check import snippet
 from evalspec.extend.provider import REASON_WORDS, normalize_finish_reason
 from evalspec.extend.registry import model_needed
 from evalspec.extend.transcript import Message
-
-_TOOL_CALL = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1},
-                                               "arguments": {"type": "object"}},
-              "required": ["name"], "additionalProperties": False}
-_BUTTON = {"type": "object", "properties": {"title": {"type": ["string", "number"]}, "payload": {}},
-           "additionalProperties": False}
-_PART = {"type": "object", "additionalProperties": False, "properties": {
-    "text": {"type": ["string", "null"]}, "buttons": {"type": "array", "items": _BUTTON}, "image": {}, "custom": {}}}
-# what the bot reported with a reply (SPEC §24): its state after the turn, and the turn's messages;
-# and why the model stopped (`finish-reason`)
-_BOT_STATE = {"state": {"type": "object", "description": "the bot's state after the turn"},
-              "parts": {"type": "array", "items": _PART,
-                        "description": "the turn's messages, each {text, buttons: [{title, payload}], image, custom}"},
-              "finish_reason": {"type": "string", "minLength": 1,
-                                "description": "why the model stopped (stop, length, content_filter, tool_calls)"}}
-_REPORTED = tuple(_BOT_STATE)
-_ENTRY = {"anyOf": [
-    {"type": "object", "properties": {"user": {"type": "string"}, "label": {"type": "string", "minLength": 1}},
-     "required": ["user"], "additionalProperties": False},
-    {"type": "object", "properties": {"assistant": {"type": "string"},
-                                      "tool_calls": {"type": "array", "items": _TOOL_CALL}, **_BOT_STATE},
-     "required": ["assistant"], "additionalProperties": False}]}
-_EXAMPLE = {"anyOf": [{"type": ["string", "number"], "description": "a reply"},
-                      {"type": "object", "properties": {"reply": {"type": ["string", "number"]}, **_BOT_STATE},
-                       "minProperties": 1, "additionalProperties": False,
-                       "description": "a reply with the bot's state and parts: {reply, state, parts, finish_reason}"},
-                      {"type": "array", "items": _ENTRY, "minItems": 1,
-                       "description": "a transcript: {user:, label:} and {assistant:, tool_calls:, state:, parts:, "
-                                      "finish_reason:} entries"}]}
-#: the `examples:` key of every assertion (the suite schema's `assertion_examples`)
-EXAMPLES_SCHEMA: dict[str, Any] = {
-    "type": "object", "minProperties": 1, "additionalProperties": False,
-    "description": "replies (or transcripts) this rule must reject (fail) and accept (pass), checked by validate",
-    "properties": {"fail": {"type": "array", "items": _EXAMPLE}, "pass": {"type": "array", "items": _EXAMPLE}},
-}
 
 
 def example_problems(examples: Any) -> list[tuple[PathKey, str]]:
@@ -132,7 +98,8 @@ def shown(example: Any) -> str:
 def examples_of(spec: AssertionSpec) -> Iterator[tuple[str, int, Any, PathKey]]:
     """(kind, 1-based number, example, data path) for each of the spec's examples."""
     for kind in ("fail", "pass"):
-        for i, example in enumerate((spec.examples or {}).get(kind) or []):
+        found = (spec.examples or {}).get(kind)
+        for i, example in enumerate(found if isinstance(found, list) else []):
             yield kind, i + 1, example, (*spec.where, "examples", kind, i)
 
 

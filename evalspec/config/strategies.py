@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalspec.extend.params import JsonSchema
+
 MODES = ("full", "window", "summary", "facts")
 NEEDS_TURNS = ("window", "summary", "facts")
 NEEDS_MODEL = ("summary", "facts")
 
-HISTORY_KEY: dict[str, Any] = {
+HISTORY_KEY: JsonSchema = {
     "type": "object",
     "properties": {
         "mode": {"enum": list(MODES),

@@ -15,27 +15,102 @@ parser and schema (which read names, schemas and config checks) stand before the
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from evalspec.config.model import ProviderSpec, Suite
-    from evalspec.extend.provider import Provider
+from evalspec.core.redact import mask_config
+from evalspec.extend.params import JsonSchema
+from evalspec.extend.provider import Provider
 
-Builder = Callable[["ProviderSpec", "Suite"], "Provider"]
-Preflight = Callable[["ProviderSpec", "Suite"], list[str]]
-Prepare = Callable[["ProviderSpec"], None]
+
+# -- the builder's contract: what a provider kind is given ------------------------------------------------
+@dataclass
+class ProviderSpec:
+    """A system under test (or judge / simulator / embedder): what a kind's builder is given."""
+
+    id: str
+    kind: str  # a registered provider kind: python, model, http or a plugin's
+    config: dict[str, Any]
+    where: tuple[str | int, ...] = ()  # the suite's key path of the provider mapping (config.paths.PathKey)
+    max_concurrency: int | None = None
+    rpm: float | None = None
+
+    @property
+    def stateful(self) -> bool:
+        """The system keeps the conversation itself: only the new message is sent (its kind decides)."""
+        return is_stateful(self.config, self.kind)
+
+    def redacted(self, secrets: set[str]) -> dict[str, Any]:
+        """The configuration as outputs show it, every secret masked where it stands and wherever it
+        reappears (docs/en/suite-format.md#secrets)."""
+        out: dict[str, Any] = {"id": self.id, self.kind: self.config.get(self.kind)}
+        out.update({k: v for k, v in self.config.items() if k != self.kind})
+        if takes_history(self.kind):
+            out["context"] = describe_history(self.config.get("history"))
+        if self.kind == "model" and self.config.get("system"):
+            out["system_sha256"] = hashlib.sha256(str(self.config["system"]).encode()).hexdigest()[:12]
+        return dict(mask_config(out, secrets))
+
+
+def describe_history(history: object) -> str:
+    """`full`, `window 4`, `summary 2 by openai/gpt-4o-mini`: a provider's context strategy in a few words."""
+    if not isinstance(history, dict) or history.get("mode", "full") == "full":
+        return "full"
+    text = f"{history['mode']} {history.get('turns')}"
+    model = history.get("model")
+    if isinstance(model, dict):
+        model = model.get("model") or model.get("python") or model.get("id")
+    return text + (f" by {model}" if model else "")
+
+
+class ToolView(Protocol):
+    """One of the suite's `tools:` as a builder sees it (config.model.ToolSpec)."""
+
+    def definition(self) -> dict[str, Any]: ...
+
+
+class TestView(Protocol):
+    """A test as a builder sees it (config.model.TestSpec)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def providers(self) -> Collection[str] | None: ...
+    @property
+    def vars(self) -> Mapping[str, Any]: ...
+    @property
+    def matrix(self) -> Mapping[str, Any]: ...
+
+
+class SuiteView(Protocol):
+    """The suite a provider is built for, as its kind's builder and preflight see it (config.model.Suite)."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def vars(self) -> dict[str, Any]: ...  # handed on to the provider, which renders with it
+    @property
+    def tests(self) -> Sequence[TestView]: ...
+    @property
+    def tools(self) -> Sequence[ToolView]: ...
+
+
+Builder = Callable[[ProviderSpec, SuiteView], Provider]
+Preflight = Callable[[ProviderSpec, SuiteView], list[str]]
+Prepare = Callable[[ProviderSpec], None]
 # config-time problems of one provider mapping: (key path under the provider, message)
-ConfigCheck = Callable[[dict[str, Any]], list[tuple[tuple[str, ...], str]]]
+ConfigCheck = Callable[[Mapping[str, object]], list[tuple[tuple[str, ...], str]]]
 
 # kind -> the module that registers it; their order is the order of the suite schema's `oneOf`
 BUILTIN = {"python": "evalspec.providers.python_provider", "model": "evalspec.providers.model_provider",
            "http": "evalspec.providers.http_provider", "rasa": "evalspec.providers.rasa_provider"}
 
 
-def _no_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
+def _no_problems(spec: ProviderSpec, suite: SuiteView) -> list[str]:
     return []
 
 
@@ -43,11 +118,11 @@ def _nothing_to_prepare(spec: ProviderSpec) -> None:
     return None
 
 
-def _no_config_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def _no_config_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], str]]:
     return []
 
 
-def _never(config: dict[str, Any]) -> bool:
+def _never(config: Mapping[str, object]) -> bool:
     return False
 
 
@@ -64,12 +139,12 @@ class ProviderKind:
 
     name: str
     doc: str
-    schema: dict[str, Any]
+    schema: JsonSchema
     build: Builder
     preflight: Preflight = _no_problems
-    keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keys: dict[str, JsonSchema] = field(default_factory=dict)
     check: ConfigCheck = _no_config_problems
-    stateful: Callable[[dict[str, Any]], bool] = _never
+    stateful: Callable[[Mapping[str, object]], bool] = _never
     builtin: bool = False
     prepare: Prepare = _nothing_to_prepare
 
@@ -78,9 +153,9 @@ PROVIDER_KINDS: dict[str, ProviderKind] = {}
 _loaded_builtin = False
 
 
-def provider_kind(name: str, *, schema: dict[str, Any] | None, doc: str = "", preflight: Preflight | None = None,
-                  keys: dict[str, dict[str, Any]] | None = None, check: ConfigCheck | None = None,
-                  stateful: Callable[[dict[str, Any]], bool] | None = None,
+def provider_kind(name: str, *, schema: JsonSchema | None, doc: str = "", preflight: Preflight | None = None,
+                  keys: dict[str, JsonSchema] | None = None, check: ConfigCheck | None = None,
+                  stateful: Callable[[Mapping[str, object]], bool] | None = None,
                   prepare: Prepare | None = None) -> Callable[[Builder], Builder]:
     """Register a builder `(spec, suite) -> Provider` under the suite key `name` (`schema` None: any value)."""
 
@@ -110,7 +185,7 @@ def provider_kinds() -> dict[str, ProviderKind]:
     return {**builtin, **PROVIDER_KINDS}
 
 
-def kind_of(config: dict[str, Any]) -> str | None:
+def kind_of(config: Mapping[str, object]) -> str | None:
     """The kind a provider mapping (as written, or as recorded in run.json) names, or None."""
     return next((name for name in provider_kinds() if name in config), None)
 
@@ -121,7 +196,7 @@ def takes_history(kind: str) -> bool:
     return entry is not None and "history" in entry.keys
 
 
-def is_stateful(config: dict[str, Any], kind: str | None = None) -> bool:
+def is_stateful(config: Mapping[str, object], kind: str | None = None) -> bool:
     """Whether the system a provider mapping (or a recorded one) describes keeps the conversation itself
     (SPEC §2.1 `stateful: true`): its kind's registry entry decides."""
     entry = provider_kinds().get(kind or kind_of(config) or "")

@@ -12,6 +12,10 @@ Fields marked `Option` are the type's own sibling keys (`fuzzy: false` beside `m
 Schema keywords (minimum, description, ...); `Key("not")` names a YAML key that is no Python name.
 A field typed `X | None = None` is a key that may be left out; a field typed `Regex` is a regex
 checked at load time, one typed `TurnRef` a turn number or label checked against the conversation.
+
+The suite's own shape (`config.nodes`) is written the same way, as TypedDicts: a TypedDict is an object
+with no other keys, its keys in declaration order, those marked `REQUIRED` required; `Ref("name")` is a
+`$ref` to a shared definition and `Exactly(schema)` a schema written out where the type says less.
 """
 
 from __future__ import annotations
@@ -21,15 +25,16 @@ import functools
 import operator
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, is_typeddict
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: type hints that carry it must hash
 class Keywords:
     """JSON Schema keywords added to a field's generated schema."""
 
-    keywords: dict[str, Any]
+    keywords: dict[str, object]
 
     def __init__(self, **keywords: Any) -> None:
         object.__setattr__(self, "keywords", keywords)
@@ -54,6 +59,22 @@ class Marker:
     name: str
 
 
+@dataclass(frozen=True)
+class Ref:
+    """The key's schema is a `$ref` to the shared definition `name` (`#/$defs/NAME`)."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Exactly:
+    """The key's schema, written out where the Python type says less (one built by a registry)."""
+
+    schema: JsonSchema
+
+
+JsonSchema = dict[str, object]  # a JSON Schema (or a piece of one): JSON whose keywords are read where needed
+REQUIRED = Marker("required")  # a TypedDict key the schema requires (the keys stay optional to the type checker)
 REGEX = Marker("regex")
 TURN_REF = Marker("turn reference")
 Regex = Annotated[str, REGEX]
@@ -74,9 +95,10 @@ class _Unset:
 
 UNSET: Any = _Unset()  # the default of a key whose absence differs from any value (`jmespath`'s `equals`)
 
-_SIMPLE: dict[Any, dict[str, Any]] = {str: {"type": "string"}, int: {"type": "integer"},
+_SIMPLE: dict[object, JsonSchema] = {str: {"type": "string"}, int: {"type": "integer"},
                                       float: {"type": "number"}, bool: {"type": "boolean"},
-                                      type(None): {"type": "null"}, Any: {}}
+                                      type(None): {"type": "null"}, Any: {},
+                                      object: {}}
 
 
 def _split(hint: Any) -> tuple[Any, list[Any]]:
@@ -92,29 +114,36 @@ def _is_union(hint: Any) -> bool:
     return typing.get_origin(hint) in (Union, types.UnionType)
 
 
-def type_schema(hint: Any) -> dict[str, Any]:
+def type_schema(hint: Any) -> JsonSchema:
     """The JSON Schema of one type hint (str, int, float, bool, list[X], dict[str, X], unions, Literal,
     dataclasses, Annotated with Keywords)."""
     base, meta = _split(hint)
-    out = _base_schema(base)
+    written = any(isinstance(m, (Ref, Exactly)) for m in meta)
+    out = {} if written else _base_schema(base)
     for m in meta:
-        if isinstance(m, Keywords):
+        if isinstance(m, Ref):
+            out = {"$ref": f"#/$defs/{m.name}"}
+        elif isinstance(m, Exactly):
+            out = dict(m.schema)
+        elif isinstance(m, Keywords):
             out.update(m.keywords)
     return out
 
 
-def _base_schema(hint: Any) -> dict[str, Any]:
+def _base_schema(hint: Any) -> JsonSchema:
     if hint in _SIMPLE:
         return dict(_SIMPLE[hint])
+    if is_typeddict(hint):
+        return typeddict_schema(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Literal:
         return {"const": args[0]} if len(args) == 1 else {"enum": list(args)}
     if _is_union(hint):
         return _union_schema(args)
-    if origin in (list, tuple, set, frozenset):
-        return {"type": "array", "items": type_schema(args[0])} if args else {"type": "array"}
-    if origin is dict or hint is dict:
-        if not args or args[1] is Any:
+    if origin in (list, tuple, set, frozenset):  # list[object]: any items, none written
+        return {"type": "array", "items": type_schema(args[0])} if args and args[0] is not object else {"type": "array"}
+    if origin in (dict, Mapping) or hint is dict:
+        if not args or args[1] in (Any, object):
             return {"type": "object"}
         return {"type": "object", "additionalProperties": type_schema(args[1])}
     if hint is list:
@@ -124,15 +153,29 @@ def _base_schema(hint: Any) -> dict[str, Any]:
     raise TypeError(f"no JSON Schema for the type {hint!r}: use str, int, float, bool, list, dict, Literal")
 
 
-def _union_schema(args: tuple[Any, ...]) -> dict[str, Any]:
+def typeddict_properties(cls: Any) -> dict[str, JsonSchema]:
+    """A TypedDict's keys and their schemas, in declaration order."""
+    return {key: type_schema(hint) for key, hint in typing.get_type_hints(cls, include_extras=True).items()}
+
+
+def typeddict_schema(cls: Any) -> JsonSchema:
+    """A TypedDict -> an object schema with no other keys, the keys marked `REQUIRED` required."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out: JsonSchema = {"type": "object", "properties": typeddict_properties(cls), "additionalProperties": False}
+    if required := [key for key, hint in hints.items() if REQUIRED in _split(hint)[1]]:
+        out["required"] = required
+    return out
+
+
+def _union_schema(args: tuple[Any, ...]) -> JsonSchema:
     return union_of([type_schema(arg) for arg in args])
 
 
-def union_of(members: list[dict[str, Any]]) -> dict[str, Any]:
+def union_of(members: list[JsonSchema]) -> JsonSchema:
     """The schema of a union of these member schemas: members that are plain `{"type": T}` merge into one
     `type` list; the others stay `anyOf` entries (also run.json's generated schema, `results.schema`)."""
     names: list[str] = []
-    entries: list[dict[str, Any]] = []
+    entries: list[JsonSchema] = []
     for schema in members:
         if set(schema) == {"type"} and isinstance(schema["type"], str):
             if not names:
@@ -181,7 +224,7 @@ class ParamField:
         return marker in _split(self.hint)[1] or any(
             marker in _split(a)[1] for a in typing.get_args(_split(self.hint)[0]))
 
-    def schema(self, whole: bool = False) -> dict[str, Any]:
+    def schema(self, whole: bool = False) -> JsonSchema:
         """The field's schema; as a key of a mapping (not `whole`), `X | None = None` may be left out, not null."""
         leave_out = not whole and (self.default is None or self.default is UNSET)
         schema = type_schema(_optional(self.hint) if leave_out else self.hint)
@@ -216,11 +259,11 @@ def value_fields(cls: Any) -> list[ParamField]:
     return [f for f in param_fields(cls) if f.option is None or f.option.in_value]
 
 
-def params_schema(cls: Any) -> dict[str, Any]:
+def params_schema(cls: Any) -> JsonSchema:
     """A dataclass -> an object schema: fields without a default are required; no other keys."""
     fields = value_fields(cls)
     properties = {f.key: f.schema() for f in fields}
-    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    out: JsonSchema = {"type": "object", "properties": properties, "additionalProperties": False}
     required = [f.key for f in fields if f.required]
     if required:
         out["required"] = required
@@ -230,7 +273,7 @@ def params_schema(cls: Any) -> dict[str, Any]:
     return out
 
 
-def value_schema(cls: Any) -> dict[str, Any]:
+def value_schema(cls: Any) -> JsonSchema:
     """The JSON Schema of the YAML value of a type whose parameters are `cls`."""
     fields = {f.name: f for f in param_fields(cls)}
     whole = getattr(cls, "value_field", None)
@@ -251,7 +294,7 @@ def value_required(cls: Any) -> bool:
     return not (isinstance(kinds, list) and "null" in kinds)
 
 
-def options_schema(cls: Any) -> dict[str, dict[str, Any]]:
+def options_schema(cls: Any) -> dict[str, JsonSchema]:
     """The type's own sibling keys and their schemas."""
     return {f.key: f.schema() for f in param_fields(cls) if f.option is not None}
 
@@ -262,7 +305,7 @@ def marked_keys(cls: Any, marker: Marker) -> tuple[str, ...]:
     return tuple("" if f.name == whole else f.key for f in value_fields(cls) if f.has(marker))
 
 
-def make_params(cls: Any, value: Any, options: dict[str, Any] | None = None) -> Any:
+def make_params(cls: Any, value: Any, options: Mapping[str, object] | None = None) -> Any:
     """The dataclass instance for an assertion's (validated, rendered) value and options."""
     whole, short = getattr(cls, "value_field", None), getattr(cls, "short_field", None)
     fields = param_fields(cls)

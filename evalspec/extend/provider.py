@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -18,7 +19,7 @@ class CallContext:
     vars: dict[str, Any] = field(default_factory=dict)
     repeat: int = 1
     params: dict[str, Any] | None = None  # per-call request params of evalspec's own calls (response_format, ...)
-    state: dict[str, Any] | None = None  # the test's `state:` seed (SPEC §24): `context["state"]`, `{{ state }}`
+    state: Mapping[str, object] | None = None  # the test's `state:` seed (SPEC §24): `context["state"]`, `{{ state }}`
     metadata: dict[str, Any] | None = None  # the user turn's `metadata:` (sent by `rasa:` providers, SPEC §24)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalspec.extend.params import REGEX, TURN_REF, marked_keys, options_schema, value_schema
+from evalspec.extend.params import REGEX, TURN_REF, JsonSchema, marked_keys, options_schema, value_schema
 from evalspec.extend.params import value_required as params_value_required
 
 Kind = Literal["reply", "conversation"]
@@ -36,9 +36,9 @@ class AssertionType:
     fn: Callable[..., Any]
     kind: Kind
     doc: str
-    value_schema: dict[str, Any]
+    value_schema: JsonSchema
     value_required: bool = True
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    options: dict[str, JsonSchema] = field(default_factory=dict)
     default_scope: str = "last_response"
     default_threshold: float | None = None
     needs: Needs | None = None
@@ -52,8 +52,8 @@ class AssertionType:
 REGISTRY: dict[str, AssertionType] = {}
 
 
-def assertion(name: str, *, kind: Kind = "reply", value: dict[str, Any] | None = None,
-              value_required: bool = True, options: dict[str, dict[str, Any]] | None = None,
+def assertion(name: str, *, kind: Kind = "reply", value: JsonSchema | None = None,
+              value_required: bool = True, options: dict[str, JsonSchema] | None = None,
               default_scope: str = "last_response", default_threshold: float | None = None,
               needs: Needs | None = None, patterns: tuple[str, ...] = (),
               turn_refs: tuple[str, ...] = (), params: Any = None,

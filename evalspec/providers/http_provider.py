@@ -18,7 +18,7 @@ from jmespath.visitor import TreeInterpreter
 
 from evalspec.config.interpolate import is_template, render_value
 from evalspec.core.errors import ProviderError, TemplateProblem
-from evalspec.extend.kinds import provider_kind
+from evalspec.extend.kinds import SuiteView, provider_kind
 from evalspec.extend.provider import (
     CallContext,
     ProviderResponse,
@@ -33,7 +33,7 @@ from evalspec.providers.openai_compat import load_transport, make_client, status
 if TYPE_CHECKING:
     import httpx
 
-    from evalspec.config.model import ProviderSpec, Suite
+    from evalspec.config.model import ProviderSpec
 
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # http.max_response_bytes: a larger answer is an error, not a run out of memory
 GUESSES = ("content", "reply", "response", "answer", "message", "text", "output", "choices[0].message.content",
@@ -322,5 +322,5 @@ def prepare_http(spec: ProviderSpec) -> None:
 @provider_kind("http", schema=HTTP_SCHEMA, check=http_url_problems, stateful=http_stateful,
                preflight=lambda spec, suite: http_problems(spec.config), prepare=prepare_http,
                doc="any HTTP chatbot: templated url/headers/body, JMESPath response, stateful or not")
-def build_http(spec: ProviderSpec, suite: Suite) -> HttpProvider:
+def build_http(spec: ProviderSpec, suite: SuiteView) -> HttpProvider:
     return HttpProvider(spec.id, spec.config, suite.vars)

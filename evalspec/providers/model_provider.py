@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalspec.config.interpolate import names_other_vars, render_text
 from evalspec.config.model import ProviderSpec
@@ -22,7 +22,7 @@ from evalspec.config.strategies import HISTORY_KEY
 from evalspec.core.errors import ProviderError, TemplateProblem
 from evalspec.core.model_keys import KEY_ENV, NO_KEY, split_model
 from evalspec.core.suggest import did_you_mean
-from evalspec.extend.kinds import provider_kind
+from evalspec.extend.kinds import SuiteView, provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, normalize_finish_reason, url_problem
 from evalspec.extend.replies import reply
 from evalspec.extend.transcript import ChatMessage
@@ -37,8 +37,6 @@ from evalspec.providers.openai_compat import (
     reply_content,
 )
 
-if TYPE_CHECKING:
-    from evalspec.config.model import Suite
 
 def import_litellm() -> Any:
     """Import litellm quietly and without network access at import time."""
@@ -293,7 +291,7 @@ MODEL_KEYS: dict[str, dict[str, object]] = {
 }
 
 
-def model_preflight(spec: ProviderSpec, suite: Suite) -> list[str]:
+def model_preflight(spec: ProviderSpec, suite: SuiteView) -> list[str]:
     """A local embedder that is not installed, a system prompt that does not render, a missing key or a
     malformed endpoint, found before any call."""
     from evalspec.providers.local_embedder import is_local, local_problems
@@ -307,7 +305,7 @@ def model_preflight(spec: ProviderSpec, suite: Suite) -> list[str]:
     return system_problems(provider, spec, suite) + model_problems(spec.config)
 
 
-def system_problems(provider: ModelProvider, spec: ProviderSpec, suite: Suite) -> list[str]:
+def system_problems(provider: ModelProvider, spec: ProviderSpec, suite: SuiteView) -> list[str]:
     """A system prompt naming a test's vars: each test it plays must have them (else every call of that test
     would be an error; validate says which test before any call)."""
     out = []
@@ -331,7 +329,7 @@ def model_prepare(spec: ProviderSpec) -> None:
 @provider_kind("model", schema={"type": "string", "description": "any litellm model string"},
                doc="any litellm model string (openai/gpt-4o-mini, ...), with system/params/history",
                keys=MODEL_KEYS, preflight=model_preflight, prepare=model_prepare)
-def build_model(spec: ProviderSpec, suite: Suite) -> ModelProvider:
+def build_model(spec: ProviderSpec, suite: SuiteView) -> ModelProvider:
     from evalspec.providers.tool_rounds import load_tools
 
     own = load_tools(spec.config.get("tools"), suite.path.parent)
@@ -339,6 +337,6 @@ def build_model(spec: ProviderSpec, suite: Suite) -> ModelProvider:
     return ModelProvider(spec.id, spec.config, suite.vars, tools=tools, test_vars=test_var_names(suite))
 
 
-def test_var_names(suite: Suite) -> frozenset[str]:
+def test_var_names(suite: SuiteView) -> frozenset[str]:
     """The vars some test of the suite has (its own `vars:` and matrix keys): a system prompt may name them."""
     return frozenset(name for test in suite.tests for name in (*test.vars, *test.matrix))

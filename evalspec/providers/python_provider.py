@@ -11,6 +11,7 @@ import hashlib
 import math
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from evalspec.config.strategies import HISTORY_KEY
 from evalspec.core.errors import LoadError, ProviderError, UserCodeError
 from evalspec.core.pyref import load_callable
 from evalspec.core.usercode import call_user, describe
-from evalspec.extend.kinds import provider_kind
+from evalspec.extend.kinds import SuiteView, provider_kind
 from evalspec.extend.provider import (
     CallContext,
     ProviderResponse,
@@ -32,7 +33,7 @@ from evalspec.providers import reads
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 
 if TYPE_CHECKING:
-    from evalspec.config.model import ProviderSpec, Suite
+    from evalspec.config.model import ProviderSpec
 
 
 #: the files each module (FILE.py or module name, and the suite's folder) read while it was imported
@@ -150,14 +151,14 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
 
 # -- the `python` kind ---------------------------------------------------------------------------
 
-def python_ref_problems(raw: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def python_ref_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], str]]:
     ref = raw["python"]
     if isinstance(ref, str) and ":" not in ref:
         return [(("python",), f"provider '{raw.get('id')}': '{ref}' is not FILE.py:function or module:function")]
     return []
 
 
-def python_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
+def python_problems(spec: ProviderSpec, suite: SuiteView) -> list[str]:
     """A function that cannot be imported, found before any call."""
     try:
         PythonProvider(spec.id, str(spec.config["python"]), suite.path.parent).load()
@@ -170,7 +171,7 @@ def python_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
                                  "description": "FILE.py:function (relative to the suite) or module:function"},
                doc="FILE.py:function or module:function, called as respond(messages, context)",
                keys={"history": HISTORY_KEY}, check=python_ref_problems, preflight=python_problems)
-def build_python(spec: ProviderSpec, suite: Suite) -> PythonProvider:
+def build_python(spec: ProviderSpec, suite: SuiteView) -> PythonProvider:
     """A python provider whose cache identity covers its file and the `.py` files of its folder tree, so
     editing the provider or a module it imports is a cache miss."""
     base_dir = suite.path.parent

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from evalspec.config.interpolate import is_template
 from evalspec.core.errors import ProviderError
-from evalspec.extend.kinds import provider_kind
+from evalspec.extend.kinds import SuiteView, provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, url_problem
 from evalspec.extend.replies import reply
 from evalspec.extend.transcript import ChatMessage
@@ -26,7 +26,7 @@ from evalspec.providers.openai_compat import load_transport, make_client, status
 if TYPE_CHECKING:
     import httpx
 
-    from evalspec.config.model import ProviderSpec, Suite
+    from evalspec.config.model import ProviderSpec
 
 STATE_KEYS = ("slots", "slots_set", "intent", "entities", "actions", "utterances", "flows_started",
               "flows_completed", "flows_cancelled", "active_flow", "active_loop")
@@ -74,8 +74,8 @@ class RasaProvider:
 
     async def seed(self, context: CallContext) -> None:
         """The test's `state:` slots, as `slot` events before turn 1 (SPEC §24)."""
-        slots = (context.state or {}).get("slots") or {}
-        if slots:
+        slots = (context.state or {}).get("slots")
+        if isinstance(slots, dict) and slots:
             events = [{"event": "slot", "name": str(name), "value": value} for name, value in slots.items()]
             await self._send("POST", self._tracker(context.thread_id) + "/events", events)
 
@@ -198,7 +198,7 @@ def rasa_url_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], 
     return [(("rasa", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
 
 
-def rasa_problems(spec: ProviderSpec, suite: Suite) -> list[str]:
+def rasa_problems(spec: ProviderSpec, suite: SuiteView) -> list[str]:
     url = (spec.config.get("rasa") or {}).get("url")
     if not isinstance(url, str) or not url:
         return ["rasa needs a `url`"]
@@ -214,5 +214,5 @@ def prepare_rasa(spec: ProviderSpec) -> None:
 @provider_kind("rasa", schema=RASA_SCHEMA, check=rasa_url_problems, stateful=lambda config: True,
                preflight=rasa_problems, prepare=prepare_rasa,
                doc="a Rasa assistant: its REST channel for replies and buttons, its tracker for the state")
-def build_rasa(spec: ProviderSpec, suite: Suite) -> RasaProvider:
+def build_rasa(spec: ProviderSpec, suite: SuiteView) -> RasaProvider:
     return RasaProvider(spec.id, spec.config)

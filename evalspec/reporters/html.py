@@ -169,8 +169,9 @@ def _baseline_section(run: dict[str, Any]) -> Markup:
     if not run.get("baseline"):
         return Markup("")
     from evalspec.reporters.diff import html_section
+    from evalspec.reporters.diffwords import spoken
 
-    return html_section(run["baseline"])
+    return html_section(spoken(run["baseline"], run))
 
 
 def _marks(record: dict[str, Any]) -> dict[Any, list[str]]:

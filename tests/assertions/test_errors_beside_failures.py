@@ -98,7 +98,7 @@ def test_a_state_red_line_broken_on_turn_1_fails_the_run_even_when_turn_2_has_no
 
 
 def test_a_judged_check_the_judge_fails_on_one_turn_and_could_not_judge_on_another_is_failed(tmp_path: Path) -> None:
-    from tests.assertions.test_graded import go, judged
+    from tests.assertions.helpers import go, judged
 
     with judged(['{"reason": "第一轮答非所问", "pass": false}', "I cannot judge this."]) as server:
         data = go(tmp_path, server, "      - llm-rubric: 回答切题\n        scope: each_turn\n")

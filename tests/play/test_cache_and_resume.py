@@ -16,6 +16,7 @@ from evalspec import run
 from evalspec.play.runner import RunOptions
 from evalspec.results.journal import read_journal
 from tests.helpers import invoke
+from tests.play.helpers import slow_suite
 from tests.servers import OpenAIServer
 
 
@@ -76,24 +77,6 @@ def test_fully_cached_run_does_not_import_litellm(in_tmp: Path) -> None:
         assert second.returncode == 0, second.stderr
         assert "LITELLM_IMPORTED=False" in second.stderr
         assert server.calls == 4
-
-
-SLOW_BOT = """
-import time
-def respond(messages, context):
-    with open("calls.log", "a") as f:
-        f.write(context["test_id"] + "\\n")
-    time.sleep(0.25)
-    return "ok"
-"""
-
-
-def slow_suite(tmp: Path, n: int = 8) -> Path:
-    (tmp / "bot.py").write_text(SLOW_BOT)
-    tests = "".join(f"  - id: t{i}\n    conversation: [{{user: hi}}]\n" for i in range(n))
-    path = tmp / "s.yaml"
-    path.write_text("options: {cache: false}\nproviders:\n  - id: b\n    python: bot.py:respond\ntests:\n" + tests)
-    return path
 
 
 def _wait_for_journal(journal: Path, count: int, timeout: float = 20) -> None:

@@ -56,7 +56,7 @@ def test_an_address_where_no_cluster_answers_fails_within_seconds(in_tmp: Path) 
 @pytest.mark.xdist_group("ray")
 def test_select_best_compares_candidates_played_on_ray_workers_in_the_driver(in_tmp: Path,
                                                                             ray_cluster: LocalCluster) -> None:
-    from tests.play.test_select_best import judge_picking, outcome, suite
+    from tests.play.helpers import judge_picking, outcome, suite
     from tests.servers import OpenAIServer
 
     with OpenAIServer(judge_picking("LOL")) as server:

@@ -10,7 +10,7 @@ import pytest
 from evalspec import run
 from evalspec.core.errors import ConfigError
 from evalspec.play.runner import RunOptions
-from tests.providers.test_tool_rounds import CLIENTS, TOOLS, agent_suite, go, roles
+from tests.providers.helpers import CLIENTS, TOOLS, agent_suite, go, roles
 from tests.servers import AgentScript, OpenAIServer
 
 CALLS = AgentScript({"瑶光有现车吗？": [[("lookup_stock", {"model": "瑶光", "city": "上海"})]]})

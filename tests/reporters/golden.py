@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
 import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+
+from evalspec.reporters.console import print_summary
+from evalspec.reporters.junit import build_junit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUN = json.loads((FIXTURES / "run.json").read_text(encoding="utf-8"))
@@ -29,3 +36,15 @@ def check_golden(name: str, text: str) -> None:
     if os.environ.get("EVALSPEC_UPDATE_GOLDEN"):
         path.write_text(text, encoding="utf-8")
     assert text == path.read_text(encoding="utf-8"), f"{name} differs (EVALSPEC_UPDATE_GOLDEN=1 to accept)"
+
+
+def console_text(run: dict[str, Any]) -> str:
+    out = io.StringIO()
+    print_summary(Console(file=out, width=120, no_color=True, highlight=False, soft_wrap=True), run, {})
+    return out.getvalue()
+
+
+def junit_text(run: dict[str, Any]) -> str:
+    root = build_junit(run)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode") + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalspec.reporters.vocabulary import pass_rate_text, strip_controls
-from tests.reporters.test_golden import console_text
+from tests.reporters.golden import console_text
 
 
 def test_control_characters_from_replies_never_reach_the_terminal(fixed_run: dict[str, Any]) -> None:

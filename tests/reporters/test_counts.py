@@ -10,7 +10,7 @@ from evalspec.reporters.html import render_html
 from evalspec.reporters.junit import build_junit
 from evalspec.reporters.markdown import render_markdown
 from evalspec.reporters.vocabulary import COUNT_LABELS
-from tests.reporters.test_golden import console_text
+from tests.reporters.golden import console_text
 
 KEYS = [key for key, _ in COUNT_LABELS]
 LABELS = [label for _, label in COUNT_LABELS]

@@ -11,7 +11,7 @@ import pytest
 
 from evalspec.reporters.diff import html_section
 from evalspec.results.compare import compare_runs
-from tests.results.test_compare_runs import rec, run
+from tests.results.helpers import rec, run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

@@ -19,7 +19,7 @@ from evalspec.reporters.junit import build_junit
 from evalspec.reporters.markdown import render_markdown
 from evalspec.results.compare import compare_runs
 from evalspec.results.findings import findings, first_failure
-from tests.reporters.test_golden import console_text
+from tests.reporters.golden import console_text
 
 FAILING = ("no-phone", "no-early-offer", "pronoun", "shop-down")
 

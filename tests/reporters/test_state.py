@@ -14,8 +14,7 @@ from evalspec.reporters import state
 from evalspec.reporters.html import render_html
 from evalspec.reporters.junit import transcript_text
 from evalspec.reporters.markdown import render_markdown
-from tests.reporters.golden import check_golden, fixed
-from tests.reporters.test_golden import console_text, junit_text
+from tests.reporters.golden import check_golden, console_text, fixed, junit_text
 
 ASK = {"slots": {"city": "北京", "car_model": "瑶光", "date": None, "booking_id": None}, "intent": "request_test_drive",
        "active_flow": "book_test_drive", "actions": ["action_check_stock", "utter_ask_date"], "handoff": False}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.play.test_cache_and_resume import slow_suite
+from tests.play.helpers import slow_suite
 
 BIG_BOT = "def respond(messages, context):\n    return 'x' * 30000\n"
 
@@ -131,12 +131,15 @@ def test_commands_that_write_an_output_on_a_full_disk_say_so_without_a_traceback
         pass
     finally:
         os.close(fd)
-    for args, code in ((["grade", "run.json", "-o", f"{small_disk}/g.json"], 3),
-                       (["report", "run.json", "--html", f"{small_disk}/r.html"], 2),
-                       (["diff", "run.json", "run.json", "-o", f"{small_disk}/d.json"], 2),
-                       (["export", "csv", "s.yaml", "-o", f"{small_disk}/e.csv"], 2)):
-        proc = subprocess.run([sys.executable, "-m", "evalspec", *args], cwd=in_tmp, capture_output=True, text=True,
-                              timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
-        assert proc.returncode == code, (args, proc.stdout + proc.stderr)
-        assert "Traceback" not in proc.stderr and "No space left on device" in proc.stderr, proc.stderr
-        assert str(small_disk) in proc.stderr, proc.stderr
+    commands = ((["grade", "run.json", "-o", f"{small_disk}/g.json"], 3),
+                (["report", "run.json", "--html", f"{small_disk}/r.html"], 2),
+                (["diff", "run.json", "run.json", "-o", f"{small_disk}/d.json"], 2),
+                (["export", "csv", "s.yaml", "-o", f"{small_disk}/e.csv"], 2))
+    procs = [subprocess.Popen([sys.executable, "-m", "evalspec", *args], cwd=in_tmp, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+             for args, _ in commands]  # at once: each writes a file of its own
+    for (args, code), proc in zip(commands, procs, strict=True):
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == code, (args, out + err)
+        assert "Traceback" not in err and "No space left on device" in err, err
+        assert str(small_disk) in err, err

@@ -1,5 +1,5 @@
 """What the view tests share: a project with two real runs (a python bot, a loopback judge), the
-served `evalspec view`, and the system Chromium on a thread of its own."""
+served `evalspec view` with `get` and `post` against it, and the system Chromium on a thread of its own."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+import httpx
 
 from tests.helpers import invoke
 from tests.servers import OpenAIServer, Reply, chat_body
@@ -153,3 +155,13 @@ class Chromium:
     def close(self) -> None:
         self.run(lambda: (self.browser.close(), self.playwright.stop()))
         self.pool.shutdown()
+
+
+def get(view: View, path: str, **kwargs: Any) -> httpx.Response:
+    return httpx.get(view.base.rstrip("/") + path, timeout=10, **kwargs)
+
+
+def post(view: View, path: str, body: Any, token: str | None = "header", **kwargs: Any) -> httpx.Response:
+    headers = {"X-Evalspec-Token": view.token} if token == "header" else {}
+    content = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+    return httpx.post(view.base.rstrip("/") + path, content=content.encode(), headers=headers, timeout=10, **kwargs)

@@ -16,18 +16,8 @@ import pytest
 
 from evalspec.results.stats import format_rate
 from evalspec.review.judge_eval import load_labels
-from tests.app.view.project import REVIEWER, Project, View
+from tests.app.view.project import REVIEWER, Project, View, get, post
 from tests.helpers import invoke
-
-
-def get(view: View, path: str, **kwargs: Any) -> httpx.Response:
-    return httpx.get(view.base.rstrip("/") + path, timeout=10, **kwargs)
-
-
-def post(view: View, path: str, body: Any, token: str | None = "header", **kwargs: Any) -> httpx.Response:
-    headers = {"X-Evalspec-Token": view.token} if token == "header" else {}
-    content = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-    return httpx.post(view.base.rstrip("/") + path, content=content.encode(), headers=headers, timeout=10, **kwargs)
 
 
 def test_every_request_without_the_token_is_403(view: View) -> None:
@@ -176,7 +166,7 @@ def test_approving_a_draft_that_failed_asks_first_naming_its_failed_checks(view:
     for asked in ({**body, "run": project.runs[-1]}, body):  # the viewed run, else the newest run holding it
         answer = post(view, "/api/approve", asked)
         assert answer.status_code == 409, answer.text
-        assert answer.json()["failed"] == [{"assertion": "contains: 十点", "reason": "did not find '十点'"}]
+        assert answer.json()["failed"] == [{"assertion": "contains: 十点", "reason": "没有找到 '十点'"}]  # the pages' words
         assert project.runs[-1] in answer.json()["error"] and "force: true" in answer.json()["error"]
     assert project.suite.read_text(encoding="utf-8") == before  # nothing written
     assert post(view, "/api/approve", {**body, "force": "yes"}).status_code == 400

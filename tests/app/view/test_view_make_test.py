@@ -7,8 +7,7 @@ from typing import Any
 
 import yaml
 
-from tests.app.view.project import REVIEWER, Project, View
-from tests.app.view.test_view_api import post
+from tests.app.view.project import REVIEWER, Project, View, post
 from tests.helpers import invoke
 
 

@@ -6,12 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from click.testing import CliRunner
 
 from evalspec import run
-from evalspec.app.cli.main import main
 from evalspec.config import load_suite
 from evalspec.play.runner import RunOptions
+from tests.authoring.importers.helpers import import_config
 from tests.servers import LoopbackServer, OpenAIServer, Reply
 
 CHAT_PROMPT = """[
@@ -43,15 +42,6 @@ def multi_turn_config(base: str) -> dict[str, Any]:
              "assert": [{"type": "contains-any", "value": ["天气", "weather"]}]},
         ],
     }
-
-
-def import_config(tmp_path: Path, config: dict[str, Any], *extra: str) -> tuple[int, str, str]:
-    src = tmp_path / "pf"
-    src.mkdir(exist_ok=True)
-    (src / "promptfooconfig.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    result = CliRunner().invoke(main, ["import", "promptfoo", str(src / "promptfooconfig.yaml"),
-                                       "-o", str(tmp_path / "out"), *extra])
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_conversation_tests_become_one_conversation_each_and_run(tmp_path: Path) -> None:

@@ -6,18 +6,8 @@ from __future__ import annotations
 import datetime
 import math
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from tests.authoring.importers.test_promptfoo import import_config
-
-
-def written(tmp_path: Path) -> dict[str, Any]:
-    data = yaml.safe_load((tmp_path / "out" / "promptfooconfig.yaml").read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
-
+from tests.authoring.importers.helpers import import_config, played, written
 
 COMPARE = {"prompts": ["Answer: {{ message }}"], "providers": ["openai:gpt-4o-mini"],
            "tests": [{"vars": {"message": "What's the capital of France?"}},
@@ -65,18 +55,6 @@ def test_default_checks_make_every_test_checked(tmp_path: Path) -> None:
     code, _, err = import_config(tmp_path, config)
     assert code == 0, err
     assert len(written(tmp_path)["tests"]) == 3 and "left out" not in err
-
-
-def played(tmp_path: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Import a config with promptfoo's `echo` provider (the reply is the message sent) and run it."""
-    from evalspec import run
-    from evalspec.play.runner import RunOptions
-
-    code, _, err = import_config(tmp_path, {"providers": ["echo"], **config})
-    assert code == 0, err
-    data = run([tmp_path / "out" / "promptfooconfig.yaml"],
-               options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
-    return sorted(data["results"], key=lambda r: r["test_id"])
 
 
 def test_python_checks_give_promptfoo_s_verdicts(tmp_path: Path) -> None:

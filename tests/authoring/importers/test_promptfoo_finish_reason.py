@@ -11,7 +11,7 @@ import yaml
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
-from tests.authoring.importers.test_promptfoo import import_config
+from tests.authoring.importers.helpers import import_config
 from tests.servers import OpenAIServer, Reply, chat_body
 
 

@@ -9,8 +9,7 @@ from typing import Any
 import yaml
 
 from evalspec.authoring.importers.promptfoo.checks import GEVAL_LEVELS, OUTPUT_IN_RUBRIC
-from tests.authoring.importers.test_promptfoo import import_config
-from tests.authoring.importers.test_promptfoo_checks import written
+from tests.authoring.importers.helpers import import_config, written
 from tests.servers import OpenAIServer, Reply, chat_body
 
 BASE = {"prompts": ["{{ q }}"], "providers": ["echo"]}

@@ -13,7 +13,7 @@ import pytest
 from evalspec import run
 from evalspec.config import load_suite
 from evalspec.play.runner import RunOptions
-from tests.authoring.importers.test_promptfoo import import_config
+from tests.authoring.importers.helpers import import_config
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.authoring.importers.test_promptfoo import import_config
-from tests.authoring.importers.test_promptfoo_checks import written
+from tests.authoring.importers.helpers import import_config, written
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 

@@ -14,7 +14,7 @@ import yaml
 from evalspec import run
 from evalspec.config import load_suite
 from evalspec.play.runner import RunOptions
-from tests.authoring.importers.test_promptfoo import import_config
+from tests.authoring.importers.helpers import import_config
 from tests.helpers import LITELLM
 from tests.servers import OpenAIServer, Reply, chat_body, echo
 

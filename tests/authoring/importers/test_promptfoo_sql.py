@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from evalspec.authoring.importers.promptfoo.sql import is_sql_value
-from tests.authoring.importers.test_promptfoo import import_config
-from tests.authoring.importers.test_promptfoo_checks import played, written
+from tests.authoring.importers.helpers import import_config, played, written
 
 READ = "SELECT SUM(l.qty) FROM Sales s JOIN Lines l ON l.sale_id = s.id WHERE s.fruit = 'kiwi'"
 

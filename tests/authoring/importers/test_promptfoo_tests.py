@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.authoring.importers.test_promptfoo import import_config
-from tests.authoring.importers.test_promptfoo_checks import written
+from tests.authoring.importers.helpers import import_config, written
 
 
 def test_scenarios_run_each_test_once_per_config_entry(tmp_path: Path) -> None:

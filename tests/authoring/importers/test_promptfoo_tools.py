@@ -13,7 +13,7 @@ import yaml
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
-from tests.authoring.importers.test_promptfoo import import_config
+from tests.authoring.importers.helpers import import_config
 from tests.helpers import LITELLM
 from tests.servers import LoopbackServer, OpenAIServer, Reply, tool_call_body
 

@@ -17,8 +17,7 @@ import yaml
 
 from evalspec import run
 from evalspec.play.runner import RunOptions
-from tests.app.view.project import View
-from tests.app.view.test_view_api import post
+from tests.app.view.project import View, post
 from tests.helpers import invoke
 from tests.servers import AgentScript, OpenAIServer
 

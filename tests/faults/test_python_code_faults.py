@@ -24,6 +24,7 @@ from evalspec.config.model import TestSpec as SpecOfTest
 from evalspec.core.interrupts import run_interruptible
 from evalspec.plan.build import build_plan
 from evalspec.play.runner import RunOptions, run_plan
+from tests.faults.helpers import WRONG, assert_all_ran_and_passed
 from tests.helpers import spec
 
 USER_CODE = '''
@@ -89,7 +90,6 @@ def check(output, context):
 FATAL = ["exit0", "exit3", "raise", "interrupt", "unprintable", "hang", "none", "no_content", "int_content",
          "bytes", "bad_tool_calls"]
 HARMLESS = ["ok", "odd_usage", "odd_metadata", "surrogate", "huge", "subclass"]
-WRONG = "wrong"  # a reply that is received and fails its turn's `contains: 好的`
 CHECK_FATAL = ["exit", "raise", "hang", "none", "text", "nan", "bad_pass", "inf_score"]
 CHECK_OK = ["ok", "mutate"]
 
@@ -160,13 +160,6 @@ def expect(case: dict[str, Any]) -> tuple[int | None, bool, bool]:
     errs = stop is not None or (check_runs and check in CHECK_FATAL)
     unsure = at is None and stop is not None and check == "false"
     return (min(failing) if failing else None), errs, unsure
-
-
-def assert_all_ran_and_passed(record: dict[str, Any], assertions: int) -> None:
-    """A `passed` record: each of its `assertions` assertions ran and passed, none errored."""
-    results = record["assertions"]
-    assert len(results) == assertions, record
-    assert all(r["pass"] is True and r["error"] is None for r in results), record
 
 
 def check_run(cases: list[dict[str, Any]], data: dict[str, Any]) -> None:
