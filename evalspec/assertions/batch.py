@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from evalspec.assertions.evaluate import AssertionResult, _negate, combine, no_verdict
 from evalspec.assertions.graded import (
@@ -29,7 +29,7 @@ from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
 from evalspec.extend.check import Check, Evidence, GradingContext, JudgeFn, JudgeRequest, say
 from evalspec.extend.registry import model_needed
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message
 from evalspec.providers.answers import (
     Shown,
     answer_text,
@@ -84,7 +84,7 @@ def batch_prompt(specs: list[AssertionSpec], transcript: list[Message]) -> tuple
     """The question (the transcript first, SPEC §23) and the answer's JSON Schema."""
     parts = [f"Conversation:\n{format_transcript(transcript)}\n\n"
              f"Judge the assistant against each of the {len(specs)} criteria below, each on its own."]
-    properties: dict[str, Any] = {}
+    properties: dict[str, object] = {}
     for n, spec in enumerate(specs, 1):
         name = f"a{n}"
         levels = levels_of(spec)
@@ -105,13 +105,13 @@ def batch_prompt(specs: list[AssertionSpec], transcript: list[Message]) -> tuple
 
 
 def parse_batch(text: str, names: list[str], keys: dict[str, list[str]], *,
-                shown_to_judge: Shown) -> dict[str, dict[str, Any] | str]:
+                shown_to_judge: Shown) -> dict[str, dict[str, object] | str]:
     """Each name's verdict object, or the error that stands for it (SPEC §17 honesty, per verdict): an
     object quoted from the conversation the judge was shown is never a verdict (`answers.Shown`)."""
     answer = answer_text(text)
     shown = text.strip()[:200]
 
-    def usable(value: Any) -> bool:
+    def usable(value: object) -> TypeGuard[dict[str, object]]:
         return isinstance(value, dict) and not is_format_example(value) and not shown_to_judge.quotes(value)
 
     found = [(s, v) for s, _, v in json_objects(answer) if any(n in v for n in names) and not shown_to_judge.quotes(v)]
@@ -120,9 +120,9 @@ def parse_batch(text: str, names: list[str], keys: dict[str, list[str]], *,
         what = "only a format example (placeholder values), no answer" if found else \
             f"not a JSON answer (no object with {', '.join(names)})"
         return {n: f"judge answer is {what}: a refusal: {shown!r}" for n in names}
-    out: dict[str, dict[str, Any] | str] = {}
+    out: dict[str, dict[str, object] | str] = {}
     for n in names:  # each verdict on its own: the last usable one counts, an earlier one may not disagree
-        mine = [(s, v[n]) for s, v in answers if usable(v.get(n))]
+        mine = [(s, x) for s, v in answers if usable(x := v.get(n))]
         if not mine:
             shaped = any(isinstance(v.get(n), dict) for _, v in found)
             out[n] = f"the judge's verdict '{n}' is a format example (placeholder values), no answer: {shown!r}" \
@@ -141,15 +141,16 @@ def parse_batch(text: str, names: list[str], keys: dict[str, list[str]], *,
     return out
 
 
-def _check(spec: AssertionSpec, verdict: dict[str, Any], turn: int | None) -> Check:
+def _check(spec: AssertionSpec, verdict: dict[str, object], turn: int | None) -> Check:
     """The check the verdict makes, as the one-by-one path makes it (`graded._verdict` / `_graded`, one sample)."""
     levels = levels_of(spec)
     shown = repr(verdict)
     if levels is None:
-        if not isinstance(verdict.get("pass"), bool):
+        said = verdict.get("pass")
+        if not isinstance(said, bool):
             raise GradingError(f"judge answer has no boolean 'pass': {shown}")
-        score = 1.0 if verdict["pass"] else 0.0
-        passed = score >= spec.threshold if spec.threshold is not None else verdict["pass"]
+        score = 1.0 if said else 0.0
+        passed = score >= spec.threshold if spec.threshold is not None else said
         reason = str(verdict.get("reason", ""))
         return Check(passed, score, reason, [Evidence(turn, reason)], {"verdicts": [verdict]})
     level = verdict.get("level")
@@ -168,7 +169,7 @@ async def judge_batch(group: Group, ctx: GradingContext, judge: JudgeFn) -> list
     specs = [spec for _, spec in group]
     names = [f"a{n}" for n in range(1, len(specs) + 1)]
     prompt, schema = batch_prompt(specs, ctx.transcript)
-    messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
+    messages: list[ChatMessage] = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
     try:
         answer = await judge(JudgeRequest(messages, schema=schema, name="batch_verdicts", answers=len(specs),
                                           parse=False))

@@ -16,6 +16,7 @@ from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.extend.check import Check, Evidence, GradingContext, Said, say
 from evalspec.extend.params import Keywords
+from evalspec.extend.transcript import is_system_message
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,8 @@ def coherence_texts(ctx: GradingContext, include: str) -> list[tuple[int | None,
     out = []
     for m in ctx.transcript:
         role = m.get("role")
-        if role == "assistant" and include in ("assistant", "both") and not m.get("injected") and m.get("content") or role == "user" and include in ("user", "both") and not m.get("not_sent"):
+        if (include in ("assistant", "both") and is_system_message(m) and m.get("content")
+                or role == "user" and include in ("user", "both") and not m.get("not_sent")):
             out.append((m.get("turn"), str(m["content"])))
     return out
 

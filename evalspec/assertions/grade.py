@@ -18,7 +18,7 @@ from evalspec.core.errors import GradingError
 from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, WorldView, resolve_turn
 from evalspec.extend.patterns import REGEX_TIMEOUT_S
 from evalspec.extend.registry import model_needed, resolve_type
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, replies
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,7 @@ def received_only(given: GradingInput, transcript: list[Message]) -> GradingInpu
     that was received is graded): those of a turn that has its reply, `each_turn` (over the replies that
     came) and listed turns that all came. A test-level `last_response`, `any_turn` or `conversation` check
     waits for the whole conversation."""
-    answered = {m.get("turn") for m in transcript
-                if m["role"] == "assistant" and not m.get("injected") and not m.get("intermediate")}
+    answered = {m.get("turn") for m in replies(transcript)}
 
     def came(ref: Any) -> bool:
         try:

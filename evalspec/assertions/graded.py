@@ -34,7 +34,7 @@ from evalspec.extend.check import (
 )
 from evalspec.extend.params import Keywords, Option
 from evalspec.extend.registry import assertion, threshold_of
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message, is_system_message
 from evalspec.providers.judge import Jury
 from evalspec.providers.tool_rounds import tool_lines
 
@@ -64,7 +64,7 @@ class JudgeParams:  # the options every judged check shares
         description="labels: up to 6 of this rule's human labels (.evalspec/labels.jsonl) shown to the judge as "
                     "worked examples")] = None
 
-    def criterion_vars(self) -> dict[str, Any]:
+    def criterion_vars(self) -> dict[str, object]:
         """What a built-in criterion's `{...}` placeholders read."""
         return {}
 
@@ -80,7 +80,7 @@ class GoalParams(JudgeParams):  # trajectory:goal-success
     value_field: ClassVar[str] = "value"
     value: Annotated[str, Keywords(minLength=1)]
 
-    def criterion_vars(self) -> dict[str, Any]:
+    def criterion_vars(self) -> dict[str, object]:
         return {"value": self.value}
 
 
@@ -99,7 +99,7 @@ class RelevanceParams(ConversationJudgeParams):
     window: Annotated[int, Option(), Keywords(minimum=1, description=WINDOW_DOC)] = 5
     per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC)] = True
 
-    def criterion_vars(self) -> dict[str, Any]:
+    def criterion_vars(self) -> dict[str, object]:
         return {"window": self.window}
 
 
@@ -117,7 +117,7 @@ class RoleParams(JudgeParams):
     window: Annotated[int, Option(), Keywords(minimum=1, description=WINDOW_DOC)] = 5
     per_turn: Annotated[bool, Option(), Keywords(description=PER_TURN_DOC)] = False
 
-    def criterion_vars(self) -> dict[str, Any]:
+    def criterion_vars(self) -> dict[str, object]:
         return {"role": self.role or self.value}
 
 
@@ -277,7 +277,8 @@ async def _one_judge(spec: AssertionSpec, ctx: GradingContext, prompt: str, turn
     samples = judging(spec).samples or 1
     verdicts: list[JudgeVerdict] = []
     for i in range(samples):
-        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": f"{prompt}\n\n{PASS_FORMAT}"}]
+        messages: list[ChatMessage] = [{"role": "system", "content": JUDGE_SYSTEM},
+                                       {"role": "user", "content": f"{prompt}\n\n{PASS_FORMAT}"}]
         with _counted(verdicts):
             verdict = await ctx.judge(JudgeRequest(messages, sample=i))
             verdicts.append(verdict)
@@ -319,8 +320,7 @@ def assistant_turns(transcript: list[Message]) -> list[tuple[int, str]]:
     (scripted) assistant lines are the test's words, not the system's, and are not judged."""
     replies: dict[int, str] = {}
     for m in transcript:
-        if m["role"] == "assistant" and (turn := m.get("turn")) is not None and not m.get("injected") \
-                and m.get("content"):
+        if is_system_message(m) and (turn := m.get("turn")) is not None and m.get("content"):
             replies[int(turn)] = str(m["content"])
     return sorted(replies.items())
 

@@ -96,10 +96,10 @@ def js_output(reply: Reply, ctx: GradingContext) -> Any:
     return {"role": "assistant", "content": reply.text, "tool_calls": openai} if reply.text else openai
 
 
-def js_context(reply: Reply, params: JavascriptParams, ctx: GradingContext) -> dict[str, Any]:
+def js_context(reply: Reply, params: JavascriptParams, ctx: GradingContext) -> dict[str, object]:
     users = [m for m in ctx.transcript if m["role"] == "user" and not m.get("not_sent")
              and (reply.whole_conversation or reply.turn is None or m.get("turn") == reply.turn)]
-    context: dict[str, Any] = {
+    context: dict[str, object] = {
         "vars": dict(ctx.vars), "prompt": users[-1]["content"] if users else "",
         "test": {"id": ctx.test_id, "vars": dict(ctx.vars)},
         "transcript": [dict(m) for m in ctx.transcript], "turn": reply.turn, "test_id": ctx.test_id,

@@ -10,6 +10,7 @@ than two, or when the judge's answer is not one candidate's index.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar
 
@@ -24,13 +25,12 @@ from evalspec.extend.check import (
     JudgeFn,
     JudgeRequest,
     Reply,
-    replies,
     say,
     snippet,
 )
 from evalspec.extend.params import Keywords
 from evalspec.extend.registry import assertion
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, replies
 from evalspec.providers.structured import verdict_schema
 from evalspec.providers.tool_rounds import call_text
 
@@ -82,7 +82,7 @@ def _question(spec: AssertionSpec, shown: list[str]) -> str:
             f"(the index of the best candidate: one integer from 0 to {n - 1}).")
 
 
-def _index(answer: dict[str, Any], n: int) -> int:
+def _index(answer: Mapping[str, object], n: int) -> int:
     best = answer.get("best")
     if isinstance(best, str) and best.strip().isdigit():  # "1" from a model that ignores the schema's type
         best = int(best.strip())

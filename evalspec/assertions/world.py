@@ -27,14 +27,13 @@ from evalspec.extend.check import (
     JudgeRequest,
     Undecided,
     WorldView,
-    replies,
     say,
     snippet,
 )
 from evalspec.extend.params import UNSET, Key, Keywords, Regex
 from evalspec.extend.patterns import regex_problem, search
 from evalspec.extend.registry import assertion
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, replies
 
 Path_ = Annotated[str, Keywords(minLength=1, description="a JMESPath expression over the final world")]
 

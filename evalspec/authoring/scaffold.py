@@ -102,13 +102,26 @@ GITIGNORE = [
 WHOLE_FOLDER = (".evalspec", ".evalspec/", "/.evalspec", "/.evalspec/", ".evalspec/**")
 
 
+def in_language(text: str) -> str:
+    """A starter file in the language being spoken: its English description and comments replaced by the
+    catalogue's `init_*` words (the keys, paths and rules stay as written) (docs/en/getting-started.md)."""
+    from evalspec.reporters.catalogue import CATALOGUES, current, words
+
+    if current() == "en":
+        return text
+    for key, english in CATALOGUES["en"].items():
+        if key.startswith("init_"):
+            text = text.replace(english, words(key))
+    return text
+
+
 def merge_gitignore(path: Path) -> bool:
     """Add evalspec's lines to the .gitignore at `path` (created when missing), each line once; a line
     ignoring all of `.evalspec` becomes `.evalspec/*`. True when the file changed."""
     before = path.read_text(encoding="utf-8") if path.exists() else ""
     lines = [".evalspec/*" if line.strip() in WHOLE_FOLDER else line for line in before.splitlines()]
     have = {line.strip() for line in lines}
-    added = [line for line in GITIGNORE if line not in have]
+    added = [line for line in map(in_language, GITIGNORE) if line not in have]
     if added and lines and lines[-1].strip():
         added.insert(0, "")
     text = "\n".join(lines + added) + "\n"
@@ -136,7 +149,7 @@ def scaffold(directory: Path) -> list[Path]:
     for rel, text in FILES.items():
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text or _schema_text(), encoding="utf-8")
+        path.write_text(in_language(text) if text else _schema_text(), encoding="utf-8")
         created.append(path)
     if merge_gitignore(directory / ".gitignore"):
         created.append(directory / ".gitignore")

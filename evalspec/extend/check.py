@@ -9,7 +9,15 @@ from typing import Any
 
 from evalspec.core.errors import GradingError
 from evalspec.extend.provider import CallContext
-from evalspec.extend.transcript import Message, ToolCall, sent_user_turns
+from evalspec.extend.transcript import (
+    ChatMessage,
+    Message,
+    ToolCall,
+    is_reply,
+    replies,
+    sent_user_turns,
+    system_messages,
+)
 
 
 @dataclass
@@ -115,7 +123,7 @@ class JudgeRequest:
     `context` None: the judge's own (`thread_id` "judge", repeat `sample` + 1); `seed` and `read` (the
     cache) as for any call."""
 
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     schema: dict[str, Any] | None = None
     name: str = "verdict"
     sample: int = 0
@@ -146,12 +154,6 @@ class JudgeVerdict:
 
 JudgeFn = Callable[[JudgeRequest], Awaitable[JudgeVerdict]]
 EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
-
-
-def replies(transcript: list[Message]) -> list[Message]:
-    """Assistant replies that answer a user turn: a turn's last assistant message (its tool rounds
-    before it and injected history are excluded)."""
-    return [m for m in transcript if m["role"] == "assistant" and not m.get("injected") and not m.get("intermediate")]
 
 
 @dataclass(frozen=True)
@@ -191,14 +193,13 @@ class GradingContext:
 
     def reply_for_turn(self, turn: int) -> Message | None:
         for m in self.transcript:
-            if m["role"] == "assistant" and m.get("turn") == turn and not m.get("intermediate"):
+            if is_reply(m, golden=True) and m.get("turn") == turn:
                 return m
         return None
 
     def tool_calls(self, turn: int | None = None) -> list[tuple[int | None, ToolCall]]:
         """(turn, call) for every tool call in the transcript, or only those made during `turn`."""
-        return [(m.get("turn"), c) for m in self.transcript
-                if m["role"] == "assistant" and not m.get("injected") and (turn is None or m.get("turn") == turn)
+        return [(m.get("turn"), c) for m in system_messages(self.transcript) if turn is None or m.get("turn") == turn
                 for c in m.get("tool_calls") or []]
 
     def user_turns(self) -> int:

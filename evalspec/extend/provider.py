@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evalspec.core.errors import ProviderError
+from evalspec.extend.transcript import ChatMessage
 
 
 @dataclass
@@ -125,7 +126,7 @@ class Provider(Protocol):
 
     id: str
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         """Answer the last user message of `messages` (OpenAI-style history)."""
         ...
 

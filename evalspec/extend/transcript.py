@@ -8,11 +8,12 @@ stored message has are required; the rest are written only where they hold (a fl
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, TypeVar
 
 from evalspec.extend.params import Keywords
 
-__all__ = ["Message", "ToolCall", "is_sent_user_turn", "is_written_user_turn", "sent_user_turns", "written_user_turns"]
+__all__ = ["ChatMessage", "Message", "RoundFigures", "ToolCall", "WireCall", "is_reply", "is_sent_user_turn", "is_system_message", "is_written_user_turn", "replies",
+           "sent_user_turns", "system_messages", "written_user_turns"]
 
 Count = Annotated[int, Keywords(minimum=0)]
 
@@ -23,6 +24,45 @@ class ToolCall(TypedDict):
     id: str
     name: str
     arguments: Any
+
+
+class WireFunction(TypedDict):
+    name: str
+    arguments: str  # JSON text, as the OpenAI chat protocol carries it
+
+
+class WireCall(TypedDict):
+    """One tool call as the OpenAI chat protocol sends it back to a model (`ToolCall` on the wire)."""
+
+    id: str
+    type: Literal["function"]
+    function: WireFunction
+
+
+class ChatMessage(TypedDict, total=False):
+    """One message of the OpenAI-style history a provider is sent (`Provider.respond`): what the system
+    under test, a judge, a simulated user or an attacker reads. A transcript `Message` goes on the wire as
+    one (`providers.tool_rounds.wire_message`); an embedder is sent one holding only `texts`."""
+
+    role: str  # system, user, assistant or tool
+    content: str
+    tool_calls: list[WireCall]
+    tool_call_id: str  # a tool result: the call it answers
+    name: str  # a tool result: the tool's name (what a python agent reads)
+    texts: list[str]  # an embedding request: the texts to embed
+
+
+class RoundFigures(TypedDict, total=False):
+    """One model call's figures of a turn with tool rounds (`Message.rounds`); the reply carries their sums."""
+
+    latency_ms: float | None
+    tokens: int | None
+    cost: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    strategy_tokens: int | None
+    strategy_cost: float | None
+    strategy_calls: int
 
 
 # a checkpoint criterion the judge was asked after a reply, and its verdict (`pass` is a keyword)
@@ -113,3 +153,34 @@ def is_written_user_turn(m: Mapping[str, Any]) -> bool:
 def written_user_turns(transcript: Iterable[Message]) -> list[Message]:
     """The user messages the person (or the simulated user) wrote (what `efficiency` judges)."""
     return [m for m in transcript if is_written_user_turn(m)]
+
+
+# The one owner of "the system's reply" (docs/en/glossary.md#terms-术语): every folder asks these, never the role and
+# flags itself. Three kinds of assistant message share the role:
+# - a reply: the turn's last assistant message, what answered the user's turn;
+# - a tool round (`intermediate`): an assistant message with tool calls before the turn's reply;
+# - golden history (`injected`): an `assistant:` line of the test, scripted, never the system's words.
+M = TypeVar("M", bound=Mapping[str, Any])
+
+
+def is_reply(m: Mapping[str, Any], *, golden: bool = False) -> bool:
+    """A turn's reply (never one of its tool rounds). Only the system under test's own replies; with
+    `golden`, the test's golden history lines too, as the conversation heard them (what a capture, a
+    `click:` or a simulated user reads)."""
+    return m.get("role") == "assistant" and not m.get("intermediate") and (golden or not m.get("injected"))
+
+
+def replies(transcript: Iterable[M], *, golden: bool = False) -> list[M]:
+    """The turns' replies, in order (`is_reply`): what checks grade."""
+    return [m for m in transcript if is_reply(m, golden=golden)]
+
+
+def is_system_message(m: Mapping[str, Any]) -> bool:
+    """An assistant message the system under test wrote: its replies and its tool rounds, never golden
+    history (what its usage, latency and tool calls are counted over)."""
+    return m.get("role") == "assistant" and not m.get("injected")
+
+
+def system_messages(transcript: Iterable[M]) -> list[M]:
+    """The messages the system under test wrote, in order (`is_system_message`)."""
+    return [m for m in transcript if is_system_message(m)]

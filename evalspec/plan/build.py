@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, overload
 
@@ -56,9 +56,9 @@ class Instance:
     provider: ProviderSpec
     test_id: str  # instance id with #k
     base_id: str  # instance id without #k
-    matrix: dict[str, Any]
+    matrix: dict[str, object]
     repeat: int
-    vars: dict[str, Any]
+    vars: dict[str, object]
     turns: list[PlannedTurn]
     asserts: list[AssertionSpec]
     labels: dict[str, int]
@@ -113,7 +113,7 @@ def fmt_value(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def instance_id(test_id: str, matrix: dict[str, Any], repeat: int, n: int) -> tuple[str, str]:
+def instance_id(test_id: str, matrix: Mapping[str, object], repeat: int, n: int) -> tuple[str, str]:
     base = test_id + ("[" + ",".join(f"{k}={fmt_value(v)}" for k, v in matrix.items()) + "]" if matrix else "")
     return base, (f"{base}#{repeat}" if n > 1 else base)
 
@@ -124,7 +124,7 @@ def identity_problems(suites: list[Suite]) -> list[Problem]:
     where the second is written, with the line of the first; whatever the selection."""
     problems = []
     for suite in suites:
-        first: dict[str, tuple[TestSpec, dict[str, Any], PathKey]] = {}
+        first: dict[str, tuple[TestSpec, Mapping[str, object], PathKey]] = {}
         for test in suite.tests:
             if not test.matrix and regex.search(r"#\d+$", test.id):  # a repeat's record id (`#k`, SPEC §2.3)
                 plain = test.id.rsplit("#", 1)[0]
@@ -145,8 +145,8 @@ def identity_problems(suites: list[Suite]) -> list[Problem]:
     return problems
 
 
-def _identity_problem(suite: Suite, base: str, test: TestSpec, matrix: dict[str, Any], where: PathKey,
-                      seen: tuple[TestSpec, dict[str, Any], PathKey]) -> Problem:
+def _identity_problem(suite: Suite, base: str, test: TestSpec, matrix: Mapping[str, object], where: PathKey,
+                      seen: tuple[TestSpec, Mapping[str, object], PathKey]) -> Problem:
     other, other_matrix, other_where = seen
     values = ",".join(f"{k}={fmt_value(v)}" for k, v in other_matrix.items())
     if other is test:
@@ -167,7 +167,7 @@ class Slot(NamedTuple):
     suite: Suite
     test: TestSpec
     provider: ProviderSpec
-    matrix: dict[str, Any]
+    matrix: dict[str, object]
     repeat: int
     base: str  # instance id without #k
     id: str  # instance id
@@ -429,19 +429,19 @@ class _RenderProblem(ControlFlow):
         self.path, self.message = path, message
 
 
-def _render(value: Any, variables: dict[str, Any], path: PathKey) -> Any:
+def _render(value: Any, variables: Mapping[str, object], path: PathKey) -> Any:
     try:
         return render_value(value, variables)
     except TemplateProblem as exc:
         raise _RenderProblem(path, _with_hint(str(exc), variables)) from None
 
 
-def _with_hint(message: str, variables: dict[str, Any]) -> str:
+def _with_hint(message: str, variables: Mapping[str, object]) -> str:
     found = regex.search(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined", message)
     return message + did_you_mean(found.group(1), list(variables)) if found else message
 
 
-def _render_asserts(specs: list[AssertionSpec], variables: dict[str, Any], turn: int | None) -> list[AssertionSpec]:
+def _render_asserts(specs: list[AssertionSpec], variables: Mapping[str, object], turn: int | None) -> list[AssertionSpec]:
     out = []
     for spec in specs:
         value = _render(spec.value, variables, spec.value_where)
@@ -465,7 +465,7 @@ def with_captures(instance: Instance, captured: dict[str, str]) -> Instance:
         raise EvalspecError(str(_problem(instance.suite, exc))) from None
 
 
-def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict[str, Any], k: int,
+def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict[str, object], k: int,
               base: str, tid: str, captured: dict[str, str] | None = None, row: Row | None = None) -> Instance:
     """`captured`: the values of the captures so far (None when planning: a capture then renders as its
     own `{{ NAME }}`, so that a later turn using it checks and reads as written). `row`: a dataset row,
@@ -532,17 +532,17 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
                     _world(suite, test, variables), row)
 
 
-def _world(suite: Suite, test: TestSpec, variables: dict[str, Any]) -> dict[str, Any] | None:
+def _world(suite: Suite, test: TestSpec, variables: Mapping[str, object]) -> dict[str, Any] | None:
     """The instance's initial world (docs/en/world.md): the test's, else the suite's, its file rendered with
     the instance's vars (a matrix key may name it)."""
     own = test.world is not None
     try:
-        return load_world(test.world if own else suite.world, variables, suite.path.parent)
+        return load_world(test.world if own else suite.world, dict(variables), suite.path.parent)
     except WorldFileProblem as exc:
         raise _RenderProblem((*test.where, "world") if own else ("world",), str(exc)) from None
 
 
-def _until_turn(test: TestSpec, variables: dict[str, Any]) -> int | None:
+def _until_turn(test: TestSpec, variables: Mapping[str, object]) -> int | None:
     """`until_turn:` rendered: the user turn the instance sends (SPEC §19, MT-Bench-101 per turn)."""
     if test.until_turn is None:
         return None
@@ -558,7 +558,7 @@ def _until_turn(test: TestSpec, variables: dict[str, Any]) -> int | None:
 
 
 def _recorded_instance(suite: Suite, test: TestSpec, provider: ProviderSpec, tid: str,
-                       variables: dict[str, Any]) -> Instance:
+                       variables: dict[str, object]) -> Instance:
     """A recorded conversation as it happened: user turns numbered, every other message in the turn of
     the user message before it; labels written on entries, then `labels:` by pattern. A recorded file's
     text is taken as it is; an inline `transcript:` is rendered like a suite's turns."""
@@ -594,7 +594,7 @@ def _recorded_instance(suite: Suite, test: TestSpec, provider: ProviderSpec, tid
                     _world(suite, test, variables))
 
 
-def render_text_at(text: str, variables: dict[str, Any], path: PathKey) -> str:
+def render_text_at(text: str, variables: Mapping[str, object], path: PathKey) -> str:
     try:
         return render_text(text, variables)
     except TemplateProblem as exc:

@@ -6,7 +6,7 @@ import hashlib
 import json
 import random
 import re
-from typing import Any
+from collections.abc import Mapping
 
 CHINESE_POOL: tuple[str, ...] = (
     "今天天气怎么样？",
@@ -43,7 +43,7 @@ def pool_for(user_texts: list[str]) -> tuple[str, ...]:
 
 
 def pick_fillers(count: int, pool: list[str] | tuple[str, ...] | None, *, seed: int, test_id: str,
-                 position: int, matrix: dict[str, Any], repeat: int, user_texts: list[str] | None = None) -> list[str]:
+                 position: int, matrix: Mapping[str, object], repeat: int, user_texts: list[str] | None = None) -> list[str]:
     """`count` messages from `pool` (default: the built-in pool in the language of `user_texts`),
     the same every time for the same inputs."""
     pool = list(pool or pool_for(user_texts or []))

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import grade
@@ -29,26 +29,29 @@ from evalspec.play.turns import NextMessage, play_turns
 from evalspec.providers.calls import CallStats
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.errorbars import interval
+from evalspec.results.rundata import AtTurn, Record
 from evalspec.results.transcript import Transcript
 
 __all__ = ["FrozenHistory", "failing_turn", "rerun_at_turn"]
 
 
-def _failed_turn(a: dict[str, Any]) -> int | None:
+def _failed_turn(a: Mapping[str, object]) -> int | None:
     """The first turn a failed check names: its own turn, else the first turn of its evidence."""
-    if isinstance(a.get("turn"), int):
-        return cast(int, a["turn"])
-    turns = [e["turn"] for e in a.get("evidence") or [] if isinstance(e, dict) and isinstance(e.get("turn"), int)]
+    if isinstance(own := a.get("turn"), int):
+        return own
+    evidence = a.get("evidence")
+    turns = [t for e in evidence if isinstance(e, dict) and isinstance(t := e.get("turn"), int)] \
+        if isinstance(evidence, list) else []
     return min(turns) if turns else None
 
 
-def _last_user_turn(messages: Sequence[dict[str, Any]]) -> int | None:
-    turns = [m["turn"] for m in messages if m.get("role") == "user" and isinstance(m.get("turn"), int)
+def _last_user_turn(messages: Sequence[Message]) -> int | None:
+    turns = [t for m in messages if m.get("role") == "user" and isinstance(t := m.get("turn"), int)
              and not m.get("not_sent") and not m.get("history")]
     return max(turns) if turns else None
 
 
-def failing_turn(record: dict[str, Any]) -> tuple[int, list[int]] | None:
+def failing_turn(record: Record) -> tuple[int, list[int]] | None:
     """The turn where the record's first failing check first failed, and the indexes (in its
     `assertions`) of the checks that failed there; None when no check failed (an error, a skipped test).
     A check that names no turn (a whole-conversation check without evidence) failed at the last turn."""
@@ -63,11 +66,11 @@ def failing_turn(record: dict[str, Any]) -> tuple[int, list[int]] | None:
     return turn, [i for i, a in failed if (_failed_turn(a) or last) == turn]
 
 
-def _history(record: dict[str, Any], turn: int) -> tuple[list[Message], Message] | None:
+def _history(record: Record, turn: int) -> tuple[list[Message], Message] | None:
     """The recorded messages before `turn` (user, assistant, tool calls and results) and turn `turn`'s
     user message; None when the transcript has no such user message."""
-    messages = cast(list[Message], record.get("transcript") or [])
-    before = [m for m in messages if isinstance(m.get("turn"), int) and cast(int, m["turn"]) < turn]
+    messages = record.get("transcript") or []
+    before = [m for m in messages if isinstance(t := m.get("turn"), int) and t < turn]
     asked = next((m for m in messages if m.get("role") == "user" and m.get("turn") == turn), None)
     return (before, asked) if asked is not None else None
 
@@ -86,11 +89,11 @@ class FrozenHistory:
     async def next_message(self, transcript: Transcript) -> NextMessage | None:
         return self.queue.pop(0) if self.queue else None
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         return None
 
 
-def _specs(inst: Instance, record: dict[str, Any], indexes: list[int]) -> list[AssertionSpec]:
+def _specs(inst: Instance, record: Record, indexes: list[int]) -> list[AssertionSpec]:
     """The suite's checks that failed in the record: by position when the record was graded with the
     suite's checks as they are now, else by name and turn."""
     specs = grading_input(inst).specs
@@ -125,18 +128,18 @@ async def _ask(inst: Instance, pool: ProviderPool, source: FrozenHistory,
     return "passed" if any(r.passed for r in results) else "error"
 
 
-def named(record: dict[str, Any], ids: Sequence[str]) -> bool:
+def named(record: Record, ids: Sequence[str]) -> bool:
     """Whether `--ids` names the record: its instance id, or its id without the repeat (`#k`)."""
     return record["test_id"] in ids or record.get("base_id") in ids
 
 
-def at_turn_figures(turn: int, outcomes: list[str]) -> dict[str, Any]:
+def at_turn_figures(turn: int, outcomes: list[str]) -> AtTurn:
     """The record's `at_turn`: the turn, the asks that reached a verdict (`times`), those that failed,
     the Wilson interval of the failed share, the asks that errored, and `derailed_earlier` when the turn
     never failed again given its history."""
     times = sum(1 for o in outcomes if o != "error")
     failed = outcomes.count("failed")
-    out: dict[str, Any] = {"turn": turn, "times": times, "failed": failed, "ci": interval(failed, times)}
+    out: AtTurn = {"turn": turn, "times": times, "failed": failed, "ci": interval(failed, times)}
     if errors := outcomes.count("error"):
         out["errors"] = errors
     if times and not failed:

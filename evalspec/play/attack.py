@@ -19,7 +19,7 @@ from evalspec.core.pyref import load_callable
 from evalspec.core.usercode import call_user_within
 from evalspec.extend.check import GradingContext, JudgeRequest
 from evalspec.extend.provider import CallContext
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message
 from evalspec.plan.build import Instance
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
 from evalspec.providers.answers import Shown, plain_text, read_answer, within_turn
@@ -55,9 +55,9 @@ PLAYBOOKS = {
 MAX_ATTACKER_TOKENS = 256
 
 
-def answer_schema(strategy: str) -> dict[str, Any]:
+def answer_schema(strategy: str) -> dict[str, object]:
     """The JSON Schema of the attacker's answer, sent as `response_format`."""
-    props: dict[str, Any] = {"message": {"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX_CHARS}}
+    props: dict[str, object] = {"message": {"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX_CHARS}}
     required = ["message"]
     if strategy == "goat":
         props["tactic"] = {"enum": list(GOAT_TACTICS)}
@@ -145,7 +145,7 @@ class Attacker:
         """The next user message and tactic, or None when a scripted attacker gives up."""
         if self._fn is not None:
             return await self._scripted(transcript, turn)
-        messages = [{"role": "system", "content": attacker_prompt(self.spec.goal, self.spec.strategy, self.rules)},
+        messages: list[ChatMessage] = [{"role": "system", "content": attacker_prompt(self.spec.goal, self.spec.strategy, self.rules)},
                     *flipped(transcript.messages)]
         if len(messages) == 1 or messages[-1]["role"] != "user":
             messages.append({"role": "user", "content": "(The conversation has not started yet. Write your first "
@@ -221,7 +221,7 @@ class AttackSource:
             message["tactic"] = tactic
         return NextMessage(message)
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         broken = await breached(self.inst, self.rules, transcript.messages)
         if not broken:
             return None

@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from evalspec.results.record import Record
 
 PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None, str | None], Awaitable[Record]]
 # (`runner.play_watched`)
-CacheEntry = tuple[str, dict[str, Any]]
+CacheEntry = tuple[str, dict[str, object]]  # a response cache entry (`providers.cache`)
 _written: contextvars.ContextVar[list[CacheEntry] | None] = contextvars.ContextVar("_written", default=None)
 
 
@@ -103,7 +103,7 @@ class CacheReader:
     def __init__(self, cache_dir: str) -> None:
         self.cache = ResponseCache(Path(cache_dir))
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> dict[str, object] | None:
         return self.cache.get(key)
 
 
@@ -116,20 +116,20 @@ class ShippingCache(ResponseCache):
     def __init__(self, reader: Any) -> None:  # no sqlite file of its own
         self.reader = reader
         self.secrets: set[str] = set()
-        self.recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.recent: OrderedDict[str, dict[str, object]] = OrderedDict()
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> dict[str, object] | None:
         if key in self.recent:
             return self.recent[key]
         import ray
 
-        value: dict[str, Any] | None = ray.get(self.reader.get.remote(key))
+        value: dict[str, object] | None = ray.get(self.reader.get.remote(key))
         return value
 
-    async def aget(self, key: str) -> dict[str, Any] | None:
+    async def aget(self, key: str) -> dict[str, object] | None:
         if key in self.recent:
             return self.recent[key]
-        value: dict[str, Any] | None = await self.reader.get.remote(key)
+        value: dict[str, object] | None = await self.reader.get.remote(key)
         return value
 
     def put_many(self, entries: list[CacheEntry]) -> None:
@@ -150,7 +150,7 @@ class ConversationWorker:
     """A Ray actor: the suites' files unpacked, the suites and the plan loaded once; one conversation per
     call, returned with the cache entries it wrote."""
 
-    def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: dict[str, Any], environ: dict[str, str],
+    def __init__(self, bundle: bytes, suite_paths: list[str], cli_vars: Mapping[str, object], environ: dict[str, str],
                  selection: Selection, driver_cwd: str, play: PlayFn, broker: Any, reader: Any,
                  holder: str = "", watch: str = "") -> None:
         from evalspec.config.loader import load_suites

@@ -22,7 +22,7 @@ import itertools
 import math
 import os
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -43,7 +43,7 @@ PlayFn = Callable[[Instance, ProviderPool, Path | None, str | None, str | None],
 @dataclass
 class RayConfig:
     paths: list[str]
-    cli_vars: dict[str, Any] = field(default_factory=dict)
+    cli_vars: Mapping[str, object] = field(default_factory=dict)
     selection: Selection = field(default_factory=Selection)
     address: str | None = None
 

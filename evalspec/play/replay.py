@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -57,8 +57,8 @@ def _plan_of(run: dict[str, Any]) -> tuple[Iterable[Instance], set[str], list[st
     warnings = [f"{s.path}: changed since the run; using the suite as it is now"
                 for s, meta in zip(suites, run["suites"]) if s.sha256 != meta["sha256"]]
     recorded = run.get("transcripts")
-    graded: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-    override = graded["path"] if isinstance(graded.get("path"), str) else None
+    graded: Mapping[str, object] = recorded if isinstance(recorded, dict) else {}
+    override = path if isinstance(path := graded.get("path"), str) else None
     if override is not None:
         now = recorded_inputs(suites, override)
         if now is None or now["sha256"] != graded.get("sha256"):
@@ -125,7 +125,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None,
     return cast(RunData, regraded), warnings  # `finalize` filled every key RunData requires
 
 
-def label(statuses: list[str]) -> str:
+def label(statuses: Sequence[str]) -> str:
     """reproduced: every replay failed; flaky: some passed; error: no replay reached a verdict."""
     verdicts = [s for s in statuses if s != "error"]
     if not verdicts:
@@ -150,8 +150,8 @@ async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tup
         async with slots:
             return await run_instance(inst, pool)
 
-    async def replay(inst: Instance) -> dict[str, Any]:  # a `select-best` is compared with its test's candidates
-        return dict(redact(await replay_compared(inst, plan, play, pool), run_secrets(suites)))
+    async def replay(inst: Instance) -> Record:  # a `select-best` is compared with its test's candidates
+        return cast(Record, redact(await replay_compared(inst, plan, play, pool), run_secrets(suites)))
 
     rows = []
     try:

@@ -13,10 +13,10 @@ import os
 import random
 import secrets as pysecrets
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import broken_for_good, grade, received_only
@@ -28,7 +28,7 @@ from evalspec.core.usercode import describe
 from evalspec.core.version import __version__
 from evalspec.extend.check import WorldView
 from evalspec.extend.provider import CallContext, ProviderResponse
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message
 from evalspec.plan.build import Instance, Plan, grading_input, has_captures, positions, with_captures
 from evalspec.plan.needs import check_plan
 from evalspec.play.compare import Comparisons
@@ -89,7 +89,15 @@ def suite_meta(suite: Suite) -> dict[str, Any]:
                if (spec := getattr(suite, role)) is not None}}
 
 
-def recorded_inputs(suites: Sequence[Suite], override: str | None) -> dict[str, Any] | None:
+class RecordedInputs(TypedDict):
+    """run.json's `transcripts`: the recorded conversations a run graded (`recorded_inputs`)."""
+
+    path: str | None
+    files: int
+    sha256: str
+
+
+def recorded_inputs(suites: Sequence[Suite], override: str | None) -> RecordedInputs | None:
     """The recorded conversations a run grades (docs/en/recorded-conversations.md#resume-and-grade):
     `--transcripts PATH` (absolute) or None for each suite's own `transcripts.path`, and one sha256 over
     every file's path and bytes; None when no suite has `transcripts:`."""
@@ -305,8 +313,8 @@ async def regrade_ended(inst: Instance, pool: ProviderPool, watch: GradingWatch,
     return record
 
 
-def world_view(inst: Instance, final: dict[str, Any] | None,
-               initial: dict[str, Any] | None = None) -> WorldView | None:
+def world_view(inst: Instance, final: Mapping[str, object] | None,
+               initial: Mapping[str, object] | None = None) -> WorldView | None:
     """The world a conversation of `inst` played on, for its checks; None when the test has none."""
     start = initial if initial is not None else inst.world
     if start is None:
@@ -419,7 +427,7 @@ class TurnCaller:
         self._prepared = not (config.get("setup") or self._seed is not None)
         self._metadata = {t.turn: t.metadata for t in inst.turns if t.role == "user" and t.metadata}
 
-    def __call__(self, messages: list[dict[str, Any]], turn: int) -> Awaitable[ProviderResponse]:
+    def __call__(self, messages: list[ChatMessage], turn: int) -> Awaitable[ProviderResponse]:
         inst = self.inst
         ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
                           repeat=inst.repeat, state=inst.test.state, metadata=self._metadata.get(turn))
@@ -444,7 +452,7 @@ class TurnCaller:
                 raise TurnError(f"seeding the test's state failed: {exc}") from exc
 
 
-def conversation_extra(inst: Instance) -> dict[str, Any] | None:
+def conversation_extra(inst: Instance) -> dict[str, object] | None:
     """What besides the messages decides a conversation's answers (the cache key's extra part, SPEC §24):
     the test's `state:` and `tool_results:`, the provider's `setup:`, the world it starts from and the suite's
     `tools:` (docs/en/world.md); None when it has none of them (the key of every conversation without them
@@ -456,13 +464,13 @@ def conversation_extra(inst: Instance) -> dict[str, Any] | None:
     return extra or None
 
 
-async def recorded_world(inst: Instance, transcript: Transcript) -> dict[str, Any]:
+async def recorded_world(inst: Instance, transcript: Transcript) -> dict[str, object]:
     """The world a recorded conversation's calls of the suite's tools leave behind, replayed on a copy of
     the test's world (docs/en/world.md#recorded-conversations)."""
     from evalspec.providers.tool_rounds import normalize_calls
     from evalspec.providers.world import answer_tool
 
-    world: dict[str, Any] = copy.deepcopy(inst.world or {})
+    world: dict[str, object] = copy.deepcopy(inst.world or {})
     handlers = {t.name: t for t in inst.suite.tools if t.python is not None}
     for message in transcript.messages:  # calls of other tools are left alone
         for call in normalize_calls(message.get("tool_calls"), message.get("turn")) if message["role"] == "assistant" else []:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
 
 import jmespath
 
 from evalspec.core.errors import EvalspecError
 from evalspec.extend.patterns import search
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, is_reply, replies
 from evalspec.plan.build import Instance, has_captures, with_captures
 from evalspec.play.turns import NextMessage, TurnError, play_turns, user_message
 from evalspec.providers.tool_rounds import SendTurn, ToolKit
@@ -29,13 +28,12 @@ def captured_values(messages: list[Message], instance: Instance | None = None) -
         name = message.get("capture") if message.get("role") == "user" else None
         if not name:
             continue
-        replies = [m for m in itertools.takewhile(lambda m: m.get("role") != "user", messages[i + 1:])
-                   if m.get("role") == "assistant" and not m.get("intermediate")]
-        if not replies:
+        heard = replies(itertools.takewhile(lambda m: m.get("role") != "user", messages[i + 1:]), golden=True)
+        if not heard:
             continue
         turn = message.get("turn")
         for var, (how, arg) in ((sources.get(turn) if turn is not None else None) or {name: ("reply", "")}).items():
-            value, why = _captured(replies[-1], how, arg)
+            value, why = _captured(heard[-1], how, arg)
             if value is None:
                 return values, (f"turn {message.get('turn')}: capture '{var}' found nothing: {why}, so the later "
                                 f"turns and checks that use {{{{ {var} }}}} cannot be rendered")
@@ -73,8 +71,7 @@ def _captured(reply: Message, how: str, arg: str) -> tuple[str | None, str]:
 def pressed(transcript: list[Message], title: str, turn: int) -> tuple[str, str]:
     """`click: T` (SPEC §24): the first button of the previous reply titled T, else the first whose payload
     is T, as (what is sent: its payload, else its title; the title pressed). No such button is a TurnError."""
-    previous = next((m for m in reversed(transcript) if m.get("role") == "assistant" and not m.get("intermediate")),
-                    None)
+    previous = next((m for m in reversed(transcript) if is_reply(m, golden=True)), None)
     buttons = [b for part in (previous or {}).get("parts") or [] if isinstance(part, dict)
                for b in part.get("buttons") or [] if isinstance(b, dict)]
     chosen = next((b for b in buttons if str(b.get("title")) == title), None) \
@@ -128,7 +125,7 @@ class ScriptedUser:
                                         history=not planned.call, capture=planned.capture, click=click),
                            call=planned.call, silent_ok=planned.no_reply_ok)
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from evalspec.assertions.graded import format_transcript
 from evalspec.core.errors import EvalspecError, GradingError, ProviderError, UserCodeError
@@ -16,7 +16,7 @@ from evalspec.core.usercode import in_thread
 from evalspec.extend.check import JudgeFn, JudgeRequest, JudgeVerdict
 from evalspec.extend.patterns import regex_time_limit, search
 from evalspec.extend.provider import CallContext
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message, replies
 from evalspec.plan.build import Instance
 from evalspec.play.faults import Said, SimulatorFault, simulator_fault
 from evalspec.play.turns import NextMessage, TurnError, flipped, play_turns, user_message
@@ -91,7 +91,7 @@ class SimulatedUser:
         turn, marker = self.turn, self.marker
         if turn >= self.sim.max_turns:
             return None
-        flags: dict[str, Any] = {}
+        flags: dict[str, object] = {}
         if turn < len(self.scripted):
             text = self.scripted[turn]
         elif self.plan:
@@ -130,8 +130,8 @@ class SimulatedUser:
         """A simulator message that is a slip (play/faults.py) is recorded, never sent, and ends the
         conversation in an error attributed to the simulator."""
         sim = self.sim
-        replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("intermediate")]
-        said = Said(previous_own=self.own, previous_reply=str(replies[-1]["content"] or "") if replies else None,
+        heard = replies(transcript.messages, golden=True)
+        said = Said(previous_own=self.own, previous_reply=str(heard[-1]["content"] or "") if heard else None,
                     instructions=[t for t in (sim.persona, sim.goal, sim.instructions) if t],
                     marker=self.marker, max_chars=sim.max_chars)
         if (fault := simulator_fault(text, said)) is not None:
@@ -144,7 +144,8 @@ class SimulatedUser:
         assert self.simulator is not None and spec is not None
         context = CallContext(thread_id="simulator", test_id=inst.test_id, turn=turn, vars=inst.vars,
                               repeat=inst.repeat)
-        messages = [{"role": "system", "content": system or self.system}, *flipped(transcript.messages)]
+        messages: list[ChatMessage] = [{"role": "system", "content": system or self.system},
+                                       *flipped(transcript.messages)]
         try:
             answer = await ask(self.simulator, JudgeRequest(
                 messages, schema=MESSAGE_SCHEMA,
@@ -158,7 +159,7 @@ class SimulatedUser:
         except GradingError as exc:
             raise TurnError(str(exc)) from exc
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         try:
             if (ended := await self._milestone(transcript, reply, turn)) is not None:
                 return ended
@@ -180,7 +181,7 @@ class SimulatedUser:
         return None
 
 
-    async def _milestone(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def _milestone(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         """After a reply to the current milestone's message: met (the plan moves on; `milestones_met` when
         nothing is left), missed (`milestone_missed` once its `max_turns` are played), or neither."""
         said = next((m for m in reversed(transcript.messages) if m["role"] == "user"), None)
@@ -188,12 +189,12 @@ class SimulatedUser:
             return None
         entry = self.plan[self.step]
         if await self._done(dict(entry["done_when"]), transcript, reply, turn):
-            reply["milestone_met"] = self.numbers[self.step]
+            reply["milestone_met"] = cast(int, self.numbers[self.step])  # a goal's entry: it has a number
             self.step, self.used = self.step + 1, 0
             return "milestones_met" if self.step >= len(self.plan) else None
         return "milestone_missed" if self.used >= int(entry["max_turns"]) else None
 
-    async def _checkpoints(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> None:
+    async def _checkpoints(self, transcript: Transcript, reply: Message, turn: int) -> None:
         """The checkpoints due after turn `turn` (docs/en/agents.md#checkpoints): the judge's verdict on
         each criterion over the conversation so far, recorded on the reply for `trajectory:checkpoints`."""
         for point in self.sim.checkpoints:
@@ -213,7 +214,7 @@ class SimulatedUser:
                     {"criterion": str(criterion), "pass": verdict.answer.get("pass") is True,
                      "reason": str(verdict.answer.get("reason") or "")})
 
-    async def _done(self, when: dict[str, Any], transcript: Transcript, reply: dict[str, Any], turn: int) -> bool:
+    async def _done(self, when: Mapping[str, object], transcript: Transcript, reply: Message, turn: int) -> bool:
         """A milestone's `done_when`: a pattern over the reply, a state check (docs/en/state.md) or a judge
         criterion over the conversation so far."""
         if "assistant_matches" in when:
@@ -296,7 +297,7 @@ def message_text(content: str, marker: str | None, *, shown: Shown) -> str:
 
 def _empty_message(content: str, shown: Shown) -> bool:
     """`{"message": ""}` (read as a format example): the simulator said nothing."""
-    return any(isinstance(v.get("message"), str) and not v["message"].strip()
+    return any(isinstance(said := v.get("message"), str) and not said.strip()
                for _, _, v in own_objects(answer_text(content), shown))
 
 

@@ -11,13 +11,13 @@ the test an error with nothing sent (the teardown still runs).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from evalspec.core.errors import LoadError, UserCodeError
 from evalspec.core.pyref import load_callable
 from evalspec.core.usercode import call_user
 from evalspec.extend.transcript import Message
 from evalspec.plan.build import Instance
+from evalspec.results.rundata import TeardownResult
 
 
 async def run_setup(inst: Instance, thread_id: str) -> str | None:
@@ -38,7 +38,7 @@ async def run_setup(inst: Instance, thread_id: str) -> str | None:
     return None
 
 
-async def run_teardown(inst: Instance, thread_id: str | None, transcript: list[Message]) -> dict[str, Any]:
+async def run_teardown(inst: Instance, thread_id: str | None, transcript: list[Message]) -> TeardownResult:
     """Run the provider's teardown; `{"ok": True}` or `{"ok": False, "error": ...}`, never an exception."""
     ref = str(inst.provider.config["teardown"])
     context = {"thread_id": thread_id, "test_id": inst.test_id, "provider": inst.provider.id,

@@ -21,9 +21,9 @@ from typing import Any, Protocol, cast
 
 from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import ProviderResponse, clean_text, normalize_finish_reason
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message, is_reply
 from evalspec.plan.build import Instance
-from evalspec.providers.tool_rounds import SendTurn, ToolKit, play_turn
+from evalspec.providers.tool_rounds import SendTurn, ToolContext, ToolKit, play_turn
 from evalspec.results.rundata import AttributionName
 from evalspec.results.transcript import StopReason, Transcript
 
@@ -62,7 +62,7 @@ class Source(Protocol):
     async def next_message(self, transcript: Transcript) -> NextMessage | None:
         """The next message, or None when there is none; a failure raises TurnError."""
 
-    async def stop_after(self, transcript: Transcript, reply: dict[str, Any], turn: int) -> str | None:
+    async def stop_after(self, transcript: Transcript, reply: Message, turn: int) -> str | None:
         """The stop reason of a stop condition that holds after turn `turn`'s reply, else None."""
 
 
@@ -71,8 +71,8 @@ def user_message(text: str, turn: int | None, **flags: Any) -> Message:
                           "cost": None, **{k: v for k, v in flags.items() if v}})  # flags: Message's optional keys
 
 
-def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": clean_text(response.content), "turn": turn,
+def assistant_message(response: ProviderResponse, turn: int) -> Message:
+    msg: Message = {"role": "assistant", "content": clean_text(response.content), "turn": turn,
                            "latency_ms": round(response.latency_ms, 3) if response.latency_ms is not None else None,
                            "tokens": response.tokens, "cost": response.cost}
     if response.prompt_tokens is not None:
@@ -98,18 +98,18 @@ def assistant_message(response: ProviderResponse, turn: int) -> dict[str, Any]:
     return msg
 
 
-def tool_context(instance: Instance, call: SendTurn) -> dict[str, Any]:
+def tool_context(instance: Instance, call: SendTurn) -> ToolContext:
     """What a `tool_results` python function gets besides the call's arguments."""
     return {"thread_id": getattr(call, "thread_id", None), "test_id": instance.test_id, "vars": dict(instance.vars)}
 
 
-def flipped(messages: list[Message]) -> list[dict[str, str]]:
+def flipped(messages: list[Message]) -> list[ChatMessage]:
     """The conversation from a simulated user's or an attacker's side (its own messages are `assistant`):
     tool calls and results are not shown (a real user does not see them), nor the rounds before a
     turn's reply."""
     flip = {"user": "assistant", "assistant": "user"}
     return [{"role": flip[m["role"]], "content": str(m["content"])} for m in messages
-            if m["role"] in flip and not m.get("intermediate")]
+            if m["role"] == "user" or is_reply(m, golden=True)]
 
 
 def replied(transcript: Transcript, who: str) -> Transcript:
@@ -134,7 +134,7 @@ async def play_turns(source: Source, instance: Instance, call: SendTurn, kit: To
 
 
 async def _play(source: Source, transcript: Transcript, call: SendTurn, kit: ToolKit | None,
-                context: dict[str, Any]) -> str:
+                context: ToolContext) -> str:
     """The conversation's stop reason; a failure raises TurnError."""
     while (said := await source.next_message(transcript)) is not None:
         transcript.messages.append(said.message)

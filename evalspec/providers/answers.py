@@ -48,15 +48,15 @@ def answer_text(text: str) -> str:
     return text[:opened.start()] if opened else text
 
 
-class Twice(dict[str, Any]):
+class Twice(dict[str, object]):
     """An object that gives one key twice with different values (`{"pass": false, "pass": true}`): the
     last value stands, as JSON readers take it, and `twice` names the keys said both ways."""
 
     twice: tuple[str, ...] = ()
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value: dict[str, Any] = {}
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, object]:
+    value: dict[str, object] = {}
     twice: list[str] = []
     for key, item in pairs:
         if key in value and _key(value[key]) != _key(item):
@@ -69,7 +69,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return marked
 
 
-def json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
+def json_objects(text: str) -> list[tuple[int, int, dict[str, object]]]:
     """(start, end, object) of every outermost JSON object in `text`."""
     # a raw newline inside a string (small models write them) is text
     decoder = json.JSONDecoder(strict=False, object_pairs_hook=_pairs)
@@ -113,12 +113,12 @@ class Shown:
             for _, _, found in json_objects(value):
                 self._collect(found, depth + 1)
 
-    def quotes(self, value: dict[str, Any]) -> bool:
+    def quotes(self, value: dict[str, object]) -> bool:
         """True when `value` appears in the material shown: the model quoted it, it did not say it."""
         return _key(value) in self._keys
 
 
-def is_format_example(value: dict[str, Any]) -> bool:
+def is_format_example(value: dict[str, object]) -> bool:
     """An object with a placeholder string (`...`, `…`, empty, `<reason>`) shows the format; it decides nothing."""
     strings = [v for v in value.values() if isinstance(v, str)]
     strings += [x for v in value.values() if isinstance(v, list) for x in v if isinstance(x, str)]
@@ -136,23 +136,24 @@ def quoted_by_position(text: str, start: int) -> bool:
     return bool(before) and before[-1] in _QUOTES
 
 
-def decision(value: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+def decision(value: dict[str, object], keys: Sequence[str]) -> dict[str, object]:
     """What an answer decides: its requested keys but `reason` (two answers agree when these agree)."""
     return {k: value.get(k) for k in (keys or value) if k != "reason"}
 
 
-def schema_keys(schema: dict[str, Any] | None) -> list[str]:
+def schema_keys(schema: Mapping[str, object] | None) -> list[str]:
     """The keys an answer must hold: the schema's `required`, else its `properties`."""
     schema = schema or {}
-    return [str(k) for k in schema.get("required") or schema.get("properties") or []]
+    keys = schema.get("required") or schema.get("properties") or []
+    return [str(k) for k in keys] if isinstance(keys, (list, dict)) else []
 
 
-def own_objects(text: str, shown: Shown) -> list[tuple[int, int, dict[str, Any]]]:
+def own_objects(text: str, shown: Shown) -> list[tuple[int, int, dict[str, object]]]:
     """The objects of an answer (`answer_text` already applied) that are not quoted from `shown`."""
     return [(s, e, v) for s, e, v in json_objects(text) if not shown.quotes(v)]
 
 
-def read_answer(text: str, schema: dict[str, Any] | None, *, shown: Shown, role: str = "judge") -> dict[str, Any]:
+def read_answer(text: str, schema: dict[str, object] | None, *, shown: Shown, role: str = "judge") -> dict[str, object]:
     """The model's answer: the last JSON object of its own words that has the keys `schema` requires (prose
     may follow it). Reasoning, objects quoted from `shown`, format examples, and drafts quoted by position
     before it are ignored; no answer of its own, or two that disagree, is a GradingError."""
@@ -183,7 +184,7 @@ def read_answer(text: str, schema: dict[str, Any] | None, *, shown: Shown, role:
     return dict(chosen)
 
 
-def plain_text(text: str, schema: dict[str, Any] | None, *, shown: Shown) -> str | None:
+def plain_text(text: str, schema: dict[str, object] | None, *, shown: Shown) -> str | None:
     """A simulated user's or an attacker's answer written as plain text: the text after any `<think>`
     block, without surrounding quotes (may be empty). None when the answer is not plain text: it holds an
     object of its own (or starts one the token cap cut short), quotes an object with the requested keys

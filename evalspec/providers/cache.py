@@ -9,11 +9,14 @@ import os
 import sqlite3
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalspec.extend.transcript import ChatMessage
 
-def cache_key(identity: dict[str, Any], messages: list[dict[str, Any]], repeat: int, extra: Any = None) -> str:
+
+def cache_key(identity: Mapping[str, object], messages: list[ChatMessage], repeat: int, extra: Any = None) -> str:
     blob = json.dumps([identity, messages, repeat, extra], ensure_ascii=False, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -62,7 +65,7 @@ class ResponseCache:
                              f"and calls run live (delete the file to start a new cache)\n")
             sys.stderr.flush()
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> dict[str, object] | None:
         """The stored value, or None; an entry that is not a JSON object (a damaged file) is a miss."""
         with self._lock:
             if self._db is None:
@@ -80,22 +83,22 @@ class ResponseCache:
             return None
         return value if isinstance(value, dict) and MASKED not in value else None
 
-    def storable(self, value: dict[str, Any]) -> dict[str, Any]:
+    def storable(self, value: dict[str, object]) -> dict[str, object]:
         """`value` as the file may hold it: with a secret in it, masked and marked, so that it is never
         served (a reply with `***` for the secret could pass a check the live reply fails): a miss."""
         from evalspec.core.redact import redact
 
-        masked: dict[str, Any] = redact(value, self.secrets)
+        masked: dict[str, object] = redact(value, self.secrets)
         return value if masked == value else {**masked, MASKED: True}
 
-    async def aget(self, key: str) -> dict[str, Any] | None:
+    async def aget(self, key: str) -> dict[str, object] | None:
         """`get` for callers on an event loop (a Ray worker's cache answers over the network)."""
         return self.get(key)
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: dict[str, object]) -> None:
         self.put_many([(key, value)])
 
-    def put_many(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
+    def put_many(self, entries: list[tuple[str, dict[str, object]]]) -> None:
         """Store several entries in one transaction (a Ray worker's entries arrive with its result)."""
         if not entries:
             return

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from evalspec.core.errors import ControlFlow, ProviderError
 from evalspec.extend.provider import CallContext, Provider, ProviderResponse
 from evalspec.extend.replies import NoReply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers import reads
 from evalspec.providers.cache import ResponseCache, cache_key
 from evalspec.providers.limits import LIMITED, RATE_LIMITED, AdaptiveLimit, Limits, local_limits
@@ -95,13 +96,13 @@ class ProviderCaller:
         self.timeout, self.retries, self.stats = timeout, retries, stats
         self.max_retry_wait = max_retry_wait
         self._limits = limits if limits is not None else local_limits(max_concurrency, rpm)
-        self._identity: dict[str, Any] | None = None
+        self._identity: Mapping[str, object] | None = None
         self._deadlines = Deadlines(timeout)
         self.ceiling = max_concurrency or ceiling
         self.adaptive: AdaptiveLimit | None = None  # made at the first 429/503
         self._in_flight = 0
 
-    def key(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None) -> str:
+    def key(self, messages: list[ChatMessage], context: CallContext, extra: Any = None) -> str:
         """Everything the call depends on (SPEC §17): the provider's configuration, the history, the repeat,
         the test id and vars, and the request a templating provider renders from them; never the thread id."""
         if self._identity is None:
@@ -110,7 +111,7 @@ class ProviderCaller:
         rendered = request(messages, context) if request is not None else None
         return cache_key(self._identity, messages, context.repeat, [extra, context.test_id, context.vars, rendered])
 
-    async def call(self, messages: list[dict[str, Any]], context: CallContext, extra: Any = None, *,
+    async def call(self, messages: list[ChatMessage], context: CallContext, extra: Any = None, *,
                    read: bool = True, write: bool = True, cache_only: bool = False,
                    stats: CallStats | None = None,
                    prepare: Callable[[], Awaitable[None]] | None = None) -> ProviderResponse:
@@ -153,7 +154,7 @@ class ProviderCaller:
         root = getattr(self.provider, "base_dir", None)
         return os.path.abspath(root) if root is not None else None
 
-    async def _call_with_retries(self, messages: list[dict[str, Any]], context: CallContext,
+    async def _call_with_retries(self, messages: list[ChatMessage], context: CallContext,
                                  counters: list[CallStats]) -> ProviderResponse:
         attempt = 0
         answers = self.adaptive.answered if self.adaptive is not None else 0  # the provider's, at this call's last try
@@ -251,15 +252,15 @@ EMBEDDING = CallContext(thread_id="embedder", test_id="embedder", turn=0)
 
 
 def embedding_fn(caller: ProviderCaller, cache: ResponseCache | None,
-                 identity: dict[str, Any]) -> Callable[[list[str]], Awaitable[list[list[float]]]]:
+                 identity: Mapping[str, object]) -> Callable[[list[str]], Awaitable[list[list[float]]]]:
     """An embedder over `caller`, whose provider answers `[{"texts": [...]}]` with the vectors in its
     response's `metadata["vectors"]`: limits, time-out and retries like any call; the vectors cached under
     `identity` and the texts (the embedders' own cache entries, `{"vectors": ...}`)."""
 
     async def embed(texts: list[str]) -> list[list[float]]:
         key = cache_key(identity, [{"texts": texts}], 0)
-        if cache is not None and (hit := cache.get(key)) is not None and isinstance(hit.get("vectors"), list):
-            return list(hit["vectors"])
+        if cache is not None and (hit := cache.get(key)) is not None and isinstance(stored := hit.get("vectors"), list):
+            return list(stored)
         response = await caller.call([{"texts": texts}], EMBEDDING, read=False, write=False)
         vectors: list[list[float]] = response.metadata["vectors"]
         if cache is not None:

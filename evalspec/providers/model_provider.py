@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import time
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from evalspec.core.suggest import did_you_mean
 from evalspec.extend.kinds import SuiteView, provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, normalize_finish_reason, url_problem
 from evalspec.extend.replies import reply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 from evalspec.providers.openai_compat import (
     NULL_CONTENT,
@@ -48,7 +50,7 @@ def import_litellm() -> Any:
     return litellm
 
 
-def use_lean_client(config: dict[str, Any]) -> bool:
+def use_lean_client(config: Mapping[str, object]) -> bool:
     """Whether calls for a model config go through the lean client (else litellm): `client:`, else
     OpenAI-compatible endpoints (an `api_base`, or OpenAI itself)."""
     choice = config.get("client", "auto")
@@ -58,16 +60,17 @@ def use_lean_client(config: dict[str, Any]) -> bool:
     return prefix in ("openai", "hosted_vllm", "lm_studio") and ("api_base" in config or prefix == "openai")
 
 
-def open_lean_client(config: dict[str, Any]) -> OpenAICompatClient:
+def open_lean_client(config: Mapping[str, object]) -> OpenAICompatClient:
     """The lean client for a model config: its `api_base` (default OpenAI's) and `api_key` (default
     the OPENAI_API_KEY environment variable)."""
-    return OpenAICompatClient(config.get("api_base") or "https://api.openai.com/v1",
-                              config.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+    base, key = config.get("api_base"), config.get("api_key")
+    return OpenAICompatClient(str(base or "https://api.openai.com/v1"),
+                              str(key) if key else os.environ.get("OPENAI_API_KEY"))
 
 
 class ModelProvider:
-    def __init__(self, pid: str, config: dict[str, Any], variables: dict[str, Any] | None = None,
-                 tools: list[dict[str, Any]] | None = None, test_vars: frozenset[str] = frozenset()) -> None:
+    def __init__(self, pid: str, config: Mapping[str, object], variables: Mapping[str, object] | None = None,
+                 tools: Sequence[Mapping[str, object]] | None = None, test_vars: frozenset[str] = frozenset()) -> None:
         self.id = pid
         self.tools = tools
         self.config = config
@@ -76,27 +79,28 @@ class ModelProvider:
         self._system_source: str | None = None  # a system prompt naming a test's vars: rendered for each test
         self.system_vars: set[str] = set()  # the test vars it names
         try:
-            self.system = render_text(config["system"], self._variables) if config.get("system") else None
+            self.system = render_text(str(config["system"]), self._variables) if config.get("system") else None
         except TemplateProblem as exc:
             named = names_other_vars(str(config["system"]), self._variables)
             if not named or not named <= test_vars:  # a name no test has: a typo, found before any call
                 raise ProviderError(f"{pid}: system: {exc}") from None
             self.system, self._system_source, self.system_vars = None, str(config["system"]), named
-        self.params = dict(config.get("params") or {})
+        params = config.get("params")
+        self.params: dict[str, object] = dict(params) if isinstance(params, Mapping) else {}
         self.strategy = ContextStrategy.from_config(config)  # the pool gives summary/facts their model
         self.api_base = config.get("api_base")
         self.api_key = config.get("api_key")
         self.lean = use_lean_client(config)
         self._client: OpenAICompatClient | None = None
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         identity = {"model": self.model, "system": self.system or self._system_source, "params": self.params,
                     "history": self.strategy.identity(), "api_base": self.api_base}
         if self.tools:
             identity["tools"] = self.tools
         return identity
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         sent, usage = await self.strategy.build(self._system_for(context), messages, context)
         return strategy_metadata(await self._chat(sent, context), usage)
 
@@ -110,7 +114,7 @@ class ModelProvider:
         except TemplateProblem as exc:
             raise ProviderError(f"{self.id}: system: {exc}") from None
 
-    async def _chat(self, sent: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def _chat(self, sent: list[ChatMessage], context: CallContext) -> ProviderResponse:
         params = {**self.params, **({"tools": self.tools} if self.tools else {}), **(context.params or {})}
         if self.lean:
             if self._client is None:
@@ -118,9 +122,9 @@ class ModelProvider:
             return await self._client.chat(split_model(self.model)[1], sent, params)
         return await self._litellm(sent, params)
 
-    async def _litellm(self, sent: list[dict[str, Any]], params: dict[str, Any]) -> ProviderResponse:
+    async def _litellm(self, sent: list[ChatMessage], params: Mapping[str, object]) -> ProviderResponse:
         litellm = import_litellm()
-        kwargs: dict[str, Any] = {"model": self.model, "messages": sent, "num_retries": 0, **params}
+        kwargs: dict[str, object] = {"model": self.model, "messages": sent, "num_retries": 0, **params}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:
@@ -206,7 +210,7 @@ def litellm_providers() -> frozenset[str]:
     return frozenset(names)
 
 
-def model_problems(config: dict[str, Any]) -> list[str]:
+def model_problems(config: Mapping[str, object]) -> list[str]:
     """Missing keys or malformed endpoints, found before any call."""
     model = str(config.get("model") or "")
     if not model:
@@ -239,11 +243,11 @@ class EmbeddingModel:
         self.id = f"embedder {self.model}"
         self._client: OpenAICompatClient | None = None
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         """The key of its cache entries (the embedders' own, `{"vectors": ...}`)."""
         return {"embedder": self.model, "api_base": self.config.get("api_base")}
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         texts = list(messages[0]["texts"])
         vectors = await self._fetch(texts)
         if len(vectors) != len(texts):
@@ -276,7 +280,7 @@ class EmbeddingModel:
 
 # -- the `model` kind ----------------------------------------------------------------------------
 
-MODEL_KEYS: dict[str, dict[str, Any]] = {
+MODEL_KEYS: dict[str, dict[str, object]] = {
     "client": {"enum": ["auto", "litellm", "lean"],
                "description": "model calls: auto (lean client for OpenAI-compatible endpoints), litellm, lean"},
     "system": {"type": "string"},

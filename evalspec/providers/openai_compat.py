@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import time
+from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from evalspec.core.errors import ProviderError
 from evalspec.extend.provider import ProviderResponse, normalize_finish_reason
 from evalspec.extend.replies import message_text, reply
+from evalspec.extend.transcript import ChatMessage
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -201,7 +203,7 @@ class OpenAICompatClient:
             raise ProviderError(f"{what}: unexpected response {data!r:.200}")
         return data
 
-    async def chat(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> ProviderResponse:
+    async def chat(self, model: str, messages: list[ChatMessage], params: Mapping[str, object]) -> ProviderResponse:
         start = time.perf_counter()
         data = await self.post("/chat/completions", {"model": model, "messages": messages, **params}, model)
         latency = (time.perf_counter() - start) * 1000

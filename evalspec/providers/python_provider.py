@@ -28,6 +28,7 @@ from evalspec.extend.provider import (
     normalize_finish_reason,
 )
 from evalspec.extend.replies import reply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers import reads
 from evalspec.providers.history import ContextStrategy, strategy_metadata
 
@@ -51,7 +52,7 @@ class PythonProvider:
     def _module_key(self) -> tuple[str, str]:
         return self.ref.rpartition(":")[0], str(self.base_dir)
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         # `module:function` is imported by name (sys.path), wherever the suite is: no path in the identity, so
         # a Ray worker (the suite unpacked elsewhere) finds the driver's cached replies
         return {"python": self.ref}
@@ -68,7 +69,7 @@ class PythonProvider:
         except BaseException as exc:  # importing user code may even sys.exit()
             raise ProviderError(f"{self.ref!r}: importing failed: {describe(exc)}") from None
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         if self._fn is None:
             self.load()
         sent, usage = await self.strategy.build(None, messages, context)
@@ -86,13 +87,17 @@ class PythonProvider:
         return strategy_metadata(to_response(result, latency, self.ref), usage)
 
 
-def named_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def named_results(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The history with each `role: tool` message named by the call it answers (`name`), as a python agent
     reads the results of its calls (docs/en/world.md#tools)."""
-    names = {c.get("id"): (c.get("function") or {}).get("name") for m in messages if m.get("role") == "assistant"
+    names = {c["id"]: c["function"]["name"] for m in messages if m.get("role") == "assistant"
              for c in m.get("tool_calls") or []}
-    return [{**m, "name": names.get(m.get("tool_call_id")) or ""} if m.get("role") == "tool" and "name" not in m
-            else m for m in messages]
+
+    def named(m: ChatMessage) -> ChatMessage:
+        out = m.copy()
+        out["name"] = names.get(m.get("tool_call_id", "")) or ""
+        return out
+    return [named(m) if m.get("role") == "tool" and "name" not in m else m for m in messages]
 
 
 def _count(value: Any) -> int | None:
@@ -174,7 +179,7 @@ def build_python(spec: ProviderSpec, suite: SuiteView) -> PythonProvider:
     target = provider.ref.rpartition(":")[0]
     if target.endswith(".py"):
         path = (base_dir / target).resolve()
-        identity = {"python": provider.ref, "sha256": source_digest(path) if path.is_file() else "missing"}
+        identity: dict[str, object] = {"python": provider.ref, "sha256": source_digest(path) if path.is_file() else "missing"}
         provider.cache_identity = lambda: identity  # type: ignore[method-assign]
     return provider
 

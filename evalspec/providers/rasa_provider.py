@@ -20,6 +20,7 @@ from evalspec.core.errors import ProviderError
 from evalspec.extend.kinds import SuiteView, provider_kind
 from evalspec.extend.provider import CallContext, ProviderResponse, as_parts, url_problem
 from evalspec.extend.replies import reply
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
 
 if TYPE_CHECKING:
@@ -32,17 +33,18 @@ STATE_KEYS = ("slots", "slots_set", "intent", "entities", "actions", "utterances
 
 
 class RasaProvider:
-    def __init__(self, pid: str, config: dict[str, Any]) -> None:
+    def __init__(self, pid: str, config: Mapping[str, object]) -> None:
         self.id = pid
-        rasa = config["rasa"] or {}
+        written = config["rasa"]
+        rasa: Mapping[str, object] = written if isinstance(written, Mapping) else {}
         self.url = str(rasa["url"]).rstrip("/")
         self.token = rasa.get("token")
         self._client: httpx.AsyncClient | None = None
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         return {"rasa": {"url": self.url}}  # the token decides nothing of the answer
 
-    def cache_request(self, messages: list[dict[str, Any]], context: CallContext) -> dict[str, Any]:
+    def cache_request(self, messages: list[ChatMessage], context: CallContext) -> dict[str, object]:
         """The message as sent, without the thread id (the cache key's request part)."""
         return {"message": messages[-1]["content"], "metadata": context.metadata or {}}
 
@@ -77,7 +79,7 @@ class RasaProvider:
             events = [{"event": "slot", "name": str(name), "value": value} for name, value in slots.items()]
             await self._send("POST", self._tracker(context.thread_id) + "/events", events)
 
-    async def respond(self, messages: list[dict[str, Any]], context: CallContext) -> ProviderResponse:
+    async def respond(self, messages: list[ChatMessage], context: CallContext) -> ProviderResponse:
         start = time.perf_counter()
         body = {"sender": context.thread_id, "message": messages[-1]["content"], "metadata": context.metadata or {}}
         answer = await self._send("POST", "/webhooks/rest/webhook", body)
@@ -97,10 +99,11 @@ class RasaProvider:
             await self._client.aclose()
 
 
-def tracker_state(tracker: dict[str, Any]) -> dict[str, Any]:
+def tracker_state(tracker: Mapping[str, object]) -> dict[str, object]:
     """The state SPEC §24 reads from a Rasa tracker: every key present, "this turn" the events after the
     last `user` event."""
-    events = [e for e in tracker.get("events") or [] if isinstance(e, dict)]
+    written = tracker.get("events")
+    events = [e for e in written if isinstance(e, dict)] if isinstance(written, list) else []
     last_user = max((i for i, e in enumerate(events) if e.get("event") == "user"), default=-1)
     turn = events[last_user + 1:]
     latest = tracker.get("latest_message") or {}
@@ -115,9 +118,10 @@ def tracker_state(tracker: dict[str, Any]) -> dict[str, Any]:
     active = next((f.get("flow_id") for f in reversed(frames) if isinstance(f, dict) and f.get("type") == "flow"),
                   None)
     slots = tracker.get("slots")
-    loop = tracker.get("active_loop")
-    if not isinstance(loop, dict):  # an older tracker: the last `active_loop` event says
-        loop = next((e for e in reversed(events) if e.get("event") == "active_loop"), {})
+    active_loop = tracker.get("active_loop")
+    # an older tracker: the last `active_loop` event says
+    loop = active_loop if isinstance(active_loop, dict) else \
+        next((e for e in reversed(events) if e.get("event") == "active_loop"), {})
     return {
         "slots": dict(slots) if isinstance(slots, dict) else {},
         "slots_set": {e.get("name"): e.get("value") for e in turn if e.get("event") == "slot"},
@@ -134,7 +138,7 @@ def tracker_state(tracker: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def replay_stack(events: list[dict[str, Any]]) -> list[Any]:
+def replay_stack(events: list[dict[str, object]]) -> list[Any]:
     """The dialogue stack after `events`: each `stack` event's `update` is a JSON patch (a list of
     operations, or that list as JSON text) over the frames; `add`, `replace` and `remove` are applied."""
     frames: list[Any] = []
@@ -153,11 +157,11 @@ def replay_stack(events: list[dict[str, Any]]) -> list[Any]:
     return frames
 
 
-def _apply(frames: list[Any], op: dict[str, Any]) -> None:
+def _apply(frames: list[Any], op: Mapping[str, object]) -> None:
     steps = [s for s in str(op.get("path", "")).split("/") if s]
     if not steps:
-        if op.get("op") in ("add", "replace") and isinstance(op.get("value"), list):
-            frames[:] = op["value"]
+        if op.get("op") in ("add", "replace") and isinstance(value := op.get("value"), list):
+            frames[:] = value
         return
     index = len(frames) if steps[0] == "-" else int(steps[0]) if steps[0].isdigit() else None
     if index is None:
@@ -176,7 +180,7 @@ def _apply(frames: list[Any], op: dict[str, Any]) -> None:
 
 # -- the `rasa` kind -----------------------------------------------------------------------------
 
-RASA_SCHEMA: dict[str, Any] = {
+RASA_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
         "url": {"type": "string", "minLength": 1, "description": "the Rasa server, e.g. http://127.0.0.1:5005"},
@@ -188,7 +192,8 @@ RASA_SCHEMA: dict[str, Any] = {
 
 
 def rasa_url_problems(raw: Mapping[str, object]) -> list[tuple[tuple[str, ...], str]]:
-    url = raw["rasa"].get("url") if isinstance(raw["rasa"], dict) else None
+    rasa = raw["rasa"]
+    url = rasa.get("url") if isinstance(rasa, dict) else None
     wrong = url_problem(url) if isinstance(url, str) and not is_template(url) else None
     return [(("rasa", "url"), f"provider '{raw.get('id')}': {wrong}")] if wrong else []
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from evalspec.core.errors import ProviderError
 from evalspec.extend.provider import CallContext, ProviderResponse
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.calls import ProviderCaller
 from evalspec.providers.openai_compat import about_format
 
@@ -47,7 +49,7 @@ _PROBES: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = {}  # a mod
 _STORE_PREFIX = "structured-output-form|"  # the cache's entry for a model (never a sha256 response key)
 
 
-def response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def response_format(name: str, schema: Mapping[str, object]) -> dict[str, object]:
     """The OpenAI `response_format` asking for JSON that follows `schema` (strict: without string lengths)."""
     return {"type": "json_schema", "json_schema": {"name": name, "schema": _strict(schema), "strict": True}}
 
@@ -60,7 +62,7 @@ def _strict(schema: Any) -> Any:
     return schema
 
 
-def form_params(form: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def form_params(form: str, name: str, schema: Mapping[str, object]) -> dict[str, object]:
     """The request parameters that ask for `schema` in `form`."""
     if form == "json_schema":
         return {"response_format": response_format(name, schema)}
@@ -73,7 +75,7 @@ def form_params(form: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def verdict_schema(answer_key: str, answer: dict[str, Any]) -> dict[str, Any]:
+def verdict_schema(answer_key: str, answer: Mapping[str, object]) -> dict[str, object]:
     """`{"reason": str, <answer_key>: <answer>}`, reason first so a model explains before it decides."""
     return {"type": "object", "properties": {"reason": {"type": "string", "maxLength": REASON_MAX_CHARS},
                                              answer_key: answer},
@@ -133,12 +135,12 @@ def forget_forms() -> None:
     _ACCEPTED.clear()
 
 
-async def call_structured(caller: ProviderCaller, messages: list[dict[str, Any]], context: CallContext, *,
-                          name: str, schema: dict[str, Any], max_tokens: int, seed: int | None = None,
+async def call_structured(caller: ProviderCaller, messages: list[ChatMessage], context: CallContext, *,
+                          name: str, schema: Mapping[str, object], max_tokens: int, seed: int | None = None,
                           read: bool = True) -> ProviderResponse:
     """Call with `max_tokens` (and `seed` when given), asking for `schema` in the first structured-output
     form the model accepts (starting at the one remembered for it); the accepted form is remembered."""
-    params: dict[str, Any] = {"max_tokens": max_tokens}
+    params: dict[str, object] = {"max_tokens": max_tokens}
     if seed is not None:
         params["seed"] = seed
     if accepted_form(caller) is None:  # the first call finds the form; the model's other calls wait for it
@@ -147,8 +149,8 @@ async def call_structured(caller: ProviderCaller, messages: list[dict[str, Any]]
     return await _call(caller, messages, context, name, schema, params, read)
 
 
-async def _call(caller: ProviderCaller, messages: list[dict[str, Any]], context: CallContext, name: str,
-                schema: dict[str, Any], params: dict[str, Any], read: bool) -> ProviderResponse:
+async def _call(caller: ProviderCaller, messages: list[ChatMessage], context: CallContext, name: str,
+                schema: Mapping[str, object], params: Mapping[str, object], read: bool) -> ProviderResponse:
     forms = forms_for(caller)
     known = accepted_form(caller)
     start = forms.index(known) if known in forms else 0
@@ -181,6 +183,6 @@ def call_usage(response: ProviderResponse) -> dict[str, Any]:
     return usage
 
 
-def _with(context: CallContext, params: dict[str, Any]) -> CallContext:
+def _with(context: CallContext, params: dict[str, object]) -> CallContext:
     return CallContext(thread_id=context.thread_id, test_id=context.test_id, turn=context.turn, vars=context.vars,
                        repeat=context.repeat, params=params)

@@ -16,14 +16,14 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, cast
 
 from evalspec.config.interpolate import render_value
 from evalspec.core.errors import LoadError, ProviderError, TemplateProblem
 from evalspec.core.pyref import load_attribute, load_callable
 from evalspec.extend.provider import ProviderResponse
 from evalspec.extend.replies import NoReply
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message, RoundFigures, ToolCall
 
 if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec, ToolSpec
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOOL_ROUNDS = 20
 
 # one conversation sends one turn: (messages, turn) -> the reply (`play.runner.TurnCaller`)
-SendTurn = Callable[[list[dict[str, Any]], int], Awaitable[ProviderResponse]]
+SendTurn = Callable[[list[ChatMessage], int], Awaitable[ProviderResponse]]
 
 
 def parse_arguments(raw: Any) -> Any:
@@ -47,7 +47,14 @@ def parse_arguments(raw: Any) -> Any:
     return raw
 
 
-def normalize_calls(raw: Any, turn: int | None, round_no: int = 1) -> list[dict[str, Any]]:
+class ReportedCall(ToolCall, total=False):
+    """A tool call as a provider reported it, read into one shape; `result`: the answer it reported too
+    (an http or python provider that ran the tool itself)."""
+
+    result: Any
+
+
+def normalize_calls(raw: object, turn: int | None, round_no: int = 1) -> list[ReportedCall]:
     """OpenAI-style (`function: {name, arguments}`) or plain (`{name, arguments}`) calls -> `{id, name, arguments}`.
     A call without an id gets `call_TURN_I` (`call_TURN_ROUND_I` after the turn's first round: each result
     names the call it answers)."""
@@ -56,17 +63,17 @@ def normalize_calls(raw: Any, turn: int | None, round_no: int = 1) -> list[dict[
         return []
     if not isinstance(raw, list):
         raise ProviderError(f"tool_calls must be a list of calls, got {type(raw).__name__}")
-    calls = []
+    calls: list[ReportedCall] = []
     for i, call in enumerate(raw, 1):
         if not isinstance(call, dict):
             raise ProviderError(f"tool call {i} is {type(call).__name__}; expected a mapping with 'name' and 'arguments'")
-        function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
+        function: Mapping[str, object] = call["function"] if isinstance(call.get("function"), dict) else call
         name = function.get("name")
         if not isinstance(name, str) or not name:
             raise ProviderError(f"tool call {i} has no name: {json.dumps(call, ensure_ascii=False, default=str)[:200]}")
         args = function.get("arguments", function.get("args"))
-        out: dict[str, Any] = {"id": str(call.get("id") or f"{prefix}{i}"), "name": name,
-                               "arguments": parse_arguments(args)}
+        out: ReportedCall = {"id": str(call.get("id") or f"{prefix}{i}"), "name": name,
+                             "arguments": parse_arguments(args)}
         if "result" in call:
             out["result"] = call["result"]
         calls.append(out)
@@ -77,7 +84,7 @@ def result_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def wire_message(m: Mapping[str, Any]) -> dict[str, Any]:
+def wire_message(m: Mapping[str, Any]) -> ChatMessage:
     """A transcript message as the OpenAI chat protocol sends it (what providers receive as history)."""
     if m["role"] == "tool":
         return {"role": "tool", "tool_call_id": m.get("tool_call_id") or "", "content": m["content"]}
@@ -91,7 +98,15 @@ def wire_message(m: Mapping[str, Any]) -> dict[str, Any]:
 
 # -- declared tools and their results ---------------------------------------------------------
 
-def load_tools(value: Any, base_dir: Path) -> list[dict[str, Any]] | None:
+class ToolDeclaration(TypedDict):
+    """A declared tool as the OpenAI chat protocol takes it (a provider's `tools:`): `function` holds its
+    `name`, `description` and `parameters` (a JSON Schema) as the suite wrote them."""
+
+    type: Literal["function"]
+    function: Mapping[str, object]
+
+
+def load_tools(value: Any, base_dir: Path) -> list[ToolDeclaration] | None:
     """`tools:` as an OpenAI function-tool list: inline, or `FILE.py:NAME` naming a list."""
     if value is None:
         return None
@@ -105,7 +120,7 @@ def load_tools(value: Any, base_dir: Path) -> list[dict[str, Any]] | None:
     return [t if "function" in t else {"type": "function", "function": t} for t in value]
 
 
-def tool_schema(tools: list[dict[str, Any]] | None, name: str) -> dict[str, Any] | None:
+def tool_schema(tools: list[ToolDeclaration] | None, name: str) -> dict[str, Any] | None:
     """The JSON Schema of the declared tool `name` (`{}` when it declares no parameters), or None."""
     for tool in tools or []:
         function = tool.get("function") or {}
@@ -122,16 +137,16 @@ class ToolKit:
 
     answers: bool
     model: bool = False
-    tools: list[dict[str, Any]] | None = None
-    results: dict[str, Any] = field(default_factory=dict)
+    tools: list[ToolDeclaration] | None = None
+    results: dict[str, object] = field(default_factory=dict)
     max_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     base_dir: Path = Path(".")
-    vars: dict[str, Any] = field(default_factory=dict)
+    vars: dict[str, object] = field(default_factory=dict)
     timeout: float = 60.0
     suite_tools: dict[str, ToolSpec] = field(default_factory=dict)  # the suite's `tools:`, answered first
     world: dict[str, Any] | None = None  # this conversation's own world (a deep copy), changed by handlers
 
-    async def answer(self, call: dict[str, Any], context: dict[str, Any]) -> ToolAnswer:
+    async def answer(self, call: ToolCall, context: Mapping[str, Any]) -> ToolAnswer:
         """The result for one call: the suite's tool of that name (against the world), else `tool_results`
         (a fixed value, a template over `args`, or python)."""
         from evalspec.providers.world import ToolAnswer, answer_tool
@@ -159,7 +174,7 @@ class ToolKit:
         except TemplateProblem as exc:
             raise ProviderError(f"tool_results.{name}: {exc}") from None
 
-    async def _python(self, ref: str, args: Any, context: dict[str, Any]) -> Any:
+    async def _python(self, ref: str, args: Any, context: Mapping[str, Any]) -> Any:
         """The user's function, off the loop and under the call time-out (it cannot end or hang the run)."""
         from evalspec.core.errors import UserCodeError
         from evalspec.core.usercode import call_user
@@ -176,7 +191,7 @@ class ToolKit:
             raise ProviderError(f"tool_results: {ref} raised {exc}") from exc
 
 
-def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: dict[str, Any] | None = None,
+def toolkit_for(spec: ProviderSpec, base_dir: Path, variables: Mapping[str, object] | None = None,
                 timeout: float = 60.0, suite_tools: Sequence[ToolSpec] = ()) -> ToolKit:
     """How `spec`'s calls are handled: a model's (and, in a suite with `tools:`, a python provider's) are
     answered; a provider's own tool of the name of a suite tool is a ProviderError."""
@@ -226,6 +241,15 @@ def tool_problems(spec: ProviderSpec, base_dir: Path, suite_tools: Sequence[Tool
 
 # -- the loop ----------------------------------------------------------------------------------
 
+class ToolContext(TypedDict):
+    """What a `tool_results` python function gets besides the call's arguments (with `turn`, `tool` and
+    `call_id` added per call)."""
+
+    thread_id: str | None
+    test_id: str
+    vars: dict[str, object]
+
+
 class TurnLog(Protocol):
     """What `play_turn` writes to: the conversation's transcript."""
 
@@ -233,12 +257,12 @@ class TurnLog(Protocol):
     calls: int
     cached_calls: int
 
-    def history(self) -> list[dict[str, Any]]: ...
+    def history(self) -> list[ChatMessage]: ...
 
 
 FIGURES = ("latency_ms", "tokens", "cost", "prompt_tokens", "completion_tokens",
            "strategy_tokens", "strategy_cost", "strategy_calls")
-MessageFn = Callable[[ProviderResponse, int], dict[str, Any]]
+MessageFn = Callable[[ProviderResponse, int], Message]
 
 
 def _total(values: list[Any]) -> Any:
@@ -246,8 +270,8 @@ def _total(values: list[Any]) -> Any:
     return sum(known) if known else None
 
 
-async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None, context: dict[str, Any],
-                    assistant_message: MessageFn, silent_ok: bool = False) -> dict[str, Any]:
+async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None, context: ToolContext,
+                    assistant_message: MessageFn, silent_ok: bool = False) -> Message:
     """Get the reply to user turn `turn` (already in `log`), answering tool calls round by round.
 
     Returns the turn's reply (its last assistant message), whose latency, tokens and cost are the
@@ -261,7 +285,7 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
                             "(answer_tool_calls: false), and the conversation goes on: a model's API refuses a "
                             "history whose tool calls have no results. End the test at that turn, or answer "
                             "the calls (tool_results, without answer_tool_calls: false)")
-    rounds: list[dict[str, Any]] = []  # each tool round's figures (a turn without tool rounds has none)
+    rounds: list[RoundFigures] = []  # each tool round's figures (a turn without tool rounds has none)
     while True:
         silent = False
         try:
@@ -278,25 +302,26 @@ async def play_turn(call: SendTurn, log: TurnLog, turn: int, kit: ToolKit | None
             message["no_reply"] = True
         message.pop("tool_calls", None)
         if calls:
-            message["tool_calls"] = [{k: c[k] for k in ("id", "name", "arguments")} for c in calls]
+            message["tool_calls"] = [ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in calls]
+        figures = cast(dict[str, object], message)  # the FIGURES keys, each a Message key, by name
         answering = bool(calls) and kit is not None and kit.answers
         if rounds or answering:
-            rounds.append({k: message[k] for k in FIGURES if k in message})
+            rounds.append(cast(RoundFigures, {k: figures[k] for k in FIGURES if k in figures}))
         if not answering:
             if len(rounds) > 1:
                 keys = [k for k in FIGURES if any(k in r for r in rounds)]
-                message.update({k: _total([r.get(k) for r in rounds]) for k in keys})
+                figures.update({k: _total([r.get(k) for r in rounds]) for k in keys})
                 if message["latency_ms"] is not None:
                     message["latency_ms"] = round(message["latency_ms"], 3)
-                message["rounds"] = rounds
-            log.messages.append(cast(Message, message))  # the reply the loop's `make` built
+                figures["rounds"] = rounds
+            log.messages.append(message)  # the reply the loop's `make` built
             log.messages.extend(_tool_message(c, result_text(c["result"]), turn) for c in calls if "result" in c)
             return message
         assert kit is not None
         for k in FIGURES:  # the turn's figures are summed on its reply; a round carries none of its own
-            message.pop(k, None)
+            figures.pop(k, None)
         message.update({"latency_ms": None, "tokens": None, "cost": None, "intermediate": True})
-        log.messages.append(cast(Message, message))
+        log.messages.append(message)
         if len(rounds) > kit.max_rounds:
             raise ProviderError(f"the {'model' if kit.model else 'agent'} still called tools after "
                                 f"{kit.max_rounds} rounds (max_tool_rounds: {kit.max_rounds})")
@@ -315,7 +340,7 @@ def unanswered_turn(messages: list[Message]) -> int | None:
     return None
 
 
-def _tool_message(call: dict[str, Any], content: str, turn: int, error: str | None = None) -> Message:
+def _tool_message(call: ToolCall, content: str, turn: int, error: str | None = None) -> Message:
     message: Message = {"role": "tool", "content": content, "turn": turn, "tool_call_id": call["id"],
                         "name": call["name"], "latency_ms": None, "tokens": None, "cost": None}
     if error is not None:  # the handler raised: the agent got {"error": ...} (docs/en/world.md#tools)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,7 +69,7 @@ def handler(tool: ToolSpec, base_dir: Path) -> Callable[..., Any]:
 
 
 async def answer_tool(tool: ToolSpec, args: Any, world: dict[str, Any] | None, base_dir: Path,
-                      variables: dict[str, Any], timeout: float) -> ToolAnswer:
+                      variables: Mapping[str, object], timeout: float) -> ToolAnswer:
     """The answer to one call of `tool` with `args`, changing `world` as its handler does."""
     if tool.python is None:
         try:

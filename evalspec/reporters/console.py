@@ -266,8 +266,9 @@ def _print_summary(console: Console, run: RunData, paths: dict[str, str], quiet:
     console.print(summary_table(run))
     if run.get("baseline"):
         from evalspec.reporters.diff import print_diff
+        from evalspec.reporters.diffwords import spoken
 
-        print_diff(console, run["baseline"])
+        print_diff(console, spoken(run["baseline"], run))
     configs = {(s["path"], p["id"]): p for s in run["suites"] for p in s["providers"]}
     described = list(dict.fromkeys((c["suite"], c["provider"]) for c in run.get("curves", [])))
     for key in described:

@@ -8,7 +8,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from evalspec.reporters.catalogue import words
+from evalspec.reporters.catalogue import word, words
 from evalspec.reporters.vocabulary import pass_rate_text
 from evalspec.results.coverage import VERDICTS, run_matrices
 from evalspec.results.rundata import RunData
@@ -80,7 +80,7 @@ def rule_lines(rules: Sequence[Mapping[str, Any]], md: bool) -> list[str]:
     if not rules:
         return []
     head = [words("rule"), words("where"), words("tests"), words("examples")]
-    rows = [[f"{r['rule']} ({r['severity']})", r["where"], str(r["tests"]), words("yes" if r["examples"] else "no")]
+    rows = [[f"{r['rule']} ({word(str(r['severity']))})", r["where"], str(r["tests"]), words("yes" if r["examples"] else "no")]
             for r in rules]
     return [f"### {words('coverage_rules')}" if md else words("coverage_rules"), *([""] if md else []),
             *_table(head, rows, 2, md), ""]

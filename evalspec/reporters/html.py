@@ -15,7 +15,7 @@ from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from evalspec.core.text import strip_controls
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, is_reply, is_system_message
 from evalspec.reporters import state, tools, world
 from evalspec.reporters.attacks import html_section as attacks_html
 from evalspec.reporters.catalogue import choose_lang, reason_text, speaking, word, words
@@ -122,7 +122,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 {% for r in x.records %}{% if x.records|length > 1 %}{% set rec_status = 'measured' if v.measured and r.status != 'error' else r.status %}<p class="meta">{{ t('repeat') }} {{ r.repeat }} · <b class="{{ rec_status }}">{{ w(rec_status) }}</b></p>{% endif %}
 {% if r.error %}<p class="error">{{ t('error_colon') }} {{ r.error }}</p>{% endif %}{{ teardown_note(r) }}{% if r.at_turn %}<p class="meta at-turn">{{ at_turn(r.at_turn) }}</p>{% endif %}{% if r.milestones %}<p class="meta milestones">{{ milestones_line(r.milestones) }}</p>{% endif %}
 {% for m in r.transcript if not tool_hidden(m) %}<div class="msg {{ m.role }}{% if m.injected %} injected{% endif %}"><div class="meta">{{ w(m.role) }}{% if m.turn %} · {{ t('turn_n', n=m.turn) }}{% endif %}{% if m.filler %} · {{ t('filler') }}{% endif %}{% if m.label %} · {{ m.label }}{% endif %}{% if m.injected %} · {{ t('golden_history') }}{% endif %}{% if m.intermediate %} · {{ t('tool_round') }}{% endif %}{% if m.latency_ms %} · {{ '%.0f' % m.latency_ms }} ms{% endif %}{% if m.cached %} · {{ t('cached') }}{% endif %}{% if m.click is defined %} · <span class="clicked">{{ clicked(m) }}</span>{% endif %}</div>{{ marked(r, m) }}{{ tool_cards(m, r.transcript) }}{{ state_of(r, m) }}</div>
-{% if m.role == 'assistant' and not m.injected and not m.intermediate %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{% endif %}{% endfor %}
+{% if is_reply(m) %}{% for a in r.assertions if a.turn == m.turn and a.turn is not none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{% endif %}{% endfor %}
 {% for a in r.assertions if a.turn is none %}{{ verdict_line(r, a, v.measured) }}{% endfor %}{{ world_of(r) }}
 <p class="meta">{{ t('stop_line', reason=w('stop_' ~ r.stop_reason, r.stop_reason), calls=r.calls, seconds='%.2f' % ((r.duration_ms or 0) / 1000)) }}</p>{% endfor %}</div></details>{% endfor %}
 </main>
@@ -185,8 +185,9 @@ def _baseline_section(run: RunData) -> Markup:
     if not run.get("baseline"):
         return Markup("")
     from evalspec.reporters.diff import html_section
+    from evalspec.reporters.diffwords import spoken
 
-    return html_section(run["baseline"])
+    return html_section(spoken(run["baseline"], run))
 
 
 def _marks(record: Record) -> dict[Any, list[str]]:
@@ -202,7 +203,7 @@ def _marks(record: Record) -> dict[Any, list[str]]:
 def marked(m: Message, marks: dict[Any, list[str]]) -> Markup:
     """A message, escaped, with the text a failing assertion blames in `<mark>`."""
     content = strip_controls(m.get("content", ""))
-    needles = marks.get(m.get("turn"), []) if m.get("role") == "assistant" and not m.get("injected") else []
+    needles = marks.get(m.get("turn"), []) if is_system_message(m) else []
     spans: list[tuple[int, int]] = []
     for needle in needles:
         at = content.casefold().find(needle.casefold())
@@ -322,7 +323,7 @@ def _render(run: RunData, html_all: bool) -> Iterator[str]:
                        t=words, w=word, local_time=local_time, attribution_word=attribution_word, labels=dict(COUNT_LABELS, skipped="skipped"),
                        pass_rate=pass_rate_text, suite_gate_word=suite_gate_word, at_turn=at_turn_text,
                        milestones_line=milestones_text,
-                       tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, teardown_note=tools.teardown_html,
+                       tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, is_reply=is_reply, teardown_note=tools.teardown_html,
                        tool_css=Markup(tools.CSS))
     template = env.from_string(TEMPLATE)
     anchors = {id(v): f"v-{i}" for i, v in enumerate(run["verdicts"])}

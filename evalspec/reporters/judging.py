@@ -9,7 +9,7 @@ from markupsafe import Markup, escape
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
-from evalspec.reporters.catalogue import CATALOGUES, words
+from evalspec.reporters.catalogue import CATALOGUES, word, words
 from evalspec.reporters.vocabulary import one_line
 from evalspec.results.attribution import ATTRIBUTABLE, by_attribution
 from evalspec.results.rundata import RunData
@@ -56,7 +56,7 @@ def attribution_groups(run: RunData) -> list[tuple[str, list[str]]]:
         for r in members:
             text = f"{r['test_id']} @ {r['provider']}"
             if r.get("attribution_by"):
-                text += f" ({r['attribution_by']})"
+                text += f" ({word('attribution_by_' + str(r['attribution_by']), str(r['attribution_by']))})"
             if r.get("attribution_suggested") and r.get("attribution") != r["attribution_suggested"]:
                 text += words("suggested", cls=attribution_word(r["attribution_suggested"]))
             triage = r.get("triage")

@@ -129,8 +129,9 @@ def _render(run: RunData, env: Mapping[str, str], max_failures: int) -> str:
     out += _state_lines(run)
     if run.get("baseline"):
         from evalspec.reporters.diff import markdown_lines
+        from evalspec.reporters.diffwords import spoken
 
-        out += ["", *markdown_lines(run["baseline"])]  # newly failing first: right under the headline
+        out += ["", *markdown_lines(spoken(run["baseline"], run))]  # newly failing first: right under the headline
     link = run_link(env)
     if link:
         out += ["", link]

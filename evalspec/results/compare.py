@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from evalspec.extend.transcript import system_messages
 from evalspec.results.curves import sla_entry_status
 from evalspec.results.findings import first_failure, rule_text
 from evalspec.results.rundata import (
@@ -205,8 +206,8 @@ def provider_stats(run: Mapping[str, Any]) -> dict[str, ProviderFigures]:
         by[r["provider"]].append(r)
     out = {}
     for provider, recs in by.items():
-        latencies = [float(ms) for r in recs for m in r.get("transcript", [])
-                     if m.get("role") == "assistant" and (ms := m.get("latency_ms")) is not None and not m.get("injected")]
+        latencies = [float(ms) for r in recs for m in system_messages(r.get("transcript", []))
+                     if (ms := m.get("latency_ms")) is not None]
         tokens = [float(t) for r in recs if (t := r.get("tokens")) is not None]
         costs = [float(c) for r in recs if (c := r.get("cost")) is not None]
         out[provider] = {"latency_mean": mean_std(latencies)[0], "latency_p95": _p95(latencies),

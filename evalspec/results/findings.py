@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalspec.core.text import strip_controls
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, system_messages
 
 EXCERPT_CHARS = 300
 WHITESPACE = re.compile(r"\s+")
@@ -84,7 +84,7 @@ def _flat(value: Any) -> str:
 
 
 def _replies(record: Mapping[str, Any]) -> list[Message]:
-    return [m for m in record.get("transcript", []) if m.get("role") == "assistant" and not m.get("injected")]
+    return system_messages(record.get("transcript", []))
 
 
 def excerpt(text: str, needle: str, turn: int | None, limit: int = EXCERPT_CHARS) -> Excerpt:

@@ -9,7 +9,7 @@ from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.journey import milestone_goals, milestone_statuses
 from evalspec.config.model import TestSpec
 from evalspec.core.redact import redact
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import Message, system_messages
 from evalspec.plan.build import Instance
 from evalspec.results.coverage import instance_covers
 from evalspec.results.rundata import (
@@ -34,8 +34,7 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
                 duration_ms: float) -> Record:
     test, secrets = instance.test, instance.suite.secrets
     status, score, critical = _verdict(results, test, transcript.error)
-    replies = [m for m in transcript.messages if m["role"] == "assistant" and not m.get("injected")]
-    usage = usage_fields(replies)
+    usage = usage_fields(system_messages(transcript.messages))
     judge = judge_figures([u for r in results for u in r.judge_usage] + transcript.judge_usage)
     record: Record = {
         "key": instance.key,

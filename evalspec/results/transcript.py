@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from evalspec.extend.transcript import Message
+from evalspec.extend.transcript import ChatMessage, Message
 from evalspec.providers.tool_rounds import wire_message
 
 if TYPE_CHECKING:
@@ -37,6 +37,6 @@ class Transcript:
     attribution: AttributionName | None = None  # an error the harness caused: `simulator_fault` (docs/en/agents.md)
     world: dict[str, Any] | None = None  # the world as the conversation left it (docs/en/world.md)
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[ChatMessage]:
         """The OpenAI-style history the system under test sees (tool calls and results included)."""
         return [wire_message(m) for m in self.messages if not m.get("not_sent")]

@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 from evalspec.config.model import ProviderSpec, Suite
 from evalspec.core.errors import GradingError, ProviderError
 from evalspec.extend.provider import CallContext
+from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.factory import ProviderPool, prepare_provider, provider_problems
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "calibration.jsonl"
@@ -137,7 +138,7 @@ async def probe(role: Role, suite: Suite, pool: ProviderPool) -> None:
     role.usable = False
 
 
-def probe_request(role: Role) -> tuple[list[dict[str, Any]], dict[str, Any], str, int, Any]:
+def probe_request(role: Role) -> tuple[list[ChatMessage], dict[str, Any], str, int, Any]:
     """The probe's messages, answer schema, schema name, token cap and reader of the answer: the reader a
     run uses for that role, given the messages the model was shown."""
     import json
@@ -151,11 +152,11 @@ def probe_request(role: Role) -> tuple[list[dict[str, Any]], dict[str, Any], str
     from evalspec.providers.structured import JUDGE_MAX_TOKENS, SIMULATOR_MAX_TOKENS
 
     config = role.spec.config
-    first = {"role": "user", "content": "(The conversation has not started yet. Write your first message.)"}
+    first: ChatMessage = {"role": "user", "content": "(The conversation has not started yet. Write your first message.)"}
     if role.role == "judge":
         prompt = f"Criterion: The assistant answers the question about instalments.\n\nConversation:\n" \
                  f"{PROBE_TRANSCRIPT}\n\nDoes the assistant meet the criterion?"
-        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
+        messages: list[ChatMessage] = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
 
         def verdict(text: str) -> str:
             answer = read_answer(text, PASS_SCHEMA, shown=Shown(messages))
@@ -234,29 +235,34 @@ async def doctor(suites: list[Suite], cache_dir: Path | None, calibration: bool 
 
 
 def render(roles: list[Role]) -> str:
-    """The table `doctor` prints: one row per role, then each problem or error under it."""
+    """The table `doctor` prints, in the language being spoken: one row per role, then each problem or error under it."""
+    from rich.cells import cell_len
+
+    from evalspec.reporters.catalogue import words
+
     def cell(value: Any, fmt: str = "{}") -> str:
         return "—" if value is None else fmt.format(value)
 
-    header: list[object] = ["role", "where", "model", "key", "reachable", "latency", "tokens", "structured output", "usable",
-              "calibration"]
+    header: list[object] = [words(f"doctor_{k}") for k in ("role", "where", "model", "key", "reachable", "latency", "tokens", "form",
+                                             "usable", "calibration")]
     rows: list[list[object]] = []
     for r in roles:
         c = r.calibration
-        figures = "—" if c is None else (f"agreement {cell(c['agreement'], '{:.0%}')}, kappa {cell(c['kappa'], '{:.2f}')}, "
-                                         f"unusable {c['unusable']}/{c['items']}")
-        rows.append([r.role, r.where, r.model, r.to_json()["key"], cell(r.reachable and "yes" or
-                                                                         (None if r.reachable is None else "no")),
+        figures = "—" if c is None else words("doctor_figures", agreement=cell(c['agreement'], '{:.0%}'),
+                                              kappa=cell(c['kappa'], '{:.2f}'), unusable=c['unusable'], items=c['items'])
+        rows.append([words(f"doctor_role_{r.role}"), r.where, r.model, words(f"doctor_key_{r.to_json()['key']}"),
+                     cell(r.reachable and words("doctor_yes") or (None if r.reachable is None else words("doctor_no"))),
                      cell(r.latency_ms, "{:.0f} ms"), cell(r.tokens), cell(r.form),
-                     "yes" if r.usable else "NO", figures])
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+                     words("doctor_yes") if r.usable else words("doctor_unusable"), figures])
+    widths = [max(cell_len(str(x)) for x in col) for col in zip(header, *rows)]
+    lines = ["  ".join(str(x) + " " * (w - cell_len(str(x))) for x, w in zip(row, widths)).rstrip()
+             for row in [header, *rows]]
     for r in roles:
         for p in r.problems:
             lines.append(f"{r.suite}: {r.where}: {p}")
         if r.error:
-            tried = f" (tried {', '.join(r.tried)})" if r.tried else ""
+            tried = words("doctor_tried", forms=", ".join(r.tried)) if r.tried else ""
             lines.append(f"{r.suite}: {r.where}: {r.error}{tried}")
         elif r.answer is not None and r.role != "provider":
-            lines.append(f"{r.where}: sample answer: {r.answer}")
+            lines.append(f"{r.where}: {words('doctor_sample', answer=r.answer)}")
     return "\n".join(lines)

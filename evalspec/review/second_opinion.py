@@ -23,6 +23,7 @@ from evalspec.config.model import AssertionSpec, Suite
 from evalspec.core.errors import ConfigError, EvalspecError, GradingError, Problem
 from evalspec.core.redact import redact, run_secrets
 from evalspec.extend.check import JudgeFn, JudgeRequest
+from evalspec.extend.transcript import ChatMessage
 from evalspec.plan.build import Instance, instance_assertions
 from evalspec.providers.factory import ProviderPool
 from evalspec.providers.structured import verdict_schema
@@ -94,7 +95,8 @@ async def _ask(judge: JudgeFn, record: Record, index: int, spec: AssertionSpec) 
     item: ReviewItem = {"suite": record["suite"], "test_id": record["test_id"], "provider": record["provider"],
                             "key": record["key"], "assertion": index, "type": result["type"],
                             "rule_pass": result["pass"], "agree": None, "reason": "", "error": None}
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": review_prompt(record, result, spec)}]
+    messages: list[ChatMessage] = [{"role": "system", "content": SYSTEM},
+                                   {"role": "user", "content": review_prompt(record, result, spec)}]
     usage: list[dict[str, Any]] = []
     try:
         verdict = await judge(JudgeRequest(messages, schema=AGREE_SCHEMA, name="second_opinion"))

@@ -66,11 +66,12 @@ def kept_cwd() -> Iterator[None]:
 
 def config_error(exc: ConfigError) -> NoReturn:
     """Every problem in file and line order under its lead word, then the count, in the screen's language
-    (the problems' own messages are English: docs/en/troubleshooting.md lists them); exit 2."""
+    (docs/en/reports-and-gate.md#language); exit 2."""
     from evalspec.reporters.catalogue import words
+    from evalspec.reporters.problems import problem_text
 
     for problem in sorted(exc.problems, key=file_and_line):
-        err_console.print(f"[red]{words('cli_error')}[/] {escape(str(problem))}")
+        err_console.print(f"[red]{words('cli_error')}[/] {escape(problem_text(problem))}")
     count = len(exc.problems)
     err_console.print(words("cli_problems_one" if count == 1 else "cli_problems_many", n=count))
     sys.exit(ExitCode.CONFIG_ERROR)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalspec.results.rundata import Baseline
+    from evalspec.results.rundata import Baseline, RunData
 
 from markupsafe import escape
 
@@ -38,20 +38,23 @@ def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_p
     head = read_run(head_path, check=True)
     diff = compare_runs(read_run(base_path, check=True), head, base_path, head_path)
     with speaking(choose_lang(head, lang)):
-        return _write_diff(diff, md_path, html_path, output)
+        return _write_diff(diff, md_path, html_path, output, head)
 
 
-def _write_diff(diff: Baseline, md_path: str | None, html_path: str | None, output: str | None) -> int:
+def _write_diff(diff: Baseline, md_path: str | None, html_path: str | None, output: str | None,
+                head: RunData | None = None) -> int:
     from evalspec.reporters.console import make_console
+    from evalspec.reporters.diffwords import spoken
     from evalspec.results.runjson import write_json
 
-    print_diff(make_console(), diff)
+    shown = spoken(diff, head) if head is not None else diff  # the JSON keeps run.json's English words
+    print_diff(make_console(), shown)
     if md_path:
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(md_path).write_text("\n".join(markdown_lines(diff)) + "\n", encoding="utf-8")
+        Path(md_path).write_text("\n".join(markdown_lines(shown)) + "\n", encoding="utf-8")
     if html_path:
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(diff_page(diff), encoding="utf-8")
+        Path(html_path).write_text(diff_page(shown), encoding="utf-8")
     if output:
         write_json(Path(output), diff)
     return int(diff["exit_code"])

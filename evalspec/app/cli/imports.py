@@ -42,6 +42,35 @@ def _user_texts(data: Any) -> list[str]:
     return [t for v in data for t in _user_texts(v)] if isinstance(data, list) else []
 
 
+def _said_by_users(path: Path) -> list[str]:
+    """The user messages of a recorded (JSONL) or played (run.json) source, read as loosely as a refusal
+    needs: to speak their language when nothing was written (docs/en/reports-and-gate.md#language)."""
+    import json
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    found: list[str] = []
+
+    def walk(data: Any) -> None:
+        if isinstance(data, dict):
+            if data.get("role") == "user" and isinstance(data.get("content"), str):
+                found.append(data["content"])
+            for v in data.values():
+                walk(v)
+        elif isinstance(data, list):
+            for v in data:
+                walk(v)
+
+    for text in (["\n".join(lines)] if path.suffix == ".json" else lines):
+        try:
+            walk(json.loads(text))
+        except ValueError:
+            continue
+    return found
+
+
 def _speak(texts: list[str]) -> None:
     """Speak the language of this import (`--lang`, else EVALSPEC_LANG, else the conversations' turns)."""
     from evalspec.reporters.catalogue import choose_lang, use
@@ -207,13 +236,14 @@ def transcripts(source: str, out: str, ids: str | None, expect_state: str | None
     wanted = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
     paths = [p.strip() for p in expect_state.split(",") if p.strip()] if expect_state else None
     from evalspec.reporters.catalogue import words
+    from evalspec.reporters.problems import message_text, problem_text
 
     try:
         written, notes = import_transcripts(Path(source), Path(out), wanted, paths, allow_empty)
     except ConfigError as exc:
-        _speak([])
+        _speak(_said_by_users(Path(source)))
         for problem in exc.problems:
-            click.echo(f"{words('cli_error')} {problem}", err=True)
+            click.echo(f"{words('cli_error')} {problem_text(problem)}", err=True)
         if isinstance(exc, ImportRefused):
             click.echo(words("cli_refused_tests", n=len(exc.problems)), err=True)
         sys.exit(ExitCode.CONFIG_ERROR)
@@ -222,7 +252,7 @@ def transcripts(source: str, out: str, ids: str | None, expect_state: str | None
     _speak([t for path in written if path.suffix in (".yaml", ".yml")
             for t in _user_texts(yaml.safe_load(path.read_text(encoding="utf-8")))])
     for note in notes:
-        click.echo(f"{words('cli_note')}: {note}", err=True)
+        click.echo(f"{words('cli_note')}: {message_text(note)}", err=True)
     for path in written:
         click.echo(words("cli_wrote", path=path))
 

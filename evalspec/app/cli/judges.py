@@ -209,9 +209,11 @@ def doctor_command(paths: tuple[str, ...], output: str | None, no_calibration: b
     from evalspec.app.api import expand_paths
     from evalspec.config.loader import load_suites
     from evalspec.core.redact import redact, run_secrets
+    from evalspec.reporters.catalogue import choose_lang, use
     from evalspec.review.doctor import doctor, render
 
     suites = load_suites(list(expand_paths(paths)))
+    use(choose_lang(suites=suites))  # the table speaks the suites' language (docs/en/reports-and-gate.md#language)
     secrets = run_secrets(suites)
     if rules:  # docs/en/judges.md#examples-of-judged-rules
         from evalspec.review import judged_examples

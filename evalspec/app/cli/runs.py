@@ -118,8 +118,13 @@ def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None, lan
     extra = [Path(p).resolve() for p in paths if not Path(p).is_dir()]
 
     def announce(url: str) -> None:
+        from evalspec.app.view.pages import home_lang
+        from evalspec.app.view.runs import RunStore
+        from evalspec.reporters.catalogue import speaking, words
+
         click.echo(url)
-        click.echo(f"serving {root} as {reviewer or os_user()}; Ctrl-C to stop", err=True)
+        with speaking(home_lang(RunStore(root, extra), lang)):  # the pages' language
+            click.echo(words("cli_view_serving", root=root, who=reviewer or os_user()), err=True)
 
     try:
         asyncio.run(serve(root, extra, host, port, reviewer or os_user(), announce, lang))

@@ -47,6 +47,7 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool, l
     from evalspec.plan.preflight import prepare
     from evalspec.play.supervise import can_supervise, watch
     from evalspec.reporters.catalogue import use, words
+    from evalspec.reporters.problems import problem_text
 
     cli_vars = parse_vars(var_pairs)
     files = [str(p) for p in expand_paths(list(paths))]
@@ -65,7 +66,7 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool, l
         if strict and warnings:
             raise ConfigError(warnings)
         for warning in sorted(warnings, key=file_and_line):
-            err_console.print(f"[yellow]{words('cli_warning')}[/] {escape(str(warning))}")
+            err_console.print(f"[yellow]{words('cli_warning')}[/] {escape(problem_text(warning))}")
         tests = sum(len(s.tests) for s in suites)
         click.echo(words("cli_validate_ok", suites=count(len(suites), "suite"), tests=count(tests, "test"),
                          conversations=count(len(plan), "conversation")))

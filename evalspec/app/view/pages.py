@@ -116,6 +116,7 @@ def _run_list(store: RunStore) -> str:
     runs = store.runs_in_time_order()
     labels = [run_id[-6:] for run_id, _ in runs]
     chart = trend_series([data for _, data in runs])[0]
+    chart["title"] = words("view_trend")  # its aria-label too
     ids = [str(r["id"]) for r in rows if "unreadable" not in r]
     pick = Markup("<p>{}</p>").format(words("view_none_to_compare")) if not ids else Markup(
         '<form class="pick" action="/diff" method="get">{} <select name="base" id="diff-base">{}</select> '

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from evalspec.app.view import actions, pages
 from evalspec.app.view.runs import RunStore, UnknownRun, UnreadableRun, listed
+from evalspec.reporters.catalogue import speaking
 
 HEADER = "X-Evalspec-Token"
 SAFE = ("GET", "HEAD")
@@ -115,6 +116,7 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str,
         return web.Response(text=pages.run_page(run_id, data, token, who, previous, lang, root, path), content_type="text/html")
 
     async def diff_page(request: web.Request) -> web.Response:
+        from evalspec.reporters.diffwords import spoken
         from evalspec.results.compare import compare_runs
 
         base_id, head_id = request.query.get("base", ""), request.query.get("head", "")
@@ -127,6 +129,8 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str,
             return web.Response(text=pages.error_page(str(exc), pages.home_lang(store, lang)),
                                 content_type="text/html", status=422)
         diff = compare_runs(base, head, str(base_path), str(head_path))
+        with speaking(pages.home_lang(store, lang)):
+            diff = spoken(diff, head)
         return web.Response(text=pages.diff_page(base_id, head_id, diff, pages.home_lang(store, lang)), content_type="text/html")
 
     async def api_runs(request: web.Request) -> web.Response:
@@ -141,7 +145,8 @@ def make_app(root: Path, extra: list[Path], who: str, token: str, bound: str,
             if not isinstance(body, dict):
                 return web.json_response({"error": "the body must be a JSON object"}, status=400)
             try:
-                return web.json_response(action(reviewer, body), dumps=_dumps)
+                with speaking(pages.home_lang(store, lang)):  # the failed checks it names, in the pages' words
+                    return web.json_response(action(reviewer, body), dumps=_dumps)
             except actions.NeedsConfirmation as exc:  # approving a draft that failed: 409 names its checks
                 return web.json_response({"error": str(exc), "failed": exc.failed}, status=409, dumps=_dumps)
             except actions.ActionError as exc:

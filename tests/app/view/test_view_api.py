@@ -166,7 +166,7 @@ def test_approving_a_draft_that_failed_asks_first_naming_its_failed_checks(view:
     for asked in ({**body, "run": project.runs[-1]}, body):  # the viewed run, else the newest run holding it
         answer = post(view, "/api/approve", asked)
         assert answer.status_code == 409, answer.text
-        assert answer.json()["failed"] == [{"assertion": "contains: 十点", "reason": "did not find '十点'"}]
+        assert answer.json()["failed"] == [{"assertion": "contains: 十点", "reason": "没有找到 '十点'"}]  # the pages' words
         assert project.runs[-1] in answer.json()["error"] and "force: true" in answer.json()["error"]
     assert project.suite.read_text(encoding="utf-8") == before  # nothing written
     assert post(view, "/api/approve", {**body, "force": "yes"}).status_code == 400
