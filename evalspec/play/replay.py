@@ -118,7 +118,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None,
     finally:
         await pool.aclose()
     # an earlier second opinion judged verdicts that may have changed: neither it nor its calls carry over
-    records: Sequence[dict[str, Any]] = out if spooled is None else spooled.close()
+    records: Sequence[Mapping[str, Any]] = out if spooled is None else spooled.close()
     regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": records}
     gate = run.get("gate", {})
     finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts")))

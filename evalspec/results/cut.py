@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult
@@ -43,13 +44,13 @@ def name_rules(record: Record, specs: list[AssertionSpec]) -> None:
 class KeptResult(AssertionResult):
     """A verdict `run` reached on the whole reply, written back as it was recorded."""
 
-    recorded: dict[str, Any]
+    recorded: Mapping[str, Any]
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.recorded)
 
 
-def kept(recorded: dict[str, Any]) -> AssertionResult:
+def kept(recorded: Mapping[str, Any]) -> AssertionResult:
     result = KeptResult(recorded["type"], recorded["scope"], recorded["pass"], recorded["score"],
                         reason=recorded.get("reason", ""), reason_zh=recorded.get("reason_zh"), error=recorded.get("error"),
                         weight=recorded.get("weight", 1.0), severity=recorded.get("severity", "major"),
@@ -66,14 +67,14 @@ def _reads_cut(spec: AssertionSpec, cut: dict[int | None, int]) -> int | None:
     return min(cut.values())
 
 
-def regraded_on_cut(record: dict[str, Any], specs: list[AssertionSpec],
+def regraded_on_cut(record: Mapping[str, Any], specs: list[AssertionSpec],
                     results: list[AssertionResult]) -> list[AssertionResult]:
     """`results` (graded on the stored transcript) with run's verdict kept for every unchanged rule and an
     error for every new or changed one that reads a cut reply."""
     cut = cut_replies(record["transcript"])
     if not cut:
         return results
-    recorded: dict[str, list[dict[str, Any]]] = {}
+    recorded: dict[str, list[Mapping[str, Any]]] = {}  # the checks the run stored, by rule
     for checked in record.get("assertions") or []:
         if checked.get("rule"):
             recorded.setdefault(checked["rule"], []).append(checked)

@@ -22,6 +22,7 @@ from typing import Any
 from evalspec.core.exitcodes import ExitCode
 from evalspec.results.compare import blocking_reasons, suite_key
 from evalspec.results.errorbars import interval
+from evalspec.results.rundata import Baseline, Gate, GateSuite, Paired
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, mcnemar_exact_one_sided
 from evalspec.results.verdict import Verdict, counts, gated_kind, is_gated, reaches_gate
 
@@ -49,11 +50,11 @@ class SuiteGate:
     mode: str | None = None  # set by the regressions gate only
     # reasons that block in every mode: pass^k below `min_pass_hat_k`, a red line over its `max_rate`
     held: tuple[str, ...] = ()
-    paired: Mapping[str, Any] | None = None  # the paired test, when it decided this suite's regressions
+    paired: Paired | None = None  # the paired test, when it decided this suite's regressions
     red_lines: tuple[str, ...] = ()  # each `max_rate` rule's bound, in words (passed or not)
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"suite": self.suite, "passed": self.passed, "failed": self.failed, "errors": self.errors,
+    def to_json(self) -> GateSuite:
+        out: GateSuite = {"suite": self.suite, "passed": self.passed, "failed": self.failed, "errors": self.errors,
                "pass_rate": self.pass_rate, "pass_rate_ci": interval(self.passed, self.passed + self.failed),
                "min_pass_rate": self.min_pass_rate, "max_errors": self.max_errors,
                "ok": self.ok, "reasons": list(self.reasons), "errors_exceeded": self.errors_exceeded,
@@ -63,7 +64,7 @@ class SuiteGate:
         if self.held:
             out["held"] = list(self.held)
         if self.paired is not None:
-            out["paired"] = dict(self.paired)
+            out["paired"] = self.paired.copy()
         if self.red_lines:
             out["red_lines"] = list(self.red_lines)
         return out
@@ -90,10 +91,10 @@ class GateDecision:
     suites: tuple[SuiteGate, ...]
     mode: str | None = None  # "pass_rate" / "regressions" once a baseline was asked for
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Gate:
         """run.json's `gate`."""
         counted = sum(s.passed for s in self.suites), sum(s.failed for s in self.suites)
-        out: dict[str, Any] = {
+        out: Gate = {
             "passed": self.passed, "exit_code": self.exit_code, "pass_rate": self.pass_rate,
             "verdicts_passed": counted[0], "verdicts_failed": counted[1],
             "pass_rate_ci": interval(counted[0], counted[0] + counted[1]),
@@ -168,7 +169,7 @@ def paired_rows(diff: Mapping[str, Any], suite: str | None = None) -> list[tuple
     return out
 
 
-def paired_test(pairs: Sequence[tuple[str, str]], alpha: float) -> dict[str, Any]:
+def paired_test(pairs: Sequence[tuple[str, str]], alpha: float) -> Paired:
     """`{b, c, p, alpha, significant}`: b passed → failed, c failed → passed, the one-sided exact McNemar p."""
     b = sum(1 for base, head in pairs if (base, head) == ("passed", "failed"))
     c = sum(1 for base, head in pairs if (base, head) == ("failed", "passed"))
@@ -296,7 +297,7 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
                       None)
 
 
-def no_baseline(note: str) -> dict[str, Any]:
+def no_baseline(note: str) -> Baseline:
     """run.json's `baseline` value when none could be had."""
     return {"available": False, "note": note}
 
@@ -310,7 +311,7 @@ def suite_mode(suite_meta: Mapping[str, Any], cli_mode: str | None) -> str:
     return mode
 
 
-def apply_baseline(run: dict[str, Any], diff: dict[str, Any], cli_mode: str | None) -> dict[str, Any]:
+def apply_baseline(run: dict[str, Any], diff: Baseline | dict[str, Any], cli_mode: str | None) -> dict[str, Any]:
     """Put the diff into the run and, for suites gated on regressions, replace their gate verdict; with the
     paired test, `baseline.paired` is its figures over every suite it decides."""
     run["baseline"] = diff

@@ -767,7 +767,7 @@ class GateSuite(_GateSuiteRequired, total=False):
 
 class _GateRequired(TypedDict):
     passed: bool
-    exit_code: Literal[0, 1, 3]
+    exit_code: Annotated[int, Exactly({"enum": [0, 1, 3]})]  # docs/en/reports-and-gate.md#exit-codes-and-the-gate
     pass_rate: Annotated[float | None, Keywords(minimum=0, maximum=1, description="null: no gated verdict was reached")]
     reasons: list[str]
     suites: list[GateSuite]
@@ -776,7 +776,7 @@ class _GateRequired(TypedDict):
 class Gate(_GateRequired, total=False):
     """run.json's `gate`: the run's exit code and why (docs/en/reports-and-gate.md)."""
 
-    mode: Literal["pass_rate", "regressions"]
+    mode: Annotated[str, Exactly({"enum": ["pass_rate", "regressions"]})]
     pass_rate_ci: IntervalRef
     verdicts_passed: Annotated[int, Keywords(minimum=0, description="the gated verdicts the pass rate counts as passed")]
     verdicts_failed: Count
@@ -812,7 +812,7 @@ class RunData(_RunRequired, total=False):
 
 
 #: run.json's `$defs`, each generated from its type (`evalspec.results.schema`)
-DEFS: dict[str, Any] = {
+DEFS: dict[str, object] = {
     "attribution": AttributionName, "review_type": ReviewType, "baseline": BaselineDef, "paired": PairedDef,
     "interval": Interval, "pass_k": PassK, "status": StatusName, "evidence": Evidence, "assertion": Assertion,
     "message": Message, "record": Record, "verdict": RunVerdict, "curve": Curve,

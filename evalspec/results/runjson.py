@@ -106,7 +106,7 @@ def _inputs_problem(records: list[Any], suites: list[Any]) -> str | None:
         _shape(suites, props["suites"], defs, ("suites",), _SHAPE_DEPTH - 1)
 
 
-def _before_vocabulary(data: dict[str, Any]) -> bool:
+def _before_vocabulary(data: Mapping[str, Any]) -> bool:
     """Written before the shared report vocabulary: its summary, verdicts and gate are there (a file without
     them, or with one of another kind, is not an older run.json but a broken one)."""
     summary, verdicts, gate = data.get("summary"), data.get("verdicts"), data.get("gate")
@@ -182,7 +182,7 @@ def _top_problem(data: Any) -> str | None:
 
 
 @functools.cache
-def _shape_schema() -> dict[str, Any]:
+def _shape_schema() -> Mapping[str, Any]:
     from evalspec.results.schema import run_schema
 
     return run_schema()
@@ -198,7 +198,7 @@ def _is(value: Any, name: str) -> bool:
     return isinstance(value, _TYPES.get(name, object))
 
 
-def _shape(value: Any, schema: dict[str, Any], defs: dict[str, Any], at: tuple[str | int, ...],
+def _shape(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], at: tuple[str | int, ...],
            depth: int) -> str | None:
     ref = schema.get("$ref")
     if isinstance(ref, str):

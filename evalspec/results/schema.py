@@ -18,7 +18,7 @@ from evalspec.results.rundata import DEFS, Exactly, RunData, Unchecked
 
 __all__ = ["GENERATED", "run_schema", "typed_schema"]
 
-GENERATED: dict[str, Any] = DEFS  # run.json's $defs, each built from a type
+GENERATED: dict[str, object] = DEFS  # run.json's $defs, each built from a type
 _HEAD = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://evalspec.dev/schema/run.schema.json",
          "title": "evalspec run.json"}
 

@@ -14,15 +14,17 @@ from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 from evalspec.results.journal import decode, encode
+from evalspec.results.rundata import Record
 
-R = TypeVar("R", bound=Mapping[str, Any])  # a record: `Record`, or a dict not typed yet
+#: a record: a `Record`, or a dict from code that does not type it yet
+R = TypeVar("R", bound=Mapping[str, Any])
 
 HEAVY = frozenset({"transcript", "assertions", "description", "error", "teardown", "key", "test_id", "tags",
                    "threshold", "duration_ms", "stop_reason", "measured"})
 ALWAYS = frozenset({"suite", "base_id", "test", "name", "provider", "status", "score", "matrix", "curve"})
 
 
-def light(record: dict[str, Any]) -> dict[str, Any]:
+def light(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the aggregates (verdicts, curves, metrics, summary, attacks) read of a record: no transcript,
     no assertion details, and no field that is empty (they read those with `.get`)."""
     out = {k: sys.intern(v) if isinstance(v, str) else v for k, v in record.items()
@@ -39,7 +41,7 @@ def light(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _light_check(a: dict[str, Any]) -> dict[str, Any]:
+def _light_check(a: Mapping[str, Any]) -> dict[str, Any]:
     """A check as the metric scoreboard reads it (metric, score, pass), or the red lines (a critical rule:
     its rule, turn, pass, skipped and `max_rate`, docs/en/statistics.md#red-lines-as-bounds)."""
     out = {"metric": a.get("metric"), "score": a.get("score"), "pass": a.get("pass")}
@@ -64,7 +66,7 @@ def _shared(check: dict[str, Any]) -> dict[str, Any]:
         return check
 
 
-class JournalRecords(Sequence[dict[str, Any]]):
+class JournalRecords(Sequence[Record]):
     """Records at known byte offsets of a journal, loaded on access; iterating reads the file once.
     `light` (when given) holds each record's light form, in the same order, for `where`. A record read
     back is a new dict each time: changes go through `update`, kept by position and applied on every read."""
@@ -73,7 +75,7 @@ class JournalRecords(Sequence[dict[str, Any]]):
         self.path, self.offsets, self.light = path, offsets, light
         self.changes: dict[int, dict[str, Any]] = {}  # position -> fields set after the run (a few records)
 
-    def update(self, index: int, fields: dict[str, Any]) -> None:
+    def update(self, index: int, fields: Mapping[str, Any]) -> None:
         """Set `fields` on the record at `index` (and on its light form, which keeps such small fields)."""
         index = range(len(self))[index]
         self.changes.setdefault(index, {}).update(fields)
@@ -84,27 +86,27 @@ class JournalRecords(Sequence[dict[str, Any]]):
         return len(self.offsets)
 
     @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    def __getitem__(self, index: int) -> Record: ...
 
     @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: slice) -> list[Record]: ...
 
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+    def __getitem__(self, index: int | slice) -> Record | list[Record]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         index = range(len(self))[index]
         with self.path.open("rb") as fh:
             return self._read(fh, index)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[Record]:
         with self.path.open("rb") as fh:
             for index in range(len(self.offsets)):
                 yield self._read(fh, index)
 
-    def _read(self, fh: Any, index: int) -> dict[str, Any]:
+    def _read(self, fh: Any, index: int) -> Record:
         record = _read_at(fh, self.offsets[index])
         changed = self.changes.get(index)
-        return record if changed is None else record | changed
+        return record if changed is None else cast(Record, {**record, **changed})
 
     def lines(self) -> Iterator[str]:
         """Each record as the JSON text the journal holds (`journal.encode(record)`): run.json copies
@@ -133,9 +135,9 @@ class Spool:
         self.fh = path.open("wb")
         self.offsets: list[int] = []
         self.light: list[dict[str, Any]] = []
-        self.held: dict[int, dict[str, Any]] = {}
+        self.held: dict[int, Mapping[str, Any]] = {}
 
-    def add(self, record: dict[str, Any], held: bool = False) -> None:
+    def add(self, record: Mapping[str, Any], held: bool = False) -> None:
         if held:
             self.held[len(self.offsets)] = record
             self.offsets.append(-1)
@@ -144,7 +146,7 @@ class Spool:
         self.offsets.append(self._write(record))
         self.light.append(light(record))
 
-    def _write(self, record: dict[str, Any]) -> int:
+    def _write(self, record: Mapping[str, Any]) -> int:
         offset = self.fh.tell()
         self.fh.write(encode(record) + b"\n")
         return offset
@@ -158,15 +160,16 @@ class Spool:
         return JournalRecords(self.path, self.offsets, self.light)
 
 
-def records_where(records: Sequence[R], keep: Callable[[R], Any]) -> list[R]:
+def records_where(records: Sequence[R], keep: Callable[[R], object]) -> list[R]:
     """The records for which `keep(record)` is true. `keep` must read only fields a light record keeps
     (see `light`): streamed records are tested on their light form and only the kept ones are read back."""
     if isinstance(records, JournalRecords) and records.light is not None:
-        chosen = [i for i, lite in enumerate(records.light) if keep(cast(R, lite))]  # a light record keeps its keys
+        lights = cast(list[R], records.light)  # each record's light form, which `keep` reads
+        chosen = [i for i, lite in enumerate(lights) if keep(lite)]
         if not chosen:
             return []
         with records.path.open("rb") as fh:
-            return cast(list[R], [records._read(fh, i) for i in chosen])  # read back: the record it was
+            return cast(list[R], [records._read(fh, i) for i in chosen])  # a journal's records are Records
     return [r for r in records if keep(r)]
 
 
@@ -181,22 +184,24 @@ def records_at(records: Sequence[R], positions: Sequence[int]) -> list[R]:
 def keys_of(records: Sequence[R]) -> Sequence[R]:
     """What to scan for fields a light record keeps: a streamed run's light forms, else the records."""
     if isinstance(records, JournalRecords) and records.light is not None:
-        return cast(Sequence[R], records.light)
+        return cast(Sequence[R], records.light)  # their light forms: the keys a light record keeps
     return records
 
 
-def update_record(records: Sequence[Mapping[str, Any]], index: int, fields: dict[str, Any]) -> None:
+def update_record(records: Sequence[R], index: int, fields: Mapping[str, Any]) -> None:
     """Set `fields` on `records[index]`, whether the records are in memory or read back from a journal
     (where changing the dict a read gave would change nothing)."""
     if isinstance(records, JournalRecords):
         records.update(index, fields)
     else:
-        cast(dict[str, Any], records[index]).update(fields)  # in memory, a record is a dict
+        record = records[index]
+        if isinstance(record, dict):  # a record in memory is a dict (a `Record` too)
+            record.update(fields)
 
 
-def _read_at(fh: Any, offset: int) -> dict[str, Any]:
+def _read_at(fh: Any, offset: int) -> Record:
     fh.seek(offset)
-    record: dict[str, Any] = decode(_line(fh))
+    record: Record = decode(_line(fh))
     return record
 
 
