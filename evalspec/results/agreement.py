@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from evalspec.results.errorbars import rule_name
+from evalspec.results.rundata import Jury
 
 
 def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
@@ -33,7 +34,7 @@ def _answer(member: Mapping[str, Any]) -> str:
     return str(member["level"]) if member.get("level") is not None else ("pass" if member.get("pass") else "fail")
 
 
-def jury_summary(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def jury_summary(records: Iterable[Mapping[str, Any]]) -> list[Jury]:
     """`summary.juries`: per suite and judged rule decided by a jury, the members, the conversations every
     member answered (`n`), Fleiss' kappa over them, and each member's disagreement rate with the jury's
     verdict (over the conversations that member answered and the jury decided)."""
@@ -55,7 +56,7 @@ def jury_summary(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 seen = line["against"].setdefault(m["judge"], [0, 0])
                 seen[0] += 1
                 seen[1] += bool(m.get("pass")) != bool(a["pass"])
-    out = []
+    out: list[Jury] = []
     for line in found.values():
         categories = sorted({c for row in line["rows"] for c in row})
         table = [[row.count(c) for c in categories] for row in line["rows"]]

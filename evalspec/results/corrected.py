@@ -4,8 +4,9 @@ specificity on the rule's human labels (evalspec/assertions/labels.py) correct i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalspec.assertions.labels import (
     LABELS_FILE,
@@ -16,6 +17,7 @@ from evalspec.assertions.labels import (
     rule_key,
 )
 from evalspec.core.errors import Problem
+from evalspec.results.rundata import Corrected
 
 
 def rogan_gladen(p: float, sensitivity: float, specificity: float) -> float | None:
@@ -27,7 +29,21 @@ def rogan_gladen(p: float, sensitivity: float, specificity: float) -> float | No
     return min(1.0, max(0.0, (p + specificity - 1) / youden))
 
 
-def corrected_rate(passed: int, n: int, sensitivity: float, specificity: float) -> dict[str, Any]:
+class _RateRequired(TypedDict):
+    raw: float | None
+    sensitivity: float
+    specificity: float
+    corrected: float | None
+
+
+class CorrectedRate(_RateRequired, total=False):
+    """A pass rate corrected by its judge's sensitivity and specificity, with its interval."""
+
+    interval: list[float]
+    no_better_than_chance: bool
+
+
+def corrected_rate(passed: int, n: int, sensitivity: float, specificity: float) -> CorrectedRate:
     """The corrected pass rate of `passed` of `n` and its interval: the Wilson interval of the raw rate mapped
     the same way (docs/en/judges.md#labels-flow-back)."""
     from evalspec.results.stats import wilson
@@ -35,7 +51,7 @@ def corrected_rate(passed: int, n: int, sensitivity: float, specificity: float) 
     raw = passed / n if n else None
     low, high = wilson(passed, n) or (None, None)
     corrected = None if raw is None else rogan_gladen(raw, sensitivity, specificity)
-    out: dict[str, Any] = {"raw": raw, "sensitivity": round(sensitivity, 4), "specificity": round(specificity, 4),
+    out: CorrectedRate = {"raw": raw, "sensitivity": round(sensitivity, 4), "specificity": round(specificity, 4),
                            "corrected": None if corrected is None else round(corrected, 6)}
     if corrected is not None and low is not None and high is not None:
         out["interval"] = [round(rogan_gladen(low, sensitivity, specificity) or 0.0, 6),
@@ -45,7 +61,7 @@ def corrected_rate(passed: int, n: int, sensitivity: float, specificity: float) 
     return out
 
 
-def record_rule_key(a: dict[str, Any]) -> str | None:
+def record_rule_key(a: Mapping[str, Any]) -> str | None:
     """The `rule_key` of a judged check as run.json records it, built as `evalspec view` writes its labels."""
     from evalspec.config.asserts import parse_assertion
     from evalspec.config.paths import LineMap
@@ -68,7 +84,7 @@ def record_rule_key(a: dict[str, Any]) -> str | None:
     return None
 
 
-def corrected_summary(records: Any, path: Path = LABELS_FILE) -> list[dict[str, Any]]:
+def corrected_summary(records: Any, path: Path = LABELS_FILE) -> list[Corrected]:
     """`summary.corrected`: per suite and judged rule with at least 20 marked labels, its raw pass rate in
     this run, the judge's sensitivity and specificity on the labels, and the corrected pass rate with its
     interval (or `no_better_than_chance`). Nothing (and no record read) without such a rule."""
@@ -89,7 +105,7 @@ def corrected_summary(records: Any, path: Path = LABELS_FILE) -> list[dict[str, 
             line[2] += a["pass"] is True
     from evalspec.results.errorbars import rule_name
 
-    out = []
+    out: list[Corrected] = []
     for (suite, key), (a, n, passed) in tally.items():
         sensitivity, specificity, labels = measured[key]
         out.append({"suite": suite, "rule": rule_name(a), "labels": labels, "n": n, "passed": passed,

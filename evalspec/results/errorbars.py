@@ -5,9 +5,10 @@ computed from the verdicts and records alone (the formulas are results/stats.py'
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from evalspec.results.findings import rule_text
+from evalspec.results.rundata import RedLine, SuiteSummary
 from evalspec.results.stats import clopper_pearson_upper, pass_k_curves, wilson
 from evalspec.results.verdict import Verdict, is_gated, reaches_gate, tally
 
@@ -20,7 +21,28 @@ def interval(successes: int, n: int) -> list[float] | None:
     return None if found is None else [round(found[0], DIGITS), round(found[1], DIGITS)]
 
 
-def pass_k(vs: Iterable[Verdict], include_drafts: bool = False) -> dict[str, list[float]]:
+class PassK(TypedDict):
+    pass_at_k: list[float]
+    pass_hat_k: list[float]
+
+
+class Figures(PassK):
+    """A pass rate, its interval and what it counts, with pass@k and pass^k (a suite's, the run's)."""
+
+    passed: int
+    failed: int
+    pass_rate: float | None
+    pass_rate_ci: list[float] | None
+
+
+class RunFigures(PassK):
+    """The summary's `pass_rate_ci`, `pass_at_k`, `pass_hat_k` and `suites`."""
+
+    pass_rate_ci: list[float] | None
+    suites: list[SuiteSummary]
+
+
+def pass_k(vs: Iterable[Verdict], include_drafts: bool = False) -> PassK:
     """`pass_at_k` and `pass_hat_k` for k = 1..m over the verdicts the pass rate counts whose test
     repeated (m: their smallest repeat count); empty lists when none repeated."""
     repeated = [r for v in vs if is_gated(v, include_drafts) and v.status in ("passed", "failed")
@@ -29,20 +51,26 @@ def pass_k(vs: Iterable[Verdict], include_drafts: bool = False) -> dict[str, lis
     return {"pass_at_k": [round(x, DIGITS) for x in at], "pass_hat_k": [round(x, DIGITS) for x in hat]}
 
 
-def figures(vs: Sequence[Verdict], include_drafts: bool = False) -> dict[str, Any]:
+def figures(vs: Sequence[Verdict], include_drafts: bool = False) -> Figures:
     """The pass rate of `vs`, its interval and what it counts, with pass@k and pass^k."""
     passed, failed = tally(vs, include_drafts)
     total = passed + failed
+    k = pass_k(vs, include_drafts)
     return {"passed": passed, "failed": failed, "pass_rate": passed / total if total else None,
-            "pass_rate_ci": interval(passed, total), **pass_k(vs, include_drafts)}
+            "pass_rate_ci": interval(passed, total), "pass_at_k": k["pass_at_k"], "pass_hat_k": k["pass_hat_k"]}
 
 
-def run_figures(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], include_drafts: bool) -> dict[str, Any]:
+def run_figures(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], include_drafts: bool) -> RunFigures:
     """The summary's `pass_rate_ci`, `pass_at_k`, `pass_hat_k`, and the same per suite (`suites`)."""
     whole = figures(vs, include_drafts)
     return {"pass_rate_ci": whole["pass_rate_ci"], "pass_at_k": whole["pass_at_k"], "pass_hat_k": whole["pass_hat_k"],
-            "suites": [{"suite": s["path"], **figures([v for v in vs if v.suite == s["path"]], include_drafts)}
+            "suites": [_suite_figures(s["path"], figures([v for v in vs if v.suite == s["path"]], include_drafts))
                        for s in suites]}
+
+
+def _suite_figures(suite: str, f: Figures) -> SuiteSummary:
+    return {"suite": suite, "passed": f["passed"], "failed": f["failed"], "pass_rate": f["pass_rate"],
+            "pass_rate_ci": f["pass_rate_ci"], "pass_at_k": f["pass_at_k"], "pass_hat_k": f["pass_hat_k"]}
 
 
 def rule_name(a: Mapping[str, Any]) -> str:
@@ -51,11 +79,12 @@ def rule_name(a: Mapping[str, Any]) -> str:
     return where + rule_text(dict(a))
 
 
-def red_lines(records: Iterable[Mapping[str, Any]], include_drafts: bool = False) -> list[dict[str, Any]]:
+def red_lines(records: Iterable[Mapping[str, Any]], include_drafts: bool = False) -> list[RedLine]:
     """`summary.red_lines`: per critical rule and suite, the conversations it was decided on (played,
     simulated, attacked and recorded alike; drafts only when they gate), the breaches among them, the
     breach rate and its one-sided 95 % Clopper–Pearson upper bound; `max_rate` where the rule has one."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
+    found: dict[tuple[str, str], list[int]] = {}  # (suite, rule) -> [decided on, breaches]
+    bounds: dict[tuple[str, str], _Bound] = {}
     for r in records:
         if not reaches_gate(r, include_drafts):
             continue
@@ -63,13 +92,18 @@ def red_lines(records: Iterable[Mapping[str, Any]], include_drafts: bool = False
             if a.get("severity") != "critical" or a.get("skipped") or a.get("pass") is None:
                 continue
             key = (str(r["suite"]), rule_name(a))
-            line = found.setdefault(key, {"rule": key[1], "suite": key[0], "n": 0, "breaches": 0})
-            line["n"] += 1
-            line["breaches"] += a["pass"] is False
+            line = found.setdefault(key, [0, 0])
+            line[0] += 1
+            line[1] += a["pass"] is False
             if a.get("max_rate") is not None:
-                line["max_rate"] = float(a["max_rate"])
-    for line in found.values():
-        line["rate"] = round(line["breaches"] / line["n"], DIGITS)
-        upper = clopper_pearson_upper(line["breaches"], line["n"])
-        line["upper"] = None if upper is None else round(upper, DIGITS)
-    return list(found.values())
+                bounds[key] = {"max_rate": float(a["max_rate"])}
+    out: list[RedLine] = []
+    for (suite, rule), (n, breaches) in found.items():
+        upper = clopper_pearson_upper(breaches, n)
+        out.append({"rule": rule, "suite": suite, "n": n, "breaches": breaches, **bounds.get((suite, rule), {}),
+                    "rate": round(breaches / n, DIGITS), "upper": None if upper is None else round(upper, DIGITS)})
+    return out
+
+
+class _Bound(TypedDict, total=False):
+    max_rate: float

@@ -502,7 +502,7 @@ class _RedLineRequired(TypedDict):
     n: Annotated[int, Keywords(minimum=1)]
     breaches: Count
     rate: Share
-    upper: Share
+    upper: Annotated[float | None, Exactly({"type": "number", "minimum": 0, "maximum": 1})]  # None: never (n >= 1)
 
 
 class RedLine(_RedLineRequired, total=False):
