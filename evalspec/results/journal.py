@@ -18,11 +18,13 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
+
+from evalspec.results.rundata import Record
 
 FLUSH_EVERY = 0.05  # seconds a written record may wait in the buffer
 SYNC_EVERY = 1.0  # seconds between fsyncs
@@ -65,7 +67,7 @@ class Journal:
             self._file.flush()
         self.size = path.stat().st_size
 
-    def write(self, record: dict[str, Any]) -> int:
+    def write(self, record: Mapping[str, Any]) -> int:
         """Append `record`; returns the byte offset its line starts at."""
         return self.write_line(encode_line(record))
 
@@ -130,13 +132,13 @@ RECORD_FIELDS = {"key": str, "test_id": str, "base_id": str, "name": str, "suite
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 
-def read_journal(path: Path) -> list[dict[str, Any]]:
+def read_journal(path: Path) -> list[Record]:
     """Records of a journal; a line cut short by a crash (or not a record at all) is skipped,
     so its test runs again."""
     return [record for _, record in scan_journal(path)]
 
 
-def scan_journal(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def scan_journal(path: Path) -> Iterator[tuple[int, Record]]:
     """(byte offset, record) of every valid line of a journal, one line in memory at a time."""
     if not path.exists():
         return
@@ -150,7 +152,7 @@ def scan_journal(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 continue
             if (isinstance(item, dict) and all(isinstance(item.get(k), t) for k, t in RECORD_FIELDS.items())
                     and item["status"] in STATUSES):
-                yield start, item
+                yield start, cast(Record, item)  # a record the run journaled: its keys checked above
 
 
 MANIFEST = "suites.json"
@@ -183,7 +185,7 @@ def lock_run_dir(run_dir: Path, pid: int) -> IO[str] | None:
     return handle
 
 
-def write_manifest(suites: list[Any], run_dir: Path, invocation: dict[str, Any] | None = None) -> None:
+def write_manifest(suites: list[Any], run_dir: Path, invocation: Mapping[str, Any] | None = None) -> None:
     """Record which suite files (by sha256) a run was started with, and with which options (`invocation`:
     --var values only as digests, they may be secrets), unless already recorded."""
     path = run_dir / MANIFEST
@@ -191,21 +193,21 @@ def write_manifest(suites: list[Any], run_dir: Path, invocation: dict[str, Any] 
         return
     run_dir.mkdir(parents=True, exist_ok=True)
     data = [{"path": str(s.path), "resolved": str(Path(s.path).resolve()), "sha256": s.sha256} for s in suites]
-    manifest: dict[str, Any] = {"suites": data}
+    manifest: dict[str, object] = {"suites": data}
     if invocation is not None:
         manifest["invocation"] = invocation
     path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2), encoding="utf-8")
 
 
-def invocation_of(cli_vars: dict[str, Any], filter_: str | None, tags: list[str], providers: list[str],
-                  repeat: int | None) -> dict[str, Any]:
+def invocation_of(cli_vars: Mapping[str, Any], filter_: str | None, tags: list[str], providers: list[str],
+                  repeat: int | None) -> dict[str, object]:
     """What of a run's command line decides its plan and replies (SPEC §17: a resume must repeat it)."""
     digest = {k: hashlib.sha256(json.dumps(v, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:16]
               for k, v in cli_vars.items()}
     return {"var": digest, "filter": filter_, "tag": sorted(tags), "provider": sorted(providers), "repeat": repeat}
 
 
-def check_unchanged(suites: list[Any], run_dir: Path, invocation: dict[str, Any] | None = None) -> None:
+def check_unchanged(suites: list[Any], run_dir: Path, invocation: Mapping[str, Any] | None = None) -> None:
     """`--resume` must not mix verdicts of two versions of a suite, nor of two command lines: exit 2
     naming the changed files and options."""
     from evalspec.core.errors import ConfigError, Problem

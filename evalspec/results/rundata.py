@@ -9,6 +9,7 @@ A `TypedDict` is a dict at run time: the type names the keys, `read_run` checks 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -27,7 +28,7 @@ __all__ = [
 class Exactly:
     """run.json's schema of a key, written out where the Python type says less (a `$ref`, an enum of a str)."""
 
-    schema: dict[str, Any]
+    schema: Mapping[str, Any]
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,7 +113,7 @@ class Juror(_JurorRequired, _JurorOptional):
 
 _AssertionRequired = TypedDict("_AssertionRequired", {
     "type": str,
-    "scope": Annotated[str | dict[str, Any], Exactly({"anyOf": [{"type": "string"},
+    "scope": Annotated[str | Mapping[str, Any], Exactly({"anyOf": [{"type": "string"},
                                                                 {"type": "object", "required": ["turns"]}]})],
     "pass": bool | None,
     "score": Annotated[float | None, Keywords(minimum=0, maximum=1)],

@@ -3,13 +3,14 @@ types), so that the types and the schema cannot drift. schema/run.schema.json (a
 is this schema written out; a test keeps them the same.
 
 An annotation maps onto JSON Schema as the typed check parameters do (`extend.params`): str, int, float,
-bool, None, Any, Literal, unions, list[X], dict[str, X]; a TypedDict is an object with its required keys;
+bool, None, Any, Literal, unions, list[X], dict[str, X] (or Mapping); a TypedDict is an object with its required keys;
 `Keywords(...)` adds keywords, `Exactly(...)` (and `ref`) replaces the generated schema, `unchecked` leaves a
 key out of `properties` (the schema requires it, if it is required, and does not check its value).
 """
 
 from __future__ import annotations
 
+import collections.abc
 import typing
 from typing import Annotated, Any, Literal, is_typeddict
 
@@ -46,7 +47,7 @@ def typed_schema(hint: Any) -> dict[str, Any]:
         return {"enum": list(args)}
     if origin is list:
         return {"type": "array"} if args[0] in (Any, object) else {"type": "array", "items": typed_schema(args[0])}
-    if origin is dict:
+    if origin in (dict, collections.abc.Mapping):
         return {"type": "object"} if args[1] in (Any, object) else {"type": "object", "additionalProperties": typed_schema(args[1])}
     if origin in (typing.Union, __import__("types").UnionType):
         return union_of([typed_schema(arg) for arg in args])
