@@ -66,7 +66,7 @@ def record_rule_key(a: Mapping[str, Any]) -> str | None:
     from evalspec.config.asserts import parse_assertion
     from evalspec.config.paths import LineMap
 
-    rule: dict[str, Any] = {str(a["type"]): a.get("value")}
+    rule: dict[str, object] = {str(a["type"]): a.get("value")}  # the rule as a suite writes it
     levels = (a.get("details") or {}).get("levels")
     if isinstance(levels, dict):
         rule["levels"] = levels

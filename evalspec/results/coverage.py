@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from evalspec.config.model import Suite, TestSpec
 from evalspec.core.errors import Problem
@@ -161,16 +161,35 @@ def matrix(units_: Sequence[Unit], coverage: Mapping[str, Sequence[str]], run: M
     return out
 
 
-def below(result: Mapping[str, Any], minimum: int) -> list[dict[str, Any]]:
+class Below(TypedDict):
+    """A declared coverage value with fewer approved tests than asked."""
+
+    dimension: str
+    value: Any
+    approved: int
+
+
+class GatedRule(TypedDict):
+    """A rule of the gated tests as written: where, on how many tests, and whether it has `examples:`."""
+
+    rule: str
+    severity: str
+    where: str
+    tests: int
+    examples: bool
+
+
+def below(result: Mapping[str, Any], minimum: int) -> list[Below]:
     """The declared values with fewer than `minimum` approved tests."""
     return [{"dimension": d["name"], "value": v["value"], "approved": v["approved"]}
             for d in result["dimensions"] for v in d["values"] if v["approved"] < minimum]
 
 
-def gated_rules(suites: Iterable[Suite]) -> list[dict[str, Any]]:
+def gated_rules(suites: Iterable[Suite]) -> list[GatedRule]:
     """Each rule of the gated (non-draft, non-xfail, non-curve) tests as written: the tests it runs on and
     whether it has `examples:` (SPEC §18)."""
-    rules: dict[tuple[str, Any], dict[str, Any]] = {}
+    rules: dict[tuple[str, Any], GatedRule] = {}
+    tests: dict[tuple[str, Any], set[str]] = {}  # the tests each rule runs on
     for suite in suites:
         for test in suite.tests:
             if test.draft or test.xfail or test.curve:
@@ -181,9 +200,11 @@ def gated_rules(suites: Iterable[Suite]) -> list[dict[str, Any]]:
                     line = suite.lines.line(spec.where) if suite.lines else None
                     rules[key] = {"rule": spec.name, "severity": spec.severity,
                                   "where": f"{suite.path}:{line}" if line else str(suite.path),
-                                  "tests": set(), "examples": bool(spec.examples)}
-                rules[key]["tests"].add(test.id)
-    return [{**r, "tests": len(r["tests"])} for r in rules.values()]
+                                  "tests": 0, "examples": bool(spec.examples)}
+                tests.setdefault(key, set()).add(test.id)
+    for key, rule in rules.items():
+        rule["tests"] = len(tests[key])
+    return list(rules.values())
 
 
 def state_seen(records: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:

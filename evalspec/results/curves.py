@@ -122,7 +122,7 @@ def curves(records: Sequence[Record]) -> list[Curve]:
     for (suite, test, provider), recs in groups.items():
         var = str(recs[0]["curve"])
         by_value: dict[str, list[Record]] = {}
-        raw_values: dict[str, Any] = {}
+        raw_values: dict[str, object] = {}  # each point's value as the matrix gave it
         for r in recs:
             v = r["matrix"].get(var)
             by_value.setdefault(str(v), []).append(r)

@@ -41,10 +41,10 @@ def light(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _light_check(a: Mapping[str, Any]) -> dict[str, Any]:
+def _light_check(a: Mapping[str, Any]) -> dict[str, object]:
     """A check as the metric scoreboard reads it (metric, score, pass), or the red lines (a critical rule:
     its rule, turn, pass, skipped and `max_rate`, docs/en/statistics.md#red-lines-as-bounds)."""
-    out = {"metric": a.get("metric"), "score": a.get("score"), "pass": a.get("pass")}
+    out: dict[str, object] = {"metric": a.get("metric"), "score": a.get("score"), "pass": a.get("pass")}
     if a.get("severity") == "critical":
         out.update({k: a[k] for k in ("severity", "type", "value", "turn", "skipped", "max_rate") if k in a})
     if a.get("jury"):  # a jury's votes: its members' agreement (docs/en/judges.md#juries)
@@ -52,11 +52,11 @@ def _light_check(a: Mapping[str, Any]) -> dict[str, Any]:
     return _shared(out)
 
 
-_SHARED: dict[tuple[tuple[str, type, Any], ...], dict[str, Any]] = {}
+_SHARED: dict[tuple[tuple[str, type, object], ...], dict[str, object]] = {}
 _SHARED_MOST = 10_000
 
 
-def _shared(check: dict[str, Any]) -> dict[str, Any]:
+def _shared(check: dict[str, object]) -> dict[str, object]:
     """One dict for every equal light check (a million conversations under the same rules pass the same
     checks the same way): the aggregates only read them (docs/en/scale-and-ray.md#memory)."""
     try:
