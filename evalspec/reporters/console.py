@@ -243,17 +243,17 @@ def print_red_lines(console: Console, run: RunData) -> None:
     that was breached, and one for those that never were, with the weakest of their 95 % upper bounds."""
     from evalspec.results.stats import conversations_to_bound
 
-    lines = [x for x in (run["summary"].get("red_lines") or []) if x.get("upper") is not None]
-    for x in lines:
+    lines = [(x, upper) for x in (run["summary"].get("red_lines") or []) if (upper := x.get("upper")) is not None]
+    for x, upper in lines:
         if x["breaches"]:
             console.print("[red]" + escape(one_line(words(
                 "red_line_breached", rule=x["rule"], suite=x["suite"], breaches=x["breaches"], n=x["n"],
-                rate=f"{x['rate'] * 100:.1f}%", upper=f"{x['upper'] * 100:.1f}%"))) + "[/]")
-    clear = [x for x in lines if not x["breaches"]]
+                rate=f"{x['rate'] * 100:.1f}%", upper=f"{upper * 100:.1f}%"))) + "[/]")
+    clear = [(x, upper) for x, upper in lines if not x["breaches"]]
     if clear:
-        weakest = max(clear, key=lambda x: x["upper"])
+        weakest, top = max(clear, key=lambda pair: pair[1])
         rules = words("red_lines_rule" if len(clear) == 1 else "red_lines_rules", n=len(clear))
-        console.print(escape(one_line(words("red_lines_clear", rules=rules, upper=f"{weakest['upper'] * 100:.1f}%",
+        console.print(escape(one_line(words("red_lines_clear", rules=rules, upper=f"{top * 100:.1f}%",
                                             n=weakest["n"], rule=weakest["rule"], suite=weakest["suite"],
                                             need=conversations_to_bound(0.01)))))
 
