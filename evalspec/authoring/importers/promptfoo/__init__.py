@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from evalspec.authoring.importers.promptfoo.compare import (
 )
 from evalspec.authoring.importers.promptfoo.prompts import HISTORY_VARS, Prompts
 from evalspec.authoring.importers.promptfoo.providers import Providers, uuid_var
-from evalspec.authoring.importers.promptfoo.redteam import redteam_tests
+from evalspec.authoring.importers.promptfoo.redteam import RedTeam, redteam_tests
 from evalspec.authoring.importers.promptfoo.source import load_yaml
 from evalspec.authoring.importers.promptfoo.testfiles import TestFiles
 from evalspec.core.errors import ConfigError, Problem
@@ -98,33 +99,6 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _compared(conv: _Converter, data: dict[str, Any], tests_raw: list[Any],
-              best_items: dict[int, list[tuple[int, dict[str, Any]]]], origins: list[tuple[int, int]],
-              turns: list[Any], multi_turn: bool, options: dict[str, Any], simulated: bool,
-              providers: int) -> dict[int, list[dict[str, Any]]]:
-    """The `select-best` checks of each test they convert exactly for (by test index); the others noted."""
-    out: dict[int, list[dict[str, Any]]] = {}
-    shared = config_problem(data, conv.names, multi_turn or simulated, options.get("transform"))
-    for i, items in best_items.items():
-        if not items:
-            continue
-        test = tests_raw[i]  # a mapping: `best_items` holds the tests that are
-        own = test["options"] if isinstance(test.get("options"), dict) else {}
-        rendered = [turn[3] for (pk, k), turn in zip(origins, turns, strict=True) if k == i]
-        only = conv.test_providers(test.get("providers"), f"tests[{i}]")
-        why = shared or ("on the output transformed by `options.transform`" if own.get("transform") else None) \
-            or test_problem(dict(test.get("vars") or {}), len(rendered), len(only) if only is not None else providers,
-                            rendered)
-        made = [(j, *(best_check(item) if why is None else (None, why))) for j, item in items]
-        if all(check is not None for _, check, _ in made):
-            out[i] = [check for _, check, _ in made if check is not None]
-            continue
-        for j, _, problem in made:  # all of the test's comparisons, or none: they share its form
-            conv.note(f"tests[{i}].assert[{j}]: assertion type '{SELECT_BEST}' "
-                      f"({problem or 'beside a select-best that is not converted'})")
-    return out
-
-
 SYSTEM_VAR = "system_prompt"
 
 
@@ -154,228 +128,379 @@ def _provider_ids(raw: Any) -> list[tuple[str, Any]]:
     return out
 
 
+@dataclass
+class ImportedTurn:
+    """One promptfoo test rendered with one prompt: a turn of the written test its `group` names."""
+
+    prompt: int  # the prompt's number (1 for the first)
+    index: int  # the test's index in the config's tests
+    group: str  # the written test it is a turn of (a single-turn test's ends in `\x00` and its index)
+    test: dict[str, Any]  # the source test, its `file://` vars read
+    asserts: list[dict[str, Any]]  # its checks, converted
+    messages: list[dict[str, str]]  # the rendered prompt: history, then the user's message
+    own_vars: dict[str, Any]  # the test's own vars (not the history's)
+
+
+@dataclass
+class Conversion:
+    """One config's import, phase by phase: what each phase reads of the config and what it makes."""
+
+    data: dict[str, Any]
+    path: Path
+    parts: _Converter
+    providers: list[dict[str, Any]] = field(default_factory=list)
+    prompts: list[Any] = field(default_factory=list)
+    default: dict[str, Any] = field(default_factory=dict)  # defaultTest
+    default_vars: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # defaultTest.options
+    tests_raw: list[Any] = field(default_factory=list)
+    judge: Any = None
+    multi_turn: bool = False
+    turns: list[ImportedTurn] = field(default_factory=list)
+    best_items: dict[int, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)  # `select-best`s
+    compared: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    simulated: dict[str, Any] | None = None
+    system: str | None = None
+    tests: list[dict[str, Any]] = field(default_factory=list)  # the written tests
+    by_group: dict[str, dict[str, Any]] = field(default_factory=dict)
+    systems: dict[str, str] = field(default_factory=dict)  # each written test's system message (by group)
+    checked: set[str] = field(default_factory=set)  # the groups whose source has a check of its own
+    suite: dict[str, Any] = field(default_factory=dict)
+    default_asserts: list[dict[str, Any]] = field(default_factory=list)
+
+
 def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     """One promptfoo config -> one suite (written to `out_dir`, which relative paths are computed for)."""
-    data = _load(path)
-    conv = _Converter(path, out_dir)
+    c = Conversion(_load(path), path, _Converter(path, out_dir))
     try:
-        return _import(data, path, conv)
+        _read_providers(c)
+        _read_prompts_and_tests(c)
+        _read_options(c)
+        _render_turns(c)
+        _compare(c)
+        _write_tests(c)
+        red = _system_message(c)
+        _write_suite(c)
+        _write_players(c, red)
+        return _result(c)
     finally:
-        conv.close_functions()  # the processes its prompt functions ran in
+        c.parts.close_functions()  # the processes its prompt functions ran in
 
 
-def _import(data: dict[str, Any], path: Path, conv: _Converter) -> ImportedSuite:
-    listed = data.get("providers") if data.get("providers") is not None else data.get("targets")
-    conv.prompt_providers = _provider_ids(listed)
-    conv.session_var = uuid_var(data.get("defaultTest"))  # promptfoo's per-test id: evalspec's thread id
-    providers = conv.providers(listed)
-    conv.reported_tools = any(p.get("answer_tool_calls") is False for p in providers)
-    prompts = conv.prompts(data.get("prompts"))
-    default = conv.default_test(data.get("defaultTest"))
-    default_vars = conv.var_files(dict(default["vars"]), "defaultTest") if isinstance(default.get("vars"), dict) else {}
-    tests_raw = conv.var_combinations(conv.external_tests(data.get("tests") or [])
-                                      + conv.scenario_tests(data.get("scenarios")), default_vars)
-    for key in sorted(set(data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest", "scenarios",
-                                   *(("redteam",) if isinstance(data.get("redteam"), dict) else ())}):
-        conv.notes.append(f"top-level '{key}'")
-    options: dict[str, Any] = default["options"] if isinstance(default.get("options"), dict) else {}
-    if default.get("options") is not None and not options:
-        conv.notes.append(f"defaultTest.options: {default['options']!r} (not a mapping)")
-    judge = conv.judge(options.get("provider")) if options.get("provider") is not None else None
-    for key in sorted(set(options) - {"provider", "rubricPrompt",  # read by each judged check
-                                      *(("transformVars",) if conv.session_var else ())}):
-        conv.notes.append(f"defaultTest.options.{key}")
+def _read_providers(c: Conversion) -> None:
+    """`providers:` (or `targets:`) as the suite's providers."""
+    listed = c.data.get("providers") if c.data.get("providers") is not None else c.data.get("targets")
+    c.parts.prompt_providers = _provider_ids(listed)
+    c.parts.session_var = uuid_var(c.data.get("defaultTest"))  # promptfoo's per-test id: evalspec's thread id
+    c.providers = c.parts.providers(listed)
+    c.parts.reported_tools = any(p.get("answer_tool_calls") is False for p in c.providers)
+
+
+def _read_prompts_and_tests(c: Conversion) -> None:
+    """`prompts:`, `defaultTest:` and the tests (inline, files, generators, scenarios, var combinations)."""
+    c.prompts = c.parts.prompts(c.data.get("prompts"))
+    c.default = c.parts.default_test(c.data.get("defaultTest"))
+    if isinstance(c.default.get("vars"), dict):
+        c.default_vars = c.parts.var_files(dict(c.default["vars"]), "defaultTest")
+    c.tests_raw = c.parts.var_combinations(c.parts.external_tests(c.data.get("tests") or [])
+                                           + c.parts.scenario_tests(c.data.get("scenarios")), c.default_vars)
+    for key in sorted(set(c.data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest",
+                                     "scenarios", *(("redteam",) if isinstance(c.data.get("redteam"), dict) else ())}):
+        c.parts.notes.append(f"top-level '{key}'")
+
+
+def _read_options(c: Conversion) -> None:
+    """`defaultTest.options` (its grader the suite's judge); what of `defaultTest` is not read, noted."""
+    default, notes = c.default, c.parts.notes
+    c.options = default["options"] if isinstance(default.get("options"), dict) else {}
+    if default.get("options") is not None and not c.options:
+        notes.append(f"defaultTest.options: {default['options']!r} (not a mapping)")
+    c.judge = c.parts.judge(c.options.get("provider")) if c.options.get("provider") is not None else None
+    for key in sorted(set(c.options) - {"provider", "rubricPrompt",  # read by each judged check
+                                        *(("transformVars",) if c.parts.session_var else ())}):
+        notes.append(f"defaultTest.options.{key}")
     for key in sorted(set(default) - {"vars", "assert", "options"}):
-        conv.notes.append(f"defaultTest.{key}")
+        notes.append(f"defaultTest.{key}")
 
+
+def _render_turns(c: Conversion) -> None:
+    """Every test with every prompt as an `ImportedTurn`; a problem anywhere refuses the import."""
     # a conversation is the tests sharing a `metadata.conversationId` (whatever the prompt), or a prompt's
     # `_conversation` loop over the tests in order
     grouped = any(isinstance(t, dict) and isinstance(t.get("metadata"), dict) and t["metadata"].get("conversationId")
-                  for t in tests_raw)
-    multi_turn = grouped or any("_conversation" in str(p) for p in prompts)
-    turns: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]] = []
-    stored = [str(t["options"]["storeOutputAs"]) for t in tests_raw if isinstance(t, dict) and isinstance(
+                  for t in c.tests_raw)
+    stored = [str(t["options"]["storeOutputAs"]) for t in c.tests_raw if isinstance(t, dict) and isinstance(
         t.get("options"), dict) and isinstance(t["options"].get("storeOutputAs"), str)]
-    multi_turn = multi_turn or bool(stored)  # a stored output is read by the later tests: one conversation
+    # a stored output is read by the later tests: one conversation
+    c.multi_turn = grouped or any("_conversation" in str(p) for p in c.prompts) or bool(stored)
     loaded_vars: dict[int, dict[str, Any]] = {}  # a test's vars with their files read, once for every prompt
-    best_items: dict[int, list[tuple[int, dict[str, Any]]]] = {}  # each test's `select-best` checks
-    origins: list[tuple[int, int]] = []  # (prompt, test) of each of `turns`
-    for (pk, prompt), (i, test) in itertools.product(enumerate(prompts, 1), enumerate(tests_raw)):
-        where = f"tests[{i}]"
+    for (pk, prompt), (i, test) in itertools.product(enumerate(c.prompts, 1), enumerate(c.tests_raw)):
         if not isinstance(test, dict):
             if pk == 1:
-                conv.notes.append(f"{where}: {test!r} (not a mapping)")
+                c.parts.notes.append(f"tests[{i}]: {test!r} (not a mapping)")
             continue
-        rest, best_items[i] = split_best(test.get("assert"))  # compared across prompts and providers: below
-        if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
-            conv.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
-            test = {k: v for k, v in test.items() if k != "vars"}
-        if test.get("vars"):  # promptfoo reads `file://` vars when it renders the prompt
-            test = {**test, "vars": conv.var_files(test["vars"], where) if pk == 1 else loaded_vars[i]}
-            loaded_vars[i] = test["vars"]
-        variables = {**default_vars, **dict(test.get("vars") or {})}
-        test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
-        for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options",
-                                       "providers"}) + \
-                [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs", "rubricPrompt"})] + \
-                ([f"options: {test['options']!r} (not a mapping)"] if test.get("options") is not None
-                 and not isinstance(test["options"], dict) else []):
-            if pk == 1:
-                conv.notes.append(f"{where}.{key}")
-        metadata: dict[str, Any] = test["metadata"] if isinstance(test.get("metadata"), dict) else {}
-        group = str(metadata.get("conversationId") or "conversation") if multi_turn \
-            else str(test.get("description") or f"test-{i + 1}")
-        if len(prompts) > 1:
-            group += f" prompt-{pk}"
-        if not multi_turn:
-            group += f"\x00{i}"  # one test each, whatever their descriptions (the id is made unique below)
-        markers = {name: f"\x00{name}\x00" for name in stored if name not in variables}
-        if markers:  # promptfoo renders a var's own `{{ NAME }}` with the stored output too
-            variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
-                         if isinstance(v, str) else v for key, v in variables.items()}
-        transform = test_options.get("transform", options.get("transform"))  # promptfoo checks transform(output)
-        rubric_prompt = test_options.get("rubricPrompt", options.get("rubricPrompt"))  # promptfoo's grading prompt
-        # a test whose one check is a g-eval on a list of criteria: one check each, the mean at the test's threshold
-        mean = None if multi_turn or default.get("assert") else \
-            conv.criteria_mean(rest, where, transform, test.get("threshold"))
-        if mean is not None:
-            test = {**test, "threshold": mean[1]}
-        names = frozenset(variables)
-        asserts = mean[0] if mean is not None else conv.assertions(
-            rest, where, transform, Grading(rubric_prompt, test.get("threshold") is not None, names, names))
-        origins.append((pk, i))
-        turns.append((group, test, asserts,
-                      conv.messages(prompt, {**markers, **variables}, where, dict(test.get("vars") or {})),
-                      {k: v for k, v in dict(test.get("vars") or {}).items() if k not in HISTORY_VARS}))
-    if conv.problems:
-        raise ConfigError(conv.problems)
-    simulated = _simulated_user(default.get("provider"))
-    compared = _compared(conv, data, tests_raw, best_items, origins, turns, multi_turn, options,
-                         simulated is not None, len(providers))
+        test, rest = _test_vars_read(c, pk, i, test, loaded_vars)
+        c.turns.append(_render_turn(c, pk, prompt, i, test, rest, stored))
+    if c.parts.problems:
+        raise ConfigError(c.parts.problems)
 
-    system = None
-    tests: list[dict[str, Any]] = []
-    by_group: dict[str, dict[str, Any]] = {}
-    systems: dict[str, str] = {}  # each written test's system message (by group)
-    checked: set[str] = set()  # the groups whose source has a check of its own
-    for (pk, i), (group, test, asserts, messages, own_vars) in zip(origins, turns, strict=True):
-        if i in compared:  # one test, its prompts a matrix: every prompt × provider is a candidate
-            group = group.replace(f" prompt-{pk}\x00", "\x00")
-        if test.get("assert"):
-            checked.add(group)
+
+def _test_vars_read(c: Conversion, pk: int, i: int, test: dict[str, Any],
+                    loaded_vars: dict[int, dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+    """The test with its `file://` vars read (once, for the first prompt); vars that are no mapping dropped
+    (noted); and its checks other than `select-best` (those are compared across prompts and providers:
+    `_compare`)."""
+    where = f"tests[{i}]"
+    rest, c.best_items[i] = split_best(test.get("assert"))
+    if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
+        c.parts.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
+        test = {k: v for k, v in test.items() if k != "vars"}
+    if test.get("vars"):  # promptfoo reads `file://` vars when it renders the prompt
+        test = {**test, "vars": c.parts.var_files(test["vars"], where) if pk == 1 else loaded_vars[i]}
+        loaded_vars[i] = test["vars"]
+    return test, rest
+
+
+def _note_test_keys(c: Conversion, test: dict[str, Any], where: str) -> None:
+    """What of a test is not read, noted (once: for its first prompt)."""
+    test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
+    for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options",
+                                   "providers"}) + \
+            [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs", "rubricPrompt"})] + \
+            ([f"options: {test['options']!r} (not a mapping)"] if test.get("options") is not None
+             and not isinstance(test["options"], dict) else []):
+        c.parts.notes.append(f"{where}.{key}")
+
+
+def _group(c: Conversion, pk: int, i: int, test: dict[str, Any]) -> str:
+    """The written test a turn belongs to: its conversation, else its own (one per test and prompt)."""
+    metadata: dict[str, Any] = test["metadata"] if isinstance(test.get("metadata"), dict) else {}
+    group = str(metadata.get("conversationId") or "conversation") if c.multi_turn \
+        else str(test.get("description") or f"test-{i + 1}")
+    if len(c.prompts) > 1:
+        group += f" prompt-{pk}"
+    if not c.multi_turn:
+        group += f"\x00{i}"  # one test each, whatever their descriptions (the id is made unique below)
+    return group
+
+
+def _render_turn(c: Conversion, pk: int, prompt: Any, i: int, test: dict[str, Any], rest: Any,
+                 stored: list[str]) -> ImportedTurn:
+    """One test rendered with one prompt, its checks (`rest`) converted."""
+    where = f"tests[{i}]"
+    variables = {**c.default_vars, **dict(test.get("vars") or {})}
+    test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
+    if pk == 1:
+        _note_test_keys(c, test, where)
+    group = _group(c, pk, i, test)
+    markers = {name: f"\x00{name}\x00" for name in stored if name not in variables}
+    if markers:  # promptfoo renders a var's own `{{ NAME }}` with the stored output too
+        variables = {key: regex.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m, marks=markers: marks.get(m.group(1), m.group(0)), v)
+                     if isinstance(v, str) else v for key, v in variables.items()}
+    transform = test_options.get("transform", c.options.get("transform"))  # promptfoo checks transform(output)
+    rubric_prompt = test_options.get("rubricPrompt", c.options.get("rubricPrompt"))  # promptfoo's grading prompt
+    # a test whose one check is a g-eval on a list of criteria: one check each, the mean at the test's threshold
+    mean = None if c.multi_turn or c.default.get("assert") else \
+        c.parts.criteria_mean(rest, where, transform, test.get("threshold"))
+    if mean is not None:
+        test = {**test, "threshold": mean[1]}
+    names = frozenset(variables)
+    asserts = mean[0] if mean is not None else c.parts.assertions(
+        rest, where, transform, Grading(rubric_prompt, test.get("threshold") is not None, names, names))
+    own = dict(test.get("vars") or {})
+    return ImportedTurn(pk, i, group, test, asserts, c.parts.messages(prompt, {**markers, **variables}, where, own),
+                        {k: v for k, v in own.items() if k not in HISTORY_VARS})
+
+
+def _compare(c: Conversion) -> None:
+    """The `select-best` checks of each test they convert exactly for (by test index); the others noted."""
+    c.simulated = _simulated_user(c.default.get("provider"))
+    shared = config_problem(c.data, c.parts.names, c.multi_turn or c.simulated is not None, c.options.get("transform"))
+    for i, items in c.best_items.items():
+        if not items:
+            continue
+        test = c.tests_raw[i]  # a mapping: `best_items` holds the tests that are
+        own = test["options"] if isinstance(test.get("options"), dict) else {}
+        rendered = [turn.messages for turn in c.turns if turn.index == i]
+        only = c.parts.test_providers(test.get("providers"), f"tests[{i}]")
+        why = shared or ("on the output transformed by `options.transform`" if own.get("transform") else None) \
+            or test_problem(dict(test.get("vars") or {}), len(rendered),
+                            len(only) if only is not None else len(c.providers), rendered)
+        made = [(j, *(best_check(item) if why is None else (None, why))) for j, item in items]
+        if all(check is not None for _, check, _ in made):
+            c.compared[i] = [check for _, check, _ in made if check is not None]
+            continue
+        for j, _, problem in made:  # all of the test's comparisons, or none: they share its form
+            c.parts.note(f"tests[{i}].assert[{j}]: assertion type '{SELECT_BEST}' "
+                         f"({problem or 'beside a select-best that is not converted'})")
+
+
+def _write_tests(c: Conversion) -> None:
+    """The turns as the suite's tests: each group one test, its turns in order."""
+    for turn in c.turns:
+        group, messages, own_vars = turn.group, turn.messages, turn.own_vars
+        if turn.index in c.compared:  # one test, its prompts a matrix: every prompt × provider is a candidate
+            group = group.replace(f" prompt-{turn.prompt}\x00", "\x00")
+        if turn.test.get("assert"):
+            c.checked.add(group)
         if messages and messages[0]["role"] == "system":
-            if systems.setdefault(group, messages[0]["content"]) != messages[0]["content"]:
-                conv.notes.append(f"{entry_name(group)}: a system message that differs between the turns of one "
-                                  "conversation (the first is used)")
-            system = system or messages[0]["content"]
+            if c.systems.setdefault(group, messages[0]["content"]) != messages[0]["content"]:
+                c.parts.notes.append(f"{entry_name(group)}: a system message that differs between the turns of one "
+                                     "conversation (the first is used)")
+            c.system = c.system or messages[0]["content"]
             messages = messages[1:]
-        if messages and "prompt" not in {**default_vars, **own_vars} and i not in compared and regex.search(r"\{\{\s*prompt\s*[}|]", str(
-                [asserts, default.get("assert")])):  # promptfoo's `{{prompt}}` in a check is the prompt sent
-            own_vars = {**own_vars, "prompt": messages[-1]["content"]}
-        only = conv.test_providers(test.get("providers"), entry_name(group))  # promptfoo's per-test provider filter
+        if messages and "prompt" not in {**c.default_vars, **own_vars} and turn.index not in c.compared \
+                and regex.search(r"\{\{\s*prompt\s*[}|]", str([turn.asserts, c.default.get("assert")])):
+            own_vars = {**own_vars, "prompt": messages[-1]["content"]}  # promptfoo's `{{prompt}}`: the prompt sent
+        only = c.parts.test_providers(turn.test.get("providers"), entry_name(group))  # promptfoo's provider filter
         if only == []:
             continue
-        entry = by_group.get(group)
+        entry = c.by_group.get(group)
         if entry is None:
-            tid = base = slugify(entry_name(group))
-            while any(t["id"] == tid for t in tests):
-                tid = f"{base}-{sum(t['id'] == base or t['id'].startswith(base + '-') for t in tests) + 1}"
-            entry = by_group[group] = {"id": tid, "conversation": [],
-                                       **({"providers": only} if only is not None else {})}
-            if not multi_turn and test.get("description"):
-                entry["name"] = plain(str(test["description"]))
-            if isinstance(test.get("threshold"), (int, float)):
-                entry["threshold"] = test["threshold"]
-            if own_vars and not multi_turn:
-                entry["vars"] = plain(own_vars)
-            if i in compared:
-                entry["assert"] = compared[i]
-                if len(prompts) > 1:
-                    entry["matrix"] = {PROMPT_VAR: []}
-            tests.append(entry)
-        if i in compared and len(prompts) > 1:
-            entry["matrix"][PROMPT_VAR].append(plain(messages[-1]["content"]))  # sent as it reads
-            if pk > 1:
-                continue  # the turn is the first prompt's, written `{{ prompt }}`
-        history = messages[:-1] if not multi_turn else []
-        for m in history:
-            if m["role"] in ("user", "assistant"):
-                entry["conversation"].append({m["role"]: literal(m["content"])})
-        last = messages[-1] if messages else {"role": "user", "content": ""}
-        turn: dict[str, Any] = {"user": _captured(literal(last["content"]))}  # rendered here: sent as it reads
-        if i in compared and len(prompts) > 1:
-            turn["user"] = "{{ " + PROMPT_VAR + " }}"
-        store = (test.get("options") or {}).get("storeOutputAs") if isinstance(test.get("options"), dict) else None
-        if isinstance(store, str) and store.isascii() and store.isidentifier():
-            turn["capture"] = store  # promptfoo's storeOutputAs: the reply is a var of the later tests
-        if own_vars and multi_turn:
-            turn["vars"] = plain(own_vars)  # the turn's checks may use them
-        if asserts:
-            turn["assert"] = asserts
-        entry["conversation"].append(turn)
-    if simulated is not None and system is None and turns and turns[0][3]:
-        system = turns[0][3][-1]["content"]  # the prompt is the agent's instructions; the simulated user talks
-    red = redteam_tests(data["redteam"], prompts if data.get("prompts") is not None else [], conv) \
-        if isinstance(data.get("redteam"), dict) else None
-    if red is not None and red.system and not turns:
-        system = red.system  # the prompt each attack message is sent in
-    if system:  # the text, as written; a var of each test when it differs between them
-        written = _system_per_test(by_group, systems, default_vars) \
-            if len({systems.get(group, "") for group in by_group}) > 1 else literal(system)
-        for p in providers:
+            entry = c.by_group[group] = _new_entry(c, turn, group, own_vars, only)
+        _add_turn(c, entry, turn, messages, own_vars)
+
+
+def _new_entry(c: Conversion, turn: ImportedTurn, group: str, own_vars: dict[str, Any],
+               only: list[str] | None) -> dict[str, Any]:
+    """The written test of a group, from its first turn (its id unique in the suite)."""
+    test = turn.test
+    tid = base = slugify(entry_name(group))
+    while any(t["id"] == tid for t in c.tests):
+        tid = f"{base}-{sum(t['id'] == base or t['id'].startswith(base + '-') for t in c.tests) + 1}"
+    entry: dict[str, Any] = {"id": tid, "conversation": [], **({"providers": only} if only is not None else {})}
+    if not c.multi_turn and test.get("description"):
+        entry["name"] = plain(str(test["description"]))
+    if isinstance(test.get("threshold"), (int, float)):
+        entry["threshold"] = test["threshold"]
+    if own_vars and not c.multi_turn:
+        entry["vars"] = plain(own_vars)
+    if turn.index in c.compared:
+        entry["assert"] = c.compared[turn.index]
+        if len(c.prompts) > 1:
+            entry["matrix"] = {PROMPT_VAR: []}
+    c.tests.append(entry)
+    return entry
+
+
+def _add_turn(c: Conversion, entry: dict[str, Any], turn: ImportedTurn, messages: list[dict[str, str]],
+              own_vars: dict[str, Any]) -> None:
+    """A turn (and, in a single-turn test, the history its prompt holds) written into its test."""
+    matrix = turn.index in c.compared and len(c.prompts) > 1
+    if matrix:
+        entry["matrix"][PROMPT_VAR].append(plain(messages[-1]["content"]))  # sent as it reads
+        if turn.prompt > 1:
+            return  # the turn is the first prompt's, written `{{ prompt }}`
+    history = messages[:-1] if not c.multi_turn else []
+    for m in history:
+        if m["role"] in ("user", "assistant"):
+            entry["conversation"].append({m["role"]: literal(m["content"])})
+    last = messages[-1] if messages else {"role": "user", "content": ""}
+    written: dict[str, Any] = {"user": _captured(literal(last["content"]))}  # rendered here: sent as it reads
+    if matrix:
+        written["user"] = "{{ " + PROMPT_VAR + " }}"
+    options = turn.test.get("options")
+    store = (options or {}).get("storeOutputAs") if isinstance(options, dict) else None
+    if isinstance(store, str) and store.isascii() and store.isidentifier():
+        written["capture"] = store  # promptfoo's storeOutputAs: the reply is a var of the later tests
+    if own_vars and c.multi_turn:
+        written["vars"] = plain(own_vars)  # the turn's checks may use them
+    if turn.asserts:
+        written["assert"] = turn.asserts
+    entry["conversation"].append(written)
+
+
+def _system_message(c: Conversion) -> RedTeam | None:
+    """The prompt's system message as the model providers' `system:` (a var when it differs between the
+    tests); the red team's tests read from `redteam:` (their frame's system message, when no test has one)."""
+    if c.simulated is not None and c.system is None and c.turns and c.turns[0].messages:
+        c.system = c.turns[0].messages[-1]["content"]  # the prompt is the agent's instructions
+    red = redteam_tests(c.data["redteam"], c.prompts if c.data.get("prompts") is not None else [], c.parts) \
+        if isinstance(c.data.get("redteam"), dict) else None
+    if red is not None and red.system and not c.turns:
+        c.system = red.system  # the prompt each attack message is sent in
+    if c.system:  # the text, as written; a var of each test when it differs between them
+        written = _system_per_test(c.by_group, c.systems, c.default_vars) \
+            if len({c.systems.get(group, "") for group in c.by_group}) > 1 else literal(c.system)
+        for p in c.providers:
             if "model" in p:
                 p["system"] = written
-        if not any("model" in p for p in providers):
-            conv.notes.append("the prompt's system message (only model providers take `system:`)")
-    suite: dict[str, Any] = {"description": plain(str(data.get("description") or f"Imported from {path.name}"))}
-    if kept := {k: v for k, v in default_vars.items() if k not in HISTORY_VARS}:  # a history is in the turns
+        if not any("model" in p for p in c.providers):
+            c.parts.notes.append("the prompt's system message (only model providers take `system:`)")
+    return red
+
+
+def _write_suite(c: Conversion) -> None:
+    """The suite's description, vars, providers, defaults and the models its checks need."""
+    suite = c.suite
+    suite["description"] = plain(str(c.data.get("description") or f"Imported from {c.path.name}"))
+    if kept := {k: v for k, v in c.default_vars.items() if k not in HISTORY_VARS}:  # a history is in the turns
         suite["vars"] = plain(kept)
-    if providers:
-        suite["providers"] = providers
-    every = [set(default_vars) | set(t.get("vars") or {} if isinstance(t.get("vars"), dict) else {})
-             for t in tests_raw if isinstance(t, dict)] or [set(default_vars)]
-    default_asserts = conv.assertions(default.get("assert"), "defaultTest", options.get("transform"), Grading(
-        options.get("rubricPrompt"), any(isinstance(t, dict) and t.get("threshold") is not None for t in tests_raw),
+    if c.providers:
+        suite["providers"] = c.providers
+    every = [set(c.default_vars) | set(t.get("vars") or {} if isinstance(t.get("vars"), dict) else {})
+             for t in c.tests_raw if isinstance(t, dict)] or [set(c.default_vars)]
+    c.default_asserts = c.parts.assertions(c.default.get("assert"), "defaultTest", c.options.get("transform"), Grading(
+        c.options.get("rubricPrompt"), any(isinstance(t, dict) and t.get("threshold") is not None for t in c.tests_raw),
         frozenset(set.intersection(*every)), frozenset(set.union(*every))))
-    if default_asserts:
-        if multi_turn:  # promptfoo checks each test's output: here, each turn
-            default_asserts = [{**a, "scope": "each_turn"} for a in default_asserts]
-        suite["defaults"] = {"assert": default_asserts}
-    used = {k.removeprefix("not-") for t in tests for turn in t["conversation"] for a in turn.get("assert", [])
-            for k in a} | {k.removeprefix("not-") for a in default_asserts for k in a} | \
-        {k for t in tests for a in t.get("assert", []) for k in a}
+    if c.default_asserts:
+        if c.multi_turn:  # promptfoo checks each test's output: here, each turn
+            c.default_asserts = [{**a, "scope": "each_turn"} for a in c.default_asserts]
+        suite["defaults"] = {"assert": c.default_asserts}
+    _write_models(c, _checks_used(c))
+
+
+def _checks_used(c: Conversion) -> set[str]:
+    """The evalspec check names the written tests and defaults use (negated forms by their base name)."""
+    used = {k.removeprefix("not-") for t in c.tests for turn in t["conversation"] for a in turn.get("assert", [])
+            for k in a} | {k.removeprefix("not-") for a in c.default_asserts for k in a} | \
+        {k for t in c.tests for a in t.get("assert", []) for k in a}
     if used & {"conversation-relevance", "trajectory:goal-success", SELECT_BEST}:
         used.add("llm-rubric")  # judged too
-    if judge is not None and "llm-rubric" in used:
-        suite["judge"] = judge
-    if "similar" in used and (embedder := conv.embedder(options.get("provider"))) is not None:
-        suite["embedder"] = embedder  # the source's embedding model: `similar` scores as promptfoo's do
+    return used
+
+
+def _write_models(c: Conversion, used: set[str]) -> None:
+    """The suite's `judge:` and `embedder:` when its checks need them (promptfoo's defaults, noted)."""
+    if c.judge is not None and "llm-rubric" in used:
+        c.suite["judge"] = c.judge
+    if "similar" in used and (embedder := c.parts.embedder(c.options.get("provider"))) is not None:
+        c.suite["embedder"] = embedder  # the source's embedding model: `similar` scores as promptfoo's do
     for role, key, model in (("judge", "llm-rubric", "openai/gpt-4o-mini"),
                              ("embedder", "similar", "openai/text-embedding-3-small")):
-        if key in used and role not in suite:
-            suite[role] = model
-            conv.notes.append(f"{role}: {model} (promptfoo's default; edit `{role}:`)")
-    if simulated is not None:  # promptfoo's simulated user plays each test: a `simulate:` test
-        tests = [_simulate_test(t, raw, simulated) for t, raw in zip(tests, (t for _, t, *_ in turns), strict=False)]
+        if key in used and role not in c.suite:
+            c.suite[role] = model
+            c.parts.notes.append(f"{role}: {model} (promptfoo's default; edit `{role}:`)")
+
+
+def _write_players(c: Conversion, red: RedTeam | None) -> None:
+    """promptfoo's simulated user (`simulate:` tests) and red team (`attack:` tests), and the model that
+    plays them (`simulator:`)."""
+    if c.simulated is not None:  # promptfoo's simulated user plays each test: a `simulate:` test
+        c.tests = [_simulate_test(t, turn.test, c.simulated) for t, turn in zip(c.tests, c.turns, strict=False)]
     attacker = None
     if red is not None:
-        tests += red.tests
-        provider = data["redteam"].get("provider")
-        attacker = conv.judge(provider) if provider is not None else None  # promptfoo's attacker model
-        if red.tests and any("llm-rubric" in a for t in red.tests for a in t["assert"]) and "judge" not in suite:
-            suite["judge"] = judge if judge is not None else "openai/gpt-4o-mini"  # the red lines are judged
-            if judge is None:
-                conv.notes.append("judge: openai/gpt-4o-mini (promptfoo's red-team grader is its default model; "
-                                  "edit `judge:`)")
-    if any("simulate" in t or "attack" in t for t in tests):
-        suite["simulator"] = attacker if attacker is not None else judge if isinstance(judge, str) \
+        c.tests += red.tests
+        provider = c.data["redteam"].get("provider")
+        attacker = c.parts.judge(provider) if provider is not None else None  # promptfoo's attacker model
+        if red.tests and any("llm-rubric" in a for t in red.tests for a in t["assert"]) and "judge" not in c.suite:
+            c.suite["judge"] = c.judge if c.judge is not None else "openai/gpt-4o-mini"  # the red lines are judged
+            if c.judge is None:
+                c.parts.notes.append("judge: openai/gpt-4o-mini (promptfoo's red-team grader is its default model; "
+                                     "edit `judge:`)")
+    if any("simulate" in t or "attack" in t for t in c.tests):
+        c.suite["simulator"] = attacker if attacker is not None else c.judge if isinstance(c.judge, str) \
             else "openai/gpt-4o-mini"
         if attacker is None:
-            conv.notes.append(f"simulator: {suite['simulator']} (the simulated user and the attacker; edit "
-                              "`simulator:`)")
-    suite["tests"] = tests
+            c.parts.notes.append(f"simulator: {c.suite['simulator']} (the simulated user and the attacker; edit "
+                                 "`simulator:`)")
+
+
+def _result(c: Conversion) -> ImportedSuite:
+    c.suite["tests"] = c.tests
     # promptfoo runs a test without checks to show its reply (it passes when the provider answers): such
     # tests check nothing in the source, as distinct from tests whose checks could not be converted
-    unchecked = [] if default.get("assert") else [by_group[g]["id"] for g in by_group if g not in checked]
-    return ImportedSuite(filename=f"{slugify(path.stem)}.yaml", data=suite, not_converted=list(dict.fromkeys(conv.notes)),
-                         source=path.name, files=conv.files, unchecked=unchecked)
+    unchecked = [] if c.default.get("assert") else [c.by_group[g]["id"] for g in c.by_group if g not in c.checked]
+    return ImportedSuite(filename=f"{slugify(c.path.stem)}.yaml", data=c.suite,
+                         not_converted=list(dict.fromkeys(c.parts.notes)), source=c.path.name, files=c.parts.files,
+                         unchecked=unchecked)

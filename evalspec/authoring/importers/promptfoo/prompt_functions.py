@@ -12,6 +12,7 @@ from typing import Any
 
 import regex
 
+from evalspec.authoring.importers.promptfoo.runners import PROMPT_WORKER, runner_source
 from evalspec.authoring.importers.promptfoo.source import Source
 from evalspec.core.errors import GradingError
 from evalspec.core.node import NodeWorker, answer_of, node_binary, typescript_problem
@@ -19,32 +20,6 @@ from evalspec.core.node import NodeWorker, answer_of, node_binary, typescript_pr
 FUNCTION_SECONDS = 60
 FUNCTION_FILE = r"(.+\.(?:js|cjs|mjs|ts|cts|mts|py))(?::([\w.]+))?"
 
-# serves python prompt functions as node_runner.js serves JavaScript: a JSON request a line on stdin
-# ({id, file, fn, args}), its answer a line on the file descriptor named last; what the code prints goes nowhere
-_PYTHON_SERVER = """
-import importlib.util, json, os, sys
-answers = os.fdopen(int(sys.argv[-1]), "w", encoding="utf-8")
-sys.stdout = sys.stderr = open(os.devnull, "w")
-modules = {}
-for line in sys.stdin:
-    request = json.loads(line)
-    try:
-        if request["file"] not in modules:
-            sys.path.insert(0, os.path.dirname(request["file"]))
-            spec = importlib.util.spec_from_file_location(f"promptfoo_prompt_{len(modules)}", request["file"])
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            modules[request["file"]] = module
-        target = modules[request["file"]]
-        for name in request["fn"].split("."):
-            target = getattr(target, name)
-        text = json.dumps({"id": request["id"], "ok": True, "result": target(*request["args"])},
-                          ensure_ascii=False, default=str)
-    except BaseException as exc:
-        text = json.dumps({"id": request["id"], "ok": False, "message": f"{type(exc).__name__}: {exc}"[:2000]})
-    answers.write(text + "\\n")
-    answers.flush()
-"""
 
 
 @dataclass(frozen=True)
@@ -124,7 +99,7 @@ class PromptFunctions(Source):
         try:
             if worker is None or not worker.alive():
                 cwd = str(self.path.parent.resolve())
-                worker = NodeWorker(sys.executable, cwd, [sys.executable, "-c", _PYTHON_SERVER]) if prompt.python \
+                worker = NodeWorker(sys.executable, cwd, [sys.executable, "-c", runner_source(PROMPT_WORKER)]) if prompt.python \
                     else NodeWorker(node_binary() or "node", cwd)
                 self._workers[prompt.python] = worker
             request = {"op": "call", "file": str(prompt.file), "fn": prompt.function, "args": [context],

@@ -38,43 +38,7 @@ def respond(messages, context):
     return str(result)
 '''
 
-JS_RUNNER_FILE = "promptfoo_js_runner.mjs"
-# one call of a promptfoo JavaScript provider: the request (JSON) on stdin, the result as the last line
-# of stdout after a marker; the provider's own console output goes to stderr
-JS_RUNNER = r'''// Runs one call of a promptfoo JavaScript provider (written by `evalspec import promptfoo`).
-// stdin: {"file", "function", "options", "prompt", "context"}; stdout: MARKER + {"output", "error", ...}
-import { readFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
-
-const MARKER = "\u0000evalspec-result ";
-const print = (value) => process.stdout.write(MARKER + JSON.stringify(value) + "\n");
-for (const name of ["log", "info", "debug"]) console[name] = (...args) => console.error(...args);
-
-const request = JSON.parse(readFileSync(0, "utf8"));
-try {
-  const module = await import(pathToFileURL(request.file).href);
-  let target = module.default ?? module;
-  if (request.function) target = target?.[request.function] ?? module[request.function];
-  let call;
-  if (typeof target === "function" && /^class[\s{]/.test(Function.prototype.toString.call(target))) {
-    const instance = new target(request.options);
-    call = (...args) => instance.callApi(...args);
-  } else if (typeof target === "function" && typeof target.prototype?.callApi === "function") {
-    const instance = new target(request.options);
-    call = (...args) => instance.callApi(...args);
-  } else if (typeof target === "function") {
-    call = target;
-  } else if (target && typeof target.callApi === "function") {
-    call = (...args) => target.callApi(...args);
-  } else {
-    throw new Error(`${request.file} exports no provider (a class, an object with callApi, or a function)`);
-  }
-  const result = await call(request.prompt, request.context, {});
-  print(result ?? {});
-} catch (error) {
-  print({ error: `${error?.stack ?? error}`, thrown: true });
-}
-'''
+JS_RUNNER_FILE = "promptfoo_js_runner.mjs"  # evalspec/data/promptfoo_js_runner.mjs, written beside the suite
 
 JS_ADAPTER = '''"""Calls a promptfoo JavaScript provider ({target}) through node, the way evalspec calls providers.
 

@@ -21,10 +21,10 @@ from evalspec.authoring.importers.promptfoo.provider_files import (
     ECHO_FILE,
     ECHO_SOURCE,
     JS_ADAPTER,
-    JS_RUNNER,
     JS_RUNNER_FILE,
     PYTHON_ADAPTER,
 )
+from evalspec.authoring.importers.promptfoo.runners import JS_RUNNER, runner_source
 from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
 from evalspec.authoring.importers.promptfoo.tools import (
     NotExact,
@@ -290,7 +290,7 @@ class Providers(Source):
         else:
             folder = self.relative(".", f"provider {pid}") or "."
             options = {"id": pid, "config": config, **({"label": label} if label else {})}
-            self.files[JS_RUNNER_FILE] = JS_RUNNER
+            self.files[JS_RUNNER_FILE] = runner_source(JS_RUNNER)
             source = JS_ADAPTER.format(target=target, path=relative, folder=folder, runner=JS_RUNNER_FILE,
                                        options=_data(options), function=function or None)
         stem = f"promptfoo_{slugify(Path(file).stem)}"

@@ -12,6 +12,7 @@ from typing import Any
 import regex
 import yaml
 
+from evalspec.authoring.importers.promptfoo.runners import TEST_GENERATOR, runner_source
 from evalspec.authoring.importers.promptfoo.source import Source, is_glob, load_yaml, short
 
 # what promptfoo runs (scripts) or encodes (base64, PDF text) instead of reading a var file as text
@@ -23,19 +24,6 @@ _RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", 
 GENERATOR_SECONDS = 60
 _PY_GENERATOR = r"(?:file://)?[^:]+\.py:\w+"
 _JS_GENERATOR = r"(?:file://)?([^:]+\.(?:js|cjs|mjs|ts|cts|mts))(?::(\w+))?"
-# runs a promptfoo test generator: its module in its own folder, its tests printed as JSON on a line of their own
-# after whatever the generator printed (called first: its output may not end its last line)
-_GENERATE = """
-import importlib.util, json, sys
-path, name, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-sys.path.insert(0, str(__import__("pathlib").Path(path).parent))
-spec = importlib.util.spec_from_file_location("promptfoo_tests", path)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-tests = getattr(module, name)(*args)
-print()
-print(json.dumps(tests, ensure_ascii=False, default=str))
-"""
 
 
 def _js_json(value: Any) -> str:
@@ -89,7 +77,7 @@ class TestFiles(Source):
             return self._missing(file)
         args = [] if config is None else [config]
         try:
-            done = subprocess.run([sys.executable, "-c", _GENERATE, str(path), function, json.dumps(args)],
+            done = subprocess.run([sys.executable, "-c", runner_source(TEST_GENERATOR), str(path), function, json.dumps(args)],
                                   cwd=path.parent, capture_output=True, encoding="utf-8", errors="replace",
                                   timeout=GENERATOR_SECONDS)
         except subprocess.TimeoutExpired:
