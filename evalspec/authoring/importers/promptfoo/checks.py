@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,11 +193,36 @@ class Grading:
     vars_somewhere: frozenset[str] = frozenset()
 
 
+@dataclass
+class _Check:
+    """One promptfoo check on its way to evalspec's: what each converter of `_CONVERTERS` reads."""
+
+    kind: str  # as written (`not-contains`)
+    base: str  # without its `not-`
+    negate: bool
+    raw: dict[str, Any]  # its keys (the ones a converter has read dropped: `drop`)
+    value: Any
+    where: str
+    trimmed: bool  # checked on `output.trim()` (the one transform kept)
+
+    @property
+    def prefix(self) -> str:
+        return "not-" if self.negate else ""
+
+    @property
+    def name(self) -> str:
+        return self.prefix + self.base
+
+    def drop(self, *keys: str) -> None:
+        """Keys the converter has said in its check: not copied after it, nor noted."""
+        self.raw = {k: v for k, v in self.raw.items() if k not in keys}
+
+
 class Checks(Source):
     def assertion(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> dict[str, Any] | None:
         """One promptfoo check as an evalspec check, or None (noted); `transform` is the test's
         `options.transform`, which runs before the check's own `transform`; `test` what a judged check
-        reads of its test."""
+        reads of its test. Each check type has its converter in `_CONVERTERS`."""
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             self.notes.append(f"{where}: assertion {short(raw)}")
             return None
@@ -204,113 +230,69 @@ class Checks(Source):
         prompted = raw.get("rubricPrompt") or test.rubric_prompt
         raw = {k: v for k, v in raw.items() if k != "rubricPrompt"}
         chain = [t for t in (transform, raw.get("transform")) if t is not None]  # the test's, then the check's
-        transform = chain[-1] if chain else None
         kept = all(transform_kept(t, raw) for t in chain)
         # beside a model whose tool calls are the reply, promptfoo's text checks read the calls as their JSON
         tools_read = self.reported_tools and kind.removeprefix("not-") in {*_JS_CHECKS, *_TEXT_ONLY}
         if not kept or tools_read:  # promptfoo's own check, in JavaScript, on what promptfoo reads
-            code = transformed_check(kind, raw.get("value"), chain)
-            if code is None:
-                self.notes.append(
-                    f"{where}: assertion '{kind}' " + (
-                        f"on the output transformed by {transform!r} (on the reply as it is, the check would mean "
-                        "something else)" if not kept else "beside a model whose tool calls are the reply (promptfoo "
-                        "reads them as their JSON text; evalspec's check reads the words)"))
-                return None
-            return dict(plain({"javascript": code, **{k: raw[k] for k in ("weight", "metric") if k in raw}}))
-        trimmed = transform is not None  # promptfoo checks output.trim(): what evalspec's equals/starts-with do
-        raw = {k: v for k, v in raw.items() if k != "transform"}
+            return self._as_javascript(kind, raw, chain, kept, where)
         negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
-        value = raw.get("value")
-        name = ("not-" if negate else "") + base
-        out: dict[str, Any]
-        threshold = raw.get("threshold")
-        if base in ("latency", "cost") and value is None and isinstance(threshold, (int, float)):
-            value, raw = threshold, {k: v for k, v in raw.items() if k != "threshold"}  # promptfoo's limit
+        # a transform kept is promptfoo's output.trim(): what evalspec's equals/starts-with do
+        check = _Check(kind, base, negate, {k: v for k, v in raw.items() if k != "transform"}, raw.get("value"),
+                       where, trimmed=bool(chain))
+        if not self._value_read(check, prompted, test):
+            return None
+        out = _CONVERTERS.get(base, Checks._unknown)(self, check)
+        return None if out is None else self._finished(out, check, prompted)
+
+    def _as_javascript(self, kind: str, raw: dict[str, Any], chain: list[Any], kept: bool,
+                       where: str) -> dict[str, Any] | None:
+        """A text check on promptfoo's transformed output, or on a reply of tool calls, as promptfoo's own
+        check in JavaScript; None (noted) when it cannot be."""
+        code = transformed_check(kind, raw.get("value"), chain)
+        if code is None:
+            self.notes.append(
+                f"{where}: assertion '{kind}' " + (
+                    f"on the output transformed by {chain[-1]!r} (on the reply as it is, the check would mean "
+                    "something else)" if not kept else "beside a model whose tool calls are the reply (promptfoo "
+                    "reads them as their JSON text; evalspec's check reads the words)"))
+            return None
+        return dict(plain({"javascript": code, **{k: raw[k] for k in ("weight", "metric") if k in raw}}))
+
+    def _value_read(self, check: _Check, prompted: Any, test: Grading) -> bool:
+        """The check's value as its converter reads it (a limit, a rubric prompt, a JSON Schema); False
+        (noted) when the check is not converted whatever its type."""
+        base, kind, where = check.base, check.kind, check.where
+        threshold = check.raw.get("threshold")
+        if base in ("latency", "cost") and check.value is None and isinstance(threshold, (int, float)):
+            check.value = threshold  # promptfoo's limit
+            check.drop("threshold")
         if prompted and base in _RUBRIC_PROMPTED:
             if base != "llm-rubric":
                 self.notes.append(f"{where}: assertion '{kind}' with a rubricPrompt (promptfoo grades it with that "
                                   "prompt instead of its own question)")
-                return None
-            value = self.rubric_prompt(prompted, value, raw, test, f"{where}: assertion '{kind}'")
-            if value is None:
-                return None
-            raw = {k: v for k, v in raw.items() if k != "threshold"}  # said in the rubric
+                return False
+            check.value = self.rubric_prompt(prompted, check.value, check.raw, test, f"{where}: assertion '{kind}'")
+            if check.value is None:
+                return False
+            check.drop("threshold")  # said in the rubric
         if base == "g-eval" and isinstance(prompted, dict) and {"steps", "evaluate"} & set(prompted):
             self.notes.append(f"{where}: assertion '{kind}' with its own rubricPrompt steps/evaluate")
-            return None
-        if base in SAME_TYPES and value is None and base not in ("is-json", "contains-json"):
+            return False
+        if base in SAME_TYPES and check.value is None and base not in ("is-json", "contains-json"):
             self.notes.append(f"{where}: assertion '{kind}' without a value")
-            return None
-        if base in ("contains-json", "is-json") and isinstance(value, str):
-            value = self.json_schema(value, kind, where)  # promptfoo's JSON Schema written as YAML or JSON text
-            if value is None:
-                return None
-        if base == "equals" and not isinstance(value, (str, int, float)):
+            return False
+        if base in ("contains-json", "is-json") and isinstance(check.value, str):
+            check.value = self.json_schema(check.value, kind, where)  # a JSON Schema written as YAML or JSON text
+            if check.value is None:
+                return False
+        if base == "equals" and not isinstance(check.value, (str, int, float)):
             self.notes.append(f"{where}: assertion 'equals' on a structured value")
-            return None
-        if base == "equals" and value == "":  # promptfoo: the reply is exactly empty (or, negated, is not)
-            out = {"regex": r"[\s\S]"} if negate else {"regex": r"\A\Z"}
-        elif base == "javascript" and isinstance(value, str) and not self.reported_tools and \
-                (checks := js_checks(value, negate)) is not None:
-            out = checks
-        elif base == "javascript" and isinstance(value, str):
-            code = self.javascript(value, raw, where)
-            if code is None:
-                return None
-            out = {name: code, **({"config": raw["config"]} if isinstance(raw.get("config"), dict) else {})}
-        elif base == "g-eval":
-            out = self.g_eval(raw, where)
-            if not out:
-                return None
-            raw = {k: v for k, v in raw.items() if k != "threshold"}  # on the levels' scores, in out
-        elif base in RENAMED and (RENAMED[base] in ("conversation-relevance", "tool-args-valid")
-                                  or isinstance(value, str) and value.strip()):
-            out = {("not-" if negate else "") + RENAMED[base]: value if RENAMED[base] != "tool-args-valid" else True}
-        elif base == "icontains-any" and isinstance(value, list) and value:
-            out = {("not-" if negate else "") + "regex": "(?i)" + "|".join(regex.escape(str(v)) for v in value)}
-        elif base in ("equals", "starts-with") and not trimmed and isinstance(value, str) and "{{" not in value:
-            # promptfoo compares exactly; evalspec's equals and starts-with skip surrounding white space
-            tail = r"\Z" if base == "equals" else ""
-            out = {("not-" if negate else "") + "regex": r"\A" + regex.escape(value) + tail}
-        elif base in SAME_TYPES:
-            if base in ("is-json", "contains-json") and value is None:
-                out = {"type": name}
-            else:
-                out = {name: value}
-        elif base == "levenshtein" and isinstance(raw.get("threshold"), (int, float)):
-            out = {name: {"value": value, "max": int(raw["threshold"])}}
-        elif base in MODEL_GRADED and (base == "answer-relevance" or isinstance(value, str) and value.strip()):
-            out = {("not-" if negate else "") + "llm-rubric": MODEL_GRADED[base].format(value=value)}
-            if "threshold" in raw:
-                self.notes.append(f"{where}: assertion '{kind}' threshold {raw['threshold']} (promptfoo's own "
-                                  "scale; the judge's verdict decides)")
-                raw = {k: v for k, v in raw.items() if k != "threshold"}
-        elif base == "icontains-all" and isinstance(value, list) and value:
-            out = {("not-" if negate else "") + "regex":
-                   "(?is)" + "".join(f"(?=.*{regex.escape(str(v))})" for v in value)}
-        elif base == "word-count" and not negate and (isinstance(value, int) and value >= 0 or isinstance(
-                value, dict) and set(value) <= {"min", "max"} and value):
-            out = {"word-count": {"min": value, "max": value} if isinstance(value, int) else dict(value)}
-        elif base == "is-sql":
-            sql_value, why = is_sql_value(value)
-            if why is not None:
-                self.notes.append(f"{where}: assertion '{kind}' {why}")
-                return None
-            out = {name: sql_value} if sql_value else {"type": name}
-        elif base == "python" and isinstance(value, str) and value.strip():
-            out = self.python_check(name, value, raw, where)
-            if not out:
-                return None
-            raw = {k: v for k, v in raw.items() if k not in ("threshold", "config")}  # read inside the check
-        elif base == "finish-reason":
-            out = self.finish_reason(kind, value, where)
-            if not out:
-                return None
-            raw = {k: v for k, v in raw.items() if k != "threshold"}  # promptfoo's check never reads it
-        else:
-            self.notes.append(f"{where}: assertion type '{kind}'")
-            return None
+            return False
+        return True
+
+    def _finished(self, out: dict[str, Any], check: _Check, prompted: Any) -> dict[str, Any]:
+        """A converted check with the source's threshold, weight and metric; the keys not read, noted."""
+        raw, base, kind, where = check.raw, check.base, check.kind, check.where
         for key in ("threshold", "weight", "metric"):
             if key in raw and not (key == "threshold" and base == "levenshtein"):
                 out[key] = raw[key]
@@ -321,6 +303,102 @@ class Checks(Source):
                                       *(("config",) if base == "javascript" else ())}):
             self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
         return dict(plain(out))  # its templates are the config's, rendered with the test's vars; `${` is text
+
+    # the converters of `_CONVERTERS`: the evalspec check, or None (noted)
+
+    def _unknown(self, check: _Check) -> dict[str, Any] | None:
+        self.notes.append(f"{check.where}: assertion type '{check.kind}'")
+        return None
+
+    def _same(self, check: _Check) -> dict[str, Any] | None:
+        if check.base in ("is-json", "contains-json") and check.value is None:
+            return {"type": check.name}
+        return {check.name: check.value}
+
+    def _exact_text(self, check: _Check) -> dict[str, Any] | None:
+        """`equals` and `starts-with`: promptfoo compares exactly; evalspec's skip surrounding white space."""
+        value = check.value
+        if check.base == "equals" and value == "":  # the reply is exactly empty (or, negated, is not)
+            return {"regex": r"[\s\S]"} if check.negate else {"regex": r"\A\Z"}
+        if not check.trimmed and isinstance(value, str) and "{{" not in value:
+            tail = r"\Z" if check.base == "equals" else ""
+            return {check.prefix + "regex": r"\A" + regex.escape(value) + tail}
+        return self._same(check)
+
+    def _javascript(self, check: _Check) -> dict[str, Any] | None:
+        if not isinstance(check.value, str):
+            return self._unknown(check)
+        if not self.reported_tools and (checks := js_checks(check.value, check.negate)) is not None:
+            return checks
+        code = self.javascript(check.value, check.raw, check.where)
+        if code is None:
+            return None
+        config = check.raw.get("config")
+        return {check.name: code, **({"config": config} if isinstance(config, dict) else {})}
+
+    def _g_eval(self, check: _Check) -> dict[str, Any] | None:
+        out = self.g_eval(check.raw, check.where)
+        check.drop("threshold")  # on the levels' scores, in out
+        return out or None
+
+    def _renamed(self, check: _Check) -> dict[str, Any] | None:
+        to, value = RENAMED[check.base], check.value
+        if to not in ("conversation-relevance", "tool-args-valid") and not (isinstance(value, str) and value.strip()):
+            return self._unknown(check)
+        return {check.prefix + to: value if to != "tool-args-valid" else True}
+
+    def _icontains_any(self, check: _Check) -> dict[str, Any] | None:
+        if not (isinstance(check.value, list) and check.value):
+            return self._unknown(check)
+        return {check.prefix + "regex": "(?i)" + "|".join(regex.escape(str(v)) for v in check.value)}
+
+    def _icontains_all(self, check: _Check) -> dict[str, Any] | None:
+        if not (isinstance(check.value, list) and check.value):
+            return self._unknown(check)
+        return {check.prefix + "regex": "(?is)" + "".join(f"(?=.*{regex.escape(str(v))})" for v in check.value)}
+
+    def _levenshtein(self, check: _Check) -> dict[str, Any] | None:
+        threshold = check.raw.get("threshold")
+        if not isinstance(threshold, (int, float)):
+            return self._unknown(check)
+        return {check.name: {"value": check.value, "max": int(threshold)}}
+
+    def _model_graded(self, check: _Check) -> dict[str, Any] | None:
+        value = check.value
+        if not (check.base == "answer-relevance" or isinstance(value, str) and value.strip()):
+            return self._unknown(check)
+        out = {check.prefix + "llm-rubric": MODEL_GRADED[check.base].format(value=value)}
+        if "threshold" in check.raw:
+            self.notes.append(f"{check.where}: assertion '{check.kind}' threshold {check.raw['threshold']} "
+                              "(promptfoo's own scale; the judge's verdict decides)")
+            check.drop("threshold")
+        return out
+
+    def _word_count(self, check: _Check) -> dict[str, Any] | None:
+        value = check.value
+        if check.negate or not (isinstance(value, int) and value >= 0 or isinstance(value, dict)
+                                and set(value) <= {"min", "max"} and value):
+            return self._unknown(check)
+        return {"word-count": {"min": value, "max": value} if isinstance(value, int) else dict(value)}
+
+    def _is_sql(self, check: _Check) -> dict[str, Any] | None:
+        sql_value, why = is_sql_value(check.value)
+        if why is not None:
+            self.notes.append(f"{check.where}: assertion '{check.kind}' {why}")
+            return None
+        return {check.name: sql_value} if sql_value else {"type": check.name}
+
+    def _python(self, check: _Check) -> dict[str, Any] | None:
+        if not (isinstance(check.value, str) and check.value.strip()):
+            return self._unknown(check)
+        out = self.python_check(check.name, check.value, check.raw, check.where)
+        check.drop("threshold", "config")  # read inside the check
+        return out or None
+
+    def _finish_reason(self, check: _Check) -> dict[str, Any] | None:
+        out = self.finish_reason(check.kind, check.value, check.where)
+        check.drop("threshold")  # promptfoo's check never reads it
+        return out or None
 
     def finish_reason(self, kind: str, value: Any, where: str) -> dict[str, Any]:
         """promptfoo's `finish-reason` (the reason promptfoo's model providers normalize as evalspec's do,
@@ -574,3 +652,15 @@ def _in_unit(number: Any) -> bool:
 def _graded(criterion: Any, threshold: Any) -> dict[str, Any]:
     """One g-eval criterion as evalspec's: a graded `llm-rubric` scoring 0/10 .. 10/10, at `threshold`."""
     return {"llm-rubric": criterion, "levels": dict(GEVAL_LEVELS), "threshold": threshold}
+
+
+# promptfoo check type (without `not-`) -> its converter; a type not here is noted as not converted
+_CONVERTERS: dict[str, Callable[[Checks, _Check], dict[str, Any] | None]] = {
+    **{kind: Checks._same for kind in SAME_TYPES},
+    "equals": Checks._exact_text, "starts-with": Checks._exact_text,
+    **{kind: Checks._renamed for kind in RENAMED},
+    **{kind: Checks._model_graded for kind in MODEL_GRADED},
+    "javascript": Checks._javascript, "g-eval": Checks._g_eval, "icontains-any": Checks._icontains_any,
+    "icontains-all": Checks._icontains_all, "levenshtein": Checks._levenshtein, "word-count": Checks._word_count,
+    "is-sql": Checks._is_sql, "python": Checks._python, "finish-reason": Checks._finish_reason,
+}
