@@ -31,15 +31,10 @@ from evalspec.authoring.importers.promptfoo.compare import (
 from evalspec.authoring.importers.promptfoo.prompts import HISTORY_VARS, Prompts
 from evalspec.authoring.importers.promptfoo.providers import Providers, uuid_var
 from evalspec.authoring.importers.promptfoo.redteam import RedTeam, redteam_tests
-from evalspec.authoring.importers.promptfoo.source import load_yaml
+from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
 from evalspec.authoring.importers.promptfoo.testfiles import TestFiles
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
-
-
-class _Converter(Providers, TestFiles, Prompts, Checks):
-    """One config's import: each part (providers, test files, prompts, checks) in a module of its own."""
-
 
 SIMULATED_USER = "promptfoo:simulated-user"
 
@@ -147,7 +142,12 @@ class Conversion:
 
     data: dict[str, Any]
     path: Path
-    parts: _Converter
+    source: Source  # what every part shares: notes, problems, the files written beside the suite
+    # the parts, each in a module of its own
+    provider_part: Providers
+    test_part: TestFiles
+    prompt_part: Prompts
+    check_part: Checks
     providers: list[dict[str, Any]] = field(default_factory=list)
     prompts: list[Any] = field(default_factory=list)
     default: dict[str, Any] = field(default_factory=dict)  # defaultTest
@@ -171,7 +171,8 @@ class Conversion:
 
 def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
     """One promptfoo config -> one suite (written to `out_dir`, which relative paths are computed for)."""
-    c = Conversion(_load(path), path, _Converter(path, out_dir))
+    source = Source(path, out_dir)
+    c = Conversion(_load(path), path, source, Providers(source), TestFiles(source), Prompts(source), Checks(source))
     try:
         _read_providers(c)
         _read_prompts_and_tests(c)
@@ -184,40 +185,40 @@ def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
         _write_players(c, red)
         return _result(c)
     finally:
-        c.parts.close_functions()  # the processes its prompt functions ran in
+        c.prompt_part.close_functions()  # the processes its prompt functions ran in
 
 
 def _read_providers(c: Conversion) -> None:
     """`providers:` (or `targets:`) as the suite's providers."""
     listed = c.data.get("providers") if c.data.get("providers") is not None else c.data.get("targets")
-    c.parts.prompt_providers = _provider_ids(listed)
-    c.parts.session_var = uuid_var(c.data.get("defaultTest"))  # promptfoo's per-test id: evalspec's thread id
-    c.providers = c.parts.providers(listed)
-    c.parts.reported_tools = any(p.get("answer_tool_calls") is False for p in c.providers)
+    c.prompt_part.prompt_providers = _provider_ids(listed)
+    c.provider_part.session_var = uuid_var(c.data.get("defaultTest"))  # promptfoo's per-test id: evalspec's thread id
+    c.providers = c.provider_part.providers(listed)
+    c.source.reported_tools = any(p.get("answer_tool_calls") is False for p in c.providers)
 
 
 def _read_prompts_and_tests(c: Conversion) -> None:
     """`prompts:`, `defaultTest:` and the tests (inline, files, generators, scenarios, var combinations)."""
-    c.prompts = c.parts.prompts(c.data.get("prompts"))
-    c.default = c.parts.default_test(c.data.get("defaultTest"))
+    c.prompts = c.prompt_part.prompts(c.data.get("prompts"))
+    c.default = c.test_part.default_test(c.data.get("defaultTest"))
     if isinstance(c.default.get("vars"), dict):
-        c.default_vars = c.parts.var_files(dict(c.default["vars"]), "defaultTest")
-    c.tests_raw = c.parts.var_combinations(c.parts.external_tests(c.data.get("tests") or [])
-                                           + c.parts.scenario_tests(c.data.get("scenarios")), c.default_vars)
+        c.default_vars = c.test_part.var_files(dict(c.default["vars"]), "defaultTest")
+    c.tests_raw = c.test_part.var_combinations(c.test_part.external_tests(c.data.get("tests") or [])
+                                           + c.test_part.scenario_tests(c.data.get("scenarios")), c.default_vars)
     for key in sorted(set(c.data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest",
                                      "scenarios", *(("redteam",) if isinstance(c.data.get("redteam"), dict) else ())}):
-        c.parts.notes.append(f"top-level '{key}'")
+        c.source.notes.append(f"top-level '{key}'")
 
 
 def _read_options(c: Conversion) -> None:
     """`defaultTest.options` (its grader the suite's judge); what of `defaultTest` is not read, noted."""
-    default, notes = c.default, c.parts.notes
+    default, notes = c.default, c.source.notes
     c.options = default["options"] if isinstance(default.get("options"), dict) else {}
     if default.get("options") is not None and not c.options:
         notes.append(f"defaultTest.options: {default['options']!r} (not a mapping)")
-    c.judge = c.parts.judge(c.options.get("provider")) if c.options.get("provider") is not None else None
+    c.judge = c.provider_part.judge(c.options.get("provider")) if c.options.get("provider") is not None else None
     for key in sorted(set(c.options) - {"provider", "rubricPrompt",  # read by each judged check
-                                        *(("transformVars",) if c.parts.session_var else ())}):
+                                        *(("transformVars",) if c.provider_part.session_var else ())}):
         notes.append(f"defaultTest.options.{key}")
     for key in sorted(set(default) - {"vars", "assert", "options"}):
         notes.append(f"defaultTest.{key}")
@@ -237,12 +238,12 @@ def _render_turns(c: Conversion) -> None:
     for (pk, prompt), (i, test) in itertools.product(enumerate(c.prompts, 1), enumerate(c.tests_raw)):
         if not isinstance(test, dict):
             if pk == 1:
-                c.parts.notes.append(f"tests[{i}]: {test!r} (not a mapping)")
+                c.source.notes.append(f"tests[{i}]: {test!r} (not a mapping)")
             continue
         test, rest = _test_vars_read(c, pk, i, test, loaded_vars)
         c.turns.append(_render_turn(c, pk, prompt, i, test, rest, stored))
-    if c.parts.problems:
-        raise ConfigError(c.parts.problems)
+    if c.source.problems:
+        raise ConfigError(c.source.problems)
 
 
 def _test_vars_read(c: Conversion, pk: int, i: int, test: dict[str, Any],
@@ -253,10 +254,10 @@ def _test_vars_read(c: Conversion, pk: int, i: int, test: dict[str, Any],
     where = f"tests[{i}]"
     rest, c.best_items[i] = split_best(test.get("assert"))
     if test.get("vars") is not None and not isinstance(test.get("vars"), dict):
-        c.parts.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
+        c.source.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
         test = {k: v for k, v in test.items() if k != "vars"}
     if test.get("vars"):  # promptfoo reads `file://` vars when it renders the prompt
-        test = {**test, "vars": c.parts.var_files(test["vars"], where) if pk == 1 else loaded_vars[i]}
+        test = {**test, "vars": c.test_part.var_files(test["vars"], where) if pk == 1 else loaded_vars[i]}
         loaded_vars[i] = test["vars"]
     return test, rest
 
@@ -269,7 +270,7 @@ def _note_test_keys(c: Conversion, test: dict[str, Any], where: str) -> None:
             [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs", "rubricPrompt"})] + \
             ([f"options: {test['options']!r} (not a mapping)"] if test.get("options") is not None
              and not isinstance(test["options"], dict) else []):
-        c.parts.notes.append(f"{where}.{key}")
+        c.source.notes.append(f"{where}.{key}")
 
 
 def _group(c: Conversion, pk: int, i: int, test: dict[str, Any]) -> str:
@@ -301,28 +302,28 @@ def _render_turn(c: Conversion, pk: int, prompt: Any, i: int, test: dict[str, An
     rubric_prompt = test_options.get("rubricPrompt", c.options.get("rubricPrompt"))  # promptfoo's grading prompt
     # a test whose one check is a g-eval on a list of criteria: one check each, the mean at the test's threshold
     mean = None if c.multi_turn or c.default.get("assert") else \
-        c.parts.criteria_mean(rest, where, transform, test.get("threshold"))
+        c.check_part.criteria_mean(rest, where, transform, test.get("threshold"))
     if mean is not None:
         test = {**test, "threshold": mean[1]}
     names = frozenset(variables)
-    asserts = mean[0] if mean is not None else c.parts.assertions(
+    asserts = mean[0] if mean is not None else c.check_part.assertions(
         rest, where, transform, Grading(rubric_prompt, test.get("threshold") is not None, names, names))
     own = dict(test.get("vars") or {})
-    return ImportedTurn(pk, i, group, test, asserts, c.parts.messages(prompt, {**markers, **variables}, where, own),
+    return ImportedTurn(pk, i, group, test, asserts, c.prompt_part.messages(prompt, {**markers, **variables}, where, own),
                         {k: v for k, v in own.items() if k not in HISTORY_VARS})
 
 
 def _compare(c: Conversion) -> None:
     """The `select-best` checks of each test they convert exactly for (by test index); the others noted."""
     c.simulated = _simulated_user(c.default.get("provider"))
-    shared = config_problem(c.data, c.parts.names, c.multi_turn or c.simulated is not None, c.options.get("transform"))
+    shared = config_problem(c.data, c.provider_part.names, c.multi_turn or c.simulated is not None, c.options.get("transform"))
     for i, items in c.best_items.items():
         if not items:
             continue
         test = c.tests_raw[i]  # a mapping: `best_items` holds the tests that are
         own = test["options"] if isinstance(test.get("options"), dict) else {}
         rendered = [turn.messages for turn in c.turns if turn.index == i]
-        only = c.parts.test_providers(test.get("providers"), f"tests[{i}]")
+        only = c.provider_part.test_providers(test.get("providers"), f"tests[{i}]")
         why = shared or ("on the output transformed by `options.transform`" if own.get("transform") else None) \
             or test_problem(dict(test.get("vars") or {}), len(rendered),
                             len(only) if only is not None else len(c.providers), rendered)
@@ -331,7 +332,7 @@ def _compare(c: Conversion) -> None:
             c.compared[i] = [check for _, check, _ in made if check is not None]
             continue
         for j, _, problem in made:  # all of the test's comparisons, or none: they share its form
-            c.parts.note(f"tests[{i}].assert[{j}]: assertion type '{SELECT_BEST}' "
+            c.source.note(f"tests[{i}].assert[{j}]: assertion type '{SELECT_BEST}' "
                          f"({problem or 'beside a select-best that is not converted'})")
 
 
@@ -345,14 +346,14 @@ def _write_tests(c: Conversion) -> None:
             c.checked.add(group)
         if messages and messages[0]["role"] == "system":
             if c.systems.setdefault(group, messages[0]["content"]) != messages[0]["content"]:
-                c.parts.notes.append(f"{entry_name(group)}: a system message that differs between the turns of one "
+                c.source.notes.append(f"{entry_name(group)}: a system message that differs between the turns of one "
                                      "conversation (the first is used)")
             c.system = c.system or messages[0]["content"]
             messages = messages[1:]
         if messages and "prompt" not in {**c.default_vars, **own_vars} and turn.index not in c.compared \
                 and regex.search(r"\{\{\s*prompt\s*[}|]", str([turn.asserts, c.default.get("assert")])):
             own_vars = {**own_vars, "prompt": messages[-1]["content"]}  # promptfoo's `{{prompt}}`: the prompt sent
-        only = c.parts.test_providers(turn.test.get("providers"), entry_name(group))  # promptfoo's provider filter
+        only = c.provider_part.test_providers(turn.test.get("providers"), entry_name(group))  # promptfoo's provider filter
         if only == []:
             continue
         entry = c.by_group.get(group)
@@ -415,7 +416,7 @@ def _system_message(c: Conversion) -> RedTeam | None:
     tests); the red team's tests read from `redteam:` (their frame's system message, when no test has one)."""
     if c.simulated is not None and c.system is None and c.turns and c.turns[0].messages:
         c.system = c.turns[0].messages[-1]["content"]  # the prompt is the agent's instructions
-    red = redteam_tests(c.data["redteam"], c.prompts if c.data.get("prompts") is not None else [], c.parts) \
+    red = redteam_tests(c.data["redteam"], c.prompts if c.data.get("prompts") is not None else [], c.prompt_part) \
         if isinstance(c.data.get("redteam"), dict) else None
     if red is not None and red.system and not c.turns:
         c.system = red.system  # the prompt each attack message is sent in
@@ -426,7 +427,7 @@ def _system_message(c: Conversion) -> RedTeam | None:
             if "model" in p:
                 p["system"] = written
         if not any("model" in p for p in c.providers):
-            c.parts.notes.append("the prompt's system message (only model providers take `system:`)")
+            c.source.notes.append("the prompt's system message (only model providers take `system:`)")
     return red
 
 
@@ -440,7 +441,7 @@ def _write_suite(c: Conversion) -> None:
         suite["providers"] = c.providers
     every = [set(c.default_vars) | set(t.get("vars") or {} if isinstance(t.get("vars"), dict) else {})
              for t in c.tests_raw if isinstance(t, dict)] or [set(c.default_vars)]
-    c.default_asserts = c.parts.assertions(c.default.get("assert"), "defaultTest", c.options.get("transform"), Grading(
+    c.default_asserts = c.check_part.assertions(c.default.get("assert"), "defaultTest", c.options.get("transform"), Grading(
         c.options.get("rubricPrompt"), any(isinstance(t, dict) and t.get("threshold") is not None for t in c.tests_raw),
         frozenset(set.intersection(*every)), frozenset(set.union(*every))))
     if c.default_asserts:
@@ -464,13 +465,13 @@ def _write_models(c: Conversion, used: set[str]) -> None:
     """The suite's `judge:` and `embedder:` when its checks need them (promptfoo's defaults, noted)."""
     if c.judge is not None and "llm-rubric" in used:
         c.suite["judge"] = c.judge
-    if "similar" in used and (embedder := c.parts.embedder(c.options.get("provider"))) is not None:
+    if "similar" in used and (embedder := c.provider_part.embedder(c.options.get("provider"))) is not None:
         c.suite["embedder"] = embedder  # the source's embedding model: `similar` scores as promptfoo's do
     for role, key, model in (("judge", "llm-rubric", "openai/gpt-4o-mini"),
                              ("embedder", "similar", "openai/text-embedding-3-small")):
         if key in used and role not in c.suite:
             c.suite[role] = model
-            c.parts.notes.append(f"{role}: {model} (promptfoo's default; edit `{role}:`)")
+            c.source.notes.append(f"{role}: {model} (promptfoo's default; edit `{role}:`)")
 
 
 def _write_players(c: Conversion, red: RedTeam | None) -> None:
@@ -482,17 +483,17 @@ def _write_players(c: Conversion, red: RedTeam | None) -> None:
     if red is not None:
         c.tests += red.tests
         provider = c.data["redteam"].get("provider")
-        attacker = c.parts.judge(provider) if provider is not None else None  # promptfoo's attacker model
+        attacker = c.provider_part.judge(provider) if provider is not None else None  # promptfoo's attacker model
         if red.tests and any("llm-rubric" in a for t in red.tests for a in t["assert"]) and "judge" not in c.suite:
             c.suite["judge"] = c.judge if c.judge is not None else "openai/gpt-4o-mini"  # the red lines are judged
             if c.judge is None:
-                c.parts.notes.append("judge: openai/gpt-4o-mini (promptfoo's red-team grader is its default model; "
+                c.source.notes.append("judge: openai/gpt-4o-mini (promptfoo's red-team grader is its default model; "
                                      "edit `judge:`)")
     if any("simulate" in t or "attack" in t for t in c.tests):
         c.suite["simulator"] = attacker if attacker is not None else c.judge if isinstance(c.judge, str) \
             else "openai/gpt-4o-mini"
         if attacker is None:
-            c.parts.notes.append(f"simulator: {c.suite['simulator']} (the simulated user and the attacker; edit "
+            c.source.notes.append(f"simulator: {c.suite['simulator']} (the simulated user and the attacker; edit "
                                  "`simulator:`)")
 
 
@@ -502,5 +503,5 @@ def _result(c: Conversion) -> ImportedSuite:
     # tests check nothing in the source, as distinct from tests whose checks could not be converted
     unchecked = [] if c.default.get("assert") else [c.by_group[g]["id"] for g in c.by_group if g not in c.checked]
     return ImportedSuite(filename=f"{slugify(c.path.stem)}.yaml", data=c.suite,
-                         not_converted=list(dict.fromkeys(c.parts.notes)), source=c.path.name, files=c.parts.files,
+                         not_converted=list(dict.fromkeys(c.source.notes)), source=c.path.name, files=c.source.files,
                          unchecked=unchecked)

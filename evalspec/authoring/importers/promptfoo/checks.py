@@ -16,7 +16,7 @@ import regex
 
 from evalspec.authoring.importers import plain
 from evalspec.authoring.importers.promptfoo.pychecks import CHECKS_FILE, HEADER, file_check, inline_check
-from evalspec.authoring.importers.promptfoo.source import Source, load_yaml, short
+from evalspec.authoring.importers.promptfoo.source import Part, load_yaml, short
 from evalspec.authoring.importers.promptfoo.sql import is_sql_value
 from evalspec.extend.provider import normalize_finish_reason
 
@@ -218,13 +218,15 @@ class _Check:
         self.raw = {k: v for k, v in self.raw.items() if k not in keys}
 
 
-class Checks(Source):
+class Checks(Part):
+    """promptfoo's assertions as evalspec checks (one converter per type: `_CONVERTERS`)."""
+
     def assertion(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> dict[str, Any] | None:
         """One promptfoo check as an evalspec check, or None (noted); `transform` is the test's
         `options.transform`, which runs before the check's own `transform`; `test` what a judged check
         reads of its test. Each check type has its converter in `_CONVERTERS`."""
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
-            self.notes.append(f"{where}: assertion {short(raw)}")
+            self.source.notes.append(f"{where}: assertion {short(raw)}")
             return None
         kind = raw["type"]
         prompted = raw.get("rubricPrompt") or test.rubric_prompt
@@ -232,7 +234,7 @@ class Checks(Source):
         chain = [t for t in (transform, raw.get("transform")) if t is not None]  # the test's, then the check's
         kept = all(transform_kept(t, raw) for t in chain)
         # beside a model whose tool calls are the reply, promptfoo's text checks read the calls as their JSON
-        tools_read = self.reported_tools and kind.removeprefix("not-") in {*_JS_CHECKS, *_TEXT_ONLY}
+        tools_read = self.source.reported_tools and kind.removeprefix("not-") in {*_JS_CHECKS, *_TEXT_ONLY}
         if not kept or tools_read:  # promptfoo's own check, in JavaScript, on what promptfoo reads
             return self._as_javascript(kind, raw, chain, kept, where)
         negate, base = (True, kind[4:]) if kind.startswith("not-") else (False, kind)
@@ -250,7 +252,7 @@ class Checks(Source):
         check in JavaScript; None (noted) when it cannot be."""
         code = transformed_check(kind, raw.get("value"), chain)
         if code is None:
-            self.notes.append(
+            self.source.notes.append(
                 f"{where}: assertion '{kind}' " + (
                     f"on the output transformed by {chain[-1]!r} (on the reply as it is, the check would mean "
                     "something else)" if not kept else "beside a model whose tool calls are the reply (promptfoo "
@@ -268,7 +270,7 @@ class Checks(Source):
             check.drop("threshold")
         if prompted and base in _RUBRIC_PROMPTED:
             if base != "llm-rubric":
-                self.notes.append(f"{where}: assertion '{kind}' with a rubricPrompt (promptfoo grades it with that "
+                self.source.notes.append(f"{where}: assertion '{kind}' with a rubricPrompt (promptfoo grades it with that "
                                   "prompt instead of its own question)")
                 return False
             check.value = self.rubric_prompt(prompted, check.value, check.raw, test, f"{where}: assertion '{kind}'")
@@ -276,17 +278,17 @@ class Checks(Source):
                 return False
             check.drop("threshold")  # said in the rubric
         if base == "g-eval" and isinstance(prompted, dict) and {"steps", "evaluate"} & set(prompted):
-            self.notes.append(f"{where}: assertion '{kind}' with its own rubricPrompt steps/evaluate")
+            self.source.notes.append(f"{where}: assertion '{kind}' with its own rubricPrompt steps/evaluate")
             return False
         if base in SAME_TYPES and check.value is None and base not in ("is-json", "contains-json"):
-            self.notes.append(f"{where}: assertion '{kind}' without a value")
+            self.source.notes.append(f"{where}: assertion '{kind}' without a value")
             return False
         if base in ("contains-json", "is-json") and isinstance(check.value, str):
             check.value = self.json_schema(check.value, kind, where)  # a JSON Schema written as YAML or JSON text
             if check.value is None:
                 return False
         if base == "equals" and not isinstance(check.value, (str, int, float)):
-            self.notes.append(f"{where}: assertion 'equals' on a structured value")
+            self.source.notes.append(f"{where}: assertion 'equals' on a structured value")
             return False
         return True
 
@@ -297,17 +299,17 @@ class Checks(Source):
             if key in raw and not (key == "threshold" and base == "levenshtein"):
                 out[key] = raw[key]
         if prompted and base == "llm-rubric" and "metric" in raw:
-            self.notes.append(f"{where}: assertion '{kind}' metric {raw['metric']!r} (promptfoo records the score "
+            self.source.notes.append(f"{where}: assertion '{kind}' metric {raw['metric']!r} (promptfoo records the score "
                               "its rubricPrompt asks the judge for; evalspec the verdict, 1 or 0)")
         for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric",
                                       *(("config",) if base == "javascript" else ())}):
-            self.notes.append(f"{where}: assertion '{kind}' key '{key}'")
+            self.source.notes.append(f"{where}: assertion '{kind}' key '{key}'")
         return dict(plain(out))  # its templates are the config's, rendered with the test's vars; `${` is text
 
     # the converters of `_CONVERTERS`: the evalspec check, or None (noted)
 
     def _unknown(self, check: _Check) -> dict[str, Any] | None:
-        self.notes.append(f"{check.where}: assertion type '{check.kind}'")
+        self.source.notes.append(f"{check.where}: assertion type '{check.kind}'")
         return None
 
     def _same(self, check: _Check) -> dict[str, Any] | None:
@@ -328,7 +330,7 @@ class Checks(Source):
     def _javascript(self, check: _Check) -> dict[str, Any] | None:
         if not isinstance(check.value, str):
             return self._unknown(check)
-        if not self.reported_tools and (checks := js_checks(check.value, check.negate)) is not None:
+        if not self.source.reported_tools and (checks := js_checks(check.value, check.negate)) is not None:
             return checks
         code = self.javascript(check.value, check.raw, check.where)
         if code is None:
@@ -369,7 +371,7 @@ class Checks(Source):
             return self._unknown(check)
         out = {check.prefix + "llm-rubric": MODEL_GRADED[check.base].format(value=value)}
         if "threshold" in check.raw:
-            self.notes.append(f"{check.where}: assertion '{check.kind}' threshold {check.raw['threshold']} "
+            self.source.notes.append(f"{check.where}: assertion '{check.kind}' threshold {check.raw['threshold']} "
                               "(promptfoo's own scale; the judge's verdict decides)")
             check.drop("threshold")
         return out
@@ -384,7 +386,7 @@ class Checks(Source):
     def _is_sql(self, check: _Check) -> dict[str, Any] | None:
         sql_value, why = is_sql_value(check.value)
         if why is not None:
-            self.notes.append(f"{check.where}: assertion '{check.kind}' {why}")
+            self.source.notes.append(f"{check.where}: assertion '{check.kind}' {why}")
             return None
         return {check.name: sql_value} if sql_value else {"type": check.name}
 
@@ -407,10 +409,10 @@ class Checks(Source):
         where evalspec reads a provider's own word (`end_turn`) as the reason it means (`stop`); a
         template or a value with spaces around it is not converted either."""
         if kind.startswith("not-"):
-            self.notes.append(f"{where}: assertion '{kind}' (promptfoo ignores its `not-`: it checks what "
+            self.source.notes.append(f"{where}: assertion '{kind}' (promptfoo ignores its `not-`: it checks what "
                               "'finish-reason' checks, the opposite of what it says)")
         elif not isinstance(value, str) or "{{" in value or normalize_finish_reason(value) != value.lower():
-            self.notes.append(f"{where}: assertion '{kind}' value {value!r} (promptfoo compares it with the "
+            self.source.notes.append(f"{where}: assertion '{kind}' value {value!r} (promptfoo compares it with the "
                               "normalized reason as written: stop, length, content_filter, tool_calls)")
         else:
             return {"finish-reason": value}
@@ -433,7 +435,7 @@ class Checks(Source):
         elif threshold is None:
             why = f"threshold {raw.get('threshold')!r} (promptfoo's g-eval scores are 0..1)"
         if why is not None:
-            self.notes.append(f"{where}: assertion '{kind}' {why}")
+            self.source.notes.append(f"{where}: assertion '{kind}' {why}")
             return {}
         return _graded(value, threshold)
 
@@ -481,7 +483,7 @@ class Checks(Source):
             text, why = self._rubric_prompt_text(prompt)
         if text is not None:
             if value and not regex.search(r"\{\{-?\s*rubric\s*-?\}\}", text):
-                self.notes.append(f"{what} value {short(value)} (its rubricPrompt has no {{{{ rubric }}}}: promptfoo's "
+                self.source.notes.append(f"{what} value {short(value)} (its rubricPrompt has no {{{{ rubric }}}}: promptfoo's "
                                   "judge never reads it)")
             filled = {"output": OUTPUT_IN_RUBRIC, "rubric": str(value or "")}
             lost: list[str] = []
@@ -510,7 +512,7 @@ class Checks(Source):
                 why, text = (f"with a rubricPrompt asking for a score and threshold {threshold:g} (promptfoo holds "
                              "the judge's own score to it; evalspec's verdict scores 1 or 0)"), None
         if text is None:
-            self.notes.append(f"{what} {why}")
+            self.source.notes.append(f"{what} {why}")
         return text
 
     def _rubric_prompt_text(self, prompt: Any) -> tuple[str | None, str | None]:
@@ -522,7 +524,7 @@ class Checks(Source):
             target = prompt[len("file://"):]
             if Path(target).suffix.lower() not in (".json", ".yaml", ".yml", ".txt", ".md", ""):
                 return None, f"from code ({prompt})"
-            file = self.inside(target, prompt)
+            file = self.source.inside(target, prompt)
             try:
                 prompt = file.read_text(encoding="utf-8") if file is not None else None
                 if file is not None and file.suffix.lower() in (".yaml", ".yml"):
@@ -559,7 +561,7 @@ class Checks(Source):
         import yaml
 
         if text.startswith("file://"):
-            file = self.inside(text[len("file://"):], where)
+            file = self.source.inside(text[len("file://"):], where)
             try:
                 text = file.read_text(encoding="utf-8") if file is not None else ""
             except (OSError, UnicodeDecodeError):
@@ -569,7 +571,7 @@ class Checks(Source):
         except yaml.YAMLError:
             schema = None
         if not isinstance(schema, dict):
-            self.notes.append(f"{where}: assertion '{kind}' with a JSON Schema that could not be read")
+            self.source.notes.append(f"{where}: assertion '{kind}' with a JSON Schema that could not be read")
             return None
         return schema
 
@@ -577,16 +579,16 @@ class Checks(Source):
         """A promptfoo `python` check (inline code, or `file://x.py[:fn]`) through a function of
         `promptfoo_checks.py` that reads its result as promptfoo does; {} when its file is missing."""
         threshold = raw.get("threshold") if isinstance(raw.get("threshold"), (int, float)) else None
-        number = self.files.get(CHECKS_FILE, "").count("\ndef check_") + 1
+        number = self.source.files.get(CHECKS_FILE, "").count("\ndef check_") + 1
         if value.startswith("file://"):
             file, _, function = value[len("file://"):].partition(":")
-            relative = self.relative(file, where)
+            relative = self.source.relative(file, where)
             if relative is None:
                 return {}
             code = file_check(number, relative, function or "get_assert", threshold, raw.get("config"))
         else:
             code = inline_check(number, value, threshold, raw.get("config"))
-        self.files[CHECKS_FILE] = self.files.get(CHECKS_FILE, HEADER) + code
+        self.source.files[CHECKS_FILE] = self.source.files.get(CHECKS_FILE, HEADER) + code
         return {name: f"{CHECKS_FILE}:check_{number}"}
 
     def javascript(self, value: str, raw: dict[str, Any], where: str) -> str | None:
@@ -601,13 +603,13 @@ class Checks(Source):
             why = f"threshold {threshold!r} (evalspec's thresholds are 0..1)"
         if why is None and value.startswith("file://"):
             file, _, function = value[len("file://"):].partition(":")
-            absolute = (self.path.parent / file).resolve()
+            absolute = (self.source.path.parent / file).resolve()
             if not file.endswith(_JS_FILES):
                 why = f"file {file} (node runs .js, .cjs and .mjs files)"
-            elif absolute.is_relative_to(self.path.parent.resolve()) and not absolute.is_file():
+            elif absolute.is_relative_to(self.source.path.parent.resolve()) and not absolute.is_file():
                 why = f"file {file} is not next to the config"
             else:
-                relative = self.relative(file, where)
+                relative = self.source.relative(file, where)
                 if relative is None:
                     return None
                 text, code = absolute.read_text(encoding="utf-8", errors="replace"), f"file://{relative}"
@@ -625,13 +627,13 @@ class Checks(Source):
             elif threshold is not None and regex.search(r"\bpass\b", text):
                 why = "with a threshold and a {pass, ...} result (evalspec's threshold decides from the score)"
         if why is not None:
-            self.notes.append(f"{where}: assertion '{kind}' {why}")
+            self.source.notes.append(f"{where}: assertion '{kind}' {why}")
             return None
         return code
 
     def assertions(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> list[dict[str, Any]]:
         if raw is not None and not isinstance(raw, list):
-            self.notes.append(f"{where}.assert: {short(raw)} (not a list of checks)")
+            self.source.notes.append(f"{where}.assert: {short(raw)} (not a list of checks)")
         items = raw if isinstance(raw, list) else []
         return [a for i, item in enumerate(items)
                 if (a := self.assertion(item, f"{where}.assert[{i}]", transform, test))]

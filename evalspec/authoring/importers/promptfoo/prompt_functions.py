@@ -13,7 +13,7 @@ from typing import Any
 import regex
 
 from evalspec.authoring.importers.promptfoo.runners import PROMPT_WORKER, runner_source
-from evalspec.authoring.importers.promptfoo.source import Source
+from evalspec.authoring.importers.promptfoo.source import Part, Source
 from evalspec.core.errors import GradingError
 from evalspec.core.node import NodeWorker, answer_of, node_binary, typescript_problem
 
@@ -37,9 +37,9 @@ class PromptFunction:
         return self.file.suffix == ".py"
 
 
-class PromptFunctions(Source):
-    def __init__(self, path: Path, out_dir: Path) -> None:
-        super().__init__(path, out_dir)
+class PromptFunctions(Part):
+    def __init__(self, source: Source) -> None:
+        super().__init__(source)
         self.prompt_providers: list[tuple[str, Any]] = []  # promptfoo's (id, label) of each provider: a function's
         self._workers: dict[bool, NodeWorker] = {}  # the process prompt functions run in: python (True) or node
         self._failed: set[PromptFunction] = set()  # called once: a function that failed is not called again
@@ -51,22 +51,22 @@ class PromptFunctions(Source):
         if found is None:
             return None
         written = f"file://{target}"
-        path = self.inside(found[1], where)
+        path = self.source.inside(found[1], where)
         if path is None:
             return []
         if not path.is_file():
-            self.notes.append(f"prompt {written}: no such file next to the config")
+            self.source.notes.append(f"prompt {written}: no such file next to the config")
             return []
         function = found[2] or ""
         if path.suffix == ".py" and not function:
-            self.notes.append(f"prompt {written}: a python prompt script run whole (its output the prompt): not "
+            self.source.notes.append(f"prompt {written}: a python prompt script run whole (its output the prompt): not "
                               "converted; name its function (file://prompt.py:fn)")
             return []
         if path.suffix != ".py" and node_binary() is None:
-            self.problem(where, f"prompt {written}: a JavaScript prompt function, run by Node.js: no `node` on PATH")
+            self.source.problem(where, f"prompt {written}: a JavaScript prompt function, run by Node.js: no `node` on PATH")
             return []
         if (why := typescript_problem(path)) is not None:
-            self.notes.append(f"prompt {written}: a TypeScript prompt function, not converted: {why}")
+            self.source.notes.append(f"prompt {written}: a TypeScript prompt function, not converted: {why}")
             return []
         return [PromptFunction(path, function, written, config)]
 
@@ -86,7 +86,7 @@ class PromptFunctions(Source):
                 return None
             givens[pid] = text
         if len(set(givens.values())) > 1:
-            self.problem(where, f"prompt {prompt.written} gives each provider a different prompt "
+            self.source.problem(where, f"prompt {prompt.written} gives each provider a different prompt "
                                 f"({', '.join(givens)}); a suite sends one conversation to every provider: import "
                                 "each provider on its own")
             self._failed.add(prompt)
@@ -98,7 +98,7 @@ class PromptFunctions(Source):
         worker = self._workers.get(prompt.python)
         try:
             if worker is None or not worker.alive():
-                cwd = str(self.path.parent.resolve())
+                cwd = str(self.source.path.parent.resolve())
                 worker = NodeWorker(sys.executable, cwd, [sys.executable, "-c", runner_source(PROMPT_WORKER)]) if prompt.python \
                     else NodeWorker(node_binary() or "node", cwd)
                 self._workers[prompt.python] = worker
@@ -106,13 +106,13 @@ class PromptFunctions(Source):
                        "must_call": True}
             answer = answer_of(worker, request, FUNCTION_SECONDS, "the time a prompt function may take at import")
         except (GradingError, OSError) as exc:
-            self.problem(where, f"prompt {prompt.written}: {exc}")
+            self.source.problem(where, f"prompt {prompt.written}: {exc}")
             return False, None
         if not answer.get("ok"):
-            self.problem(where, f"prompt {prompt.written} gave no prompt: {answer.get('message')}")
+            self.source.problem(where, f"prompt {prompt.written} gave no prompt: {answer.get('message')}")
             return False, None
         if answer.get("functions"):
-            self.problem(where, f"prompt {prompt.written} gave a JavaScript function, not a prompt")
+            self.source.problem(where, f"prompt {prompt.written} gave a JavaScript function, not a prompt")
             return False, None
         return True, answer.get("result")
 
@@ -121,7 +121,7 @@ class PromptFunctions(Source):
         prompt (the config, settings of the provider's, is noted); other data is sent as JSON (chat messages)."""
         if isinstance(result, dict) and "prompt" in result:
             if result.get("config"):
-                self.notes.append(f"prompt {prompt.written}: the provider settings it returns (config: "
+                self.source.notes.append(f"prompt {prompt.written}: the provider settings it returns (config: "
                                   f"{', '.join(map(str, result['config']))})")
             result = result["prompt"]
         if isinstance(result, str):
@@ -129,14 +129,14 @@ class PromptFunctions(Source):
         if isinstance(result, list):
             messages = [self._text_message(m) for m in result]
             if any(m is None for m in messages):
-                self.notes.append(f"prompt {prompt.written}: gives messages that are not text (images, audio, "
+                self.source.notes.append(f"prompt {prompt.written}: gives messages that are not text (images, audio, "
                                   "several parts): not converted")
                 return None
             return json.dumps(messages, ensure_ascii=False)
         if isinstance(result, dict):
             return json.dumps(result, ensure_ascii=False)
         got = "nothing" if result is None else type(result).__name__
-        self.problem(where, f"prompt {prompt.written} gave {got}, not a text or messages")
+        self.source.problem(where, f"prompt {prompt.written} gave {got}, not a text or messages")
         return None
 
     @staticmethod

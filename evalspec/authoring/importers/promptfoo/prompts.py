@@ -61,6 +61,8 @@ def _chat_or_text(text: str) -> str:
 
 
 class Prompts(PromptFunctions):
+    """promptfoo's prompts, rendered with each test's vars into the messages of a turn."""
+
     def prompts(self, raw: Any) -> list[Any]:
         """Every prompt (one test per prompt when there are several, SPEC §19): a `file://` glob names
         several files, and a .txt file holds several prompts between lines of `---`, as promptfoo reads them."""
@@ -79,17 +81,17 @@ class Prompts(PromptFunctions):
             return [_chat_or_text(text)]
         target = text[len("file://"):]
         if is_glob(target):
-            files = self.matches(target)
+            files = self.source.matches(target)
         elif (function := self.prompt_function(target, config, where)) is not None:
             return function or ["{{ prompt }}"]
-        elif (found := self.inside(target, where)) is None:
+        elif (found := self.source.inside(target, where)) is None:
             return ["{{ prompt }}"]
         else:
             files = [found]
         prompts: list[Any] = []
         for file in files:
             if not file.is_file() or file.suffix not in (".txt", ".json", ".md", ".yaml", ".yml", ".j2"):
-                self.notes.append(f"prompt file://{file.name}: not a readable text/JSON/YAML prompt file")
+                self.source.notes.append(f"prompt file://{file.name}: not a readable text/JSON/YAML prompt file")
                 continue
             content = file.read_text(encoding="utf-8")
             if file.suffix == ".txt":  # promptfoo: prompts apart by a line of `---`, each trimmed
@@ -98,7 +100,7 @@ class Prompts(PromptFunctions):
             else:
                 prompts.append(_chat_or_text(content))
         if not prompts:
-            self.notes.append(f"prompt {text}: no prompt file found")
+            self.source.notes.append(f"prompt {text}: no prompt file found")
         return prompts or ["{{ prompt }}"]
 
     def render(self, template: str, variables: dict[str, Any], where: str) -> str | None:
@@ -107,7 +109,7 @@ class Prompts(PromptFunctions):
         try:
             return render_limited(_env.from_string(template), variables)
         except Exception as exc:
-            self.problem(where, f"the prompt could not be rendered with this test's vars: "
+            self.source.problem(where, f"the prompt could not be rendered with this test's vars: "
                                 f"{type(exc).__name__}: {exc}")
             return None
 
@@ -145,7 +147,7 @@ class Prompts(PromptFunctions):
         if words:
             sent = max(words, key=len)
             if rendered.strip() != sent.strip():
-                self.notes.append(f"{where}: the prompt's text around the user's words (its scaffold) is not sent")
+                self.source.notes.append(f"{where}: the prompt's text around the user's words (its scaffold) is not sent")
             return [*history, {"role": "user", "content": sent}]
         return _last_exchange_sent(history) if history else [{"role": "user", "content": rendered}]
 

@@ -25,7 +25,7 @@ from evalspec.authoring.importers.promptfoo.provider_files import (
     PYTHON_ADAPTER,
 )
 from evalspec.authoring.importers.promptfoo.runners import JS_RUNNER, runner_source
-from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
+from evalspec.authoring.importers.promptfoo.source import Part, Source, load_yaml
 from evalspec.authoring.importers.promptfoo.tools import (
     NotExact,
     convert_choice,
@@ -79,14 +79,19 @@ HTTP_KEYS = {"url", "method", "headers", "body", "transformResponse", "responseP
              "maxRetries", "tls", "sessionSource", "sessionParser"}
 
 
-class Providers(Source):
-    session_var: str | None = None  # a var the config sets to a fresh id per test (promptfoo's context.uuid)
-    names: list[tuple[list[str], str | None]] = []
+class Providers(Part):
+    """promptfoo's providers (and its grader and embedding model) as evalspec's."""
+
+    def __init__(self, source: Source) -> None:
+        super().__init__(source)
+        self.session_var: str | None = None  # a var the config sets to a fresh id per test (promptfoo's context.uuid)
+        self.names: list[tuple[list[str], str | None]] = []  # each provider's promptfoo id and label -> its id
+        self.grading = False  # converting a grader (judge, attacker): it is given no tools
 
     def providers(self, raw: Any) -> list[dict[str, Any]]:
         items: list[Any] = raw if isinstance(raw, list) else [raw] if raw is not None else []
         out: list[dict[str, Any]] = []
-        self.names: list[tuple[list[str], str | None]] = []  # each provider's promptfoo id and label -> its id
+        self.names = []
         for item in items:
             if isinstance(item, dict) and len(item) == 1 and "id" not in item and isinstance(
                     next(iter(item.values())), dict):
@@ -115,23 +120,19 @@ class Providers(Source):
                        if any(fnmatch.fnmatchcase(name, str(ref)) for name in names)]
             ids += [pid for _, pid in matched if pid is not None and pid not in ids]
             if not matched or any(pid is None for _, pid in matched):
-                self.note(f"{where}: provider {ref!r} (not converted)")
+                self.source.note(f"{where}: provider {ref!r} (not converted)")
         if not ids:
-            self.note(f"{where}: runs only on providers that were not converted (left out)")
+            self.source.note(f"{where}: runs only on providers that were not converted (left out)")
         return ids
-
-    def note(self, text: str) -> None:
-        if text not in self.notes:  # a test's turns and prompts ask again
-            self.notes.append(text)
 
     def provider(self, item: Any) -> dict[str, Any] | None:
         pid = item if isinstance(item, str) else item.get("id") if isinstance(item, dict) else None
         if not isinstance(pid, str):
-            self.notes.append(f"provider {item!r}: no id")
+            self.source.notes.append(f"provider {item!r}: no id")
             return None
         config = item.get("config") or {} if isinstance(item, dict) else {}
         if not isinstance(config, dict):
-            self.notes.append(f"provider {pid}: config {config!r} (not a mapping)")
+            self.source.notes.append(f"provider {pid}: config {config!r} (not a mapping)")
             return None
         label = item.get("label") if isinstance(item, dict) else None
         name = label or pid
@@ -144,23 +145,23 @@ class Providers(Source):
         if pid in ("http", "https") or pid.startswith(("http://", "https://")):
             return self.http(pid, config, name)
         if pid == "echo":
-            self.files[ECHO_FILE] = ECHO_SOURCE
+            self.source.files[ECHO_FILE] = ECHO_SOURCE
             return {"_name": name, "python": f"{ECHO_FILE}:respond"}
         prefix, sep, rest = pid.partition(":")
         if sep and prefix == LITELLM_PREFIX:
             api, colon, model = rest.partition(":")
             if colon and api in NOT_CHAT - {"completion"}:
-                self.notes.append(f"provider {pid}: not a chat model")
+                self.source.notes.append(f"provider {pid}: not a chat model")
                 return None
             return self.model(pid, model if colon and api == "chat" else rest, config, name)
         if sep and prefix in MODEL_PREFIXES:
             if prefix == "sagemaker" and "transform" in config:
-                self.notes.append(f"provider {pid}: config.transform (the prompt is rewritten before it is sent: "
+                self.source.notes.append(f"provider {pid}: config.transform (the prompt is rewritten before it is sent: "
                                   "no evalspec equivalent)")
                 return None
             full = self.model_string(pid, prefix, rest, config)
             return None if full is None else self.model(pid, full, config, name)
-        self.notes.append(f"provider {pid}: no evalspec equivalent")
+        self.source.notes.append(f"provider {pid}: no evalspec equivalent")
         return None
 
     def model_string(self, pid: str, prefix: str, rest: str, config: dict[str, Any]) -> str | None:
@@ -169,21 +170,21 @@ class Providers(Source):
         if prefix == "sagemaker" and not sep:  # `sagemaker:ENDPOINT` with `config.modelType`
             api, sep, model = str(config.get("modelType") or "custom"), ":", rest
         if prefix == "sagemaker" and (prefix, api) not in CHAT_APIS and api != "embedding":
-            self.notes.append(f"provider {pid}: a SageMaker endpoint of model type '{api}' (litellm reads "
+            self.source.notes.append(f"provider {pid}: a SageMaker endpoint of model type '{api}' (litellm reads "
                               "only OpenAI-style and Hugging Face/JumpStart endpoints)")
             return None
         if sep and (prefix, api) in CHAT_APIS:
             route = CHAT_APIS[prefix, api] or MODEL_PREFIXES[prefix]
         elif sep and api in NOT_CHAT:
-            self.notes.append(f"provider {pid}: not a chat model")
+            self.source.notes.append(f"provider {pid}: not a chat model")
             return None
         else:
             route, model = MODEL_PREFIXES[prefix], rest  # a model name may hold colons (`nova-pro-v1:0`)
         if model in AGENT_SDKS:
-            self.notes.append(f"provider {pid}: an agent SDK, not a model (no evalspec equivalent)")
+            self.source.notes.append(f"provider {pid}: an agent SDK, not a model (no evalspec equivalent)")
             return None
         if not model or "nova-sonic" in model:  # Nova Sonic is speech to speech
-            self.notes.append(f"provider {pid}: not a chat model")
+            self.source.notes.append(f"provider {pid}: not a chat model")
             return None
         return f"{route}/{model}"
 
@@ -222,7 +223,7 @@ class Providers(Source):
             used.add("instructions")
         if "tools" in config and self.grading:  # promptfoo's grader is not given the provider's tools
             used |= {"tools", "tool_choice"}
-            self.note("judge: config.tools (a grader is not given tools)")
+            self.source.note("judge: config.tools (a grader is not given tools)")
         elif "tools" in config and "functionToolCallbacks" not in config and declares_functions(config["tools"]):
             tools = self.tools(pid, full, config)
             if tools is None:
@@ -239,7 +240,7 @@ class Providers(Source):
         if isinstance(config.get("apiKey"), str):
             out["api_key"] = env_refs(config["apiKey"])
         if rest := sorted(set(config) - used - {"modelType"}):
-            self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
+            self.source.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
         return out
 
     def tools(self, pid: str, full: str, config: dict[str, Any]) -> tuple[list[dict[str, Any]], Any] | None:
@@ -247,25 +248,25 @@ class Providers(Source):
         records them), or None (noted) when the model would not be given the same tools."""
         route = "openai/responses" if full.startswith("openai/responses/") else full.split("/", 1)[0]
         try:
-            tools = convert_tools(load_tools(config["tools"], self.path.parent), route)
+            tools = convert_tools(load_tools(config["tools"], self.source.path.parent), route)
             choice = convert_choice(config["tool_choice"], route) if "tool_choice" in config else None
         except NotExact as exc:
-            self.notes.append(f"provider {pid}: {exc}: promptfoo gives the model its tools and records its calls; "
+            self.source.notes.append(f"provider {pid}: {exc}: promptfoo gives the model its tools and records its calls; "
                               "without the same tools it is another provider (not converted)")
             return None
         return tools, choice
 
     def provider_file(self, pid: str, item: Any) -> dict[str, Any] | None:
         """`file://provider.yaml`: the provider written in a file of its own (its `id`, `config`, `label`)."""
-        file = self.inside(pid[len("file://"):], f"provider {pid}")
+        file = self.source.inside(pid[len("file://"):], f"provider {pid}")
         try:
             loaded = load_yaml(file.read_text(encoding="utf-8")) if file is not None else None
         except (OSError, yaml.YAMLError) as exc:
-            self.notes.append(f"provider {pid}: cannot read it ({type(exc).__name__})")
+            self.source.notes.append(f"provider {pid}: cannot read it ({type(exc).__name__})")
             return None
         if not isinstance(loaded, dict) or not isinstance(loaded.get("id"), str) or loaded["id"].startswith(
                 "file://") and Path(loaded["id"][len("file://"):]).suffix in (".yaml", ".yml", ".json"):
-            self.notes.append(f"provider {pid}: not one provider with an id")
+            self.source.notes.append(f"provider {pid}: not one provider with an id")
             return None
         if isinstance(item, dict) and item.get("label"):
             loaded = {**loaded, "label": item["label"]}
@@ -279,30 +280,30 @@ class Providers(Source):
         if suffix not in (".py", *JS_SUFFIXES):
             why = ("a TypeScript provider: node runs it only with a TS loader; compile it to .js and import "
                    "again" if suffix in (".ts", ".mts", ".cts") else "no evalspec equivalent")
-            self.notes.append(f"provider {pid}: {why}")
+            self.source.notes.append(f"provider {pid}: {why}")
             return None
-        relative = self.relative(file, f"provider {pid}")
+        relative = self.source.relative(file, f"provider {pid}")
         if relative is None:
             return None
         if suffix == ".py":
             source = PYTHON_ADAPTER.format(target=target, path=relative, function=function or "call_api",
                                            config=_data(config))
         else:
-            folder = self.relative(".", f"provider {pid}") or "."
+            folder = self.source.relative(".", f"provider {pid}") or "."
             options = {"id": pid, "config": config, **({"label": label} if label else {})}
-            self.files[JS_RUNNER_FILE] = runner_source(JS_RUNNER)
+            self.source.files[JS_RUNNER_FILE] = runner_source(JS_RUNNER)
             source = JS_ADAPTER.format(target=target, path=relative, folder=folder, runner=JS_RUNNER_FILE,
                                        options=_data(options), function=function or None)
         stem = f"promptfoo_{slugify(Path(file).stem)}"
         stub = next(f"{stem}{n or ''}.py" for n in itertools.count()
-                    if self.files.get(f"{stem}{n or ''}.py", source) == source)  # one file per adapter
-        self.files[stub] = source
+                    if self.source.files.get(f"{stem}{n or ''}.py", source) == source)  # one file per adapter
+        self.source.files[stub] = source
         return {"_name": name, "python": f"{stub}:respond"}
 
     def http(self, pid: str, config: dict[str, Any], name: str) -> dict[str, Any] | None:
         url = config.get("url") or (pid if pid.startswith("http") and "://" in pid else None)
         if not isinstance(url, str):
-            self.notes.append(f"provider {pid}: no url")
+            self.source.notes.append(f"provider {pid}: no url")
             return None
         session = self.session_var if config.get("sessionSource") != "server" else None
         if config.get("sessionSource") == "client":
@@ -319,7 +320,7 @@ class Providers(Source):
             auth = auth_form(config["auth"])
             if auth is None:
                 kind = config["auth"].get("type") if isinstance(config["auth"], dict) else config["auth"]
-                self.notes.append(f"provider {pid}: auth type {kind!r} (no evalspec equivalent; the target "
+                self.source.notes.append(f"provider {pid}: auth type {kind!r} (no evalspec equivalent; the target "
                                   "refuses calls without it)")
                 return None
             where, key, value = auth
@@ -333,7 +334,7 @@ class Providers(Source):
             http["body"] = self.swap(config["body"], session)
         for key in ("signatureAuth", "transformRequest", "tls"):
             if key in config and not (key == "tls" and config[key] in ({}, {"rejectUnauthorized": True})):
-                self.notes.append(f"provider {pid}: {key} (no evalspec equivalent; the target is not called "
+                self.source.notes.append(f"provider {pid}: {key} (no evalspec equivalent; the target is not called "
                                   "the same way without it)")
                 return None
         parser = "transformResponse" if "transformResponse" in config else "responseParser"
@@ -342,16 +343,16 @@ class Providers(Source):
             if path is not None:
                 http["response"] = path
             else:
-                self.notes.append(f"provider {pid}: {parser} {config[parser]!r} (give `response:` as JMESPath)")
+                self.source.notes.append(f"provider {pid}: {parser} {config[parser]!r} (give `response:` as JMESPath)")
         if config.get("stateful") is True:
             http["stateful"] = True
         if config.get("sessionParser") is not None:
-            self.notes.append(f"provider {pid}: sessionParser {config['sessionParser']!r} (the server's session "
+            self.source.notes.append(f"provider {pid}: sessionParser {config['sessionParser']!r} (the server's session "
                               "id is not read back: each message is sent without it)")
         if "maxRetries" in config:
-            self.notes.append(f"provider {pid}: maxRetries (evalspec retries every call `options.retries` times)")
+            self.source.notes.append(f"provider {pid}: maxRetries (evalspec retries every call `options.retries` times)")
         if rest := sorted(set(config) - HTTP_KEYS - {"signatureAuth", "transformRequest"}):
-            self.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
+            self.source.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
         return {"_name": name if name not in ("http", "https") else "http", "http": http}
 
     def swap(self, value: Any, session: str | None) -> Any:
@@ -398,12 +399,12 @@ class Providers(Source):
         api, sep, model = rest.partition(":")
         config = found.get("config") if isinstance(found, dict) else None
         if config:
-            self.notes.append(f"embedding provider {pid}: config keys {', '.join(sorted(config))}")
+            self.source.notes.append(f"embedding provider {pid}: config keys {', '.join(sorted(config))}")
         if prefix == LITELLM_PREFIX and api == "embedding" and sep:
             return model
         if prefix in MODEL_PREFIXES and sep and api in ("embedding", "embeddings") and model:
             return f"{MODEL_PREFIXES[prefix]}/{model}"
-        self.notes.append(f"embedding provider {pid}: no evalspec equivalent")
+        self.source.notes.append(f"embedding provider {pid}: no evalspec equivalent")
         return None
 
 

@@ -238,10 +238,10 @@ def _frame(redteam: dict[str, Any], prompts: list[Any], conv: Prompts, notes: li
     inject = redteam.get("injectVar")
     names = list(dict.fromkeys(regex.findall(r"\{\{\s*(\w+)", template)))
     var = inject if isinstance(inject, str) else names[-1] if names else "query"  # promptfoo's choice: the last
-    problems = len(conv.problems)
+    problems = len(conv.source.problems)
     messages = conv.messages(template, {var: MARK}, "redteam")
-    if len(conv.problems) > problems:
-        del conv.problems[problems:]
+    if len(conv.source.problems) > problems:
+        del conv.source.problems[problems:]
         notes.append("redteam: the prompt could not be rendered (each message is sent as written)")
         return None, MARK
     system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
@@ -256,7 +256,7 @@ def _frame(redteam: dict[str, Any], prompts: list[Any], conv: Prompts, notes: li
 def redteam_tests(redteam: dict[str, Any], prompts: list[Any], conv: Prompts) -> RedTeam:
     """promptfoo's `redteam:` plugins × strategies as `attack:` tests (SPEC §16); the grader of each plugin
     is the test's red line (a critical `llm-rubric` on every reply). See the module docstring."""
-    notes = conv.notes
+    notes = conv.source.notes
     purpose = regex.split(r"(?<=[.!?。！？])\s|\n", str(redteam.get("purpose") or "").strip())[0].strip()
     context = f" (the assistant: {purpose[:200]})" if purpose else ""
     language = redteam.get("language")

@@ -1,5 +1,6 @@
-"""What every part of a promptfoo import shares: the config's path, the output folder, the notes (what
-is not converted), the problems (what refuses the import) and the extra files written beside the suite."""
+"""What every part of a promptfoo import shares (`Source`): the config's path, the output folder, the notes
+(what is not converted), the problems (what refuses the import) and the extra files written beside the
+suite. Each part (`Providers`, `TestFiles`, `Prompts`, `Checks`) is a `Part` holding that one `Source`."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def is_glob(target: str) -> bool:
 
 
 class Source:
+    """One config being imported, and what reading it has found so far."""
+
     def __init__(self, path: Path, out_dir: Path) -> None:
         self.path, self.out_dir = path, out_dir
         self.notes: list[str] = []
@@ -48,10 +51,14 @@ class Source:
         # their JSON (checks on the text are then written as promptfoo's, in JavaScript); set from the
         # converted providers, before the checks
         self.reported_tools = False
-        self.grading = False  # converting a grader (judge, attacker): it is given no tools
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(Problem(str(self.path), None, where, message))
+
+    def note(self, text: str) -> None:
+        """A note once (a test's turns and prompts may ask again)."""
+        if text not in self.notes:
+            self.notes.append(text)
 
     def matches(self, pattern: str) -> list[Path]:
         """The paths a glob (relative to the config) names inside the config's folder, sorted; what it names
@@ -81,6 +88,14 @@ class Source:
                                 "would call a missing file; copy it there and import again")
             return None
         return None if absolute is None else Path(os.path.relpath(absolute, self.out_dir.resolve())).as_posix()
+
+
+class Part:
+    """A part of a promptfoo import (providers, test files, prompts, checks): its own code and state, over
+    the one `Source` every part shares."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
 
 
 def short(value: Any) -> str:

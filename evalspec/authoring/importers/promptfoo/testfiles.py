@@ -13,7 +13,7 @@ import regex
 import yaml
 
 from evalspec.authoring.importers.promptfoo.runners import TEST_GENERATOR, runner_source
-from evalspec.authoring.importers.promptfoo.source import Source, is_glob, load_yaml, short
+from evalspec.authoring.importers.promptfoo.source import Part, is_glob, load_yaml, short
 
 # what promptfoo runs (scripts) or encodes (base64, PDF text) instead of reading a var file as text
 _RUN_OR_ENCODED = {".js", ".cjs", ".mjs", ".ts", ".py", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp",
@@ -36,7 +36,9 @@ def _js_json(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
-class TestFiles(Source):
+class TestFiles(Part):
+    """promptfoo's tests, `defaultTest` and scenarios as test mappings, their files and generators read."""
+
     def external_tests(self, raw: Any) -> list[Any]:
         """`tests:` as a list of test mappings: `file://x.csv|jsonl|yaml|json` entries read (inside the
         config's folder), a CSV's columns as vars (`__expected`, `__description` as promptfoo reads them)."""
@@ -70,7 +72,7 @@ class TestFiles(Source):
 
         file, _, function = target.removeprefix("file://").partition(":")
         where = f"tests {target}"
-        path = self.inside(file, where)
+        path = self.source.inside(file, where)
         if path is None:
             return []
         if not path.is_file():
@@ -81,7 +83,7 @@ class TestFiles(Source):
                                   cwd=path.parent, capture_output=True, encoding="utf-8", errors="replace",
                                   timeout=GENERATOR_SECONDS)
         except subprocess.TimeoutExpired:
-            self.problem(where, f"the generator took longer than {GENERATOR_SECONDS} s")
+            self.source.problem(where, f"the generator took longer than {GENERATOR_SECONDS} s")
             return []
         try:
             tests = json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 and done.stdout else None
@@ -89,7 +91,7 @@ class TestFiles(Source):
             tests = None
         if not isinstance(tests, list):
             tail = (done.stderr.strip().splitlines() or [f"it printed {done.stdout[-200:]!r}"])[-1]
-            self.problem(where, f"the generator did not return a list of tests: {tail}")
+            self.source.problem(where, f"the generator did not return a list of tests: {tail}")
             return []
         return tests
 
@@ -101,51 +103,51 @@ class TestFiles(Source):
         from evalspec.core.node import call_once, node_binary, typescript_problem
 
         where = f"tests file://{file}{':' + function if function else ''}"
-        path = self.inside(file, where)
+        path = self.source.inside(file, where)
         if path is None:
             return []
         if not path.is_file():
             return self._missing(file)
         if node_binary() is None:
-            self.problem(where, "a JavaScript test file, run by Node.js: no `node` on PATH (install Node.js 18 or "
+            self.source.problem(where, "a JavaScript test file, run by Node.js: no `node` on PATH (install Node.js 18 or "
                                 "later and import again)")
             return []
         if (why := typescript_problem(path)) is not None:
-            self.notes.append(f"{where}: a TypeScript test file, not converted: {why}")
+            self.source.notes.append(f"{where}: a TypeScript test file, not converted: {why}")
             return []
         request = {"op": "call", "file": str(path), "fn": function, "args": [] if config is None else [config]}
         try:
-            answer = call_once(request, GENERATOR_SECONDS, str(self.path.parent.resolve()),
+            answer = call_once(request, GENERATOR_SECONDS, str(self.source.path.parent.resolve()),
                                "the time a test generator may take at import")
         except GradingError as exc:
-            self.problem(where, str(exc))
+            self.source.problem(where, str(exc))
             return []
         if not answer.get("ok"):
             printed = "; ".join(str(line) for line in answer.get("logs") or [])[:300]
-            self.problem(where, f"{path.name} gave no tests: {answer.get('message')}"
+            self.source.problem(where, f"{path.name} gave no tests: {answer.get('message')}"
                                 + (f" (it printed: {printed})" if printed else ""))
             return []
         tests = answer.get("result")
         if not isinstance(tests, list):
             got = "nothing" if tests is None else f"a {type(tests).__name__.replace('dict', 'mapping')}"
-            self.problem(where, f"{path.name} gave {got}, not a list of tests")
+            self.source.problem(where, f"{path.name} gave {got}, not a list of tests")
             return []
         holding = {int(at[1:at.index("]")]): at[at.index("]") + 1:].lstrip(".") or "the test itself"
                    for at in reversed(answer.get("functions") or [])}
         for k, at in sorted(holding.items()):
-            self.notes.append(f"{where}: test {k + 1} holds a JavaScript function ({at}): not converted")
+            self.source.notes.append(f"{where}: test {k + 1} holds a JavaScript function ({at}): not converted")
         return [test for k, test in enumerate(tests) if k not in holding]
 
     def _globbed(self, target: str) -> list[Path]:
         if is_glob(target):
-            return self.matches(target) or self._missing(target)
-        file = self.inside(target, f"tests {target}")
+            return self.source.matches(target) or self._missing(target)
+        file = self.source.inside(target, f"tests {target}")
         if file is None:
             return []
         return [file] if file.is_file() else self._missing(target)
 
     def _missing(self, target: str) -> list[Path]:
-        self.problem(f"tests file://{target}", "no such test file next to the config: copy it there and import again")
+        self.source.problem(f"tests file://{target}", "no such test file next to the config: copy it there and import again")
         return []
 
     def _test_file(self, file: Path, written: str) -> list[Any]:
@@ -164,9 +166,9 @@ class TestFiles(Source):
                 loaded = json.loads(text) if suffix == ".json" else load_yaml(text)
                 return loaded if isinstance(loaded, list) else [loaded]
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, csv.Error) as exc:
-            self.problem(f"tests {written}", f"cannot read {file.name}: {exc}")
+            self.source.problem(f"tests {written}", f"cannot read {file.name}: {exc}")
             return []
-        self.notes.append(f"tests {written}: a {suffix or 'suffixless'} test file (CSV, JSONL, YAML or JSON are read)")
+        self.source.notes.append(f"tests {written}: a {suffix or 'suffixless'} test file (CSV, JSONL, YAML or JSON are read)")
         return []
 
     def _sheet_rows(self, file: Path, written: str) -> list[dict[str, Any]]:
@@ -175,7 +177,7 @@ class TestFiles(Source):
         try:
             import openpyxl
         except ImportError:
-            self.problem(f"tests {written}", f"reading {file.name} needs openpyxl: pip install 'evalspec[xlsx]'")
+            self.source.problem(f"tests {written}", f"reading {file.name} needs openpyxl: pip install 'evalspec[xlsx]'")
             return []
         sheet_name = written.partition("#")[2]
         try:
@@ -183,7 +185,7 @@ class TestFiles(Source):
             sheet = book[sheet_name] if sheet_name else book.worksheets[0]
             rows = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
         except (OSError, KeyError, ValueError) as exc:
-            self.problem(f"tests {written}", f"cannot read {file.name}: {exc}")
+            self.source.problem(f"tests {written}", f"cannot read {file.name}: {exc}")
             return []
         header = rows[0] if rows else []
         return [dict(zip(header, row)) for row in rows[1:] if any(row)]
@@ -210,19 +212,19 @@ class TestFiles(Source):
         """`defaultTest:` as a mapping: written inline, or `file://defaults.yaml|json` read next to the config."""
         if not isinstance(raw, str):
             if raw is not None and not isinstance(raw, dict):
-                self.notes.append(f"defaultTest: {raw!r} (not a mapping)")
+                self.source.notes.append(f"defaultTest: {raw!r} (not a mapping)")
             return raw if isinstance(raw, dict) else {}
         target = raw.removeprefix("file://")
-        file = self.inside(target, f"defaultTest {raw}")
+        file = self.source.inside(target, f"defaultTest {raw}")
         if file is None:
             return {}
         if not file.is_file():
-            self.problem(f"defaultTest {raw}", "no such file next to the config: copy it there and import again")
+            self.source.problem(f"defaultTest {raw}", "no such file next to the config: copy it there and import again")
             return {}
         loaded = self._test_file(file, f"defaultTest {raw}")
         if len(loaded) == 1 and isinstance(loaded[0], dict):
             return loaded[0]
-        self.problem(f"defaultTest {raw}", f"{file.name} does not hold one mapping (vars, assert, options)")
+        self.source.problem(f"defaultTest {raw}", f"{file.name} does not hold one mapping (vars, assert, options)")
         return {}
 
     def var_files(self, variables: dict[str, Any], where: str) -> dict[str, Any]:
@@ -236,22 +238,22 @@ class TestFiles(Source):
             target = value[len("file://"):]
             suffix = Path(target).suffix.lower()
             if suffix in _RUN_OR_ENCODED:
-                self.notes.append(f"{where}: var '{key}' reads {value} (promptfoo runs or encodes it; kept as written)")
+                self.source.notes.append(f"{where}: var '{key}' reads {value} (promptfoo runs or encodes it; kept as written)")
                 continue
-            file = self.inside(target, f"{where}: var '{key}'")
+            file = self.source.inside(target, f"{where}: var '{key}'")
             if file is None:
                 continue
             try:
                 text = file.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                self.problem(f"{where}: var '{key}'", f"cannot read {value}: {exc}; copy it next to the config")
+                self.source.problem(f"{where}: var '{key}'", f"cannot read {value}: {exc}; copy it next to the config")
                 continue
             if suffix in (".yaml", ".yml"):
                 try:
                     text = json.dumps(load_yaml(text), ensure_ascii=False, separators=(",", ":"),
                                       default=_js_json)
                 except (yaml.YAMLError, ValueError, TypeError) as exc:  # an alias holding itself, !!binary
-                    self.problem(f"{where}: var '{key}'", f"{value} is not YAML promptfoo can send: {exc}")
+                    self.source.problem(f"{where}: var '{key}'", f"{value} is not YAML promptfoo can send: {exc}")
                     continue
             out[key] = text.strip()
         return out
@@ -262,7 +264,7 @@ class TestFiles(Source):
         out: list[Any] = []
         for k, scenario in enumerate(raw if isinstance(raw, list) else []):
             if not isinstance(scenario, dict) or not isinstance(scenario.get("config"), list):
-                self.notes.append(f"scenarios[{k}]: no list of `config` entries")
+                self.source.notes.append(f"scenarios[{k}]: no list of `config` entries")
                 continue
             tests: list[Any] = scenario["tests"] if isinstance(scenario.get("tests"), list) else [{}]
             for data in (d for d in scenario["config"] if isinstance(d, dict)):
@@ -281,7 +283,7 @@ class TestFiles(Source):
         """A scenario entry's or test's `assert:` list (anything else noted, not read item by item)."""
         checks = part.get("assert")
         if checks is not None and not isinstance(checks, list):
-            self.notes.append(f"scenarios[{k}].assert: {short(checks)} (not a list of checks)")
+            self.source.notes.append(f"scenarios[{k}].assert: {short(checks)} (not a list of checks)")
         return checks if isinstance(checks, list) else []
 
     def var_combinations(self, tests: list[Any], default_vars: dict[str, Any]) -> list[Any]:
@@ -311,10 +313,10 @@ class TestFiles(Source):
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             return list(value)
         if isinstance(value, str) and value.startswith("file://") and is_glob(value):
-            folder = self.path.parent.resolve()
-            inside = [f"file://{p.relative_to(folder).as_posix()}" for p in self.matches(value[len("file://"):])
+            folder = self.source.path.parent.resolve()
+            inside = [f"file://{p.relative_to(folder).as_posix()}" for p in self.source.matches(value[len("file://"):])
                       if p.is_file()]
             if not inside:
-                self.problem(f"var '{key}'", f"no file matches {value} next to the config")
+                self.source.problem(f"var '{key}'", f"no file matches {value} next to the config")
             return inside or [value]
         return [value]
