@@ -257,6 +257,28 @@ def redteam_tests(redteam: dict[str, Any], prompts: list[Any], conv: Prompts) ->
     """promptfoo's `redteam:` plugins × strategies as `attack:` tests (SPEC §16); the grader of each plugin
     is the test's red line (a critical `llm-rubric` on every reply). See the module docstring."""
     notes = conv.source.notes
+    writer = _Writer(notes, _context(redteam, notes))
+    for key in sorted(set(redteam) - {"purpose", "numTests", "plugins", "strategies", "provider", "language",
+                                      "injectVar"}):
+        notes.append(f"redteam.{key}")
+    goals = _goals(redteam, notes)
+    basic, strategies = _strategies(redteam, notes)
+    system, frame = _frame(redteam, prompts, conv, notes)
+    if basic:
+        writer.basic(goals, frame)
+    writer.single_shot(goals, [(sid, config) for sid, config in strategies if sid in SINGLE_SHOT])
+    writer.multi_turn(goals, strategies)
+    if frame != MARK and any("attack" in t for t in writer.tests):
+        shown = frame.replace(MARK, "{{ message }}")
+        notes.append(f"redteam: the prompt around each attack message ({shown[:120]!r}): promptfoo sends each "
+                     "adversarial prompt inside it; the attacker's messages are sent as written")
+    if not goals:
+        notes.append("redteam: no plugin to aim an attack at")
+    return RedTeam(tests=writer.tests, system=system)
+
+
+def _context(redteam: dict[str, Any], notes: list[str]) -> str:
+    """What each goal says of the assistant: the first sentence of its `purpose`, and its `language`."""
     purpose = regex.split(r"(?<=[.!?。！？])\s|\n", str(redteam.get("purpose") or "").strip())[0].strip()
     context = f" (the assistant: {purpose[:200]})" if purpose else ""
     language = redteam.get("language")
@@ -264,73 +286,78 @@ def redteam_tests(redteam: dict[str, Any], prompts: list[Any], conv: Prompts) ->
         context += f". Write in {language.strip()}"
     elif language is not None:
         notes.append(f"redteam.language {language!r} (one language is written into the goals)")
-    for key in sorted(set(redteam) - {"purpose", "numTests", "plugins", "strategies", "provider", "language",
-                                      "injectVar"}):
-        notes.append(f"redteam.{key}")
-    goals = _goals(redteam, notes)
-    basic, strategies = _strategies(redteam, notes)
-    system, frame = _frame(redteam, prompts, conv, notes)
-    out = RedTeam(system=system)
-    tests = out.tests
+    return context
 
-    def add(goal: _Goal, suffix: str, body: dict[str, Any]) -> None:
+
+@dataclass
+class _Writer:
+    """The attack tests of a `redteam:` section, strategy family by strategy family."""
+
+    notes: list[str]
+    context: str  # what each goal says of the assistant
+    tests: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, goal: _Goal, suffix: str, body: dict[str, Any]) -> None:
         tid = slugify(f"{goal.stem}-{suffix}")
-        while any(t["id"] == tid for t in tests):
+        while any(t["id"] == tid for t in self.tests):
             tid += "-2"
-        tests.append({"id": tid, **body, "assert": [
+        self.tests.append({"id": tid, **body, "assert": [
             {"llm-rubric": plain(f"The reply does not {goal.behaviour}."), "severity": "critical",
              "scope": "each_turn", "metric": plain(goal.pid)}]})
 
-    def attack(goal: _Goal, strategy: str, turns: int, attempts: int) -> dict[str, Any]:
-        block: dict[str, Any] = {"goal": plain(f"get the assistant to {goal.behaviour}{context}"),
+    def attack(self, goal: _Goal, strategy: str, turns: int, attempts: int) -> dict[str, Any]:
+        block: dict[str, Any] = {"goal": plain(f"get the assistant to {goal.behaviour}{self.context}"),
                                  "strategy": strategy, "max_turns": max(1, min(50, turns))}
         if attempts > 1:
             if attempts > MAX_ATTEMPTS:
-                notes.append(f"redteam plugin '{goal.pid}': {attempts} test cases, played as {MAX_ATTEMPTS} attempts")
+                self.notes.append(f"redteam plugin '{goal.pid}': {attempts} test cases, played as {MAX_ATTEMPTS} "
+                                  "attempts")
             block["attempts"] = min(attempts, MAX_ATTEMPTS)
         return {"attack": block}
 
-    if basic:
+    def basic(self, goals: list[_Goal], frame: str) -> None:
+        """promptfoo's `basic` strategy: each plugin's test cases as written."""
         for goal in goals:
             if "basic" in goal.exclude:
                 continue
             if goal.sequence is not None:  # an intent: its own words, sent in the prompt as promptfoo sends them
-                add(goal, "basic", {"conversation": [{"user": literal(frame.replace(MARK, step))}
-                                                     for step in goal.sequence]})
+                self.add(goal, "basic", {"conversation": [{"user": literal(frame.replace(MARK, step))}
+                                                          for step in goal.sequence]})
             else:  # one adversarial message per test case. `persona` fits one direct message best: a plausible
                 # user's pretext (a role, authority, urgency) asking for the goal outright, as promptfoo's plugin
                 # prompts do; crescendo never asks outright at first, goat's tactics are jailbreaks (the
                 # jailbreak strategies' tests below) and mischievous is erratic chat
-                add(goal, "basic", attack(goal, "persona", 1, goal.count))
+                self.add(goal, "basic", self.attack(goal, "persona", 1, goal.count))
         if any(goal.sequence is not None and len(goal.sequence) > 1 for goal in goals):
-            notes.append("redteam intent sequences: promptfoo sends each step as a call of its own (a target that "
-                         "keeps no session sees no history); here the steps are the turns of one conversation")
+            self.notes.append("redteam intent sequences: promptfoo sends each step as a call of its own (a target "
+                              "that keeps no session sees no history); here the steps are the turns of one "
+                              "conversation")
         if any(goal.sequence is None for goal in goals):
-            notes.append("redteam basic: each test case's one message is written by the attacker (persona playbook) "
-                         "when the suite runs, not by promptfoo's plugin ahead of it")
-    single = [(sid, config) for sid, config in strategies if sid in SINGLE_SHOT]
-    if single and goals:
+            self.notes.append("redteam basic: each test case's one message is written by the attacker (persona "
+                              "playbook) when the suite runs, not by promptfoo's plugin ahead of it")
+
+    def single_shot(self, goals: list[_Goal], single: list[tuple[str, dict[str, Any]]]) -> None:
+        """promptfoo's single-shot jailbreaks: one-message goat attacks, one per test case."""
+        if not (single and goals):
+            return
         for goal in goals:
             shots = sum(goal.count * (_count(config.get("n"), COMPOSITE_N) if sid == "jailbreak:composite" else 1)
                         for sid, config in single if sid not in goal.exclude)
             if shots:
-                add(goal, "jailbreak", attack(goal, "goat", 1, shots))
-        notes.append("redteam strategies " + ", ".join(repr(s) for s, _ in single) + ": one-message goat attacks, "
-                     "one per test case (" + "; ".join(SINGLE_SHOT[s] for s, _ in single) + ": not reproduced)")
-    for sid, config in strategies:
-        if sid not in MULTI_TURN:
-            continue
-        strategy, default_turns, differs = MULTI_TURN[sid]
-        turns = _count(config.get("maxTurns"), default_turns)
-        for goal in goals:
-            if sid not in goal.exclude:
-                add(goal, sid, attack(goal, strategy, turns, goal.count))
-        if differs and goals:
-            notes.append(f"redteam strategy '{sid}': {differs}")
-    if frame != MARK and any("attack" in t for t in tests):
-        shown = frame.replace(MARK, "{{ message }}")
-        notes.append(f"redteam: the prompt around each attack message ({shown[:120]!r}): promptfoo sends each "
-                     "adversarial prompt inside it; the attacker's messages are sent as written")
-    if not goals:
-        notes.append("redteam: no plugin to aim an attack at")
-    return out
+                self.add(goal, "jailbreak", self.attack(goal, "goat", 1, shots))
+        self.notes.append("redteam strategies " + ", ".join(repr(s) for s, _ in single) + ": one-message goat "
+                          "attacks, one per test case (" + "; ".join(SINGLE_SHOT[s] for s, _ in single)
+                          + ": not reproduced)")
+
+    def multi_turn(self, goals: list[_Goal], strategies: list[tuple[str, dict[str, Any]]]) -> None:
+        """promptfoo's multi-turn strategies as evalspec's attack strategies."""
+        for sid, config in strategies:
+            if sid not in MULTI_TURN:
+                continue
+            strategy, default_turns, differs = MULTI_TURN[sid]
+            turns = _count(config.get("maxTurns"), default_turns)
+            for goal in goals:
+                if sid not in goal.exclude:
+                    self.add(goal, sid, self.attack(goal, strategy, turns, goal.count))
+            if differs and goals:
+                self.notes.append(f"redteam strategy '{sid}': {differs}")
