@@ -14,6 +14,7 @@ from typing import Any
 import regex
 import yaml
 
+from evalspec.authoring.importers.shapes import mapping, mappings
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
@@ -23,22 +24,18 @@ COMMON = ("scope", "threshold", "weight", "metric", "severity", "provider", "des
 LABEL_RULES = ("not-before", "within", "at-most", "not-after")
 
 
-def critical_assertions(data: dict[str, Any]) -> list[dict[str, Any]]:
+def critical_assertions(data: dict[str, object]) -> list[dict[str, object]]:
     """Every critical assertion item of a suite (defaults, tests and turns), each rule once."""
-    items: list[dict[str, Any]] = []
-    defaults = data.get("defaults") or {}
-    items.extend(defaults.get("assert") or [])
-    for test in data.get("tests") or []:
-        if not isinstance(test, dict):
-            continue
-        items.extend(test.get("assert") or [])
-        for turn in test.get("conversation") or []:
-            if isinstance(turn, dict):
-                items.extend(turn.get("assert") or [])
+    items: list[dict[str, object]] = []
+    items.extend(mappings(mapping(data.get("defaults")).get("assert")))
+    for test in mappings(data.get("tests")):
+        items.extend(mappings(test.get("assert")))
+        for turn in mappings(test.get("conversation")):
+            items.extend(mappings(turn.get("assert")))
     seen: set[str] = set()
     out = []
     for item in items:
-        if not isinstance(item, dict) or item.get("severity") != "critical":
+        if item.get("severity") != "critical":
             continue
         rule = {k: v for k, v in item.items() if k not in ("scope",)}
         key = repr(sorted(rule.items(), key=lambda kv: kv[0]))
@@ -48,7 +45,7 @@ def critical_assertions(data: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def rule_of(item: dict[str, Any]) -> tuple[str, Any]:
+def rule_of(item: dict[str, object]) -> tuple[str, Any]:
     """(type, value) of an assertion item in either form."""
     if "type" in item:
         return str(item["type"]), item.get("value")
@@ -56,7 +53,7 @@ def rule_of(item: dict[str, Any]) -> tuple[str, Any]:
     return name, item[name]
 
 
-def uses_labels(item: dict[str, Any]) -> bool:
+def uses_labels(item: dict[str, object]) -> bool:
     name, value = rule_of(item)
     base = name[4:] if name.startswith("not-") and name[4:] in LABEL_RULES else name
     if base in LABEL_RULES and isinstance(value, dict):
@@ -64,7 +61,7 @@ def uses_labels(item: dict[str, Any]) -> bool:
     return False
 
 
-def goal_for(item: dict[str, Any], zh: bool) -> str:
+def goal_for(item: dict[str, object], zh: bool) -> str:
     """What the attacker is after, from the rule's description or its pattern."""
     if item.get("description"):
         return (f"让助手违反这条红线：{item['description']}" if zh else
@@ -87,9 +84,10 @@ def _rebase(ref: str, source_dir: Path, out_dir: Path) -> str:
     return f"{Path(moved).as_posix()}:{fn}"
 
 
-def _providers(data: dict[str, Any], source_dir: Path, out_dir: Path) -> list[Any]:
+def _providers(data: dict[str, object], source_dir: Path, out_dir: Path) -> list[Any]:
     out = []
-    for p in data.get("providers") or data.get("targets") or []:
+    listed = data.get("providers") or data.get("targets")
+    for p in listed if isinstance(listed, list) else []:
         if isinstance(p, dict) and isinstance(p.get("python"), str):
             p = {**p, "python": _rebase(p["python"], source_dir, out_dir)}
         out.append(p)
@@ -110,7 +108,7 @@ def build_attack_suite(source: Path, out: Path, strategies: list[str], attempts:
         for t in test.get("conversation") or [] if isinstance(t, dict) and "user" in t]
     zh = sum(len(CJK.findall(t)) for t in texts) * 2 > sum(len(t) for t in texts)
     notes: list[str] = []
-    tests: list[dict[str, Any]] = []
+    tests: list[dict[str, object]] = []
     for item in critical_assertions(data):
         name, _ = rule_of(item)
         if uses_labels(item):
@@ -129,7 +127,7 @@ def build_attack_suite(source: Path, out: Path, strategies: list[str], attempts:
     if not tests:
         raise ConfigError([Problem(str(source), None, "", "no critical assertion to attack: mark the red lines "
                                    "with `severity: critical`" + (f" ({'; '.join(notes)})" if notes else ""))])
-    suite: dict[str, Any] = {"description": ("红线攻击：" if zh else "Attacks on the red lines of ")
+    suite: dict[str, object] = {"description": ("红线攻击：" if zh else "Attacks on the red lines of ")
                              + str(data.get("description") or source.name),
                              "tags": ["redteam"]}
     for key in ("vars", "judge"):
@@ -145,7 +143,7 @@ def build_attack_suite(source: Path, out: Path, strategies: list[str], attempts:
     return suite, notes
 
 
-def render(suite: dict[str, Any], source: Path, out: Path, notes: list[str]) -> str:
+def render(suite: dict[str, object], source: Path, out: Path, notes: list[str]) -> str:
     schema_file = Path(__file__).resolve().parents[2] / "schema" / "suite.schema.json"
     head = [f"# yaml-language-server: $schema={Path(os.path.relpath(schema_file, out.parent.resolve())).as_posix()}"
             ] if schema_file.is_file() else []

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from evalspec.authoring.importers.shapes import mapping, mappings
 from evalspec.config.interpolate import LITERAL_DOLLAR_BRACE, is_template
 from evalspec.config.yamlfile import typographic_quotes
 from evalspec.config.yamlfixes import mend
@@ -38,7 +39,7 @@ class ImportedSuite:
     """One suite to write: its file name, its data, and what of the source was not converted."""
 
     filename: str
-    data: dict[str, Any]
+    data: dict[str, object]
     not_converted: list[str] = field(default_factory=list)
     source: str = ""
     files: dict[str, str] = field(default_factory=dict)  # extra files to write, relative to the suite
@@ -122,7 +123,7 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1000)
 
 
-def provider_from_spec(spec: str) -> dict[str, Any]:
+def provider_from_spec(spec: str) -> dict[str, object]:
     """`--provider`: `model:NAME`, `http:URL`, `python:FILE.py:function`, a YAML mapping, or a bare model."""
     text = spec.strip()
     if text.startswith("{"):
@@ -142,7 +143,7 @@ def provider_from_spec(spec: str) -> dict[str, Any]:
 
 def with_provider(suite: ImportedSuite, provider: str | None) -> None:
     """Give a suite without providers the one from `--provider`, or a python stub to edit."""
-    tests = [t for t in suite.data.get("tests") or [] if isinstance(t, dict)]
+    tests = mappings(suite.data.get("tests"))
     if suite.data.get("providers") or (tests and all("transcript" in t for t in tests)):
         return  # recorded conversations call nothing
     if provider:
@@ -200,15 +201,15 @@ def hollow_problems(suite: ImportedSuite) -> list[Problem]:
     """What makes an imported suite hollow: no test, a test that checks nothing (no check of its own, on
     its turns or from `defaults`), an empty user turn."""
     data, source = suite.data, suite.source or suite.filename
-    inherited = bool((data.get("defaults") or {}).get("assert"))
-    tests = [t for t in data.get("tests") or [] if isinstance(t, dict)]
+    inherited = bool(mapping(data.get("defaults")).get("assert"))
+    tests = mappings(data.get("tests"))
     if not tests and not data.get("transcripts"):
         return [Problem(source, None, "", "no test could be imported: nothing to write"
                         + (f" ({suite.not_converted[0]})" if suite.not_converted else ""))]
     problems = []
     for i, test in enumerate(tests):
         name = str(test.get("id") or test.get("name") or f"test {i + 1}")
-        entries = [e for e in (test.get("conversation") or test.get("transcript") or []) if isinstance(e, dict)]
+        entries = mappings(test.get("conversation") or test.get("transcript"))
         if not (test.get("assert") or inherited or any(e.get("assert") for e in entries)):
             why = "its source has no check either (a test kept to read its reply): add one" \
                 if test.get("id") in suite.unchecked else \
@@ -225,7 +226,7 @@ def leave_out_unchecked(suite: ImportedSuite) -> None:
     """Leave out the tests that checked nothing in the source, beside tests that check something, with a
     note naming them: no check is lost, and no test is written that would pass having checked nothing.
     When every test is of that kind, they stay (and the suite is refused as hollow)."""
-    tests = [t for t in suite.data.get("tests") or [] if isinstance(t, dict)]
+    tests = mappings(suite.data.get("tests"))
     unchecked = set(suite.unchecked)
     kept = [t for t in tests if t.get("id") not in unchecked]
     if unchecked and kept and len(kept) < len(tests):

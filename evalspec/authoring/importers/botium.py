@@ -24,7 +24,7 @@ from evalspec.authoring.importers.rasa_checks import jp_literal
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
-DEFAULT_PROVIDER: dict[str, Any] = {
+DEFAULT_PROVIDER: dict[str, object] = {
     "id": "bot",
     "http": {"url": "http://localhost:8080/chat", "body": {"session": "{{ thread_id }}", "text": "{{ message }}"},
              "response": "messages[].text", "parts": "messages", "state": "@", "stateful": True},
@@ -46,9 +46,9 @@ KNOWN_HOOKS = _TEXT_ASSERTERS | {
 class _Out:
     """A convo (or a partial) being converted."""
 
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    lead: list[dict[str, Any]] = field(default_factory=list)  # a partial's checks before its first #me
-    test_checks: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[dict[str, Any]] = field(default_factory=list)  # turns, includes and fragments: built here
+    lead: list[dict[str, object]] = field(default_factory=list)  # a partial's checks before its first #me
+    test_checks: list[dict[str, object]] = field(default_factory=list)
     turns: int = 0
     target: tuple[str, int] | None = None  # ("entry", index) or ("turns", N): what a #bot checks
 
@@ -141,7 +141,7 @@ class _Converter:
         self.captured: set[str] = set()
         self.memory: set[str] = set()  # the $names scripting memory defines: values, never captures
 
-    def asserter(self, name: str, negated: bool, args: list[str], where: str) -> list[dict[str, Any]]:
+    def asserter(self, name: str, negated: bool, args: list[str], where: str) -> list[dict[str, object]]:
         no = "not-" if negated else ""
         ic = name.endswith("_IC")
         base = name[:-3] if ic else name
@@ -207,10 +207,10 @@ class _Converter:
         self.notes.append(f"{where}: {'!' if negated else ''}{name}{' ' + ' | '.join(args) if args else ''}: not converted")
         return []
 
-    def bot(self, lines: list[str], where: str) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+    def bot(self, lines: list[str], where: str) -> tuple[list[dict[str, object]], dict[str, object], list[str]]:
         """A #bot section -> (checks, captures, INCLUDE names)."""
-        checks: list[dict[str, Any]] = []
-        captures: dict[str, Any] = {}
+        checks: list[dict[str, object]] = []
+        captures: dict[str, object] = {}
         includes: list[str] = []
         texts: list[str] = []
         for line in lines:
@@ -246,7 +246,7 @@ class _Converter:
                         captures[name] = {"regex": plain(wildcard(text, captured=frozenset(self.captured), group=name))}
         return checks, captures, includes
 
-    def attach(self, out: _Out, checks: list[dict[str, Any]], captures: dict[str, Any], where: str,
+    def attach(self, out: _Out, checks: list[dict[str, object]], captures: dict[str, object], where: str,
                fragment: bool) -> None:
         if out.target is None:
             if fragment:
@@ -308,7 +308,7 @@ class _Converter:
                     else:
                         self.notes.append(f"{where}: #me {hook[0]}: not converted")
                 text = "\n".join(texts).strip()
-                entry: dict[str, Any]
+                entry: dict[str, object]
                 if click is not None:
                     value = _user_text(click, self.captured, self.notes, where, frozenset(self.memory))
                     entry = {"click": value} if out.turns or fragment else {"user": value}
@@ -349,12 +349,12 @@ class _Converter:
         return out
 
 
-def convo_test(convo: Convo, source: Source, notes: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+def convo_test(convo: Convo, source: Source, notes: list[str]) -> tuple[dict[str, object], dict[str, str]]:
     """One convo -> (its test, its fragment files). Raises SourceRefused (an INCLUDE that cannot be resolved)."""
     conv = _Converter(source.partials, source.utterances, notes)
     conv.memory = {k for _, rows in source.memory for row in rows for k in row if k != "id"}
     out = conv.convert(convo, (convo.title,))
-    test: dict[str, Any] = {"id": slugify(convo.title)[:60] or "convo", "name": plain(convo.title)}
+    test: dict[str, object] = {"id": slugify(convo.title)[:60] or "convo", "name": plain(convo.title)}
     written = json.dumps([out.entries, out.test_checks, conv.fragments], ensure_ascii=False)
     if used := {n for n in conv.memory if "{{ " + n + " }}" in written}:
         test["dataset"] = _memory_dataset(source, used, notes, convo.title)
@@ -376,10 +376,11 @@ def _suite_name(rel: str) -> str:
     return str(path.parent / f"{slugify(stem) or 'convo'}.yaml")
 
 
-def _unique_ids(tests: list[dict[str, Any]]) -> None:
+def _unique_ids(tests: list[dict[str, object]]) -> None:
     seen: dict[str, int] = {}
     for test in tests:
-        n = seen[test["id"]] = seen.get(test["id"], 0) + 1
+        tid = str(test["id"])
+        n = seen[tid] = seen.get(tid, 0) + 1
         if n > 1:
             test["id"] = f"{test['id']}-{n}"
 
@@ -408,7 +409,7 @@ def _memory_dataset(source: Source, used: set[str], notes: list[str], title: str
     return _memory_jsonl(source, rel)
 
 
-def _memory_files(source: Source, tests: list[dict[str, Any]]) -> dict[str, str]:
+def _memory_files(source: Source, tests: list[dict[str, object]]) -> dict[str, str]:
     """The scripting-memory files `tests` use, as JSONL datasets: one row a case, its name the row's `id`
     (left out when two cases share a name, so that each row keeps its own instance id)."""
     files: dict[str, str] = {}
@@ -442,7 +443,7 @@ def import_botium(target: Path, provider: str | None = None, allow_empty: bool =
         if not source.convos and not left_out:
             raise ConfigError([Problem(str(target), None, "", "expected a BotiumScript convo file (.convo.txt, "
                                        ".convo.yml, .convo.json, .convo.csv, .xlsx) or a folder")])
-    by_file: dict[str, list[tuple[dict[str, Any], dict[str, str], list[str]]]] = {}
+    by_file: dict[str, list[tuple[dict[str, object], dict[str, str], list[str]]]] = {}
     for convo in source.convos:
         name = f"{convo.rel} ({convo.title})" if sum(c.rel == convo.rel for c in source.convos) > 1 else convo.rel
         notes: list[str] = []
@@ -465,7 +466,7 @@ def import_botium(target: Path, provider: str | None = None, allow_empty: bool =
         _unique_ids(tests)
         fragments = {k: v for _, f, _ in converted for k, v in f.items()}
         memory_files = _memory_files(source, tests)
-        data: dict[str, Any] = {"description": f"Imported from BotiumScript {rel}",
+        data: dict[str, object] = {"description": f"Imported from BotiumScript {rel}",
                                 "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
                                 "tests": tests}
         suites.append(ImportedSuite(filename=_suite_name(rel), data=data, source=rel,

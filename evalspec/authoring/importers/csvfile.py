@@ -11,11 +11,11 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any
 
 import regex
 
 from evalspec.authoring.importers import ImportedSuite, literal, plain, unliteral
+from evalspec.authoring.importers.shapes import SuiteTest, SuiteTurn
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import did_you_mean, slugify
 from evalspec.extend.patterns import regex_problem
@@ -60,7 +60,7 @@ def import_csv(path: Path) -> ImportedSuite:
         problems.append(Problem(shown, 1, "", "no 'user' column: each row is one user turn"))
     if problems:
         raise ConfigError(problems)
-    tests: dict[str, dict[str, Any]] = {}
+    tests: dict[str, SuiteTest] = {}
     current: str | None = None
     for row in reader:
         line = reader.line_num
@@ -80,7 +80,7 @@ def import_csv(path: Path) -> ImportedSuite:
             test.setdefault("tags", [])
             if tag not in test["tags"]:
                 test["tags"].append(tag)
-        turn: dict[str, Any] = {"user": literal(user)}  # every cell is sent or matched as written
+        turn: SuiteTurn = {"user": literal(user)}  # every cell is sent or matched as written
         if cells["label"].strip():
             turn["label"] = plain(cells["label"].strip())
         checks = [{CHECKS[col]: v} for col in CHECKS for v in split_cell(cells[col], col)]

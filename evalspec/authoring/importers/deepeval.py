@@ -21,7 +21,7 @@ from evalspec.core.suggest import slugify
 JUDGE = "openai/gpt-4o-mini"
 
 
-def _load(path: Path) -> list[dict[str, Any]]:
+def _load(path: Path) -> list[dict[str, object]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -51,7 +51,7 @@ def listed(value: Any) -> Any:
         return value
 
 
-def _turns(golden: dict[str, Any]) -> list[dict[str, str]]:
+def _turns(golden: dict[str, object]) -> list[dict[str, str]]:
     """The golden's messages: `turns` ({role, content}), or `users` / `replies` side by side."""
     turns = listed(golden.get("turns"))
     if isinstance(turns, list):
@@ -67,8 +67,8 @@ def _turns(golden: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-def _checks(golden: dict[str, Any]) -> list[dict[str, Any]]:
-    checks: list[dict[str, Any]] = []
+def _checks(golden: dict[str, object]) -> list[dict[str, object]]:
+    checks: list[dict[str, object]] = []
     outcome = golden.get("expected_outcome")
     if isinstance(outcome, str) and outcome.strip():
         checks.append({"llm-rubric": literal(f"goal success: by the end of the conversation, {outcome.strip()}"),
@@ -80,10 +80,10 @@ def _checks(golden: dict[str, Any]) -> list[dict[str, Any]]:
     return checks
 
 
-def _test(golden: dict[str, Any], index: int, notes: list[str]) -> dict[str, Any]:
+def _test(golden: dict[str, object], index: int, notes: list[str]) -> dict[str, object]:
     scenario = golden.get("scenario") or golden.get("name")
     name = str(scenario or f"golden {index + 1}")
-    test: dict[str, Any] = {"id": f"golden-{index + 1}-{slugify(name)[:40]}".rstrip("-"), "name": plain(name[:200])}
+    test: dict[str, object] = {"id": f"golden-{index + 1}-{slugify(name)[:40]}".rstrip("-"), "name": plain(name[:200])}
     meta = {k: golden[k] for k in ("context", "additional_metadata", "custom_column_key_values", "comments")
             if golden.get(k)}
     if meta:
@@ -115,7 +115,7 @@ def import_deepeval(path: Path, judge: Any = JUDGE) -> ImportedSuite:
     goldens = _load(path)
     notes: list[str] = []
     tests = [_test(g, i, notes) for i, g in enumerate(goldens)]
-    suite: dict[str, Any] = {"description": f"Imported from DeepEval goldens {path.name}"}
+    suite: dict[str, object] = {"description": f"Imported from DeepEval goldens {path.name}"}
     if any("assert" in t for t in tests):
         suite["judge"] = judge
     suite["tests"] = tests

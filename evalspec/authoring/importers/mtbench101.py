@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalspec.authoring.importers import ImportedSuite, literal, plain
+from evalspec.authoring.importers.shapes import Check, SuiteTest, SuiteTurn
 from evalspec.core.errors import ConfigError, Problem
 
 TASKS: dict[str, tuple[str, str]] = {
@@ -35,7 +36,22 @@ TASKS: dict[str, tuple[str, str]] = {
 _NOT_NAME = re.compile(r"[^\w-]")
 
 
-def read_dialogues(path: Path) -> list[dict[str, Any]]:
+class Exchange(TypedDict):
+    """One exchange of an MT-Bench-101 dialogue."""
+
+    user: str
+    bot: str
+
+
+class Dialogue(TypedDict, total=False):
+    """One MT-Bench-101 line, as `read_dialogues` checked it (`history` a non-empty list of exchanges)."""
+
+    task: str
+    id: object
+    history: list[Exchange]
+
+
+def read_dialogues(path: Path) -> list[Dialogue]:
     rows, problems = [], []
     for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         if not line.strip():
@@ -69,14 +85,14 @@ def judged_turns(task: str, turns: int) -> list[int]:
 
 def import_mtbench101(path: Path, judge: Any = "openai/gpt-4o-mini") -> list[ImportedSuite]:
     """One suite per task, in the order the tasks first appear."""
-    by_task: dict[str, list[dict[str, Any]]] = {}
+    by_task: dict[str, list[Dialogue]] = {}
     for row in read_dialogues(path):
         by_task.setdefault(str(row.get("task") or "unknown"), []).append(row)
     suites = []
     for task, rows in by_task.items():
         title, rubric = TASKS.get(task, (task, "The reply is as good as the reference reply for this conversation."))
         rubric += " Rate the reply from 1 (fails completely) to 10 (meets every criterion)."
-        tests: list[dict[str, Any]] = []
+        tests: list[SuiteTest] = []
         notes = [] if task in TASKS else [f"task '{task}' is not an MT-Bench-101 task: a generic rubric was used"]
         for row in rows:
             tid = f"{task}-{row.get('id', len(tests) + 1)}"
@@ -84,16 +100,16 @@ def import_mtbench101(path: Path, judge: Any = "openai/gpt-4o-mini") -> list[Imp
             if not turns:
                 notes.append(f"{tid}: a one-turn dialogue of a task whose first turn is not judged: left out")
                 continue
-            conversation: list[dict[str, Any]] = []
+            conversation: list[SuiteTurn] = []
             for k, turn in enumerate(row["history"], 1):  # the dialogue is sent as written
-                entry: dict[str, Any] = {"user": literal(turn["user"])}
+                entry: SuiteTurn = {"user": literal(turn["user"])}
                 if k in turns:
-                    check: dict[str, Any] = {"llm-rubric": rubric, "levels": dict(LEVELS)}
+                    check: Check = {"llm-rubric": rubric, "levels": dict(LEVELS)}
                     if task in NEED_REFERENCE or task not in TASKS:
                         check["reference"] = plain(turn["bot"])
                     entry["assert"] = [check]
                 conversation += [entry, {"assistant": literal(turn["bot"])}]
-            tests.append({"id": plain(tid), "tags": plain([task]), "matrix": {"turn": turns}, "reduce": "min",
+            tests.append({"id": plain(tid), "tags": plain([task]), "matrix": {"turn": [*turns]}, "reduce": "min",
                           "until_turn": "{{ turn }}", "conversation": conversation})
         if not tests:
             continue

@@ -22,11 +22,12 @@ from evalspec.authoring.importers.rasa_checks import (
     _state,
     slot_checks,
 )
+from evalspec.authoring.importers.shapes import mappings
 from evalspec.authoring.importers.yaml12 import load_yaml12
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
-DEFAULT_PROVIDER: dict[str, Any] = {"id": "rasa-bot", "rasa": {"url": "http://localhost:5005"}}
+DEFAULT_PROVIDER: dict[str, object] = {"id": "rasa-bot", "rasa": {"url": "http://localhost:5005"}}
 JUDGE = "openai/gpt-4o-mini"
 
 
@@ -41,9 +42,9 @@ class SourceRefused(ConfigError):
         return self.reason
 
 
-def _named(mapping: Any, key: str) -> dict[str, Any]:
+def _named(mapping: Any, key: str) -> dict[str, object]:
     """Rasa's `fixtures:` / `metadata:`: a list of one-key mappings (or a mapping) -> {name: value}."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     items = mapping if isinstance(mapping, list) else [mapping] if isinstance(mapping, dict) else []
     for item in items:
         if isinstance(item, dict):
@@ -51,9 +52,9 @@ def _named(mapping: Any, key: str) -> dict[str, Any]:
     return out
 
 
-def _slots(value: Any) -> dict[str, Any]:
+def _slots(value: Any) -> dict[str, object]:
     """A fixture's slots: a list of `{slot: value}` mappings (or one mapping)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for item in value if isinstance(value, list) else [value]:
         if isinstance(item, dict):
             out.update({str(k): v for k, v in item.items()})
@@ -72,10 +73,10 @@ def _flow_id(value: Any) -> tuple[str | None, bool]:
 
 
 class _Turn:
-    def __init__(self, entry: dict[str, Any]) -> None:
+    def __init__(self, entry: dict[str, object]) -> None:
         self.entry = entry
         self.bot_texts: list[str] = []
-        self.checks: list[dict[str, Any]] = []
+        self.checks: list[dict[str, object]] = []
         self.text_steps = 0  # bot / utter steps (a lone `bot:` is an equals check)
 
 
@@ -88,11 +89,11 @@ class _Converter:
     def note(self, where: str, text: str) -> None:
         self.notes.append(f"{where}: {text}")
 
-    def bot_uttered(self, value: Any, where: str, negated: bool) -> list[dict[str, Any]]:
+    def bot_uttered(self, value: Any, where: str, negated: bool) -> list[dict[str, object]]:
         if not isinstance(value, dict):
             self.note(where, f"{'bot_did_not_utter' if negated else 'bot_uttered'} {value!r}: expected a mapping")
             return []
-        checks: list[dict[str, Any]] = []
+        checks: list[dict[str, object]] = []
         if value.get("utter_name") is not None:
             checks.append(_state(_has("utterances", str(value["utter_name"])), negated))
         if value.get("text_matches") is not None:
@@ -109,7 +110,7 @@ class _Converter:
             self.note(where, f"bot_uttered {other}: not converted")
         return checks
 
-    def assertion(self, item: Any, where: str) -> list[dict[str, Any]]:
+    def assertion(self, item: Any, where: str) -> list[dict[str, object]]:
         if not isinstance(item, dict) or len(item) != 1:
             self.note(where, f"assertion {item!r}: expected a one-key mapping")
             return []
@@ -144,7 +145,7 @@ class _Converter:
                 truth = spec.get("ground_truth")
                 rubric = ("The reply is grounded: every factual claim in it is supported by "
                           + (f"this ground truth: {truth}" if truth else "the bot's knowledge sources, none invented"))
-            check: dict[str, Any] = {"llm-rubric": literal(rubric)}
+            check: dict[str, object] = {"llm-rubric": literal(rubric)}
             if spec.get("threshold") is not None:
                 check["threshold"] = float(spec["threshold"])
             for other in sorted(set(spec) - {"threshold", "ground_truth"}):
@@ -153,11 +154,11 @@ class _Converter:
         self.note(where, f"assertion {kind}: not converted")
         return []
 
-    def test(self, case: dict[str, Any], index: int, fixtures: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    def test(self, case: dict[str, Any], index: int, fixtures: dict[str, object], metadata: dict[str, object]) -> dict[str, object]:
         name = str(case.get("test_case") or f"test case {index + 1}")
-        test: dict[str, Any] = {"id": slugify(name)[:60] or f"case-{index + 1}", "name": plain(name)}
+        test: dict[str, object] = {"id": slugify(name)[:60] or f"case-{index + 1}", "name": plain(name)}
         where = f"test_case '{name}'"
-        slots: dict[str, Any] = {}
+        slots: dict[str, object] = {}
         for fixture in case.get("fixtures") or []:
             if str(fixture) in fixtures:
                 slots.update(_slots(fixtures[str(fixture)]))
@@ -180,7 +181,7 @@ class _Converter:
                 if isinstance(user, dict):
                     step_meta_ref = user.get("metadata", step_meta_ref)
                     user = user.get("text")
-                entry: dict[str, Any] = {"user": literal(str(user if user is not None else ""))}
+                entry: dict[str, object] = {"user": literal(str(user if user is not None else ""))}
                 meta = {**case_meta, **self._metadata(step_meta_ref, metadata, at)}
                 if meta:
                     entry["metadata"] = plain(meta)
@@ -210,7 +211,7 @@ class _Converter:
                 self.note(at, f"step {next(iter(step), '?')}: not converted")
         conversation = []
         for turn in turns:
-            texts: list[dict[str, Any]] = []
+            texts: list[dict[str, object]] = []
             for text in turn.bot_texts:
                 if turn.text_steps == 1:
                     texts.append({"equals": literal(" ".join(text.split()))})
@@ -223,13 +224,13 @@ class _Converter:
         test["conversation"] = conversation
         return test
 
-    def _metadata(self, ref: Any, metadata: dict[str, Any], where: str) -> dict[str, Any]:
+    def _metadata(self, ref: Any, metadata: dict[str, object], where: str) -> dict[str, object]:
         if ref is None:
             return {}
         if isinstance(ref, dict):
             return ref
-        if str(ref) in metadata and isinstance(metadata[str(ref)], dict):
-            return dict(metadata[str(ref)])
+        if isinstance(found := metadata.get(str(ref)), dict):
+            return dict(found)
         self.note(where, f"metadata '{ref}' is not defined in the file's metadata:")
         return {}
 
@@ -278,10 +279,11 @@ def import_rasa_file(path: Path, filename: str, provider: str | None = None, jud
     tests = [conv.test(c, i, fixtures, metadata) for i, c in enumerate(data["test_cases"]) if isinstance(c, dict)]
     seen: dict[str, int] = {}
     for test in tests:
-        n = seen[test["id"]] = seen.get(test["id"], 0) + 1
+        tid = str(test["id"])
+        n = seen[tid] = seen.get(tid, 0) + 1
         if n > 1:
             test["id"] = f"{test['id']}-{n}"
-    suite: dict[str, Any] = {"description": f"Imported from Rasa end-to-end tests {path.name}",
+    suite: dict[str, object] = {"description": f"Imported from Rasa end-to-end tests {path.name}",
                              "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER]}
     if conv.judged:
         suite["judge"] = judge
@@ -290,24 +292,25 @@ def import_rasa_file(path: Path, filename: str, provider: str | None = None, jud
     return ImportedSuite(filename=filename, data=suite, not_converted=notes, source=path.name)
 
 
-def _import_stories(path: Path, filename: str, data: dict[str, Any], provider: str | None) -> ImportedSuite:
+def _import_stories(path: Path, filename: str, data: dict[str, object], provider: str | None) -> ImportedSuite:
     """Rasa 3 test stories -> one suite, a test per story; training stories (no `user` step) are refused."""
     from evalspec.authoring.importers.rasa_stories import story_test
 
-    stories = [s for s in data["stories"] if isinstance(s, dict)]
-    if not any(isinstance(step, dict) and "user" in step for s in stories for step in s.get("steps") or []):
+    stories = mappings(data["stories"])
+    if not any("user" in step for s in stories for step in mappings(s.get("steps"))):
         raise SourceRefused("training stories (no user: step): nothing to send, not a test file")
     notes: list[str] = []
     counts = [0, 0]
     tests = [story_test(s, i, notes, counts) for i, s in enumerate(stories)]
     seen: dict[str, int] = {}
     for test in tests:
-        n = seen[test["id"]] = seen.get(test["id"], 0) + 1
+        tid = str(test["id"])
+        n = seen[tid] = seen.get(tid, 0) + 1
         if n > 1:
             test["id"] = f"{test['id']}-{n}"
     for other in sorted(set(data) - {"stories", "version"}):
         notes.append(f"top-level {other}: not converted")
-    suite: dict[str, Any] = {"description": f"Imported from Rasa test stories {path.name}",
+    suite: dict[str, object] = {"description": f"Imported from Rasa test stories {path.name}",
                              "providers": [provider_from_spec(provider) if provider else DEFAULT_PROVIDER],
                              "tests": tests}
     return ImportedSuite(filename=filename, data=suite, not_converted=notes, source=path.name,

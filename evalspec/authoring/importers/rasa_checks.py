@@ -25,7 +25,7 @@ def _has(key: str, value: str) -> str:
     return f"contains({key}, {jp_literal(value)})"
 
 
-def _state(expr: str, negated: bool = False) -> dict[str, Any]:
+def _state(expr: str, negated: bool = False) -> dict[str, object]:
     return {("not-state" if negated else "state"): plain(expr)}
 
 
@@ -42,7 +42,7 @@ def _slot_items(value: Any) -> list[tuple[str, bool, Any]]:
     return out
 
 
-def slot_checks(value: Any, negated: bool) -> list[dict[str, Any]]:
+def slot_checks(value: Any, negated: bool) -> list[dict[str, object]]:
     checks = []
     for name, has_value, slot_value in _slot_items(value):
         key = f"slots_set.{jp_field(name)}"

@@ -44,7 +44,7 @@ def strip_entities(text: str) -> tuple[str, list[tuple[str, str]]]:
     return _ENTITY.sub(one, text), found
 
 
-def in_order(actions: list[str]) -> dict[str, Any]:
+def in_order(actions: list[str]) -> dict[str, object]:
     """A state check that `actions` appear in the turn's `actions` in this order, others between them
     allowed: a regex over the list as JSON text (`["a", "x", "b"]`), as `matches` reads a list."""
     any_item = r'"(?:[^"\\]|\\.)*"'
@@ -55,7 +55,7 @@ def in_order(actions: list[str]) -> dict[str, Any]:
 def intent_message(step: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     """(the message, [(entity, value)]) of a story step that gives an intent and no text: `/intent`, with
     the step's `entities` (`[{city: 北京}]`) as `/intent{"city": "北京"}`, as Rasa parses such a message."""
-    entities: dict[str, Any] = {}
+    entities: dict[str, object] = {}
     for item in step.get("entities") or []:
         if isinstance(item, dict):
             entities.update({str(k): v for k, v in item.items()})
@@ -64,18 +64,18 @@ def intent_message(step: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
 
 
 class _StoryTurn:
-    def __init__(self, entry: dict[str, Any]) -> None:
+    def __init__(self, entry: dict[str, object]) -> None:
         self.entry = entry
-        self.checks: list[dict[str, Any]] = []
+        self.checks: list[dict[str, object]] = []
         self.actions: list[str] = []
         self.loops: list[Any] = []
 
 
-def story_test(story: dict[str, Any], index: int, notes: list[str], counts: list[int]) -> dict[str, Any]:
+def story_test(story: dict[str, Any], index: int, notes: list[str], counts: list[int]) -> dict[str, object]:
     """One story -> one test. `counts` is [checks kept, checks not converted], added to."""
     name = str(story.get("story") or f"story {index + 1}")
     where = f"story '{name}'"
-    test: dict[str, Any] = {"id": slugify(name)[:60] or f"story-{index + 1}", "name": plain(name)}
+    test: dict[str, object] = {"id": slugify(name)[:60] or f"story-{index + 1}", "name": plain(name)}
     turns: list[_StoryTurn] = []
 
     def lost(at: str, text: str) -> None:

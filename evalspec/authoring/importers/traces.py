@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from evalspec.authoring.importers.shapes import mappings
 from evalspec.config.recorded import BadToolCalls, content_text, tool_calls_of
 from evalspec.core.errors import ConfigError, ControlFlow, Problem
 from evalspec.core.exitcodes import ExitCode
@@ -45,8 +46,8 @@ class Exchange:
     key: str  # the span's trace id or the trace's id: an anonymous conversation's id
     start: int | None  # unix nanoseconds
     conversation: str | None
-    messages: list[dict[str, Any]]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, object]]
+    metadata: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,8 +55,8 @@ class Conversation:
     id: str
     start: int | None
     last: int | None
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, object]] = field(default_factory=list)
+    metadata: dict[str, object] = field(default_factory=dict)
 
     def add(self, exchange: Exchange) -> None:
         """The exchange's messages after the longest prefix they share with the conversation so far."""
@@ -68,7 +69,7 @@ class Conversation:
         self.last = exchange.start if exchange.start is not None else self.last
 
 
-def _same(message: dict[str, Any]) -> tuple[Any, ...]:
+def _same(message: dict[str, object]) -> tuple[Any, ...]:
     """What makes two messages one (call ids aside: instrumentations do not always keep them)."""
     calls = tuple((c["name"], json.dumps(c["arguments"], sort_keys=True, ensure_ascii=False))
                   for c in tool_calls_of(message.get("tool_calls") or [], 0))
@@ -99,7 +100,7 @@ def _json_text(value: Any) -> Any:
             raise Unconvertible(f"not JSON ({exc.msg} at column {exc.colno}): {value[:120]!r}") from None
 
 
-def chat_messages(raw: Any, what: str, notes: list[str]) -> list[dict[str, Any]]:
+def chat_messages(raw: Any, what: str, notes: list[str]) -> list[dict[str, object]]:
     """A list of messages — OTel's parts-based ones or OpenAI chat messages — as OpenAI chat messages
     (tool calls `{id, type: function, function: {name, arguments}}`, one `tool` message per result)."""
     raw = _json_text(raw)
@@ -107,7 +108,7 @@ def chat_messages(raw: Any, what: str, notes: list[str]) -> list[dict[str, Any]]
         raw = [raw]
     if not isinstance(raw, list):
         raise Unconvertible(f"{what} is {type(raw).__name__}, not a list of messages")
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for k, message in enumerate(raw, 1):
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             role = message.get("role") if isinstance(message, dict) else message
@@ -123,20 +124,20 @@ def chat_messages(raw: Any, what: str, notes: list[str]) -> list[dict[str, Any]]
     return out
 
 
-def _openai(message: dict[str, Any]) -> dict[str, Any]:
+def _openai(message: dict[str, object]) -> dict[str, object]:
     kept = {k: message[k] for k in ("role", "content", "tool_calls", "tool_call_id", "finish_reason")
             if message.get(k) is not None}
     kept.setdefault("content", None)
     return kept
 
 
-def _from_parts(message: dict[str, Any], what: str, notes: list[str]) -> list[dict[str, Any]]:
+def _from_parts(message: dict[str, object], what: str, notes: list[str]) -> list[dict[str, object]]:
     role, parts = message["role"], message.get("parts")
     if not isinstance(parts, list):
         raise Unconvertible(f"{what}: parts is {type(parts).__name__}, not a list")
     texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
+    calls: list[dict[str, object]] = []
+    results: list[dict[str, object]] = []
     for p, part in enumerate(parts, 1):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text" and isinstance(part.get("content"), str):
@@ -156,7 +157,7 @@ def _from_parts(message: dict[str, Any], what: str, notes: list[str]) -> list[di
                          "a tool result")
     if results:
         return results if not texts else [*results, {"role": role, "content": "\n".join(texts)}]
-    out: dict[str, Any] = {"role": role, "content": "\n".join(texts) if texts else None}
+    out: dict[str, object] = {"role": role, "content": "\n".join(texts) if texts else None}
     if calls:
         out["tool_calls"] = calls
     if isinstance(message.get("finish_reason"), str):
@@ -164,7 +165,7 @@ def _from_parts(message: dict[str, Any], what: str, notes: list[str]) -> list[di
     return [out]
 
 
-def _reply(messages: list[dict[str, Any]], name: str, notes: list[str]) -> list[dict[str, Any]]:
+def _reply(messages: list[dict[str, object]], name: str, notes: list[str]) -> list[dict[str, object]]:
     """An exchange's reply: its first output message (other choices named); none is no reply, kept as a
     null assistant message so that grading calls it an error rather than an empty reply."""
     if not messages:
@@ -194,7 +195,7 @@ def _any_value(value: Any) -> Any:
     return None
 
 
-def _attributes(raw: Any) -> dict[str, Any]:
+def _attributes(raw: Any) -> dict[str, object]:
     return {a["key"]: _any_value(a.get("value")) for a in raw or [] if isinstance(a, dict) and "key" in a}
 
 
@@ -216,7 +217,7 @@ def _otlp_requests(path: Path, text: str) -> list[Any]:
 
 
 def otel_exchanges(path: Path, text: str, notes: list[str], counts: dict[str, int]) -> Iterator[Exchange]:
-    spans: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = []
+    spans: list[tuple[str, dict[str, object], dict[str, object], dict[str, object]]] = []
     for r, request in enumerate(_otlp_requests(path, text)):
         if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
             raise ConfigError([Problem(str(path), None, "", "not an OTLP JSON trace export: expected an object "
@@ -256,11 +257,11 @@ def otel_exchanges(path: Path, text: str, notes: list[str], counts: dict[str, in
                        [*(sent or []), *_reply(got or [], name, notes)], metadata)
 
 
-def _span_messages(span: dict[str, Any], attrs: dict[str, Any], name: str,
-                   notes: list[str]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+def _span_messages(span: dict[str, object], attrs: dict[str, object], name: str,
+                   notes: list[str]) -> tuple[list[dict[str, object]] | None, list[dict[str, object]] | None]:
     """What a span sent and got: `gen_ai.input/output.messages`, else the older `gen_ai.prompt` /
     `gen_ai.completion` (span events, span attributes, or one attribute per field)."""
-    events = {e.get("name"): _attributes(e.get("attributes")) for e in span.get("events") or [] if isinstance(e, dict)}
+    events = {e.get("name"): _attributes(e.get("attributes")) for e in mappings(span.get("events"))}
     sent_raw = attrs.get("gen_ai.input.messages", attrs.get("gen_ai.prompt",
                          events.get("gen_ai.content.prompt", {}).get("gen_ai.prompt")))
     got_raw = attrs.get("gen_ai.output.messages", attrs.get("gen_ai.completion",
@@ -271,9 +272,9 @@ def _span_messages(span: dict[str, Any], attrs: dict[str, Any], name: str,
     return sent, got
 
 
-def _flat_messages(attrs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def _flat_messages(attrs: dict[str, object]) -> dict[str, list[dict[str, object]]]:
     """OpenLLMetry's `gen_ai.prompt.0.role`, `gen_ai.completion.0.tool_calls.0.name`, ... as messages."""
-    found: dict[str, dict[int, dict[str, Any]]] = {}
+    found: dict[str, dict[int, dict[str, Any]]] = {}  # a slot holds its fields and its calls' fields
     for key, value in attrs.items():
         if m := _FLAT.match(key):
             slot = found.setdefault(m[1], {}).setdefault(int(m[2]), {})
@@ -283,7 +284,7 @@ def _flat_messages(attrs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
                 call[c[2]] = value
             else:
                 slot[m[3]] = value
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[dict[str, object]]] = {}
     for kind, slots in found.items():
         messages = []
         for _, slot in sorted(slots.items()):
@@ -331,12 +332,14 @@ def langfuse_exchanges(path: Path, text: str, notes: list[str], counts: dict[str
         yield exchange
 
 
-def _trace_exchange(trace: dict[str, Any], name: str, notes: list[str]) -> Exchange | None:
+def _trace_exchange(trace: dict[str, object], name: str, notes: list[str]) -> Exchange | None:
     given, answer = trace.get("input"), trace.get("output")
     if given is None and answer is None:
         return None
     if isinstance(given, dict) and isinstance(given.get("messages"), list):
         given = given["messages"]
+    sent: list[dict[str, object]]
+    got: list[dict[str, object]]
     if isinstance(given, str):
         sent = [{"role": "user", "content": given}]
     elif isinstance(given, list):

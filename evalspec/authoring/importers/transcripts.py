@@ -22,6 +22,7 @@ import yaml
 
 from evalspec.authoring.importers import STUB_FILE, STUB_SOURCE, ImportRefused, dump_yaml, literal, plain
 from evalspec.authoring.importers.appending import append_items, first_document
+from evalspec.authoring.importers.shapes import mapping, mappings
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.portable import portable
 
@@ -34,12 +35,12 @@ class Source:
     """One conversation to turn into a test: its id, user turns, states and what failed on it."""
 
     id: str
-    turns: list[dict[str, Any]]  # {"text", "label"?, "state"?}
+    turns: list[dict[str, object]]  # {"text", "label"?, "state"?}
     failed: list[str] = field(default_factory=list)
     origin: str = ""  # "provider p in run R"
     asserts: list[Any] = field(default_factory=list)  # the source test's own test-level rules, as written
     turn_asserts: dict[int, list[Any]] = field(default_factory=dict)  # user turn index -> its rules, as written
-    conditions: dict[str, Any] = field(default_factory=dict)  # CONDITIONS of the source test, as written
+    conditions: dict[str, object] = field(default_factory=dict)  # CONDITIONS of the source test, as written
     providers: list[str] = field(default_factory=list)  # the source suite's providers it was played on
 
 
@@ -48,14 +49,14 @@ class SourceSuite:
     """What a new suite copies from the suite the conversations came from."""
 
     path: Path | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, object] = field(default_factory=dict)
 
 
 def _problem(path: Path, message: str) -> ConfigError:
     return ConfigError([Problem(str(path), None, "", message)])
 
 
-def _label(patterns: dict[str, str], turns: list[dict[str, Any]]) -> None:
+def _label(patterns: dict[str, str], turns: list[dict[str, object]]) -> None:
     """Give each `labels:` pattern's first matching user turn that label (a turn's own label is kept)."""
     from evalspec.config.recorded import label_turns
 
@@ -65,10 +66,10 @@ def _label(patterns: dict[str, str], turns: list[dict[str, Any]]) -> None:
             turns[i]["label"] = name
 
 
-def _failed_rules(record: dict[str, Any]) -> list[str]:
+def _failed_rules(record: dict[str, object]) -> list[str]:
     out = []
-    for a in record.get("assertions") or []:
-        if isinstance(a, dict) and a.get("pass") is False:
+    for a in mappings(record.get("assertions")):
+        if a.get("pass") is False:
             value = a.get("value")
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
             turn = f" (turn {a['turn']})" if a.get("turn") is not None else ""
@@ -78,16 +79,14 @@ def _failed_rules(record: dict[str, Any]) -> list[str]:
     return out
 
 
-def _turns_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _turns_of(messages: object) -> list[dict[str, object]]:
     """User turns (with their label), each with the state of the reply that answered it."""
-    turns: list[dict[str, Any]] = []
-    for m in messages:
-        if not isinstance(m, dict):
-            continue
+    turns: list[dict[str, object]] = []
+    for m in mappings(messages):
         if m.get("role") == "user":
             from evalspec.config.recorded import content_text
 
-            turn: dict[str, Any] = {"text": content_text(m.get("content"))}
+            turn: dict[str, object] = {"text": content_text(m.get("content"))}
             if m.get("label"):
                 turn["label"] = str(m["label"])
             turns.append(turn)
@@ -128,9 +127,9 @@ def from_run(path: Path, ids: list[str] | None, data: dict[str, Any] | None = No
     if found is not None:
         loaded = yaml.safe_load(found.read_text(encoding="utf-8"))
         source = SourceSuite(found, loaded if isinstance(loaded, dict) else {})
-    patterns = {str(k): str(v) for k, v in (source.data.get("labels") or {}).items()}
-    known = [str(p.get("id")) for p in source.data.get("providers") or [] if isinstance(p, dict)]
-    groups: dict[str, list[dict[str, Any]]] = {}
+    patterns = {str(k): str(v) for k, v in mapping(source.data.get("labels")).items()}
+    known = [str(p.get("id")) for p in mappings(source.data.get("providers"))]
+    groups: dict[str, list[dict[str, object]]] = {}
     for r in chosen:  # the providers and repeats of one instance: one test
         groups.setdefault(str(r.get("test_id")), []).append(r)
     out = []
@@ -138,7 +137,7 @@ def from_run(path: Path, ids: list[str] | None, data: dict[str, Any] | None = No
         # the conversation that went wrong is the one replayed, on the providers it went wrong on
         bad = [r for r in group if r.get("status") in ("failed", "error")]
         r = (bad or group)[0]
-        turns = _turns_of(r.get("transcript") or [])
+        turns = _turns_of(r.get("transcript"))
         _label(patterns, turns)
         test = _source_test(source.data, r)
         played_on = {str(g.get("provider")) for g in bad or group}
@@ -149,19 +148,19 @@ def from_run(path: Path, ids: list[str] | None, data: dict[str, Any] | None = No
     return out, source
 
 
-def _source_test(suite: dict[str, Any], record: dict[str, Any]) -> dict[str, Any] | None:
+def _source_test(suite: dict[str, object], record: dict[str, object]) -> dict[str, object] | None:
     """The source suite's test a record was played from, as written (a matrix test's rules may name its
     matrix values: `conditions_of` gives the instance's values as vars)."""
-    return next((t for t in suite.get("tests") or [] if isinstance(t, dict)
-                 and str(t.get("id")) in (str(record.get("test")), str(record.get("base_id")))), None)
+    return next((t for t in mappings(suite.get("tests"))
+                 if str(t.get("id")) in (str(record.get("test")), str(record.get("base_id")))), None)
 
 
-def conditions_of(suite: dict[str, Any], test: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
+def conditions_of(suite: dict[str, object], test: dict[str, object] | None, record: dict[str, object]) -> dict[str, object]:
     """What the conversation was played under, as the source suite writes it, so that the new test replays
     it (docs/en/importers.md#tests-from-conversations): the vars it saw (the suite's, the test's, its matrix
     instance's), the test's `state:` seed and `tool_results:` stubs. Copied as written: they are evalspec's
     own syntax already (a `${ENV}` stays a reference), never escaped as imported text."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     matrix = _mapping(record.get("matrix"))
     variables = {**_mapping(suite.get("vars")), **_mapping((test or {}).get("vars")), **matrix}
     if variables:
@@ -172,17 +171,18 @@ def conditions_of(suite: dict[str, Any], test: dict[str, Any] | None, record: di
     return out
 
 
-def _mapping(value: Any) -> dict[str, Any]:
+def _mapping(value: Any) -> dict[str, object]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _own_rules(test: dict[str, Any] | None) -> list[Any]:
+def _own_rules(test: dict[str, object] | None) -> list[Any]:
     """The source test's test-level `assert:` as written, so the new test checks what the source checked
     (SPEC §25, §19: never hollow)."""
-    return list(test["assert"]) if test and isinstance(test.get("assert"), list) else []
+    rules = test.get("assert") if test else None
+    return list(rules) if isinstance(rules, list) else []
 
 
-def _turn_rules(test: dict[str, Any] | None, user_turns: int) -> dict[int, list[Any]]:
+def _turn_rules(test: dict[str, object] | None, user_turns: int) -> dict[int, list[Any]]:
     """The source test's turn-level rules by user turn, when its conversation is plain `user:`/`assistant:`
     entries with as many user turns as were played (a fragment, filler or click would shift them)."""
     entries = test.get("conversation") if test else None
@@ -209,19 +209,19 @@ def from_jsonl(path: Path, ids: list[str] | None) -> list[Source]:
     return found
 
 
-def _state_check(state: dict[str, Any] | None, path: str) -> dict[str, Any]:
+def _state_check(state: object, path: str) -> dict[str, object]:
     import jmespath
 
     value = jmespath.search(path, state or {})
     return {"state": {"path": path, "equals": value} if value is not None else {"path": path, "exists": False}}
 
 
-def test_of(source: Source, test_id: str, expect_state: list[str]) -> dict[str, Any]:
+def test_of(source: Source, test_id: str, expect_state: list[str]) -> dict[str, object]:
     """The draft test: the conversation's user turns (its text sent as written), the source test's rules and
     conditions, the provider it was played on."""
     conversation = []
     for i, turn in enumerate(source.turns):
-        entry: dict[str, Any] = {"user": literal(turn["text"])}
+        entry: dict[str, object] = {"user": literal(turn["text"])}
         if turn.get("label"):
             entry["label"] = plain(turn["label"])
         rules = list(source.turn_asserts.get(i, [])) + [literal(_state_check(turn.get("state"), p))
@@ -229,7 +229,7 @@ def test_of(source: Source, test_id: str, expect_state: list[str]) -> dict[str, 
         if rules:
             entry["assert"] = rules
         conversation.append(entry)
-    test: dict[str, Any] = {"id": test_id, "draft": True}
+    test: dict[str, object] = {"id": test_id, "draft": True}
     if source.providers:
         test["providers"] = list(source.providers)
     test.update({key: source.conditions[key] for key in CONDITIONS if key in source.conditions})
@@ -308,11 +308,11 @@ def new_suite(sources: list[Source], source: SourceSuite, out: Path, expect_stat
     """A new suite's text, the extra files to write beside it, and notes for stderr."""
     data = source.data
     given = portable(Path(given).absolute(), out.parent)  # never this machine's absolute path (docs/en/importers.md#portable-files)
-    head: dict[str, Any] = {"description": f"Tests from conversations in {given}"}
+    head: dict[str, object] = {"description": f"Tests from conversations in {given}"}
     notes: list[str] = []
     files: dict[str, str] = {}
-    providers = data.get("providers") if isinstance(data.get("providers"), list) else None
-    if providers and source.path is not None:
+    providers = data.get("providers")
+    if isinstance(providers, list) and providers and source.path is not None:
         head["providers"] = _relocated(providers, source.path.parent, out.parent)
     else:
         head["providers"] = [{"id": "stub", "python": f"{STUB_FILE}:respond"}]
@@ -324,7 +324,7 @@ def new_suite(sources: list[Source], source: SourceSuite, out: Path, expect_stat
     for key in ("judge", "simulator", "embedder"):  # what the copied rules may need to be graded
         if data.get(key) is not None:
             head[key] = data[key]
-    if not (head.get("defaults") or {}).get("assert") and not expect_state and not any(s.asserts or s.turn_asserts for s in sources):
+    if not mapping(head.get("defaults")).get("assert") and not expect_state and not any(s.asserts or s.turn_asserts for s in sources):
         notes.append("the tests check nothing yet: add rules under defaults: or give --expect-state")
     top = [f"# Imported by evalspec from {given}" + (f" (suite {portable(source.path.absolute(), out.parent)})" if source.path else "")]
     top += [f"# Note: {n}" for n in notes]
@@ -348,16 +348,17 @@ def _items_text(items: list[Any], indent: str) -> str:
     return "".join(indent + line + "\n" for line in dump_yaml(items).rstrip("\n").split("\n"))
 
 
-def _missing_providers(sources: list[Source], source: SourceSuite, target: dict[str, Any],
+def _missing_providers(sources: list[Source], source: SourceSuite, target: dict[str, object],
                        out: Path) -> tuple[list[Any], list[str]]:
     """The source's providers the tests run on that the target suite lacks (to add to it, relocated), and
     a note for each one it has under the same id with another configuration."""
     wanted = {p for s in sources for p in s.providers}
     if not wanted or source.path is None:
         return [], []
-    entries = [p for p in _relocated(list(source.data.get("providers") or []), source.path.parent, out.parent)
+    listed = source.data.get("providers")
+    entries = [p for p in _relocated(list(listed) if isinstance(listed, list) else [], source.path.parent, out.parent)
                if isinstance(p, dict) and str(p.get("id")) in wanted]
-    have = {str(p.get("id")): p for p in target.get("providers") or [] if isinstance(p, dict)}
+    have = {str(p.get("id")): p for p in mappings(target.get("providers"))}
     notes = [f"provider '{p['id']}' of {out} is not the one the conversation was played on ({source.path}): "
              "the test runs on the suite's" for p in entries if str(p.get("id")) in have and have[str(p["id"])] != p]
     return [p for p in entries if str(p.get("id")) not in have], notes

@@ -33,13 +33,14 @@ from evalspec.authoring.importers.promptfoo.providers import Providers, uuid_var
 from evalspec.authoring.importers.promptfoo.redteam import RedTeam, redteam_tests
 from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
 from evalspec.authoring.importers.promptfoo.testfiles import TestFiles
+from evalspec.authoring.importers.shapes import Check, SuiteTest, SuiteTurn, mapping
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
 SIMULATED_USER = "promptfoo:simulated-user"
 
 
-def _simulated_user(provider: Any) -> dict[str, Any] | None:
+def _simulated_user(provider: Any) -> dict[str, object] | None:
     """`defaultTest.provider: promptfoo:simulated-user` (its config), or None."""
     pid = provider if isinstance(provider, str) else provider.get("id") if isinstance(provider, dict) else None
     if pid != SIMULATED_USER:
@@ -48,16 +49,18 @@ def _simulated_user(provider: Any) -> dict[str, Any] | None:
     return config if isinstance(config, dict) else {}
 
 
-def _simulate_test(entry: dict[str, Any], raw: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def _simulate_test(entry: SuiteTest, raw: dict[str, object], config: dict[str, object]) -> SuiteTest:
     """A test promptfoo's simulated user plays: its `instructions` var is the persona, its description the
     goal, its checks the test's (on the whole conversation); the prompt is the agent's system message."""
-    variables: dict[str, Any] = raw["vars"] if isinstance(raw.get("vars"), dict) else {}
+    variables = mapping(raw.get("vars"))
     persona = variables.get("instructions") or raw.get("description") or "a customer"
     turns = config.get("maxTurns")
-    out = {k: v for k, v in entry.items() if k not in ("conversation", "vars")}
+    out = entry.copy()
+    out.pop("conversation", None)
+    out.pop("vars", None)
     out["simulate"] = {"persona": plain(str(persona)), "goal": plain(str(raw.get("description") or persona)),
                        "max_turns": turns if isinstance(turns, int) and 1 <= turns <= 50 else 10}
-    asserts = [a for turn in entry["conversation"] for a in turn.get("assert", [])]
+    asserts = [a for turn in entry.get("conversation", []) for a in turn.get("assert", [])]
     if asserts:
         out["assert"] = asserts
     return out
@@ -75,12 +78,17 @@ def _captured(text: Any) -> Any:
 
 
 
+def _history_turn(role: str, text: object) -> SuiteTurn:
+    """A message of a prompt's history as a turn written before the test's own."""
+    return {"assistant": text} if role == "assistant" else {"user": text}
+
+
 def entry_name(group: str) -> str:
     """A test's name from its group key (a single-turn test's key ends in `\\x00` and its index)."""
     return group.split("\x00")[0]
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> dict[str, object]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
@@ -97,15 +105,15 @@ def _load(path: Path) -> dict[str, Any]:
 SYSTEM_VAR = "system_prompt"
 
 
-def _system_per_test(by_group: dict[str, dict[str, Any]], systems: dict[str, str], default_vars: dict[str, Any]) -> str:
+def _system_per_test(by_group: dict[str, SuiteTest], systems: dict[str, str], default_vars: dict[str, object]) -> str:
     """A system message that differs between tests (promptfoo renders it with each test's vars): each test's
     own as a var the model providers' `system:` names (evalspec renders a provider's system prompt with the
     test's vars); that `system:` template."""
-    taken = set(default_vars) | {k for entry in by_group.values() for k in entry.get("vars", {})}
+    taken = set(default_vars) | {k for entry in by_group.values() for k in mapping(entry.get("vars"))}
     name = next(n for n in itertools.chain([SYSTEM_VAR], (f"{SYSTEM_VAR}_{k}" for k in itertools.count(2)))
                 if n not in taken)
     for group, entry in by_group.items():
-        entry["vars"] = {**entry.get("vars", {}), name: plain(systems.get(group, ""))}  # "": none is sent
+        entry["vars"] = {**mapping(entry.get("vars")), name: plain(systems.get(group, ""))}  # "": none is sent
     return "{{ " + name + " }}"
 
 
@@ -130,17 +138,17 @@ class ImportedTurn:
     prompt: int  # the prompt's number (1 for the first)
     index: int  # the test's index in the config's tests
     group: str  # the written test it is a turn of (a single-turn test's ends in `\x00` and its index)
-    test: dict[str, Any]  # the source test, its `file://` vars read
-    asserts: list[dict[str, Any]]  # its checks, converted
+    test: dict[str, object]  # the source test, its `file://` vars read
+    asserts: list[Check]  # its checks, converted
     messages: list[dict[str, str]]  # the rendered prompt: history, then the user's message
-    own_vars: dict[str, Any]  # the test's own vars (not the history's)
+    own_vars: dict[str, object]  # the test's own vars (not the history's)
 
 
 @dataclass
 class Conversion:
     """One config's import, phase by phase: what each phase reads of the config and what it makes."""
 
-    data: dict[str, Any]
+    data: dict[str, object]
     path: Path
     source: Source  # what every part shares: notes, problems, the files written beside the suite
     # the parts, each in a module of its own
@@ -148,25 +156,25 @@ class Conversion:
     test_part: TestFiles
     prompt_part: Prompts
     check_part: Checks
-    providers: list[dict[str, Any]] = field(default_factory=list)
+    providers: list[dict[str, object]] = field(default_factory=list)
     prompts: list[Any] = field(default_factory=list)
-    default: dict[str, Any] = field(default_factory=dict)  # defaultTest
-    default_vars: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)  # defaultTest.options
+    default: dict[str, object] = field(default_factory=dict)  # defaultTest
+    default_vars: dict[str, object] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)  # defaultTest.options
     tests_raw: list[Any] = field(default_factory=list)
     judge: Any = None
     multi_turn: bool = False
     turns: list[ImportedTurn] = field(default_factory=list)
-    best_items: dict[int, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)  # `select-best`s
-    compared: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    simulated: dict[str, Any] | None = None
+    best_items: dict[int, list[tuple[int, dict[str, object]]]] = field(default_factory=dict)  # `select-best`s
+    compared: dict[int, list[Check]] = field(default_factory=dict)
+    simulated: dict[str, object] | None = None
     system: str | None = None
-    tests: list[dict[str, Any]] = field(default_factory=list)  # the written tests
-    by_group: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tests: list[SuiteTest] = field(default_factory=list)  # the written tests
+    by_group: dict[str, SuiteTest] = field(default_factory=dict)
     systems: dict[str, str] = field(default_factory=dict)  # each written test's system message (by group)
     checked: set[str] = field(default_factory=set)  # the groups whose source has a check of its own
-    suite: dict[str, Any] = field(default_factory=dict)
-    default_asserts: list[dict[str, Any]] = field(default_factory=list)
+    suite: dict[str, object] = field(default_factory=dict)
+    default_asserts: list[Check] = field(default_factory=list)
 
 
 def import_promptfoo(path: Path, out_dir: Path) -> ImportedSuite:
@@ -202,7 +210,7 @@ def _read_prompts_and_tests(c: Conversion) -> None:
     c.prompts = c.prompt_part.prompts(c.data.get("prompts"))
     c.default = c.test_part.default_test(c.data.get("defaultTest"))
     if isinstance(c.default.get("vars"), dict):
-        c.default_vars = c.test_part.var_files(dict(c.default["vars"]), "defaultTest")
+        c.default_vars = c.test_part.var_files(dict(mapping(c.default["vars"])), "defaultTest")
     c.tests_raw = c.test_part.var_combinations(c.test_part.external_tests(c.data.get("tests") or [])
                                            + c.test_part.scenario_tests(c.data.get("scenarios")), c.default_vars)
     for key in sorted(set(c.data) - {"description", "prompts", "providers", "targets", "tests", "defaultTest",
@@ -213,7 +221,7 @@ def _read_prompts_and_tests(c: Conversion) -> None:
 def _read_options(c: Conversion) -> None:
     """`defaultTest.options` (its grader the suite's judge); what of `defaultTest` is not read, noted."""
     default, notes = c.default, c.source.notes
-    c.options = default["options"] if isinstance(default.get("options"), dict) else {}
+    c.options = mapping(default.get("options"))
     if default.get("options") is not None and not c.options:
         notes.append(f"defaultTest.options: {default['options']!r} (not a mapping)")
     c.judge = c.provider_part.judge(c.options.get("provider")) if c.options.get("provider") is not None else None
@@ -234,7 +242,7 @@ def _render_turns(c: Conversion) -> None:
         t.get("options"), dict) and isinstance(t["options"].get("storeOutputAs"), str)]
     # a stored output is read by the later tests: one conversation
     c.multi_turn = grouped or any("_conversation" in str(p) for p in c.prompts) or bool(stored)
-    loaded_vars: dict[int, dict[str, Any]] = {}  # a test's vars with their files read, once for every prompt
+    loaded_vars: dict[int, dict[str, object]] = {}  # a test's vars with their files read, once for every prompt
     for (pk, prompt), (i, test) in itertools.product(enumerate(c.prompts, 1), enumerate(c.tests_raw)):
         if not isinstance(test, dict):
             if pk == 1:
@@ -246,8 +254,8 @@ def _render_turns(c: Conversion) -> None:
         raise ConfigError(c.source.problems)
 
 
-def _test_vars_read(c: Conversion, pk: int, i: int, test: dict[str, Any],
-                    loaded_vars: dict[int, dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+def _test_vars_read(c: Conversion, pk: int, i: int, test: dict[str, object],
+                    loaded_vars: dict[int, dict[str, object]]) -> tuple[dict[str, object], Any]:
     """The test with its `file://` vars read (once, for the first prompt); vars that are no mapping dropped
     (noted); and its checks other than `select-best` (those are compared across prompts and providers:
     `_compare`)."""
@@ -257,14 +265,14 @@ def _test_vars_read(c: Conversion, pk: int, i: int, test: dict[str, Any],
         c.source.notes.append(f"{where}: vars {test['vars']!r} (not a mapping)")
         test = {k: v for k, v in test.items() if k != "vars"}
     if test.get("vars"):  # promptfoo reads `file://` vars when it renders the prompt
-        test = {**test, "vars": c.test_part.var_files(test["vars"], where) if pk == 1 else loaded_vars[i]}
-        loaded_vars[i] = test["vars"]
+        loaded_vars[i] = c.test_part.var_files(mapping(test["vars"]), where) if pk == 1 else loaded_vars[i]
+        test = {**test, "vars": loaded_vars[i]}
     return test, rest
 
 
-def _note_test_keys(c: Conversion, test: dict[str, Any], where: str) -> None:
+def _note_test_keys(c: Conversion, test: dict[str, object], where: str) -> None:
     """What of a test is not read, noted (once: for its first prompt)."""
-    test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
+    test_options = mapping(test.get("options"))
     for key in sorted(set(test) - {"vars", "assert", "description", "metadata", "threshold", "options",
                                    "providers"}) + \
             [f"options.{o}" for o in sorted(set(test_options) - {"storeOutputAs", "rubricPrompt"})] + \
@@ -273,9 +281,9 @@ def _note_test_keys(c: Conversion, test: dict[str, Any], where: str) -> None:
         c.source.notes.append(f"{where}.{key}")
 
 
-def _group(c: Conversion, pk: int, i: int, test: dict[str, Any]) -> str:
+def _group(c: Conversion, pk: int, i: int, test: dict[str, object]) -> str:
     """The written test a turn belongs to: its conversation, else its own (one per test and prompt)."""
-    metadata: dict[str, Any] = test["metadata"] if isinstance(test.get("metadata"), dict) else {}
+    metadata = mapping(test.get("metadata"))
     group = str(metadata.get("conversationId") or "conversation") if c.multi_turn \
         else str(test.get("description") or f"test-{i + 1}")
     if len(c.prompts) > 1:
@@ -285,12 +293,12 @@ def _group(c: Conversion, pk: int, i: int, test: dict[str, Any]) -> str:
     return group
 
 
-def _render_turn(c: Conversion, pk: int, prompt: Any, i: int, test: dict[str, Any], rest: Any,
+def _render_turn(c: Conversion, pk: int, prompt: Any, i: int, test: dict[str, object], rest: Any,
                  stored: list[str]) -> ImportedTurn:
     """One test rendered with one prompt, its checks (`rest`) converted."""
     where = f"tests[{i}]"
-    variables = {**c.default_vars, **dict(test.get("vars") or {})}
-    test_options: dict[str, Any] = test["options"] if isinstance(test.get("options"), dict) else {}
+    variables = {**c.default_vars, **mapping(test.get("vars"))}
+    test_options = mapping(test.get("options"))
     if pk == 1:
         _note_test_keys(c, test, where)
     group = _group(c, pk, i, test)
@@ -308,7 +316,7 @@ def _render_turn(c: Conversion, pk: int, prompt: Any, i: int, test: dict[str, An
     names = frozenset(variables)
     asserts = mean[0] if mean is not None else c.check_part.assertions(
         rest, where, transform, Grading(rubric_prompt, test.get("threshold") is not None, names, names))
-    own = dict(test.get("vars") or {})
+    own = dict(mapping(test.get("vars")))
     return ImportedTurn(pk, i, group, test, asserts, c.prompt_part.messages(prompt, {**markers, **variables}, where, own),
                         {k: v for k, v in own.items() if k not in HISTORY_VARS})
 
@@ -362,14 +370,16 @@ def _write_tests(c: Conversion) -> None:
         _add_turn(c, entry, turn, messages, own_vars)
 
 
-def _new_entry(c: Conversion, turn: ImportedTurn, group: str, own_vars: dict[str, Any],
-               only: list[str] | None) -> dict[str, Any]:
+def _new_entry(c: Conversion, turn: ImportedTurn, group: str, own_vars: dict[str, object],
+               only: list[str] | None) -> SuiteTest:
     """The written test of a group, from its first turn (its id unique in the suite)."""
     test = turn.test
     tid = base = slugify(entry_name(group))
-    while any(t["id"] == tid for t in c.tests):
-        tid = f"{base}-{sum(t['id'] == base or t['id'].startswith(base + '-') for t in c.tests) + 1}"
-    entry: dict[str, Any] = {"id": tid, "conversation": [], **({"providers": only} if only is not None else {})}
+    while any(t.get("id") == tid for t in c.tests):
+        tid = f"{base}-{sum(t.get('id') == base or t.get('id', '').startswith(base + '-') for t in c.tests) + 1}"
+    entry: SuiteTest = {"id": tid, "conversation": []}
+    if only is not None:
+        entry["providers"] = only
     if not c.multi_turn and test.get("description"):
         entry["name"] = plain(str(test["description"]))
     if isinstance(test.get("threshold"), (int, float)):
@@ -384,20 +394,20 @@ def _new_entry(c: Conversion, turn: ImportedTurn, group: str, own_vars: dict[str
     return entry
 
 
-def _add_turn(c: Conversion, entry: dict[str, Any], turn: ImportedTurn, messages: list[dict[str, str]],
-              own_vars: dict[str, Any]) -> None:
+def _add_turn(c: Conversion, entry: SuiteTest, turn: ImportedTurn, messages: list[dict[str, str]],
+              own_vars: dict[str, object]) -> None:
     """A turn (and, in a single-turn test, the history its prompt holds) written into its test."""
     matrix = turn.index in c.compared and len(c.prompts) > 1
     if matrix:
-        entry["matrix"][PROMPT_VAR].append(plain(messages[-1]["content"]))  # sent as it reads
+        entry.setdefault("matrix", {}).setdefault(PROMPT_VAR, []).append(plain(messages[-1]["content"]))  # sent as it reads
         if turn.prompt > 1:
             return  # the turn is the first prompt's, written `{{ prompt }}`
     history = messages[:-1] if not c.multi_turn else []
     for m in history:
         if m["role"] in ("user", "assistant"):
-            entry["conversation"].append({m["role"]: literal(m["content"])})
+            entry.setdefault("conversation", []).append(_history_turn(m["role"], literal(m["content"])))
     last = messages[-1] if messages else {"role": "user", "content": ""}
-    written: dict[str, Any] = {"user": _captured(literal(last["content"]))}  # rendered here: sent as it reads
+    written: SuiteTurn = {"user": _captured(literal(last["content"]))}  # rendered here: sent as it reads
     if matrix:
         written["user"] = "{{ " + PROMPT_VAR + " }}"
     options = turn.test.get("options")
@@ -408,7 +418,7 @@ def _add_turn(c: Conversion, entry: dict[str, Any], turn: ImportedTurn, messages
         written["vars"] = plain(own_vars)  # the turn's checks may use them
     if turn.asserts:
         written["assert"] = turn.asserts
-    entry["conversation"].append(written)
+    entry.setdefault("conversation", []).append(written)
 
 
 def _system_message(c: Conversion) -> RedTeam | None:
@@ -416,7 +426,7 @@ def _system_message(c: Conversion) -> RedTeam | None:
     tests); the red team's tests read from `redteam:` (their frame's system message, when no test has one)."""
     if c.simulated is not None and c.system is None and c.turns and c.turns[0].messages:
         c.system = c.turns[0].messages[-1]["content"]  # the prompt is the agent's instructions
-    red = redteam_tests(c.data["redteam"], c.prompts if c.data.get("prompts") is not None else [], c.prompt_part) \
+    red = redteam_tests(mapping(c.data["redteam"]), c.prompts if c.data.get("prompts") is not None else [], c.prompt_part) \
         if isinstance(c.data.get("redteam"), dict) else None
     if red is not None and red.system and not c.turns:
         c.system = red.system  # the prompt each attack message is sent in
@@ -453,7 +463,7 @@ def _write_suite(c: Conversion) -> None:
 
 def _checks_used(c: Conversion) -> set[str]:
     """The evalspec check names the written tests and defaults use (negated forms by their base name)."""
-    used = {k.removeprefix("not-") for t in c.tests for turn in t["conversation"] for a in turn.get("assert", [])
+    used = {k.removeprefix("not-") for t in c.tests for turn in t.get("conversation", []) for a in turn.get("assert", [])
             for k in a} | {k.removeprefix("not-") for a in c.default_asserts for k in a} | \
         {k for t in c.tests for a in t.get("assert", []) for k in a}
     if used & {"conversation-relevance", "trajectory:goal-success", SELECT_BEST}:
@@ -482,9 +492,9 @@ def _write_players(c: Conversion, red: RedTeam | None) -> None:
     attacker = None
     if red is not None:
         c.tests += red.tests
-        provider = c.data["redteam"].get("provider")
+        provider = mapping(c.data["redteam"]).get("provider")
         attacker = c.provider_part.judge(provider) if provider is not None else None  # promptfoo's attacker model
-        if red.tests and any("llm-rubric" in a for t in red.tests for a in t["assert"]) and "judge" not in c.suite:
+        if red.tests and any("llm-rubric" in a for t in red.tests for a in t.get("assert", [])) and "judge" not in c.suite:
             c.suite["judge"] = c.judge if c.judge is not None else "openai/gpt-4o-mini"  # the red lines are judged
             if c.judge is None:
                 c.source.notes.append("judge: openai/gpt-4o-mini (promptfoo's red-team grader is its default model; "

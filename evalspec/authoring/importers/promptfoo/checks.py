@@ -18,6 +18,7 @@ from evalspec.authoring.importers import plain
 from evalspec.authoring.importers.promptfoo.pychecks import CHECKS_FILE, HEADER, file_check, inline_check
 from evalspec.authoring.importers.promptfoo.source import Part, load_yaml, short
 from evalspec.authoring.importers.promptfoo.sql import is_sql_value
+from evalspec.authoring.importers.shapes import Check
 from evalspec.extend.provider import normalize_finish_reason
 
 # promptfoo assertion types with the same meaning in evalspec (negated forms via `not-`)
@@ -67,7 +68,7 @@ def _js_string(m: regex.Match[str]) -> str:
     return str(regex.sub(r"\\(.)", r"\1", raw))
 
 
-def js_checks(code: str, negate: bool = False) -> dict[str, Any] | None:
+def js_checks(code: str, negate: bool = False) -> dict[str, object] | None:
     """A one-line `javascript` check on the reply's text evalspec can say with its own checks, with the
     same meaning: `output.includes(S)`, `.toLowerCase().includes(s)`, `.startsWith(S)`, `output.length
     OP N`, one `!`, and `&&` or `||` between them. Anything else is None (not converted)."""
@@ -126,7 +127,7 @@ _TRIM_SAFE = {"equals", "starts-with", "is-json", "contains-json", "llm-rubric",
 _TRIM_SAFE_TEXTS = {"contains", "icontains", "contains-any", "contains-all", "icontains-any", "icontains-all"}
 
 
-def transform_kept(transform: Any, raw: dict[str, Any]) -> bool:
+def transform_kept(transform: Any, raw: dict[str, object]) -> bool:
     """Whether a check on promptfoo's `transform(output)` means the same on the reply as it is: no
     transform, or `output.trim()` before a check that ignores surrounding white space (evalspec's
     `equals` and `starts-with` do; a text search does when its texts have none at their ends)."""
@@ -200,7 +201,7 @@ class _Check:
     kind: str  # as written (`not-contains`)
     base: str  # without its `not-`
     negate: bool
-    raw: dict[str, Any]  # its keys (the ones a converter has read dropped: `drop`)
+    raw: dict[str, object]  # its keys (the ones a converter has read dropped: `drop`)
     value: Any
     where: str
     trimmed: bool  # checked on `output.trim()` (the one transform kept)
@@ -221,7 +222,7 @@ class _Check:
 class Checks(Part):
     """promptfoo's assertions as evalspec checks (one converter per type: `_CONVERTERS`)."""
 
-    def assertion(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> dict[str, Any] | None:
+    def assertion(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> dict[str, object] | None:
         """One promptfoo check as an evalspec check, or None (noted); `transform` is the test's
         `options.transform`, which runs before the check's own `transform`; `test` what a judged check
         reads of its test. Each check type has its converter in `_CONVERTERS`."""
@@ -246,8 +247,8 @@ class Checks(Part):
         out = _CONVERTERS.get(base, Checks._unknown)(self, check)
         return None if out is None else self._finished(out, check, prompted)
 
-    def _as_javascript(self, kind: str, raw: dict[str, Any], chain: list[Any], kept: bool,
-                       where: str) -> dict[str, Any] | None:
+    def _as_javascript(self, kind: str, raw: dict[str, object], chain: list[Any], kept: bool,
+                       where: str) -> dict[str, object] | None:
         """A text check on promptfoo's transformed output, or on a reply of tool calls, as promptfoo's own
         check in JavaScript; None (noted) when it cannot be."""
         code = transformed_check(kind, raw.get("value"), chain)
@@ -292,7 +293,7 @@ class Checks(Part):
             return False
         return True
 
-    def _finished(self, out: dict[str, Any], check: _Check, prompted: Any) -> dict[str, Any]:
+    def _finished(self, out: dict[str, object], check: _Check, prompted: Any) -> dict[str, object]:
         """A converted check with the source's threshold, weight and metric; the keys not read, noted."""
         raw, base, kind, where = check.raw, check.base, check.kind, check.where
         for key in ("threshold", "weight", "metric"):
@@ -308,16 +309,16 @@ class Checks(Part):
 
     # the converters of `_CONVERTERS`: the evalspec check, or None (noted)
 
-    def _unknown(self, check: _Check) -> dict[str, Any] | None:
+    def _unknown(self, check: _Check) -> dict[str, object] | None:
         self.source.notes.append(f"{check.where}: assertion type '{check.kind}'")
         return None
 
-    def _same(self, check: _Check) -> dict[str, Any] | None:
+    def _same(self, check: _Check) -> dict[str, object] | None:
         if check.base in ("is-json", "contains-json") and check.value is None:
             return {"type": check.name}
         return {check.name: check.value}
 
-    def _exact_text(self, check: _Check) -> dict[str, Any] | None:
+    def _exact_text(self, check: _Check) -> dict[str, object] | None:
         """`equals` and `starts-with`: promptfoo compares exactly; evalspec's skip surrounding white space."""
         value = check.value
         if check.base == "equals" and value == "":  # the reply is exactly empty (or, negated, is not)
@@ -327,7 +328,7 @@ class Checks(Part):
             return {check.prefix + "regex": r"\A" + regex.escape(value) + tail}
         return self._same(check)
 
-    def _javascript(self, check: _Check) -> dict[str, Any] | None:
+    def _javascript(self, check: _Check) -> dict[str, object] | None:
         if not isinstance(check.value, str):
             return self._unknown(check)
         if not self.source.reported_tools and (checks := js_checks(check.value, check.negate)) is not None:
@@ -338,71 +339,71 @@ class Checks(Part):
         config = check.raw.get("config")
         return {check.name: code, **({"config": config} if isinstance(config, dict) else {})}
 
-    def _g_eval(self, check: _Check) -> dict[str, Any] | None:
+    def _g_eval(self, check: _Check) -> dict[str, object] | None:
         out = self.g_eval(check.raw, check.where)
         check.drop("threshold")  # on the levels' scores, in out
         return out or None
 
-    def _renamed(self, check: _Check) -> dict[str, Any] | None:
+    def _renamed(self, check: _Check) -> dict[str, object] | None:
         to, value = RENAMED[check.base], check.value
         if to not in ("conversation-relevance", "tool-args-valid") and not (isinstance(value, str) and value.strip()):
             return self._unknown(check)
         return {check.prefix + to: value if to != "tool-args-valid" else True}
 
-    def _icontains_any(self, check: _Check) -> dict[str, Any] | None:
+    def _icontains_any(self, check: _Check) -> dict[str, object] | None:
         if not (isinstance(check.value, list) and check.value):
             return self._unknown(check)
         return {check.prefix + "regex": "(?i)" + "|".join(regex.escape(str(v)) for v in check.value)}
 
-    def _icontains_all(self, check: _Check) -> dict[str, Any] | None:
+    def _icontains_all(self, check: _Check) -> dict[str, object] | None:
         if not (isinstance(check.value, list) and check.value):
             return self._unknown(check)
         return {check.prefix + "regex": "(?is)" + "".join(f"(?=.*{regex.escape(str(v))})" for v in check.value)}
 
-    def _levenshtein(self, check: _Check) -> dict[str, Any] | None:
+    def _levenshtein(self, check: _Check) -> dict[str, object] | None:
         threshold = check.raw.get("threshold")
         if not isinstance(threshold, (int, float)):
             return self._unknown(check)
         return {check.name: {"value": check.value, "max": int(threshold)}}
 
-    def _model_graded(self, check: _Check) -> dict[str, Any] | None:
+    def _model_graded(self, check: _Check) -> dict[str, object] | None:
         value = check.value
         if not (check.base == "answer-relevance" or isinstance(value, str) and value.strip()):
             return self._unknown(check)
-        out = {check.prefix + "llm-rubric": MODEL_GRADED[check.base].format(value=value)}
+        out: Check = {check.prefix + "llm-rubric": MODEL_GRADED[check.base].format(value=value)}
         if "threshold" in check.raw:
             self.source.notes.append(f"{check.where}: assertion '{check.kind}' threshold {check.raw['threshold']} "
                               "(promptfoo's own scale; the judge's verdict decides)")
             check.drop("threshold")
         return out
 
-    def _word_count(self, check: _Check) -> dict[str, Any] | None:
+    def _word_count(self, check: _Check) -> dict[str, object] | None:
         value = check.value
         if check.negate or not (isinstance(value, int) and value >= 0 or isinstance(value, dict)
                                 and set(value) <= {"min", "max"} and value):
             return self._unknown(check)
         return {"word-count": {"min": value, "max": value} if isinstance(value, int) else dict(value)}
 
-    def _is_sql(self, check: _Check) -> dict[str, Any] | None:
+    def _is_sql(self, check: _Check) -> dict[str, object] | None:
         sql_value, why = is_sql_value(check.value)
         if why is not None:
             self.source.notes.append(f"{check.where}: assertion '{check.kind}' {why}")
             return None
         return {check.name: sql_value} if sql_value else {"type": check.name}
 
-    def _python(self, check: _Check) -> dict[str, Any] | None:
+    def _python(self, check: _Check) -> dict[str, object] | None:
         if not (isinstance(check.value, str) and check.value.strip()):
             return self._unknown(check)
         out = self.python_check(check.name, check.value, check.raw, check.where)
         check.drop("threshold", "config")  # read inside the check
         return out or None
 
-    def _finish_reason(self, check: _Check) -> dict[str, Any] | None:
+    def _finish_reason(self, check: _Check) -> dict[str, object] | None:
         out = self.finish_reason(check.kind, check.value, check.where)
         check.drop("threshold")  # promptfoo's check never reads it
         return out or None
 
-    def finish_reason(self, kind: str, value: Any, where: str) -> dict[str, Any]:
+    def finish_reason(self, kind: str, value: Any, where: str) -> dict[str, object]:
         """promptfoo's `finish-reason` (the reason promptfoo's model providers normalize as evalspec's do,
         equal to the value whatever its case) as evalspec's; {} (noted) when evalspec would read it
         otherwise: promptfoo ignores the `not-` of `not-finish-reason`, and compares the value as written,
@@ -418,11 +419,11 @@ class Checks(Part):
             return {"finish-reason": value}
         return {}
 
-    def g_eval(self, raw: dict[str, Any], where: str) -> dict[str, Any]:
+    def g_eval(self, raw: dict[str, object], where: str) -> dict[str, object]:
         """promptfoo's `g-eval` on one criterion: `llm-rubric` with the levels 0/10 .. 10/10 (the judge's
         score out of 10, as promptfoo asks for it) passing at the check's threshold (0.7 unless set); {}
         when noted (a list of criteria is the test's threshold: `criteria_mean`)."""
-        kind, value = raw["type"], raw.get("value")
+        kind, value = str(raw["type"]), raw.get("value")
         threshold = _g_eval_threshold(raw.get("threshold"))
         why = None
         if kind.startswith("not-"):
@@ -440,7 +441,7 @@ class Checks(Part):
         return _graded(value, threshold)
 
     def criteria_mean(self, raw: Any, where: str, transform: Any, test_threshold: Any) -> \
-            tuple[list[dict[str, Any]], float] | None:
+            tuple[list[dict[str, object]], float] | None:
         """A test whose one check is a `g-eval` on a list of criteria (promptfoo: it passes when the mean of
         the criteria's scores reaches the check's threshold, or the test's own): one graded `llm-rubric` per
         criterion and that threshold as the test's (it passes when the mean of its checks' scores reaches
@@ -464,7 +465,7 @@ class Checks(Part):
         keep = {k: check[k] for k in ("weight", "metric") if k in check}
         return [dict(plain({**_graded(c, threshold), **keep})) for c in criteria], threshold
 
-    def rubric_prompt(self, prompt: Any, value: Any, raw: dict[str, Any], test: Grading, what: str) -> str | None:
+    def rubric_prompt(self, prompt: Any, value: Any, raw: dict[str, object], test: Grading, what: str) -> str | None:
         """An `llm-rubric` graded with promptfoo's `rubricPrompt` (the whole grading prompt, filled with the
         test's vars, `{{ output }}` and the check's value as `{{ rubric }}`; the judge's `pass` is the
         verdict, held to the check's threshold by the judge's own score) as the rubric evalspec's judge
@@ -555,7 +556,7 @@ class Checks(Part):
             texts.append(content.strip())
         return "\n\n".join(t for t in texts if t), None
 
-    def json_schema(self, text: str, kind: str, where: str) -> dict[str, Any] | None:
+    def json_schema(self, text: str, kind: str, where: str) -> dict[str, object] | None:
         """An `is-json`/`contains-json` schema given as text (YAML or JSON) or `file://schema.json|yaml`;
         None (noted) when it is not a schema: the check is not written without the schema it has."""
         import yaml
@@ -575,10 +576,11 @@ class Checks(Part):
             return None
         return schema
 
-    def python_check(self, name: str, value: str, raw: dict[str, Any], where: str) -> dict[str, Any]:
+    def python_check(self, name: str, value: str, raw: dict[str, object], where: str) -> dict[str, object]:
         """A promptfoo `python` check (inline code, or `file://x.py[:fn]`) through a function of
         `promptfoo_checks.py` that reads its result as promptfoo does; {} when its file is missing."""
-        threshold = raw.get("threshold") if isinstance(raw.get("threshold"), (int, float)) else None
+        given = raw.get("threshold")
+        threshold = given if isinstance(given, (int, float)) else None
         number = self.source.files.get(CHECKS_FILE, "").count("\ndef check_") + 1
         if value.startswith("file://"):
             file, _, function = value[len("file://"):].partition(":")
@@ -591,7 +593,7 @@ class Checks(Part):
         self.source.files[CHECKS_FILE] = self.source.files.get(CHECKS_FILE, HEADER) + code
         return {name: f"{CHECKS_FILE}:check_{number}"}
 
-    def javascript(self, value: str, raw: dict[str, Any], where: str) -> str | None:
+    def javascript(self, value: str, raw: dict[str, object], where: str) -> str | None:
         """The code of a `javascript` check evalspec's `javascript` runs with the same meaning: inline as
         written, `file://F.js[:fn]` as seen from the output folder. None (noted) when its verdict could
         differ: a threshold outside 0..1 or beside a `{pass, ...}` result (evalspec's threshold
@@ -631,7 +633,7 @@ class Checks(Part):
             return None
         return code
 
-    def assertions(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> list[dict[str, Any]]:
+    def assertions(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> list[dict[str, object]]:
         if raw is not None and not isinstance(raw, list):
             self.source.notes.append(f"{where}.assert: {short(raw)} (not a list of checks)")
         items = raw if isinstance(raw, list) else []
@@ -651,13 +653,13 @@ def _in_unit(number: Any) -> bool:
     return isinstance(number, (int, float)) and not isinstance(number, bool) and 0 < number <= 1
 
 
-def _graded(criterion: Any, threshold: Any) -> dict[str, Any]:
+def _graded(criterion: Any, threshold: Any) -> dict[str, object]:
     """One g-eval criterion as evalspec's: a graded `llm-rubric` scoring 0/10 .. 10/10, at `threshold`."""
     return {"llm-rubric": criterion, "levels": dict(GEVAL_LEVELS), "threshold": threshold}
 
 
 # promptfoo check type (without `not-`) -> its converter; a type not here is noted as not converted
-_CONVERTERS: dict[str, Callable[[Checks, _Check], dict[str, Any] | None]] = {
+_CONVERTERS: dict[str, Callable[[Checks, _Check], dict[str, object] | None]] = {
     **{kind: Checks._same for kind in SAME_TYPES},
     "equals": Checks._exact_text, "starts-with": Checks._exact_text,
     **{kind: Checks._renamed for kind in RENAMED},

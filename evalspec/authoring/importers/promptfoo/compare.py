@@ -17,7 +17,7 @@ SELECT_BEST = "select-best"
 PROMPT_VAR = "prompt"  # the matrix key: promptfoo's own name for the prompt sent, in checks too
 
 
-def split_best(raw: Any) -> tuple[Any, list[tuple[int, dict[str, Any]]]]:
+def split_best(raw: Any) -> tuple[Any, list[tuple[int, dict[str, object]]]]:
     """A test's `assert:` without its `select-best` items, and those items with their index."""
     if not isinstance(raw, list):
         return raw, []
@@ -27,7 +27,7 @@ def split_best(raw: Any) -> tuple[Any, list[tuple[int, dict[str, Any]]]]:
     return [a for a in raw if not (isinstance(a, dict) and a.get("type") == SELECT_BEST)], best
 
 
-def best_check(item: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+def best_check(item: dict[str, object]) -> tuple[dict[str, object] | None, str | None]:
     """The evalspec item of one promptfoo `select-best`, or why it cannot be one."""
     value = item.get("value")
     if not isinstance(value, str) or not value.strip():
@@ -35,15 +35,15 @@ def best_check(item: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]
     extra = sorted(set(item) - {"type", "value", "weight", "metric"})
     if extra:
         return None, f"with {', '.join(repr(k) for k in extra)}"
-    out: dict[str, Any] = {SELECT_BEST: value, **{k: item[k] for k in ("weight", "metric") if k in item}}
+    out: dict[str, object] = {SELECT_BEST: value, **{k: item[k] for k in ("weight", "metric") if k in item}}
     return dict(plain(out)), None
 
 
-def config_problem(data: dict[str, Any], names: list[tuple[Any, str | None]], multi_turn: bool,
+def config_problem(data: dict[str, object], names: list[tuple[Any, str | None]], multi_turn: bool,
                    transform: Any) -> str | None:
     """Why no `select-best` of this config compares what promptfoo's compares, or None."""
     providers = data.get("providers") if data.get("providers") is not None else data.get("targets")
-    if any(isinstance(p, dict) and p.get("prompts") is not None for p in providers or []):
+    if any(isinstance(p, dict) and p.get("prompts") is not None for p in (providers if isinstance(providers, list) else [])):
         return "prompts bound to providers (`providers[].prompts`): promptfoo compares only those pairs"
     if any(pid is None for _, pid in names):
         return "a provider that was not converted would be missing from the outputs compared"
@@ -54,7 +54,7 @@ def config_problem(data: dict[str, Any], names: list[tuple[Any, str | None]], mu
     return None
 
 
-def test_problem(variables: dict[str, Any], prompts: int, providers: int,
+def test_problem(variables: dict[str, object], prompts: int, providers: int,
                  rendered: list[list[dict[str, str]]]) -> str | None:
     """Why one test's `select-best` cannot be converted, or None: `rendered` is its messages per prompt."""
     if prompts * providers < 2:

@@ -70,7 +70,7 @@ class PromptFunctions(Part):
             return []
         return [PromptFunction(path, function, written, config)]
 
-    def function_prompt(self, prompt: PromptFunction, variables: dict[str, Any], where: str) -> str | None:
+    def function_prompt(self, prompt: PromptFunction, variables: dict[str, object], where: str) -> str | None:
         """The prompt `prompt` gives this test's vars (a template still, as promptfoo renders it after the
         function), the same for every provider; None when it cannot be said (a problem or a note, once:
         a function that failed is not called again, so one that hangs costs its time limit once)."""
@@ -93,7 +93,7 @@ class PromptFunctions(Part):
             return None
         return next(iter(givens.values()))
 
-    def _call(self, prompt: PromptFunction, context: dict[str, Any], where: str) -> tuple[bool, Any]:
+    def _call(self, prompt: PromptFunction, context: dict[str, object], where: str) -> tuple[bool, Any]:
         """(True, what the function returned), or (False, None) after a problem."""
         worker = self._workers.get(prompt.python)
         try:
@@ -140,7 +140,7 @@ class PromptFunctions(Part):
         return None
 
     @staticmethod
-    def _text_message(message: Any) -> dict[str, Any] | None:
+    def _text_message(message: Any) -> dict[str, object] | None:
         """A chat message whose content is text (or one text part), with its text as content; None otherwise."""
         if not isinstance(message, dict) or "role" not in message:
             return None

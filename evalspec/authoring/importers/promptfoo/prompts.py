@@ -12,6 +12,7 @@ from jinja2 import Undefined, nodes
 
 from evalspec.authoring.importers.promptfoo.prompt_functions import PromptFunction, PromptFunctions
 from evalspec.authoring.importers.promptfoo.source import is_glob, load_yaml
+from evalspec.authoring.importers.shapes import mappings
 from evalspec.config.templating import LimitedEnvironment, render_limited
 
 
@@ -103,7 +104,7 @@ class Prompts(PromptFunctions):
             self.source.notes.append(f"prompt {text}: no prompt file found")
         return prompts or ["{{ prompt }}"]
 
-    def render(self, template: str, variables: dict[str, Any], where: str) -> str | None:
+    def render(self, template: str, variables: dict[str, object], where: str) -> str | None:
         """The prompt rendered with a test's vars, under a suite template's limits; None (a problem) when
         it cannot be (its syntax, a limit, or an error of its own: promptfoo's Nunjucks is not jinja2)."""
         try:
@@ -113,8 +114,8 @@ class Prompts(PromptFunctions):
                                 f"{type(exc).__name__}: {exc}")
             return None
 
-    def messages(self, prompt: Any, variables: dict[str, Any], where: str,
-                 own: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    def messages(self, prompt: Any, variables: dict[str, object], where: str,
+                 own: dict[str, object] | None = None) -> list[dict[str, str]]:
         """The test's messages: the rendered prompt, with the history its vars hold (`_conversation`,
         `previous_messages`) as messages of the user's and the assistant's own words, never the template's
         scaffold around them ("\nUser: ..."): a text prompt that lays out a history sends the user's words
@@ -154,20 +155,19 @@ class Prompts(PromptFunctions):
 HISTORY_VARS = ("_conversation", "previous_messages")
 
 
-def history_of(variables: dict[str, Any]) -> list[dict[str, str]]:
+def history_of(variables: dict[str, object]) -> list[dict[str, str]]:
     """The messages a test's `previous_messages` ([{user: …} | {assistant: …} | {role, content}]) and then
     `_conversation` ([{input, output}]) vars hold, in the user's and the assistant's words."""
     out: list[dict[str, str]] = []
-    for item in variables.get("previous_messages") or [] if isinstance(variables.get("previous_messages"), list) else []:
-        if isinstance(item, dict) and item.get("role") in ("user", "assistant") and "content" in item:
+    for item in mappings(variables.get("previous_messages")):
+        if item.get("role") in ("user", "assistant") and "content" in item:
             out.append({"role": str(item["role"]), "content": str(item["content"])})
-        elif isinstance(item, dict):
+        else:
             out += [{"role": role, "content": str(item[role])} for role in ("user", "assistant")
                     if isinstance(item.get(role), (str, int, float))]
-    for item in variables.get("_conversation") or [] if isinstance(variables.get("_conversation"), list) else []:
-        if isinstance(item, dict):
-            out += [{"role": role, "content": str(item[key])} for key, role in (("input", "user"), ("output", "assistant"))
-                    if isinstance(item.get(key), (str, int, float))]
+    for item in mappings(variables.get("_conversation")):
+        out += [{"role": role, "content": str(item[key])} for key, role in (("input", "user"), ("output", "assistant"))
+                if isinstance(item.get(key), (str, int, float))]
     return out
 
 

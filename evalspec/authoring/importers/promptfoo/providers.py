@@ -88,9 +88,9 @@ class Providers(Part):
         self.names: list[tuple[list[str], str | None]] = []  # each provider's promptfoo id and label -> its id
         self.grading = False  # converting a grader (judge, attacker): it is given no tools
 
-    def providers(self, raw: Any) -> list[dict[str, Any]]:
+    def providers(self, raw: Any) -> list[dict[str, object]]:
         items: list[Any] = raw if isinstance(raw, list) else [raw] if raw is not None else []
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, object]] = []
         self.names = []
         for item in items:
             if isinstance(item, dict) and len(item) == 1 and "id" not in item and isinstance(
@@ -105,7 +105,7 @@ class Providers(Part):
                 converted = {"id": base if base not in {p["id"] for p in out} else f"{base}-{len(out) + 1}",
                              **converted}
                 out.append(converted)
-            self.names.append((known, converted["id"] if converted is not None else None))
+            self.names.append((known, str(converted["id"]) if converted is not None else None))
         return out
 
     def test_providers(self, refs: Any, where: str) -> list[str] | None:
@@ -125,7 +125,7 @@ class Providers(Part):
             self.source.note(f"{where}: runs only on providers that were not converted (left out)")
         return ids
 
-    def provider(self, item: Any) -> dict[str, Any] | None:
+    def provider(self, item: Any) -> dict[str, object] | None:
         pid = item if isinstance(item, str) else item.get("id") if isinstance(item, dict) else None
         if not isinstance(pid, str):
             self.source.notes.append(f"provider {item!r}: no id")
@@ -164,7 +164,7 @@ class Providers(Part):
         self.source.notes.append(f"provider {pid}: no evalspec equivalent")
         return None
 
-    def model_string(self, pid: str, prefix: str, rest: str, config: dict[str, Any]) -> str | None:
+    def model_string(self, pid: str, prefix: str, rest: str, config: dict[str, object]) -> str | None:
         """The litellm model string of `PREFIX:[API:]MODEL`, or None (noted) when it is not a chat model."""
         api, sep, model = rest.partition(":")
         if prefix == "sagemaker" and not sep:  # `sagemaker:ENDPOINT` with `config.modelType`
@@ -188,8 +188,8 @@ class Providers(Part):
             return None
         return f"{route}/{model}"
 
-    def model(self, pid: str, full: str, config: dict[str, Any], name: str) -> dict[str, Any] | None:
-        out: dict[str, Any] = {"_name": name, "model": full}
+    def model(self, pid: str, full: str, config: dict[str, object], name: str) -> dict[str, object] | None:
+        out: dict[str, object] = {"_name": name, "model": full}
         if full.startswith("openai/responses/"):
             out["client"] = "litellm"  # litellm sends `openai/responses/...` to the Responses API
         params = {k: config[k] for k in PARAMS if k in config}
@@ -237,13 +237,13 @@ class Providers(Part):
         base = config.get("apiBaseUrl") or config.get("apiHost")
         if isinstance(base, str):
             out["api_base"] = base if "://" in base else f"https://{base}"
-        if isinstance(config.get("apiKey"), str):
-            out["api_key"] = env_refs(config["apiKey"])
+        if isinstance(api_key := config.get("apiKey"), str):
+            out["api_key"] = env_refs(api_key)
         if rest := sorted(set(config) - used - {"modelType"}):
             self.source.notes.append(f"provider {pid}: config keys {', '.join(rest)}")
         return out
 
-    def tools(self, pid: str, full: str, config: dict[str, Any]) -> tuple[list[dict[str, Any]], Any] | None:
+    def tools(self, pid: str, full: str, config: dict[str, object]) -> tuple[list[dict[str, object]], Any] | None:
         """A model provider's function tools and tool_choice as evalspec's (its calls reported, as promptfoo
         records them), or None (noted) when the model would not be given the same tools."""
         route = "openai/responses" if full.startswith("openai/responses/") else full.split("/", 1)[0]
@@ -256,7 +256,7 @@ class Providers(Part):
             return None
         return tools, choice
 
-    def provider_file(self, pid: str, item: Any) -> dict[str, Any] | None:
+    def provider_file(self, pid: str, item: Any) -> dict[str, object] | None:
         """`file://provider.yaml`: the provider written in a file of its own (its `id`, `config`, `label`)."""
         file = self.source.inside(pid[len("file://"):], f"provider {pid}")
         try:
@@ -272,7 +272,7 @@ class Providers(Part):
             loaded = {**loaded, "label": item["label"]}
         return self.provider(loaded)
 
-    def file_provider(self, pid: str, config: dict[str, Any], label: Any, name: str) -> dict[str, Any] | None:
+    def file_provider(self, pid: str, config: dict[str, object], label: Any, name: str) -> dict[str, object] | None:
         """`file://x.py[:function]` and `file://x.js|.mjs|.cjs[:export]`: an adapter beside the suite."""
         target = pid[len("file://"):]
         file, _, function = target.partition(":")
@@ -300,7 +300,7 @@ class Providers(Part):
         self.source.files[stub] = source
         return {"_name": name, "python": f"{stub}:respond"}
 
-    def http(self, pid: str, config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    def http(self, pid: str, config: dict[str, object], name: str) -> dict[str, object] | None:
         url = config.get("url") or (pid if pid.startswith("http") and "://" in pid else None)
         if not isinstance(url, str):
             self.source.notes.append(f"provider {pid}: no url")
@@ -311,11 +311,11 @@ class Providers(Part):
         # the source's own text is sent as written: its `${X}` is no environment variable (`$${X}`), while
         # the auth promptfoo reads from the environment (`{{env.X}}`) becomes evalspec's `${X:-}` below
         url, config = plain(url), {**config, **{k: plain(config[k]) for k in ("headers", "body") if k in config}}
-        http: dict[str, Any] = {"url": self.swap(url, session)}
+        http: dict[str, object] = {"url": self.swap(url, session)}
         if config.get("method"):
             http["method"] = str(config["method"]).upper()
-        headers = {str(k): str(v) for k, v in config["headers"].items()} if isinstance(config.get("headers"),
-                                                                                     dict) else {}
+        given = config.get("headers")
+        headers = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
         if "auth" in config:
             auth = auth_form(config["auth"])
             if auth is None:
@@ -325,7 +325,8 @@ class Providers(Part):
                 return None
             where, key, value = auth
             if where == "query":
-                http["url"] += ("&" if "?" in http["url"] else "?") + f"{key}={value}"
+                sent = str(http["url"])
+                http["url"] = sent + ("&" if "?" in sent else "?") + f"{key}={value}"
             else:
                 headers[key] = value
         if headers:

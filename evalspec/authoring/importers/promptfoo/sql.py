@@ -22,7 +22,7 @@ _NAME = r"[\p{L}\p{N}_]+"  # a regex that matches only this text
 _AUTHORITY = regex.compile(rf"(?P<access>\w+|\(\w+(?:\|\w+)*\))::(?P<owner>{_NAME})::(?P<name>{_NAME})")
 
 
-def is_sql_value(value: Any) -> tuple[dict[str, Any], str | None]:
+def is_sql_value(value: Any) -> tuple[dict[str, object], str | None]:
     """evalspec's `is-sql` value for promptfoo's, or why it is not converted ({} and None: no value)."""
     if value is None or value == {}:
         return {}, None
@@ -32,7 +32,7 @@ def is_sql_value(value: Any) -> tuple[dict[str, Any], str | None]:
     dialect = DIALECTS.get(database.lower()) if isinstance(database, str) else None
     if dialect is None:
         return {}, f"databaseType {database!r} (no sqlglot dialect parses as node-sql-parser's does)"
-    out: dict[str, Any] = {} if dialect == DEFAULT_DIALECT else {"dialect": dialect}
+    out: dict[str, object] = {} if dialect == DEFAULT_DIALECT else {"dialect": dialect}
     for key, option in (("allowedTables", "allowed_tables"), ("allowedColumns", "allowed_columns")):
         whitelist = value.get(key)
         if whitelist is None or whitelist == []:  # node-sql-parser checks nothing against an empty list

@@ -171,7 +171,7 @@ class TestFiles(Part):
         self.source.notes.append(f"tests {written}: a {suffix or 'suffixless'} test file (CSV, JSONL, YAML or JSON are read)")
         return []
 
-    def _sheet_rows(self, file: Path, written: str) -> list[dict[str, Any]]:
+    def _sheet_rows(self, file: Path, written: str) -> list[dict[str, object]]:
         """An Excel file's first sheet (or `file://tests.xlsx#Sheet` 's) as CSV-like rows: the first row
         names the columns. Reading it needs openpyxl (`pip install 'evalspec[xlsx]'`)."""
         try:
@@ -190,9 +190,9 @@ class TestFiles(Part):
         header = rows[0] if rows else []
         return [dict(zip(header, row)) for row in rows[1:] if any(row)]
 
-    def _csv_test(self, row: dict[str, Any]) -> dict[str, Any]:
-        test: dict[str, Any] = {"vars": {k: v for k, v in row.items() if k and not k.startswith("__")}}
-        asserts = []
+    def _csv_test(self, row: dict[str, object]) -> dict[str, object]:
+        test: dict[str, object] = {"vars": {k: v for k, v in row.items() if k and not k.startswith("__")}}
+        asserts: list[dict[str, object]] = []
         for key, value in row.items():
             if not key or not key.startswith("__expected") or not value:
                 continue
@@ -208,7 +208,7 @@ class TestFiles(Part):
             test["description"] = row["__description"]
         return test
 
-    def default_test(self, raw: Any) -> dict[str, Any]:
+    def default_test(self, raw: Any) -> dict[str, object]:
         """`defaultTest:` as a mapping: written inline, or `file://defaults.yaml|json` read next to the config."""
         if not isinstance(raw, str):
             if raw is not None and not isinstance(raw, dict):
@@ -227,7 +227,7 @@ class TestFiles(Part):
         self.source.problem(f"defaultTest {raw}", f"{file.name} does not hold one mapping (vars, assert, options)")
         return {}
 
-    def var_files(self, variables: dict[str, Any], where: str) -> dict[str, Any]:
+    def var_files(self, variables: dict[str, object], where: str) -> dict[str, object]:
         """The vars with `file://` values read as promptfoo reads them when it renders a prompt: a text file's
         content trimmed, a YAML file as compact JSON. Files promptfoo runs or encodes (scripts, PDFs, images,
         audio, video) stay as written, noted: their value would differ."""
@@ -268,25 +268,25 @@ class TestFiles(Part):
                 continue
             tests: list[Any] = scenario["tests"] if isinstance(scenario.get("tests"), list) else [{}]
             for data in (d for d in scenario["config"] if isinstance(d, dict)):
-                data_vars: dict[str, Any] = data["vars"] if isinstance(data.get("vars"), dict) else {}
+                data_vars: dict[str, object] = data["vars"] if isinstance(data.get("vars"), dict) else {}
                 firsts = [str(v) for v in data_vars.values() if isinstance(v, (str, int, float))][:1]
                 which = str(data.get("description") or "".join(firsts))[:40]
                 for test in (t for t in tests if isinstance(t, dict)):
-                    test_vars: dict[str, Any] = test["vars"] if isinstance(test.get("vars"), dict) else {}
+                    test_vars: dict[str, object] = test["vars"] if isinstance(test.get("vars"), dict) else {}
                     name = str(test.get("description") or scenario.get("description") or f"scenario {k + 1}")
                     out.append({**data, **test, "vars": {**data_vars, **test_vars},
                                 "assert": [*self._scenario_checks(data, k), *self._scenario_checks(test, k)],
                                 "description": f"{name} [{which}]" if which else name})
         return out
 
-    def _scenario_checks(self, part: dict[str, Any], k: int) -> list[Any]:
+    def _scenario_checks(self, part: dict[str, object], k: int) -> list[Any]:
         """A scenario entry's or test's `assert:` list (anything else noted, not read item by item)."""
         checks = part.get("assert")
         if checks is not None and not isinstance(checks, list):
             self.source.notes.append(f"scenarios[{k}].assert: {short(checks)} (not a list of checks)")
         return checks if isinstance(checks, list) else []
 
-    def var_combinations(self, tests: list[Any], default_vars: dict[str, Any]) -> list[Any]:
+    def var_combinations(self, tests: list[Any], default_vars: dict[str, object]) -> list[Any]:
         """promptfoo's var combinations: a test whose vars (the defaults' under its own) hold a list of
         texts, or a `file://` glob, is one test per combination of their values (lists of other things,
         such as a `_conversation`, stay one value)."""

@@ -74,7 +74,7 @@ def _file(ref: str, folder: Path) -> Any:
     return data
 
 
-def convert_tools(tools: list[Any], route: str) -> list[dict[str, Any]]:
+def convert_tools(tools: list[Any], route: str) -> list[dict[str, object]]:
     """The tools as evalspec's OpenAI function list for a litellm `route`, or NotExact."""
     if not tools:
         raise NotExact("an empty tool list")
@@ -87,7 +87,7 @@ def convert_tools(tools: list[Any], route: str) -> list[dict[str, Any]]:
     raise NotExact(f"tools in a form ({', '.join(kinds)}) that is not converted for {route}/ models")
 
 
-def _openai(tool: dict[str, Any], route: str) -> dict[str, Any]:
+def _openai(tool: dict[str, object], route: str) -> dict[str, object]:
     function = tool.get("function")
     if route not in OPENAI_ROUTES | {"anthropic"}:
         raise NotExact(f"OpenAI function tools on {route}/ models (promptfoo and litellm may not send them alike)")
@@ -102,7 +102,7 @@ def _openai(tool: dict[str, Any], route: str) -> dict[str, Any]:
     return tool
 
 
-def _anthropic(tool: dict[str, Any]) -> dict[str, Any]:
+def _anthropic(tool: dict[str, object]) -> dict[str, object]:
     name = tool.get("name")
     if not isinstance(name, str) or not name:
         raise NotExact("an Anthropic tool without a name")
