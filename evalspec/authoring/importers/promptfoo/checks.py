@@ -272,7 +272,7 @@ class Checks(Part):
         if prompted and base in _RUBRIC_PROMPTED:
             if base != "llm-rubric":
                 self.source.notes.append(f"{where}: assertion '{kind}' with a rubricPrompt (promptfoo grades it with that "
-                                  "prompt instead of its own question)")
+                                         "prompt instead of its own question)")
                 return False
             check.value = self.rubric_prompt(prompted, check.value, check.raw, test, f"{where}: assertion '{kind}'")
             if check.value is None:
@@ -301,7 +301,7 @@ class Checks(Part):
                 out[key] = raw[key]
         if prompted and base == "llm-rubric" and "metric" in raw:
             self.source.notes.append(f"{where}: assertion '{kind}' metric {raw['metric']!r} (promptfoo records the score "
-                              "its rubricPrompt asks the judge for; evalspec the verdict, 1 or 0)")
+                                     "its rubricPrompt asks the judge for; evalspec the verdict, 1 or 0)")
         for key in sorted(set(raw) - {"type", "value", "threshold", "weight", "metric",
                                       *(("config",) if base == "javascript" else ())}):
             self.source.notes.append(f"{where}: assertion '{kind}' key '{key}'")
@@ -373,7 +373,7 @@ class Checks(Part):
         out: Check = {check.prefix + "llm-rubric": MODEL_GRADED[check.base].format(value=value)}
         if "threshold" in check.raw:
             self.source.notes.append(f"{check.where}: assertion '{check.kind}' threshold {check.raw['threshold']} "
-                              "(promptfoo's own scale; the judge's verdict decides)")
+                                     "(promptfoo's own scale; the judge's verdict decides)")
             check.drop("threshold")
         return out
 
@@ -411,10 +411,10 @@ class Checks(Part):
         template or a value with spaces around it is not converted either."""
         if kind.startswith("not-"):
             self.source.notes.append(f"{where}: assertion '{kind}' (promptfoo ignores its `not-`: it checks what "
-                              "'finish-reason' checks, the opposite of what it says)")
+                                     "'finish-reason' checks, the opposite of what it says)")
         elif not isinstance(value, str) or "{{" in value or normalize_finish_reason(value) != value.lower():
             self.source.notes.append(f"{where}: assertion '{kind}' value {value!r} (promptfoo compares it with the "
-                              "normalized reason as written: stop, length, content_filter, tool_calls)")
+                                     "normalized reason as written: stop, length, content_filter, tool_calls)")
         else:
             return {"finish-reason": value}
         return {}
@@ -485,7 +485,7 @@ class Checks(Part):
         if text is not None:
             if value and not regex.search(r"\{\{-?\s*rubric\s*-?\}\}", text):
                 self.source.notes.append(f"{what} value {short(value)} (its rubricPrompt has no {{{{ rubric }}}}: promptfoo's "
-                                  "judge never reads it)")
+                                         "judge never reads it)")
             filled = {"output": OUTPUT_IN_RUBRIC, "rubric": str(value or "")}
             lost: list[str] = []
 

@@ -60,7 +60,7 @@ class PromptFunctions(Part):
         function = found[2] or ""
         if path.suffix == ".py" and not function:
             self.source.notes.append(f"prompt {written}: a python prompt script run whole (its output the prompt): not "
-                              "converted; name its function (file://prompt.py:fn)")
+                                     "converted; name its function (file://prompt.py:fn)")
             return []
         if path.suffix != ".py" and node_binary() is None:
             self.source.problem(where, f"prompt {written}: a JavaScript prompt function, run by Node.js: no `node` on PATH")
@@ -122,7 +122,7 @@ class PromptFunctions(Part):
         if isinstance(result, dict) and "prompt" in result:
             if result.get("config"):
                 self.source.notes.append(f"prompt {prompt.written}: the provider settings it returns (config: "
-                                  f"{', '.join(map(str, result['config']))})")
+                                         f"{', '.join(map(str, result['config']))})")
             result = result["prompt"]
         if isinstance(result, str):
             return result
@@ -130,7 +130,7 @@ class PromptFunctions(Part):
             messages = [self._text_message(m) for m in result]
             if any(m is None for m in messages):
                 self.source.notes.append(f"prompt {prompt.written}: gives messages that are not text (images, audio, "
-                                  "several parts): not converted")
+                                         "several parts): not converted")
                 return None
             return json.dumps(messages, ensure_ascii=False)
         if isinstance(result, dict):

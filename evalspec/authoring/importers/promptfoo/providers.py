@@ -157,7 +157,7 @@ class Providers(Part):
         if sep and prefix in MODEL_PREFIXES:
             if prefix == "sagemaker" and "transform" in config:
                 self.source.notes.append(f"provider {pid}: config.transform (the prompt is rewritten before it is sent: "
-                                  "no evalspec equivalent)")
+                                         "no evalspec equivalent)")
                 return None
             full = self.model_string(pid, prefix, rest, config)
             return None if full is None else self.model(pid, full, config, name)
@@ -171,7 +171,7 @@ class Providers(Part):
             api, sep, model = str(config.get("modelType") or "custom"), ":", rest
         if prefix == "sagemaker" and (prefix, api) not in CHAT_APIS and api != "embedding":
             self.source.notes.append(f"provider {pid}: a SageMaker endpoint of model type '{api}' (litellm reads "
-                              "only OpenAI-style and Hugging Face/JumpStart endpoints)")
+                                     "only OpenAI-style and Hugging Face/JumpStart endpoints)")
             return None
         if sep and (prefix, api) in CHAT_APIS:
             route = CHAT_APIS[prefix, api] or MODEL_PREFIXES[prefix]
@@ -252,7 +252,7 @@ class Providers(Part):
             choice = convert_choice(config["tool_choice"], route) if "tool_choice" in config else None
         except NotExact as exc:
             self.source.notes.append(f"provider {pid}: {exc}: promptfoo gives the model its tools and records its calls; "
-                              "without the same tools it is another provider (not converted)")
+                                     "without the same tools it is another provider (not converted)")
             return None
         return tools, choice
 
@@ -321,7 +321,7 @@ class Providers(Part):
             if auth is None:
                 kind = config["auth"].get("type") if isinstance(config["auth"], dict) else config["auth"]
                 self.source.notes.append(f"provider {pid}: auth type {kind!r} (no evalspec equivalent; the target "
-                                  "refuses calls without it)")
+                                         "refuses calls without it)")
                 return None
             where, key, value = auth
             if where == "query":
@@ -336,7 +336,7 @@ class Providers(Part):
         for key in ("signatureAuth", "transformRequest", "tls"):
             if key in config and not (key == "tls" and config[key] in ({}, {"rejectUnauthorized": True})):
                 self.source.notes.append(f"provider {pid}: {key} (no evalspec equivalent; the target is not called "
-                                  "the same way without it)")
+                                         "the same way without it)")
                 return None
         parser = "transformResponse" if "transformResponse" in config else "responseParser"
         if config.get(parser) is not None:
@@ -349,7 +349,7 @@ class Providers(Part):
             http["stateful"] = True
         if config.get("sessionParser") is not None:
             self.source.notes.append(f"provider {pid}: sessionParser {config['sessionParser']!r} (the server's session "
-                              "id is not read back: each message is sent without it)")
+                                     "id is not read back: each message is sent without it)")
         if "maxRetries" in config:
             self.source.notes.append(f"provider {pid}: maxRetries (evalspec retries every call `options.retries` times)")
         if rest := sorted(set(config) - HTTP_KEYS - {"signatureAuth", "transformRequest"}):
