@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 import fnmatch
 import json
+import re
 import sys
-import tomllib
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -20,8 +20,11 @@ RUNNERS = ("promptfoo_prompt_worker.py", "promptfoo_test_generator.py", "promptf
 
 
 def test_the_runners_ship_in_the_wheel() -> None:
-    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
-    globs = pyproject["tool"]["setuptools"]["package-data"]["evalspec"]
+    pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")  # no tomllib on python 3.10
+    section = pyproject.split("[tool.setuptools.package-data]", 1)[1].split("\n[", 1)[0]
+    line = re.search(r"^evalspec\s*=\s*\[(.*)\]", section, re.M)
+    assert line is not None, section
+    globs = re.findall(r'"([^"]+)"', line[1])
     for name in RUNNERS:
         assert (PACKAGE / "data" / name).is_file(), name
         assert any(fnmatch.fnmatch(f"data/{name}", g) for g in globs), f"{name} is not package data: {globs}"
