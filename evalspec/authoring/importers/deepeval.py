@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.authoring.importers import ImportedSuite, literal, plain
+from evalspec.authoring.importers.shapes import Check, SuiteTest, said
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
@@ -67,8 +68,8 @@ def _turns(golden: dict[str, object]) -> list[dict[str, str]]:
     return out
 
 
-def _checks(golden: dict[str, object]) -> list[dict[str, object]]:
-    checks: list[dict[str, object]] = []
+def _checks(golden: dict[str, object]) -> list[Check]:
+    checks: list[Check] = []
     outcome = golden.get("expected_outcome")
     if isinstance(outcome, str) and outcome.strip():
         checks.append({"llm-rubric": literal(f"goal success: by the end of the conversation, {outcome.strip()}"),
@@ -80,10 +81,10 @@ def _checks(golden: dict[str, object]) -> list[dict[str, object]]:
     return checks
 
 
-def _test(golden: dict[str, object], index: int, notes: list[str]) -> dict[str, object]:
+def _test(golden: dict[str, object], index: int, notes: list[str]) -> SuiteTest:
     scenario = golden.get("scenario") or golden.get("name")
     name = str(scenario or f"golden {index + 1}")
-    test: dict[str, object] = {"id": f"golden-{index + 1}-{slugify(name)[:40]}".rstrip("-"), "name": plain(name[:200])}
+    test: SuiteTest = {"id": f"golden-{index + 1}-{slugify(name)[:40]}".rstrip("-"), "name": plain(name[:200])}
     meta = {k: golden[k] for k in ("context", "additional_metadata", "custom_column_key_values", "comments")
             if golden.get(k)}
     if meta:
@@ -97,7 +98,7 @@ def _test(golden: dict[str, object], index: int, notes: list[str]) -> dict[str, 
     for other in sorted(roles - {"user", "assistant"}):
         notes.append(f"{test['id']}: '{other}' turns")
     if "assistant" in roles:
-        test["transcript"] = [{t["role"]: literal(t["content"])} for t in turns if t["role"] in ("user", "assistant")]
+        test["transcript"] = [said(t["role"], literal(t["content"])) for t in turns if t["role"] in ("user", "assistant")]
     elif turns:
         test["conversation"] = [{"user": literal(t["content"])} for t in turns if t["role"] == "user"]
     else:

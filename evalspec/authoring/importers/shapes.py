@@ -23,8 +23,13 @@ SuiteTurn = TypedDict("SuiteTurn", {
 SuiteTest = TypedDict("SuiteTest", {
     "id": str, "name": str, "conversation": list[SuiteTurn], "assert": list[Check], "vars": object,
     "threshold": object, "providers": list[str], "matrix": dict[str, list[object]], "simulate": object,
-    "attack": object, "tags": list[object], "reduce": str, "until_turn": str,
+    "attack": object, "tags": list[object], "reduce": str, "until_turn": str, "transcript": list[SuiteTurn],
 }, total=False)
+
+
+def said(role: str, text: object) -> SuiteTurn:
+    """A message of a recorded history as a turn: the assistant's reply, or else the user's message."""
+    return {"assistant": text} if role == "assistant" else {"user": text}
 
 
 def mapping(value: object) -> dict[str, object]:

@@ -33,7 +33,7 @@ from evalspec.authoring.importers.promptfoo.providers import Providers, uuid_var
 from evalspec.authoring.importers.promptfoo.redteam import RedTeam, redteam_tests
 from evalspec.authoring.importers.promptfoo.source import Source, load_yaml
 from evalspec.authoring.importers.promptfoo.testfiles import TestFiles
-from evalspec.authoring.importers.shapes import Check, SuiteTest, SuiteTurn, mapping
+from evalspec.authoring.importers.shapes import Check, SuiteTest, SuiteTurn, mapping, said
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.suggest import slugify
 
@@ -76,11 +76,6 @@ def _captured(text: Any) -> Any:
     return regex.sub(r"\x00(\w+)\x00", lambda m: (RAW_CLOSE + "{{ " + m.group(1) + " }}" + RAW_OPEN) if inside
                      else "{{ " + m.group(1) + " }}", text)
 
-
-
-def _history_turn(role: str, text: object) -> SuiteTurn:
-    """A message of a prompt's history as a turn written before the test's own."""
-    return {"assistant": text} if role == "assistant" else {"user": text}
 
 
 def entry_name(group: str) -> str:
@@ -405,7 +400,7 @@ def _add_turn(c: Conversion, entry: SuiteTest, turn: ImportedTurn, messages: lis
     history = messages[:-1] if not c.multi_turn else []
     for m in history:
         if m["role"] in ("user", "assistant"):
-            entry.setdefault("conversation", []).append(_history_turn(m["role"], literal(m["content"])))
+            entry.setdefault("conversation", []).append(said(m["role"], literal(m["content"])))
     last = messages[-1] if messages else {"role": "user", "content": ""}
     written: SuiteTurn = {"user": _captured(literal(last["content"]))}  # rendered here: sent as it reads
     if matrix:

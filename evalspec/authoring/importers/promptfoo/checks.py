@@ -68,7 +68,7 @@ def _js_string(m: regex.Match[str]) -> str:
     return str(regex.sub(r"\\(.)", r"\1", raw))
 
 
-def js_checks(code: str, negate: bool = False) -> dict[str, object] | None:
+def js_checks(code: str, negate: bool = False) -> Check | None:
     """A one-line `javascript` check on the reply's text evalspec can say with its own checks, with the
     same meaning: `output.includes(S)`, `.toLowerCase().includes(s)`, `.startsWith(S)`, `output.length
     OP N`, one `!`, and `&&` or `||` between them. Anything else is None (not converted)."""
@@ -222,7 +222,7 @@ class _Check:
 class Checks(Part):
     """promptfoo's assertions as evalspec checks (one converter per type: `_CONVERTERS`)."""
 
-    def assertion(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> dict[str, object] | None:
+    def assertion(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> Check | None:
         """One promptfoo check as an evalspec check, or None (noted); `transform` is the test's
         `options.transform`, which runs before the check's own `transform`; `test` what a judged check
         reads of its test. Each check type has its converter in `_CONVERTERS`."""
@@ -248,7 +248,7 @@ class Checks(Part):
         return None if out is None else self._finished(out, check, prompted)
 
     def _as_javascript(self, kind: str, raw: dict[str, object], chain: list[Any], kept: bool,
-                       where: str) -> dict[str, object] | None:
+                       where: str) -> Check | None:
         """A text check on promptfoo's transformed output, or on a reply of tool calls, as promptfoo's own
         check in JavaScript; None (noted) when it cannot be."""
         code = transformed_check(kind, raw.get("value"), chain)
@@ -293,7 +293,7 @@ class Checks(Part):
             return False
         return True
 
-    def _finished(self, out: dict[str, object], check: _Check, prompted: Any) -> dict[str, object]:
+    def _finished(self, out: Check, check: _Check, prompted: Any) -> Check:
         """A converted check with the source's threshold, weight and metric; the keys not read, noted."""
         raw, base, kind, where = check.raw, check.base, check.kind, check.where
         for key in ("threshold", "weight", "metric"):
@@ -309,16 +309,16 @@ class Checks(Part):
 
     # the converters of `_CONVERTERS`: the evalspec check, or None (noted)
 
-    def _unknown(self, check: _Check) -> dict[str, object] | None:
+    def _unknown(self, check: _Check) -> Check | None:
         self.source.notes.append(f"{check.where}: assertion type '{check.kind}'")
         return None
 
-    def _same(self, check: _Check) -> dict[str, object] | None:
+    def _same(self, check: _Check) -> Check | None:
         if check.base in ("is-json", "contains-json") and check.value is None:
             return {"type": check.name}
         return {check.name: check.value}
 
-    def _exact_text(self, check: _Check) -> dict[str, object] | None:
+    def _exact_text(self, check: _Check) -> Check | None:
         """`equals` and `starts-with`: promptfoo compares exactly; evalspec's skip surrounding white space."""
         value = check.value
         if check.base == "equals" and value == "":  # the reply is exactly empty (or, negated, is not)
@@ -328,7 +328,7 @@ class Checks(Part):
             return {check.prefix + "regex": r"\A" + regex.escape(value) + tail}
         return self._same(check)
 
-    def _javascript(self, check: _Check) -> dict[str, object] | None:
+    def _javascript(self, check: _Check) -> Check | None:
         if not isinstance(check.value, str):
             return self._unknown(check)
         if not self.source.reported_tools and (checks := js_checks(check.value, check.negate)) is not None:
@@ -339,34 +339,34 @@ class Checks(Part):
         config = check.raw.get("config")
         return {check.name: code, **({"config": config} if isinstance(config, dict) else {})}
 
-    def _g_eval(self, check: _Check) -> dict[str, object] | None:
+    def _g_eval(self, check: _Check) -> Check | None:
         out = self.g_eval(check.raw, check.where)
         check.drop("threshold")  # on the levels' scores, in out
         return out or None
 
-    def _renamed(self, check: _Check) -> dict[str, object] | None:
+    def _renamed(self, check: _Check) -> Check | None:
         to, value = RENAMED[check.base], check.value
         if to not in ("conversation-relevance", "tool-args-valid") and not (isinstance(value, str) and value.strip()):
             return self._unknown(check)
         return {check.prefix + to: value if to != "tool-args-valid" else True}
 
-    def _icontains_any(self, check: _Check) -> dict[str, object] | None:
+    def _icontains_any(self, check: _Check) -> Check | None:
         if not (isinstance(check.value, list) and check.value):
             return self._unknown(check)
         return {check.prefix + "regex": "(?i)" + "|".join(regex.escape(str(v)) for v in check.value)}
 
-    def _icontains_all(self, check: _Check) -> dict[str, object] | None:
+    def _icontains_all(self, check: _Check) -> Check | None:
         if not (isinstance(check.value, list) and check.value):
             return self._unknown(check)
         return {check.prefix + "regex": "(?is)" + "".join(f"(?=.*{regex.escape(str(v))})" for v in check.value)}
 
-    def _levenshtein(self, check: _Check) -> dict[str, object] | None:
+    def _levenshtein(self, check: _Check) -> Check | None:
         threshold = check.raw.get("threshold")
         if not isinstance(threshold, (int, float)):
             return self._unknown(check)
         return {check.name: {"value": check.value, "max": int(threshold)}}
 
-    def _model_graded(self, check: _Check) -> dict[str, object] | None:
+    def _model_graded(self, check: _Check) -> Check | None:
         value = check.value
         if not (check.base == "answer-relevance" or isinstance(value, str) and value.strip()):
             return self._unknown(check)
@@ -377,33 +377,33 @@ class Checks(Part):
             check.drop("threshold")
         return out
 
-    def _word_count(self, check: _Check) -> dict[str, object] | None:
+    def _word_count(self, check: _Check) -> Check | None:
         value = check.value
         if check.negate or not (isinstance(value, int) and value >= 0 or isinstance(value, dict)
                                 and set(value) <= {"min", "max"} and value):
             return self._unknown(check)
         return {"word-count": {"min": value, "max": value} if isinstance(value, int) else dict(value)}
 
-    def _is_sql(self, check: _Check) -> dict[str, object] | None:
+    def _is_sql(self, check: _Check) -> Check | None:
         sql_value, why = is_sql_value(check.value)
         if why is not None:
             self.source.notes.append(f"{check.where}: assertion '{check.kind}' {why}")
             return None
         return {check.name: sql_value} if sql_value else {"type": check.name}
 
-    def _python(self, check: _Check) -> dict[str, object] | None:
+    def _python(self, check: _Check) -> Check | None:
         if not (isinstance(check.value, str) and check.value.strip()):
             return self._unknown(check)
         out = self.python_check(check.name, check.value, check.raw, check.where)
         check.drop("threshold", "config")  # read inside the check
         return out or None
 
-    def _finish_reason(self, check: _Check) -> dict[str, object] | None:
+    def _finish_reason(self, check: _Check) -> Check | None:
         out = self.finish_reason(check.kind, check.value, check.where)
         check.drop("threshold")  # promptfoo's check never reads it
         return out or None
 
-    def finish_reason(self, kind: str, value: Any, where: str) -> dict[str, object]:
+    def finish_reason(self, kind: str, value: Any, where: str) -> Check:
         """promptfoo's `finish-reason` (the reason promptfoo's model providers normalize as evalspec's do,
         equal to the value whatever its case) as evalspec's; {} (noted) when evalspec would read it
         otherwise: promptfoo ignores the `not-` of `not-finish-reason`, and compares the value as written,
@@ -419,7 +419,7 @@ class Checks(Part):
             return {"finish-reason": value}
         return {}
 
-    def g_eval(self, raw: dict[str, object], where: str) -> dict[str, object]:
+    def g_eval(self, raw: dict[str, object], where: str) -> Check:
         """promptfoo's `g-eval` on one criterion: `llm-rubric` with the levels 0/10 .. 10/10 (the judge's
         score out of 10, as promptfoo asks for it) passing at the check's threshold (0.7 unless set); {}
         when noted (a list of criteria is the test's threshold: `criteria_mean`)."""
@@ -441,7 +441,7 @@ class Checks(Part):
         return _graded(value, threshold)
 
     def criteria_mean(self, raw: Any, where: str, transform: Any, test_threshold: Any) -> \
-            tuple[list[dict[str, object]], float] | None:
+            tuple[list[Check], float] | None:
         """A test whose one check is a `g-eval` on a list of criteria (promptfoo: it passes when the mean of
         the criteria's scores reaches the check's threshold, or the test's own): one graded `llm-rubric` per
         criterion and that threshold as the test's (it passes when the mean of its checks' scores reaches
@@ -576,7 +576,7 @@ class Checks(Part):
             return None
         return schema
 
-    def python_check(self, name: str, value: str, raw: dict[str, object], where: str) -> dict[str, object]:
+    def python_check(self, name: str, value: str, raw: dict[str, object], where: str) -> Check:
         """A promptfoo `python` check (inline code, or `file://x.py[:fn]`) through a function of
         `promptfoo_checks.py` that reads its result as promptfoo does; {} when its file is missing."""
         given = raw.get("threshold")
@@ -633,7 +633,7 @@ class Checks(Part):
             return None
         return code
 
-    def assertions(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> list[dict[str, object]]:
+    def assertions(self, raw: Any, where: str, transform: Any = None, test: Grading = Grading()) -> list[Check]:
         if raw is not None and not isinstance(raw, list):
             self.source.notes.append(f"{where}.assert: {short(raw)} (not a list of checks)")
         items = raw if isinstance(raw, list) else []
@@ -653,13 +653,13 @@ def _in_unit(number: Any) -> bool:
     return isinstance(number, (int, float)) and not isinstance(number, bool) and 0 < number <= 1
 
 
-def _graded(criterion: Any, threshold: Any) -> dict[str, object]:
+def _graded(criterion: Any, threshold: Any) -> Check:
     """One g-eval criterion as evalspec's: a graded `llm-rubric` scoring 0/10 .. 10/10, at `threshold`."""
     return {"llm-rubric": criterion, "levels": dict(GEVAL_LEVELS), "threshold": threshold}
 
 
 # promptfoo check type (without `not-`) -> its converter; a type not here is noted as not converted
-_CONVERTERS: dict[str, Callable[[Checks, _Check], dict[str, object] | None]] = {
+_CONVERTERS: dict[str, Callable[[Checks, _Check], Check | None]] = {
     **{kind: Checks._same for kind in SAME_TYPES},
     "equals": Checks._exact_text, "starts-with": Checks._exact_text,
     **{kind: Checks._renamed for kind in RENAMED},
