@@ -176,53 +176,49 @@ class _Converter:
                 self.note(at, f"step {step!r}: expected a mapping")
                 continue
             if "user" in step:
-                user = step["user"]
-                step_meta_ref = step.get("metadata")
-                if isinstance(user, dict):
-                    step_meta_ref = user.get("metadata", step_meta_ref)
-                    user = user.get("text")
-                entry: dict[str, object] = {"user": literal(str(user if user is not None else ""))}
-                meta = {**case_meta, **self._metadata(step_meta_ref, metadata, at)}
-                if meta:
-                    entry["metadata"] = plain(meta)
-                turn = _Turn(entry)
-                turns.append(turn)
-                if step.get("assertion_order_enabled"):
-                    entry["_order"] = True
-                for item in step.get("assertions") or []:
-                    turn.checks += self.assertion(item, at)
-                for other in sorted(set(step) - {"user", "metadata", "assertions", "assertion_order_enabled"}):
-                    self.note(at, f"user step key {other}: not converted")
+                turns.append(self._user_turn(step, case_meta, metadata, at))
                 continue
             if not turns:
                 self.note(at, f"{next(iter(step), '?')} before the first user step (the bot's greeting) is not checked")
                 continue
-            turn = turns[-1]
-            if "bot" in step:
-                turn.bot_texts.append(str(step["bot"]))
-                turn.text_steps += 1
-            elif "utter" in step:
-                turn.text_steps += 1
-                turn.checks.append(_state(_has("utterances", str(step["utter"]))))
-            elif "slot_was_set" in step or "slot_was_not_set" in step:
-                negated = "slot_was_not_set" in step
-                turn.checks += slot_checks(step["slot_was_not_set" if negated else "slot_was_set"], negated)
-            else:
-                self.note(at, f"step {next(iter(step), '?')}: not converted")
-        conversation = []
-        for turn in turns:
-            texts: list[dict[str, object]] = []
-            for text in turn.bot_texts:
-                if turn.text_steps == 1:
-                    texts.append({"equals": literal(" ".join(text.split()))})
-                else:
-                    texts.append({"regex": plain("(?m)^\\s*" + re.escape(text.strip()).replace("\\ ", " ") + "\\s*$")})
-            checks = texts + turn.checks
-            if checks:
-                turn.entry["assert"] = checks
-            conversation.append(turn.entry)
-        test["conversation"] = conversation
+            self._bot_step(turns[-1], step, at)
+        test["conversation"] = [_written(turn) for turn in turns]
         return test
+
+    def _user_turn(self, step: dict[str, Any], case_meta: dict[str, object], metadata: dict[str, object],
+                   at: str) -> _Turn:
+        """A user step (its text and metadata) and the checks of its `assertions`."""
+        user = step["user"]
+        step_meta_ref = step.get("metadata")
+        if isinstance(user, dict):
+            step_meta_ref = user.get("metadata", step_meta_ref)
+            user = user.get("text")
+        entry: dict[str, object] = {"user": literal(str(user if user is not None else ""))}
+        meta = {**case_meta, **self._metadata(step_meta_ref, metadata, at)}
+        if meta:
+            entry["metadata"] = plain(meta)
+        turn = _Turn(entry)
+        if step.get("assertion_order_enabled"):
+            entry["_order"] = True
+        for item in step.get("assertions") or []:
+            turn.checks += self.assertion(item, at)
+        for other in sorted(set(step) - {"user", "metadata", "assertions", "assertion_order_enabled"}):
+            self.note(at, f"user step key {other}: not converted")
+        return turn
+
+    def _bot_step(self, turn: _Turn, step: dict[str, Any], at: str) -> None:
+        """What the bot says or sets after a user turn, added to that turn."""
+        if "bot" in step:
+            turn.bot_texts.append(str(step["bot"]))
+            turn.text_steps += 1
+        elif "utter" in step:
+            turn.text_steps += 1
+            turn.checks.append(_state(_has("utterances", str(step["utter"]))))
+        elif "slot_was_set" in step or "slot_was_not_set" in step:
+            negated = "slot_was_not_set" in step
+            turn.checks += slot_checks(step["slot_was_not_set" if negated else "slot_was_set"], negated)
+        else:
+            self.note(at, f"step {next(iter(step), '?')}: not converted")
 
     def _metadata(self, ref: Any, metadata: dict[str, object], where: str) -> dict[str, object]:
         if ref is None:
@@ -233,6 +229,21 @@ class _Converter:
             return dict(found)
         self.note(where, f"metadata '{ref}' is not defined in the file's metadata:")
         return {}
+
+
+def _written(turn: _Turn) -> dict[str, object]:
+    """A user turn as written, with its checks: the bot's texts (exactly, or as lines when the turn has
+    several), then the step checks."""
+    texts: list[dict[str, object]] = []
+    for text in turn.bot_texts:
+        if turn.text_steps == 1:
+            texts.append({"equals": literal(" ".join(text.split()))})
+        else:
+            texts.append({"regex": plain("(?m)^\\s*" + re.escape(text.strip()).replace("\\ ", " ") + "\\s*$")})
+    checks = texts + turn.checks
+    if checks:
+        turn.entry["assert"] = checks
+    return turn.entry
 
 
 def _load(path: Path) -> Any:

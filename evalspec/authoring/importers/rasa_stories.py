@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from evalspec.authoring.importers import literal, plain
@@ -86,58 +87,67 @@ def story_test(story: dict[str, Any], index: int, notes: list[str], counts: list
         at = f"{where}, step {s}"
         if not isinstance(step, dict):
             lost(at, f"step {step!r}: expected a mapping")
-            continue
-        if "user" in step or ("intent" in step and step["intent"] is not None):
-            if "user" in step:
-                text, entities = strip_entities(str(step["user"] if step["user"] is not None else "").strip())
-            else:  # no text: Rasa's test sends the intent itself, `/intent{"entity": "value"}`
-                text, entities = intent_message(step)
-            turn = _StoryTurn({"user": literal(text)})
-            turns.append(turn)
-            if step.get("intent") is not None:
-                turn.checks.append({"state": {"path": "intent", "equals": plain(str(step["intent"]))}})
-            for entity, value in entities:
-                turn.checks.append({"state": plain(f"contains(entities[?entity == {jp_literal(entity)}].value, "
-                                                   f"{jp_literal(value)})")})
-            for other in sorted(set(step) - {"user", "intent"} - (set() if "user" in step else {"entities"})):
-                lost(at, f"user step key {other}: not converted")
-            continue
-        key = next(iter(step), "?")
-        if not turns:
+        elif "user" in step or ("intent" in step and step["intent"] is not None):
+            turns.append(_user_turn(step, at, lost))
+        elif not turns:
+            key = next(iter(step), "?")
             if key in ("action", "slot_was_set", "active_loop"):
                 lost(at, f"{key} before the first user step (the bot's greeting) is not checked")
             else:
                 lost(at, f"{key} before the first user step: not converted")
-            continue
-        turn = turns[-1]
-        if "action" in step:
-            if str(step["action"]) not in IGNORED_ACTIONS:
-                turn.actions.append(str(step["action"]))
-        elif "slot_was_set" in step:
-            turn.checks += slot_checks(step["slot_was_set"], False)
-        elif "active_loop" in step:
-            turn.loops.append(step["active_loop"])
         else:
-            lost(at, f"step {key}: not converted")
+            _bot_step(turns[-1], step, at, lost)
     for other in sorted(set(story) - {"story", "steps"}):
         lost(where, f"{other}: not converted")
-    conversation = []
-    for turn in turns:
-        checks = list(turn.checks)
-        if len(turn.actions) == 1:
-            checks.append({"state": plain(f"contains(actions, {jp_literal(turn.actions[0])})")})
-        elif turn.actions:
-            checks.append(in_order(turn.actions))
-        counts[0] += len(turn.checks) + len(turn.actions)
-        if turn.loops:
-            loop = turn.loops[-1]
-            checks.append({"state": {"path": "active_loop", "equals": None if loop is None else plain(str(loop))}})
-            counts[0] += 1
-            for earlier in turn.loops[:-1]:
-                lost(where, f"active_loop {earlier!r} before the turn's last one: only the loop active after the "
-                     "turn is checked")
-        if checks:
-            turn.entry["assert"] = checks
-        conversation.append(turn.entry)
-    test["conversation"] = conversation
+    test["conversation"] = [_written(turn, where, lost, counts) for turn in turns]
     return test
+
+
+def _user_turn(step: dict[str, Any], at: str, lost: Callable[[str, str], None]) -> _StoryTurn:
+    """A user step (its text, else its intent as Rasa's test sends it) and the intent and entities it checks."""
+    if "user" in step:
+        text, entities = strip_entities(str(step["user"] if step["user"] is not None else "").strip())
+    else:  # no text: Rasa's test sends the intent itself, `/intent{"entity": "value"}`
+        text, entities = intent_message(step)
+    turn = _StoryTurn({"user": literal(text)})
+    if step.get("intent") is not None:
+        turn.checks.append({"state": {"path": "intent", "equals": plain(str(step["intent"]))}})
+    for entity, value in entities:
+        turn.checks.append({"state": plain(f"contains(entities[?entity == {jp_literal(entity)}].value, "
+                                           f"{jp_literal(value)})")})
+    for other in sorted(set(step) - {"user", "intent"} - (set() if "user" in step else {"entities"})):
+        lost(at, f"user step key {other}: not converted")
+    return turn
+
+
+def _bot_step(turn: _StoryTurn, step: dict[str, Any], at: str, lost: Callable[[str, str], None]) -> None:
+    """What the bot does after a user turn (an action, a slot set, a loop), added to that turn's checks."""
+    if "action" in step:
+        if str(step["action"]) not in IGNORED_ACTIONS:
+            turn.actions.append(str(step["action"]))
+    elif "slot_was_set" in step:
+        turn.checks += slot_checks(step["slot_was_set"], False)
+    elif "active_loop" in step:
+        turn.loops.append(step["active_loop"])
+    else:
+        lost(at, f"step {next(iter(step), '?')}: not converted")
+
+
+def _written(turn: _StoryTurn, where: str, lost: Callable[[str, str], None], counts: list[int]) -> dict[str, object]:
+    """A user turn as written, with its checks: its intent and entities, the actions (in order), the loop."""
+    checks = list(turn.checks)
+    if len(turn.actions) == 1:
+        checks.append({"state": plain(f"contains(actions, {jp_literal(turn.actions[0])})")})
+    elif turn.actions:
+        checks.append(in_order(turn.actions))
+    counts[0] += len(turn.checks) + len(turn.actions)
+    if turn.loops:
+        loop = turn.loops[-1]
+        checks.append({"state": {"path": "active_loop", "equals": None if loop is None else plain(str(loop))}})
+        counts[0] += 1
+        for earlier in turn.loops[:-1]:
+            lost(where, f"active_loop {earlier!r} before the turn's last one: only the loop active after the "
+                 "turn is checked")
+    if checks:
+        turn.entry["assert"] = checks
+    return turn.entry
