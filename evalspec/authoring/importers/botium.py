@@ -147,6 +147,42 @@ class _Converter:
         base = name[:-3] if ic else name
         if base.startswith("TEXT"):  # an argument naming an utterance list stands for its phrasings
             args = [p for a in args for p in (self.utterances.get(a) or [a])]
+            checks = self._text_checks(base, ic, negated, args)
+            if checks is not None:
+                return checks
+        if name == "BUTTONS":
+            if not args or args == [""]:
+                self.notes.append(f"{where}: BUTTONS without titles (any button) not converted")
+                return []
+            return [{f"{no}buttons": plain(args)}]
+        if name == "INTENT" and args:
+            return [{f"{no}state": {"path": "intent", "equals": plain(args[0])}}]
+        if name == "ENTITIES" and args:
+            return [{f"{no}state": plain(f"contains(entities[].entity, {jp_literal(a)})")} for a in args if a]
+        if name == "ENTITY_VALUES" and any(args):  # every value among the entities' values
+            return [{f"{no}state": plain(f"contains(entities[].value, {jp_literal(a)})")} for a in args if a]
+        if name == "ENTITY_CONTENT" and len(args) > 1 and args[0]:  # the entity's values hold every one given
+            entity = jp_literal(args[0])
+            return [{f"{no}state": plain(f"contains(entities[?entity == {entity}].value, {jp_literal(a)})")}
+                    for a in args[1:] if a]
+        if name == "JSON_PATH" and args:
+            converted = _jmespath(args[0])
+            if converted is None:
+                self.notes.append(f"{where}: JSON_PATH {args[0]}: not converted (no JMESPath equivalent)")
+                return []
+            path = converted
+            if len(args) < 2:
+                return [{f"{no}state": {"path": plain(path), "exists": True}}]
+            if "[]" in path or "[?" in path:  # a projection: a list of values
+                return [{f"{no}state": plain(f"contains({path}, {jp_literal(args[1])})")}]
+            return [{f"{no}state": {"path": plain(path), "equals": plain(args[1])}}]
+        self.notes.append(f"{where}: {'!' if negated else ''}{name}{' ' + ' | '.join(args) if args else ''}: not converted")
+        return []
+
+    def _text_checks(self, base: str, ic: bool, negated: bool, args: list[str]) -> list[dict[str, object]] | None:
+        """A TEXT_* asserter on the reply's text (its utterance lists expanded), or None when it is no such
+        asserter this form converts."""
+        no = "not-" if negated else ""
         if base in ("TEXT_EQUALS", "TEXT") and not any(args):  # no argument: any text (`!`: none)
             return [{f"{no}regex": "(?s)."}]
         if base in ("TEXT_CONTAINS_ANY", "TEXT_CONTAINS_ALL") and args:
@@ -178,34 +214,7 @@ class _Converter:
                 return [{f"{no}regex": plain(("(?i)" if ic else "") + "^\\s*"
                                              + (f"(?:{body})" if len(args) > 1 else body) + "\\s*$")}]
             return [{f"{no}equals": literal(args[0])}]
-        if name == "BUTTONS":
-            if not args or args == [""]:
-                self.notes.append(f"{where}: BUTTONS without titles (any button) not converted")
-                return []
-            return [{f"{no}buttons": plain(args)}]
-        if name == "INTENT" and args:
-            return [{f"{no}state": {"path": "intent", "equals": plain(args[0])}}]
-        if name == "ENTITIES" and args:
-            return [{f"{no}state": plain(f"contains(entities[].entity, {jp_literal(a)})")} for a in args if a]
-        if name == "ENTITY_VALUES" and any(args):  # every value among the entities' values
-            return [{f"{no}state": plain(f"contains(entities[].value, {jp_literal(a)})")} for a in args if a]
-        if name == "ENTITY_CONTENT" and len(args) > 1 and args[0]:  # the entity's values hold every one given
-            entity = jp_literal(args[0])
-            return [{f"{no}state": plain(f"contains(entities[?entity == {entity}].value, {jp_literal(a)})")}
-                    for a in args[1:] if a]
-        if name == "JSON_PATH" and args:
-            converted = _jmespath(args[0])
-            if converted is None:
-                self.notes.append(f"{where}: JSON_PATH {args[0]}: not converted (no JMESPath equivalent)")
-                return []
-            path = converted
-            if len(args) < 2:
-                return [{f"{no}state": {"path": plain(path), "exists": True}}]
-            if "[]" in path or "[?" in path:  # a projection: a list of values
-                return [{f"{no}state": plain(f"contains({path}, {jp_literal(args[1])})")}]
-            return [{f"{no}state": {"path": plain(path), "equals": plain(args[1])}}]
-        self.notes.append(f"{where}: {'!' if negated else ''}{name}{' ' + ' | '.join(args) if args else ''}: not converted")
-        return []
+        return None
 
     def bot(self, lines: list[str], where: str) -> tuple[list[dict[str, object]], dict[str, object], list[str]]:
         """A #bot section -> (checks, captures, INCLUDE names)."""
