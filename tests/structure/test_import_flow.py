@@ -35,7 +35,8 @@ def module_name(path: Path, package: Path = PACKAGE) -> str:
 
 
 def modules(package: Path = PACKAGE) -> dict[str, Path]:
-    return {module_name(p, package): p for p in package.rglob("*.py")}
+    # evalspec/data holds files the package ships and runs in processes of their own: no module of it
+    return {module_name(p, package): p for p in package.rglob("*.py") if p.relative_to(package).parts[0] != "data"}
 
 
 def imports(path: Path, known: Iterable[str] = ()) -> set[str]:
