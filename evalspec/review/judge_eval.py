@@ -43,6 +43,7 @@ class GradedItem(_Graded, total=False):
     """One labelled item as `judge-eval` graded it (a row of the report's `results`)."""
 
     example: str  # an item taken from a suite's `examples:`: where it is written
+    jury: list[list[dict[str, Any]]]  # with a jury: each sample's member votes (docs/en/judges.md#juries)
 
 
 class TypeAgreement(TypedDict):
@@ -188,11 +189,14 @@ def answer_of(result: Any, spec: AssertionSpec) -> bool | str | None:
 async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> GradedItem:
     answers: list[Answer] = []
     errors: list[str] = []
+    juries: list[list[dict[str, Any]]] = []  # with a jury: each sample's member votes (docs/en/judges.md#juries)
     for sample in range(k):
         ctx = GradingContext(transcript=item.transcript, labels=item.labels or {}, vars={}, test_id=f"line-{item.line}", turn=None,
                              suite_dir=Path("."), judge=_offset(judge, sample * 100))
         result = await evaluate(item.spec, ctx)
         answers.append(answer_of(result, item.spec))
+        if result.details.get("jury"):
+            juries.append(list(result.details["jury"]))
         if result.error:
             errors.append(result.error)
     first = answers[0]
@@ -200,6 +204,8 @@ async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> GradedItem:
                        "answers": answers if k > 1 else None, "agree": None if first is None else first == item.label,
                        "consistent": len(set(map(json.dumps, answers))) == 1 if k > 1 else None,
                        "error": errors[0] if errors else None}
+    if juries:
+        row["jury"] = juries
     if item.example:  # `example` second, as run.json readers have always seen it
         return {"line": row["line"], "example": item.example, **row}
     return row

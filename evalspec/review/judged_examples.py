@@ -33,16 +33,50 @@ class RuleCheck:
     lenient: int = 0  # fail-example answers that passed
     fail_answers: int = 0  # fail-example answers given
     problems: list[Problem] = field(default_factory=list)
+    members: dict[str, MemberCheck] = field(default_factory=dict)  # a jury's members, in its order
 
     @property
     def leniency(self) -> float | None:
         """The yes-rate on the rule's fail examples (None without an answered one)."""
         return self.lenient / self.fail_answers if self.fail_answers else None
 
-    def to_json(self) -> dict[str, object]:
-        return {"suite": self.suite, "rule": self.rule, "examples": self.examples, "fail_examples": self.fail_examples,
-                "leniency": None if self.leniency is None else round(self.leniency, 4),
-                "problems": [str(p) for p in self.problems]}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.suite, "rule": self.rule, "examples": self.examples,
+                               "fail_examples": self.fail_examples,
+                               "leniency": None if self.leniency is None else round(self.leniency, 4),
+                               "problems": [str(p) for p in self.problems]}
+        if self.members:
+            out["members"] = [m.to_json() for m in self.members.values()]
+        return out
+
+
+@dataclass
+class MemberCheck:
+    """One jury member on a rule's examples: its answers, the ones against the example's label, its
+    abstentions (a call or answer that failed) and its yes-rate on the fail examples (docs/en/judges.md#juries)."""
+
+    judge: str
+    answers: int = 0
+    wrong: int = 0
+    abstained: int = 0
+    lenient: int = 0
+    fail_answers: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"judge": self.judge, "answers": self.answers, "wrong": self.wrong, "abstained": self.abstained,
+                "leniency": round(self.lenient / self.fail_answers, 4) if self.fail_answers else None}
+
+    def count(self, vote: dict[str, Any], label: Any) -> None:
+        """Tally one of its votes on an example labelled `label` (pass/fail or a level)."""
+        if "error" in vote:
+            self.abstained += 1
+            return
+        said = vote["level"] if vote.get("level") is not None else vote.get("pass")
+        self.answers += 1
+        self.wrong += category(said) != category(label)
+        if label is False:
+            self.fail_answers += 1
+            self.lenient += vote.get("pass") is True
 
 
 def fresh(judge: JudgeFn) -> JudgeFn:
@@ -88,6 +122,9 @@ async def check_suite(suite: Suite, judge: JudgeFn) -> list[RuleCheck]:
         rule = rules.setdefault(f"{item.rule}\0{item.spec.where}",
                                 RuleCheck(str(suite.path), item.rule))
         rule.examples += 1
+        for votes in row.get("jury") or []:
+            for vote in votes:
+                rule.members.setdefault(vote["judge"], MemberCheck(vote["judge"])).count(vote, item.label)
         if item.label is False:
             rule.fail_examples += 1
             given = [a for a in row["answers"] or [] if a is not None]
@@ -132,5 +169,8 @@ def render(rules: list[RuleCheck]) -> str:
         mark = "ok" if not r.problems else "WRONG"
         lines.append(f"{mark:<5} {r.rule}  ({r.examples} examples; leniency {leniency} yes on "
                      f"{r.fail_examples} fail examples)  {r.suite}")
+        lines += [f"      {m.judge}: {m.answers} answers, {m.wrong} wrong, {m.abstained} abstained; leniency "
+                  f"{'—' if m.fail_answers == 0 else format(m.lenient / m.fail_answers, '.0%')}"
+                  for m in r.members.values()]
         lines += [f"      {p}" for p in r.problems]
     return "\n".join(lines)
