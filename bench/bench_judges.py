@@ -323,6 +323,7 @@ def main() -> None:
                 raise SystemExit(f"{len(errors)} conversations errored, e.g. {errors[0]}")
             a = part_a(data["results"], args.trials, args.seed, folder)
             b = part_b(data["results"], args.seed)
+            b["juries"] = data["summary"].get("juries") or []
             c = pairwise_first_position()
             rows = cost(server, folder, bot)
     finally:
@@ -345,6 +346,10 @@ def main() -> None:
             f"member {k} (errs {1 - JUDGES[k.split('/')[1]][0]:.0%})"
         print(f"| (b) {label}: disagrees with the truth | {v}/{b['n']} = {v / b['n']:.1%} | "
               f"{'below best member' if k == 'jury' else '—'} |")
+    for line in b["juries"]:  # summary.juries: what run.json and the reports show
+        shown = ", ".join(f"{k.split('/')[1]} {v:.1%}" for k, v in line["disagreement"].items())
+        print(f"| (b) summary.juries: Fleiss' kappa over {line['n']} conversations; each member's disagreement "
+              f"with the jury | kappa {line['kappa']:.3f}; {shown} | — |")
     print(f"| (c) always-first judge in pairwise mode: only ties | {c} | all ties |")
     for name, calls, tokens_ in rows:
         print(f"| cost: {name} (2 judged rules, 2 conversations; 6 examples) | {calls} calls, ~{tokens_} tokens | — |")
