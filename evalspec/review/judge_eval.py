@@ -189,7 +189,7 @@ def answer_of(result: Any, spec: AssertionSpec) -> bool | str | None:
 async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> GradedItem:
     answers: list[Answer] = []
     errors: list[str] = []
-    juries: list[list[dict[str, Any]]] = []  # with a jury: each sample's member votes (docs/en/judges.md#juries)
+    juries: list[list[Mapping[str, object]]] = []  # with a jury: each sample's member votes (docs/en/judges.md#juries)
     for sample in range(k):
         ctx = GradingContext(transcript=item.transcript, labels=item.labels or {}, vars={}, test_id=f"line-{item.line}", turn=None,
                              suite_dir=Path("."), judge=_offset(judge, sample * 100))

@@ -8,10 +8,10 @@ prints the report (exit 1 on an error)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalspec.assertions.jury import wrapped
 from evalspec.config.model import Suite
@@ -41,13 +41,20 @@ class RuleCheck:
         return self.lenient / self.fail_answers if self.fail_answers else None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.suite, "rule": self.rule, "examples": self.examples,
-                               "fail_examples": self.fail_examples,
-                               "leniency": None if self.leniency is None else round(self.leniency, 4),
-                               "problems": [str(p) for p in self.problems]}
-        if self.members:
-            out["members"] = [m.to_json() for m in self.members.values()]
-        return out
+        return {"suite": self.suite, "rule": self.rule, "examples": self.examples, "fail_examples": self.fail_examples,
+                "leniency": None if self.leniency is None else round(self.leniency, 4),
+                "problems": [str(p) for p in self.problems],
+                **({"members": [m.to_json() for m in self.members.values()]} if self.members else {})}
+
+
+class MemberJson(TypedDict):
+    """A member's line under its rule in `doctor --rules -o FILE` (`members`)."""
+
+    judge: str
+    answers: int
+    wrong: int
+    abstained: int
+    leniency: float | None
 
 
 @dataclass
@@ -62,11 +69,11 @@ class MemberCheck:
     lenient: int = 0
     fail_answers: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MemberJson:
         return {"judge": self.judge, "answers": self.answers, "wrong": self.wrong, "abstained": self.abstained,
                 "leniency": round(self.lenient / self.fail_answers, 4) if self.fail_answers else None}
 
-    def count(self, vote: dict[str, Any], label: Any) -> None:
+    def count(self, vote: Mapping[str, object], label: object) -> None:
         """Tally one of its votes on an example labelled `label` (pass/fail or a level)."""
         if "error" in vote:
             self.abstained += 1
