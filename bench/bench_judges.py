@@ -42,6 +42,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -168,11 +169,36 @@ def truths(trial: int, n: int, seed: int, part: str) -> list[tuple[str, bool]]:
     return [(f"{part}{trial}c{i}", draw(seed, "truth", part, trial, i) < rate) for i in range(n)]
 
 
-def run_suites(paths: list[Path], run_dir: Path) -> dict[str, Any]:
+Record = Mapping[str, Any]  # a run.json result, as evalspec wrote it
+
+
+@dataclass
+class Coverage:
+    """(a) over the trials: intervals that hold the true rate, and the means of the rates and widths."""
+
+    covered: int
+    raw_covered: int
+    raw: float
+    corrected: float
+    width: float
+
+
+@dataclass
+class JuryErrors:
+    """(b): conversations, each member's and the jury's disagreements with the truth, members' verdicts that
+    differ from the server's rule (0: the run recorded what the judges said), `summary.juries`."""
+
+    n: int
+    wrong: dict[str, int]
+    mismatched: int
+    juries: list[Record] = field(default_factory=list)
+
+
+def run_suites(paths: list[Path], run_dir: Path) -> Mapping[str, Any]:
     from evalspec import run
     from evalspec.play.runner import RunOptions
 
-    data: dict[str, Any] = run(paths, options=RunOptions(run_dir=run_dir, use_cache=False, concurrency=32)).data
+    data: Mapping[str, Any] = run(paths, options=RunOptions(run_dir=run_dir, use_cache=False, concurrency=32)).data
     return data
 
 
@@ -189,11 +215,11 @@ def label_lines(trial: int, seed: int) -> list[str]:
     return lines
 
 
-def part_a(records: list[dict[str, Any]], trials: int, seed: int, folder: Path) -> dict[str, Any]:
+def part_a(records: list[Record], trials: int, seed: int, folder: Path) -> Coverage:
     from evalspec.results.corrected import corrected_summary
     from evalspec.results.stats import wilson
 
-    by_trial: dict[int, list[dict[str, Any]]] = {}
+    by_trial: dict[int, list[Record]] = {}
     for r in records:
         m = re.fullmatch(r"a(\d+)c\d+", str(r["test_id"]))
         if m:
@@ -212,11 +238,10 @@ def part_a(records: list[dict[str, Any]], trials: int, seed: int, folder: Path) 
         corrected.append(line["corrected"])
         widths.append(high - low)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    return {"covered": covered, "raw_covered": raw_covered, "raw": mean(raws), "corrected": mean(corrected),
-            "width": mean(widths)}
+    return Coverage(covered, raw_covered, mean(raws), mean(corrected), mean(widths))
 
 
-def part_b(records: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+def part_b(records: list[Record], seed: int) -> JuryErrors:
     wrong = {"openai/a": 0, "openai/b": 0, "openai/c": 0, "jury": 0}
     n = mismatched = 0
     for r in records:
@@ -230,7 +255,7 @@ def part_b(records: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         for member in a["jury"]:
             wrong[member["judge"]] += member["pass"] is not truth
             mismatched += member["pass"] is not answer(member["judge"].split("/")[1], m.group(1), truth, seed)
-    return {"n": n, "wrong": wrong, "mismatched": mismatched}
+    return JuryErrors(n, wrong, mismatched)
 
 
 def pairwise_first_position() -> str:
@@ -323,40 +348,40 @@ def main() -> None:
                 raise SystemExit(f"{len(errors)} conversations errored, e.g. {errors[0]}")
             a = part_a(data["results"], args.trials, args.seed, folder)
             b = part_b(data["results"], args.seed)
-            b["juries"] = data["summary"].get("juries") or []
+            b.juries = data["summary"].get("juries") or []
             c = pairwise_first_position()
             rows = cost(server, folder, bot)
     finally:
         server.close()
     t = args.trials
-    best = min(v for k, v in b["wrong"].items() if k != "jury")
+    best = min(v for k, v in b.wrong.items() if k != "jury")
     print(f"bench_judges: {t} trials, seed {args.seed}; {len(data['results'])} conversations played and judged "
           f"in {played:.0f} s; {time.monotonic() - started:.0f} s in all\n")
     print("| figure | value | target |")
     print("|---|---|---|")
     print(f"| (a) lenient judge (sens 0.95, spec 0.70), true pass rate {TRUE_RATE:.2f}: mean raw rate | "
-          f"{a['raw']:.3f} | — |")
-    print(f"| (a) mean corrected rate ({LABELS_A} labels a trial) | {a['corrected']:.3f} | ≈ {TRUE_RATE:.2f} |")
-    print(f"| (a) corrected interval covers the true rate | {a['covered']}/{t} = {a['covered'] / t:.1%} "
-          f"(mean width {a['width']:.3f}) | ≥ 90 % |")
-    print(f"| (a) raw Wilson interval covers the true rate | {a['raw_covered']}/{t} = {a['raw_covered'] / t:.1%} | "
+          f"{a.raw:.3f} | — |")
+    print(f"| (a) mean corrected rate ({LABELS_A} labels a trial) | {a.corrected:.3f} | ≈ {TRUE_RATE:.2f} |")
+    print(f"| (a) corrected interval covers the true rate | {a.covered}/{t} = {a.covered / t:.1%} "
+          f"(mean width {a.width:.3f}) | ≥ 90 % |")
+    print(f"| (a) raw Wilson interval covers the true rate | {a.raw_covered}/{t} = {a.raw_covered / t:.1%} | "
           f"fewer than corrected |")
-    for k, v in b["wrong"].items():
+    for k, v in b.wrong.items():
         label = "jury (majority of a, b, c)" if k == "jury" else \
             f"member {k} (errs {1 - JUDGES[k.split('/')[1]][0]:.0%})"
-        print(f"| (b) {label}: disagrees with the truth | {v}/{b['n']} = {v / b['n']:.1%} | "
+        print(f"| (b) {label}: disagrees with the truth | {v}/{b.n} = {v / b.n:.1%} | "
               f"{'below best member' if k == 'jury' else '—'} |")
-    for line in b["juries"]:  # summary.juries: what run.json and the reports show
+    for line in b.juries:  # summary.juries: what run.json and the reports show
         shown = ", ".join(f"{k.split('/')[1]} {v:.1%}" for k, v in line["disagreement"].items())
         print(f"| (b) summary.juries: Fleiss' kappa over {line['n']} conversations; each member's disagreement "
               f"with the jury | kappa {line['kappa']:.3f}; {shown} | — |")
     print(f"| (c) always-first judge in pairwise mode: only ties | {c} | all ties |")
     for name, calls, tokens_ in rows:
         print(f"| cost: {name} (2 judged rules, 2 conversations; 6 examples) | {calls} calls, ~{tokens_} tokens | — |")
-    ok_a = a["covered"] >= 0.9 * t and a["raw_covered"] < a["covered"]
-    ok_b = b["wrong"]["jury"] < best and b["mismatched"] == 0
+    ok_a = a.covered >= 0.9 * t and a.raw_covered < a.covered
+    ok_b = b.wrong["jury"] < best and b.mismatched == 0
     print(f"\n(a) {'ok' if ok_a else 'MISSED'}; (b) {'ok' if ok_b else 'MISSED'} "
-          f"(members' recorded verdicts that differ from the server's rule: {b['mismatched']}); (c) TODO(pairwise)")
+          f"(members' recorded verdicts that differ from the server's rule: {b.mismatched}); (c) TODO(pairwise)")
     if not (ok_a and ok_b):
         raise SystemExit(1)
 
