@@ -23,8 +23,8 @@ random, fixed by the seed, and at known rates.
     both orders must give only `tie (position-inconsistent)`; the lead fills this in against the pairwise
     check's function (see `pairwise_first_position`).
 Cost: the calls and tokens one judge, a three-member jury, and `--check-judges` (each with one judge and
-    with the jury) spend on a small suite with two judged rules (bench/judges/suite.yaml's shape, written
-    here), counted by the server; its usage is a rough token count (CJK characters and words).
+    with the jury) spend on a small suite with two judged rules and six examples (`COST_SUITE`), counted by
+    the server; its usage is a rough token count (CJK characters and words).
 """
 
 from __future__ import annotations
