@@ -43,7 +43,7 @@ class GradedItem(_Graded, total=False):
     """One labelled item as `judge-eval` graded it (a row of the report's `results`)."""
 
     example: str  # an item taken from a suite's `examples:`: where it is written
-    jury: list[list[dict[str, Any]]]  # with a jury: each sample's member votes (docs/en/judges.md#juries)
+    jury: list[list[Mapping[str, object]]]  # with a jury: each sample's member votes (docs/en/judges.md#juries)
 
 
 class TypeAgreement(TypedDict):
