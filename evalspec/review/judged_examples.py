@@ -131,7 +131,8 @@ async def check_suite(suite: Suite, judge: JudgeFn) -> list[RuleCheck]:
         rule.examples += 1
         for votes in row.get("jury") or []:
             for vote in votes:
-                rule.members.setdefault(vote["judge"], MemberCheck(vote["judge"])).count(vote, item.label)
+                name = str(vote["judge"])
+                rule.members.setdefault(name, MemberCheck(name)).count(vote, item.label)
         if item.label is False:
             rule.fail_examples += 1
             given = [a for a in row["answers"] or [] if a is not None]
