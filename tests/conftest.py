@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -49,10 +50,11 @@ def pytest_collection(session: pytest.Session) -> Iterator[object]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The grouped tests first (`xdist_group`: the Ray tests, the longest group, one cluster on one
-    worker), so under pytest-xdist (--dist loadgroup) their worker starts on them at once while the
-    others share the rest."""
-    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+    """The longest first: the Ray tests (the cluster starts at once, and they spread over the workers),
+    then the grouped tests (`xdist_group`: under pytest-xdist, --dist loadgroup, each group's worker
+    starts on it at once while the others share the rest)."""
+    items.sort(key=lambda item: ("ray_cluster" not in getattr(item, "fixturenames", ()),
+                                 item.get_closest_marker("xdist_group") is None))
     if getattr(config.option, "loadgroup", False):  # an xdist worker, --dist loadgroup
         _suffix_groups(items)
 
@@ -86,17 +88,32 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[LocalCluster]:
-    """A two-node Ray cluster on this machine (tests/raycluster.py), started once per session: the tests
-    using it are the xdist group `ray`, so under pytest-xdist one worker starts it."""
-    pytest.importorskip("ray", reason="ray is not installed (pip install 'evalspec[ray]')")
-    from tests.raycluster import LocalCluster
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """A two-node Ray cluster on this machine (tests/raycluster.py), one for the whole run of the suite:
+    under pytest-xdist the first worker that needs it starts it, every worker uses it (so the Ray tests
+    spread over the workers) and the process that started the workers stops it (`pytest_sessionfinish`)."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed (pip install 'evalspec[ray]')")
+    from tests import raycluster
 
-    running = LocalCluster().start()
+    if hasattr(request.config, "workerinput"):  # an xdist worker: the workers' temp folders share a parent
+        yield raycluster.shared(tmp_path_factory.getbasetemp().parent)
+        return
+    running = raycluster.LocalCluster().start()
     try:
         yield running
     finally:
         running.stop()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The process that started the xdist workers stops the Ray cluster they shared, once all are done."""
+    config = session.config
+    temp = getattr(config, "_tmp_path_factory", None)
+    if not hasattr(config, "workerinput") and temp is not None:
+        from tests import raycluster
+
+        raycluster.stop_shared(temp.getbasetemp())
 
 
 @pytest.fixture(scope="session")

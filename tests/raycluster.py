@@ -3,11 +3,18 @@
 Each node has its own temp dir, ports and working directory, and an `EVALSPEC_TEST_NODE` variable its
 workers inherit (so a provider can say which node ran it). Stopping ends only the processes of this
 cluster (found by its temp dirs), never another Ray on the machine.
+
+Under pytest-xdist one cluster serves every worker (`shared`): the first worker that needs it starts it
+and writes where it is into a file of the run's shared temp folder, the others read that file, and the
+process that started the workers stops it when they are all done (tests/conftest.py). Each test's run is
+a Ray job of its own (its own actors and worker processes), so tests on different workers do not meet.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import shutil
 import signal
@@ -16,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 # no idle workers started ahead: every worker the tests use is an actor's (num_cpus=0), started for it, and
@@ -97,15 +105,60 @@ class LocalCluster:
         return found
 
     def stop(self) -> None:
-        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
+        # a moment for the daemons to end on SIGTERM, then SIGKILL: nothing of the cluster is kept (its temp dir
+        # goes), and waiting seconds for a graceful Ray shutdown was the end of every run of the suite
+        for sig, wait in ((signal.SIGTERM, 0.5), (signal.SIGKILL, 10.0)):
             for pid in self.pids():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
             deadline = time.monotonic() + wait
             while time.monotonic() < deadline and self.pids():
-                time.sleep(0.2)
+                time.sleep(0.05)
         shutil.rmtree(self.base, ignore_errors=True)
 
     def env(self) -> dict[str, str]:
         """The environment of a driver joining this cluster."""
         return {**os.environ, **RAY_ENV}
+
+    def to_json(self) -> str:
+        return json.dumps({"base": str(self.base), "port": self.port, "cpus": self.cpus, "groups": self.groups})
+
+    @classmethod
+    def from_json(cls, text: str) -> LocalCluster:
+        """The cluster another process started (`to_json`), to use or to stop."""
+        data = json.loads(text)
+        cluster = cls.__new__(cls)
+        cluster.base, cluster.port, cluster.cpus = Path(data["base"]), int(data["port"]), int(data["cpus"])
+        cluster.address = f"127.0.0.1:{cluster.port}"
+        cluster.nodes = {"head": cluster.base / "head", "second": cluster.base / "second"}
+        cluster.groups = [int(g) for g in data["groups"]]
+        return cluster
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other workers wait here while the first starts the cluster
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def shared(folder: Path) -> LocalCluster:
+    """The cluster of this run of the suite, started by the first process asking (`folder`: the temp folder
+    the run's xdist workers share); `stop_shared(folder)` ends it."""
+    with _locked(folder / "ray-cluster.lock"):
+        where = folder / "ray-cluster.json"
+        if where.is_file():
+            return LocalCluster.from_json(where.read_text())
+        cluster = LocalCluster().start()
+        where.write_text(cluster.to_json())
+        return cluster
+
+
+def stop_shared(folder: Path) -> None:
+    where = folder / "ray-cluster.json"
+    if where.is_file():
+        LocalCluster.from_json(where.read_text()).stop()
+        where.unlink()

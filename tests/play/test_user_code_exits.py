@@ -209,7 +209,6 @@ def test_a_check_that_ends_a_forked_player_is_its_error_graded_on_the_replies_it
     assert "ended evalspec's process" not in proc.stderr, proc.stderr
 
 
-@pytest.mark.xdist_group("ray")  # the Ray tests share one worker and the session's cluster
 def test_checks_that_end_a_ray_worker_are_their_errors_and_the_red_line_beside_them_fails_the_run(
         in_tmp: Path, ray_cluster: LocalCluster) -> None:
     write_suite(in_tmp, RED_LINE.format(checks="          - python: bot.py:ends_the_process\n"
