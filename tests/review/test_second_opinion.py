@@ -104,8 +104,12 @@ def test_judge_sample_without_a_judge_is_a_config_error(in_tmp: Path) -> None:
 
 
 def test_a_suggested_attribution_reaches_run_json_and_reports_of_a_run_too_large_to_hold_in_memory(
-        in_tmp: Path) -> None:
-    from evalspec.play.runner import STREAM_ABOVE
+        in_tmp: Path, monkeypatch: Any) -> None:
+    from evalspec.play import runner
+
+    # a run is read back from its journal above STREAM_ABOVE records (5,000): the same path with 20
+    monkeypatch.setattr(runner, "STREAM_ABOVE", 20)
+    STREAM_ABOVE = runner.STREAM_ABOVE
 
     with judge("2099") as server:
         path = in_tmp / "s.yaml"  # more records than a run keeps in memory; only `year` has a rule to review

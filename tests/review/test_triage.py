@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from tests import ROOT
 from tests.helpers import invoke
@@ -81,8 +82,13 @@ def test_triage_names_what_it_cannot_find(in_tmp: Path) -> None:
     assert code == 2 and "nothing to attribute" in out
 
 
-def test_a_triage_is_carried_over_into_a_run_too_large_to_hold_in_memory(in_tmp: Path) -> None:
-    from evalspec.play.runner import STREAM_ABOVE
+def test_a_triage_is_carried_over_into_a_run_too_large_to_hold_in_memory(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalspec.play import runner
+
+    # a run is read back from its journal above STREAM_ABOVE records (5,000): the same path with 20
+    monkeypatch.setattr(runner, "STREAM_ABOVE", 20)
+    STREAM_ABOVE = runner.STREAM_ABOVE
 
     setup(in_tmp, "fail")
     suite = in_tmp / "big.yaml"  # more records than a run keeps in memory: they are read back from the journal
