@@ -50,11 +50,14 @@ def pytest_collection(session: pytest.Session) -> Iterator[object]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest first: the Ray tests (the cluster starts at once, and they spread over the workers),
-    then the grouped tests (`xdist_group`: under pytest-xdist, --dist loadgroup, each group's worker
-    starts on it at once while the others share the rest)."""
-    items.sort(key=lambda item: ("ray_cluster" not in getattr(item, "fixturenames", ()),
-                                 item.get_closest_marker("xdist_group") is None))
+    """The longest first: the grouped tests (`xdist_group`: under pytest-xdist, --dist loadgroup, each
+    group's worker starts on it at once while the others share the rest), the Ray group's first, so the
+    cluster starts at once; then the other Ray tests, which spread over the workers."""
+    def order(item: pytest.Item) -> int:
+        ray, grouped = "ray_cluster" in getattr(item, "fixturenames", ()), item.get_closest_marker("xdist_group")
+        return 0 if ray and grouped else 1 if grouped else 2 if ray else 3
+
+    items.sort(key=order)
     if getattr(config.option, "loadgroup", False):  # an xdist worker, --dist loadgroup
         _suffix_groups(items)
 
