@@ -492,10 +492,13 @@ class SuiteParser:
                     spec.scope = "each_turn"  # the red lines under attack hold on every reply
         if test.simulate is not None and test.simulate.milestones:
             implied_milestones(test, spath)
+        for spec in journey_checks_without_journey(test):  # docs/en/agents.md#milestones
+            self.bad(spec.where, f"'{spec.type}' checks a simulated journey's {spec.type.split(':')[1]}: test "
+                                 f"'{test.id}' has no `simulate.{spec.type.split(':')[1]}`, so it would pass on nothing")
         if test.simulate is not None and test.simulate.checkpoints and \
                 not any(a.type == "trajectory:checkpoints" for a in test.asserts):  # docs/en/agents.md#checkpoints
             test.asserts.append(AssertionSpec(type="trajectory:checkpoints", negate=False, value=True,
-                                              where=(*spath, "checkpoints")))
+                                              where=(*spath, "checkpoints"), scope="conversation"))
         self._dataset(test, raw.get("dataset"), (*path, "dataset"))
         self._check_references(test)
         self._check_comparisons(test)
@@ -802,8 +805,6 @@ class SuiteParser:
                     AssertionSpec(type="state", negate=False, value=when["state"]).params  # noqa: B018
                 except (TypeError, ValueError) as exc:
                     self.bad((*path, "milestones", k, "done_when", "state"), f"'state': {exc}")
-        if raw.get("milestones") and raw.get("python") is not None:
-            self.bad((*path, "milestones"), "milestones are played by a model simulator, not a 'python:' user")
         stop_when = _items(raw.get("stop_when"))
         conditions: list[Mapping[str, object]] = list(stop_when)
         for k, cond in enumerate(conditions):
@@ -900,6 +901,16 @@ def scripted_length(test: TestSpec) -> int | None:
     return total
 
 
+def journey_checks_without_journey(test: TestSpec) -> list[AssertionSpec]:
+    """`trajectory:milestones` / `trajectory:checkpoints` on a test without `simulate.milestones` /
+    `simulate.checkpoints`: written on the test, an error (returned); from `defaults`, left out of the test."""
+    sim = test.simulate
+    has = {"trajectory:milestones": bool(sim and sim.milestones), "trajectory:checkpoints": bool(sim and sim.checkpoints)}
+    idle = [a for a in test.asserts if a.type in has and not has[a.type]]
+    test.asserts = [a for a in test.asserts if a not in idle or a.where[:1] != ("defaults",)]
+    return [a for a in idle if a.where[:1] != ("defaults",)]
+
+
 def implied_milestones(test: TestSpec, where: PathKey) -> None:
     """`simulate.milestones` implies `trajectory:milestones` (docs/en/agents.md#milestones); one written in
     `assert:` (with its severity, xfail ...) is that check, given the goals."""
@@ -910,4 +921,4 @@ def implied_milestones(test: TestSpec, where: PathKey) -> None:
         spec.value = goals
     if not written:
         test.asserts.append(AssertionSpec(type="trajectory:milestones", negate=False, value=goals,
-                                          where=(*where, "milestones")))
+                                          where=(*where, "milestones"), scope="conversation"))
