@@ -30,7 +30,7 @@ def load_scripted_user(inst: Instance) -> Any:
 
 async def next_message(fn: Any, inst: Instance, messages: list[Message], turn: int,
                        goal: str | None = None) -> str | None:
-    """The scripted user's next message (stripped), or None when it stops; `goal`: the current milestone's."""
+    """The scripted user's next message (stripped; empty is a simulator fault), or None when it stops; `goal`: the current milestone's."""
     sim = inst.test.simulate
     assert sim is not None
     context = {"turn": turn, "test_id": inst.test_id, "repeat": inst.repeat, "vars": dict(inst.vars),
@@ -39,6 +39,6 @@ async def next_message(fn: Any, inst: Instance, messages: list[Message], turn: i
                                     fn, [dict(m) for m in messages], context)
     if result is None:
         return None
-    if isinstance(result, str) and result.strip():
-        return result.strip()
+    if isinstance(result, str):
+        return result.strip()  # an empty message is a simulator fault (evalspec/play/faults.py), checked there
     raise ProviderError(f"simulated user {sim.python} returned {result!r}; expected a message (str) or None to stop")
