@@ -45,8 +45,15 @@ class MilestonesParams:
 
 
 @assertion("trajectory:milestones", kind="conversation", params=MilestonesParams,
-           example=("- trajectory:milestones: true\n"
-                    "  severity: critical"))
+           example=("- id: finance-journey                 # a simulated journey: it has milestones\n"
+                    "  simulate:\n"
+                    "    instructions: 你想买一台瑶光，关心分期。\n"
+                    "    milestones:\n"
+                    "      - {goal: 谈分期, done_when: {assistant_matches: 首付}, max_turns: 2}\n"
+                    "    max_turns: 4\n"
+                    "  assert:\n"
+                    "    - trajectory:milestones: true\n"
+                    "      severity: critical"))
 def milestones_check(spec: Any, ctx: GradingContext) -> Check:
     """Every milestone of the simulated journey was met, in order (implied by `simulate.milestones`)."""
     goals = [str(g) for g in spec.value] if isinstance(spec.value, list) else []
@@ -80,8 +87,14 @@ def checkpoint_failures(messages: Sequence[Message]) -> list[tuple[int | None, C
 
 
 @assertion("trajectory:checkpoints", kind="conversation", params=CheckpointsParams,
-           example=("- trajectory:checkpoints: true\n"
-                    "  severity: critical"))
+           example=("- id: checked-journey                 # a simulated journey: it has checkpoints\n"
+                    "  simulate:\n"
+                    "    instructions: 你想买一台瑶光，关心分期。\n"
+                    "    checkpoints: [{after_turn: 2, criteria: [助手没有在用户表达购买意向前邀约]}]\n"
+                    "    max_turns: 4\n"
+                    "  assert:\n"
+                    "    - trajectory:checkpoints: true\n"
+                    "      severity: critical"))
 def checkpoints_check(spec: Any, ctx: GradingContext) -> Check:
     """Every checkpoint criterion held where it was asked (implied by `simulate.checkpoints`)."""
     asked = [c for m in ctx.transcript if m["role"] == "assistant" for c in m.get("checkpoints") or []]
