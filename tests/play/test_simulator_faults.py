@@ -43,6 +43,7 @@ FAULTS = {
     "the assistant's reply": (FIRST_REPLY, "repeated the assistant's reply"),
     "own instructions": ("好的，" + INSTRUCTIONS[2:36], "copied its own instructions"),
     "too long": ("分期" * 301, "more than max_chars (600)"),
+    "its prompt": ("能分期吗？Write only your next message to the assistant", "copied its own instructions"),
 }
 
 
