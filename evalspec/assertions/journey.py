@@ -22,16 +22,19 @@ from evalspec.extend.transcript import Checkpoint, Message
 __all__ = ["checkpoint_failures", "milestone_goals", "milestone_statuses"]
 
 
-def milestone_statuses(goals: Sequence[str], messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """[{goal, status: met | missed | not_reached, turn}] for each goal, from the marked transcript."""
+def milestone_statuses(goals: Sequence[str], messages: Sequence[Message],
+                       cut_short: bool = False) -> list[dict[str, Any]]:
+    """[{goal, status: met | missed | not_reached, turn}] for each goal, from the marked transcript.
+    `cut_short`: the conversation ended in an error (a simulator fault, a timeout): the milestone it was
+    on was never given its turns, so it is `not_reached`, not missed (docs/en/agents.md#reading-simulator-faults)."""
     played = [m.get("turn") for m in messages if m["role"] == "user" and m.get("turn") is not None]
     last = played[-1] if played else None
     out = []
     for k, goal in enumerate(goals, 1):
         met = next((m.get("turn") for m in messages if m["role"] == "assistant" and m.get("milestone_met") == k), None)
         tried = any(m["role"] == "user" and m.get("milestone") == k for m in messages)
-        status = "met" if met is not None else "missed" if tried else "not_reached"
-        out.append({"goal": goal, "status": status, "turn": met if met is not None else last if tried else None})
+        status = "met" if met is not None else "missed" if tried and not cut_short else "not_reached"
+        out.append({"goal": goal, "status": status, "turn": met if met is not None else last if status == "missed" else None})
     return out
 
 

@@ -5,8 +5,7 @@ Every message the simulator writes (a model's or a python user's; never a fixed 
 `fixed`, a milestone's `user:`) goes through `simulator_fault`. A message that is empty, repeats the
 simulator's previous one, holds the stop marker together with a request the assistant never gets to
 answer, is written as the assistant, copies 30 or more characters of what it was told (its texts, its
-prompt), or is longer
-than `max_chars` makes the conversation an error of the class `simulator_fault`.
+prompt), or is longer than `max_chars` makes the conversation an error of the class `simulator_fault`.
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         record["attribution"], record["attribution_by"] = transcript.attribution, "run"
     if test.simulate is not None and test.simulate.milestones:  # docs/en/agents.md#milestones
         goals = milestone_goals(test.simulate.milestones)
-        record["milestones"] = cast(list[Milestone], redact(milestone_statuses(goals, transcript.messages), secrets))
+        statuses = milestone_statuses(goals, transcript.messages, cut_short=transcript.error is not None)
+        record["milestones"] = cast(list[Milestone], redact(statuses, secrets))
     if paths := tool_calls_paths(transcript.messages):
         record["tool_calls_paths"] = paths
     if transcript.attack is not None:

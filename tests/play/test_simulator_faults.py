@@ -151,3 +151,12 @@ def test_a_python_user_without_milestones_is_checked_the_same_way(tmp_path: Path
     record = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data["results"][0]
     assert record["status"] == "error" and record["attribution"] == "simulator_fault", record["error"]
     assert "repeated its previous message" in record["error"]
+
+
+def test_the_milestone_a_fault_cut_short_is_not_reached_never_missed(tmp_path: Path) -> None:
+    """Milestone 1 asked at turn 1 and not met; the simulator slips at turn 2: the bot never had its turns."""
+    (tmp_path / "user.py").write_text("def again(transcript, context):\n    return '你好'\n", encoding="utf-8")
+    path = suite(tmp_path, "", "      python: user.py:again\n")
+    record = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data["results"][0]
+    assert record["attribution"] == "simulator_fault" and "repeated its previous message" in record["error"]
+    assert record["milestones"][0] == {"goal": "问清车况", "status": "not_reached", "turn": None}
