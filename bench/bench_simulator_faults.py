@@ -60,7 +60,7 @@ def main() -> int:
 
 def _kind(error: str) -> str:
     """The fault's kind, from its message (play/faults.py's words)."""
-    found = re.search(r"simulator fault at turn \d+: the simulated user (\w+(?: \w+)?)", error)
+    found = re.search(r"simulator fault at turn \d+: the simulated user (\w+(?: \w+){0,2})", error)
     return found.group(1) if found else "other"
 
 
