@@ -71,7 +71,7 @@ class Run:
         return int(self.data["gate"]["exit_code"])
 
     @property
-    def results(self) -> list[Record]:  # the v1 name of `records`
+    def results(self) -> list[Record]:  # `records` under its earlier name, kept for scripts that use it (docs/en/python-api.md)
         return self.records
 
     def to_json(self) -> RunData:
@@ -87,7 +87,7 @@ class Run:
         return cls(read_run(path), Path(path))
 
 
-RunResult = Run  # the v1 name
+RunResult = Run  # the class under its earlier name, kept for scripts that import it (docs/en/python-api.md)
 
 
 def expand_paths(patterns: Sequence[str]) -> list[Path]:

@@ -267,7 +267,8 @@ def repeats_text(v: RunVerdict) -> str:
 
 
 def stable_text(c: Curve) -> str:
-    """`stable until 6 (0.8, or the SLA minimum)`: the term seed 002 uses for topic switch and conflict."""
+    """`stable until 6 (0.8, or the SLA minimum)`: how long a
+    memory curve's score holds after a topic switch or a conflict (docs/en/memory-and-curves.md)."""
     if c.get("stable_until") is None:
         return words("stable_none")
     return words("stable_until", v=c["stable_until"])
