@@ -245,6 +245,7 @@ class Suite:
     regressions: str = "each"  # each | paired: how a regressions gate decides (docs/en/statistics.md)
     alpha: float = 0.05  # the paired test's level
     min_pass_hat_k: PassHatK | None = None  # {k, min}: the suite's pass^k must reach min
+    use_corrected: bool = False  # `gate.use_corrected`: the gate compares the pass rate corrected from the labels
     report_lang: str | None = None  # `report: {lang: zh}` (SPEC §21); None: chosen from the conversations
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)

@@ -361,6 +361,9 @@ class GateNode(TypedDict, total=False):
     alpha: Annotated[float, Keywords(exclusiveMinimum=0, exclusiveMaximum=1,
                                      description="the paired test's level (default 0.05)")]
     min_pass_hat_k: PassHatK
+    use_corrected: Annotated[bool, Keywords(
+        description="compare the pass rate corrected for the judge's errors on the labels of the suite's judged "
+                    "rules (20+ labels; docs: reports-and-gate, corrected pass rate)")]
 
 
 class ReportNode(TypedDict, total=False):

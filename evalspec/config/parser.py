@@ -180,9 +180,11 @@ class SuiteParser:
                 spec.parsed = None  # made again with it
 
     def _statistics_gate(self, gate: GateNode) -> None:
-        """`gate: {regressions: paired, alpha, min_pass_hat_k: {k, min}}` (docs/en/statistics.md); the schema
-        checked the forms. `regressions: paired` gates on regressions when a baseline is given."""
+        """`gate: {regressions: paired, alpha, min_pass_hat_k: {k, min}, use_corrected}` (docs/en/statistics.md,
+        docs/en/reports-and-gate.md#corrected-pass-rate); the schema checked the forms. `regressions: paired`
+        gates on regressions when a baseline is given."""
         s = self.suite
+        s.use_corrected = gate.get("use_corrected") is True
         if gate.get("regressions") in ("each", "paired"):
             s.regressions = str(gate["regressions"])
             if s.regressions == "paired" and "mode" not in gate:

@@ -82,6 +82,7 @@ def suite_meta(suite: Suite) -> dict[str, Any]:
             "min_pass_rate": suite.min_pass_rate, "max_errors": suite.max_errors, "gate_mode": suite.gate_mode,
             "regressions": suite.regressions, "alpha": suite.alpha,
             **({"min_pass_hat_k": suite.min_pass_hat_k} if suite.min_pass_hat_k else {}),
+            **({"use_corrected": True} if suite.use_corrected else {}),
             **({"report": {"lang": suite.report_lang}} if suite.report_lang else {}),
             **({"coverage": suite.coverage} if suite.coverage else {}),
             "providers": [p.redacted(suite.secrets) for p in suite.providers],
@@ -268,12 +269,11 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         "results": [lite for _, lite in done],
         **({"transcripts": graded} if graded is not None and graded["path"] is not None else {}),
     }
-    run = finalize(run, options.fail_under, options.include_drafts)  # aggregates from the light records
     records = JournalRecords(journal_path, [offset for offset, _ in done], run["results"])
-    from evalspec.results.corrected import corrected_summary
+    from evalspec.results.corrected import corrections
 
-    if corrected := corrected_summary(records):  # judged rules with 20+ labels (docs/en/judges.md#labels-flow-back)
-        run["summary"]["corrected"] = corrected
+    # aggregates from the light records; the labels' corrections from the whole ones (docs/en/judges.md#labels-flow-back)
+    run = finalize(run, options.fail_under, options.include_drafts, corrections(records))
     # reporters still scan the results once per verdict: a small run keeps them in memory
     run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
     return cast(RunData, run)  # `finalize` filled every key RunData requires

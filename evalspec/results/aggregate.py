@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from evalspec.results import verdict as reduction  # SPEC §19 `reduce:`
 from evalspec.results.agreement import jury_summary
@@ -15,6 +15,9 @@ from evalspec.results.gate import decide
 from evalspec.results.rundata import Curve, CurveSla, Metric, Record, Sla, StatusName, Summary
 from evalspec.results.stream import JournalRecords
 from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
+
+if TYPE_CHECKING:
+    from evalspec.results.corrected import Corrections
 
 
 class Repeat(TypedDict):
@@ -159,9 +162,11 @@ def rate_limited(records: Sequence[Record]) -> dict[str, int]:
     return total
 
 
-def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool) -> dict[str, Any]:
+def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool,
+             corrected: Corrections | None = None) -> dict[str, Any]:
     """Fill `verdicts`, `curves`, `summary` and `gate` of a run from its records (the light forms of
-    records read back from disk: what the aggregates read)."""
+    records read back from disk: what the aggregates read); `corrected`: what the labels say of its judged
+    rules, read from the whole records (results/corrected.py), for `summary.corrected` and the corrected gate."""
     records: Sequence[Record] = run["results"]
     if isinstance(records, JournalRecords) and records.light is not None:
         records = cast(list[Record], records.light)  # Records without their heavy keys (`stream.light`)
@@ -175,8 +180,10 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     run["summary"]["red_lines"] = red_lines(records, include_drafts)
     if review := run.get("judge_review"):  # the second opinion's calls are the run's, not a record's
         run["summary"].update(judge_totals(review.get("items") or [], run["summary"]))
-    run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts,
-                         run["summary"]["suites"], run["summary"]["red_lines"]).to_json()
+    if corrected is not None and corrected.rules:  # docs/en/judges.md#labels-flow-back
+        run["summary"]["corrected"] = corrected.rules
+    run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts, run["summary"]["suites"],
+                         run["summary"]["red_lines"], corrected.suites if corrected is not None else None).to_json()
     if juries := jury_summary(records):  # docs/en/judges.md#juries
         run["summary"]["juries"] = juries
     if attacks := attack_summary(records):

@@ -413,6 +413,7 @@ class SuiteEntry(_SuiteEntryRequired, total=False):
         "how a regressions gate decides: every regressed test blocks (each), or the paired test (paired)"))]
     alpha: Annotated[float, Keywords(exclusiveMinimum=0, exclusiveMaximum=1)]
     min_pass_hat_k: PassHatK
+    use_corrected: Annotated[bool, Keywords(description="the gate compares the pass rate corrected from the labels")]
     coverage: Annotated[dict[str, list[str]], Keywords(
         description="the suite's coverage matrix: dimension -> values (SPEC §25)")]
 
@@ -749,6 +750,23 @@ class _GateSuiteRequired(TypedDict):
     ok: Annotated[bool, unchecked]
 
 
+class _GateCorrectedRequired(TypedDict):
+    labels: Annotated[Count, Keywords(description="the marked labels of the suite's judged rules, pooled")]
+    raw: Annotated[float | None, Keywords(minimum=0, maximum=1)]
+
+
+class GateCorrected(_GateCorrectedRequired, total=False):
+    """A suite's pass rate corrected for `gate.use_corrected` (docs/en/reports-and-gate.md#corrected-pass-rate):
+    no `corrected` key when its labels were too few (under 20, or not both kinds)."""
+
+    sensitivity: Share
+    specificity: Share
+    corrected: Annotated[float | None, Keywords(minimum=0, maximum=1, description=(
+        "the rate the gate compared; null: the judge is no better than chance on the labels, the raw rate was"))]
+    interval: Annotated[list[Share], Keywords(minItems=2, maxItems=2)]
+    no_better_than_chance: bool
+
+
 class GateSuite(_GateSuiteRequired, total=False):
     """One suite's gate (`results.gate.SuiteGate.to_json`)."""
 
@@ -757,6 +775,8 @@ class GateSuite(_GateSuiteRequired, total=False):
         "reasons that block in every gate mode: pass^k below min_pass_hat_k, a red line over its max_rate"))]
     paired: Annotated[Paired, ref("paired")]
     red_lines: Annotated[list[str], Keywords(description="each max_rate rule's bound, in words")]
+    corrected: Annotated[GateCorrected, Keywords(description=(
+        "with gate.use_corrected: the pass rate corrected for the judge's errors on the labels"))]
     min_pass_rate: Annotated[float, unchecked]
     max_errors: Annotated[int, unchecked]
     reasons: Annotated[list[str], unchecked]

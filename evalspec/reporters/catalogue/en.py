@@ -133,6 +133,13 @@ WORDS: dict[str, str] = {
     "corrected_line": "{rule}: {raw} raw → {corrected} ({low}–{high}), corrected from {labels} labels "
                       "(judge sensitivity {sens}, specificity {spec})",
     "corrected_chance": "{rule}: {raw} raw; not corrected: on its {labels} labels the judge is no better than chance",
+    "gate_corrected": "gate {suite}: compared the pass rate corrected from {labels} labels, {corrected} (raw {raw}; "
+                      "judge sensitivity {sens}, specificity {spec})",
+    "gate_corrected_chance": "gate {suite}: compared the raw pass rate {raw}: on its {labels} labels the judge is no "
+                             "better than chance",
+    "gate_corrected_few": "gate {suite}: compared the raw pass rate {raw}: {labels} labels, at least 20 (passing and "
+                          "failing) are needed to correct it",
+    "blocks_rate_corrected": "{suite}: corrected pass rate {rate} < {min} (raw {raw}, corrected from {labels} labels)",
     "jury_title": "Juries: how far the judges agree",
     "jury_members": "Members", "jury_kappa": "Agreement (Fleiss' kappa)", "jury_n": "Conversations all answered",
     "jury_disagreement": "Disagreement with the jury",

@@ -123,6 +123,12 @@ WORDS: dict[str, str] = {
     "corrected_line": "{rule}：原始 {raw} → {corrected}（{low}–{high}），据 {labels} 条人工标注校正"
                       "（评审灵敏度 {sens}，特异度 {spec}）",
     "corrected_chance": "{rule}：原始 {raw}；未校正：在 {labels} 条人工标注上评审不比随机猜测好",
+    "gate_corrected": "门禁 {suite}：比较的是据 {labels} 条人工标注校正后的通过率 {corrected}（原始 {raw}；"
+                      "评审灵敏度 {sens}，特异度 {spec}）",
+    "gate_corrected_chance": "门禁 {suite}：比较的是原始通过率 {raw}：在 {labels} 条人工标注上评审不比随机猜测好",
+    "gate_corrected_few": "门禁 {suite}：比较的是原始通过率 {raw}：只有 {labels} 条人工标注，校正至少需要 20 条"
+                          "（通过与不通过的都要有）",
+    "blocks_rate_corrected": "{suite}：校正后的通过率 {rate} < {min}（原始 {raw}，据 {labels} 条人工标注校正）",
     "jury_title": "评审团：评审之间的一致程度",
     "jury_members": "成员", "jury_kappa": "一致性（Fleiss' kappa）", "jury_n": "全员作答的对话",
     "jury_disagreement": "与评审团结论不一致的比例",
