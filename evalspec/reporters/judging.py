@@ -99,7 +99,7 @@ def gate_corrected_lines(run: RunData) -> list[str]:
     compared, and from how many labels (docs/en/reports-and-gate.md#corrected-pass-rate)."""
     out = []
     for s in run["gate"]["suites"]:
-        if (c := s.get("corrected")) is None:
+        if (c := s.get("corrected")) is None or c["raw"] is None:  # no gated verdict: no rate to compare
             continue
         fields = {"suite": s["suite"], "raw": _pct(c["raw"]), "labels": c["labels"]}
         if c.get("no_better_than_chance"):

@@ -143,7 +143,7 @@ def gate_correction(passed: int, failed: int, labels: list[Label]) -> GateCorrec
     counted = found[2] if found is not None else sum(
         1 for x in labels if isinstance(x.label, bool) and isinstance(x.judged, bool))
     out: GateCorrected = {"labels": counted, "raw": passed / n if n else None}
-    if found is None or counted < MIN_LABELS:
+    if found is None or counted < MIN_LABELS or not n:
         return out
     rate = corrected_rate(passed, n, found[0], found[1])
     out.update({"sensitivity": rate["sensitivity"], "specificity": rate["specificity"], "corrected": rate["corrected"]})
