@@ -123,7 +123,7 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None,
     regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": records}
     gate = run.get("gate", {})
     # the labels file as it is now corrects the regraded pass rates (docs/en/judges.md#labels-flow-back)
-    finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts")), corrections(records))
+    finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts")), corrections(records, regraded["suites"]))
     return cast(RunData, regraded), warnings  # `finalize` filled every key RunData requires
 
 

@@ -273,7 +273,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
     from evalspec.results.corrected import corrections
 
     # aggregates from the light records; the labels' corrections from the whole ones (docs/en/judges.md#labels-flow-back)
-    run = finalize(run, options.fail_under, options.include_drafts, corrections(records))
+    run = finalize(run, options.fail_under, options.include_drafts, corrections(records, run["suites"]))
     # reporters still scan the results once per verdict: a small run keeps them in memory
     run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
     return cast(RunData, run)  # `finalize` filled every key RunData requires

@@ -96,11 +96,15 @@ class Corrections:
     suites: Mapping[str, list[Label]] = field(default_factory=dict)
 
 
-def corrections(records: Iterable[Mapping[str, Any]], path: Path = LABELS_FILE) -> Corrections:
-    """The corrections a run's records and the labels file as it is now give (nothing, and no record read,
-    without a label)."""
+def corrections(records: Iterable[Mapping[str, Any]], suites: Iterable[Mapping[str, Any]] = (),
+                path: Path = LABELS_FILE) -> Corrections:
+    """The corrections a run's records and the labels file as it is now give; `suites`: run.json's, whose
+    `use_corrected` ones get their labels pooled. No record is read when no rule has 20 labels and no
+    suite asks for the corrected gate."""
     labels = read_labels(path)
-    if not labels:
+    pooling = {str(x.get("path")) for x in suites if x.get("use_corrected")}
+    if not labels or not pooling and not any((found := accuracy(x)) is not None and found[2] >= MIN_LABELS
+                                             for x in labels.values()):
         return Corrections()
     tally: dict[tuple[str, str], list[Any]] = {}
     for r in records:
@@ -118,7 +122,8 @@ def corrections(records: Iterable[Mapping[str, Any]], path: Path = LABELS_FILE) 
     rules: list[Corrected] = []
     pooled: dict[str, list[Label]] = {}
     for (suite, key), (a, n, passed) in tally.items():
-        pooled.setdefault(suite, []).extend(labels[key])
+        if suite in pooling:
+            pooled.setdefault(suite, []).extend(labels[key])
         found = accuracy(labels[key])
         if found is not None and found[2] >= MIN_LABELS:
             sensitivity, specificity, counted = found
@@ -131,7 +136,7 @@ def corrected_summary(records: Iterable[Mapping[str, Any]], path: Path = LABELS_
     """`summary.corrected`: per suite and judged rule with at least 20 marked labels, its raw pass rate in
     this run, the judge's sensitivity and specificity on the labels, and the corrected pass rate with its
     interval (or `no_better_than_chance`)."""
-    return corrections(records, path).rules
+    return corrections(records, (), path).rules
 
 
 def gate_correction(passed: int, failed: int, labels: list[Label]) -> GateCorrected:
