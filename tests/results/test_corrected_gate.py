@@ -91,6 +91,9 @@ def test_the_published_example_corrects_the_rule_and_the_gate_to_its_hand_comput
     assert "corrected pass rate 20.00% < 30.00% (raw 34.00%, corrected from 100 labels)" in out
     assert "compared the pass rate corrected from 100 labels, 20%" in out
     from evalspec.reporters.markdown import render_markdown
+    from evalspec.results.runjson import run_schema_problem
+
+    assert run_schema_problem(data) is None
 
     report = render_markdown(data, lang="en")  # the worked example of docs/en/judges.md#labels-flow-back
     assert ("34% raw → 20% (3%–40%), corrected from 100 labels (judge sensitivity 90%, specificity 80%)" in report
