@@ -1,8 +1,9 @@
 """The gate (SPEC §1, §8, §10, §17): ONE owner of the exit code, whether it passed and why.
 
-`decide` reaches the usual gate from the verdicts: per suite its pass rate against `min_pass_rate`, a
-critical assertion that failed, an SLA missed; errors beyond `max_errors`, an SLA without data and a run
-with no gated verdict exit 3 unless something failed. `GateDecision.with_baseline` is the regressions
+`decide` reaches the usual gate from the verdicts: per suite its pass rate against `min_pass_rate` (with
+`gate.use_corrected`, corrected for the judge's errors on the labels: `gated_rate`,
+docs/en/reports-and-gate.md#corrected-pass-rate), a critical assertion that failed, an SLA missed; errors
+beyond `max_errors`, an SLA without data and a run with no gated verdict exit 3 unless something failed. `GateDecision.with_baseline` is the regressions
 gate (SPEC §10): with a baseline, "no regression" replaces the pass-rate check of the suites gated on
 regressions — `regressed`, `new failing`, an SLA newly missed or a critical assertion that newly failed
 exit 1; failures the baseline already had are shown but do not block; exit 3 for errors still applies.
