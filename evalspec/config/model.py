@@ -126,6 +126,7 @@ class SimulateSpec:
     min_turns: int = 1  # goal_met and checkpoints are asked after this turn, not before
     milestones: list[MilestoneStep] = field(default_factory=list)  # {goal, done_when, max_turns} | {user}
     checkpoints: list[CheckpointNode] = field(default_factory=list)  # {after_turn | every, criteria, min_turns}
+    preset: str | None = None  # `persona: {preset}`: already in `persona` (docs/en/agents.md#persona-presets)
 
 
 def milestone_goals(milestones: Sequence[Mapping[str, object]]) -> list[str]:
@@ -237,7 +238,9 @@ class Suite:
     providers: list[ProviderSpec] = field(default_factory=list)
     judge: ProviderSpec | None = None  # a jury's first member when `judge:` is a list
     jury: JurySpec | None = None
-    simulator: ProviderSpec | None = None
+    simulator: ProviderSpec | None = None  # `simulators:`' first when they are given
+    # `simulators:`: every simulated test is played with each (docs/en/agents.md#comparing-two-simulators)
+    simulators: list[ProviderSpec] = field(default_factory=list)
     embedder: ProviderSpec | None = None
     min_pass_rate: float = 1.0
     max_errors: int = 0

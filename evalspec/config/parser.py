@@ -45,6 +45,7 @@ from evalspec.config.nodes import (
     TestNode,
 )
 from evalspec.config.paths import LineMap, PathKey
+from evalspec.config.personas import PRESET_NAMES, PresetName, persona_text, suite_language
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
 from evalspec.config.recorded import BadToolCalls, tool_calls_of
 from evalspec.config.schema import fragment_schema
@@ -62,6 +63,23 @@ from evalspec.extend.replies import holds_reply
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
 N = TypeVar("N")
+
+
+def _simulator_name(item: object, index: int) -> str:
+    """A simulator of `simulators:` as verdicts and reports name it: its `id`, else its model."""
+    if isinstance(item, dict):
+        return str(item.get("id") or item.get("model") or f"simulator-{index + 1}")
+    return str(item)
+
+
+def _persona(raw: object) -> tuple[str | None, str | None]:
+    """(persona text, preset) of `persona:` written as text or as `{preset, text}` (None: neither; the schema
+    names the problem). The preset's own text is added once the suite's language is known."""
+    if isinstance(raw, str):
+        return raw, None
+    if isinstance(raw, dict) and raw.get("preset") in PRESET_NAMES and isinstance(raw.get("text", ""), str):
+        return str(raw.get("text", "")), str(raw["preset"])
+    return ("", None) if isinstance(raw, dict) else (None, None)
 
 
 def _dict(value: object) -> dict[str, object]:
@@ -131,6 +149,9 @@ class SuiteParser:
             if role in d and not (role == "judge" and isinstance(d[role], list)):
                 setattr(s, role, self._model_ref(d[role], (role,), role))
         s.jury = self._jury(d.get("judge"), d.get("jury"), ("jury",))
+        s.simulators = self._simulators(d.get("simulators"), "simulator" in d)
+        if s.simulators:
+            s.simulator = s.simulators[0]
         if s.jury is not None:
             s.judge = s.jury.members[0]
         defaults = _node(d.get("defaults"), TestNode())
@@ -155,6 +176,7 @@ class SuiteParser:
             else:
                 seen[test.id] = ("tests", i)
             s.tests.append(test)
+        self._persona_presets()
         self._default_normalize()
         for secret_source in s.providers:
             config_secrets(secret_source.config, s.secrets)
@@ -413,6 +435,37 @@ class SuiteParser:
             self.bad((*path, "quorum"), f"jury quorum must be a whole number from 1 to {len(members)} (the members)")
             quorum = len(members) // 2 + 1
         return JurySpec(members, str(name), quorum) if members else None
+
+    def _simulators(self, raw: Any, single: bool) -> list[ProviderSpec]:
+        """`simulators:` (docs/en/agents.md#comparing-two-simulators): each named by its `id`, else its model."""
+        if raw is None:
+            return []
+        if single:
+            self.bad(("simulators",), "give 'simulator:' or 'simulators:', not both ('simulators:' replaces it)")
+        found: list[ProviderSpec] = []
+        for i, item in enumerate(_list(raw)):
+            spec = self._model_ref(item, ("simulators", i), "simulator")
+            if spec is None:
+                continue
+            spec.id = _simulator_name(item, i)
+            if spec.id in {m.id for m in found}:
+                self.bad(("simulators", i), f"simulator '{spec.id}' is listed twice: give one an 'id'")
+                continue
+            found.append(spec)
+        return found
+
+    def _persona_presets(self) -> None:
+        """`persona: {preset, text}` read into one persona, in the suite's language
+        (docs/en/agents.md#persona-presets)."""
+        sims = [t.simulate for t in self.suite.tests if t.simulate is not None]
+        if not any(sim.preset for sim in sims):
+            return
+        written = [str(e.text) for t in self.suite.tests for e in t.conversation if e.kind == "user"]
+        written += [x for sim in sims for x in (sim.persona, sim.goal, sim.instructions or "") if x]
+        lang = suite_language(self.suite.report_lang, written)
+        for sim in sims:
+            if sim.preset:
+                sim.persona = persona_text(cast(PresetName, sim.preset), sim.persona, lang)
 
     # -- tests -------------------------------------------------------------------------------
     def _field(self, raw: Mapping[str, object], defaults: Mapping[str, object], key: str,
@@ -822,11 +875,12 @@ class SuiteParser:
                 if key not in raw and not (key == "goal" and raw.get("milestones")):
                     self.bad(path, f"a simulated user needs '{key}' (or 'instructions:', or 'python: FILE.py:function', "
                                    "a scripted user)")
-        if not isinstance(raw.get("max_turns"), int) or \
-                not all(isinstance(raw.get(k, ""), str) for k in ("persona", "goal", "instructions")):
+        persona, preset = _persona(raw.get("persona", ""))
+        if not isinstance(raw.get("max_turns"), int) or persona is None or \
+                not all(isinstance(raw.get(k, ""), str) for k in ("goal", "instructions")):
             return None
         model = raw.get("model")
-        return SimulateSpec(persona=raw.get("persona", ""), goal=raw.get("goal", ""), max_turns=raw["max_turns"],
+        return SimulateSpec(persona=persona, preset=preset, goal=raw.get("goal", ""), max_turns=raw["max_turns"],
                             instructions=raw.get("instructions"), max_chars=int(raw.get("max_chars", 600)),
                             min_turns=int(raw.get("min_turns", 1)),
                             # the schema's forms of a step (a goal, a fixed turn), read as one mapping each

@@ -13,6 +13,7 @@ from evalspec.results.curves import binding_point, covered_points, curves, sla_e
 from evalspec.results.errorbars import interval, red_lines, run_figures
 from evalspec.results.gate import decide
 from evalspec.results.rundata import Curve, CurveSla, Metric, Record, Sla, StatusName, Summary
+from evalspec.results.spread import simulator_spread
 from evalspec.results.stream import JournalRecords
 from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
 
@@ -50,7 +51,7 @@ def verdicts(records: Sequence[Record], include_drafts: bool = False) -> list[Ve
         gated = is_gated({"status": status, "draft": draft, "xfail": first.get("xfail"), "curve": is_curve})
         out.append(Verdict(suite, base_id, first["name"], provider, status, len(recs), ok, rate, hat, mean, std,
                            gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
-                           category(status, is_curve, draft, include_drafts)))
+                           category(status, is_curve, draft, include_drafts), simulator=first.get("simulator")))
     return reduction.reduce_instances(out, records, include_drafts)
 
 
@@ -188,6 +189,8 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
         run["summary"]["juries"] = juries
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks
+    if spread := simulator_spread(vs, include_drafts):  # docs/en/agents.md#comparing-two-simulators
+        run["summary"]["simulator_spread"] = spread
     if warnings := path_warnings(records):
         run["summary"]["warnings"] = warnings
     return run

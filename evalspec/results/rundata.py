@@ -20,7 +20,7 @@ from evalspec.results.transcript import StopReason
 __all__ = [
     "Assertion", "AtTurn", "Attribution", "Baseline", "BaselineRow", "Curve", "CurvePoint", "Evidence", "Exactly",
     "Gate", "GateSuite", "Interval", "JudgeFigures", "JudgeReview", "Milestone", "Paired", "Record", "RunData",
-    "RunVerdict", "Sla", "Status", "SuiteEntry", "Summary", "TeardownResult", "Triage", "Usage", "ref", "unchecked",
+    "RunVerdict", "SimulatorSpread", "Sla", "Status", "SuiteEntry", "Summary", "TeardownResult", "Triage", "Usage", "ref", "unchecked",
 ]
 
 
@@ -260,6 +260,8 @@ class Record(_StoredRecord, total=False):
     strategy_cost: float | None
     tool_calls_paths: Annotated[dict[str, bool], Keywords(
         description="each http `tool_calls:` path of the conversation: was its key in some turn's response")]
+    simulator: Annotated[str, Keywords(description="the simulator that played this conversation's user, when the "
+                                                   "suite compares several (docs/en/agents.md)")]
     attack: Annotated[dict[str, Any], Keywords(
         description="an attack attempt's strategy, red lines and breach (SPEC §16)")]
     reduce: Annotated[Literal["min", "mean"], Keywords(
@@ -304,6 +306,16 @@ class RunVerdict(_VerdictRequired, total=False):
     xfail: Annotated[bool, unchecked]
     curve: Annotated[bool, unchecked]
     reduce: Annotated[str, unchecked]
+    simulator: Annotated[str, Keywords(description="the simulator that played the user, when the suite compares "
+                                                   "several")]
+
+
+class SimulatorSpread(TypedDict):
+    """`summary.simulator_spread` (docs/en/agents.md#comparing-two-simulators): the pass rate of the simulated
+    tests' verdicts by simulator (null: none counted), and the largest difference between two of them."""
+
+    rates: dict[str, Annotated[float | None, Keywords(minimum=0, maximum=1)]]
+    max_difference: Annotated[float | None, Keywords(minimum=0, maximum=1)]
 
 
 class _CurvePointRequired(TypedDict):
@@ -605,6 +617,7 @@ class Summary(_SummaryRequired, total=False):
     judge_tokens: Count
     judge_cost: Amount
     attacks: list[AttackSummary]
+    simulator_spread: SimulatorSpread
 
 
 # ---- the baseline diff, the gate ------------------------------------------------------------------------------

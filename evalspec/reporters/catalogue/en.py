@@ -128,6 +128,10 @@ WORDS: dict[str, str] = {
     "breached": "breached", "at_turn": "at turn",
     "attack_line": "attack {red_line} · {strategy} @ {provider}: {result}", "attack_breached": "breached {rate}",
     "attack_at_turn": " at turn {turns}", "attack_errored": ", {n} errored",
+    # the simulator spread (docs/en/agents.md#comparing-two-simulators)
+    "spread_title": "Simulator spread", "spread_simulator": "simulator", "spread_counted": "passed / counted",
+    "spread_line": "simulator {name}: pass rate {rate} ({passed}/{counted})",
+    "spread_max": "largest difference between simulators: {diff}",
     # the judge's second opinion and failures by attribution (SPEC §11)
     "corrected_title": "Pass rates corrected for the judge's errors",
     "corrected_line": "{rule}: {raw} raw → {corrected} ({low}–{high}), corrected from {labels} labels "

@@ -118,6 +118,10 @@ WORDS: dict[str, str] = {
     "breached": "被攻破", "at_turn": "攻破轮次",
     "attack_line": "攻击 {red_line} · {strategy} @ {provider}：{result}", "attack_breached": "被攻破 {rate}",
     "attack_at_turn": "，第 {turns} 轮", "attack_errored": "，{n} 次出错",
+    # 模拟用户对比（docs/zh/agents.md）
+    "spread_title": "模拟用户对比", "spread_simulator": "模拟用户", "spread_counted": "通过 / 计入",
+    "spread_line": "模拟用户 {name}：通过率 {rate}（{passed}/{counted}）",
+    "spread_max": "模拟用户之间的最大差距：{diff}",
     # 评审模型复核与按归因分组的失败（SPEC §11）
     "corrected_title": "按评审误差校正后的通过率",
     "corrected_line": "{rule}：原始 {raw} → {corrected}（{low}–{high}），据 {labels} 条人工标注校正"
