@@ -131,8 +131,20 @@ def spread_simulators(suite: Suite, test: TestSpec, selection: Selection) -> lis
     if sim is None or sim.model is not None or sim.python is not None:
         return [None]
     if selection.simulators:
-        return [model_ref(name, name, ("--simulator",)) for name in selection.simulators]
+        return [named_simulator(suite, name) for name in selection.simulators]
     return list(suite.simulators) or [None]
+
+
+def named_simulator(suite: Suite, name: str) -> ProviderSpec:
+    """A simulator `run --simulator` names: the suite's `simulators:` entry with that id, else the model
+    `name`, called with the settings of the suite's own `simulator:` model (its `api_base`, key, params)."""
+    listed = next((spec for spec in suite.simulators if spec.id == name), None)
+    if listed is not None:
+        return listed
+    own = suite.simulator
+    if own is not None and own.kind == "model":
+        return replace(own, id=name, config={**own.config, "model": name}, where=("--simulator",))
+    return model_ref(name, name, ("--simulator",))
 
 
 def with_simulator(base: str, simulator: ProviderSpec | None) -> str:
