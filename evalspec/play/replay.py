@@ -65,7 +65,9 @@ def _plan_of(run: dict[str, Any]) -> tuple[Iterable[Instance], set[str], list[st
         if now is None or now["sha256"] != graded.get("sha256"):
             warnings.append(f"--transcripts {override}: changed since the run; its conversations are graded as "
                             "recorded in the run, by their ids in the file as it is now")
-    plan = checked_plan(suites, Selection(transcripts=override))
+    # the simulators the run played with (`run --simulator`'s too): docs/en/agents.md#comparing-two-simulators
+    simulators = list(dict.fromkeys(str(r["simulator"]) for r in run.get("results") or [] if r.get("simulator")))
+    plan = checked_plan(suites, Selection(transcripts=override, simulators=simulators))
     secrets = run_secrets(suites)  # records hold keys redacted with the secrets of the whole run
     return plan, secrets, warnings
 

@@ -167,3 +167,14 @@ def test_simulators_and_simulator_together_or_twice_are_config_errors(tmp_path: 
     assert "simulators[2]: simulator 'openai/pushy' is listed twice: give one an 'id'" in out
     code, out = invoke("run", str(suite(tmp_path, listed(server))), "--simulator", "a,,b")
     assert code == 2 and "--simulator" in out
+
+
+def test_rerun_replays_each_failure_with_the_simulator_that_played_it(tmp_path: Path, server: OpenAIServer) -> None:
+    head = f'simulator: {{model: openai/unused, api_base: "{server.base}", api_key: x}}\n'
+    path = suite(tmp_path, head)
+    invoke("run", str(path), "-o", str(tmp_path / "run.json"), "--no-cache", "-q",
+           "--simulator", "openai/calm,openai/pushy")
+    server.reset()
+    code, out = invoke("rerun", str(tmp_path / "run.json"), "--failed", "--times", "1")
+    assert code == 1, out  # both failures reproduce: the replays are the pushy simulator's again
+    assert [c["model"] for c in server.chats()] == ["pushy", "pushy"]
