@@ -8,7 +8,6 @@ a record after the run (a carried-over triage, a suggested attribution) goes thr
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -29,8 +28,7 @@ ALWAYS = frozenset({"suite", "base_id", "test", "name", "provider", "status", "s
 def light(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the aggregates (verdicts, curves, metrics, summary, attacks) read of a record: no transcript,
     no assertion details, and no field that is empty (they read those with `.get`)."""
-    out = {k: sys.intern(v) if isinstance(v, str) else v for k, v in record.items()
-           if k not in HEAVY and (v or k in ALWAYS or isinstance(v, str))}
+    out = {k: v for k, v in record.items() if k not in HEAVY and (v or k in ALWAYS or isinstance(v, str))}
     if record.get("reduce"):  # a reduced test is passed by its threshold (SPEC §19)
         out["threshold"] = record.get("threshold")
     teardown = record.get("teardown")
