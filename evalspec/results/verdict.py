@@ -119,7 +119,7 @@ def decide(results: list[AssertionResult], threshold: float | None, error: str |
     return ("passed" if passed else "failed"), score, critical
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """One gated verdict: a test instance × provider with its repeats combined."""
 
