@@ -83,6 +83,11 @@ class DiskRows(Sequence[dict[str, Any]]):
         for row in rows:
             self.append(row)
 
+    def __del__(self) -> None:  # the file goes with the rows (an anonymous file: nothing is left on disk)
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            fh.close()
+
     def append(self, row: Mapping[str, Any]) -> None:
         line = encode(row) + b"\n"
         if not self._at_end:
