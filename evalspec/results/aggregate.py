@@ -12,7 +12,7 @@ from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
 from evalspec.results.errorbars import interval, red_lines, run_figures
 from evalspec.results.gate import decide
-from evalspec.results.rundata import Curve, CurveSla, Metric, Record, Sla, StatusName, Summary
+from evalspec.results.rundata import Curve, CurveSla, Metric, Record, RunVerdict, Sla, StatusName, Summary
 from evalspec.results.spread import simulator_spread
 from evalspec.results.stream import JournalRecords
 from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
@@ -49,10 +49,22 @@ def verdicts(records: Sequence[Record], include_drafts: bool = False) -> list[Ve
         is_curve = bool(first.get("curve"))
         draft = bool(first.get("draft"))
         gated = is_gated({"status": status, "draft": draft, "xfail": first.get("xfail"), "curve": is_curve})
-        out.append(Verdict(suite, base_id, first["name"], provider, status, len(recs), ok, rate, hat, mean, std,
-                           gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
-                           category(status, is_curve, draft, include_drafts), simulator=first.get("simulator")))
+        # the words a million verdicts share are held once (records read back from disk each bring their own)
+        simulator = first.get("simulator")
+        out.append(Verdict(_shared(suite), base_id, _shared(first["name"]), _shared(provider), status, len(recs),
+                           ok, rate, hat, mean, std, gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
+                           category(status, is_curve, draft, include_drafts),
+                           simulator=_shared(simulator) if isinstance(simulator, str) else simulator))
     return reduction.reduce_instances(out, records, include_drafts)
+
+
+_WORDS: dict[str, str] = {}
+_WORDS_MOST = 10_000
+
+
+def _shared(text: str) -> str:
+    """One str for equal suite paths, test names and provider ids (at most `_WORDS_MOST` of them)."""
+    return _WORDS.setdefault(text, text) if len(_WORDS) < _WORDS_MOST else _WORDS.get(text, text)
 
 
 def sla_verdicts(curve_list: list[Curve]) -> list[Sla]:
@@ -173,7 +185,7 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
         records = cast(list[Record], records.light)  # Records without their heavy keys (`stream.light`)
     vs = verdicts(records, include_drafts)
     cs = curves(records)
-    run["verdicts"] = [v.to_json() for v in vs]
+    run["verdicts"] = []  # filled last, as `vs` is let go (`verdicts_json`): never both whole in memory
     run["curves"] = cs
     run["slas"] = sla_verdicts(cs)
     run["summary"] = summary(records, vs, run["slas"])
@@ -193,7 +205,17 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
         run["summary"]["simulator_spread"] = spread
     if warnings := path_warnings(records):
         run["summary"]["warnings"] = warnings
+    run["verdicts"] = verdicts_json(vs)
     return run
+
+
+def verdicts_json(vs: list[Verdict]) -> list[RunVerdict]:
+    """run.json's `verdicts`, in order, each `Verdict` let go as its JSON form is made (`vs` ends empty)."""
+    vs.reverse()
+    out: list[RunVerdict] = []
+    while vs:
+        out.append(vs.pop().to_json())
+    return out
 
 
 def path_warnings(records: Sequence[Record]) -> list[str]:
