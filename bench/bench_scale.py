@@ -216,9 +216,10 @@ def slopes() -> None:
             continue
         (small, low), (large, high) = sorted(peaks.items())[-2:]
         per = (high - low) / (large - small) * 1000
-        verdict = "flat" if high - low <= 30 else "grows"
+        verdict = "within 30 MB" if high - low <= 30 else "more than 30 MB"
         print(f"slope {label:<18} {per:>7.2f} MB per 1,000 conversations ({small:,} → {large:,}: "
-              f"{low:.0f} → {high:.0f} MB, {verdict})", flush=True)
+              f"{low:.0f} → {high:.0f} MB, {verdict}; at this slope 1M would peak near "
+              f"{high + per * (1_000_000 - large) / 1000:,.0f} MB)", flush=True)
 
 
 if __name__ == "__main__":
