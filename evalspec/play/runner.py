@@ -131,7 +131,8 @@ def provider_code(suites: Sequence[Suite]) -> dict[str, str] | None:
     return code or None
 
 
-async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> RunData:
+async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions,
+                   baseline: Mapping[str, Any] | None = None) -> RunData:
     """Play every instance of `plan` and return the run (the content of run.json).
 
     The plan is walked once, lazily (a `Plan` renders each instance when a worker reaches it); what stays
@@ -198,7 +199,8 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
 
     guard = options.guard
     watched = run_dir / "grading"  # a watched run: the conversation being graded, should user code end it
-    comparisons = Comparisons(suites, plan, lambda position: kept[position] is not None, pool, write)
+    comparisons = Comparisons(suites, plan, lambda position: kept[position] is not None, pool, write,
+                              baseline)
 
     async def play_one(position: int, inst: Instance) -> None:
         if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again
