@@ -173,7 +173,7 @@ def test_a_reference_is_compared_while_grading_and_reports_show_the_counts(tmp_p
                        "--html", str(tmp_path / "r.html"))
     assert code == 0, out
     for text in (out, (tmp_path / "r.md").read_text(encoding="utf-8"), (tmp_path / "r.html").read_text(encoding="utf-8")):
-        assert "1 win" in text and "50%" in text, text
+        assert "1 won, 1 tied, 0 tied (position-inconsistent), 0 lost of 2; win rate 50% (9–91%, n=2)" in text, text
 
 
 @pytest.mark.parametrize(("rule", "message"), [

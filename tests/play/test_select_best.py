@@ -185,7 +185,8 @@ def test_a_run_left_with_one_candidate_by_provider_is_an_error_not_a_verdict(tmp
 def test_a_small_models_fenced_answer_with_the_index_as_text_is_read(tmp_path: Path) -> None:
     def answer(request: dict[str, Any], n: int) -> Reply:
         best = "1" if '<candidate index="1">\nLOL' in request["messages"][-1]["content"] else "0"
-        return Reply(body=chat_body('Let me compare.\n```json\n{"reason": "the pun", "best": "%s"}\n```' % best))
+        return Reply(body=chat_body('Let me compare.\n```json\n' + json.dumps({"reason": "the pun", "best": best})
+                                    + "\n```"))
 
     with OpenAIServer(answer) as server:
         data = go(suite(tmp_path, server), tmp_path)
