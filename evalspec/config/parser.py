@@ -596,6 +596,9 @@ class SuiteParser:
             elif spec.scope not in ("last_response", "conversation"):
                 self.bad((*spec.where, "scope"), f"'pairwise' compares final replies (scope last_response) or "
                                                  f"conversations (scope conversation), not {spec.scope!r}")
+            elif against is not None and spec.examples is not None:
+                self.bad((*spec.where, "examples"), "'pairwise' examples are compared with the rule's 'reference': "
+                                                    "with 'against' the other side exists only during a run")
             elif against is not None and spec not in test.asserts:
                 self.bad(spec.where, "'pairwise' with 'against' compares whole records: put it under the test's "
                                      "'assert:', not under a turn")
