@@ -14,7 +14,7 @@ import pytest
 from evalspec import run
 from evalspec.play.runner import RunOptions
 from tests.helpers import LITELLM, invoke
-from tests.servers import OpenAIServer, Reply, chat_body
+from tests.servers import OpenAIServer, Reply, chat_body, form_of, llama_cpp_like
 
 pytestmark = LITELLM
 
@@ -148,6 +148,17 @@ tests:
     assert line["win_rate"] == pytest.approx(2 / 12)
     low, high = line["win_rate_ci"]
     assert low == pytest.approx(0.0470, abs=5e-4) and high == pytest.approx(0.4480, abs=5e-4)  # Wilson, z = 1.96
+
+
+def test_a_small_local_model_that_refuses_json_schema_and_fences_its_answer_still_compares(tmp_path: Path) -> None:
+    def fenced(request: dict[str, Any], n: int) -> Reply:
+        said = json.loads(PREFERS_LOL(request, n).body["choices"][0]["message"]["content"])
+        return Reply(body=chat_body("Let me compare.\n```json\n" + json.dumps(said) + "\n```"))
+
+    with OpenAIServer(llama_cpp_like(fenced)) as server:
+        data = go(suite(tmp_path, server, "      - pairwise: {against: plain, pass_if: better}\n"), tmp_path)
+    assert pairwise(data, "funny")["details"]["pairwise"]["outcome"] == "win"
+    assert [form_of(c) for c in server.chats()] == ["json_schema", "json_object+schema", "json_object+schema"]
 
 
 def test_a_malformed_judge_answer_is_an_error_never_a_tie(tmp_path: Path) -> None:
