@@ -608,6 +608,9 @@ class SuiteParser:
             elif against not in (None, "baseline", *providers):
                 self.bad((*spec.where, "against"), f"'against: {against}' is neither 'baseline' nor a provider of this "
                                                    f"suite ({', '.join(providers) or 'none'})")
+            elif against not in (None, "baseline") and test.providers is not None and against not in test.providers:
+                self.bad((*spec.where, "against"), f"'against: {against}': test '{test.id}' is not played against "
+                                                   f"that provider (its providers: {', '.join(test.providers)})")
 
     def _check_comparisons(self, test: TestSpec) -> None:
         """`select-best` compares the test's candidates (providers × matrix instances): it needs two or more,

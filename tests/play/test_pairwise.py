@@ -192,9 +192,18 @@ def test_a_reference_is_compared_while_grading_and_reports_show_the_counts(tmp_p
     ("      - pairwise: {criterion: clearer}\n", "give either 'against'"),
     ("      - pairwise: {against: nobody}\n", "neither 'baseline' nor a provider of this suite"),
     ("      - pairwise: {against: plain}\n        scope: each_turn\n", "final replies (scope last_response)"),
+    ("      - pairwise: {against: plain}\n        examples: {pass: [hi]}\n", "with 'against' the other side exists"),
 ])
 def test_validation_names_a_comparison_that_cannot_be_made(tmp_path: Path, rule: str, message: str) -> None:
+    """Each pairwise misuse is a validation error (exit 2) naming it, before any call."""
     with OpenAIServer() as server:
         path = suite(tmp_path, server, rule)
     code, out = invoke("validate", str(path))
     assert code == 2 and message in out, out
+
+
+def test_a_provider_the_test_is_not_played_against_is_a_validation_error(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        path = suite(tmp_path, server, "      - pairwise: {against: plain}\n", providers="funny")
+    code, out = invoke("validate", str(path))
+    assert code == 2 and "test 'tweet' is not played against that provider (its providers: funny)" in out, out
