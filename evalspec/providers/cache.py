@@ -102,7 +102,7 @@ class ResponseCache:
         from evalspec.core.redact import redact
 
         masked: dict[str, object] = redact(value, self.secrets)
-        return value if masked == value else {**masked, MASKED: True}
+        return value if masked is value or masked == value else {**masked, MASKED: True}
 
     async def aget(self, key: str) -> dict[str, object] | None:
         """`get` for callers on an event loop (a Ray worker's cache answers over the network)."""
