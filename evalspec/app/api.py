@@ -169,7 +169,7 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
         from evalspec.review.second_opinion import needs_judges
 
         needs_judges(loaded)
-    data = await run_plan(loaded, plan, chosen)
+    data = await run_plan(loaded, plan, chosen, base.data)  # `pairwise: {against: baseline}` reads its transcripts
     data = await attach_baseline(data, base, gate, confirm, loaded, plan, chosen.concurrency, on_progress)
     from evalspec.review.second_opinion import after_grading
 

@@ -18,6 +18,7 @@ from evalspec.extend.kinds import is_stateful
 Severity = Literal["critical", "major", "minor"]
 # the one check decided across a test's records, not on one transcript (`play.compare`)
 SELECT_BEST = "select-best"
+PAIRWISE = "pairwise"
 
 
 @dataclass

@@ -20,6 +20,7 @@ from evalspec.config.meaning import stop_when_problem
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import (
     JURY_RULES,
+    PAIRWISE,
     SELECT_BEST,
     AssertionSpec,
     AttackSpec,
@@ -554,6 +555,7 @@ class SuiteParser:
         self._dataset(test, raw.get("dataset"), (*path, "dataset"))
         self._check_references(test)
         self._check_comparisons(test)
+        self._check_pairwise(test)
         test_world_problems(self.suite, test, world_where, self.bad)
         return test
 
@@ -577,6 +579,38 @@ class SuiteParser:
             if spec.type == SELECT_BEST:
                 self.bad(spec.where, "'select-best' compares a test's candidates, and a dataset test's rows are "
                                      "different conversations: not in a dataset test")
+
+    def _check_pairwise(self, test: TestSpec) -> None:
+        """`pairwise` compares with exactly one other side: `against: baseline | PROVIDER_ID` or a `reference`
+        (docs/en/judges.md#comparing-two-bot-versions-pairwise)."""
+        providers = [p.id for p in self.suite.providers]
+        for spec in [*test.asserts, *(s for turn in test.conversation for s in turn.asserts)]:
+            if spec.type != PAIRWISE:
+                continue
+            against, reference = getattr(spec.params, "against", None), getattr(spec.params, "reference", None)
+            if (against is None) == (reference is None):
+                self.bad(spec.where, "'pairwise' compares with one other side: give either 'against' (baseline or a "
+                                     "provider id) or 'reference' (a reply to compare with), not both, not neither")
+            elif spec.negate:
+                self.bad(spec.where, "'pairwise' cannot be negated: use pass_if: better or not_worse")
+            elif spec.scope not in ("last_response", "conversation"):
+                self.bad((*spec.where, "scope"), f"'pairwise' compares final replies (scope last_response) or "
+                                                 f"conversations (scope conversation), not {spec.scope!r}")
+            elif against is not None and spec.examples is not None:
+                self.bad((*spec.where, "examples"), "'pairwise' examples are compared with the rule's 'reference': "
+                                                    "with 'against' the other side exists only during a run")
+            elif against is not None and spec not in test.asserts:
+                self.bad(spec.where, "'pairwise' with 'against' compares whole records: put it under the test's "
+                                     "'assert:', not under a turn")
+            elif against is not None and (test.recorded or test.attack is not None or test.dataset):
+                self.bad(spec.where, "'pairwise' with 'against' compares played conversations: not in a recorded "
+                                     "transcript, an attack or a dataset test")
+            elif against not in (None, "baseline", *providers):
+                self.bad((*spec.where, "against"), f"'against: {against}' is neither 'baseline' nor a provider of this "
+                                                   f"suite ({', '.join(providers) or 'none'})")
+            elif against not in (None, "baseline") and test.providers is not None and against not in test.providers:
+                self.bad((*spec.where, "against"), f"'against: {against}': test '{test.id}' is not played against "
+                                                   f"that provider (its providers: {', '.join(test.providers)})")
 
     def _check_comparisons(self, test: TestSpec) -> None:
         """`select-best` compares the test's candidates (providers × matrix instances): it needs two or more,

@@ -160,7 +160,8 @@ class Kept:
         return offsets, lights
 
 
-async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> RunData:
+async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions,
+                   baseline: Mapping[str, Any] | None = None) -> RunData:
     """Play every instance of `plan` and return the run (the content of run.json).
 
     The plan is walked once, lazily (a `Plan` renders each instance when a worker reaches it); what stays
@@ -185,7 +186,7 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
             lock.close()
         raise
     started = time.time()
-    await play_plan(suites, plan, options, run_dir, kept, pool, cache_dir, resumed, secrets, lock)
+    await play_plan(suites, plan, options, run_dir, kept, pool, cache_dir, resumed, secrets, lock, baseline)
     return assembled(suites, options, run_dir, kept, started, graded, secrets)
 
 
@@ -221,7 +222,7 @@ def open_run_dir(suites: list[Suite], plan: Sequence[Instance], options: RunOpti
 
 async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions, run_dir: Path, kept: Kept,
                     pool: ProviderPool, cache_dir: Path | None, resumed: int, secrets: set[str],
-                    lock: IO[str] | None) -> None:
+                    lock: IO[str] | None, baseline: Mapping[str, Any] | None = None) -> None:
     """Play what `kept` does not hold yet, in forked players, on Ray or here, journaling each record as it
     finishes; the pool, the journal and the lock are closed at the end."""
     executor = RayExecutor(options.ray, options.concurrency, cache_dir, play_watched) \
@@ -246,7 +247,7 @@ async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunO
 
     guard = options.guard
     watched = run_dir / "grading"  # a watched run: the conversation being graded, should user code end it
-    comparisons = Comparisons(suites, plan, kept.done, pool, write)
+    comparisons = Comparisons(suites, plan, kept.done, pool, write, baseline)
 
     async def play_one(position: int, inst: Instance) -> None:
         if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again

@@ -10,6 +10,9 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from evalspec.reporters.catalogue import CATALOGUES, word, words
+from evalspec.reporters.pairwise import html_section as pairwise_html
+from evalspec.reporters.pairwise import markdown_lines as pairwise_markdown
+from evalspec.reporters.pairwise import print_pairwise
 from evalspec.reporters.vocabulary import one_line
 from evalspec.results.attribution import ATTRIBUTABLE, by_attribution
 from evalspec.results.rundata import RunData
@@ -114,7 +117,7 @@ def gate_corrected_lines(run: RunData) -> list[str]:
 
 def markdown_lines(run: RunData, md: Any) -> list[str]:
     """The Markdown section (`md` escapes one line of text)."""
-    lines: list[str] = []
+    lines: list[str] = pairwise_markdown(run, md)
     if corrected := corrected_lines(run) + gate_corrected_lines(run):
         lines += [f"### {words('corrected_title')}", "", *(f"- {md(x)}" for x in corrected), ""]
     if juries := jury_rows(run):
@@ -140,6 +143,7 @@ def markdown_lines(run: RunData, md: Any) -> list[str]:
 
 def print_judging(console: Console, run: RunData) -> None:
     """The console lines."""
+    print_pairwise(console, run)
     for line in gate_corrected_lines(run):
         console.print(rich_escape(one_line(line)))
     if run.get("judge_review"):
@@ -155,7 +159,7 @@ def print_judging(console: Console, run: RunData) -> None:
 
 def html_section(run: RunData) -> Markup:
     """The HTML section (escaped)."""
-    parts: list[str] = []
+    parts: list[str] = [pairwise_html(run)]
     if corrected := corrected_lines(run) + gate_corrected_lines(run):
         parts.append(f"<h2>{escape(words('corrected_title'))}</h2><ul>"
                      + "".join(f"<li>{escape(x)}</li>" for x in corrected) + "</ul>")

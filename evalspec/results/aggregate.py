@@ -12,6 +12,7 @@ from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
 from evalspec.results.errorbars import interval, red_lines, run_figures
 from evalspec.results.gate import decide
+from evalspec.results.pairwise import pairwise_summary
 from evalspec.results.rundata import Curve, CurveSla, Metric, Record, RunVerdict, Sla, StatusName, Summary
 from evalspec.results.spread import simulator_spread
 from evalspec.results.stream import JournalRecords
@@ -199,6 +200,8 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
                          run["summary"]["red_lines"], corrected.suites if corrected is not None else None).to_json()
     if juries := jury_summary(records):  # docs/en/judges.md#juries
         run["summary"]["juries"] = juries
+    if pairwise := pairwise_summary(records):  # docs/en/judges.md#comparing-two-bot-versions-pairwise
+        run["summary"]["pairwise"] = pairwise
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks
     if spread := simulator_spread(vs, include_drafts):  # docs/en/agents.md#comparing-two-simulators

@@ -532,6 +532,24 @@ class Jury(TypedDict):
     disagreement: dict[str, Share]
 
 
+class _PairwiseRequired(TypedDict):
+    suite: str
+    rule: str
+    against: Annotated[str, Keywords(description="baseline, a provider id, or reference")]
+    n: Count
+    wins: Count
+    ties: Count
+    inconsistent: Annotated[int, Keywords(minimum=0, description="position-inconsistent ties, counted apart")]
+    losses: Count
+    win_rate: Share | None
+    win_rate_ci: IntervalRef
+
+
+class Pairwise(_PairwiseRequired, total=False):
+    sign_p: Annotated[Share, Keywords(description=(
+        "against the baseline: the one-sided sign test of losses over wins (ties dropped), P(X >= losses)"))]
+
+
 class _CorrectedRequired(TypedDict):
     suite: str
     rule: str
@@ -604,6 +622,9 @@ class Summary(_SummaryRequired, total=False):
     corrected: Annotated[list[Corrected], Keywords(description=(
         "per judged rule with at least 20 human labels: its judge's sensitivity and specificity on them and the "
         "pass rate corrected from them (Rogan-Gladen), its interval the Wilson interval mapped the same way"))]
+    pairwise: Annotated[list[Pairwise], Keywords(description=(
+        "per pairwise rule: wins, ties, position-inconsistent ties and losses, the win rate (wins over all "
+        "comparisons) with its Wilson interval, and against the baseline the sign test's p-value"))]
     failed_calls: Count
     retries: Count
     rate_limited: Annotated[dict[str, Count], Keywords(

@@ -35,7 +35,7 @@ def light(record: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(teardown, dict) and teardown.get("ok") is False:  # the summary names failed teardowns
         out["teardown"] = {"ok": False, "error": teardown.get("error")}
     kept = [_light_check(a) for a in record.get("assertions", [])
-            if a.get("metric") or a.get("severity") == "critical" or a.get("jury")]
+            if a.get("metric") or a.get("severity") == "critical" or a.get("jury") or _compared(a)]
     if kept:
         out["assertions"] = kept
     return out
@@ -49,7 +49,15 @@ def _light_check(a: Mapping[str, Any]) -> dict[str, object]:
         out.update({k: a[k] for k in ("severity", "type", "value", "turn", "skipped", "max_rate") if k in a})
     if a.get("jury"):  # a jury's votes: its members' agreement (docs/en/judges.md#juries)
         out.update({k: a[k] for k in ("type", "value", "turn", "jury") if k in a})
+    if pair := _compared(a):  # a pairwise outcome (docs/en/judges.md#comparing-two-bot-versions-pairwise)
+        out.update({k: a[k] for k in ("type", "value", "turn") if k in a})
+        out["details"] = {"pairwise": {k: pair.get(k) for k in ("outcome", "against")}}
     return _shared(out)
+
+
+def _compared(a: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    pair = (a.get("details") or {}).get("pairwise")
+    return pair if isinstance(pair, dict) else None
 
 
 _SHARED: dict[tuple[tuple[str, type, object], ...], dict[str, object]] = {}

@@ -145,6 +145,10 @@ WORDS: dict[str, str] = {
                           "failing) are needed to correct it",
     "blocks_rate_corrected": "{suite}: corrected pass rate {rate} < {min} (raw {raw}, corrected from {labels} labels)",
     "jury_title": "Juries: how far the judges agree",
+    "pairwise_title": "Pairwise comparisons (each asked in both orders)",
+    "pairwise_line": "{rule}: {wins} won, {ties} tied, {inconsistent} tied (position-inconsistent), {losses} lost of "
+                     "{n}; win rate {rate}",
+    "pairwise_sign": "; sign test of losses over wins (ties dropped): p = {p}",
     "jury_members": "Members", "jury_kappa": "Agreement (Fleiss' kappa)", "jury_n": "Conversations all answered",
     "jury_disagreement": "Disagreement with the jury",
     "review_title": "Judge second opinion",
