@@ -68,7 +68,7 @@ class SimulatedUser:
         suite = inst.suite
         self.inst, self.sim, self.replay = inst, sim, replay
         self.scripted_user = load_scripted_user(inst) if sim.python else None
-        self.spec = sim.model or suite.simulator
+        self.spec = sim.model or inst.simulator or suite.simulator
         if self.spec is None and self.scripted_user is None:
             raise ProviderError("a simulated user needs a model: set `simulator:` in the suite or `simulate.model`")
         self.simulator = pool.get(self.spec, suite) if self.spec is not None and self.scripted_user is None else None

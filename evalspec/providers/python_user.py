@@ -1,4 +1,5 @@
-"""Simulated users written in Python (seed 003's scripted users): `simulate: {python: FILE.py:function}`.
+"""Simulated users written in Python (a user that answers by rules the test writes):
+`simulate: {python: FILE.py:function}`.
 
 The function is called before each user turn as `fn(transcript, context)` — the messages so far and
 `{turn, test_id, repeat, vars, persona, goal}` (with `milestones:`, `goal` is

@@ -81,6 +81,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "judge_tokens": judge["judge_tokens"],
         "judge_cost": judge["judge_cost"],
     }
+    if instance.simulator is not None:  # docs/en/agents.md#comparing-two-simulators
+        record["simulator"] = instance.simulator.id
     if test.reduce:  # the instances are one verdict (SPEC §19)
         record["reduce"] = cast(Literal["min", "mean"], test.reduce)
     if instance.suite.coverage and (covers := instance_covers(instance)):  # SPEC §25
