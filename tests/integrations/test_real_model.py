@@ -21,7 +21,7 @@ import pytest
 from evalspec import run
 from evalspec.play.runner import RunOptions
 from tests.helpers import invoke
-from tests.integrations.realmodel import BOT, SKIP_REASON, importable, model, serve
+from tests.integrations.helpers import BOT, SKIP_REASON, importable, model, serve
 
 pytestmark = [pytest.mark.skipif(not importable(), reason=SKIP_REASON),
               pytest.mark.timeout(900),
