@@ -19,9 +19,9 @@ random, fixed by the seed, and at known rates.
     of 5 conversations in a real run with `judge: [a, b, c]` (majority); counted: how often each member and
     the jury disagree with the truth (the jury's verdict is the assertion's `pass`, each member's its entry
     in `jury`).
-(c) Pairwise with swaps: TODO(pairwise) — `pairwise:` is not built yet. A judge that always answers `A` asked
-    both orders must give only `tie (position-inconsistent)`; the lead fills this in against the pairwise
-    check's function (see `pairwise_first_position`).
+(c) Pairwise with swaps. A judge that always answers `A` (model `first`) compares, in a real run, each of
+    `--trials` tests' replies of two bots (`pairwise: {against: plain}`), asked in both orders: every
+    comparison must be a `tie (position-inconsistent)` in `summary.pairwise`, none a win, a loss or a tie.
 Cost: the calls and tokens one judge, a three-member jury, and `--check-judges` (each with one judge and
     with the jury) spend on a small suite with two judged rules and six examples (`COST_SUITE`), counted by
     the server; its usage is a rough token count (CJK characters and words).
@@ -258,15 +258,42 @@ def part_b(records: list[Record], seed: int) -> JuryErrors:
     return JuryErrors(n, wrong, mismatched)
 
 
-def pairwise_first_position() -> str:
-    """(c) TODO(pairwise): `pairwise:` is not built. When it is, ask the always-`A` judge (model `first` of this
-    server) both orders through the pairwise check's function and count its outcomes: every comparison must
-    be `tie (position-inconsistent)`, none a win or a loss. Returns the figure's text."""
-    try:
-        import evalspec.assertions.pairwise  # noqa: F401  (the module the pairwise helper adds)
-    except ImportError:
-        return "TODO: `pairwise:` not built yet"
-    return "TODO: the lead wires the pairwise check's function here"
+PAIRWISE_BOTS = """\
+def plain(messages, context):
+    return "可以分期。"
+
+def better(messages, context):
+    return "您好，可以分期：首付两成起，最长 36 期，" + messages[-1]["content"]
+"""
+
+
+@dataclass
+class FirstPosition:
+    """(c): the always-first judge's comparisons in `summary.pairwise`."""
+
+    n: int
+    wins: int
+    ties: int
+    inconsistent: int
+    losses: int
+
+    @property
+    def ok(self) -> bool:
+        return self.n > 0 and self.inconsistent == self.n
+
+
+def pairwise_first_position(server: Server, folder: Path, trials: int) -> FirstPosition:
+    """(c): `trials` tests, each compared once (bot `better` against bot `plain`) by the always-`A` judge."""
+    bots = folder / "pairwise_bots.py"
+    bots.write_text(PAIRWISE_BOTS, encoding="utf-8")
+    tests = "".join(f"\n  - id: p{i}\n    conversation:\n      - user: '第 {i} 位客户：能分期吗？'" for i in range(trials))
+    suite = folder / "c.yaml"
+    suite.write_text(f"providers:\n  - {{id: plain, python: '{bots}:plain'}}\n  - {{id: better, python: '{bots}:better'}}\n"
+                     f"judge: {judge_yaml(server, ['first'])}\noptions: {{cache: false}}\n"
+                     f"defaults:\n  assert:\n    - pairwise: {{against: plain}}\ntests:{tests}\n", encoding="utf-8")
+    data = run_suites([suite], folder / "run_c")
+    [line] = data["summary"].get("pairwise") or [{"n": 0, "wins": 0, "ties": 0, "inconsistent": 0, "losses": 0}]
+    return FirstPosition(line["n"], line["wins"], line["ties"], line["inconsistent"], line["losses"])
 
 
 # ---- cost ---------------------------------------------------------------------------------------------------
@@ -349,7 +376,7 @@ def main() -> None:
             a = part_a(data["results"], args.trials, args.seed, folder)
             b = part_b(data["results"], args.seed)
             b.juries = data["summary"].get("juries") or []
-            c = pairwise_first_position()
+            c = pairwise_first_position(server, folder, args.trials)
             rows = cost(server, folder, bot)
     finally:
         server.close()
@@ -375,14 +402,16 @@ def main() -> None:
         shown = ", ".join(f"{k.split('/')[1]} {v:.1%}" for k, v in line["disagreement"].items())
         print(f"| (b) summary.juries: Fleiss' kappa over {line['n']} conversations; each member's disagreement "
               f"with the jury | kappa {line['kappa']:.3f}; {shown} | — |")
-    print(f"| (c) always-first judge in pairwise mode: only ties | {c} | all ties |")
+    print(f"| (c) always-first judge in pairwise mode, asked in both orders: win / tie / tie (position-inconsistent) "
+          f"/ loss | {c.wins} / {c.ties} / {c.inconsistent} / {c.losses} of {c.n} | all position-inconsistent |")
     for name, calls, tokens_ in rows:
         print(f"| cost: {name} (2 judged rules, 2 conversations; 6 examples) | {calls} calls, ~{tokens_} tokens | — |")
     ok_a = a.covered >= 0.9 * t and a.raw_covered < a.covered
     ok_b = b.wrong["jury"] < best and b.mismatched == 0
     print(f"\n(a) {'ok' if ok_a else 'MISSED'}; (b) {'ok' if ok_b else 'MISSED'} "
-          f"(members' recorded verdicts that differ from the server's rule: {b.mismatched}); (c) TODO(pairwise)")
-    if not (ok_a and ok_b):
+          f"(members' recorded verdicts that differ from the server's rule: {b.mismatched}); "
+          f"(c) {'ok' if c.ok else 'MISSED'}")
+    if not (ok_a and ok_b and c.ok):
         raise SystemExit(1)
 
 

@@ -71,7 +71,7 @@ class Run:
         return int(self.data["gate"]["exit_code"])
 
     @property
-    def results(self) -> list[Record]:  # the v1 name of `records`
+    def results(self) -> list[Record]:  # `records` under its earlier name, kept for scripts that use it (docs/en/python-api.md)
         return self.records
 
     def to_json(self) -> RunData:
@@ -87,7 +87,7 @@ class Run:
         return cls(read_run(path), Path(path))
 
 
-RunResult = Run  # the v1 name
+RunResult = Run  # the class under its earlier name, kept for scripts that import it (docs/en/python-api.md)
 
 
 def expand_paths(patterns: Sequence[str]) -> list[Path]:
@@ -169,7 +169,7 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
         from evalspec.review.second_opinion import needs_judges
 
         needs_judges(loaded)
-    data = await run_plan(loaded, plan, chosen)
+    data = await run_plan(loaded, plan, chosen, base.data)  # `pairwise: {against: baseline}` reads its transcripts
     data = await attach_baseline(data, base, gate, confirm, loaded, plan, chosen.concurrency, on_progress)
     from evalspec.review.second_opinion import after_grading
 

@@ -9,6 +9,7 @@ from evalspec.assertions import (  # noqa: F401
     javascript,
     journey,
     memory,
+    pairwise,
     pii,
     select_best,
     session,
@@ -19,5 +20,5 @@ from evalspec.assertions import (  # noqa: F401
     world,
 )
 
-BUILTIN_MODULES = (custom, efficiency, graded, javascript, journey, memory, pii, select_best, session, sql, state, text, tools,
-                   world)
+BUILTIN_MODULES = (custom, efficiency, graded, javascript, journey, memory, pairwise, pii, select_best, session, sql, state, text,
+                   tools, world)

@@ -1,4 +1,4 @@
-"""Topic coherence over embeddings (seed 001): adjacent similarity, head–tail similarity, repetition.
+"""Topic coherence over embeddings (docs/en/memory-and-curves.md#other-conversation-quality-checks): adjacent similarity, head–tail similarity, repetition.
 
 `include` picks the messages: the assistant's replies (default), the user's messages, or both sides in
 order. Figures recorded: every adjacent similarity, their mean and variance, head–tail similarity

@@ -1,4 +1,4 @@
-"""Efficiency (seed 001): how often the user had to correct the assistant.
+"""Efficiency (docs/en/memory-and-curves.md#other-conversation-quality-checks): how often the user had to correct the assistant.
 
 A correction is a user turn (scripted or simulated; fillers and golden history excluded) that opens a
 clause with a correcting phrase: 不对, 不是, 我说的是, 错了, "no,", "that's not", "I said". A phrase

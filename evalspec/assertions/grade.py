@@ -12,8 +12,9 @@ from evalspec.assertions.anchors import examined
 from evalspec.assertions.batch import judge_batch, plan_batches
 from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
 from evalspec.assertions.offloop import evaluate_off_loop
+from evalspec.assertions.pairwise import across_records
 from evalspec.assertions.select_best import PENDING
-from evalspec.config.model import SELECT_BEST, AssertionSpec
+from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, WorldView, resolve_turn
 from evalspec.extend.patterns import REGEX_TIMEOUT_S
@@ -91,9 +92,10 @@ async def grade(graded_input: GradingInput, transcript: list[Message], judge: Ju
     """Grade one transcript. `judge_for(spec.provider)` gives the judge of an assertion that names its own.
     Deterministic checks run off the event loop, each within `grade_timeout` (default: the suite's).
     A rule whose anchors are not in the conversation is skipped (`anchors.examined`); a `select-best` is
-    left pending (its comparison decides it)."""
+    and a `pairwise` with `against:` are
+    left pending (their comparison decides them)."""
     specs, skipped = examined(graded_input.specs, transcript, graded_input.labels, graded_input.absent)
-    compared = {i: no_verdict(s, PENDING) for i, s in enumerate(specs) if s.type == SELECT_BEST and i not in skipped}
+    compared = {i: no_verdict(s, PENDING) for i, s in enumerate(specs) if across_records(s) and i not in skipped}
     skipped = {**skipped, **compared}  # decided across the test's records (`play.compare`), not here
     ended = dict(graded_input.ended)  # the checks that ended a process: each an error, never run again
     skipped.update({i: no_verdict(s, ended[tuple(s.where)]) for i, s in enumerate(specs)

@@ -22,16 +22,19 @@ from evalspec.extend.transcript import Checkpoint, Message
 __all__ = ["checkpoint_failures", "milestone_goals", "milestone_statuses"]
 
 
-def milestone_statuses(goals: Sequence[str], messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """[{goal, status: met | missed | not_reached, turn}] for each goal, from the marked transcript."""
+def milestone_statuses(goals: Sequence[str], messages: Sequence[Message],
+                       cut_short: bool = False) -> list[dict[str, Any]]:
+    """[{goal, status: met | missed | not_reached, turn}] for each goal, from the marked transcript.
+    `cut_short`: the conversation ended in an error (a simulator fault, a timeout): the milestone it was
+    on was never given its turns, so it is `not_reached`, not missed (docs/en/agents.md#reading-simulator-faults)."""
     played = [m.get("turn") for m in messages if m["role"] == "user" and m.get("turn") is not None]
     last = played[-1] if played else None
     out = []
     for k, goal in enumerate(goals, 1):
         met = next((m.get("turn") for m in messages if m["role"] == "assistant" and m.get("milestone_met") == k), None)
         tried = any(m["role"] == "user" and m.get("milestone") == k for m in messages)
-        status = "met" if met is not None else "missed" if tried else "not_reached"
-        out.append({"goal": goal, "status": status, "turn": met if met is not None else last if tried else None})
+        status = "met" if met is not None else "missed" if tried and not cut_short else "not_reached"
+        out.append({"goal": goal, "status": status, "turn": met if met is not None else last if status == "missed" else None})
     return out
 
 
@@ -45,8 +48,15 @@ class MilestonesParams:
 
 
 @assertion("trajectory:milestones", kind="conversation", params=MilestonesParams,
-           example=("- trajectory:milestones: true\n"
-                    "  severity: critical"))
+           example=("- id: finance-journey                 # a simulated journey: it has milestones\n"
+                    "  simulate:\n"
+                    "    instructions: 你想买一台瑶光，关心分期。\n"
+                    "    milestones:\n"
+                    "      - {goal: 谈分期, done_when: {assistant_matches: 首付}, max_turns: 2}\n"
+                    "    max_turns: 4\n"
+                    "  assert:\n"
+                    "    - trajectory:milestones: true\n"
+                    "      severity: critical"))
 def milestones_check(spec: Any, ctx: GradingContext) -> Check:
     """Every milestone of the simulated journey was met, in order (implied by `simulate.milestones`)."""
     goals = [str(g) for g in spec.value] if isinstance(spec.value, list) else []
@@ -80,8 +90,14 @@ def checkpoint_failures(messages: Sequence[Message]) -> list[tuple[int | None, C
 
 
 @assertion("trajectory:checkpoints", kind="conversation", params=CheckpointsParams,
-           example=("- trajectory:checkpoints: true\n"
-                    "  severity: critical"))
+           example=("- id: checked-journey                 # a simulated journey: it has checkpoints\n"
+                    "  simulate:\n"
+                    "    instructions: 你想买一台瑶光，关心分期。\n"
+                    "    checkpoints: [{after_turn: 2, criteria: [助手没有在用户表达购买意向前邀约]}]\n"
+                    "    max_turns: 4\n"
+                    "  assert:\n"
+                    "    - trajectory:checkpoints: true\n"
+                    "      severity: critical"))
 def checkpoints_check(spec: Any, ctx: GradingContext) -> Check:
     """Every checkpoint criterion held where it was asked (implied by `simulate.checkpoints`)."""
     asked = [c for m in ctx.transcript if m["role"] == "assistant" for c in m.get("checkpoints") or []]

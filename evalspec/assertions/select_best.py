@@ -2,9 +2,11 @@
 
 The candidates are the test's records of one repeat: every provider × matrix instance. The check is not
 decided on one transcript (`grade` leaves it pending); once every candidate has finished, `play.compare`
-calls `pick_best` once for them all: the chosen record passes, the others fail. No verdict is reached
-(an error on every candidate) when a candidate's conversation ended in an error, when there are fewer
-than two, or when the judge's answer is not one candidate's index.
+calls `pick_best` for them all: the judge is asked twice, the candidates in order and then in reverse
+order (docs/en/judges.md#comparing-two-bot-versions-pairwise); the chosen record passes, the others fail.
+No verdict is reached (an error on every candidate) when a candidate's conversation ended in an error,
+when there are fewer than two, when the judge's answer is not one candidate's index, or when the two
+orders chose different candidates (position-inconsistent).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from evalspec.extend.check import (
     GradingContext,
     JudgeFn,
     JudgeRequest,
+    JudgeVerdict,
     Reply,
     say,
     snippet,
@@ -61,7 +64,7 @@ class Candidate:
     error: str | None = None
 
 
-def _shown(spec: AssertionSpec, candidate: Candidate) -> str:
+def shown(spec: AssertionSpec, candidate: Candidate) -> str:
     """What the judge reads of a candidate: its final reply, or (scope `conversation`) the transcript."""
     if spec.scope == "conversation":
         text = format_transcript(candidate.transcript)
@@ -96,7 +99,7 @@ def _index(answer: Mapping[str, object], n: int) -> int:
 @dataclass
 class Comparison:
     """`pick_best`'s answer: a check per candidate, in order, or the `error` that kept the judge from
-    choosing; `usage` lists the judge call's (counted once)."""
+    choosing; `usage` lists the judge calls' (counted on the first candidate)."""
 
     checks: list[Check]
     error: str | None = None
@@ -104,8 +107,8 @@ class Comparison:
 
 
 async def pick_best(spec: AssertionSpec, candidates: list[Candidate], judge: JudgeFn | None) -> Comparison:
-    """One judge call picks the best candidate (pass, score 1), the others fail (score 0); the reason and
-    the chosen candidate are the evidence. Any failure to decide is an error, never a pass or a fail."""
+    """Two judge calls, the candidates in order and reversed, pick the best candidate (pass, score 1); the
+    others fail (score 0); the reason and the chosen candidate are the evidence. Any failure to decide is an error, never a pass or a fail."""
     if len(candidates) < 2:
         only = f" ({candidates[0].label})" if candidates else ""
         return Comparison([], f"needs at least two candidates to compare; this run has {len(candidates)}{only}: "
@@ -116,27 +119,37 @@ async def pick_best(spec: AssertionSpec, candidates: list[Candidate], judge: Jud
                               (f"ended in an error ({c.error})" if c.error is not None else "has no reply"))
     if judge is None:
         return Comparison([], "'select-best' needs a judge: set `judge:` in the suite")
-    shown = [_shown(spec, c) for c in candidates]
+    texts = [shown(spec, c) for c in candidates]
     # an enum, not minimum/maximum: every structured-output server (llama.cpp's grammars too) honours it
-    schema = verdict_schema("best", {"type": "integer", "enum": list(range(len(candidates)))})
-    request = JudgeRequest([{"role": "system", "content": JUDGE_SYSTEM},
-                            {"role": "user", "content": _question(spec, shown)}], schema=schema, name="best_candidate")
+    n = len(candidates)
+    # an enum, not minimum/maximum: every structured-output server (llama.cpp's grammars too) honours it
+    schema = verdict_schema("best", {"type": "integer", "enum": list(range(n))})
+    verdicts: list[JudgeVerdict] = []
+    picks: list[int] = []
     try:
-        verdict = await judge(request)
-        best = _index(verdict.answer, len(candidates))
+        for order in (list(range(n)), list(range(n))[::-1]):  # both orders: a judge's position bias shows
+            request = JudgeRequest([{"role": "system", "content": JUDGE_SYSTEM},
+                                    {"role": "user", "content": _question(spec, [texts[i] for i in order])}],
+                                   schema=schema, name="best_candidate")
+            verdicts.append(await judge(request))
+            picks.append(order[_index(verdicts[-1].answer, n)])
     except GradingError as exc:
-        return Comparison([], str(exc), exc.usage)
+        return Comparison([], str(exc), [v.usage for v in verdicts] + exc.usage)
     except EvalspecError as exc:  # the judge's call failed for good
-        return Comparison([], str(exc))
+        return Comparison([], str(exc), [v.usage for v in verdicts])
     except (Exception, SystemExit) as exc:  # a bug costs the comparison, not the run
-        return Comparison([], describe(exc))
-    why = str(verdict.answer.get("reason") or "")
+        return Comparison([], describe(exc), [v.usage for v in verdicts])
+    usage = [v.usage for v in verdicts]
+    if picks[0] != picks[1]:
+        return Comparison([], f"position-inconsistent: the judge chose {candidates[picks[0]].label} with the "
+                              f"candidates in order and {candidates[picks[1]].label} in reverse order", usage)
+    best = picks[0]
+    why = str(verdicts[0].answer.get("reason") or "")
     chosen = candidates[best]
     last = replies(chosen.transcript)[-1]
-    evidence = Evidence(last.get("turn"), snippet(shown[best], 300), f"best: {chosen.label}")
-    details = {"candidates": [c.label for c in candidates], "best": best, "verdicts": [verdict.recorded()]}
-    n = len(candidates)
+    evidence = Evidence(last.get("turn"), snippet(texts[best], 300), f"best: {chosen.label}")
+    details = {"candidates": [c.label for c in candidates], "best": best, "verdicts": [v.recorded() for v in verdicts]}
     checks = [Check.of(True, say("chosen_best", n=n, why=why), [evidence], details=details) if i == best else
               Check.of(False, say("not_chosen", best=chosen.label, n=n, why=why), [evidence], details=details)
               for i in range(n)]
-    return Comparison(checks, usage=[verdict.usage])
+    return Comparison(checks, usage=usage)

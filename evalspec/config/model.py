@@ -18,6 +18,7 @@ from evalspec.extend.kinds import is_stateful
 Severity = Literal["critical", "major", "minor"]
 # the one check decided across a test's records, not on one transcript (`play.compare`)
 SELECT_BEST = "select-best"
+PAIRWISE = "pairwise"
 
 
 @dataclass
@@ -126,6 +127,7 @@ class SimulateSpec:
     min_turns: int = 1  # goal_met and checkpoints are asked after this turn, not before
     milestones: list[MilestoneStep] = field(default_factory=list)  # {goal, done_when, max_turns} | {user}
     checkpoints: list[CheckpointNode] = field(default_factory=list)  # {after_turn | every, criteria, min_turns}
+    preset: str | None = None  # `persona: {preset}`: already in `persona` (docs/en/agents.md#persona-presets)
 
 
 def milestone_goals(milestones: Sequence[Mapping[str, object]]) -> list[str]:
@@ -237,7 +239,9 @@ class Suite:
     providers: list[ProviderSpec] = field(default_factory=list)
     judge: ProviderSpec | None = None  # a jury's first member when `judge:` is a list
     jury: JurySpec | None = None
-    simulator: ProviderSpec | None = None
+    simulator: ProviderSpec | None = None  # `simulators:`' first when they are given
+    # `simulators:`: every simulated test is played with each (docs/en/agents.md#comparing-two-simulators)
+    simulators: list[ProviderSpec] = field(default_factory=list)
     embedder: ProviderSpec | None = None
     min_pass_rate: float = 1.0
     max_errors: int = 0
@@ -245,6 +249,7 @@ class Suite:
     regressions: str = "each"  # each | paired: how a regressions gate decides (docs/en/statistics.md)
     alpha: float = 0.05  # the paired test's level
     min_pass_hat_k: PassHatK | None = None  # {k, min}: the suite's pass^k must reach min
+    use_corrected: bool = False  # `gate.use_corrected`: the gate compares the pass rate corrected from the labels
     report_lang: str | None = None  # `report: {lang: zh}` (SPEC §21); None: chosen from the conversations
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Literal, TypedDict
 
+from evalspec.config.personas import PresetName
 from evalspec.extend.params import NORMALIZE_DOC, REQUIRED, Exactly, JsonSchema, Keywords, NormalizeValue, Ref
 
 Text = Annotated[str, Keywords(minLength=1)]
@@ -247,8 +248,16 @@ class CheckpointNode(TypedDict, total=False):
     min_turns: AtLeastOne
 
 
+class PersonaNode(TypedDict, total=False):
+    """`persona:` as a preset (docs/en/agents.md#persona-presets), with text of its own or without."""
+
+    preset: Annotated[PresetName, REQUIRED, Keywords(description="a tested description of this kind of user, "
+                                                                "in the suite's language")]
+    text: Text
+
+
 class SimulateNode(TypedDict, total=False):
-    persona: Text
+    persona: Text | PersonaNode
     goal: Text
     opening: str
     fixed: Strings
@@ -361,6 +370,9 @@ class GateNode(TypedDict, total=False):
     alpha: Annotated[float, Keywords(exclusiveMinimum=0, exclusiveMaximum=1,
                                      description="the paired test's level (default 0.05)")]
     min_pass_hat_k: PassHatK
+    use_corrected: Annotated[bool, Keywords(
+        description="compare the pass rate corrected for the judge's errors on the labels of the suite's judged "
+                    "rules (20+ labels; docs: reports-and-gate, corrected pass rate)")]
 
 
 class ReportNode(TypedDict, total=False):
@@ -421,6 +433,9 @@ class SuiteNode(TypedDict, total=False):
     judge: str | Annotated[ProviderRefNode, Ref("provider_ref")] | Annotated[list[ModelRef], Keywords(minItems=2, description="a jury: every member is asked")]
     jury: JuryNode
     simulator: ModelRef
+    simulators: Annotated[list[ModelRef], Keywords(minItems=1, description=(
+        "every simulated test is played with each (in place of simulator:; docs/en/agents.md"
+        "#comparing-two-simulators)"))]
     embedder: ModelRef
     gate: GateNode
     report: ReportNode

@@ -20,6 +20,7 @@ from evalspec.config.meaning import stop_when_problem
 from evalspec.config.messages import schema_problems
 from evalspec.config.model import (
     JURY_RULES,
+    PAIRWISE,
     SELECT_BEST,
     AssertionSpec,
     AttackSpec,
@@ -45,6 +46,7 @@ from evalspec.config.nodes import (
     TestNode,
 )
 from evalspec.config.paths import LineMap, PathKey
+from evalspec.config.personas import PRESET_NAMES, PresetName, persona_text, suite_language
 from evalspec.config.providers import mapping_problems, model_ref, provider_spec
 from evalspec.config.recorded import BadToolCalls, tool_calls_of
 from evalspec.config.schema import fragment_schema
@@ -62,6 +64,23 @@ from evalspec.extend.replies import holds_reply
 
 TurnKind = Literal["user", "filler", "assistant", "tool"]
 N = TypeVar("N")
+
+
+def _simulator_name(item: object, index: int) -> str:
+    """A simulator of `simulators:` as verdicts and reports name it: its `id`, else its model."""
+    if isinstance(item, dict):
+        return str(item.get("id") or item.get("model") or f"simulator-{index + 1}")
+    return str(item)
+
+
+def _persona(raw: object) -> tuple[str | None, str | None]:
+    """(persona text, preset) of `persona:` written as text or as `{preset, text}` (None: neither; the schema
+    names the problem). The preset's own text is added once the suite's language is known."""
+    if isinstance(raw, str):
+        return raw, None
+    if isinstance(raw, dict) and raw.get("preset") in PRESET_NAMES and isinstance(raw.get("text", ""), str):
+        return str(raw.get("text", "")), str(raw["preset"])
+    return ("", None) if isinstance(raw, dict) else (None, None)
 
 
 def _dict(value: object) -> dict[str, object]:
@@ -131,6 +150,9 @@ class SuiteParser:
             if role in d and not (role == "judge" and isinstance(d[role], list)):
                 setattr(s, role, self._model_ref(d[role], (role,), role))
         s.jury = self._jury(d.get("judge"), d.get("jury"), ("jury",))
+        s.simulators = self._simulators(d.get("simulators"), "simulator" in d)
+        if s.simulators:
+            s.simulator = s.simulators[0]
         if s.jury is not None:
             s.judge = s.jury.members[0]
         defaults = _node(d.get("defaults"), TestNode())
@@ -155,6 +177,7 @@ class SuiteParser:
             else:
                 seen[test.id] = ("tests", i)
             s.tests.append(test)
+        self._persona_presets()
         self._default_normalize()
         for secret_source in s.providers:
             config_secrets(secret_source.config, s.secrets)
@@ -180,9 +203,11 @@ class SuiteParser:
                 spec.parsed = None  # made again with it
 
     def _statistics_gate(self, gate: GateNode) -> None:
-        """`gate: {regressions: paired, alpha, min_pass_hat_k: {k, min}}` (docs/en/statistics.md); the schema
-        checked the forms. `regressions: paired` gates on regressions when a baseline is given."""
+        """`gate: {regressions: paired, alpha, min_pass_hat_k: {k, min}, use_corrected}` (docs/en/statistics.md,
+        docs/en/reports-and-gate.md#corrected-pass-rate); the schema checked the forms. `regressions: paired`
+        gates on regressions when a baseline is given."""
         s = self.suite
+        s.use_corrected = gate.get("use_corrected") is True
         if gate.get("regressions") in ("each", "paired"):
             s.regressions = str(gate["regressions"])
             if s.regressions == "paired" and "mode" not in gate:
@@ -412,6 +437,37 @@ class SuiteParser:
             quorum = len(members) // 2 + 1
         return JurySpec(members, str(name), quorum) if members else None
 
+    def _simulators(self, raw: Any, single: bool) -> list[ProviderSpec]:
+        """`simulators:` (docs/en/agents.md#comparing-two-simulators): each named by its `id`, else its model."""
+        if raw is None:
+            return []
+        if single:
+            self.bad(("simulators",), "give 'simulator:' or 'simulators:', not both ('simulators:' replaces it)")
+        found: list[ProviderSpec] = []
+        for i, item in enumerate(_list(raw)):
+            spec = self._model_ref(item, ("simulators", i), "simulator")
+            if spec is None:
+                continue
+            spec.id = _simulator_name(item, i)
+            if spec.id in {m.id for m in found}:
+                self.bad(("simulators", i), f"simulator '{spec.id}' is listed twice: give one an 'id'")
+                continue
+            found.append(spec)
+        return found
+
+    def _persona_presets(self) -> None:
+        """`persona: {preset, text}` read into one persona, in the suite's language
+        (docs/en/agents.md#persona-presets)."""
+        sims = [t.simulate for t in self.suite.tests if t.simulate is not None]
+        if not any(sim.preset for sim in sims):
+            return
+        written = [str(e.text) for t in self.suite.tests for e in t.conversation if e.kind == "user"]
+        written += [x for sim in sims for x in (sim.persona, sim.goal, sim.instructions or "") if x]
+        lang = suite_language(self.suite.report_lang, written)
+        for sim in sims:
+            if sim.preset:
+                sim.persona = persona_text(cast(PresetName, sim.preset), sim.persona, lang)
+
     # -- tests -------------------------------------------------------------------------------
     def _field(self, raw: Mapping[str, object], defaults: Mapping[str, object], key: str,
                i: int) -> tuple[Any, PathKey]:
@@ -492,13 +548,17 @@ class SuiteParser:
                     spec.scope = "each_turn"  # the red lines under attack hold on every reply
         if test.simulate is not None and test.simulate.milestones:
             implied_milestones(test, spath)
+        for spec in journey_checks_without_journey(test):  # docs/en/agents.md#milestones
+            self.bad(spec.where, f"'{spec.type}' checks a simulated journey's {spec.type.split(':')[1]}: test "
+                                 f"'{test.id}' has no `simulate.{spec.type.split(':')[1]}`, so it would pass on nothing")
         if test.simulate is not None and test.simulate.checkpoints and \
                 not any(a.type == "trajectory:checkpoints" for a in test.asserts):  # docs/en/agents.md#checkpoints
             test.asserts.append(AssertionSpec(type="trajectory:checkpoints", negate=False, value=True,
-                                              where=(*spath, "checkpoints")))
+                                              where=(*spath, "checkpoints"), scope="conversation"))
         self._dataset(test, raw.get("dataset"), (*path, "dataset"))
         self._check_references(test)
         self._check_comparisons(test)
+        self._check_pairwise(test)
         test_world_problems(self.suite, test, world_where, self.bad)
         return test
 
@@ -522,6 +582,38 @@ class SuiteParser:
             if spec.type == SELECT_BEST:
                 self.bad(spec.where, "'select-best' compares a test's candidates, and a dataset test's rows are "
                                      "different conversations: not in a dataset test")
+
+    def _check_pairwise(self, test: TestSpec) -> None:
+        """`pairwise` compares with exactly one other side: `against: baseline | PROVIDER_ID` or a `reference`
+        (docs/en/judges.md#comparing-two-bot-versions-pairwise)."""
+        providers = [p.id for p in self.suite.providers]
+        for spec in [*test.asserts, *(s for turn in test.conversation for s in turn.asserts)]:
+            if spec.type != PAIRWISE:
+                continue
+            against, reference = getattr(spec.params, "against", None), getattr(spec.params, "reference", None)
+            if (against is None) == (reference is None):
+                self.bad(spec.where, "'pairwise' compares with one other side: give either 'against' (baseline or a "
+                                     "provider id) or 'reference' (a reply to compare with), not both, not neither")
+            elif spec.negate:
+                self.bad(spec.where, "'pairwise' cannot be negated: use pass_if: better or not_worse")
+            elif spec.scope not in ("last_response", "conversation"):
+                self.bad((*spec.where, "scope"), f"'pairwise' compares final replies (scope last_response) or "
+                                                 f"conversations (scope conversation), not {spec.scope!r}")
+            elif against is not None and spec.examples is not None:
+                self.bad((*spec.where, "examples"), "'pairwise' examples are compared with the rule's 'reference': "
+                                                    "with 'against' the other side exists only during a run")
+            elif against is not None and spec not in test.asserts:
+                self.bad(spec.where, "'pairwise' with 'against' compares whole records: put it under the test's "
+                                     "'assert:', not under a turn")
+            elif against is not None and (test.recorded or test.attack is not None or test.dataset):
+                self.bad(spec.where, "'pairwise' with 'against' compares played conversations: not in a recorded "
+                                     "transcript, an attack or a dataset test")
+            elif against not in (None, "baseline", *providers):
+                self.bad((*spec.where, "against"), f"'against: {against}' is neither 'baseline' nor a provider of this "
+                                                   f"suite ({', '.join(providers) or 'none'})")
+            elif against not in (None, "baseline") and test.providers is not None and against not in test.providers:
+                self.bad((*spec.where, "against"), f"'against: {against}': test '{test.id}' is not played against "
+                                                   f"that provider (its providers: {', '.join(test.providers)})")
 
     def _check_comparisons(self, test: TestSpec) -> None:
         """`select-best` compares the test's candidates (providers × matrix instances): it needs two or more,
@@ -802,8 +894,6 @@ class SuiteParser:
                     AssertionSpec(type="state", negate=False, value=when["state"]).params  # noqa: B018
                 except (TypeError, ValueError) as exc:
                     self.bad((*path, "milestones", k, "done_when", "state"), f"'state': {exc}")
-        if raw.get("milestones") and raw.get("python") is not None:
-            self.bad((*path, "milestones"), "milestones are played by a model simulator, not a 'python:' user")
         stop_when = _items(raw.get("stop_when"))
         conditions: list[Mapping[str, object]] = list(stop_when)
         for k, cond in enumerate(conditions):
@@ -820,11 +910,12 @@ class SuiteParser:
                 if key not in raw and not (key == "goal" and raw.get("milestones")):
                     self.bad(path, f"a simulated user needs '{key}' (or 'instructions:', or 'python: FILE.py:function', "
                                    "a scripted user)")
-        if not isinstance(raw.get("max_turns"), int) or \
-                not all(isinstance(raw.get(k, ""), str) for k in ("persona", "goal", "instructions")):
+        persona, preset = _persona(raw.get("persona", ""))
+        if not isinstance(raw.get("max_turns"), int) or persona is None or \
+                not all(isinstance(raw.get(k, ""), str) for k in ("goal", "instructions")):
             return None
         model = raw.get("model")
-        return SimulateSpec(persona=raw.get("persona", ""), goal=raw.get("goal", ""), max_turns=raw["max_turns"],
+        return SimulateSpec(persona=persona, preset=preset, goal=raw.get("goal", ""), max_turns=raw["max_turns"],
                             instructions=raw.get("instructions"), max_chars=int(raw.get("max_chars", 600)),
                             min_turns=int(raw.get("min_turns", 1)),
                             # the schema's forms of a step (a goal, a fixed turn), read as one mapping each
@@ -900,6 +991,16 @@ def scripted_length(test: TestSpec) -> int | None:
     return total
 
 
+def journey_checks_without_journey(test: TestSpec) -> list[AssertionSpec]:
+    """`trajectory:milestones` / `trajectory:checkpoints` on a test without `simulate.milestones` /
+    `simulate.checkpoints`: written on the test, an error (returned); from `defaults`, left out of the test."""
+    sim = test.simulate
+    has = {"trajectory:milestones": bool(sim and sim.milestones), "trajectory:checkpoints": bool(sim and sim.checkpoints)}
+    idle = [a for a in test.asserts if a.type in has and not has[a.type]]
+    test.asserts = [a for a in test.asserts if a not in idle or a.where[:1] != ("defaults",)]
+    return [a for a in idle if a.where[:1] != ("defaults",)]
+
+
 def implied_milestones(test: TestSpec, where: PathKey) -> None:
     """`simulate.milestones` implies `trajectory:milestones` (docs/en/agents.md#milestones); one written in
     `assert:` (with its severity, xfail ...) is that check, given the goals."""
@@ -910,4 +1011,4 @@ def implied_milestones(test: TestSpec, where: PathKey) -> None:
         spec.value = goals
     if not written:
         test.asserts.append(AssertionSpec(type="trajectory:milestones", negate=False, value=goals,
-                                          where=(*where, "milestones")))
+                                          where=(*where, "milestones"), scope="conversation"))

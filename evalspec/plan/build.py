@@ -14,6 +14,7 @@ from evalspec.config.dataset import DatasetProblem, Row, dataset_file, row_id, r
 from evalspec.config.interpolate import names_other_vars, render_text, render_value
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
 from evalspec.config.paths import PathKey
+from evalspec.config.providers import model_ref
 from evalspec.config.recorded import RECORDED, RecordedProblem, label_turns
 from evalspec.config.recorded import conversations as recorded_conversations
 from evalspec.config.recorded import test_of as recorded_test
@@ -64,6 +65,9 @@ class Instance:
     labels: dict[str, int]
     world: dict[str, Any] | None = None  # the initial world, shared: each conversation plays on a deep copy
     row: Row | None = None  # a `dataset:` test's row: its fields are vars (docs/en/suite-format.md#dataset)
+    # the model that plays its simulated user, when the suite compares several
+    # (docs/en/agents.md#comparing-two-simulators); None: the test's or the suite's `simulator:`
+    simulator: ProviderSpec | None = None
 
     @property
     def key(self) -> str:
@@ -107,6 +111,7 @@ class Selection:
     providers: list[str] = field(default_factory=list)
     repeat: int | None = None
     transcripts: str | None = None  # `run --transcripts PATH`: replaces every suite's `transcripts.path`
+    simulators: list[str] = field(default_factory=list)  # `run --simulator A,B`: replaces every suite's
 
 
 def fmt_value(v: Any) -> str:
@@ -116,6 +121,38 @@ def fmt_value(v: Any) -> str:
 def instance_id(test_id: str, matrix: Mapping[str, object], repeat: int, n: int) -> tuple[str, str]:
     base = test_id + ("[" + ",".join(f"{k}={fmt_value(v)}" for k, v in matrix.items()) + "]" if matrix else "")
     return base, (f"{base}#{repeat}" if n > 1 else base)
+
+
+def spread_simulators(suite: Suite, test: TestSpec, selection: Selection) -> list[ProviderSpec | None]:
+    """The simulators a test is played with (docs/en/agents.md#comparing-two-simulators): each of
+    `run --simulator`'s, else of the suite's `simulators:`, for a simulated test whose user is the suite's
+    model; [None] for any other test (played once, as written)."""
+    sim = test.simulate
+    if sim is None or sim.model is not None or sim.python is not None:
+        return [None]
+    if selection.simulators:
+        return [named_simulator(suite, name) for name in selection.simulators]
+    return list(suite.simulators) or [None]
+
+
+def named_simulator(suite: Suite, name: str) -> ProviderSpec:
+    """A simulator `run --simulator` names: the suite's `simulators:` entry with that id, else the model
+    `name`, called with the settings of the suite's own `simulator:` model (its `api_base`, key, params)."""
+    listed = next((spec for spec in suite.simulators if spec.id == name), None)
+    if listed is not None:
+        return listed
+    own = suite.simulator
+    if own is not None and own.kind == "model":
+        return replace(own, id=name, config={**own.config, "model": name}, where=("--simulator",))
+    return model_ref(name, name, ("--simulator",))
+
+
+def with_simulator(base: str, simulator: ProviderSpec | None) -> str:
+    """An instance id with its simulator (`buyer[simulator=A]`, `buyer[lang=zh,simulator=A]`): the
+    instances of one test played by two simulators are two verdicts, journal entries and baseline rows."""
+    if simulator is None:
+        return base
+    return f"{base[:-1]},simulator={simulator.id}]" if base.endswith("]") else f"{base}[simulator={simulator.id}]"
 
 
 def identity_problems(suites: list[Suite]) -> list[Problem]:
@@ -172,6 +209,7 @@ class Slot(NamedTuple):
     base: str  # instance id without #k
     id: str  # instance id
     row: Row | None = None  # a `dataset:` test's row
+    simulator: ProviderSpec | None = None  # one of the simulators compared (`spread_simulators`)
 
 
 def plan_slots(suites: list[Suite], selection: Selection | None = None, first_rows: bool = False) -> Iterator[Slot]:
@@ -194,29 +232,38 @@ def plan_slots(suites: list[Suite], selection: Selection | None = None, first_ro
             if not providers:
                 continue
             n = selection.repeat or test.repeat.n
-            if test.dataset is not None:
-                yield from _dataset_slots(suite, test, providers, n, pattern, first_rows)
-                continue
-            keys = list(test.matrix)
-            for values in itertools.product(*(test.matrix[k] for k in keys)):
-                matrix = dict(zip(keys, values, strict=False))
-                for k in range(1, n + 1):
-                    base, tid = instance_id(test.id, matrix, k, n)
-                    if pattern and not (pattern.search(tid) or pattern.search(test.name)):
-                        continue
-                    for provider in providers:
-                        yield Slot(suite, test, provider, matrix, k, base, tid)
+            for simulator in spread_simulators(suite, test, selection):
+                if test.dataset is not None:
+                    yield from _dataset_slots(suite, test, providers, n, pattern, first_rows, simulator)
+                    continue
+                yield from _matrix_slots(suite, test, providers, n, pattern, simulator)
         if suite.transcripts is not None:
             yield from _recorded_slots(suite, selection, pattern)
 
 
+def _matrix_slots(suite: Suite, test: TestSpec, providers: list[ProviderSpec], n: int, pattern: Any,
+                  simulator: ProviderSpec | None) -> Iterator[Slot]:
+    """One slot per matrix value × repeat × provider."""
+    keys = list(test.matrix)
+    for values in itertools.product(*(test.matrix[k] for k in keys)):
+        matrix = dict(zip(keys, values, strict=False))
+        for k in range(1, n + 1):
+            base, _ = instance_id(test.id, matrix, k, n)
+            base = with_simulator(base, simulator)
+            tid = f"{base}#{k}" if n > 1 else base
+            if pattern and not (pattern.search(tid) or pattern.search(test.name)):
+                continue
+            for provider in providers:
+                yield Slot(suite, test, provider, matrix, k, base, tid, None, simulator)
+
+
 def _dataset_slots(suite: Suite, test: TestSpec, providers: list[ProviderSpec], n: int, pattern: Any,
-                   first_rows: bool) -> Iterator[Slot]:
+                   first_rows: bool, simulator: ProviderSpec | None = None) -> Iterator[Slot]:
     """One slot per row × repeat × provider, each row read as it is reached."""
     assert test.dataset is not None
     try:
         for row in rows(dataset_file(suite.path, test.dataset)):
-            base = row_id(test.id, row)
+            base = with_simulator(row_id(test.id, row), simulator)
             reached = False
             for k in range(1, n + 1):
                 tid = f"{base}#{k}" if n > 1 else base
@@ -224,7 +271,7 @@ def _dataset_slots(suite: Suite, test: TestSpec, providers: list[ProviderSpec], 
                     continue
                 reached = True
                 for provider in providers:
-                    yield Slot(suite, test, provider, {}, k, base, tid, row)
+                    yield Slot(suite, test, provider, {}, k, base, tid, row, simulator)
             if first_rows and reached:
                 return
     except DatasetProblem as exc:
@@ -315,11 +362,11 @@ class Plan(Sequence[Instance]):
     def representatives(self) -> Iterator[Instance]:
         """One instance per (suite, test, provider): what preflight checks (providers, judges, checks
         are per test, never per repeat)."""
-        seen: set[tuple[int, int, int]] = set()
+        seen: set[tuple[int, int, int, str]] = set()
         for slot in plan_slots(self.suites, self.selection, first_rows=True):
-            mark = (id(slot.suite), id(slot.test), id(slot.provider))
+            mark = (id(slot.suite), id(slot.test), id(slot.provider), slot.simulator.id if slot.simulator else "")
             if slot.test.recorded == "file":  # every conversation of `transcripts:` has the same checks
-                mark = (id(slot.suite), -1, -1)
+                mark = (id(slot.suite), -1, -1, "")
             if mark in seen:
                 continue
             try:
@@ -350,15 +397,15 @@ class Plan(Sequence[Instance]):
         return list(dict.fromkeys(problems))
 
     def _render(self, slot: Slot) -> Instance:
-        suite, test, provider, matrix, k, base, tid, row = slot
+        suite, test, provider, matrix, k, base, tid, row, simulator = slot
         if test.recorded == "file":  # a test of its own, made as its line was read
             return _instance(suite, test, provider, matrix, k, base, tid)
         memo_key = _memo_key(slot)
         if self._memo is not None and self._memo[0] == memo_key:
             first = self._memo[1]
             return Instance(suite, test, provider, tid, base, matrix, k, first.vars, first.turns, first.asserts,
-                            first.labels, first.world, row)
-        instance = _instance(suite, test, provider, matrix, k, base, tid, row=row)
+                            first.labels, first.world, row, simulator)
+        instance = replace(_instance(suite, test, provider, matrix, k, base, tid, row=row), simulator=simulator)
         self._memo = (memo_key, instance)
         return instance
 
@@ -459,8 +506,9 @@ def with_captures(instance: Instance, captured: dict[str, str]) -> Instance:
     `captured` (its turn was not reached or errored) is undefined, and a template using it an error
     (`EvalspecError`, naming the file, line and key)."""
     try:
-        return _instance(instance.suite, instance.test, instance.provider, instance.matrix, instance.repeat,
-                         instance.base_id, instance.test_id, captured, instance.row)
+        return replace(_instance(instance.suite, instance.test, instance.provider, instance.matrix, instance.repeat,
+                                 instance.base_id, instance.test_id, captured, instance.row),
+                       simulator=instance.simulator)
     except _RenderProblem as exc:
         raise EvalspecError(str(_problem(instance.suite, exc))) from None
 

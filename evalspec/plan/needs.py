@@ -75,7 +75,7 @@ def plan_problems(instances: list[Instance], prepare: bool = False) -> list[Prob
         if inst.test.simulate is not None and inst.test.simulate.python:
             problems.extend(scripted_user_problems(inst))
         elif inst.test.simulate is not None:
-            check(inst.test.simulate.model or suite.simulator, suite, "simulator", f"simulated test {inst.test_id}")
+            check(inst.test.simulate.model or inst.simulator or suite.simulator, suite, "simulator", f"simulated test {inst.test_id}")
             if any(c.get("goal_met") for c in inst.test.simulate.stop_when):
                 check(suite.judge, suite, "judge", f"stop_when goal_met in {inst.test_id}")
     return list(dict.fromkeys(problems))

@@ -132,6 +132,12 @@ class ShippingCache(ResponseCache):
         value: dict[str, object] | None = await self.reader.get.remote(key)
         return value
 
+    def put(self, key: str, value: dict[str, object]) -> None:
+        self.put_many([(key, value)])  # no batch here: entries travel with the conversation's record
+
+    def flush(self) -> None:
+        pass  # nothing pending: `put_many` hands each entry on at once
+
     def put_many(self, entries: list[CacheEntry]) -> None:
         written = _written.get()
         for key, value in entries:

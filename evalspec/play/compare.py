@@ -1,4 +1,6 @@
-"""`select-best` across records: a test's candidates are compared once every one of them has finished.
+"""`select-best` and `pairwise` with `against:` across records: a test's candidates are compared once
+every one of them has finished (a `pairwise` record with the same instance of the provider it names, or
+with its instance in the baseline run: docs/en/judges.md#comparing-two-bot-versions-pairwise).
 
 A comparison group is one test's records of one repeat: every provider × matrix instance of it in the
 plan (repeats are independent samples, each compared on its own; promptfoo compares every prompt ×
@@ -10,23 +12,26 @@ decides them, and they are journaled together, so the journal only ever holds de
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from evalspec.assertions.evaluate import AssertionResult, combine, no_verdict
-from evalspec.assertions.select_best import Candidate, pick_best
-from evalspec.config.model import SELECT_BEST, AssertionSpec, Suite, TestSpec
+from evalspec.assertions.pairwise import BASELINE, across_records, compare_sides
+from evalspec.assertions.select_best import PENDING, Candidate, pick_best
+from evalspec.config.model import PAIRWISE, SELECT_BEST, AssertionSpec, Suite, TestSpec
 from evalspec.core.usercode import describe
 from evalspec.extend.check import JudgeFn
 from evalspec.plan.build import Instance, Plan, plan_slots, positions
 from evalspec.providers.factory import ProviderPool
+from evalspec.results.pairwise import SideKey, baseline_sides, side_key
 from evalspec.results.record import Record, conversation_error, redecide
 
 GroupKey = tuple[int, int, int]  # id(suite), id(test), repeat
 
 
 def compared(test: TestSpec) -> bool:
-    return any(spec.type == SELECT_BEST for spec in test.asserts)
+    return any(across_records(spec) for spec in test.asserts)
 
 
 def group_key(suite: Suite, test: TestSpec, repeat: int) -> GroupKey:
@@ -35,7 +40,7 @@ def group_key(suite: Suite, test: TestSpec, repeat: int) -> GroupKey:
 
 
 def _best(inst: Instance) -> list[AssertionSpec]:
-    return [spec for spec in inst.asserts if spec.type == SELECT_BEST]
+    return [spec for spec in inst.asserts if across_records(spec)]
 
 
 def label(record: Record) -> str:
@@ -49,21 +54,56 @@ def _judge(pool: ProviderPool, suite: Suite, spec: AssertionSpec) -> JudgeFn | N
     return pool.judge_for(suite, spec.provider) if spec.provider is not None else pool.judge_fn(suite)
 
 
-async def decide_group(first: Instance, records: list[Record], pool: ProviderPool) -> None:
-    """Decide every `select-best` of a group's records (in plan order; `first` is the first one's instance:
-    its rendered criterion is the group's) and their verdicts again."""
+def _candidate(record: Record) -> Candidate:
+    return Candidate(label(record), list(record["transcript"]), conversation_error(record))
+
+
+async def decide_group(first: Instance, records: list[Record], pool: ProviderPool,
+                       baseline: Mapping[SideKey, Mapping[str, Any]] | None = None) -> None:
+    """Decide every `select-best` and `pairwise` of a group's records (in plan order; `first` is the first
+    one's instance: its rendered criterion is the group's) and their verdicts again. `baseline`: the
+    baseline run's records by instance (`pairwise: {against: baseline}`)."""
     specs = _best(first)
-    candidates = [Candidate(label(r), list(r["transcript"]), conversation_error(r)) for r in records]
+    candidates = [_candidate(r) for r in records]
     usage: list[list[dict[str, Any]]] = [[] for _ in records]
     decided: list[list[AssertionResult]] = [[] for _ in records]
     for spec in specs:
+        if spec.type != SELECT_BEST:
+            await _decide_pairs(spec, first.suite, records, candidates, pool, baseline, decided, usage)
+            continue
         comparison = await pick_best(spec, candidates, _judge(pool, first.suite, spec))
         for i in range(len(records)):
             decided[i].append(combine(spec, [comparison.checks[i]]) if comparison.error is None
                               else no_verdict(spec, comparison.error))
-        usage[0].extend(comparison.usage)  # one call: counted on the first candidate
+        usage[0].extend(comparison.usage)  # one comparison: counted on the first candidate
     for record, results, used in zip(records, decided, usage, strict=True):
         redecide(record, _placed(record, results), first, used)
+
+
+async def _decide_pairs(spec: AssertionSpec, suite: Suite, records: list[Record], candidates: list[Candidate], pool: ProviderPool,
+                        baseline: Mapping[SideKey, Mapping[str, Any]] | None, decided: list[list[AssertionResult]],
+                        usage: list[list[dict[str, Any]]]) -> None:
+    """Each record's `pairwise` against its other side; the named provider's own records are skipped."""
+    against = spec.params.against
+    for i, record in enumerate(records):
+        if against != BASELINE and record["provider"] == against:
+            decided[i].append(replace(no_verdict(spec, reason=f"this is provider '{against}', the side compared "
+                                                              "against"), skipped=True))
+            continue
+        if against == BASELINE:
+            if baseline is None:
+                decided[i].append(no_verdict(spec, "'pairwise: {against: baseline}' needs a baseline run: give "
+                                                   "--baseline RUN.json"))
+                continue
+            base = baseline.get(side_key(record))
+            theirs = _candidate(base) if base is not None else None  # type: ignore[arg-type]
+        else:
+            theirs = next((c for r, c in zip(records, candidates, strict=True)
+                           if r["provider"] == against and (r.get("matrix") or {}) == (record.get("matrix") or {})),
+                          None)
+        found = await compare_sides(spec, candidates[i], theirs, _judge(pool, suite, spec))
+        decided[i].append(combine(spec, [found.check]) if found.check is not None else no_verdict(spec, found.error))
+        usage[i].extend(found.usage)  # type: ignore[arg-type]
 
 
 async def replay_compared(inst: Instance, plan: Sequence[Instance], play: Callable[[Instance], Awaitable[Record]],
@@ -81,13 +121,14 @@ async def replay_compared(inst: Instance, plan: Sequence[Instance], play: Callab
 
 
 def _placed(record: Record, results: list[AssertionResult]) -> list[AssertionResult]:
-    """The record's results with each pending `select-best` replaced, in order; one its conversation's error
+    """The record's results with each pending `select-best` or `pairwise` replaced, in order; one its conversation's error
     left ungraded is added at the end."""
     new = iter(results)
     out = []
     for stored in record["assertions"]:
         old = AssertionResult.from_json(stored)
-        out.append(next(new, old) if stored["type"] == SELECT_BEST else old)
+        pending = stored["type"] == SELECT_BEST or (stored["type"] == PAIRWISE and stored.get("error") == PENDING)
+        out.append(next(new, old) if pending else old)
     return out + list(new)
 
 
@@ -105,8 +146,10 @@ class Comparisons:
     the group's last record starts its judge call, after which `write` gets each record, in plan order."""
 
     def __init__(self, suites: list[Suite], plan: Sequence[Instance], finished: Callable[[int], bool],
-                 pool: ProviderPool, write: Callable[[int, dict[str, Any]], None]) -> None:
+                 pool: ProviderPool, write: Callable[[int, dict[str, Any]], None],
+                 baseline: Mapping[str, Any] | None = None) -> None:
         self.pool, self.write = pool, write
+        self.baseline = baseline_sides(baseline) if baseline is not None else None
         self.group_of: dict[int, GroupKey] = {}
         self.waiting: dict[GroupKey, set[int]] = {}
         self.held: dict[GroupKey, dict[int, Record]] = {}
@@ -144,7 +187,7 @@ class Comparisons:
         members = sorted(self.held.pop(key).items())
         first = self.instances[key]
         try:
-            await decide_group(first, [r for _, r in members], self.pool)
+            await decide_group(first, [r for _, r in members], self.pool, self.baseline)
         except Exception as exc:  # a bug costs the comparison, not the run: an error on each candidate
             for _, record in members:
                 failed = [no_verdict(spec, f"internal error: {describe(exc)}") for spec in _best(first)]

@@ -4,8 +4,8 @@ says when a simulator message is the harness's fault, not the bot's.
 Every message the simulator writes (a model's or a python user's; never a fixed turn: `opening`,
 `fixed`, a milestone's `user:`) goes through `simulator_fault`. A message that is empty, repeats the
 simulator's previous one, holds the stop marker together with a request the assistant never gets to
-answer, is written as the assistant, copies 30 or more characters of its own instructions, or is longer
-than `max_chars` makes the conversation an error of the class `simulator_fault`.
+answer, is written as the assistant, copies 30 or more characters of what it was told (its texts, its
+prompt), or is longer than `max_chars` makes the conversation an error of the class `simulator_fault`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ __all__ = ["COPY_RUN", "SimulatorFault", "simulator_fault"]
 
 COPY_RUN = 30  # characters of its own instructions copied verbatim
 _AS_ASSISTANT = re.compile(r"\s*(?:assistant|助手|AI助手)\s*[:：]", re.IGNORECASE)
-_QUESTION = re.compile(r"[?？]|吗")
+# a request the assistant would have to answer: a question, or an ask (请 / 帮我 / please / can you)
+_REQUEST = re.compile(r"[?？]|吗|请|帮我|麻烦|能不能|\b(?:please|can you|could you|would you|tell me)\b", re.IGNORECASE)
 
 
 class SimulatorFault(TurnError):
@@ -47,7 +48,7 @@ def simulator_fault(text: str, said: Said) -> str | None:
         return "the simulated user sent an empty message"
     if said.marker and said.marker in message:
         rest = message.replace(said.marker, " ").strip()
-        if rest and _QUESTION.search(rest):
+        if rest and _REQUEST.search(rest):
             return (f"the simulated user asked something and stopped ({said.marker}) in the same message, "
                     f"before the assistant could answer: {_excerpt(rest)!r}")
         return None  # a stop: its other words are never sent

@@ -58,6 +58,7 @@ def process_count(suites: list[Suite], conversations: int, concurrency: int, req
 def _specs(suite: Suite) -> Iterator[ProviderSpec]:
     yield from suite.providers
     yield from (spec for spec in (suite.judge, suite.simulator, suite.embedder) if spec is not None)
+    yield from suite.simulators
 
 
 def _limited(spec: ProviderSpec) -> bool:

@@ -16,6 +16,7 @@ from evalspec.play.compare import GroupKey, compared, decide_group, group_key, r
 from evalspec.play.runner import grade_with, recorded_inputs, run_instance, world_view
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.aggregate import finalize
+from evalspec.results.corrected import corrections
 from evalspec.results.cut import cut_replies, name_rules, regraded_on_cut
 from evalspec.results.record import Record, conversation_error, make_record
 from evalspec.results.rundata import RunData
@@ -64,7 +65,9 @@ def _plan_of(run: dict[str, Any]) -> tuple[Iterable[Instance], set[str], list[st
         if now is None or now["sha256"] != graded.get("sha256"):
             warnings.append(f"--transcripts {override}: changed since the run; its conversations are graded as "
                             "recorded in the run, by their ids in the file as it is now")
-    plan = checked_plan(suites, Selection(transcripts=override))
+    # the simulators the run played with (`run --simulator`'s too): docs/en/agents.md#comparing-two-simulators
+    simulators = list(dict.fromkeys(str(r["simulator"]) for r in run.get("results") or [] if r.get("simulator")))
+    plan = checked_plan(suites, Selection(transcripts=override, simulators=simulators))
     secrets = run_secrets(suites)  # records hold keys redacted with the secrets of the whole run
     return plan, secrets, warnings
 
@@ -121,7 +124,8 @@ async def regrade(run: dict[str, Any], cache_dir: Path | None,
     records: Sequence[Mapping[str, Any]] = out if spooled is None else spooled.close()
     regraded = {**{k: v for k, v in run.items() if k != "judge_review"}, "results": records}
     gate = run.get("gate", {})
-    finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts")))
+    # the labels file as it is now corrects the regraded pass rates (docs/en/judges.md#labels-flow-back)
+    finalize(regraded, gate.get("fail_under"), bool(gate.get("include_drafts")), corrections(records, regraded["suites"]))
     return cast(RunData, regraded), warnings  # `finalize` filled every key RunData requires
 
 

@@ -13,10 +13,11 @@ import os
 import random
 import secrets as pysecrets
 import time
+from array import array
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import IO, Any, TypedDict, cast
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import broken_for_good, grade, received_only
@@ -48,7 +49,7 @@ from evalspec.results.cut import cut_replies, name_rules
 from evalspec.results.journal import Journal, check_unchanged, lock_run_dir, scan_journal, write_manifest
 from evalspec.results.record import Record, make_record
 from evalspec.results.rundata import RunData
-from evalspec.results.stream import JournalRecords, light
+from evalspec.results.stream import DiskRows, JournalRecords, light
 from evalspec.results.transcript import Transcript
 
 ResultCallback = Callable[[dict[str, Any]], None]
@@ -82,6 +83,7 @@ def suite_meta(suite: Suite) -> dict[str, Any]:
             "min_pass_rate": suite.min_pass_rate, "max_errors": suite.max_errors, "gate_mode": suite.gate_mode,
             "regressions": suite.regressions, "alpha": suite.alpha,
             **({"min_pass_hat_k": suite.min_pass_hat_k} if suite.min_pass_hat_k else {}),
+            **({"use_corrected": True} if suite.use_corrected else {}),
             **({"report": {"lang": suite.report_lang}} if suite.report_lang else {}),
             **({"coverage": suite.coverage} if suite.coverage else {}),
             "providers": [p.redacted(suite.secrets) for p in suite.providers],
@@ -130,36 +132,45 @@ def provider_code(suites: Sequence[Suite]) -> dict[str, str] | None:
     return code or None
 
 
-async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions) -> RunData:
+class Kept:
+    """What a run keeps of each finished conversation, by plan position: its journal offset and where its
+    light record is among `lights` (a file on disk), two 8-byte ints a conversation
+    (docs/en/scale-and-ray.md#memory)."""
+
+    def __init__(self, size: int) -> None:
+        self.offsets = array("q", [-1]) * size
+        self.light_at = array("q", [-1]) * size
+        self.lights = DiskRows()
+
+    def done(self, position: int) -> bool:
+        return self.offsets[position] >= 0
+
+    def add(self, position: int, offset: int, lite: Mapping[str, Any]) -> None:
+        self.offsets[position], self.light_at[position] = offset, len(self.lights)
+        self.lights.append(lite)
+
+    def count(self) -> int:
+        return sum(1 for offset in self.offsets if offset >= 0)
+
+    def in_plan_order(self) -> tuple[array[int], DiskRows]:
+        """The finished conversations' offsets and light records, in plan order."""
+        positions = [p for p, offset in enumerate(self.offsets) if offset >= 0]
+        offsets = array("q", (self.offsets[p] for p in positions))
+        lights = DiskRows(self.lights[self.light_at[p]] for p in positions)
+        return offsets, lights
+
+
+async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions,
+                   baseline: Mapping[str, Any] | None = None) -> RunData:
     """Play every instance of `plan` and return the run (the content of run.json).
 
     The plan is walked once, lazily (a `Plan` renders each instance when a worker reaches it); what stays
-    in memory per conversation is its journal offset and light record, by plan position."""
+    in memory per conversation is its journal offset and where its light record is on disk (`Kept`)."""
     run_dir = options.run_dir or Path(".evalspec/runs") / new_run_id()
-    journal_path = run_dir / "journal.jsonl"
     secrets = run_secrets(suites)
-    before: dict[str, tuple[int, dict[str, Any]]] = {}  # stored key -> (journal offset, light record)
     graded = recorded_inputs(suites, plan.selection.transcripts if isinstance(plan, Plan) else None)
-    invocation = {**(options.invocation or {}), "transcripts": graded} if graded is not None else options.invocation
-    if (code := provider_code(suites)) is not None:
-        invocation = {**(invocation or {}), "code": code}
-    lock = lock_run_dir(run_dir, options.guard.parent if options.guard is not None else os.getpid())
-    if options.resume:
-        try:
-            check_unchanged(suites, run_dir, invocation)
-        except BaseException:
-            if lock is not None:
-                lock.close()
-            raise
-        before = {r["key"]: (offset, light(r)) for offset, r in scan_journal(journal_path)}
-    write_manifest(suites, run_dir, invocation)
-    kept: list[tuple[int, dict[str, Any]] | None] = [None] * len(plan)  # by plan position
-    if before:  # journal keys are redacted
-        keys = plan.keys() if isinstance(plan, Plan) else (inst.key for inst in plan)
-        for position, key in enumerate(keys):
-            kept[position] = before.get(redact(key, secrets))
-        before.clear()
-    resumed = sum(1 for entry in kept if entry is not None)
+    lock, kept = open_run_dir(suites, plan, options, run_dir, graded, secrets)
+    resumed = kept.count()
     LIMITED.clear()  # the providers this run finds rate limited (the progress line names them)
     if options.on_start:
         options.on_start(len(plan), resumed)
@@ -174,13 +185,52 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         if lock is not None:
             lock.close()
         raise
+    started = time.time()
+    await play_plan(suites, plan, options, run_dir, kept, pool, cache_dir, resumed, secrets, lock, baseline)
+    return assembled(suites, options, run_dir, kept, started, graded, secrets)
+
+
+def open_run_dir(suites: list[Suite], plan: Sequence[Instance], options: RunOptions, run_dir: Path,
+                 graded: RecordedInputs | None, secrets: set[str]) -> tuple[IO[str] | None, Kept]:
+    """Lock the run folder, check a `--resume` repeats its run and write the manifest: (the lock, what
+    the journal already holds by plan position)."""
+    invocation = {**(options.invocation or {}), "transcripts": graded} if graded is not None else options.invocation
+    if (code := provider_code(suites)) is not None:
+        invocation = {**(invocation or {}), "code": code}
+    lock = lock_run_dir(run_dir, options.guard.parent if options.guard is not None else os.getpid())
+    kept = Kept(len(plan))
+    before: dict[str, tuple[int, int]] = {}  # stored key -> (journal offset, its light record's place)
+    if options.resume:
+        try:
+            check_unchanged(suites, run_dir, invocation)
+        except BaseException:
+            if lock is not None:
+                lock.close()
+            raise
+        found = DiskRows()
+        for offset, r in scan_journal(run_dir / "journal.jsonl"):
+            before[r["key"]] = (offset, len(found))
+            found.append(light(r))
+    write_manifest(suites, run_dir, invocation)
+    if before:  # journal keys are redacted
+        keys = plan.keys() if isinstance(plan, Plan) else (inst.key for inst in plan)
+        for position, key in enumerate(keys):
+            if (entry := before.get(redact(key, secrets))) is not None:
+                kept.add(position, entry[0], found[entry[1]])
+    return lock, kept
+
+
+async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOptions, run_dir: Path, kept: Kept,
+                    pool: ProviderPool, cache_dir: Path | None, resumed: int, secrets: set[str],
+                    lock: IO[str] | None, baseline: Mapping[str, Any] | None = None) -> None:
+    """Play what `kept` does not hold yet, in forked players, on Ray or here, journaling each record as it
+    finishes; the pool, the journal and the lock are closed at the end."""
     executor = RayExecutor(options.ray, options.concurrency, cache_dir, play_watched) \
         if options.ray is not None else None
-    journal = Journal(journal_path)
-    started = time.time()
+    journal = Journal(run_dir / "journal.jsonl")
 
     def open_(position: int) -> bool:  # not played yet: neither kept nor held for its `select-best` group
-        return kept[position] is None and position not in comparisons.received
+        return not kept.done(position) and position not in comparisons.received
 
     def pending(index: int = 0, share: int = 1) -> Iterator[tuple[int, Instance]]:
         return positions(plan, lambda position, _key: position % share == index and open_(position))
@@ -191,13 +241,13 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
 
     def write(position: int, record: dict[str, Any], line: bytes | bytearray | None = None) -> None:
         offset = journal.write_line(line) if line is not None else journal.write(record)
-        kept[position] = (offset, light(record))  # the transcript stays on disk
+        kept.add(position, offset, light(record))  # the transcript stays on disk
         if options.on_result:
             options.on_result(record)
 
     guard = options.guard
     watched = run_dir / "grading"  # a watched run: the conversation being graded, should user code end it
-    comparisons = Comparisons(suites, plan, lambda position: kept[position] is not None, pool, write)
+    comparisons = Comparisons(suites, plan, kept.done, pool, write, baseline)
 
     async def play_one(position: int, inst: Instance) -> None:
         if guard is not None and inst.key in guard.crashed:  # it ended an earlier child: not played again
@@ -257,23 +307,28 @@ async def run_plan(suites: list[Suite], plan: Sequence[Instance], options: RunOp
         await pool.aclose()
         if executor is not None:
             await executor.aclose()
-    done = [entry for entry in kept if entry is not None]
-    kept.clear()
+
+
+def assembled(suites: list[Suite], options: RunOptions, run_dir: Path, kept: Kept, started: float,
+              graded: RecordedInputs | None, secrets: set[str]) -> RunData:
+    """The run: its records in plan order (read back from the journal), and the aggregates of their light
+    forms (`aggregate.finalize`)."""
+    offsets, lights = kept.in_plan_order()
+    del kept.lights  # its file goes: the plan-ordered copy stands for it
     run = {
         "evalspec_version": __version__,
         "run_id": run_dir.name,
         "started_at": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
         "duration_s": round(time.time() - started, 3),
         "suites": redact([suite_meta(s) for s in suites], secrets),
-        "results": [lite for _, lite in done],
+        "results": lights,
         **({"transcripts": graded} if graded is not None and graded["path"] is not None else {}),
     }
-    run = finalize(run, options.fail_under, options.include_drafts)  # aggregates from the light records
-    records = JournalRecords(journal_path, [offset for offset, _ in done], run["results"])
-    from evalspec.results.corrected import corrected_summary
+    records = JournalRecords(run_dir / "journal.jsonl", offsets, lights)
+    from evalspec.results.corrected import corrections
 
-    if corrected := corrected_summary(records):  # judged rules with 20+ labels (docs/en/judges.md#labels-flow-back)
-        run["summary"]["corrected"] = corrected
+    # aggregates from the light records; the labels' corrections from the whole ones (docs/en/judges.md#labels-flow-back)
+    run = finalize(run, options.fail_under, options.include_drafts, corrections(records, run["suites"]))
     # reporters still scan the results once per verdict: a small run keeps them in memory
     run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
     return cast(RunData, run)  # `finalize` filled every key RunData requires

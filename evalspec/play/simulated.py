@@ -68,7 +68,7 @@ class SimulatedUser:
         suite = inst.suite
         self.inst, self.sim, self.replay = inst, sim, replay
         self.scripted_user = load_scripted_user(inst) if sim.python else None
-        self.spec = sim.model or suite.simulator
+        self.spec = sim.model or inst.simulator or suite.simulator
         if self.spec is None and self.scripted_user is None:
             raise ProviderError("a simulated user needs a model: set `simulator:` in the suite or `simulate.model`")
         self.simulator = pool.get(self.spec, suite) if self.spec is not None and self.scripted_user is None else None
@@ -103,22 +103,23 @@ class SimulatedUser:
                 self.step += 1
                 self.turn += 1
                 return NextMessage(user_message(str(entry["user"]), self.turn))
-            system = simulator_prompt(self.sim.persona, str(entry["goal"]), marker, self.sim.instructions)
-            text = await self._simulated(transcript, turn + 1, system)
+            if self.scripted_user is not None:  # a python user is told the current goal (docs/en/agents.md#milestones)
+                if (said := await self._scripted(transcript, turn + 1, str(entry["goal"]))) is None:
+                    return None
+                text = said
+            else:
+                system = simulator_prompt(self.sim.persona, str(entry["goal"]), marker, self.sim.instructions)
+                text = await self._simulated(transcript, turn + 1, system)
             self._check(text, transcript)
             flags["milestone"] = self.numbers[self.step]
         elif self.scripted_user is not None:
-            try:
-                said = await next_message(self.scripted_user, self.inst, transcript.messages, turn + 1)
-            except ProviderError as exc:
-                raise TurnError(str(exc)) from exc
-            if said is None:
-                self.stop_reason = "user_says"
+            if (said := await self._scripted(transcript, turn + 1)) is None:
                 return None
             text = said
+            self._check(text, transcript)  # a python user is a simulator too: its slips are the harness's
         else:
             text = await self._simulated(transcript, turn + 1)
-            self._check(text, transcript)  # a model's message; a python user's is the suite author's code
+            self._check(text, transcript)
         if marker and marker in text and turn >= len(self.scripted):  # done: recorded, never sent (python users too)
             return NextMessage(user_message(text, None, not_sent=True), call=False, stop="user_says")
         self.turn += 1
@@ -126,13 +127,24 @@ class SimulatedUser:
             self.used += 1
         return NextMessage(user_message(text, self.turn, **flags))
 
+    async def _scripted(self, transcript: Transcript, turn: int, goal: str | None = None) -> str | None:
+        """The python user's next message, or None when it stops (`stop_reason: user_says`)."""
+        try:
+            said = await next_message(self.scripted_user, self.inst, transcript.messages, turn, goal)
+        except ProviderError as exc:
+            raise TurnError(str(exc)) from exc
+        if said is None:
+            self.stop_reason = "user_says"
+        return said
+
     def _check(self, text: str, transcript: Transcript) -> None:
         """A simulator message that is a slip (play/faults.py) is recorded, never sent, and ends the
         conversation in an error attributed to the simulator."""
         sim = self.sim
         heard = replies(transcript.messages, golden=True)
         said = Said(previous_own=self.own, previous_reply=str(heard[-1]["content"] or "") if heard else None,
-                    instructions=[t for t in (sim.persona, sim.goal, sim.instructions) if t],
+                    # what it was told: the texts, each milestone's goal, and the prompt around them
+                    instructions=[t for t in (sim.persona, sim.goal, sim.instructions, *_goals(self.plan), self.system) if t],
                     marker=self.marker, max_chars=sim.max_chars)
         if (fault := simulator_fault(text, said)) is not None:
             transcript.messages.append(user_message(text, None, not_sent=True))
@@ -231,6 +243,10 @@ class SimulatedUser:
             raise
         transcript.judge_usage.append(verdict.usage)
         return verdict.answer.get("pass") is True
+
+
+def _goals(plan: Sequence[Mapping[str, object]]) -> list[str]:
+    return [str(entry["goal"]) for entry in plan if "goal" in entry]
 
 
 def _goal_numbers(plan: Sequence[Mapping[str, object]]) -> list[int | None]:

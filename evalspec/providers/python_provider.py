@@ -44,13 +44,11 @@ class PythonProvider:
     reads_files = True  # its cache entries hold the files it read (evalspec.providers.reads)
 
     def __init__(self, pid: str, ref: str, base_dir: Path) -> None:
-        self.id, self.ref, self.base_dir = pid, ref, base_dir
+        # absolute once: every call's cache entry names the files it read relative to this folder
+        self.id, self.ref, self.base_dir = pid, ref, Path(os.path.abspath(base_dir))
         self._fn: Any = None
         self.strategy = ContextStrategy()  # `history:` is attached by the provider pool
-
-    @property
-    def _module_key(self) -> tuple[str, str]:
-        return self.ref.rpartition(":")[0], str(self.base_dir)
+        self._module_key = (self.ref.rpartition(":")[0], str(self.base_dir))
 
     def cache_identity(self) -> dict[str, object]:
         # `module:function` is imported by name (sys.path), wherever the suite is: no path in the identity, so
@@ -90,6 +88,8 @@ class PythonProvider:
 def named_results(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The history with each `role: tool` message named by the call it answers (`name`), as a python agent
     reads the results of its calls (docs/en/world.md#tools)."""
+    if not any(m.get("role") == "tool" for m in messages):
+        return list(messages)  # no tool results to name (nearly every turn): the same list, afresh
     names = {c["id"]: c["function"]["name"] for m in messages if m.get("role") == "assistant"
              for c in m.get("tool_calls") or []}
 

@@ -18,6 +18,7 @@ from evalspec.reporters import state
 from evalspec.reporters.attacks import print_attacks
 from evalspec.reporters.catalogue import choose_lang, current, reason_text, speaking, word, words
 from evalspec.reporters.judging import print_judging
+from evalspec.reporters.spread import print_spread
 from evalspec.reporters.tools import failed_teardowns
 from evalspec.reporters.vocabulary import (
     MAX_FAILURES,
@@ -284,6 +285,7 @@ def _print_summary(console: Console, run: RunData, paths: dict[str, str], quiet:
         console.print(metrics_table(run["summary"]["metrics"]))
     print_red_lines(console, run)
     print_attacks(console, run)
+    print_spread(console, run)
     for r, text in failed_teardowns(run):
         console.print(f"[yellow]{escape(one_line(text))}[/] · {escape(one_line(r['test_id']))} @ "
                       f"{escape(one_line(r['provider']))} {words('teardown_stands')}")

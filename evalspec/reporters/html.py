@@ -23,6 +23,7 @@ from evalspec.reporters.coverage import html_section as coverage_html
 from evalspec.reporters.curves_html import curves_section, pass_k_section
 from evalspec.reporters.judging import attribution_word
 from evalspec.reporters.judging import html_section as judging_html
+from evalspec.reporters.spread import html_section as spread_html
 from evalspec.reporters.vocabulary import (
     COUNT_LABELS,
     at_turn_text,
@@ -104,7 +105,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 {% for f in failures %}<div class="failure {{ f.v.category }}"><b class="{{ f.v.category }}">{{ t(f.v.category) }}</b>{% if f.v.critical_failed %} <span class="critical">{{ t('critical') }}</span>{% endif %} <b>{{ f.v.name }}</b> <span class="meta">{{ f.v.test_id }} @ {{ f.v.provider }} · {{ f.v.suite }}{{ f.repeats }}</span> <a href="#{{ f.anchor }}" class="meta">{{ t('conversation_link') }}</a>
 {% if f.description %}<div class="desc">{{ f.description }}</div>{% endif %}
 <ul>{% for x in f.findings %}<li>{{ finding_html(x) }}</li>{% endfor %}</ul>{% for line in f.at_turn %}<div class="meta at-turn">{{ line }}</div>{% endfor %}</div>{% endfor %}{% endif %}
-{{ attacks_section }}{{ judging_section }}{{ coverage_section }}
+{{ attacks_section }}{{ spread_section }}{{ judging_section }}{{ coverage_section }}
 {% if run.slas %}<h2>{{ t('slas') }}</h2><div class="scroll"><table class="stack"><thead><tr><th>SLA</th><th>{{ t('verdict') }}</th><th>{{ t('measured_vs_target') }}</th></tr></thead>
 {% for x in run.slas %}<tr data-sla="{{ x.id }}"><td data-label="SLA">{{ x.id }}</td><td data-label="{{ t('verdict') }}" class="{{ 'passed' if x.status == 'met' else 'failed' if x.status == 'missed' else 'error' }}">{{ w(x.status) }}</td><td data-label="{{ t('measured_vs_target') }}">{{ x.text }}</td></tr>{% endfor %}</table></div>{% endif %}
 {% if run.summary.metrics %}<h2>{{ t('metrics') }}</h2><div class="scroll"><table class="stack"><thead><tr>{% for col in metric_columns %}<th{% if loop.index > 3 %} class="n"{% endif %}>{{ col }}</th>{% endfor %}</tr></thead>
@@ -355,7 +356,7 @@ def _render(run: RunData, html_all: bool) -> Iterator[str]:
     total = len(run["verdicts"])
     yield from template.generate(
         run=run, gate_text=_gate_html(run["gate"]), baseline_section=_baseline_section(run),
-        attacks_section=attacks_html(run), judging_section=judging_html(run),
+        attacks_section=attacks_html(run), spread_section=spread_html(run), judging_section=judging_html(run),
         coverage_section=coverage_html(run), curves_section=curves_section(run), pass_k_section=pass_k_section(run),
         counts=count_keys(run["summary"]), failures=_Listed(failing_count(run), failures), tests=_Listed(total, tests()),
         blocks=blocking(run),

@@ -10,6 +10,9 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from evalspec.reporters.catalogue import CATALOGUES, word, words
+from evalspec.reporters.pairwise import html_section as pairwise_html
+from evalspec.reporters.pairwise import markdown_lines as pairwise_markdown
+from evalspec.reporters.pairwise import print_pairwise
 from evalspec.reporters.vocabulary import one_line
 from evalspec.results.attribution import ATTRIBUTABLE, by_attribution
 from evalspec.results.rundata import RunData
@@ -94,10 +97,28 @@ def corrected_lines(run: RunData) -> list[str]:
     return out
 
 
+def gate_corrected_lines(run: RunData) -> list[str]:
+    """One line per suite whose gate asked for the corrected pass rate (`gate.use_corrected`): the rate it
+    compared, and from how many labels (docs/en/reports-and-gate.md#corrected-pass-rate)."""
+    out = []
+    for s in run["gate"]["suites"]:
+        if (c := s.get("corrected")) is None or c["raw"] is None:  # no gated verdict: no rate to compare
+            continue
+        fields = {"suite": s["suite"], "raw": _pct(c["raw"]), "labels": c["labels"]}
+        if c.get("no_better_than_chance"):
+            out.append(words("gate_corrected_chance", **fields))
+        elif c.get("corrected") is None:
+            out.append(words("gate_corrected_few", **fields))
+        else:
+            out.append(words("gate_corrected", **fields, corrected=_pct(c["corrected"]),
+                             sens=_pct(c.get("sensitivity")), spec=_pct(c.get("specificity"))))
+    return out
+
+
 def markdown_lines(run: RunData, md: Any) -> list[str]:
     """The Markdown section (`md` escapes one line of text)."""
-    lines: list[str] = []
-    if corrected := corrected_lines(run):
+    lines: list[str] = pairwise_markdown(run, md)
+    if corrected := corrected_lines(run) + gate_corrected_lines(run):
         lines += [f"### {words('corrected_title')}", "", *(f"- {md(x)}" for x in corrected), ""]
     if juries := jury_rows(run):
         lines += [f"### {words('jury_title')}", "", "| " + " | ".join(words(h) for h in JURY_HEADS) + " |",
@@ -122,6 +143,9 @@ def markdown_lines(run: RunData, md: Any) -> list[str]:
 
 def print_judging(console: Console, run: RunData) -> None:
     """The console lines."""
+    print_pairwise(console, run)
+    for line in gate_corrected_lines(run):
+        console.print(rich_escape(one_line(line)))
     if run.get("judge_review"):
         flagged = bool(run["judge_review"].get("flagged"))
         console.print(f"[{'red' if flagged else 'dim'}]{rich_escape(review_headline(run))}[/]")
@@ -135,8 +159,8 @@ def print_judging(console: Console, run: RunData) -> None:
 
 def html_section(run: RunData) -> Markup:
     """The HTML section (escaped)."""
-    parts: list[str] = []
-    if corrected := corrected_lines(run):
+    parts: list[str] = [pairwise_html(run)]
+    if corrected := corrected_lines(run) + gate_corrected_lines(run):
         parts.append(f"<h2>{escape(words('corrected_title'))}</h2><ul>"
                      + "".join(f"<li>{escape(x)}</li>" for x in corrected) + "</ul>")
     if juries := jury_rows(run):

@@ -14,6 +14,7 @@ from evalspec.reporters.attacks import markdown_lines as attack_lines
 from evalspec.reporters.catalogue import choose_lang, reason_text, speaking, word, words
 from evalspec.reporters.coverage import markdown_lines as coverage_lines
 from evalspec.reporters.judging import markdown_lines as judging_lines
+from evalspec.reporters.spread import markdown_lines as spread_lines
 from evalspec.reporters.vocabulary import (
     MAX_FAILURES,
     at_turn_text,
@@ -152,6 +153,7 @@ def _render(run: RunData, env: Mapping[str, str], max_failures: int) -> str:
         tail += ["", f"### {words('metrics')}", "", "| " + " | ".join(metric_columns()) + " |", "|---|---|---|---:|---:|"]
         tail += ["| " + " | ".join(md(cell) for cell in metric_cells(m)) + " |" for m in s["metrics"]]
     tail += attack_lines(run, md)
+    tail += spread_lines(run, md)
     tail += coverage_lines(run)
     if torn := tools.failed_teardowns(run):
         tail += ["", f"### {words('teardowns_failed')}", ""]

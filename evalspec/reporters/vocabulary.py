@@ -12,7 +12,7 @@ from typing import Any
 from evalspec.core.text import strip_controls
 from evalspec.reporters.catalogue import reason_text, words
 from evalspec.results.findings import Fact, Finding, findings
-from evalspec.results.gate import pass_hat_k_reason
+from evalspec.results.gate import gated_rate, pass_hat_k_reason
 from evalspec.results.rundata import (
     Baseline,
     BaselineRow,
@@ -267,7 +267,8 @@ def repeats_text(v: RunVerdict) -> str:
 
 
 def stable_text(c: Curve) -> str:
-    """`stable until 6 (0.8, or the SLA minimum)`: the term seed 002 uses for topic switch and conflict."""
+    """`stable until 6 (0.8, or the SLA minimum)`: how long a
+    memory curve's score holds after a topic switch or a conflict (docs/en/memory-and-curves.md)."""
     if c.get("stable_until") is None:
         return words("stable_none")
     return words("stable_until", v=c["stable_until"])
@@ -328,9 +329,14 @@ def blocking(run: RunData) -> list[str]:
                 and v["status"] == "failed" and v["critical_failed"] and reaches_gate(v, drafts_gate)]
         out += [words("blocks_sla", what=f"{x['id']}: {x['text']}") for x in run["slas"]
                 if x["suite"] == s["suite"] and x["status"] == "missed"]
-        if s["pass_rate"] is not None and s["pass_rate"] < s["min_pass_rate"]:
-            out.append(words("blocks_rate", suite=s["suite"], rate=pass_rate_text(s["pass_rate"], s),
-                             min=f"{s['min_pass_rate']:.2%}"))  # the rate with its 95 % interval (statistics.md)
+        corrected = s.get("corrected")
+        if s["pass_rate"] is not None and (compared := gated_rate(s["pass_rate"], corrected)) < s["min_pass_rate"]:
+            if corrected is not None and corrected.get("corrected") is not None:  # reports-and-gate.md#corrected-pass-rate
+                out.append(words("blocks_rate_corrected", suite=s["suite"], rate=f"{compared:.2%}",
+                                 min=f"{s['min_pass_rate']:.2%}", raw=f"{s['pass_rate']:.2%}", labels=corrected["labels"]))
+            else:  # the rate with its 95 % interval (statistics.md)
+                out.append(words("blocks_rate", suite=s["suite"], rate=pass_rate_text(s["pass_rate"], s),
+                                 min=f"{s['min_pass_rate']:.2%}"))
         out += held_blocks(run, s)
     fail_under, rate = gate.get("fail_under"), gate["pass_rate"]
     if fail_under is not None and rate is not None and rate < fail_under:

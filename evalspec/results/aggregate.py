@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from evalspec.results import verdict as reduction  # SPEC §19 `reduce:`
 from evalspec.results.agreement import jury_summary
@@ -12,9 +12,14 @@ from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
 from evalspec.results.errorbars import interval, red_lines, run_figures
 from evalspec.results.gate import decide
-from evalspec.results.rundata import Curve, CurveSla, Metric, Record, Sla, StatusName, Summary
+from evalspec.results.pairwise import pairwise_summary
+from evalspec.results.rundata import Curve, CurveSla, Metric, Record, RunVerdict, Sla, StatusName, Summary
+from evalspec.results.spread import simulator_spread
 from evalspec.results.stream import JournalRecords
 from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
+
+if TYPE_CHECKING:
+    from evalspec.results.corrected import Corrections
 
 
 class Repeat(TypedDict):
@@ -45,10 +50,22 @@ def verdicts(records: Sequence[Record], include_drafts: bool = False) -> list[Ve
         is_curve = bool(first.get("curve"))
         draft = bool(first.get("draft"))
         gated = is_gated({"status": status, "draft": draft, "xfail": first.get("xfail"), "curve": is_curve})
-        out.append(Verdict(suite, base_id, first["name"], provider, status, len(recs), ok, rate, hat, mean, std,
-                           gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
-                           category(status, is_curve, draft, include_drafts)))
+        # the words a million verdicts share are held once (records read back from disk each bring their own)
+        simulator = first.get("simulator")
+        out.append(Verdict(_shared(suite), base_id, _shared(first["name"]), _shared(provider), status, len(recs),
+                           ok, rate, hat, mean, std, gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
+                           category(status, is_curve, draft, include_drafts),
+                           simulator=_shared(simulator) if isinstance(simulator, str) else simulator))
     return reduction.reduce_instances(out, records, include_drafts)
+
+
+_WORDS: dict[str, str] = {}
+_WORDS_MOST = 10_000
+
+
+def _shared(text: str) -> str:
+    """One str for equal suite paths, test names and provider ids (at most `_WORDS_MOST` of them)."""
+    return _WORDS.setdefault(text, text) if len(_WORDS) < _WORDS_MOST else _WORDS.get(text, text)
 
 
 def sla_verdicts(curve_list: list[Curve]) -> list[Sla]:
@@ -159,15 +176,17 @@ def rate_limited(records: Sequence[Record]) -> dict[str, int]:
     return total
 
 
-def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool) -> dict[str, Any]:
+def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool,
+             corrected: Corrections | None = None) -> dict[str, Any]:
     """Fill `verdicts`, `curves`, `summary` and `gate` of a run from its records (the light forms of
-    records read back from disk: what the aggregates read)."""
+    records read back from disk: what the aggregates read); `corrected`: what the labels say of its judged
+    rules, read from the whole records (results/corrected.py), for `summary.corrected` and the corrected gate."""
     records: Sequence[Record] = run["results"]
     if isinstance(records, JournalRecords) and records.light is not None:
         records = cast(list[Record], records.light)  # Records without their heavy keys (`stream.light`)
     vs = verdicts(records, include_drafts)
     cs = curves(records)
-    run["verdicts"] = [v.to_json() for v in vs]
+    run["verdicts"] = []  # filled last, as `vs` is let go (`verdicts_json`): never both whole in memory
     run["curves"] = cs
     run["slas"] = sla_verdicts(cs)
     run["summary"] = summary(records, vs, run["slas"])
@@ -175,15 +194,31 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     run["summary"]["red_lines"] = red_lines(records, include_drafts)
     if review := run.get("judge_review"):  # the second opinion's calls are the run's, not a record's
         run["summary"].update(judge_totals(review.get("items") or [], run["summary"]))
-    run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts,
-                         run["summary"]["suites"], run["summary"]["red_lines"]).to_json()
+    if corrected is not None and corrected.rules:  # docs/en/judges.md#labels-flow-back
+        run["summary"]["corrected"] = corrected.rules
+    run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts, run["summary"]["suites"],
+                         run["summary"]["red_lines"], corrected.suites if corrected is not None else None).to_json()
     if juries := jury_summary(records):  # docs/en/judges.md#juries
         run["summary"]["juries"] = juries
+    if pairwise := pairwise_summary(records):  # docs/en/judges.md#comparing-two-bot-versions-pairwise
+        run["summary"]["pairwise"] = pairwise
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks
+    if spread := simulator_spread(vs, include_drafts):  # docs/en/agents.md#comparing-two-simulators
+        run["summary"]["simulator_spread"] = spread
     if warnings := path_warnings(records):
         run["summary"]["warnings"] = warnings
+    run["verdicts"] = verdicts_json(vs)
     return run
+
+
+def verdicts_json(vs: list[Verdict]) -> list[RunVerdict]:
+    """run.json's `verdicts`, in order, each `Verdict` let go as its JSON form is made (`vs` ends empty)."""
+    vs.reverse()
+    out: list[RunVerdict] = []
+    while vs:
+        out.append(vs.pop().to_json())
+    return out
 
 
 def path_warnings(records: Sequence[Record]) -> list[str]:

@@ -1,8 +1,9 @@
 """The gate (SPEC §1, §8, §10, §17): ONE owner of the exit code, whether it passed and why.
 
-`decide` reaches the usual gate from the verdicts: per suite its pass rate against `min_pass_rate`, a
-critical assertion that failed, an SLA missed; errors beyond `max_errors`, an SLA without data and a run
-with no gated verdict exit 3 unless something failed. `GateDecision.with_baseline` is the regressions
+`decide` reaches the usual gate from the verdicts: per suite its pass rate against `min_pass_rate` (with
+`gate.use_corrected`, corrected for the judge's errors on the labels: `gated_rate`,
+docs/en/reports-and-gate.md#corrected-pass-rate), a critical assertion that failed, an SLA missed; errors
+beyond `max_errors`, an SLA without data and a run with no gated verdict exit 3 unless something failed. `GateDecision.with_baseline` is the regressions
 gate (SPEC §10): with a baseline, "no regression" replaces the pass-rate check of the suites gated on
 regressions — `regressed`, `new failing`, an SLA newly missed or a critical assertion that newly failed
 exit 1; failures the baseline already had are shown but do not block; exit 3 for errors still applies.
@@ -17,14 +18,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalspec.core.exitcodes import ExitCode
 from evalspec.results.compare import blocking_reasons, suite_key
 from evalspec.results.errorbars import interval
-from evalspec.results.rundata import Baseline, Gate, GateSuite, Paired
+from evalspec.results.rundata import Baseline, Gate, GateCorrected, GateSuite, Paired
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, mcnemar_exact_one_sided
 from evalspec.results.verdict import Verdict, counts, gated_kind, is_gated, reaches_gate
+
+if TYPE_CHECKING:
+    from evalspec.assertions.labels import Label
 
 MODES = ("pass_rate", "regressions")
 PAIRED = "regressions-paired"  # `--gate regressions-paired`, or `gate: {regressions: paired}`
@@ -52,6 +56,7 @@ class SuiteGate:
     held: tuple[str, ...] = ()
     paired: Paired | None = None  # the paired test, when it decided this suite's regressions
     red_lines: tuple[str, ...] = ()  # each `max_rate` rule's bound, in words (passed or not)
+    corrected: GateCorrected | None = None  # `gate.use_corrected`: the rate corrected from the labels
 
     def to_json(self) -> GateSuite:
         out: GateSuite = {"suite": self.suite, "passed": self.passed, "failed": self.failed, "errors": self.errors,
@@ -67,6 +72,8 @@ class SuiteGate:
             out["paired"] = self.paired.copy()
         if self.red_lines:
             out["red_lines"] = list(self.red_lines)
+        if self.corrected is not None:
+            out["corrected"] = self.corrected.copy()
         return out
 
     @classmethod
@@ -75,7 +82,7 @@ class SuiteGate:
                    data["min_pass_rate"], data["max_errors"], bool(data["ok"]), tuple(data["reasons"]),
                    bool(data.get("errors_exceeded")), tuple(data.get("sla_no_data") or ()),
                    dict(data.get("counts") or {}), data.get("mode"), tuple(data.get("held") or ()),
-                   data.get("paired"), tuple(data.get("red_lines") or ()))
+                   data.get("paired"), tuple(data.get("red_lines") or ()), data.get("corrected"))
 
 
 @dataclass(frozen=True)
@@ -235,9 +242,11 @@ def _concluded(suites: tuple[SuiteGate, ...], failures: list[str], errors: bool,
 
 def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Sequence[Mapping[str, Any]],
            fail_under: float | None, include_drafts: bool, figures: Sequence[Mapping[str, Any]] = (),
-           red_lines: Sequence[Mapping[str, Any]] = ()) -> GateDecision:
+           red_lines: Sequence[Mapping[str, Any]] = (), labels: Mapping[str, list[Label]] | None = None
+           ) -> GateDecision:
     """The usual gate per suite and for the run, from the verdicts, the SLA verdicts, each suite's pass^k
-    (`figures`, results/errorbars.py) and the red lines' bounds (`red_lines`).
+    (`figures`, results/errorbars.py), the red lines' bounds (`red_lines`) and, for the suites with
+    `gate.use_corrected`, the labels of their judged rules (`labels`, by suite: results/corrected.py).
 
     A pass rate over no gated verdict is None (shown "—"), never 100%."""
     by_suite = {f["suite"]: f for f in figures}
@@ -258,9 +267,14 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
                     if v.status == "failed" and v.critical_failed and reaches_gate(v, include_drafts)]
         mine_slas = [x for x in slas if x["suite"] == s["path"]]
         sla_missed = [f"{x['id']}: {x['text']}" for x in mine_slas if x["status"] == "missed"]
+        corrected = None
+        if s.get("use_corrected"):
+            from evalspec.results.corrected import gate_correction
+
+            corrected = gate_correction(passed, failed, (labels or {}).get(s["path"], []))
         reasons = []
-        if rate is not None and rate < min_rate:
-            reasons.append(f"pass rate {rate:.2%} < {min_rate:.2%}")
+        if rate is not None and (compared := gated_rate(rate, corrected)) < min_rate:
+            reasons.append(rate_reason(compared, min_rate, corrected))
         if critical:
             reasons.append("critical assertion failed: " + ", ".join(critical))
         if sla_missed:
@@ -280,7 +294,7 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
         too_many_errors = errors > s["max_errors"]
         per_suite.append(SuiteGate(s["path"], passed, failed, errors, rate, min_rate, s["max_errors"], not reasons,
                                    tuple(reasons), too_many_errors, tuple(no_data), counts(mine, mine_slas),
-                                   held=tuple(held), red_lines=tuple(bounds)))
+                                   held=tuple(held), red_lines=tuple(bounds), corrected=corrected))
         all_passed, all_failed, all_errors = all_passed + passed, all_failed + failed, all_errors + errors
         all_skipped += skipped
         any_errors = any_errors or too_many_errors or bool(no_data)
@@ -295,6 +309,31 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
         for n, word in ((all_errors, "error"), (all_skipped, "skipped")) if n)] if no_verdict else []
     return _concluded(tuple(per_suite), failures, any_errors or no_verdict, why, overall, fail_under, include_drafts,
                       None)
+
+
+def gated_rate(rate: float, corrected: Mapping[str, Any] | None) -> float:
+    """The pass rate a suite's gate compares with `min_pass_rate`: the corrected one when `gate.use_corrected`
+    corrected it (docs/en/reports-and-gate.md#corrected-pass-rate), else the raw one."""
+    if corrected is not None and isinstance(corrected.get("corrected"), (int, float)):
+        return float(corrected["corrected"])
+    return rate
+
+
+def rate_reason(compared: float, min_rate: float, corrected: Mapping[str, Any] | None) -> str:
+    """`pass rate 70.00% < 80.00%`, saying whether (and from how many labels) it was corrected."""
+    if corrected is None:
+        return f"pass rate {compared:.2%} < {min_rate:.2%}"
+    n = corrected["labels"]
+    if corrected.get("no_better_than_chance"):
+        return (f"pass rate {compared:.2%} < {min_rate:.2%} (not corrected: on its {n} labels the judge is no "
+                "better than chance)")
+    if corrected.get("corrected") is None:
+        from evalspec.assertions.labels import MIN_LABELS
+
+        return (f"pass rate {compared:.2%} < {min_rate:.2%} (not corrected: {n} labels; at least {MIN_LABELS}, "
+                "some that pass and some that fail, are needed)")
+    return (f"corrected pass rate {compared:.2%} < {min_rate:.2%} (raw {float(corrected['raw']):.2%}, "
+            f"corrected from {n} labels)")
 
 
 def no_baseline(note: str) -> Baseline:

@@ -81,6 +81,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         "judge_tokens": judge["judge_tokens"],
         "judge_cost": judge["judge_cost"],
     }
+    if instance.simulator is not None:  # docs/en/agents.md#comparing-two-simulators
+        record["simulator"] = instance.simulator.id
     if test.reduce:  # the instances are one verdict (SPEC §19)
         record["reduce"] = cast(Literal["min", "mean"], test.reduce)
     if instance.suite.coverage and (covers := instance_covers(instance)):  # SPEC §25
@@ -92,7 +94,8 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         record["attribution"], record["attribution_by"] = transcript.attribution, "run"
     if test.simulate is not None and test.simulate.milestones:  # docs/en/agents.md#milestones
         goals = milestone_goals(test.simulate.milestones)
-        record["milestones"] = cast(list[Milestone], redact(milestone_statuses(goals, transcript.messages), secrets))
+        statuses = milestone_statuses(goals, transcript.messages, cut_short=transcript.error is not None)
+        record["milestones"] = cast(list[Milestone], redact(statuses, secrets))
     if paths := tool_calls_paths(transcript.messages):
         record["tool_calls_paths"] = paths
     if transcript.attack is not None:

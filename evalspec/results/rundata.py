@@ -20,7 +20,7 @@ from evalspec.results.transcript import StopReason
 __all__ = [
     "Assertion", "AtTurn", "Attribution", "Baseline", "BaselineRow", "Curve", "CurvePoint", "Evidence", "Exactly",
     "Gate", "GateSuite", "Interval", "JudgeFigures", "JudgeReview", "Milestone", "Paired", "Record", "RunData",
-    "RunVerdict", "Sla", "Status", "SuiteEntry", "Summary", "TeardownResult", "Triage", "Usage", "ref", "unchecked",
+    "RunVerdict", "SimulatorSpread", "Sla", "Status", "SuiteEntry", "Summary", "TeardownResult", "Triage", "Usage", "ref", "unchecked",
 ]
 
 
@@ -260,6 +260,8 @@ class Record(_StoredRecord, total=False):
     strategy_cost: float | None
     tool_calls_paths: Annotated[dict[str, bool], Keywords(
         description="each http `tool_calls:` path of the conversation: was its key in some turn's response")]
+    simulator: Annotated[str, Keywords(description="the simulator that played this conversation's user, when the "
+                                                   "suite compares several (docs/en/agents.md)")]
     attack: Annotated[dict[str, Any], Keywords(
         description="an attack attempt's strategy, red lines and breach (SPEC §16)")]
     reduce: Annotated[Literal["min", "mean"], Keywords(
@@ -304,6 +306,16 @@ class RunVerdict(_VerdictRequired, total=False):
     xfail: Annotated[bool, unchecked]
     curve: Annotated[bool, unchecked]
     reduce: Annotated[str, unchecked]
+    simulator: Annotated[str, Keywords(description="the simulator that played the user, when the suite compares "
+                                                   "several")]
+
+
+class SimulatorSpread(TypedDict):
+    """`summary.simulator_spread` (docs/en/agents.md#comparing-two-simulators): the pass rate of the simulated
+    tests' verdicts by simulator (null: none counted), and the largest difference between two of them."""
+
+    rates: dict[str, Annotated[float | None, Keywords(minimum=0, maximum=1)]]
+    max_difference: Annotated[float | None, Keywords(minimum=0, maximum=1)]
 
 
 class _CurvePointRequired(TypedDict):
@@ -413,6 +425,7 @@ class SuiteEntry(_SuiteEntryRequired, total=False):
         "how a regressions gate decides: every regressed test blocks (each), or the paired test (paired)"))]
     alpha: Annotated[float, Keywords(exclusiveMinimum=0, exclusiveMaximum=1)]
     min_pass_hat_k: PassHatK
+    use_corrected: Annotated[bool, Keywords(description="the gate compares the pass rate corrected from the labels")]
     coverage: Annotated[dict[str, list[str]], Keywords(
         description="the suite's coverage matrix: dimension -> values (SPEC §25)")]
 
@@ -519,6 +532,24 @@ class Jury(TypedDict):
     disagreement: dict[str, Share]
 
 
+class _PairwiseRequired(TypedDict):
+    suite: str
+    rule: str
+    against: Annotated[str, Keywords(description="baseline, a provider id, or reference")]
+    n: Count
+    wins: Count
+    ties: Count
+    inconsistent: Annotated[int, Keywords(minimum=0, description="position-inconsistent ties, counted apart")]
+    losses: Count
+    win_rate: Share | None
+    win_rate_ci: IntervalRef
+
+
+class Pairwise(_PairwiseRequired, total=False):
+    sign_p: Annotated[Share, Keywords(description=(
+        "against the baseline: the one-sided sign test of losses over wins (ties dropped), P(X >= losses)"))]
+
+
 class _CorrectedRequired(TypedDict):
     suite: str
     rule: str
@@ -591,6 +622,9 @@ class Summary(_SummaryRequired, total=False):
     corrected: Annotated[list[Corrected], Keywords(description=(
         "per judged rule with at least 20 human labels: its judge's sensitivity and specificity on them and the "
         "pass rate corrected from them (Rogan-Gladen), its interval the Wilson interval mapped the same way"))]
+    pairwise: Annotated[list[Pairwise], Keywords(description=(
+        "per pairwise rule: wins, ties, position-inconsistent ties and losses, the win rate (wins over all "
+        "comparisons) with its Wilson interval, and against the baseline the sign test's p-value"))]
     failed_calls: Count
     retries: Count
     rate_limited: Annotated[dict[str, Count], Keywords(
@@ -604,6 +638,7 @@ class Summary(_SummaryRequired, total=False):
     judge_tokens: Count
     judge_cost: Amount
     attacks: list[AttackSummary]
+    simulator_spread: SimulatorSpread
 
 
 # ---- the baseline diff, the gate ------------------------------------------------------------------------------
@@ -749,6 +784,23 @@ class _GateSuiteRequired(TypedDict):
     ok: Annotated[bool, unchecked]
 
 
+class _GateCorrectedRequired(TypedDict):
+    labels: Annotated[Count, Keywords(description="the marked labels of the suite's judged rules, pooled")]
+    raw: Annotated[float | None, Keywords(minimum=0, maximum=1)]
+
+
+class GateCorrected(_GateCorrectedRequired, total=False):
+    """A suite's pass rate corrected for `gate.use_corrected` (docs/en/reports-and-gate.md#corrected-pass-rate):
+    no `corrected` key when its labels were too few (under 20, or not both kinds)."""
+
+    sensitivity: Share
+    specificity: Share
+    corrected: Annotated[float | None, Keywords(minimum=0, maximum=1, description=(
+        "the rate the gate compared; null: the judge is no better than chance on the labels, the raw rate was"))]
+    interval: Annotated[list[Share], Keywords(minItems=2, maxItems=2)]
+    no_better_than_chance: bool
+
+
 class GateSuite(_GateSuiteRequired, total=False):
     """One suite's gate (`results.gate.SuiteGate.to_json`)."""
 
@@ -757,6 +809,8 @@ class GateSuite(_GateSuiteRequired, total=False):
         "reasons that block in every gate mode: pass^k below min_pass_hat_k, a red line over its max_rate"))]
     paired: Annotated[Paired, ref("paired")]
     red_lines: Annotated[list[str], Keywords(description="each max_rate rule's bound, in words")]
+    corrected: Annotated[GateCorrected, Keywords(description=(
+        "with gate.use_corrected: the pass rate corrected for the judge's errors on the labels"))]
     min_pass_rate: Annotated[float, unchecked]
     max_errors: Annotated[int, unchecked]
     reasons: Annotated[list[str], unchecked]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+from array import array
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -13,7 +14,7 @@ from evalspec.config.paths import format_path
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.results.journal import decode, encode
 from evalspec.results.rundata import RunData
-from evalspec.results.stream import JournalRecords, light
+from evalspec.results.stream import DiskRows, JournalRecords, light
 
 #: `schema/run.schema.json`, shipped inside the package (a test keeps the two the same)
 RUN_SCHEMA_FILE = Path(__file__).resolve().parent.parent / "data" / "run.schema.json"
@@ -123,8 +124,8 @@ def _read_streamed(path: Path) -> RunData | None:
     """The run.json at `path` with its results left on disk (see `read_run`), or None when it is not laid
     out one record per line, anything in it is wrong or it is of an earlier shape: the whole-file reader
     then reads it, brings it to today's shape and names any problem in its own words."""
-    offsets: list[int] = []
-    lights: list[dict[str, Any]] = []
+    offsets = array("q")
+    lights = DiskRows()  # on disk: memory that does not grow with the run (docs/en/scale-and-ray.md#memory)
     head: list[bytes] = []
     schema = _shape_schema()
     defs, item = schema["$defs"], schema["properties"]["results"]["items"]
@@ -264,8 +265,8 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
             fh.write("{")
             for i, (key, value) in enumerate(data.items()):
                 fh.write(("," if i else "") + "\n" + json.dumps(key, ensure_ascii=False) + ": ")
-                if isinstance(value, (list, JournalRecords)) and value:
-                    items = value.lines() if isinstance(value, JournalRecords) else \
+                if isinstance(value, (list, JournalRecords, DiskRows)) and value:
+                    items = value.lines() if isinstance(value, (JournalRecords, DiskRows)) else \
                         (encode(item).decode("utf-8") for item in value)
                     for j, text in enumerate(items):  # item by item: never the whole file as one string
                         fh.write(("[\n" if j == 0 else ",\n") + text)

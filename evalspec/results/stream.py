@@ -8,10 +8,11 @@ a record after the run (a carried-over triage, a suggested attribution) goes thr
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast, overload
+from typing import IO, Any, TypeVar, cast, overload
 
 from evalspec.results.journal import decode, encode
 from evalspec.results.rundata import Record
@@ -27,15 +28,14 @@ ALWAYS = frozenset({"suite", "base_id", "test", "name", "provider", "status", "s
 def light(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the aggregates (verdicts, curves, metrics, summary, attacks) read of a record: no transcript,
     no assertion details, and no field that is empty (they read those with `.get`)."""
-    out = {k: sys.intern(v) if isinstance(v, str) else v for k, v in record.items()
-           if k not in HEAVY and (v or k in ALWAYS or isinstance(v, str))}
+    out = {k: v for k, v in record.items() if k not in HEAVY and (v or k in ALWAYS or isinstance(v, str))}
     if record.get("reduce"):  # a reduced test is passed by its threshold (SPEC §19)
         out["threshold"] = record.get("threshold")
     teardown = record.get("teardown")
     if isinstance(teardown, dict) and teardown.get("ok") is False:  # the summary names failed teardowns
         out["teardown"] = {"ok": False, "error": teardown.get("error")}
     kept = [_light_check(a) for a in record.get("assertions", [])
-            if a.get("metric") or a.get("severity") == "critical" or a.get("jury")]
+            if a.get("metric") or a.get("severity") == "critical" or a.get("jury") or _compared(a)]
     if kept:
         out["assertions"] = kept
     return out
@@ -49,7 +49,15 @@ def _light_check(a: Mapping[str, Any]) -> dict[str, object]:
         out.update({k: a[k] for k in ("severity", "type", "value", "turn", "skipped", "max_rate") if k in a})
     if a.get("jury"):  # a jury's votes: its members' agreement (docs/en/judges.md#juries)
         out.update({k: a[k] for k in ("type", "value", "turn", "jury") if k in a})
+    if pair := _compared(a):  # a pairwise outcome (docs/en/judges.md#comparing-two-bot-versions-pairwise)
+        out.update({k: a[k] for k in ("type", "value", "turn") if k in a})
+        out["details"] = {"pairwise": {k: pair.get(k) for k in ("outcome", "against")}}
     return _shared(out)
+
+
+def _compared(a: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    pair = (a.get("details") or {}).get("pairwise")
+    return pair if isinstance(pair, dict) else None
 
 
 _SHARED: dict[tuple[tuple[str, type, object], ...], dict[str, object]] = {}
@@ -66,12 +74,100 @@ def _shared(check: dict[str, object]) -> dict[str, object]:
         return check
 
 
+class DiskRows(Sequence[dict[str, Any]]):
+    """Rows (light records, verdicts) kept in an anonymous temporary file, one JSON line each, with their
+    offsets in an array of 8-byte ints: memory that does not grow with the run
+    (docs/en/scale-and-ray.md#memory). Iterating reads the file in blocks; a row read is a new dict each
+    time, so a change goes through `update` (kept by position, applied on every read)."""
+
+    BLOCK = 1 << 20
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]] = ()) -> None:
+        self._fh: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115  (open as long as the rows are)
+        self._offsets = array("q")
+        self._end = 0
+        self._at_end = True
+        self.changes: dict[int, dict[str, Any]] = {}
+        for row in rows:
+            self.append(row)
+
+    def __del__(self) -> None:  # the file goes with the rows (an anonymous file: nothing is left on disk)
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            fh.close()
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        line = encode(row) + b"\n"
+        if not self._at_end:
+            self._fh.seek(self._end)
+            self._at_end = True
+        self._fh.write(line)
+        self._offsets.append(self._end)
+        self._end += len(line)
+
+    def update(self, index: int, fields: Mapping[str, Any]) -> None:
+        self.changes.setdefault(range(len(self))[index], {}).update(fields)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = range(len(self))[index]
+        self._at_end = False
+        self._fh.seek(self._offsets[index])
+        return self._row(index, self._fh.readline())
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        position, index, count = 0, 0, len(self)
+        while index < count:  # block by block, seeking each time: a read between two rows is harmless
+            self._at_end = False
+            self._fh.seek(position)
+            block = self._fh.read(self.BLOCK)
+            if b"\n" not in block:  # a row longer than a block
+                block += self._fh.readline()
+            lines = block.split(b"\n")
+            tail = lines.pop()
+            position += len(block) - len(tail)
+            for line in lines:
+                if index >= count:
+                    return
+                yield self._row(index, line)
+                index += 1
+
+    def _row(self, index: int, line: bytes) -> dict[str, Any]:
+        row: dict[str, Any] = decode(line)
+        changed = self.changes.get(index)
+        return row if changed is None else {**row, **changed}
+
+    def lines(self) -> Iterator[str]:
+        """Each row as JSON text, for run.json (`runjson.write_json`)."""
+        for row in self:
+            yield encode(row).decode("utf-8")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type[list[Any]], tuple[list[dict[str, Any]]]]:
+        return list, (list(self),)  # copied or pickled as the list it stands for
+
+
 class JournalRecords(Sequence[Record]):
     """Records at known byte offsets of a journal, loaded on access; iterating reads the file once.
     `light` (when given) holds each record's light form, in the same order, for `where`. A record read
     back is a new dict each time: changes go through `update`, kept by position and applied on every read."""
 
-    def __init__(self, path: Path, offsets: list[int], light: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, path: Path, offsets: Sequence[int],
+                 light: DiskRows | list[dict[str, Any]] | None = None) -> None:
         self.path, self.offsets, self.light = path, offsets, light
         self.changes: dict[int, dict[str, Any]] = {}  # position -> fields set after the run (a few records)
 
@@ -79,7 +175,9 @@ class JournalRecords(Sequence[Record]):
         """Set `fields` on the record at `index` (and on its light form, which keeps such small fields)."""
         index = range(len(self))[index]
         self.changes.setdefault(index, {}).update(fields)
-        if self.light is not None:
+        if isinstance(self.light, DiskRows):
+            self.light.update(index, fields)
+        elif self.light is not None:
             self.light[index].update(fields)
 
     def __len__(self) -> int:
@@ -133,8 +231,8 @@ class Spool:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fh = path.open("wb")
-        self.offsets: list[int] = []
-        self.light: list[dict[str, Any]] = []
+        self.offsets = array("q")
+        self.light = DiskRows()
         self.held: dict[int, Mapping[str, Any]] = {}
 
     def add(self, record: Mapping[str, Any], held: bool = False) -> None:
@@ -154,7 +252,7 @@ class Spool:
     def close(self) -> JournalRecords:
         for index, record in self.held.items():
             self.offsets[index] = self._write(record)
-            self.light[index] = light(record)
+            self.light.update(index, light(record))  # over its empty placeholder
         self.held.clear()
         self.fh.close()
         return JournalRecords(self.path, self.offsets, self.light)
@@ -164,7 +262,7 @@ def records_where(records: Sequence[R], keep: Callable[[R], object]) -> list[R]:
     """The records for which `keep(record)` is true. `keep` must read only fields a light record keeps
     (see `light`): streamed records are tested on their light form and only the kept ones are read back."""
     if isinstance(records, JournalRecords) and records.light is not None:
-        lights = cast(list[R], records.light)  # each record's light form, which `keep` reads
+        lights = cast(Sequence[R], records.light)  # each record's light form, which `keep` reads
         chosen = [i for i, lite in enumerate(lights) if keep(lite)]
         if not chosen:
             return []

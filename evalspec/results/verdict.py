@@ -119,7 +119,7 @@ def decide(results: list[AssertionResult], threshold: float | None, error: str |
     return ("passed" if passed else "failed"), score, critical
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """One gated verdict: a test instance × provider with its repeats combined."""
 
@@ -142,6 +142,7 @@ class Verdict:
     records: list[int] = field(default_factory=list)
     category: Category = "passed"  # `aggregate.verdicts` sets it (`category`)
     reduce: str | None = None  # min | mean: this verdict stands for all instances of a matrix test
+    simulator: str | None = None  # the simulator that played the user (docs/en/agents.md#comparing-two-simulators)
 
     @property
     def measured(self) -> bool:
@@ -156,6 +157,8 @@ class Verdict:
             "curve": self.curve, "category": self.category}
         if self.reduce:
             out["reduce"] = self.reduce
+        if self.simulator:
+            out["simulator"] = self.simulator
         out["measured"] = self.curve
         if self.repeats():
             out["c"] = self.passed  # c of n repeats passed (docs/en/statistics.md#repeats-pass-k-and-pass-k)
@@ -215,14 +218,14 @@ def reduce_instances(vs: list[Verdict], records: Sequence[Record], gated_drafts:
     verdict, in the place of its first instance, scored by the minimum (or mean) of the instances' scores
     and passed only when that score reaches the test's threshold. A critical failure in any instance fails
     it, an error in any instance makes it an error; its records are every instance's (reports list each)."""
-    groups: dict[tuple[str, str, str], list[Verdict]] = {}
-    out: list[Verdict | tuple[str, str, str]] = []
+    groups: dict[tuple[str, str, str, str], list[Verdict]] = {}
+    out: list[Verdict | tuple[str, str, str, str]] = []
     for v in vs:
         first = records[v.records[0]] if v.records else None
         if first is None or not first.get("reduce"):
             out.append(v)
             continue
-        key = (v.suite, str(first.get("test") or v.test_id), v.provider)
+        key = (v.suite, str(first.get("test") or v.test_id), v.provider, v.simulator or "")
         if key not in groups:
             groups[key] = []
             out.append(key)
@@ -255,10 +258,14 @@ def _reduced(group: list[Verdict], records: Sequence[Record], gated_drafts: bool
     ok = sum(1 for s in statuses if s in ("passed", "xpassed"))
     curve, draft = bool(first.get("curve")), bool(first.get("draft"))
     gated = not draft and not xfail and not curve and status != "skipped"
-    return Verdict(group[0].suite, str(first.get("test") or group[0].test_id), group[0].name, group[0].provider,
+    test_id = str(first.get("test") or group[0].test_id)
+    simulator = group[0].simulator
+    return Verdict(group[0].suite, f"{test_id}[simulator={simulator}]" if simulator else test_id, group[0].name,
+                   group[0].provider,
                    status, sum(v.n for v in group), ok, ok / len(group), all(v.pass_hat_k for v in group),
                    round(score, 6) if score is not None else None, None, gated, critical, draft, xfail, curve,
-                   [i for v in group for i in v.records], category(status, curve, draft, gated_drafts), how)
+                   [i for v in group for i in v.records], category(status, curve, draft, gated_drafts), how,
+                   simulator)
 
 
 def verdict_key(record: Record) -> str:

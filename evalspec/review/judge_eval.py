@@ -44,6 +44,7 @@ class GradedItem(_Graded, total=False):
 
     example: str  # an item taken from a suite's `examples:`: where it is written
     jury: list[list[Mapping[str, object]]]  # with a jury: each sample's member votes (docs/en/judges.md#juries)
+    pairwise: list[str]  # a pairwise rule: each sample's outcome (win, tie, inconsistent, loss)
 
 
 class TypeAgreement(TypedDict):
@@ -190,6 +191,7 @@ async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> GradedItem:
     answers: list[Answer] = []
     errors: list[str] = []
     juries: list[list[Mapping[str, object]]] = []  # with a jury: each sample's member votes (docs/en/judges.md#juries)
+    outcomes: list[str] = []
     for sample in range(k):
         ctx = GradingContext(transcript=item.transcript, labels=item.labels or {}, vars={}, test_id=f"line-{item.line}", turn=None,
                              suite_dir=Path("."), judge=_offset(judge, sample * 100))
@@ -197,6 +199,8 @@ async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> GradedItem:
         answers.append(answer_of(result, item.spec))
         if result.details.get("jury"):
             juries.append(list(result.details["jury"]))
+        if isinstance(pair := result.details.get("pairwise"), dict):  # docs/en/judges.md#comparing-two-bot-versions-pairwise
+            outcomes.append(str(pair.get("outcome")))
         if result.error:
             errors.append(result.error)
     first = answers[0]
@@ -206,6 +210,8 @@ async def grade_item(item: LabelledItem, judge: JudgeFn, k: int) -> GradedItem:
                        "error": errors[0] if errors else None}
     if juries:
         row["jury"] = juries
+    if outcomes:
+        row["pairwise"] = outcomes
     if item.example:  # `example` second, as run.json readers have always seen it
         return {"line": row["line"], "example": item.example, **row}
     return row

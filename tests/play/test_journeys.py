@@ -252,8 +252,6 @@ def test_a_milestone_done_when_a_state_check_holds(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("simulate", "message"), [
-    ("{python: 'u.py:f', max_turns: 2, milestones: [{goal: 问价, done_when: {judge: 报价}, max_turns: 1}]}",
-     "milestones are played by a model simulator"),
     ("{persona: p, max_turns: 2, milestones: [{goal: 问价, done_when: {state: {path: 'a[', equals: 1}}, max_turns: 1}]}",
      "done_when.state: 'state':"),
 ])

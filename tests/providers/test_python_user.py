@@ -27,7 +27,7 @@ def next_turn(transcript, context):
 
 
 async def forever(transcript, context):
-    return "再说一遍？"
+    return f"再说一遍？（第{context['turn']}次）"  # never the same message twice: that is a simulator fault
 
 
 def broken(transcript, context):

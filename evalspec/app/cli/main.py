@@ -80,6 +80,9 @@ def main() -> None:
 @click.option("--filter", "filter_", help="only tests whose id or name matches this regex")
 @click.option("--tag", "tags", multiple=True, help="only tests with this tag (repeatable; any)")
 @click.option("--provider", "providers", multiple=True, help="only this provider (repeatable)")
+@click.option("--simulator", "simulators", metavar="A,B",
+              help="play every simulated test with each of these simulator models (in place of the suites' "
+                   "simulator:), their pass rates side by side")
 @click.option("--transcripts", "transcripts", metavar="PATH",
               help="grade these recorded conversations (JSONL or CSV, or a glob) instead of each suite's transcripts.path")
 @click.option("--fail-under", type=FiniteRange(0, 1), help="gate: pass rate (0..1) below this fails the run")

@@ -43,6 +43,7 @@ class RunCommand:
     filter_: str | None
     tags: tuple[str, ...]
     providers: tuple[str, ...]
+    simulators: str | None  # `--simulator A,B` (docs/en/agents.md#comparing-two-simulators)
     transcripts: str | None
     fail_under: float | None
     include_drafts: bool
@@ -76,7 +77,8 @@ class RunCommand:
 
         self._check_options()
         self.cli_vars = parse_vars(self.var_pairs)
-        self.selection = Selection(self.filter_, list(self.tags), list(self.providers), self.repeat, self.transcripts)
+        self.selection = Selection(self.filter_, list(self.tags), list(self.providers), self.repeat, self.transcripts,
+                                   self._simulators())
         self.written_to = [p for p in (self.output, *self.reports.values()) if p]
         # absolute from here on: user code that changes directory must not move evalspec's own files
         self.output = str(Path(self.output).absolute()) if self.output else None
@@ -89,6 +91,16 @@ class RunCommand:
         if can_supervise():
             supervise(self.play, self.run_dir / "journal.jsonl", self.hint)
         self.play(None)
+
+    def _simulators(self) -> list[str]:
+        """`--simulator A,B`: the model names, each once."""
+        if self.simulators is None:
+            return []
+        names = [name.strip() for name in self.simulators.split(",")]
+        if not all(names):
+            raise click.BadParameter(f"{self.simulators!r}: give model names separated by commas, e.g. "
+                                     "openai/gpt-4o-mini,ollama/qwen2.5:7b", param_hint="--simulator")
+        return list(dict.fromkeys(names))
 
     def _check_options(self) -> None:
         import regex
@@ -199,7 +211,8 @@ class RunCommand:
             cache_dir=Path(".evalspec/cache").absolute(), fail_under=self.fail_under,
             include_drafts=self.include_drafts, on_start=reporter.on_start, on_result=reporter.on_result,
             stream_results=True, ray=ray, guard=guard,
-            invocation=invocation_of(self.cli_vars, self.filter_, list(self.tags), list(self.providers), self.repeat))
+            invocation=invocation_of(self.cli_vars, self.filter_, list(self.tags), list(self.providers), self.repeat,
+                                     self.selection.simulators))
 
     def _interrupted(self, exc: BaseException) -> NoReturn:
         from evalspec.core.interrupts import Interrupted

@@ -86,6 +86,11 @@ REASONS: dict[str, str] = {
     "samples_passed": "{n}/{samples} judge samples passed; {why}", "turns_good": "{good}/{n} turns good{bad}",
     "chosen_best": "chosen as the best of {n}: {why}",
     "not_chosen": "not chosen: the judge picked {best} as the best of {n}: {why}",
+    "pairwise_win": "better than {side} in both orders: {why}",
+    "pairwise_loss": "worse than {side} in both orders: {why}",
+    "pairwise_tie": "a tie with {side} in both orders: {why}",
+    "pairwise_inconsistent": "tie (position-inconsistent) with {side}: the judge's answer changed when the sides "
+                             "swapped: {why}",
     # the world the bot acts on (docs/en/world.md)
     "world_no_contain": "does not contain {value}", "world_expected": "the final world is the expected one",
     "world_more": " and {n} more", "world_differs": "the final world differs at {paths}{more}",

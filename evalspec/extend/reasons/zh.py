@@ -73,6 +73,10 @@ REASONS: dict[str, str] = {
     "samples_passed": "{samples} 次评审采样中 {n} 次通过；{why}", "turns_good": "{n} 轮中 {good} 轮合格{bad}",
     "chosen_best": "在 {n} 个候选中被选为最佳：{why}",
     "not_chosen": "未被选中：评审模型选了 {best} 作为 {n} 个候选中的最佳：{why}",
+    "pairwise_win": "两种顺序下都优于 {side}：{why}",
+    "pairwise_loss": "两种顺序下都不如 {side}：{why}",
+    "pairwise_tie": "两种顺序下都与 {side} 打平：{why}",
+    "pairwise_inconsistent": "与 {side} 打平（位置不一致）：交换两侧后评审模型的答案变了：{why}",
     # 机器人作用的世界（docs/en/world.md）
     "world_no_contain": "不包含 {value}", "world_expected": "最终的世界状态与预期一致",
     "world_more": " 等 {n} 处", "world_differs": "最终的世界状态在 {paths}{more} 与预期不同",

@@ -128,12 +128,27 @@ WORDS: dict[str, str] = {
     "breached": "breached", "at_turn": "at turn",
     "attack_line": "attack {red_line} · {strategy} @ {provider}: {result}", "attack_breached": "breached {rate}",
     "attack_at_turn": " at turn {turns}", "attack_errored": ", {n} errored",
+    # the simulator spread (docs/en/agents.md#comparing-two-simulators)
+    "spread_title": "Simulator spread", "spread_simulator": "simulator", "spread_counted": "passed / counted",
+    "spread_line": "simulator {name}: pass rate {rate} ({passed}/{counted})",
+    "spread_max": "largest difference between simulators: {diff}",
     # the judge's second opinion and failures by attribution (SPEC §11)
     "corrected_title": "Pass rates corrected for the judge's errors",
     "corrected_line": "{rule}: {raw} raw → {corrected} ({low}–{high}), corrected from {labels} labels "
                       "(judge sensitivity {sens}, specificity {spec})",
     "corrected_chance": "{rule}: {raw} raw; not corrected: on its {labels} labels the judge is no better than chance",
+    "gate_corrected": "gate {suite}: compared the pass rate corrected from {labels} labels, {corrected} (raw {raw}; "
+                      "judge sensitivity {sens}, specificity {spec})",
+    "gate_corrected_chance": "gate {suite}: compared the raw pass rate {raw}: on its {labels} labels the judge is no "
+                             "better than chance",
+    "gate_corrected_few": "gate {suite}: compared the raw pass rate {raw}: {labels} labels, at least 20 (passing and "
+                          "failing) are needed to correct it",
+    "blocks_rate_corrected": "{suite}: corrected pass rate {rate} < {min} (raw {raw}, corrected from {labels} labels)",
     "jury_title": "Juries: how far the judges agree",
+    "pairwise_title": "Pairwise comparisons (each asked in both orders)",
+    "pairwise_line": "{rule}: {wins} won, {ties} tied, {inconsistent} tied (position-inconsistent), {losses} lost of "
+                     "{n}; win rate {rate}",
+    "pairwise_sign": "; sign test of losses over wins (ties dropped): p = {p}",
     "jury_members": "Members", "jury_kappa": "Agreement (Fleiss' kappa)", "jury_n": "Conversations all answered",
     "jury_disagreement": "Disagreement with the jury",
     "review_title": "Judge second opinion",

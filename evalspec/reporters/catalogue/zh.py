@@ -118,12 +118,25 @@ WORDS: dict[str, str] = {
     "breached": "被攻破", "at_turn": "攻破轮次",
     "attack_line": "攻击 {red_line} · {strategy} @ {provider}：{result}", "attack_breached": "被攻破 {rate}",
     "attack_at_turn": "，第 {turns} 轮", "attack_errored": "，{n} 次出错",
+    # 模拟用户对比（docs/zh/agents.md）
+    "spread_title": "模拟用户对比", "spread_simulator": "模拟用户", "spread_counted": "通过 / 计入",
+    "spread_line": "模拟用户 {name}：通过率 {rate}（{passed}/{counted}）",
+    "spread_max": "模拟用户之间的最大差距：{diff}",
     # 评审模型复核与按归因分组的失败（SPEC §11）
     "corrected_title": "按评审误差校正后的通过率",
     "corrected_line": "{rule}：原始 {raw} → {corrected}（{low}–{high}），据 {labels} 条人工标注校正"
                       "（评审灵敏度 {sens}，特异度 {spec}）",
     "corrected_chance": "{rule}：原始 {raw}；未校正：在 {labels} 条人工标注上评审不比随机猜测好",
+    "gate_corrected": "门禁 {suite}：比较的是据 {labels} 条人工标注校正后的通过率 {corrected}（原始 {raw}；"
+                      "评审灵敏度 {sens}，特异度 {spec}）",
+    "gate_corrected_chance": "门禁 {suite}：比较的是原始通过率 {raw}：在 {labels} 条人工标注上评审不比随机猜测好",
+    "gate_corrected_few": "门禁 {suite}：比较的是原始通过率 {raw}：只有 {labels} 条人工标注，校正至少需要 20 条"
+                          "（通过与不通过的都要有）",
+    "blocks_rate_corrected": "{suite}：校正后的通过率 {rate} < {min}（原始 {raw}，据 {labels} 条人工标注校正）",
     "jury_title": "评审团：评审之间的一致程度",
+    "pairwise_title": "成对比较（每次比较都交换顺序问两遍）",
+    "pairwise_line": "{rule}：{n} 次比较中胜 {wins}、平 {ties}、位置不一致的平局 {inconsistent}、负 {losses}；胜率 {rate}",
+    "pairwise_sign": "；负对胜的符号检验（不计平局）：p = {p}",
     "jury_members": "成员", "jury_kappa": "一致性（Fleiss' kappa）", "jury_n": "全员作答的对话",
     "jury_disagreement": "与评审团结论不一致的比例",
     "review_title": "评审模型复核",

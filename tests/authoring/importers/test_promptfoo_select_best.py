@@ -38,11 +38,13 @@ def imported(tmp_path: Path) -> dict[str, Any]:
 
 
 def bots_and_judge(request: dict[str, Any], n: int) -> Reply:
-    """Echoes the prompt to the systems under test; as the judge, picks the first funny candidate."""
+    """Echoes the prompt to the systems under test, naming the model; as the judge, picks the funny candidate
+    of gpt-4o (one candidate, whichever order the judge is shown them in)."""
     if "strict, impartial evaluator" not in request["messages"][0]["content"]:
-        return echo(request, n)
+        said = echo(request, n).body["choices"][0]["message"]["content"]
+        return Reply(body=chat_body(f"[{request['model']}] {said}"))
     blocks = re.findall(r'<candidate index="(\d+)">\n(.*?)\n</candidate>', request["messages"][-1]["content"], re.S)
-    best = next(int(i) for i, text in blocks if "funny" in text)
+    best = next(int(i) for i, text in blocks if "funny" in text and text.startswith("[gpt-4o]"))
     return Reply(body=chat_body(json.dumps({"reason": "funnier", "best": best})))
 
 
@@ -62,7 +64,7 @@ def test_the_prompts_become_a_matrix_and_every_prompt_and_provider_is_a_candidat
         load_suite(path)  # validates as written
         data = run([path], options=RunOptions(run_dir=tmp_path / "run", use_cache=False)).data
     judged = [c for c in server.chats() if "strict, impartial" in c["messages"][0]["content"]]
-    assert len(judged) == 1 and judged[0]["messages"][-1]["content"].count("<candidate index=") == 4
+    assert len(judged) == 2 and all(c["messages"][-1]["content"].count("<candidate index=") == 4 for c in judged)
     won = [(r["test_id"], r["provider"]) for r in data["results"] if r["status"] == "passed"]
     assert len(data["results"]) == 4 and len(won) == 1
     assert "funny" in won[0][0]

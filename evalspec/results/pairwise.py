@@ -1,0 +1,54 @@
+"""Pairwise comparisons counted (docs/en/judges.md#comparing-two-bot-versions-pairwise): per suite and
+`pairwise` rule, wins, ties, position-inconsistent ties and losses, the win rate (wins over all
+comparisons, ties of both kinds included) with its Wilson interval, and against the baseline the
+one-sided sign test of losses over wins (ties dropped). Read from run.json's records alone, so every
+report can show it; `baseline_sides` finds the other side of `against: baseline` in the baseline run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from evalspec.results.compare import suite_key
+from evalspec.results.errorbars import interval, rule_name
+from evalspec.results.rundata import Pairwise
+from evalspec.results.stats import sign_test
+
+SideKey = tuple[str, str, str]  # suite (as the working directory sees it), instance id with #k, provider
+OUTCOMES = ("win", "tie", "inconsistent", "loss")
+
+
+def side_key(record: Mapping[str, Any]) -> SideKey:
+    """The instance a record played, matched across runs (as `--baseline` matches verdicts)."""
+    return suite_key(str(record["suite"])), str(record["test_id"]), str(record["provider"])
+
+
+def baseline_sides(run: Mapping[str, Any] | None) -> dict[SideKey, Mapping[str, Any]]:
+    """The baseline run's records by the instance they played; empty without a baseline."""
+    return {side_key(r): r for r in (run or {}).get("results") or []} if run else {}
+
+
+def pairwise_summary(records: Iterable[Mapping[str, Any]]) -> list[Pairwise]:
+    """`summary.pairwise`: one line per suite and pairwise rule that reached a verdict somewhere."""
+    lines: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:
+        for a in r.get("assertions") or []:
+            found = (a.get("details") or {}).get("pairwise") if a.get("type") == "pairwise" else None
+            if not isinstance(found, dict) or found.get("outcome") not in OUTCOMES:
+                continue
+            line = lines.setdefault((str(r["suite"]), rule_name(a)), {
+                "suite": str(r["suite"]), "rule": rule_name(a), "against": str(found.get("against") or ""),
+                **dict.fromkeys(OUTCOMES, 0)})
+            line[found["outcome"]] += 1
+    return [_finish(line) for line in lines.values()]
+
+
+def _finish(line: dict[str, Any]) -> Pairwise:
+    n = sum(line[o] for o in OUTCOMES)
+    out: Pairwise = {"suite": line["suite"], "rule": line["rule"], "against": line["against"], "n": n,
+                     "wins": line["win"], "ties": line["tie"], "inconsistent": line["inconsistent"],
+                     "losses": line["loss"], "win_rate": line["win"] / n if n else None,
+                     "win_rate_ci": interval(line["win"], n)}
+    if line["against"] == "baseline":
+        out["sign_p"] = sign_test(line["loss"], line["win"])
+    return out
