@@ -62,7 +62,7 @@ class Run:
 
     @property
     def decision(self) -> GateDecision:
-        """The gate, typed: passed, exit code (SPEC §1), reasons, per suite."""
+        """The gate, typed: passed, exit code (docs/en/reference/cli.md), reasons, per suite."""
         return GateDecision.from_json(self.data["gate"])
 
     @property

@@ -3,7 +3,7 @@ are in the conversation it grades.
 
 A rule's anchors are the turn it is attached to, the turns its parameters name (`after:`, `turn:`) and those
 of a `scope: {turns: [...]}`. An anchor is missing when it is a label that matched no user turn (a recorded
-conversation, SPEC §19) or a turn the conversation does not have (no user message with that number). A
+conversation, docs/en/recorded-conversations.md) or a turn the conversation does not have (no user message with that number). A
 rule one of whose needed anchors is missing examined nothing: it is `skipped`, neither a pass nor a fail.
 A `{turns: [...]}` scope checks the listed turns that are there (skipped when none is); `not-before` on a
 missing turn checks every reply. A turn that was sent but got no reply is not missing: that is an error.

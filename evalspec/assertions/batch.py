@@ -1,4 +1,4 @@
-"""`judge: {batch: true}` (SPEC §23): a conversation's judged checks that use the same judge and the
+"""`judge: {batch: true}` (docs/en/rate-limits.md): a conversation's judged checks that use the same judge and the
 `conversation` scope go to it in one call, answered with one object holding one verdict per check (`a1`,
 `a2`, … in suite order). Each verdict is read with the judge's usual honesty rules (the last complete answer
 counts; format examples, reasoning, quoted drafts and disagreeing verdicts are not verdicts), and a missing
@@ -81,7 +81,7 @@ def criterion(spec: AssertionSpec) -> str:
 
 
 def batch_prompt(specs: list[AssertionSpec], transcript: list[Message]) -> tuple[str, dict[str, Any]]:
-    """The question (the transcript first, SPEC §23) and the answer's JSON Schema."""
+    """The question (the transcript first, docs/en/rate-limits.md) and the answer's JSON Schema."""
     parts = [f"Conversation:\n{format_transcript(transcript)}\n\n"
              f"Judge the assistant against each of the {len(specs)} criteria below, each on its own."]
     properties: dict[str, object] = {}
@@ -106,7 +106,7 @@ def batch_prompt(specs: list[AssertionSpec], transcript: list[Message]) -> tuple
 
 def parse_batch(text: str, names: list[str], keys: dict[str, list[str]], *,
                 shown_to_judge: Shown) -> dict[str, dict[str, object] | str]:
-    """Each name's verdict object, or the error that stands for it (SPEC §17 honesty, per verdict): an
+    """Each name's verdict object, or the error that stands for it (docs/en/rule-self-tests.md#verdicts-that-hold honesty, per verdict): an
     object quoted from the conversation the judge was shown is never a verdict (`answers.Shown`)."""
     answer = answer_text(text)
     shown = text.strip()[:200]

@@ -38,7 +38,7 @@ class AssertionResult:
     value: Any = None  # the rule as written (pattern, expected facts, ...), so reports can show it
     details: dict[str, Any] = field(default_factory=dict)
     from_defaults: bool = False  # the suite's `defaults: assert:` (they gate, but never dilute a curve)
-    # one `{tokens, cost, cached}` per judge call made for this result, its answer usable or not (SPEC §17);
+    # one `{tokens, cost, cached}` per judge call made for this result, its answer usable or not (docs/en/rule-self-tests.md#verdicts-that-hold);
     # counted on the record (`judge_calls`, `judge_tokens`, `judge_cost`), not written with the assertion
     judge_usage: list[dict[str, Any]] = field(default_factory=list)
     skipped: bool = False  # not checked (its label is not in this recorded conversation): no verdict, no score

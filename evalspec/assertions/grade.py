@@ -33,7 +33,7 @@ class GradingInput:
     suite_dir: Path
     tools: Any = None  # the provider's declared tools, for tool-args-valid
     grade_timeout: float = REGEX_TIMEOUT_S  # options.grade_timeout
-    absent: frozenset[str] = frozenset()  # labels by pattern that matched no user turn (recorded, SPEC §19)
+    absent: frozenset[str] = frozenset()  # labels by pattern that matched no user turn (recorded, docs/en/recorded-conversations.md)
     provider: str | None = None  # the id of the provider that answered (checks name it in their errors)
     # graded under watch (docs/en/reports-and-gate.md#errors-and-failures): the file that names the user-code
     # check in progress, and the checks (their `where`) that ended a process, each with its error, graded again
@@ -47,7 +47,7 @@ def needs_model(spec: AssertionSpec) -> bool:
 
 
 def received_only(given: GradingInput, transcript: list[Message]) -> GradingInput:
-    """The assertions a conversation that ended in an error can still be graded on (SPEC §17: every reply
+    """The assertions a conversation that ended in an error can still be graded on (docs/en/rule-self-tests.md#verdicts-that-hold: every reply
     that was received is graded): those of a turn that has its reply, `each_turn` (over the replies that
     came) and listed turns that all came. A test-level `last_response`, `any_turn` or `conversation` check
     waits for the whole conversation."""
@@ -151,7 +151,7 @@ async def _grade(graded_input: GradingInput, transcript: list[Message], judge: J
 
 
 def _described(results: list[AssertionResult], specs: Sequence[AssertionSpec]) -> list[AssertionResult]:
-    """Each result carries its rule's `description:` (SPEC §21: shown under a failed rule in every report)
+    """Each result carries its rule's `description:` (docs/en/reports-and-gate.md#language: shown under a failed rule in every report)
     and its `max_rate:` (the gate reads it: docs/en/statistics.md#red-lines-as-bounds)."""
     for result, spec in zip(results, specs, strict=False):
         if spec.description and not result.description:

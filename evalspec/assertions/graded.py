@@ -136,7 +136,7 @@ class CorrectionParams(ConversationJudgeParams):
 class TopicParams(ConversationJudgeParams):
     levels: _levels_option("stays-on-topic") = None  # type: ignore[valid-type]
 
-# SPEC §23: every judge request starts with the same system message and then the transcript, the criterion
+# docs/en/rate-limits.md: every judge request starts with the same system message and then the transcript, the criterion
 # and the answer's format after it, so a provider's prompt cache serves a conversation's several checks
 JUDGE_SYSTEM = (
     "You are a strict, impartial evaluator of conversations between a user and an AI assistant. "
@@ -301,7 +301,7 @@ async def judge_reply(spec: AssertionSpec, ctx: GradingContext, reply: Reply, cr
     if not reply.whole_conversation and reply.turn is not None:  # each_turn / {turns}: stop at the turn under review
         messages = [m for m in messages if (m.get("turn") or 0) <= reply.turn]
     history = format_transcript(messages)
-    if reply.whole_conversation:  # the transcript first (SPEC §23): the shared prefix of the conversation's checks
+    if reply.whole_conversation:  # the transcript first (docs/en/rate-limits.md): the shared prefix of the conversation's checks
         prompt = f"Conversation:\n{history}\n\nCriterion: {criterion}\n\nDoes the assistant meet the criterion over the conversation?"
     else:
         prompt = (f"Conversation so far:\n{history}\n\nReply under evaluation (turn {reply.turn}):\n{reply.text}\n\n"
@@ -326,7 +326,7 @@ def assistant_turns(transcript: list[Message]) -> list[tuple[int, str]]:
 
 
 async def judge_turns(spec: AssertionSpec, ctx: GradingContext, criterion: str, window: int) -> Check:
-    """SPEC §20 per-turn judgement: one judge call per assistant turn, showing the last `window` turns up to
+    """docs/en/real-models.md per-turn judgement: one judge call per assistant turn, showing the last `window` turns up to
     it; the score is the share of good turns, each bad turn is evidence (turn + reason); the assertion
     passes when the share reaches its threshold (default 1.0: every turn good)."""
     criterion = judging(spec).rubric or criterion

@@ -8,7 +8,7 @@ is an expression; several lines are a function body that must `return`. It retur
 (a score: passes when above 0, or at least the `threshold` when one is given) or `{pass, score, reason}`
 (all three, as promptfoo requires).
 A check that cannot run (no node, a syntax error, a missing file or function, a time-out, an exception,
-a return value that is no verdict) is an `error`, never a pass or a fail (SPEC §8).
+a return value that is no verdict) is an `error`, never a pass or a fail (docs/en/reports-and-gate.md#errors-and-failures).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from evalspec.providers.tool_rounds import call_text
 
 
 @dataclass(frozen=True, kw_only=True)
-class RuleParams:  # `pattern` (a regex over replies), `tool` (a tool name, SPEC §13) or `state` (SPEC §24)
+class RuleParams:  # `pattern` (a regex over replies), `tool` (a tool name, docs/en/agents.md) or `state` (docs/en/state.md)
     schema_extra: ClassVar[dict[str, Any]] = {"oneOf": [{"required": ["pattern"]}, {"required": ["tool"]},
                                                         {"required": ["state"]}]}
     pattern: Annotated[Regex, Keywords(minLength=1)] | None = None

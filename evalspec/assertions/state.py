@@ -1,4 +1,4 @@
-"""The bot's own state (SPEC §24): `state` checks a JMESPath expression over the state the bot reported
+"""The bot's own state (docs/en/state.md): `state` checks a JMESPath expression over the state the bot reported
 after a turn, `buttons` the button titles its reply offered (the buttons of every part, in order).
 
 Both read the turn's assistant message (`state`, `parts`); a turn that carries none is an error of the

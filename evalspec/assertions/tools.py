@@ -1,4 +1,4 @@
-"""Tool-call assertions (SPEC §13): which tools an agent called, how often, in what order, with what arguments.
+"""Tool-call assertions (docs/en/agents.md): which tools an agent called, how often, in what order, with what arguments.
 
 On a reply scope they read the calls made during that turn (its tool rounds included); on
 `conversation` (their default at test level) every call of the transcript.

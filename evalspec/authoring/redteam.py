@@ -1,4 +1,4 @@
-"""`evalspec redteam SUITE.yaml`: an attack suite aimed at a suite's own red lines (SPEC §16).
+"""`evalspec redteam SUITE.yaml`: an attack suite aimed at a suite's own red lines (docs/en/attacks.md).
 
 One `attack:` test per critical assertion × strategy; the goal is written from the assertion's
 `description:` or its rule, in the suite's language. Providers, vars and models are copied as written

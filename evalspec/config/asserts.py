@@ -115,7 +115,7 @@ def _declared_keys(schema: Any) -> set[str]:
 
 def _without_option_names(atype: AssertionType, name: str, value: Any, path: PathKey, lines: LineMap,
                           problems: list[Problem]) -> Any:
-    """SPEC §3: option names are reserved, never read as part of a value. One written inside the value
+    """docs/en/suite-format.md#assertions: option names are reserved, never read as part of a value. One written inside the value
     (`memory-recall: {job: 测试工程师, fuzzy: false}`) is reported and left out of it."""
     if not isinstance(value, dict):
         return value
@@ -231,7 +231,7 @@ def _check_patterns(atype: AssertionType, value: Any, path: PathKey, lines: Line
 
 def _check_meaning(atype: AssertionType, name: str, negate: bool, value: Any, path: PathKey, lines: LineMap,
                    problems: list[Problem]) -> None:
-    """Values that cannot be what the writer meant (SPEC §18): see `config.meaning`."""
+    """Values that cannot be what the writer meant (docs/en/rule-self-tests.md): see `config.meaning`."""
     patterns = written_patterns(atype, value, path)
     pattern_paths = {where for _, where in patterns}
     for where, quoted in value_quote_problems(name, value, path, pattern_paths, lines):

@@ -14,7 +14,7 @@ from evalspec.core.errors import Problem, TemplateProblem
 from evalspec.core.redact import is_secret_name
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-#: `${NAME}` / `${NAME:-default}`, or `$${`: a literal `${` (how imported text keeps one, SPEC §17)
+#: `${NAME}` / `${NAME:-default}`, or `$${`: a literal `${` (how imported text keeps one, docs/en/rule-self-tests.md#verdicts-that-hold)
 ENV_OR_LITERAL = re.compile(r"\$\$\{|" + ENV_PATTERN.pattern)
 LITERAL_DOLLAR_BRACE = "$${"
 

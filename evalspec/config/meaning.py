@@ -1,4 +1,4 @@
-"""Values that cannot be what the writer meant (SPEC §18): a red line that silently matches nothing is
+"""Values that cannot be what the writer meant (docs/en/rule-self-tests.md): a red line that silently matches nothing is
 the worst failure an evaluator can have, so these are config errors with the fix.
 
 - a plain YAML scalar wrapped in “…”, ‘…’, 「…」, 『…』 or ＂…＂: the quotes become part of the text

@@ -40,7 +40,7 @@ class AssertionSpec:
     value_where: PathKey = ()
     turn: int | None = None  # set for assertions attached to a turn
     description: str | None = None  # what the rule is meant to catch (shown to a second-opinion judge)
-    # {fail: [...], pass: [...]}: replies or transcripts the rule must reject / accept (SPEC §18)
+    # {fail: [...], pass: [...]}: replies or transcripts the rule must reject / accept (docs/en/rule-self-tests.md)
     examples: Mapping[str, object] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -80,11 +80,11 @@ class TurnSpec:
     vars: dict[str, Any] = field(default_factory=dict)
     where: PathKey = ()
     message: dict[str, Any] | None = None  # a recorded entry's other fields: tool_calls, tool_call_id, name
-    capture: str | None = None  # a user turn's `capture:` names, as the transcript shows them (SPEC §19)
-    # SPEC §24: each capture's source: NAME -> ("reply", "") | ("regex", R) | ("state", PATH)
+    capture: str | None = None  # a user turn's `capture:` names, as the transcript shows them (docs/en/recorded-conversations.md)
+    # docs/en/state.md: each capture's source: NAME -> ("reply", "") | ("regex", R) | ("state", PATH)
     captures: dict[str, tuple[str, str]] = field(default_factory=dict)
-    click: Any = None  # `click: T` (template): a user turn that presses the previous reply's button T (SPEC §24)
-    metadata: dict[str, Any] | None = None  # a user turn's `metadata:`, sent with it (`rasa:`, SPEC §24)
+    click: Any = None  # `click: T` (template): a user turn that presses the previous reply's button T (docs/en/state.md)
+    metadata: dict[str, Any] | None = None  # a user turn's `metadata:`, sent with it (`rasa:`, docs/en/state.md)
     no_reply_ok: bool = False  # a user turn's `no_reply: ok`: the bot may stay silent (an empty reply, no error)
     no_reply: str | None = None  # a recorded assistant entry that holds no reply: why (an error of its turn)
 
@@ -137,7 +137,7 @@ def milestone_goals(milestones: Sequence[Mapping[str, object]]) -> list[str]:
 
 @dataclass
 class AttackSpec:
-    """An adversarial simulated user aimed at the test's own red lines (SPEC §16)."""
+    """An adversarial simulated user aimed at the test's own red lines (docs/en/attacks.md)."""
 
     goal: str
     strategy: str
@@ -164,7 +164,7 @@ class TestSpec:
     asserts: list[AssertionSpec] = field(default_factory=list)
     threshold: float | None = None
     matrix: dict[str, list[Any]] = field(default_factory=dict)
-    reduce: str | None = None  # min | mean: a matrix test's instances are one verdict (SPEC §19)
+    reduce: str | None = None  # min | mean: a matrix test's instances are one verdict (docs/en/recorded-conversations.md)
     until_turn: Any = None  # an int or a template: the conversation is played up to that user turn
     repeat: RepeatSpec = field(default_factory=RepeatSpec)
     curve: str | None = None  # the x variable
@@ -172,20 +172,20 @@ class TestSpec:
     curve_summary: str | None = None  # half_life | failure_point | stable_range
     sla: list[dict[str, float]] = field(default_factory=list)
     where: PathKey = ()
-    # a recorded conversation (SPEC §19): graded as it happened, nothing is called. "inline" for a
+    # a recorded conversation (docs/en/recorded-conversations.md): graded as it happened, nothing is called. "inline" for a
     # `transcript:` test, "file" for one conversation of the suite's `transcripts:`
     recorded: str | None = None
     metadata: Mapping[str, object] = field(default_factory=dict)  # a recorded conversation's own
-    covers: dict[str, list[str]] = field(default_factory=dict)  # `covers:` (SPEC §25): dimension -> values
-    state: Mapping[str, object] | None = None  # `state:` (SPEC §24): put in the bot before turn 1
-    tool_results: Mapping[str, object] | None = None  # this test's tool results, over its provider's (SPEC §24)
+    covers: dict[str, list[str]] = field(default_factory=dict)  # `covers:` (docs/en/coverage.md): dimension -> values
+    state: Mapping[str, object] | None = None  # `state:` (docs/en/state.md): put in the bot before turn 1
+    tool_results: Mapping[str, object] | None = None  # this test's tool results, over its provider's (docs/en/state.md)
     world: Any = None  # `world:` as written (a mapping, or {file: TEMPLATE}): replaces the suite's (docs/en/world.md)
     dataset: str | None = None  # `dataset: FILE.jsonl|FILE.csv`: one instance per row (docs/en/suite-format.md#dataset)
 
 
 @dataclass
 class ToolSpec:
-    """One of the suite's `tools:` (docs/en/world.md#tools): its definition, sent to model providers, and
+    """One of the suite's `tools:` (docs/en/world.md#the-world-and-the-tools): its definition, sent to model providers, and
     how evalspec answers a call of it: `python: FILE.py:fn` called as fn(args, world), or `returns:`."""
 
     name: str
@@ -245,19 +245,19 @@ class Suite:
     embedder: ProviderSpec | None = None
     min_pass_rate: float = 1.0
     max_errors: int = 0
-    gate_mode: str = "pass_rate"  # pass_rate | regressions (SPEC §10)
+    gate_mode: str = "pass_rate"  # pass_rate | regressions (docs/en/reports-and-gate.md#regressions-against-a-baseline)
     regressions: str = "each"  # each | paired: how a regressions gate decides (docs/en/statistics.md)
     alpha: float = 0.05  # the paired test's level
     min_pass_hat_k: PassHatK | None = None  # {k, min}: the suite's pass^k must reach min
     use_corrected: bool = False  # `gate.use_corrected`: the gate compares the pass rate corrected from the labels
-    report_lang: str | None = None  # `report: {lang: zh}` (SPEC §21); None: chosen from the conversations
+    report_lang: str | None = None  # `report: {lang: zh}` (docs/en/reports-and-gate.md#language); None: chosen from the conversations
     options: dict[str, Any] = field(default_factory=dict)
     tests: list[TestSpec] = field(default_factory=list)
     transcripts: TranscriptsSpec | None = None
     labels: dict[str, str] = field(default_factory=dict)  # label -> pattern over user turns (recorded)
-    coverage: dict[str, list[str]] = field(default_factory=dict)  # `coverage:` (SPEC §25): dimension -> values
+    coverage: dict[str, list[str]] = field(default_factory=dict)  # `coverage:` (docs/en/coverage.md): dimension -> values
     world: Any = None  # `world:` as written: the initial world of every test that gives none (docs/en/world.md)
-    tools: list[ToolSpec] = field(default_factory=list)  # `tools:`: answered by evalspec (docs/en/world.md#tools)
+    tools: list[ToolSpec] = field(default_factory=list)  # `tools:`: answered by evalspec (docs/en/world.md#the-world-and-the-tools)
     secrets: set[str] = field(default_factory=set)
     lines: LineMap | None = None
 

@@ -99,7 +99,7 @@ _BUTTON = {"type": "object", "properties": {"title": {"type": ["string", "number
            "additionalProperties": False}
 _PART = {"type": "object", "additionalProperties": False, "properties": {
     "text": {"type": ["string", "null"]}, "buttons": {"type": "array", "items": _BUTTON}, "image": {}, "custom": {}}}
-# what the bot reported with a reply (SPEC §24): its state after the turn, and the turn's messages;
+# what the bot reported with a reply (docs/en/state.md): its state after the turn, and the turn's messages;
 # and why the model stopped (`finish-reason`)
 _BOT_STATE = {"state": {"type": "object", "description": "the bot's state after the turn"},
               "parts": {"type": "array", "items": _PART,
@@ -174,12 +174,12 @@ TurnNode = TypedDict("TurnNode", {  # one entry of a scripted conversation: one 
     "vars": Object,
     "metadata": Annotated[Object, Keywords(description="sent with this user turn (`rasa:` providers' REST channel)")],
     "click": Annotated[Text, Keywords(description="a user turn that presses the previous reply's button with this "
-                                                  "title (else this payload) and sends its payload (SPEC §24)")],
+                                                  "title (else this payload) and sends its payload (docs/en/state.md)")],
     "no_reply": NO_REPLY,
     "include": Annotated[Text, Keywords(description="FILE.yaml: splice the 'conversation:' of that file here "
                                                     "(relative to this file; its 'vars:' are defaults the test's "
                                                     "vars override)")],
-    "capture": Annotated[str, Keywords(pattern=CAPTURE_NAME, description="store this turn's reply as the var NAME for the " "later turns and the test's assertions ({{ NAME }})")] | Annotated[dict[str, Literal["reply"] | RegexCapture | StateCapture], Keywords(minProperties=1, propertyNames={"pattern": CAPTURE_NAME}, description="NAME: reply | {regex: R} (its first group, else the whole match) | {state: PATH} " "(JMESPath over the turn's state) (SPEC §24)")],
+    "capture": Annotated[str, Keywords(pattern=CAPTURE_NAME, description="store this turn's reply as the var NAME for the " "later turns and the test's assertions ({{ NAME }})")] | Annotated[dict[str, Literal["reply"] | RegexCapture | StateCapture], Keywords(minProperties=1, propertyNames={"pattern": CAPTURE_NAME}, description="NAME: reply | {regex: R} (its first group, else the whole match) | {state: PATH} " "(JMESPath over the turn's state) (docs/en/state.md)")],
 }, total=False)
 
 # one entry of a recorded conversation held inline (`transcript:`, docs/en/recorded-conversations.md)
@@ -196,7 +196,7 @@ TranscriptEntryNode = TypedDict("TranscriptEntryNode", {
     "tool_calls": Annotated[list[Object], Keywords(description="the assistant's tool calls (OpenAI format)")],
     "tool_call_id": str,
     "name": str,
-    "state": Annotated[Object, Keywords(description="the bot's state after this reply (SPEC §24)")],
+    "state": Annotated[Object, Keywords(description="the bot's state after this reply (docs/en/state.md)")],
     "parts": Annotated[list[Object], Keywords(description="the reply's messages {text, buttons, image, custom}")],
     "finish_reason": Annotated[Text, Keywords(description="why the model stopped: stop, length, content_filter, "
                                                           "tool_calls (end_turn, max_tokens, tool_use ... are read "
@@ -337,7 +337,7 @@ TestNode = TypedDict("TestNode", {
     "curve": CurveX | CurveNode,
     "covers": Annotated[dict[str, str | Annotated[Strings, Keywords(minItems=1)]], Keywords(
         description="the values of the suite's 'coverage:' dimensions this test covers")],
-    "state": Annotated[Object, Keywords(description="the bot's state before turn 1 (SPEC §24): `rasa:` providers "
+    "state": Annotated[Object, Keywords(description="the bot's state before turn 1 (docs/en/state.md): `rasa:` providers "
                                                     "get its `slots` as slot events, others `context['state']` "
                                                     "and {{ state }}")],
     "tool_results": Annotated[Object, Keywords(description="this test's tool results, merged over its provider's")],
@@ -395,7 +395,7 @@ class OptionsNode(TypedDict, total=False):
 
 
 class SuiteToolNode(TypedDict, total=False):
-    """One of the suite's `tools:` (docs/en/world.md#tools)."""
+    """One of the suite's `tools:` (docs/en/world.md#the-world-and-the-tools)."""
 
     name: Annotated[Text, REQUIRED]
     description: str
@@ -442,7 +442,7 @@ class SuiteNode(TypedDict, total=False):
     options: OptionsNode
     world: World
     tools: Annotated[list[SuiteToolNode], Keywords(description="tools evalspec answers for every model: and "
-                                                               "python: provider (docs/en/world.md#tools)")]
+                                                               "python: provider (docs/en/world.md#the-world-and-the-tools)")]
     defaults: TestNode  # the test keys but TEST_ONLY
     tests: list[Annotated[TestNode, Ref("test")]]
     transcripts: TranscriptsNode

@@ -1,4 +1,4 @@
-"""Numbers are numbers (SPEC §17): NaN and ±inf are refused wherever a number is read.
+"""Numbers are numbers (docs/en/rule-self-tests.md#verdicts-that-hold): NaN and ±inf are refused wherever a number is read.
 
 NaN compares false with everything, so `min_pass_rate: .nan`, `min_score: .nan` or `rpm: .nan` would
 pass every range check and switch their check off; infinity does the same to limits and time-outs.

@@ -121,7 +121,7 @@ class SuiteParser:
         self.suite, self.data, self.lines, self.problems = suite, data, lines, problems
         self.cli_vars = cli_vars
         self.environ = environ if environ is not None else os.environ  # for `${ENV}` in included fragments
-        self.fragment_schema: list[Problem] = []  # the schema's words on `include:` fragments (SPEC §24)
+        self.fragment_schema: list[Problem] = []  # the schema's words on `include:` fragments (docs/en/state.md)
         self.fragment_digests: dict[str, str] = {}  # each fragment read: its resolved path -> sha256
 
     def bad(self, path: PathKey, message: str) -> None:
@@ -247,7 +247,7 @@ class SuiteParser:
         tests = [t for t in _list(self.data.get("tests")) if isinstance(t, dict)]
         return ("transcripts" in self.data or bool(tests)) and all("transcript" in t for t in tests)
 
-    # -- recorded conversations (SPEC §19) ---------------------------------------------------
+    # -- recorded conversations (docs/en/recorded-conversations.md) ---------------------------------------------------
     def _recorded_sources(self) -> None:
         d = self.data
         labels = d.get("labels")
@@ -268,7 +268,7 @@ class SuiteParser:
             path=raw["path"], sample=sample if isinstance(sample, int) and not isinstance(sample, bool) else None,
             seed=seed if isinstance(seed, int) else 0, where=_dict(raw.get("where")))
 
-    # -- the coverage matrix (SPEC §25) --------------------------------------------------------
+    # -- the coverage matrix (docs/en/coverage.md) --------------------------------------------------------
     def _coverage(self) -> None:
         raw = self.data.get("coverage")
         for dim, values in (raw.items() if isinstance(raw, dict) else ()):
@@ -645,7 +645,7 @@ class SuiteParser:
                                      "'matrix' (its instances are compared too)")
 
     def _state_and_stubs(self, test: TestSpec, f: Callable[[str], tuple[Any, PathKey]]) -> None:
-        """`state:` (seeded before turn 1) and `tool_results:` (over the provider's), SPEC §24; a `rasa:`
+        """`state:` (seeded before turn 1) and `tool_results:` (over the provider's), docs/en/state.md; a `rasa:`
         provider takes only `slots` (sent as slot events)."""
         state, spath = f("state")
         if isinstance(state, dict):
@@ -777,7 +777,7 @@ class SuiteParser:
                     spec.asserts.append(a)
 
     def _captures(self, spec: TurnSpec, capture: Any, where: PathKey, seen: dict[str, PathKey]) -> None:
-        """`capture: NAME` (the reply) or `{NAME: reply | {regex: R} | {state: PATH}}` (SPEC §19, §24)."""
+        """`capture: NAME` (the reply) or `{NAME: reply | {regex: R} | {state: PATH}}` (docs/en/recorded-conversations.md, §24)."""
         given: dict[str, tuple[tuple[str, str], PathKey]] = {}
         if isinstance(capture, str) and capture.isascii() and capture.isidentifier():
             given[capture] = (("reply", ""), where)
@@ -817,8 +817,8 @@ class SuiteParser:
 
     def _spliced(self, test: TestSpec, entries: list[Any], path: PathKey, file: Path,
                  stack: tuple[Path, ...]) -> Iterator[tuple[Any, PathKey]]:
-        """The turns of a conversation with each `include: FILE.yaml` replaced by that file's turns (SPEC
-        §24): a spliced turn's path is under its include entry, and the suite's line map sends problems
+        """The turns of a conversation with each `include: FILE.yaml` replaced by that file's turns
+        (docs/en/state.md#buttons-captures-fragments): a spliced turn's path is under its include entry, and the suite's line map sends problems
         there to the fragment's file and line, naming the including test."""
         for j, raw in enumerate(entries):
             tpath = (*path, j)
@@ -948,7 +948,7 @@ class SuiteParser:
         if test.recorded:
             labels |= set(self.suite.labels)  # by pattern: a conversation may lack one (the rule is skipped)
         length = scripted_length(test)
-        # a rule under a turn is graded right after that turn: it can only look back (SPEC §8)
+        # a rule under a turn is graded right after that turn: it can only look back (docs/en/reports-and-gate.md#errors-and-failures)
         entry_of_label: dict[str, tuple[int, TurnSpec]] = {}
         entry_of_rule: dict[int, int] = {}
         entry = 0

@@ -20,14 +20,14 @@ def format_path(path: PathKey) -> str:
 
 class LineMap:
     """Maps a data path to the 1-based line where it is written. `plain_quoted` holds the paths of plain
-    (unquoted) YAML scalars wrapped in typographic quotes: the writer meant YAML quotes (SPEC §18)."""
+    (unquoted) YAML scalars wrapped in typographic quotes: the writer meant YAML quotes (docs/en/rule-self-tests.md)."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.lines: dict[PathKey, int] = {}
         self.plain_quoted: set[PathKey] = set()
         self.plain_typed: dict[str, str] = {}  # formatted path -> how a plain scalar read as true/false/a number was written
-        # `include:` fragments (SPEC §24): a data path prefix of spliced turns -> (the fragment's own lines,
+        # `include:` fragments (docs/en/state.md): a data path prefix of spliced turns -> (the fragment's own lines,
         # the path there the prefix stands for, the words naming the including test)
         self.fragments: dict[PathKey, tuple[LineMap, PathKey, str]] = {}
 

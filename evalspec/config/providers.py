@@ -17,7 +17,7 @@ from evalspec.extend.kinds import ProviderKind, kind_of, provider_kinds
 
 RUN_KEYS = ("id", "max_concurrency", "rpm")  # read by the pool from the spec, not part of the config
 MODEL_ONLY_KEYS = ("tool_results", "answer_tool_calls")
-ROUND_KINDS = ("model", "python")  # kinds that may play tool rounds (`max_tool_rounds`, docs/en/world.md#tools)
+ROUND_KINDS = ("model", "python")  # kinds that may play tool rounds (`max_tool_rounds`, docs/en/world.md#the-world-and-the-tools)
 
 Found = list[tuple[tuple[Any, ...], str]]
 

@@ -1,4 +1,4 @@
-"""Recorded conversations (SPEC §19): a suite's `transcripts:` (JSONL in OpenAI chat format, or CSV) read
+"""Recorded conversations (docs/en/recorded-conversations.md): a suite's `transcripts:` (JSONL in OpenAI chat format, or CSV) read
 one conversation at a time, each a test graded by the suite's `defaults` as if it had been played.
 
 Nothing is called: the provider of every recorded conversation is `recorded`. The files are read again
@@ -169,7 +169,7 @@ def _read(path: Path) -> Iterator[Conversation]:
 
 
 def read_conversations(path: Path) -> Iterator[Conversation]:
-    """Every conversation of one JSONL or CSV file, in file order (`evalspec import transcripts`, SPEC §25)."""
+    """Every conversation of one JSONL or CSV file, in file order (`evalspec import transcripts`, docs/en/coverage.md)."""
     return _read(path)
 
 
@@ -201,7 +201,7 @@ def conversations(suite: Suite, override: str | None = None) -> Iterator[Convers
 
 
 def _check_unique(conversation: Conversation, seen: dict[str, tuple[str, int]]) -> None:
-    """Two recorded conversations with one id would merge into one verdict (SPEC §26 "Identity and layout"):
+    """Two recorded conversations with one id would merge into one verdict (docs/en/reports-and-gate.md#nothing-checked-is-not-a-pass "Identity and layout"):
     the second is an error naming both lines."""
     first = seen.setdefault(conversation.id, (conversation.file, conversation.line))
     if first != (conversation.file, conversation.line):

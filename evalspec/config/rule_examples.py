@@ -1,4 +1,4 @@
-"""Rules that are tested before they test (SPEC §18): each assertion's `examples:` graded offline.
+"""Rules that are tested before they test (docs/en/rule-self-tests.md): each assertion's `examples:` graded offline.
 
 A `fail` example is a reply (or a small transcript) the rule must reject, a `pass` example one it must
 accept. `validate` and `run` grade every example of every deterministic assertion before the first call,
@@ -69,7 +69,7 @@ def example_transcript(example: Any) -> tuple[list[Message], dict[str, int]]:
             message["tool_calls"] = [{"id": f"example-{turn}-{k}", "name": c["name"],
                                       "arguments": dict(c.get("arguments") or {})}
                                      for k, c in enumerate(entry["tool_calls"])]
-        for key in _REPORTED:  # what the bot reported with the reply (SPEC §24)
+        for key in _REPORTED:  # what the bot reported with the reply (docs/en/state.md)
             if key in entry:
                 message[key] = entry[key]
         if "finish_reason" in message:
@@ -137,7 +137,7 @@ def builtin_examples_of(spec: AssertionSpec) -> Iterator[tuple[str, int, Any, Pa
 
 def rule_warnings(suites: list[Suite], strict: bool = False) -> list[Problem]:
     """What `validate` warns about: a test that checks nothing, an `xfail` test holding a critical assertion of
-    its own (SPEC §17), a `finish-reason` that is no known reason (`stopp`); with `strict`, every critical
+    its own (docs/en/rule-self-tests.md#verdicts-that-hold), a `finish-reason` that is no known reason (`stopp`); with `strict`, every critical
     deterministic assertion without a `fail` example (docs/en/rule-self-tests.md) and every `not-regex` with
     `\\d` reading a Chinese suite's replies without `nfkc`."""
     warnings: list[Problem] = []

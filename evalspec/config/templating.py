@@ -1,4 +1,4 @@
-"""The jinja2 sandbox that renders `{{ var }}` templates, with a time and a size limit (SPEC §8).
+"""The jinja2 sandbox that renders `{{ var }}` templates, with a time and a size limit (docs/en/reports-and-gate.md#errors-and-failures).
 
 A template is data from a suite file, so it must not be able to hang or exhaust the process:
 `'x' * 10**11`, `10 ** 10 ** 10`, `'x'.center(10**11)` and nested `range(100000)` loops are refused

@@ -20,7 +20,7 @@ from evalspec.core.errors import ConfigError, ControlFlow, Problem
 # libyaml's parser when PyYAML was built with it (several times faster); marks are kept either way
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-#: nodes that aliases may add to one file (SPEC §8); a larger expansion is refused
+#: nodes that aliases may add to one file (docs/en/reports-and-gate.md#errors-and-failures); a larger expansion is refused
 MAX_ALIAS_NODES = 10_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 

@@ -1,4 +1,4 @@
-"""Exit codes of `evalspec run` (SPEC §1)."""
+"""Exit codes of `evalspec run` (docs/en/reference/cli.md)."""
 
 from __future__ import annotations
 

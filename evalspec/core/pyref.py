@@ -1,7 +1,7 @@
 """Load `FILE.py:function` (relative to a suite) or `module:function`.
 
 User code imported or run while a run is prepared says what it is (`step`): in a watched process
-(evalspec.play.supervise) the watcher hears it, so code that ends the process there is named (SPEC §17).
+(evalspec.play.supervise) the watcher hears it, so code that ends the process there is named (docs/en/rule-self-tests.md#verdicts-that-hold).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def strip_controls(text: object) -> str:
-    """Nothing from the system under test can act on the reader's terminal (SPEC §8)."""
+    """Nothing from the system under test can act on the reader's terminal (docs/en/reports-and-gate.md#errors-and-failures)."""
     return CONTROL.sub("", str(text))
 
 

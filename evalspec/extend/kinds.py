@@ -198,6 +198,6 @@ def takes_history(kind: str) -> bool:
 
 def is_stateful(config: Mapping[str, object], kind: str | None = None) -> bool:
     """Whether the system a provider mapping (or a recorded one) describes keeps the conversation itself
-    (SPEC §2.1 `stateful: true`): its kind's registry entry decides."""
+    (docs/en/providers.md `stateful: true`): its kind's registry entry decides."""
     entry = provider_kinds().get(kind or kind_of(config) or "")
     return entry is not None and entry.stateful(config)

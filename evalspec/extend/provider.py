@@ -19,8 +19,8 @@ class CallContext:
     vars: dict[str, Any] = field(default_factory=dict)
     repeat: int = 1
     params: dict[str, Any] | None = None  # per-call request params of evalspec's own calls (response_format, ...)
-    state: Mapping[str, object] | None = None  # the test's `state:` seed (SPEC §24): `context["state"]`, `{{ state }}`
-    metadata: dict[str, Any] | None = None  # the user turn's `metadata:` (sent by `rasa:` providers, SPEC §24)
+    state: Mapping[str, object] | None = None  # the test's `state:` seed (docs/en/state.md): `context["state"]`, `{{ state }}`
+    metadata: dict[str, Any] | None = None  # the user turn's `metadata:` (sent by `rasa:` providers, docs/en/state.md)
 
 
 @dataclass
@@ -34,9 +34,9 @@ class ProviderResponse:
     tool_calls: list[Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
-    cached_tokens: int | None = None  # prompt tokens the provider's prompt cache served (SPEC §23)
-    state: dict[str, Any] | None = None  # the bot's state after this turn (SPEC §24), None: no state read
-    parts: list[dict[str, Any]] | None = None  # the turn's messages `{text, buttons, image, custom}` (SPEC §24)
+    cached_tokens: int | None = None  # prompt tokens the provider's prompt cache served (docs/en/rate-limits.md)
+    state: dict[str, Any] | None = None  # the bot's state after this turn (docs/en/state.md), None: no state read
+    parts: list[dict[str, Any]] | None = None  # the turn's messages `{text, buttons, image, custom}` (docs/en/state.md)
     finish_reason: str | None = None  # why the model stopped (`normalize_finish_reason`), None: not reported
 
     def to_cache(self) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def normalize_finish_reason(raw: Any) -> str | None:
 
 
 def as_parts(found: Any, where: str) -> list[dict[str, Any]]:
-    """A turn's messages as parts `{text, buttons: [{title, payload}], image, custom}` (SPEC §24): each
+    """A turn's messages as parts `{text, buttons: [{title, payload}], image, custom}` (docs/en/state.md): each
     object is read by those keys, a missing key is null; anything but a list of objects is an error."""
     if not isinstance(found, list) or not all(isinstance(m, dict) for m in found):
         raise ProviderError(f"{where} found {type(found).__name__}, expected a list of message objects")

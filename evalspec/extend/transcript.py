@@ -92,24 +92,24 @@ class Message(_Stored, total=False):
         minimum=1, description="a reply stored cut (options.max_reply_chars): its full length; it was graded whole")]
     cut_at: Annotated[int, Keywords(minimum=1, description="a reply stored cut: the characters kept")]
     cached_tokens: Annotated[int | None, Keywords(
-        minimum=0, description="prompt tokens the provider's prompt cache served (SPEC §23)")]
+        minimum=0, description="prompt tokens the provider's prompt cache served (docs/en/rate-limits.md)")]
     prompt_tokens: int | None
     completion_tokens: int | None
     strategy_calls: Count
     strategy_tokens: int | None
     strategy_cost: float | None
     label: str
-    tactic: Annotated[str, Keywords(description="an attack turn's GOAT tactic (SPEC §16)")]
+    tactic: Annotated[str, Keywords(description="an attack turn's GOAT tactic (docs/en/attacks.md)")]
     milestone: Annotated[int, Keywords(minimum=1, description="a simulated user's message for this milestone "
                                                               "(docs/en/agents.md#milestones)")]
     milestone_met: Annotated[int, Keywords(minimum=1, description="the reply that met this milestone")]
     checkpoints: Annotated[list[Checkpoint], Keywords(
         description="the checkpoints asked after this reply (docs/en/agents.md#checkpoints)")]
     capture: Annotated[str, Keywords(description="a user turn's `capture: NAME`: its reply became the var NAME "
-                                                 "for the later turns (SPEC §19); a `capture:` mapping's names, "
-                                                 "joined by ', ' (SPEC §24)")]
+                                                 "for the later turns (docs/en/recorded-conversations.md); a `capture:` mapping's names, "
+                                                 "joined by ', ' (docs/en/state.md)")]
     click: Annotated[str, Keywords(description="a `click: T` user turn: the button title pressed; the content is "
-                                               "what it sent, its payload (SPEC §24)")]
+                                               "what it sent, its payload (docs/en/state.md)")]
     tool_calls: list[ToolCall]
     tool_calls_path: Annotated[dict[str, Any], Keywords(
         description="an http provider's `tool_calls:` path and whether this turn's response had it ({path, found})")]
@@ -119,14 +119,14 @@ class Message(_Stored, total=False):
     tool_call_id: str
     name: str
     error: Annotated[str, Keywords(description="a tool result whose handler raised: its message (the agent "
-                                               "got {\"error\": ...}; docs/en/world.md#tools)")]
-    # SPEC §24: the bot's state after the turn, and the turn's
+                                               "got {\"error\": ...}; docs/en/world.md#the-world-and-the-tools)")]
+    # docs/en/state.md: the bot's state after the turn, and the turn's
     # several messages, each with its buttons
     state: Annotated[dict[str, Any], Keywords(
-        description="the bot's state after this turn (SPEC §24)")]
+        description="the bot's state after this turn (docs/en/state.md)")]
     parts: Annotated[list[dict[str, Any]], Keywords(
         description="the turn's several messages {text, buttons: [{title, payload}], image, custom} "
-                    "(SPEC §24)")]
+                    "(docs/en/state.md)")]
     finish_reason: Annotated[str, Keywords(
         minLength=1, description="why the model stopped: stop, length, content_filter, tool_calls (each "
                                  "provider's word mapped onto these), or the provider's own word; absent: "

@@ -39,11 +39,11 @@ class PlannedTurn:
     label: str | None = None
     asserts: list[AssertionSpec] = field(default_factory=list)
     message: dict[str, Any] | None = None  # a recorded entry's other fields (tool_calls, tool_call_id)
-    capture: str | None = None  # `capture: NAME`: this turn's reply becomes the var NAME (SPEC §19)
-    # each capture's source (SPEC §24): NAME -> ("reply", "") | ("regex", R) | ("state", PATH)
+    capture: str | None = None  # `capture: NAME`: this turn's reply becomes the var NAME (docs/en/recorded-conversations.md)
+    # each capture's source (docs/en/state.md): NAME -> ("reply", "") | ("regex", R) | ("state", PATH)
     captures: dict[str, tuple[str, str]] = field(default_factory=dict)
-    click: str | None = None  # `click: T` rendered: the turn presses the previous reply's button T (SPEC §24)
-    metadata: dict[str, Any] | None = None  # `metadata:` sent with this user turn (`rasa:`, SPEC §24)
+    click: str | None = None  # `click: T` rendered: the turn presses the previous reply's button T (docs/en/state.md)
+    metadata: dict[str, Any] | None = None  # `metadata:` sent with this user turn (`rasa:`, docs/en/state.md)
     no_reply_ok: bool = False  # `no_reply: ok`: the bot may stay silent on this turn (an empty reply, no error)
     no_reply: str | None = None  # a recorded assistant entry that holds no reply: why (an error of its turn)
 
@@ -90,7 +90,7 @@ def grading_input(instance: Instance) -> GradingInput:
 
 def declared_tools(instance: Instance) -> Any:
     """The tools a conversation's checks read (`tool-args-valid`, `said-vs-did`): its provider's own and the
-    suite's `tools:` (docs/en/world.md#tools)."""
+    suite's `tools:` (docs/en/world.md#the-world-and-the-tools)."""
     own = instance.provider.config.get("tools")
     if not instance.suite.tools:
         return own
@@ -156,14 +156,14 @@ def with_simulator(base: str, simulator: ProviderSpec | None) -> str:
 
 
 def identity_problems(suites: list[Suite]) -> list[Problem]:
-    """Two instances of one suite with the same id would merge into one verdict (SPEC §17, "Identity is
+    """Two instances of one suite with the same id would merge into one verdict (docs/en/rule-self-tests.md#verdicts-that-hold, "Identity is
     unique"): a hand-written `greet[lang=en]` beside a matrix instance, or `x: [1, "1"]`. Each is named
     where the second is written, with the line of the first; whatever the selection."""
     problems = []
     for suite in suites:
         first: dict[str, tuple[TestSpec, Mapping[str, object], PathKey]] = {}
         for test in suite.tests:
-            if not test.matrix and regex.search(r"#\d+$", test.id):  # a repeat's record id (`#k`, SPEC §2.3)
+            if not test.matrix and regex.search(r"#\d+$", test.id):  # a repeat's record id (`#k`, docs/en/memory-and-curves.md)
                 plain = test.id.rsplit("#", 1)[0]
                 message = (f"test id '{test.id}' ends like a repeat's id: '#k' is added to each repeat, so a test "
                            f"'{plain}' run more than once has a record '{test.id}' too; rename it (e.g. "
@@ -502,7 +502,7 @@ def has_captures(instance: Instance) -> bool:
 
 
 def with_captures(instance: Instance, captured: dict[str, str]) -> Instance:
-    """The instance rendered again now that its captures' values are known (SPEC §19): a capture not in
+    """The instance rendered again now that its captures' values are known (docs/en/recorded-conversations.md): a capture not in
     `captured` (its turn was not reached or errored) is undefined, and a template using it an error
     (`EvalspecError`, naming the file, line and key)."""
     try:
@@ -591,7 +591,7 @@ def _world(suite: Suite, test: TestSpec, variables: Mapping[str, object]) -> dic
 
 
 def _until_turn(test: TestSpec, variables: Mapping[str, object]) -> int | None:
-    """`until_turn:` rendered: the user turn the instance sends (SPEC §19, MT-Bench-101 per turn)."""
+    """`until_turn:` rendered: the user turn the instance sends (docs/en/recorded-conversations.md, MT-Bench-101 per turn)."""
     if test.until_turn is None:
         return None
     where: PathKey = (*test.where, "until_turn")

@@ -1,4 +1,4 @@
-"""Rule self-tests, graded (SPEC §18): every `examples:` entry of a deterministic assertion run through
+"""Rule self-tests, graded (docs/en/rule-self-tests.md): every `examples:` entry of a deterministic assertion run through
 the real checks before any call. The examples' shape is checked by `config.rule_examples`; grading them
 needs the planned instances and the grading code, so it lives in the plan layer."""
 
@@ -70,7 +70,7 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
                         ctx: GradingContext) -> Any:
         if spec.type != "python":
             return await evaluate_off_loop([spec], ctx, float(suite.option("grade_timeout")))
-        # user code run before any call: what ends the process here is named by its example (SPEC §17)
+        # user code run before any call: what ends the process here is named by its example (docs/en/rule-self-tests.md#verdicts-that-hold)
         what = f"python check {spec.value!r} on {kind} example {n}"
         async with lock:
             with step(str(suite.lines.problem(where, what)) if suite.lines else what):

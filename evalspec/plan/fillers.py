@@ -34,7 +34,7 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-
 
 
 def pool_for(user_texts: list[str]) -> tuple[str, ...]:
-    """SPEC §9: fillers follow the conversation's language — Chinese when the scripted user turns are
+    """docs/en/reports-and-gate.md#outputs: fillers follow the conversation's language — Chinese when the scripted user turns are
     mostly CJK characters (of their letters, template tags left out), else English."""
     text = _TEMPLATE.sub("", "".join(user_texts))
     letters = [c for c in text if c.isalpha()]

@@ -1,4 +1,4 @@
-"""Everything checked before the first call, shared by `validate` and `run` (SPEC §8: `validate` ok ⇒
+"""Everything checked before the first call, shared by `validate` and `run` (docs/en/reports-and-gate.md#errors-and-failures: `validate` ok ⇒
 `run` does not exit 2).
 
 Every problem of every file comes out in one round: a file whose schema or labels are wrong is still
@@ -87,7 +87,7 @@ def preflight_problems(plan: Plan, suites: list[Suite]) -> list[Problem]:
                 problems.append(_at(suite, spec.where, f"provider '{spec.id}': {message}"))
     representatives = list(plan.representatives())
     problems.extend(plan_problems(representatives))
-    # each rule against its own examples (SPEC §18), as rendered for every matrix value (repeats render alike)
+    # each rule against its own examples (docs/en/rule-self-tests.md), as rendered for every matrix value (repeats render alike)
     problems.extend(offline_checks(suites, (i for i in plan.renderable() if i.repeat == 1)))
     checked: set[tuple[str, str]] = set()
     for inst in plan.renderable() if any(_has_python_check(t) for s in plan.suites for t in s.tests) else ():

@@ -1,4 +1,4 @@
-"""`evalspec rerun RUN.json --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn): each failed
+"""`evalspec rerun RUN.json --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn-rerun-at-turn): each failed
 conversation's history frozen up to the turn its first failing check first failed, that one turn asked
 again N times, its reply graded with the checks that failed.
 

@@ -1,4 +1,4 @@
-"""Adversarial simulated users (SPEC §16): an attacker aims at the test's own red lines, turn by turn.
+"""Adversarial simulated users (docs/en/attacks.md): an attacker aims at the test's own red lines, turn by turn.
 
 The attacker writes each next user message from the goal, its strategy's playbook, the conversation so
 far and the red lines it is trying to break — the test's deterministic assertions, described by their
@@ -163,7 +163,7 @@ class Attacker:
             self.tokens = (self.tokens or 0) + usage["tokens"]
         if usage["cost"] is not None and not usage["cached"]:
             self.cost = (self.cost or 0.0) + usage["cost"]
-        transcript.judge_usage.append(usage)  # a judge figure too, usable answer or not (SPEC §17)
+        transcript.judge_usage.append(usage)  # a judge figure too, usable answer or not (docs/en/rule-self-tests.md#verdicts-that-hold)
         return parse_answer(answer.text, self.spec.strategy, shown=Shown(messages))
 
     async def _scripted(self, transcript: Transcript, turn: int) -> tuple[str, str | None] | None:
@@ -241,7 +241,7 @@ async def run_attack(inst: Instance, call: SendTurn, pool: ProviderPool, replay:
         attacker = Attacker(inst, pool, info["red_lines"], replay)
     except ProviderError as exc:
         return Transcript(stop_reason="error", error=str(exc), attack=info)
-    # an agent's tool rounds are played as in any conversation (SPEC §13)
+    # an agent's tool rounds are played as in any conversation (docs/en/agents.md)
     transcript = await play_turns(AttackSource(inst, attacker, rules, info), inst, call,
                                   kit if kit is not None else pool.toolkit(inst.provider, inst.suite))
     transcript.attack = info

@@ -10,7 +10,7 @@ handed again to a worker on the same node: one that a check's user code ended wh
 graded again there on the replies kept (`play.watch`), that check its error, and any other is played
 again. A conversation whose worker died under it again and again (twice, plus once for each of its
 checks that run user code) is played a last time on a worker of its own; when that one dies too, the
-conversation is an error naming the cause (`ConversationLost`), and the run goes on (SPEC §17: user
+conversation is an error naming the cause (`ConversationLost`), and the run goes on (docs/en/rule-self-tests.md#verdicts-that-hold: user
 code cannot end the run).
 """
 

@@ -141,7 +141,7 @@ def label(statuses: Sequence[str]) -> str:
 
 async def rerun_failed(run: dict[str, Any], times: int, concurrency: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Replay each failed or errored record `times` times, live (no cache), and label it: an error that
-    repeats is `error` (infrastructure), one that now passes `flaky` (model fluctuation), SPEC §17."""
+    repeats is `error` (infrastructure), one that now passes `flaky` (model fluctuation), docs/en/rule-self-tests.md#verdicts-that-hold."""
     instances, warnings = instances_of(run)
     # measured curve points are measurements, not failures: they are never replayed
     failed = [r for r in run["results"] if r["status"] in ("failed", "error") and not r.get("curve")]

@@ -257,7 +257,7 @@ async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunO
         elif executor is not None:
             try:
                 record = await executor.run(inst, position)
-            except ConversationLost as exc:  # it ended every worker it was played on (SPEC §17)
+            except ConversationLost as exc:  # it ended every worker it was played on (docs/en/rule-self-tests.md#verdicts-that-hold)
                 record = make_record(inst, Transcript(stop_reason="error", error=str(exc)), [], 0.0)
         else:
             if guard is not None:
@@ -396,7 +396,7 @@ async def grade_with(pool: ProviderPool, inst: Instance, messages: list[Message]
     """Grade a conversation; one that ended in an error is graded on the replies it received. `watch`: a
     watched run notes the user-code check in progress (and names the one that ended the process).
     `world`: the world it played on, at the start and at the end (docs/en/world.md)."""
-    if has_captures(inst):  # the checks see the replies the conversation captured (SPEC §19)
+    if has_captures(inst):  # the checks see the replies the conversation captured (docs/en/recorded-conversations.md)
         try:
             inst = with_captures(inst, captured_values(messages, inst)[0])
         except EvalspecError:
@@ -428,7 +428,7 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
     """The conversation, played on its own deep copy of the test's world (docs/en/world.md): the world
     as the tools left it is the transcript's `world`."""
     kit = pool.toolkit(inst.provider, inst.suite)
-    if inst.test.tool_results:  # this test's stubs over its provider's (SPEC §24)
+    if inst.test.tool_results:  # this test's stubs over its provider's (docs/en/state.md)
         kit = dataclasses.replace(kit, results={**kit.results, **inst.test.tool_results})
     if kit.suite_tools:
         kit = dataclasses.replace(kit, world=copy.deepcopy(inst.world) if inst.world is not None else {})
@@ -471,7 +471,7 @@ async def play_with(inst: Instance, pool: ProviderPool, provider: ProviderCaller
 class TurnCaller:
     """The system under test as one conversation calls it: one thread id for all of its turns. Before its
     first live call (never before cached answers) the provider's `setup:` runs and the test's `state:` is
-    seeded into a provider that can take it (SPEC §24)."""
+    seeded into a provider that can take it (docs/en/state.md)."""
 
     def __init__(self, inst: Instance, provider: ProviderCaller, mode: dict[str, bool], stats: CallStats) -> None:
         self.inst, self.provider, self.mode, self.stats = inst, provider, mode, stats
@@ -508,7 +508,7 @@ class TurnCaller:
 
 
 def conversation_extra(inst: Instance) -> dict[str, object] | None:
-    """What besides the messages decides a conversation's answers (the cache key's extra part, SPEC §24):
+    """What besides the messages decides a conversation's answers (the cache key's extra part, docs/en/state.md):
     the test's `state:` and `tool_results:`, the provider's `setup:`, the world it starts from and the suite's
     `tools:` (docs/en/world.md); None when it has none of them (the key of every conversation without them
     is what it always was)."""
@@ -521,7 +521,7 @@ def conversation_extra(inst: Instance) -> dict[str, object] | None:
 
 async def recorded_world(inst: Instance, transcript: Transcript) -> dict[str, object]:
     """The world a recorded conversation's calls of the suite's tools leave behind, replayed on a copy of
-    the test's world (docs/en/world.md#recorded-conversations)."""
+    the test's world (docs/en/world.md#cache-repeats-and-recorded-conversations)."""
     from evalspec.providers.tool_rounds import normalize_calls
     from evalspec.providers.world import answer_tool
 
@@ -536,7 +536,7 @@ async def recorded_world(inst: Instance, transcript: Transcript) -> dict[str, ob
 
 
 def recorded_transcript(inst: Instance) -> Transcript:
-    """A recorded conversation's messages as a played one's (SPEC §19): an assistant message followed by
+    """A recorded conversation's messages as a played one's (docs/en/recorded-conversations.md): an assistant message followed by
     another in the same turn is a tool round (`intermediate`), the turn's last one its reply. An assistant
     message that holds no reply is an error of its turn, left out of the messages (an empty reply
     flagged `no_reply` where its user turn says `no_reply: ok`; docs/en/recorded-conversations.md)."""

@@ -19,7 +19,7 @@ __all__ = ["ScriptedUser", "captured_values", "pressed", "run_scripted"]
 
 
 def captured_values(messages: list[Message], instance: Instance | None = None) -> tuple[dict[str, str], str | None]:
-    """What each capturing user turn stored (SPEC §19, §24: its reply, a regex's first group or whole match
+    """What each capturing user turn stored (docs/en/recorded-conversations.md, §24: its reply, a regex's first group or whole match
     over it, or a JMESPath over its state), and the first capture that found nothing, as an error line. A
     turn not reached captures nothing and is no error. Without `instance`, every capture is of the reply."""
     sources = {t.turn: t.captures for t in instance.turns if t.captures} if instance is not None else {}
@@ -69,7 +69,7 @@ def _captured(reply: Message, how: str, arg: str) -> tuple[str | None, str]:
 
 
 def pressed(transcript: list[Message], title: str, turn: int) -> tuple[str, str]:
-    """`click: T` (SPEC §24): the first button of the previous reply titled T, else the first whose payload
+    """`click: T` (docs/en/state.md): the first button of the previous reply titled T, else the first whose payload
     is T, as (what is sent: its payload, else its title; the title pressed). No such button is a TurnError."""
     previous = next((m for m in reversed(transcript) if is_reply(m, golden=True)), None)
     buttons = [b for part in (previous or {}).get("parts") or [] if isinstance(part, dict)
@@ -88,7 +88,7 @@ def pressed(transcript: list[Message], title: str, turn: int) -> tuple[str, str]
 
 class ScriptedUser:
     """The test's own turns, in order. With `capture:` turns, each later turn is rendered again with the
-    replies captured so far (SPEC §19); a capture that finds nothing ends the conversation at its turn."""
+    replies captured so far (docs/en/recorded-conversations.md); a capture that finds nothing ends the conversation at its turn."""
 
     stop_reason: str = "completed"
     who: str | None = None

@@ -1,4 +1,4 @@
-"""User code cannot end the run (SPEC §17): `evalspec run` plays in a forked child the parent watches.
+"""User code cannot end the run (docs/en/rule-self-tests.md#verdicts-that-hold): `evalspec run` plays in a forked child the parent watches.
 
 Nothing a user's provider, check or `atexit` hook does can be caught inside the process once it calls
 `os._exit` or crashes the interpreter, so the process the caller waits on plays nothing: it forks the
@@ -276,7 +276,7 @@ def _child(body: Callable[[PlayGuard], None], guard: PlayGuard, parent: int) -> 
     from evalspec.core.usercode import WORKERS
 
     guard.pid = os.getpid()
-    loading.TELL = guard.step  # user code loaded here says what it is (SPEC §17: a plugin that exits is named)
+    loading.TELL = guard.step  # user code loaded here says what it is (docs/en/rule-self-tests.md#verdicts-that-hold: a plugin that exits is named)
     WORKERS.reset()  # the parent's threads did not come along
     try:
         body(guard)

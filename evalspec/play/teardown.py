@@ -1,5 +1,5 @@
-"""`teardown: FILE.py:function` on a provider: undo what an agent did in a real system (SPEC §13);
-`setup: FILE.py:function`, its mirror, prepares the system before a conversation (SPEC §24).
+"""`teardown: FILE.py:function` on a provider: undo what an agent did in a real system (docs/en/agents.md);
+`setup: FILE.py:function`, its mirror, prepares the system before a conversation (docs/en/state.md).
 
 A teardown is called as `fn(context)` after each conversation, whatever its outcome; `context` has the
 thread id, test id, provider id, vars and the transcript. A teardown that fails is reported beside the

@@ -89,7 +89,7 @@ def assistant_message(response: ProviderResponse, turn: int) -> Message:
         msg["tool_calls"] = response.tool_calls
     if isinstance(path := response.metadata.get("tool_calls_path"), dict):  # was the http tool_calls key there
         msg["tool_calls_path"] = path
-    if response.state is not None:  # the bot's own state after the turn (SPEC §24)
+    if response.state is not None:  # the bot's own state after the turn (docs/en/state.md)
         msg["state"] = response.state
     if response.parts is not None:
         msg["parts"] = response.parts

@@ -83,7 +83,7 @@ class CallStats:
 class ProviderCaller:
     """Wraps a provider with the cache, `max_concurrency`, `rpm`, a per-call time-out and retries.
     `limits`, when given, replaces the caller's own `max_concurrency` and `rpm` (a cluster-wide limiter).
-    A 429/503 answer makes the caller adapt its in-flight limit (SPEC §23, `AdaptiveLimit`) up to `ceiling`
+    A 429/503 answer makes the caller adapt its in-flight limit (docs/en/rate-limits.md, `AdaptiveLimit`) up to `ceiling`
     (`max_concurrency` or `-j`; unknown: the calls in flight then)."""
 
     def __init__(self, provider: Provider, *, cache: ResponseCache | None, timeout: float, retries: int,
@@ -103,7 +103,7 @@ class ProviderCaller:
         self._in_flight = 0
 
     def key(self, messages: list[ChatMessage], context: CallContext, extra: Any = None) -> str:
-        """Everything the call depends on (SPEC §17): the provider's configuration, the history, the repeat,
+        """Everything the call depends on (docs/en/rule-self-tests.md#verdicts-that-hold): the provider's configuration, the history, the repeat,
         the test id and vars, and the request a templating provider renders from them; never the thread id."""
         if self._identity is None:
             self._identity = self.provider.cache_identity()
@@ -118,7 +118,7 @@ class ProviderCaller:
         """Answer from the cache when allowed, else call (with limits, time-out and retries).
         `stats`, when given, counts this call's requests too (one conversation's share); `prepare`, when
         given, is awaited before a live call (never before a cached answer): a conversation's setup and
-        seeding (SPEC §24)."""
+        seeding (docs/en/state.md)."""
         counters = [self.stats] + ([stats] if stats is not None else [])
         key = self.key(messages, context, extra) if self.cache is not None else ""
         # local code: its entry holds the files it read, and is used only while they are unchanged
@@ -204,7 +204,7 @@ class ProviderCaller:
             if exc.rate_limited and self.retries and adaptive is not None and adaptive.answered > answers and (
                     exc.retry_after is None or exc.retry_after <= self.max_retry_wait):
                 # the provider answered other calls since this one's last try: it met a full quota, not a dead
-                # one, and waits its turn again without using up a retry (SPEC §23: no errors under a limit)
+                # one, and waits its turn again without using up a retry (docs/en/rate-limits.md: no errors under a limit)
                 answers = adaptive.answered
                 for c in counters:
                     c.retries += 1

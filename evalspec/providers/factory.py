@@ -128,7 +128,7 @@ class ProviderPool:
             from evalspec.providers.judge import make_judge
 
             judge = self._judges[key] = make_judge(self.get(spec, suite), spec.config.get("max_tokens"))
-            if spec.config.get("batch"):  # SPEC §23: a conversation's judged checks in one call
+            if spec.config.get("batch"):  # docs/en/rate-limits.md: a conversation's judged checks in one call
                 from evalspec.providers.judge import BATCHING
 
                 BATCHING.add(judge)

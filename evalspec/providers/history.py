@@ -74,7 +74,7 @@ def exchanges(messages: list[ChatMessage]) -> list[list[ChatMessage]]:
 
 
 def split_current(messages: list[ChatMessage]) -> tuple[list[ChatMessage], list[ChatMessage]]:
-    """(the exchanges before this turn, this turn: its user message and its tool rounds so far, SPEC §13)."""
+    """(the exchanges before this turn, this turn: its user message and its tool rounds so far, docs/en/agents.md)."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages) - 1)
     return messages[:last_user], messages[last_user:]
 
@@ -119,7 +119,7 @@ class StrategyUsage:
 
     def charge(self, upto: Fold, since: Fold | None) -> None:
         """The folds after `since` up to `upto`, made for another conversation, charged to this one: counted
-        as cached calls, their tokens and cost added (SPEC §17: a shared strategy call is charged to each)."""
+        as cached calls, their tokens and cost added (docs/en/rule-self-tests.md#verdicts-that-hold: a shared strategy call is charged to each)."""
         self.cached_calls += upto.steps - (since.steps if since else 0)
         self.prompt_tokens += upto.prompt_tokens - (since.prompt_tokens if since else 0)
         self.completion_tokens += upto.completion_tokens - (since.completion_tokens if since else 0)

@@ -2,7 +2,7 @@
 
 url, headers and body are templates (`{{ message }}`, `{{ thread_id }}`, `{{ messages }}`, suite vars);
 `response` is a JMESPath into the JSON reply (a list of texts is joined by a newline); `state` and
-`parts` JMESPaths read the bot's state and the turn's messages (SPEC §24), `finish_reason` why the
+`parts` JMESPaths read the bot's state and the turn's messages (docs/en/state.md), `finish_reason` why the
 model behind it stopped. `stateful: true` sends only the new message with a
 thread id stable within one conversation; otherwise the whole history goes as `messages`.
 """
@@ -72,7 +72,7 @@ class HttpProvider:
         thread_id = context.thread_id if thread_id is None else thread_id
         variables = {**self.vars, **context.vars, "message": message, "thread_id": thread_id,
                      "messages": messages, "turn": context.turn,
-                     "state": context.state if context.state is not None else {}}  # the test's seed (SPEC §24)
+                     "state": context.state if context.state is not None else {}}  # the test's seed (docs/en/state.md)
         try:
             url = str(render_value(self.http["url"], variables))
             headers = {str(k): str(render_value(v, variables)) for k, v in (self.http.get("headers") or {}).items()}
@@ -131,7 +131,7 @@ class HttpProvider:
                                       parts=parts, finish_reason=normalize_finish_reason(finish)), text, self.id, why)
 
     def _read_path(self, response: httpx.Response, key: str, expr: Any) -> Any:
-        """What the `state:` / `parts:` / `finish_reason:` JMESPath finds, read like `response:` (SPEC §17,
+        """What the `state:` / `parts:` / `finish_reason:` JMESPath finds, read like `response:` (docs/en/rule-self-tests.md#verdicts-that-hold,
         §24): the object holding its last key must be there (else an error naming the path); the key
         itself may be absent (None: this turn has none)."""
         if expr is None:
@@ -251,7 +251,7 @@ HTTP_SCHEMA: dict[str, object] = {
         "stateful": {"type": "boolean"},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "tool_calls": {"type": "string", "description": "JMESPath to the tool calls the bot reports"},
-        "state": {"type": "string", "description": "JMESPath to the bot's state after the turn (SPEC §24)"},
+        "state": {"type": "string", "description": "JMESPath to the bot's state after the turn (docs/en/state.md)"},
         "parts": {"type": "string", "description": "JMESPath to the turn's messages {text, buttons, image, custom}"},
         "finish_reason": {"type": "string", "description": "JMESPath to why the model stopped "
                                                            "(stop, length, content_filter, tool_calls)"},

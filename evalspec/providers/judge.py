@@ -17,7 +17,7 @@ from evalspec.providers.answers import Shown, read_answer
 from evalspec.providers.calls import ProviderCaller
 from evalspec.providers.structured import JUDGE_MAX_TOKENS, call_structured, call_usage, verdict_schema
 
-BATCHING: weakref.WeakSet[Any] = weakref.WeakSet()  # the judges made with `judge: {batch: true}` (SPEC §23)
+BATCHING: weakref.WeakSet[Any] = weakref.WeakSet()  # the judges made with `judge: {batch: true}` (docs/en/rate-limits.md)
 
 
 PASS_SCHEMA = verdict_schema("pass", {"type": "boolean"})

@@ -74,7 +74,7 @@ LIMITED: dict[str, AdaptiveLimit] = {}
 
 
 class AdaptiveLimit:
-    """A provider's in-flight limit, adapted to its answers (SPEC §23, AIMD): a 429/503 halves it (not below
+    """A provider's in-flight limit, adapted to its answers (docs/en/rate-limits.md, AIMD): a 429/503 halves it (not below
     1; once per round: answers to calls started before the last cut do not cut again), as many successes in a
     row as the limit grows it by one, up to `ceiling`. A `Retry-After` pauses every call of the provider.
 

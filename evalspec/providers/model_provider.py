@@ -333,7 +333,7 @@ def build_model(spec: ProviderSpec, suite: SuiteView) -> ModelProvider:
     from evalspec.providers.tool_rounds import load_tools
 
     own = load_tools(spec.config.get("tools"), suite.path.parent)
-    tools = [*(own or []), *(t.definition() for t in suite.tools)] or None  # the suite's too (docs/en/world.md#tools)
+    tools = [*(own or []), *(t.definition() for t in suite.tools)] or None  # the suite's too (docs/en/world.md#the-world-and-the-tools)
     return ModelProvider(spec.id, spec.config, suite.vars, tools=tools, test_vars=test_var_names(suite))
 
 

@@ -87,7 +87,7 @@ class PythonProvider:
 
 def named_results(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The history with each `role: tool` message named by the call it answers (`name`), as a python agent
-    reads the results of its calls (docs/en/world.md#tools)."""
+    reads the results of its calls (docs/en/world.md#the-world-and-the-tools)."""
     if not any(m.get("role") == "tool" for m in messages):
         return list(messages)  # no tool results to name (nearly every turn): the same list, afresh
     names = {c["id"]: c["function"]["name"] for m in messages if m.get("role") == "assistant"
@@ -128,7 +128,7 @@ def to_response(result: Any, latency: float, where: str) -> ProviderResponse:
     usage = result.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     metadata = result.get("metadata")
-    state = result.get("state")  # the bot's own state after the turn (SPEC §24)
+    state = result.get("state")  # the bot's own state after the turn (docs/en/state.md)
     if state is not None and not isinstance(state, dict):
         raise ProviderError(f"{where} returned 'state' as {type(state).__name__}; expected a dict")
     parts = result.get("parts")

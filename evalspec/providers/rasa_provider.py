@@ -1,4 +1,4 @@
-"""`rasa: {url, token}` — a Rasa assistant through its REST channel and tracker API (SPEC §24).
+"""`rasa: {url, token}` — a Rasa assistant through its REST channel and tracker API (docs/en/state.md).
 
 Each turn is `POST {url}/webhooks/rest/webhook` `{sender: thread_id, message, metadata}`; the answer is a
 list of messages (the reply: their texts joined by a newline; the parts: each with its buttons, image and
@@ -73,7 +73,7 @@ class RasaProvider:
         return f"/conversations/{quote(thread_id, safe='')}/tracker"
 
     async def seed(self, context: CallContext) -> None:
-        """The test's `state:` slots, as `slot` events before turn 1 (SPEC §24)."""
+        """The test's `state:` slots, as `slot` events before turn 1 (docs/en/state.md)."""
         slots = (context.state or {}).get("slots")
         if isinstance(slots, dict) and slots:
             events = [{"event": "slot", "name": str(name), "value": value} for name, value in slots.items()]
@@ -100,7 +100,7 @@ class RasaProvider:
 
 
 def tracker_state(tracker: Mapping[str, object]) -> dict[str, object]:
-    """The state SPEC §24 reads from a Rasa tracker: every key present, "this turn" the events after the
+    """The state docs/en/state.md reads from a Rasa tracker: every key present, "this turn" the events after the
     last `user` event."""
     written = tracker.get("events")
     events = [e for e in written if isinstance(e, dict)] if isinstance(written, list) else []

@@ -1,8 +1,8 @@
 """Structured output for the calls evalspec makes on its own behalf (judge, second opinion, simulated user,
-attacker, context strategies): SPEC §11 and §20.
+attacker, context strategies): docs/en/judges.md#how-a-verdict-is-reached and §20.
 
 Each such call carries `max_tokens` and asks for the answer's JSON Schema in the first form the model
-accepts, trying in order (SPEC §20):
+accepts, trying in order (docs/en/real-models.md):
 
     json_schema         `response_format: {type: json_schema, json_schema: {name, schema, strict}}` (OpenAI, vLLM)
     json_object+schema  `response_format: {type: json_object, schema: ...}` (llama-cpp-python's server, older vLLM)
@@ -176,7 +176,7 @@ def _probe_lock(key: str) -> asyncio.Lock:
 
 def call_usage(response: ProviderResponse) -> dict[str, Any]:
     """One call's `{tokens, cost, cached}` (and `cached_tokens` when the provider's prompt cache served some:
-    SPEC §23), as the judge figures count it (`results.record.judge_figures`)."""
+    docs/en/rate-limits.md), as the judge figures count it (`results.record.judge_figures`)."""
     usage: dict[str, Any] = {"tokens": response.tokens, "cost": response.cost, "cached": response.cached}
     if response.cached_tokens is not None:
         usage["cached_tokens"] = response.cached_tokens

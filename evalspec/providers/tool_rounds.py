@@ -1,4 +1,4 @@
-"""Agents: tool calls inside one user turn (docs/en/agents.md, docs/en/world.md#tools).
+"""Agents: tool calls inside one user turn (docs/en/agents.md, docs/en/world.md#the-world-and-the-tools).
 
 A `model:` provider's tool calls are answered by evalspec from the suite's `tools:` and `tool_results`
 and the model is called again, up to `max_tool_rounds` rounds, unless it sets `answer_tool_calls: false`;
@@ -343,7 +343,7 @@ def unanswered_turn(messages: list[Message]) -> int | None:
 def _tool_message(call: ToolCall, content: str, turn: int, error: str | None = None) -> Message:
     message: Message = {"role": "tool", "content": content, "turn": turn, "tool_call_id": call["id"],
                         "name": call["name"], "latency_ms": None, "tokens": None, "cost": None}
-    if error is not None:  # the handler raised: the agent got {"error": ...} (docs/en/world.md#tools)
+    if error is not None:  # the handler raised: the agent got {"error": ...} (docs/en/world.md#the-world-and-the-tools)
         message["error"] = error
     return message
 

@@ -1,4 +1,4 @@
-"""Answering a call of one of the suite's `tools:` against the conversation's world (docs/en/world.md#tools).
+"""Answering a call of one of the suite's `tools:` against the conversation's world (docs/en/world.md#the-world-and-the-tools).
 
 `python: FILE.py:fn` is called as fn(args, world) off the event loop, under the call time-out: its
 return value is the result (sent as JSON) and it may change `world`, the conversation's own deep copy.

@@ -1,4 +1,4 @@
-"""The attack table (SPEC §16) in every report: success rate per red line × strategy × provider."""
+"""The attack table (docs/en/attacks.md) in every report: success rate per red line × strategy × provider."""
 
 from __future__ import annotations
 

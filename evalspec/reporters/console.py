@@ -76,7 +76,7 @@ class ConsoleReporter:
         with speaking(self.lang):
             shown = [f"[{STYLE[c]}]{n} {words(c)}[/]" for c, n in self.counts.items()
                      if n or c in ("passed", "failed", "error")]
-            limited = "".join(f" · {escape(one_line(a.shown()))}" for a in LIMITED.values())  # SPEC §23
+            limited = "".join(f" · {escape(one_line(a.shown()))}" for a in LIMITED.values())  # docs/en/rate-limits.md
             return " ".join(shown) + words("live_stats", calls=self.calls, cached=self.cached, tokens=self.tokens,
                                            cost=f"{self.cost:.4f}") + limited
 
@@ -211,7 +211,7 @@ def summary_table(run: RunData) -> Table:
 
 
 def metrics_table(metrics: list[Metric]) -> Table:
-    """The `metric:` scoreboard (SPEC §9)."""
+    """The `metric:` scoreboard (docs/en/reports-and-gate.md#outputs)."""
     table = Table(title=words("metrics_title"), box=box.SIMPLE_HEAD, show_lines=False)
     for i, col in enumerate(metric_columns()):
         table.add_column(col, no_wrap=i < 3, justify="right" if i >= 3 else "left")
@@ -222,14 +222,14 @@ def metrics_table(metrics: list[Metric]) -> Table:
 
 def print_summary(console: Console, run: RunData, paths: dict[str, str], quiet: bool = False,
                   lang: str | None = None, max_failures: int = MAX_FAILURES) -> None:
-    """The run's summary in `lang` (None: the run's own language, SPEC §21)."""
+    """The run's summary in `lang` (None: the run's own language, docs/en/reports-and-gate.md#language)."""
     run = ensure_current(run)
     with speaking(choose_lang(run, lang)):
         _print_summary(console, run, paths, quiet, max_failures)
 
 
 def print_blocking(console: Console, run: RunData, limit: int = MAX_FAILURES) -> None:
-    """What blocks the release, first (SPEC §21): critical failures, missed SLAs, gated regressions."""
+    """What blocks the release, first (docs/en/reports-and-gate.md#language): critical failures, missed SLAs, gated regressions."""
     items = blocking_listed(run, limit)
     if not items:
         return

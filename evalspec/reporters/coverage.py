@@ -1,4 +1,4 @@
-"""The coverage matrix on screen (SPEC §25): `evalspec coverage` as text and Markdown, and the matrix of
+"""The coverage matrix on screen (docs/en/coverage.md): `evalspec coverage` as text and Markdown, and the matrix of
 a run in the HTML and Markdown reports (with the run's pass rate per cell)."""
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ def curves_section(run: RunData) -> Markup:
 
 def pass_k_section(run: RunData) -> Markup:
     """pass^k and pass@k for k = 1..m (run.json `summary.pass_hat_k`, `summary.pass_at_k`) as one chart with
-    their values in a table (docs/en/statistics.md#pass-k); nothing when no test repeated."""
+    their values in a table (docs/en/statistics.md); nothing when no test repeated."""
     summary = run.get("summary") or {}
     hat, at = list(summary.get("pass_hat_k") or []), list(summary.get("pass_at_k") or [])
     if not hat and not at:

@@ -52,7 +52,7 @@ def headline(diff: Baseline) -> str:
 
 def headline_parts(rows: list[BaselineRow]) -> list[str]:
     """`2 regressed · 1 fixed · 4 measured points changed`: gated changes by kind, curve points apart (they
-    gate only through their SLA, SPEC §21)."""
+    gate only through their SLA, docs/en/reports-and-gate.md#language)."""
     gated = [r for r in rows if not r.get("measured")]
     parts = [f"{n} {words(k)}" for k in CATEGORIES if (n := sum(1 for r in gated if r["category"] == k))]
     measured = sum(1 for r in rows if r.get("measured") and r["category"] != "unchanged")

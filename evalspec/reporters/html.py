@@ -266,9 +266,9 @@ FULL_PASSING = 1000  # a large run embeds every failing conversation, and the fi
 
 
 def render_html(run: RunData, html_all: bool = False, lang: str | None = None) -> str:
-    """The self-contained report in `lang` (None: the run's own language, SPEC §21). Beyond the first
+    """The self-contained report in `lang` (None: the run's own language, docs/en/reports-and-gate.md#language). Beyond the first
     FULL_PASSING conversations that did not fail, a conversation is summarised (id, score) unless
-    `html_all` (SPEC §15: `--html-all`)."""
+    `html_all` (docs/en/scale-and-ray.md: `--html-all`)."""
     return "".join(html_parts(run, html_all, lang))
 
 

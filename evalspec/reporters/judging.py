@@ -1,4 +1,4 @@
-"""Report sections of SPEC §11, from run.json alone: the judge's second opinion on rules (`judge_review`,
+"""Report sections of docs/en/judges.md#how-a-verdict-is-reached, from run.json alone: the judge's second opinion on rules (`judge_review`,
 a flagged type first) and failures grouped by attribution. Each reporter calls one function here."""
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def failure_text(record: Record) -> str:
 
 def transcript_text(record: Record) -> str:
     """Each message as `[role turn] content`; a click turn says so, and a turn with state or buttons has
-    its state line under it (SPEC §24)."""
+    its state line under it (docs/en/state.md)."""
     transcript = record["transcript"]
     shown = state.turn_states(transcript)
     lines = []
@@ -62,7 +62,7 @@ def transcript_text(record: Record) -> str:
 
 
 def _skip_reason(r: Record, gated_drafts: bool) -> str | None:
-    """Measured points, xfailed tests and drafts are `<skipped>`, with the reason (SPEC §9)."""
+    """Measured points, xfailed tests and drafts are `<skipped>`, with the reason (docs/en/reports-and-gate.md#outputs)."""
     status = r["status"]
     if status == "error":
         return None
@@ -107,7 +107,7 @@ def _sla_case(el: ET.Element, sla: Sla) -> str:
     if sla["status"] == "missed":
         ET.SubElement(case, "failure", message=clean(words("sla_missed_msg", text=sla["text"]))).text = clean(sla["text"])
         return "failures"
-    if sla["status"] == "no data":  # gates like an error (SPEC §17)
+    if sla["status"] == "no data":  # gates like an error (docs/en/rule-self-tests.md#verdicts-that-hold)
         ET.SubElement(case, "error", message=clean(words("sla_no_data_msg", text=sla["text"]))).text = clean(sla["text"])
         return "errors"
     ET.SubElement(case, "system-out").text = clean(words("sla_met_msg", text=sla["text"]))
@@ -115,7 +115,7 @@ def _sla_case(el: ET.Element, sla: Sla) -> str:
 
 
 def build_junit(run: RunData, lang: str | None = None) -> ET.Element:
-    """The JUnit tree; its messages in `lang` (None: the run's own language, SPEC §21)."""
+    """The JUnit tree; its messages in `lang` (None: the run's own language, docs/en/reports-and-gate.md#language)."""
     run = ensure_current(run)
     with speaking(choose_lang(run, lang)):
         return _build(run)

@@ -1,4 +1,4 @@
-"""A Markdown summary for PR comments and `$GITHUB_STEP_SUMMARY` (SPEC §9).
+"""A Markdown summary for PR comments and `$GITHUB_STEP_SUMMARY` (docs/en/reports-and-gate.md#outputs).
 
 Text from the system under test is neutralised: HTML tags and `@mentions` cannot act in a comment.
 The whole text stays under GitHub's comment limit; long lists are cut with a count of what was left out.
@@ -95,7 +95,7 @@ def _failures(run: RunData, limit: int) -> list[list[str]]:
 
 def render_markdown(run: RunData, env: Mapping[str, str] | None = None, lang: str | None = None,
                     max_failures: int = MAX_FAILURES) -> str:
-    """The summary in `lang` (None: the run's own language, SPEC §21), listing at most `max_failures`
+    """The summary in `lang` (None: the run's own language, docs/en/reports-and-gate.md#language), listing at most `max_failures`
     failing verdicts and how many more there are (docs/en/scale-and-ray.md#memory)."""
     run = ensure_current(run)
     with speaking(choose_lang(run, lang)):
@@ -103,7 +103,7 @@ def render_markdown(run: RunData, env: Mapping[str, str] | None = None, lang: st
 
 
 def _blocking_lines(run: RunData, limit: int) -> list[str]:
-    """What blocks the release, right under the headline (SPEC §21)."""
+    """What blocks the release, right under the headline (docs/en/reports-and-gate.md#language)."""
     items = blocking_listed(run, limit)
     return ["", f"### ⛔ {words('blocks_release')}", "", *[f"- {md(item)}" for item in items]] if items else []
 

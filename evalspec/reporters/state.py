@@ -1,4 +1,4 @@
-"""The bot's own state in reports (SPEC §24): small pure functions over run.json's transcript.
+"""The bot's own state in reports (docs/en/state.md): small pure functions over run.json's transcript.
 
 Under each assistant turn that has `state`, a report shows the slots that changed since the previous state
 (old → new; the `slots` mapping when the state has one, else the top-level keys), the notable keys

@@ -1,4 +1,4 @@
-"""Tool calls and teardowns in reports (SPEC §13): small render functions the reporters call.
+"""Tool calls and teardowns in reports (docs/en/agents.md): small render functions the reporters call.
 
 HTML shows each call as a compact card (name, arguments, result) under the assistant message that
 made it; Markdown and JUnit failure text list the calls of the failing turn. All read run.json only.

@@ -1,4 +1,4 @@
-"""Trends across runs (SPEC §10): pass rate per suite and per metric, half-life per curve, over runs in
+"""Trends across runs (docs/en/reports-and-gate.md#regressions-against-a-baseline): pass rate per suite and per metric, half-life per curve, over runs in
 time order, as one self-contained HTML page with inline SVG charts (no script, no network)."""
 
 from __future__ import annotations

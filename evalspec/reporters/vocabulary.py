@@ -1,6 +1,6 @@
 """The words and figures every report shares, written once: verdict counts, pass rate, the gate
 headline, curve and SLA lines, the failing verdicts. Console, HTML, Markdown and JUnit render these,
-so their counts cannot disagree (SPEC §9)."""
+so their counts cannot disagree (docs/en/reports-and-gate.md#outputs)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def milestones_text(milestones: list[Mapping[str, Any]]) -> str:
 
 def at_turn_text(at: Mapping[str, Any]) -> str:
     """`turn 3: fails 7/10 given this history (40–89 %)`: a record's replay at its failing turn
-    (docs/en/statistics.md#replay-at-the-failing-turn), `derailed earlier` when it never failed again."""
+    (docs/en/statistics.md#replay-at-the-failing-turn-rerun-at-turn), `derailed earlier` when it never failed again."""
     turn, times, failed, ci = at.get("turn"), int(at.get("times") or 0), int(at.get("failed") or 0), at.get("ci")
     errors = int(at.get("errors") or 0)
     if not times or not isinstance(ci, list):
@@ -146,7 +146,7 @@ METRIC_COLUMNS = ("metric", "suite", "provider", "mean score", "share of tests p
 def metric_cells(m: Metric) -> list[str]:
     """One `summary.metrics` row as the scoreboard shows it: the mean score of the metric's checks beside
     the share of verdicts (test × provider, repeats combined) that passed every one of them, out of those
-    that reached one — two different figures, each labelled (SPEC §17)."""
+    that reached one — two different figures, each labelled (docs/en/rule-self-tests.md#verdicts-that-hold)."""
     share = format_rate(m["passed"], m["total"]) if m["total"] else "—"  # with its 95 % interval (statistics.md)
     return [str(m["metric"]), str(m["suite"]), str(m["provider"]),
             "—" if m["mean"] is None else f"{m['mean']:.2f}", share]
@@ -196,7 +196,7 @@ def curve_text(c: Curve) -> str:
     pts = ", ".join(f"{p['value']}: {p['mean']:.2f}" if p["mean"] is not None else f"{p['value']}: —"
                     for p in c["points"])
     parts = [words("curve_points", variable=c["variable"], points=pts)]
-    terms = c.get("describe") or ["half_life", "failure_point"]  # a curve's `summary:` term only (SPEC §17)
+    terms = c.get("describe") or ["half_life", "failure_point"]  # a curve's `summary:` term only (docs/en/rule-self-tests.md#verdicts-that-hold)
     if "half_life" in terms:
         parts.append(words("half_life", v=c["half_life"]) if c["half_life"] is not None
                      else words("half_life_none"))
@@ -305,7 +305,7 @@ def _who(v: RunVerdict | BaselineRow) -> str:
 
 
 def blocking(run: RunData) -> list[str]:
-    """What blocks the release, in the report's language (SPEC §21): critical failures, missed SLAs, gated
+    """What blocks the release, in the report's language (docs/en/reports-and-gate.md#language): critical failures, missed SLAs, gated
     regressions, then the gate's other reasons (pass rate, errors) — from the run's data, not from the
     English sentences of `gate.reasons`. A suite gated on regressions is blocked only by what got worse."""
     gate = run["gate"]
@@ -393,7 +393,7 @@ def held_blocks(run: RunData, suite_gate: GateSuite) -> list[str]:
 
 
 def state_changes(run: RunData) -> list[tuple[str, RunVerdict | BaselineRow]]:
-    """Tests that changed state (SPEC §21): xpassed (remove the xfail?), drafts that fail, new errors."""
+    """Tests that changed state (docs/en/reports-and-gate.md#language): xpassed (remove the xfail?), drafts that fail, new errors."""
     out: list[tuple[str, RunVerdict | BaselineRow]] = [
         ("state_xpassed", v) for v in run["verdicts"] if v["category"] == "xpassed"]
     out += [("state_draft", v) for v in run["verdicts"] if v["category"] == "drafts" and v["status"] in ("failed", "error")]

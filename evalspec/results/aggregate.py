@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from evalspec.results import verdict as reduction  # SPEC §19 `reduce:`
+from evalspec.results import verdict as reduction  # docs/en/recorded-conversations.md `reduce:`
 from evalspec.results.agreement import jury_summary
 from evalspec.results.attacks import attack_summary
 from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
@@ -103,7 +103,7 @@ def sla_text(curve: Curve | Mapping[str, Any], sla: CurveSla) -> str:
 def metrics(records: Sequence[Record]) -> list[Metric]:
     """The `metric:` scoreboard per suite × provider × metric: the mean score of its checks, and how many
     verdicts (test instance × provider, repeats combined by the test's rule) passed every check of that
-    metric, out of those that reached a verdict on it — counted like every other summary figure (SPEC §9)."""
+    metric, out of those that reached a verdict on it — counted like every other summary figure (docs/en/reports-and-gate.md#outputs)."""
     scores: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     repeats: dict[tuple[str, str, str], dict[str, list[Repeat]]] = defaultdict(dict)
     for r in records:
@@ -156,7 +156,7 @@ def summary(records: Sequence[Record], vs: list[Verdict], slas: list[Sla]) -> Su
 
 def judge_totals(parts: Iterable[Mapping[str, Any]], into: Mapping[str, Any] | None = None) -> JudgeTotals:
     """The summary's `judge_calls`, `judge_tokens` and `judge_cost`: those of `parts` (records, second-opinion
-    items), added to the figures already `into` a summary when given (SPEC §17)."""
+    items), added to the figures already `into` a summary when given (docs/en/rule-self-tests.md#verdicts-that-hold)."""
     base = into or {}
     calls, tokens, cost = int(base.get("judge_calls") or 0), int(base.get("judge_tokens") or 0), \
         float(base.get("judge_cost") or 0.0)
@@ -168,7 +168,7 @@ def judge_totals(parts: Iterable[Mapping[str, Any]], into: Mapping[str, Any] | N
 
 
 def rate_limited(records: Sequence[Record]) -> dict[str, int]:
-    """The 429/503 answers of the run, by provider id (SPEC §23): each conversation's, its judge's included."""
+    """The 429/503 answers of the run, by provider id (docs/en/rate-limits.md): each conversation's, its judge's included."""
     total: dict[str, int] = {}
     for r in records:
         for provider, n in (r.get("rate_limited") or {}).items():

@@ -1,4 +1,4 @@
-"""Attack success rates (SPEC §16): per red line × strategy × provider, from run.json records alone."""
+"""Attack success rates (docs/en/attacks.md): per red line × strategy × provider, from run.json records alone."""
 
 from __future__ import annotations
 

@@ -68,14 +68,14 @@ def _outcome(status: str | None) -> str | None:
 
 
 def category(base: str | None, head: str | None) -> RowCategory:
-    """SPEC §10's categories, from -> to (statuses already reduced by `_outcome`)."""
+    """docs/en/reports-and-gate.md#regressions-against-a-baseline's categories, from -> to (statuses already reduced by `_outcome`)."""
     if head == "error":
         return "new error"
     if base is None:
         return "new" if head is None else "new failing" if head == "failed" else "new"
     if head is None:
         return "removed"
-    if base == "error":  # SPEC §17: a failure after a base that reached no verdict is not a recovery
+    if base == "error":  # docs/en/rule-self-tests.md#verdicts-that-hold: a failure after a base that reached no verdict is not a recovery
         return NO_BASE_VERDICT if head == "failed" else "recovered"
     moved: dict[tuple[str, str], RowCategory] = {("passed", "failed"): "regressed", ("failed", "passed"): "fixed",
                                                  ("failed", "failed"): "still failing"}
@@ -119,7 +119,7 @@ def _side(records: list[Record] | None, rule: str | float) -> Side | None:
 
 
 def newly_critical(base: Side | None, head: Side | None) -> list[str]:
-    """The head's failed critical rules that did not also fail in the matched base verdict (SPEC §17)."""
+    """The head's failed critical rules that did not also fail in the matched base verdict (docs/en/rule-self-tests.md#verdicts-that-hold)."""
     if head is None or not reaches_gate(head):
         return []
     known = set(base["critical_rules"]) if base is not None else set()
@@ -241,7 +241,7 @@ def blocking_reasons(diff: Baseline | Mapping[str, Any], suite: str | None = Non
     (`each=False`) a regressed test does not block by itself, a critical rule newly failed still does."""
     mine = [r for r in diff["rows"] if suite is None or r["suite"] == suite_key(suite)]
     reasons = [f"{r['category']}: {r['test_id']} @ {r['provider']}" for r in mine if each and r["blocking"]]
-    # `flaky` never excuses a critical failure (SPEC §17)
+    # `flaky` never excuses a critical failure (docs/en/rule-self-tests.md#verdicts-that-hold)
     reasons += [f"critical assertion newly failed: {r['test_id']} @ {r['provider']}"
                 for r in mine if critical and r["critical_new"] and not (each and r["blocking"])]
     reasons += [f"SLA newly missed: {c['test']} @ {c['provider']}: at {x['at']} min {x['min_score']}"

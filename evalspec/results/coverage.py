@@ -1,4 +1,4 @@
-"""What a suite covers: the coverage matrix (SPEC §25).
+"""What a suite covers: the coverage matrix (docs/en/coverage.md).
 
 A suite's `coverage:` declares dimensions and their values; a test covers a value when its `covers:`
 says so, when one of its turn labels or tags equals the value, or (per instance) when a matrix key
@@ -187,7 +187,7 @@ def below(result: Mapping[str, Any], minimum: int) -> list[Below]:
 
 def gated_rules(suites: Iterable[Suite]) -> list[GatedRule]:
     """Each rule of the gated (non-draft, non-xfail, non-curve) tests as written: the tests it runs on and
-    whether it has `examples:` (SPEC §18)."""
+    whether it has `examples:` (docs/en/rule-self-tests.md)."""
     rules: dict[tuple[str, Any], GatedRule] = {}
     tests: dict[tuple[str, Any], set[str]] = {}  # the tests each rule runs on
     for suite in suites:
@@ -208,7 +208,7 @@ def gated_rules(suites: Iterable[Suite]) -> list[GatedRule]:
 
 
 def state_seen(records: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """The distinct state values of the assistant messages (SPEC §24: intent, active_flow, flows_*,
+    """The distinct state values of the assistant messages (docs/en/state.md: intent, active_flow, flows_*,
     actions, utterances), in the order first seen; keys never present are left out."""
     seen: dict[str, dict[str, None]] = {}
     for r in records:

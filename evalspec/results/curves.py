@@ -96,7 +96,7 @@ def stable_until(points: list[CurvePoint], slas: list[SlaSpec]) -> Any:
 
 def sample_floor(value: Any, slas: list[SlaSpec]) -> float:
     """The score below which a sample at `value` fails: the minimum of the SLA covering it (the
-    narrowest), else 0.5 — the one definition the failure point and SLAs share (SPEC §17)."""
+    narrowest), else 0.5 — the one definition the failure point and SLAs share (docs/en/rule-self-tests.md#verdicts-that-hold)."""
     x = as_number(value)
     covering = sorted((s for s in slas if x is not None and x <= s["at"]), key=lambda s: s["at"])
     return float(covering[0]["min_score"]) if covering else 0.5
@@ -141,7 +141,7 @@ def curves(records: Sequence[Record]) -> list[Curve]:
         for sla in recs[0].get("sla") or []:
             covered = covered_points(points, sla["at"])
             missed = [p["value"] for p in covered if p["mean"] is not None and p["mean"] < sla["min_score"]]
-            # no data when a point it covers has no scored sample (all errored), or it covers none (SPEC §17)
+            # no data when a point it covers has no scored sample (all errored), or it covers none (docs/en/rule-self-tests.md#verdicts-that-hold)
             unscored = [p["value"] for p in points if p["mean"] is None
                         and (x := as_number(p["value"])) is not None and x <= sla["at"]]
             slas.append({"at": sla["at"], "min_score": sla["min_score"],

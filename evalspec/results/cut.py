@@ -1,4 +1,4 @@
-"""Replies stored cut (`options.max_reply_chars`) keep the verdicts reached on the whole reply (SPEC §17,
+"""Replies stored cut (`options.max_reply_chars`) keep the verdicts reached on the whole reply (docs/en/rule-self-tests.md#verdicts-that-hold,
 "`grade` sees what `run` saw").
 
 `run` grades whole replies, then stores each long one cut, with its full length (`original_chars`) and

@@ -58,7 +58,7 @@ class Finding:
     error: str | None = None
     excerpts: list[Excerpt] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
-    description: str = ""  # the rule's `description:`: why it exists (SPEC §21)
+    description: str = ""  # the rule's `description:`: why it exists (docs/en/reports-and-gate.md#language)
     reason_zh: str | None = None  # the reason in Chinese (run.json's `reason_zh`; absent in older runs)
 
 

@@ -1,10 +1,10 @@
-"""The gate (SPEC §1, §8, §10, §17): ONE owner of the exit code, whether it passed and why.
+"""The gate (docs/en/reference/cli.md, §8, §10, §17): ONE owner of the exit code, whether it passed and why.
 
 `decide` reaches the usual gate from the verdicts: per suite its pass rate against `min_pass_rate` (with
 `gate.use_corrected`, corrected for the judge's errors on the labels: `gated_rate`,
 docs/en/reports-and-gate.md#corrected-pass-rate), a critical assertion that failed, an SLA missed; errors
 beyond `max_errors`, an SLA without data and a run with no gated verdict exit 3 unless something failed. `GateDecision.with_baseline` is the regressions
-gate (SPEC §10): with a baseline, "no regression" replaces the pass-rate check of the suites gated on
+gate (docs/en/reports-and-gate.md#regressions-against-a-baseline): with a baseline, "no regression" replaces the pass-rate check of the suites gated on
 regressions — `regressed`, `new failing`, an SLA newly missed or a critical assertion that newly failed
 exit 1; failures the baseline already had are shown but do not block; exit 3 for errors still applies.
 Without a baseline the usual gate runs, and the run says so.
@@ -87,7 +87,7 @@ class SuiteGate:
 
 @dataclass(frozen=True)
 class GateDecision:
-    """The gate of a run: passed (exit 0) or not, its exit code (SPEC §1) and its reasons, per suite too."""
+    """The gate of a run: passed (exit 0) or not, its exit code (docs/en/reference/cli.md) and its reasons, per suite too."""
 
     passed: bool
     exit_code: int
@@ -222,7 +222,7 @@ def bound_text(line: Mapping[str, Any]) -> tuple[bool, str]:
 
 
 def exit_code(failed: bool, errors: bool) -> int:
-    """SPEC §1: 1 when the gate failed, else 3 when errors left it without a verdict, else 0."""
+    """docs/en/reference/cli.md: 1 when the gate failed, else 3 when errors left it without a verdict, else 0."""
     return int(ExitCode.GATE_FAILED if failed else ExitCode.TOO_MANY_ERRORS if errors else ExitCode.OK)
 
 
@@ -289,7 +289,7 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
                 if not ok:
                     held.append(f"red line over max_rate: {text}")
         reasons += held
-        # SPEC §17: an SLA without data gates like an error (exit 3 unless something failed)
+        # docs/en/rule-self-tests.md#verdicts-that-hold: an SLA without data gates like an error (exit 3 unless something failed)
         no_data = [f"{x['id']}: {x['text']}" for x in mine_slas if x["status"] == "no data"]
         too_many_errors = errors > s["max_errors"]
         per_suite.append(SuiteGate(s["path"], passed, failed, errors, rate, min_rate, s["max_errors"], not reasons,
@@ -302,7 +302,7 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
     failures = [f"{p.suite}: {r}" for p in per_suite for r in p.reasons]
     if fail_under is not None and overall is not None and overall < fail_under:
         failures.append(f"run pass rate {overall:.2%} < --fail-under {fail_under:.2%}")
-    # SPEC §8, §26: whatever max_errors says; nothing checked is not a pass
+    # docs/en/reports-and-gate.md#errors-and-failures, §26: whatever max_errors says; nothing checked is not a pass
     no_verdict = overall is None and all_errors + all_skipped > 0
     why = ["no gated verdict was reached: " + ", ".join(
         f"{n} {word}{'s' if n != 1 and word == 'error' else ''}"

@@ -201,7 +201,7 @@ def write_manifest(suites: list[Any], run_dir: Path, invocation: Mapping[str, An
 
 def invocation_of(cli_vars: Mapping[str, Any], filter_: str | None, tags: list[str], providers: list[str],
                   repeat: int | None, simulators: list[str] | None = None) -> dict[str, object]:
-    """What of a run's command line decides its plan and replies (SPEC §17: a resume must repeat it)."""
+    """What of a run's command line decides its plan and replies (docs/en/rule-self-tests.md#verdicts-that-hold: a resume must repeat it)."""
     digest = {k: hashlib.sha256(json.dumps(v, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:16]
               for k, v in cli_vars.items()}
     return {"var": digest, "filter": filter_, "tag": sorted(tags), "provider": sorted(providers), "repeat": repeat,

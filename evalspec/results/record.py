@@ -83,9 +83,9 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
     }
     if instance.simulator is not None:  # docs/en/agents.md#comparing-two-simulators
         record["simulator"] = instance.simulator.id
-    if test.reduce:  # the instances are one verdict (SPEC §19)
+    if test.reduce:  # the instances are one verdict (docs/en/recorded-conversations.md)
         record["reduce"] = cast(Literal["min", "mean"], test.reduce)
-    if instance.suite.coverage and (covers := instance_covers(instance)):  # SPEC §25
+    if instance.suite.coverage and (covers := instance_covers(instance)):  # docs/en/coverage.md
         record["covers"] = covers
     if instance.world is not None:  # docs/en/world.md: what the bot did, beside what it said
         record["world_initial"] = redact(instance.world, secrets)

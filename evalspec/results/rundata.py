@@ -56,7 +56,7 @@ Attribution = Annotated[AttributionName, ref("attribution")]
 #: how every report counts a verdict (docs/en/reports-and-gate.md)
 Category = Literal["passed", "failed", "error", "xfailed", "xpassed", "measured", "drafts", "skipped"]
 
-#: the terms a curve is described by (docs/en/curves.md)
+#: the terms a curve is described by (docs/en/memory-and-curves.md)
 Term = Literal["half_life", "failure_point", "stable_range"]
 
 Interval = Annotated[Annotated[list[Share], Keywords(minItems=2, maxItems=2)] | None, Keywords(
@@ -127,7 +127,7 @@ class Assertion(_AssertionRequired, total=False):
     """One check's result in a record (`AssertionResult.to_json`)."""
 
     reason_zh: Annotated[str, Keywords(description=(
-        "the reason in Chinese (SPEC §32); the same text as reason when it is not evalspec's own words (a judge's, "
+        "the reason in Chinese (docs/en/red-lines.md); the same text as reason when it is not evalspec's own words (a judge's, "
         "a plugin's); absent in runs made before it"))]
     weight: Amount
     severity: Literal["critical", "major", "minor"]
@@ -135,7 +135,7 @@ class Assertion(_AssertionRequired, total=False):
     threshold: float | None
     turn: int | None
     skipped: Annotated[bool, Keywords(
-        description="not checked: its label is in no user turn of this recorded conversation (SPEC §19)")]
+        description="not checked: its label is in no user turn of this recorded conversation (docs/en/recorded-conversations.md)")]
     description: Annotated[str, Keywords(description="the rule's description: (why it exists)")]
     max_rate: Annotated[float, Keywords(exclusiveMinimum=0, exclusiveMaximum=1,
                                         description="a critical rule gated on its breach rate's 95 % upper bound")]
@@ -176,7 +176,7 @@ class _AtTurnRequired(TypedDict):
 
 
 class AtTurn(_AtTurnRequired, total=False):
-    """`rerun --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn): the failing turn asked again
+    """`rerun --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn-rerun-at-turn): the failing turn asked again
     given its frozen history; `times` asks reached a verdict, `failed` of them failed."""
 
     errors: Count
@@ -263,11 +263,11 @@ class Record(_StoredRecord, total=False):
     simulator: Annotated[str, Keywords(description="the simulator that played this conversation's user, when the "
                                                    "suite compares several (docs/en/agents.md)")]
     attack: Annotated[dict[str, Any], Keywords(
-        description="an attack attempt's strategy, red lines and breach (SPEC §16)")]
+        description="an attack attempt's strategy, red lines and breach (docs/en/attacks.md)")]
     reduce: Annotated[Literal["min", "mean"], Keywords(
         description="the test's matrix instances are one verdict, scored by this")]
     covers: Annotated[dict[str, list[str]], Keywords(
-        description="the declared coverage values this instance covers, by dimension (SPEC §25)")]
+        description="the declared coverage values this instance covers, by dimension (docs/en/coverage.md)")]
     world: Annotated[dict[str, Any], Keywords(
         description="the world as the conversation left it (docs/en/world.md)")]
     world_initial: Annotated[dict[str, Any], Keywords(
@@ -362,7 +362,7 @@ class _CurveRequired(TypedDict):
 
 
 class Curve(_CurveRequired, total=False):
-    """One curve of run.json's `curves`: a test's score over its variable (docs/en/curves.md)."""
+    """One curve of run.json's `curves`: a test's score over its variable (docs/en/memory-and-curves.md)."""
 
     name: Annotated[str, unchecked]
     chart: str | None
@@ -427,7 +427,7 @@ class SuiteEntry(_SuiteEntryRequired, total=False):
     min_pass_hat_k: PassHatK
     use_corrected: Annotated[bool, Keywords(description="the gate compares the pass rate corrected from the labels")]
     coverage: Annotated[dict[str, list[str]], Keywords(
-        description="the suite's coverage matrix: dimension -> values (SPEC §25)")]
+        description="the suite's coverage matrix: dimension -> values (docs/en/coverage.md)")]
 
 
 class _TranscriptsRequired(TypedDict):
@@ -628,7 +628,7 @@ class Summary(_SummaryRequired, total=False):
     failed_calls: Count
     retries: Count
     rate_limited: Annotated[dict[str, Count], Keywords(
-        description="429/503 answers by provider id (SPEC §23), the judge's included")]
+        description="429/503 answers by provider id (docs/en/rate-limits.md), the judge's included")]
     strategy_calls: Count
     strategy_tokens: Count
     strategy_cost: Amount
@@ -772,7 +772,7 @@ class Baseline(_BaselineRequired, total=False):
 
 
 BaselineDef = Annotated[Baseline, Keywords(description=(
-    "The diff against a baseline run (SPEC §10); available false when there was none, with a note saying why"))]
+    "The diff against a baseline run (docs/en/reports-and-gate.md#regressions-against-a-baseline); available false when there was none, with a note saying why"))]
 
 
 class _GateSuiteRequired(TypedDict):

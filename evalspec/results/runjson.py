@@ -24,8 +24,8 @@ def read_run(path: str | Path, check: bool = False, stream: bool = False) -> Run
     """A run.json, checked: the one reader of run.json for every command
     (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read).
     A file that is cut short, not UTF-8, not a JSON object or of the wrong shape is a ConfigError (exit 2)
-    naming the file and what is wrong, so no command meets it half way. With `check` (a baseline, SPEC
-    §17) it must validate against the whole run schema, so a file that cannot be compared is refused
+    naming the file and what is wrong, so no command meets it half way. With `check` (a baseline,
+    docs/en/rule-self-tests.md#verdicts-that-hold) it must validate against the whole run schema, so a file that cannot be compared is refused
     before the first call instead of failing the run after the last one.
     With `stream` (and not `check`), the `results` of a run.json written one record per line are a
     `JournalRecords` over the file itself: each record is checked as it is read and only its light form

@@ -1,4 +1,4 @@
-"""A large run without every transcript in memory (SPEC §15).
+"""A large run without every transcript in memory (docs/en/scale-and-ray.md).
 
 While a run plays, each finished record goes to the journal and only its light form (no transcript,
 no assertion details) stays in memory for the aggregates. Afterwards `run["results"]` is a
@@ -29,7 +29,7 @@ def light(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the aggregates (verdicts, curves, metrics, summary, attacks) read of a record: no transcript,
     no assertion details, and no field that is empty (they read those with `.get`)."""
     out = {k: v for k, v in record.items() if k not in HEAVY and (v or k in ALWAYS or isinstance(v, str))}
-    if record.get("reduce"):  # a reduced test is passed by its threshold (SPEC §19)
+    if record.get("reduce"):  # a reduced test is passed by its threshold (docs/en/recorded-conversations.md)
         out["threshold"] = record.get("threshold")
     teardown = record.get("teardown")
     if isinstance(teardown, dict) and teardown.get("ok") is False:  # the summary names failed teardowns

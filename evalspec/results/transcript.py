@@ -28,11 +28,11 @@ class Transcript:
     error: str | None = None
     calls: int = 0
     cached_calls: int = 0
-    attack: dict[str, Any] | None = None  # an attack attempt's strategy, red lines and breach (SPEC §16)
+    attack: dict[str, Any] | None = None  # an attack attempt's strategy, red lines and breach (docs/en/attacks.md)
     failed_calls: int = 0
     retries: int = 0
     # one `{tokens, cost, cached}` per model call made while playing on evalspec's behalf (simulated user,
-    # attacker, a `goal_met` judge), its answer usable or not: counted as judge calls (SPEC §17)
+    # attacker, a `goal_met` judge), its answer usable or not: counted as judge calls (docs/en/rule-self-tests.md#verdicts-that-hold)
     judge_usage: list[dict[str, Any]] = field(default_factory=list)
     attribution: AttributionName | None = None  # an error the harness caused: `simulator_fault` (docs/en/agents.md)
     world: dict[str, Any] | None = None  # the world as the conversation left it (docs/en/world.md)

@@ -37,7 +37,7 @@ def _field(x: Any, name: str) -> Any:
 
 def reaches_gate(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
     """Whether a verdict's (or a record's) errors and critical failures gate: all but drafts, unless
-    drafts gate (`--include-drafts`); curve points and xfail tests included (SPEC §17)."""
+    drafts gate (`--include-drafts`); curve points and xfail tests included (docs/en/rule-self-tests.md#verdicts-that-hold)."""
     return include_drafts or not _field(x, "draft")
 
 
@@ -92,9 +92,9 @@ def decide(results: list[AssertionResult], threshold: float | None, error: str |
            xfail: str | None) -> tuple[StatusName, float | None, bool]:
     """(status, score, critical_failed) for one conversation.
 
-    SPEC §17: a critical assertion that failed makes it `failed` whatever `xfail` says or errors follow; an
+    docs/en/rule-self-tests.md#verdicts-that-hold: a critical assertion that failed makes it `failed` whatever `xfail` says or errors follow; an
     error never hides a failure (failures that stand whatever the errored checks would say are `failed`, the
-    errors listed in the record: `outcome`). A skipped rule (SPEC §19) is neither a pass nor a fail, and a
+    errors listed in the record: `outcome`). A skipped rule (docs/en/recorded-conversations.md) is neither a pass nor a fail, and a
     conversation whose every rule was skipped checked nothing: `skipped`, never `passed`."""
     checked = [r for r in results if not r.skipped]
     score = test_score(checked)
@@ -161,7 +161,7 @@ class Verdict:
             out["simulator"] = self.simulator
         out["measured"] = self.curve
         if self.repeats():
-            out["c"] = self.passed  # c of n repeats passed (docs/en/statistics.md#repeats-pass-k-and-pass-k)
+            out["c"] = self.passed  # c of n repeats passed (docs/en/statistics.md)
         return out
 
     def repeats(self) -> tuple[int, int] | None:
@@ -184,7 +184,7 @@ def rule_passes(passed: int, repeats: int, rule: str | float) -> bool:
 def combine_repeats(records: Sequence[Mapping[str, Any]], rule: str | float) -> tuple[StatusName, int, float, bool]:
     """(status, passed count, pass rate, pass^k) for one instance's repeats under the pass rule.
 
-    A critical assertion that failed in any repeat fails the verdict (SPEC §17): the pass rule and
+    A critical assertion that failed in any repeat fails the verdict (docs/en/rule-self-tests.md#verdicts-that-hold): the pass rule and
     `xfail` combine the other assertions only."""
     statuses = [r["status"] for r in records if r["status"] != "skipped"]  # a repeat that checked nothing
     n = len(statuses)
@@ -214,7 +214,7 @@ REDUCE_THRESHOLD = 0.5  # a reduced test without `threshold:` passes at the asse
 
 
 def reduce_instances(vs: list[Verdict], records: Sequence[Record], gated_drafts: bool = False) -> list[Verdict]:
-    """SPEC §19 `reduce: min | mean`: the verdicts of a matrix test's instances (per provider) become one
+    """docs/en/recorded-conversations.md `reduce: min | mean`: the verdicts of a matrix test's instances (per provider) become one
     verdict, in the place of its first instance, scored by the minimum (or mean) of the instances' scores
     and passed only when that score reaches the test's threshold. A critical failure in any instance fails
     it, an error in any instance makes it an error; its records are every instance's (reports list each)."""

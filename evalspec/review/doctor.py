@@ -1,4 +1,4 @@
-"""`evalspec doctor [SUITE ...]` (SPEC §20): check every model a suite names before a run.
+"""`evalspec doctor [SUITE ...]` (docs/en/real-models.md): check every model a suite names before a run.
 
 For each provider, judge, simulator, attacker, context-strategy model and embedder of the suites: the key
 (the preflight's problems), then, for the model roles, one probe call — reachable, its latency and tokens,

@@ -44,7 +44,7 @@ def _run_json_from_zip(content: bytes) -> RunData:
             raw = archive.read(names[0])
     except zipfile.BadZipFile as exc:
         raise NoBaseline(f"the {ARTIFACT} artifact could not be read: {exc}") from None
-    try:  # the one run.json reader's checks (docs/en/troubleshooting.md#runjson)
+    try:  # the one run.json reader's checks (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read)
         return parse_run(raw, f"the run.json of the {ARTIFACT} artifact", shape=False)  # attach checks the schema
     except ConfigError as exc:
         raise NoBaseline("; ".join(str(p) for p in exc.problems)) from None

@@ -86,7 +86,7 @@ class LabelledItem:
 
 
 def example_items(suite: Any) -> list[LabelledItem]:
-    """The `examples:` of `suite`'s model-graded assertions as labelled items (SPEC §18): a `fail` example
+    """The `examples:` of `suite`'s model-graded assertions as labelled items (docs/en/rule-self-tests.md): a `fail` example
     is labelled false, a `pass` example true; each assertion once (defaults are shared by the tests)."""
     from evalspec.config.rule_examples import example_transcript, examples_of
     from evalspec.extend.registry import model_needed

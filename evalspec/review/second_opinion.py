@@ -1,4 +1,4 @@
-"""A second opinion on rules (SPEC §11): the judge re-reads a random share of the verdicts no model made.
+"""A second opinion on rules (docs/en/judges.md#how-a-verdict-is-reached): the judge re-reads a random share of the verdicts no model made.
 
 `--judge-sample RATE [--seed N]` asks the suite's judge whether ceil(RATE × N) of the N rule results of
 gated records (text, session, memory and python checks; passed and failed alike) are right, given the
@@ -68,7 +68,7 @@ def candidates(run: RunData, instances: dict[str, Instance]) -> list[tuple[int, 
 def review_prompt(record: Record, result: Mapping[str, Any], spec: AssertionSpec) -> str:
     turn = result.get("turn")
     messages = [m for m in record["transcript"] if turn is None or (m.get("turn") or 0) <= turn]
-    # the conversation first (SPEC §23): a provider's prompt cache serves it to the reviews of its other rules
+    # the conversation first (docs/en/rate-limits.md): a provider's prompt cache serves it to the reviews of its other rules
     lines = ["Conversation:", format_transcript(messages), "",
              f"Rule: {spec.name}: {json.dumps(spec.value, ensure_ascii=False)}", f"Scope: {result.get('scope')}"]
     if spec.description:
@@ -107,7 +107,7 @@ async def _ask(judge: JudgeFn, record: Record, index: int, spec: AssertionSpec) 
         item["agree"], item["reason"] = answer["agree"], str(answer.get("reason", ""))
     except GradingError as exc:
         item["error"] = str(exc)
-        usage += exc.usage  # an unusable answer was a call made: it counts (SPEC §17)
+        usage += exc.usage  # an unusable answer was a call made: it counts (docs/en/rule-self-tests.md#verdicts-that-hold)
     except EvalspecError as exc:
         item["error"] = str(exc)
     figures = judge_figures(usage)
@@ -181,7 +181,7 @@ async def second_opinion(run: RunData, instances: dict[str, Instance], suites: l
 async def after_grading(run: RunData, instances: dict[str, Instance], suites: list[Suite], rate: float | None,
                         seed: int, cache_dir: Path | None) -> RunData:
     """What a run (and `grade`) does once verdicts exist: the second opinion when asked for, then the
-    carry-over of earlier triages (SPEC §11)."""
+    carry-over of earlier triages (docs/en/judges.md#how-a-verdict-is-reached)."""
     from evalspec.review.triage import carry_over
 
     if rate:

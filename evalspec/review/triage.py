@@ -1,4 +1,4 @@
-"""Failure attribution (SPEC §11): why a failed or errored record failed, in five classes.
+"""Failure attribution (docs/en/judges.md#how-a-verdict-is-reached): why a failed or errored record failed, in five classes.
 
 `rerun` sets bot_defect / model_fluctuation / infrastructure from what the replays did; a second opinion
 that disagrees with a failed rule only *suggests* rule_misjudgment; a person's call (`evalspec triage`)

@@ -1,1 +1,1 @@
-"""The `evalspec` command line (SPEC §1): `main` and its command groups."""
+"""The `evalspec` command line (docs/en/reference/cli.md): `main` and its command groups."""

@@ -1,4 +1,4 @@
-"""`evalspec coverage SUITE... [--run RUN.json] [--grid A,B] [--min N] [--md P] [-o P]` (SPEC §25)."""
+"""`evalspec coverage SUITE... [--run RUN.json] [--grid A,B] [--min N] [--md P] [-o P]` (docs/en/coverage.md)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def coverage_report(suites: list[Any], plan: Any, run: dict[str, Any] | None, gr
 def coverage_command(paths: tuple[str, ...], run_path: str | None, grid: str | None, minimum: int | None,
                      md_path: str | None, output: str | None, lang: str | None) -> None:
     """What the suites cover: each `coverage:` value with its tests, approved tests and (with --run) its
-    verdicts; the gated rules with their tests and examples (SPEC §25). Exit 1 under --min N when a value
+    verdicts; the gated rules with their tests and examples (docs/en/coverage.md). Exit 1 under --min N when a value
     has fewer than N approved tests."""
     from evalspec.app.api import expand_paths
     from evalspec.core.suggest import did_you_mean

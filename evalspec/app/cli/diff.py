@@ -32,7 +32,7 @@ def diff_page(diff: Baseline) -> str:
 
 def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_path: str | None,
                      output: str | None, lang: str | None = None) -> int:
-    """The diff in `lang` (None: the head run's language, SPEC §21)."""
+    """The diff in `lang` (None: the head run's language, docs/en/reports-and-gate.md#language)."""
     from evalspec.reporters.catalogue import choose_lang, speaking
 
     head = read_run(head_path, check=True)

@@ -1,4 +1,4 @@
-"""The judge commands of the command line: `judge-eval` and `triage` (SPEC §11)."""
+"""The judge commands of the command line: `judge-eval` and `triage` (docs/en/judges.md#how-a-verdict-is-reached)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class FiniteRange(click.FloatRange):
-    """A FloatRange that refuses NaN, which passes every bound (SPEC §17: numbers are numbers)."""
+    """A FloatRange that refuses NaN, which passes every bound (docs/en/rule-self-tests.md#verdicts-that-hold: numbers are numbers)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = super().convert(value, param, ctx)

@@ -1,4 +1,4 @@
-"""The `evalspec` command line (SPEC §1): the group, `run`, and the commands of the other modules of
+"""The `evalspec` command line (docs/en/reference/cli.md): the group, `run`, and the commands of the other modules of
 evalspec/app/cli (runs.py: report, diff, github-comment, view; regrade.py: grade, rerun; suites.py:
 validate, schema, list, init, redteam; imports.py: import, export; judges.py, coverage.py, plan.py)."""
 
@@ -35,7 +35,7 @@ Exit codes:
       kept; --resume RUN_DIR completes the run
 """
 
-#: commands whose verdicts were reached before their output could not be written (SPEC §17: 3 after a run)
+#: commands whose verdicts were reached before their output could not be written (docs/en/rule-self-tests.md#verdicts-that-hold: 3 after a run)
 _GRADING = ("grade", "rerun")
 
 

@@ -1,5 +1,5 @@
 """`evalspec plan SUITE... [--baseline RUN.json] [--detect D] [--power P] [--alpha A] [-o P]`: how much a
-plan can show before anything is called (docs/en/statistics.md#how-much-is-enough).
+plan can show before anything is called (docs/en/statistics.md#how-much-is-enough-evalspec-plan).
 
 A pair is a gated instance's verdict in two runs (its repeats combined by its repeat rule), as the paired gate
 compares them: repeats add no pair, they make each verdict steadier. The paired test's power follows Connor

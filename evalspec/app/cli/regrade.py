@@ -110,7 +110,7 @@ def rerun(run_json: str, failed_only: bool, at_turn: bool, times: int | None, id
 
 
 def _rerun_at_turn(run_json: str, times: int, ids: list[str], concurrency: int) -> None:
-    """`rerun --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn): one line per conversation,
+    """`rerun --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn-rerun-at-turn): one line per conversation,
     `at_turn` written on its record in RUN.json; exit 0."""
     from evalspec.play.at_turn import named, rerun_at_turn
     from evalspec.reporters.catalogue import choose_lang, speaking

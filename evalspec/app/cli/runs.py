@@ -45,7 +45,7 @@ def report(run_jsons: tuple[str, ...], reports: dict[str, str], html_all: bool, 
 
 
 def latest_run(runs: Path) -> str:
-    """The run.json of the run that finished last (SPEC §17): each .evalspec/runs/<run-id>/ holds its
+    """The run.json of the run that finished last (docs/en/rule-self-tests.md#verdicts-that-hold): each .evalspec/runs/<run-id>/ holds its
     run.json or, after `run -o`, a pointer to it; by modification time. Exit 2 when there is none."""
     from evalspec.app.api import POINTER
 
@@ -90,7 +90,7 @@ def github_comment(run_json: str, lang: str | None) -> None:
 @LANG_OPTION
 def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | None, output: str | None,
           lang: str | None) -> None:
-    """Compare two runs verdict by verdict (SPEC §10).
+    """Compare two runs verdict by verdict (docs/en/reports-and-gate.md#regressions-against-a-baseline).
 
     Exit 1 when anything regressed (regressed, new failing, an SLA newly missed), else 0."""
     from evalspec.app.cli.diff import run_diff_command

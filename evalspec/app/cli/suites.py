@@ -77,7 +77,7 @@ def validate(paths: tuple[str, ...], var_pairs: tuple[str, ...], strict: bool, l
         except ConfigError as exc:
             config_error(exc)
 
-    if can_supervise():  # plugins and python modules are imported in a child: one that exits is named (SPEC §17)
+    if can_supervise():  # plugins and python modules are imported in a child: one that exits is named (docs/en/rule-self-tests.md#verdicts-that-hold)
         watch(watched)
     check()
 
@@ -161,7 +161,7 @@ def init(directory: str, lang: str | None) -> None:
 @click.option("--max-turns", type=click.IntRange(1, 50), default=6, show_default=True)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The attack suite to write.")
 def redteam(suite_path: str, strategies: tuple[str, ...], attempts: int, max_turns: int, output: str) -> None:
-    """Write an attack suite: one `attack:` test per critical assertion × strategy (SPEC §16)."""
+    """Write an attack suite: one `attack:` test per critical assertion × strategy (docs/en/attacks.md)."""
     from evalspec.authoring.redteam import STRATEGIES, build_attack_suite, render
 
     source, out = Path(suite_path), Path(output)

@@ -1,4 +1,4 @@
-"""`evalspec view` (SPEC §22): a local web app over a project's runs where a person reviews them.
+"""`evalspec view` (docs/en/review.md): a local web app over a project's runs where a person reviews them.
 
     runs     which run.json files are served, by run id (read once per change of the file)
     actions  the review actions, each written to a file the command line also reads

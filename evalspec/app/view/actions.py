@@ -1,4 +1,4 @@
-"""The review actions of `evalspec view` (SPEC §22), each written to a file the command line also reads:
+"""The review actions of `evalspec view` (docs/en/review.md), each written to a file the command line also reads:
 
     triage   → run.json and .evalspec/triage.jsonl, through `evalspec triage`'s own writer
     label    → .evalspec/labels.jsonl, one `judge-eval` line: {transcript, assert, label} (+ who, when, note)

@@ -1,4 +1,4 @@
-"""Approving a draft (SPEC §22): `draft: true` taken out of the test in the suite file, nothing else touched.
+"""Approving a draft (docs/en/review.md): `draft: true` taken out of the test in the suite file, nothing else touched.
 
 A minimal text edit rather than a YAML round trip: PyYAML's node marks locate the `draft` key and its
 value in the test's own mapping, only those characters (and the line break or comma that belonged to

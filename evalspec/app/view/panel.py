@@ -76,7 +76,7 @@ def view_words() -> dict[str, str]:
 
 
 def class_names() -> list[list[str]]:
-    """[[class, its name]] for the attribution choice: names, never codes (SPEC §32)."""
+    """[[class, its name]] for the attribution choice: names, never codes (docs/en/red-lines.md)."""
     return [[c, attribution_word(c)] for c in CLASSES]
 
 

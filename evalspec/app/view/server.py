@@ -1,4 +1,4 @@
-"""The aiohttp app of `evalspec view` and its guard (SPEC §22), as Jupyter guards a notebook server:
+"""The aiohttp app of `evalspec view` and its guard (docs/en/review.md), as Jupyter guards a notebook server:
 
 - a per-session token: `/?token=…` sets a cookie (HttpOnly, SameSite=Strict) and redirects to the page
   without it; every request without the token (cookie, `?token=` or the `X-Evalspec-Token` header) is 403;

@@ -59,7 +59,7 @@ _END_RAW_KEPT = '{% endraw %}{{ "{%" }}{% raw %}'  # renders as "{%", the raw bl
 
 def plain(value: Any) -> Any:
     """Copied data (a name, a tag, a var, a reference answer) as text that `${ENV}` leaves alone: every
-    `${` written `$${` (SPEC §17, "Imported text is text"). Mappings and lists are escaped item by item."""
+    `${` written `$${` (docs/en/rule-self-tests.md#verdicts-that-hold, "Imported text is text"). Mappings and lists are escaped item by item."""
     if isinstance(value, str):
         return value.replace("${", LITERAL_DOLLAR_BRACE)
     if isinstance(value, dict):
@@ -190,7 +190,7 @@ def render_suite(suite: ImportedSuite) -> str:
 
 
 class ImportRefused(ConfigError):
-    """The import would write a hollow suite (SPEC §19): nothing is written."""
+    """The import would write a hollow suite (docs/en/recorded-conversations.md): nothing is written."""
 
 
 class WouldOverwrite(ImportRefused):

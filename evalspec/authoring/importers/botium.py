@@ -1,4 +1,4 @@
-"""BotiumScript (`.convo.txt`, `.pconvo.txt`, `.utterances.txt`) as evalspec suites (SPEC §24, §19).
+"""BotiumScript (`.convo.txt`, `.pconvo.txt`, `.utterances.txt`) as evalspec suites (docs/en/state.md, §19).
 
 A convo is a title line and `#me` / `#bot` sections: the lines of one `#me` are one user message, the
 `#bot`s after it check its reply, matched as Botium does by default (`wildcardIgnoreCase`: a
@@ -409,7 +409,7 @@ def _memory_jsonl(source: Source, rel: str) -> str:
 
 
 def _memory_dataset(source: Source, used: set[str], notes: list[str], title: str) -> str:
-    """The dataset of a convo whose `$names` the scripting memory defines (docs/en/importers.md#botium):
+    """The dataset of a convo whose `$names` the scripting memory defines (docs/en/importers.md#coming-from-botium):
     the memory file that defines most of them; names only another file defines are listed."""
     rel, rows = max(source.memory, key=lambda m: len(used & {k for row in m[1] for k in row}))
     if missing := sorted(used - {k for row in rows for k in row}):

@@ -199,7 +199,7 @@ def _xlsx_kind(title: str) -> str | None:
 
 
 def _read_workbook(sheets: list[tuple[str, list[list[str]]]], path: Path, rel: str, source: Source) -> None:
-    """An XLSX as Botium reads it (docs/en/importers.md#botium): each sheet by its name (`Convos`, `Dialogs`,
+    """An XLSX as Botium reads it (docs/en/importers.md#coming-from-botium): each sheet by its name (`Convos`, `Dialogs`,
     `Partial convos`, `Utterances`, `Scripting memory`), its content from the first filled cell on, under a
     header row."""
     read = False

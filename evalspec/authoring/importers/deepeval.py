@@ -1,4 +1,4 @@
-"""DeepEval goldens (ConversationalGolden JSON, conversational test cases) as evalspec suites (SPEC §19).
+"""DeepEval goldens (ConversationalGolden JSON, conversational test cases) as evalspec suites (docs/en/recorded-conversations.md).
 
 A golden with recorded `turns` (user and assistant messages) becomes a `transcript:` test, graded as it
 happened; one whose turns hold no assistant message becomes a scripted `conversation:` of its user turns

@@ -1,4 +1,4 @@
-"""MT-Bench-101 dialogues as golden-history suites, one per task, every judged turn graded (SPEC §19).
+"""MT-Bench-101 dialogues as golden-history suites, one per task, every judged turn graded (docs/en/recorded-conversations.md).
 
 One test per dialogue with a matrix over the turns the benchmark judges (`turn: [2, 3]`): instance
 `[turn=k]` holds the golden history before turn k (`until_turn`) and sends user turn k, whose reply a

@@ -1,4 +1,4 @@
-"""Rasa end-to-end tests (`test_cases:` files) as evalspec suites with a `rasa:` provider (SPEC §24, §19).
+"""Rasa end-to-end tests (`test_cases:` files) as evalspec suites with a `rasa:` provider (docs/en/state.md, §19).
 
 Each `test_case` becomes a scripted test: its `user` steps are the user turns, and what Rasa checks
 after a turn (`bot`, `utter`, `slot_was_set` steps, the `assertions:` of a step) becomes checks on that

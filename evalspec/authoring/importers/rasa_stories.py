@@ -1,5 +1,5 @@
 """Rasa 3 test stories (`stories:` with `steps:` of `user` + `intent`, `action`, `slot_was_set`,
-`active_loop`) as scripted tests (docs/en/importers.md#rasa).
+`active_loop`) as scripted tests (docs/en/importers.md#coming-from-rasa).
 
 One test per story; each `user` step is a turn (entity annotations `[Paris](city)` stripped from the text
 sent, and checked on the turn's `entities`); what the story expects after it is checked on that turn's

@@ -1,6 +1,6 @@
 """The shapes importers write (a suite's test, its turns, a check) and read (foreign JSON and YAML).
 
-A written suite is YAML evalspec reads back (docs/en/suite.md): its tests and turns have known keys
+A written suite is YAML evalspec reads back (docs/en/suite-format.md): its tests and turns have known keys
 (`SuiteTest`, `SuiteTurn`); a check is a mapping whose one check key is its name (`contains: …`) beside
 its options (weight, threshold, metric, scope), so its keys are open (`Check`). What an importer reads
 is someone else's data: `object` until it is narrowed (`mapping`, `mappings`).

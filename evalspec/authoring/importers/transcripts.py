@@ -1,4 +1,4 @@
-"""Tests from conversations (SPEC §25): `evalspec import transcripts FILE.jsonl|RUN.json -o SUITE.yaml`.
+"""Tests from conversations (docs/en/coverage.md): `evalspec import transcripts FILE.jsonl|RUN.json -o SUITE.yaml`.
 
 Recorded conversations (§19 JSONL) or played ones (a run.json's transcripts) become scripted draft tests:
 their user turns (labelled by the source suite's `labels:` patterns, turn labels kept), the rules that
@@ -26,7 +26,7 @@ from evalspec.authoring.importers.shapes import mapping, mappings
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.core.portable import portable
 
-# what a test holds, besides its turns and rules, that decides what the bot answers (docs/en/state.md#seeding)
+# what a test holds, besides its turns and rules, that decides what the bot answers (docs/en/state.md#seeding-and-setup)
 CONDITIONS = ("vars", "state", "tool_results")
 
 
@@ -177,7 +177,7 @@ def _mapping(value: Any) -> dict[str, object]:
 
 def _own_rules(test: dict[str, object] | None) -> list[Any]:
     """The source test's test-level `assert:` as written, so the new test checks what the source checked
-    (SPEC §25, §19: never hollow)."""
+    (docs/en/coverage.md, §19: never hollow)."""
     rules = test.get("assert") if test else None
     return list(rules) if isinstance(rules, list) else []
 
@@ -196,7 +196,7 @@ def _turn_rules(test: dict[str, object] | None, user_turns: int) -> dict[int, li
 
 
 def from_jsonl(path: Path, ids: list[str] | None) -> list[Source]:
-    """Recorded conversations (SPEC §19 JSONL or CSV), one test each."""
+    """Recorded conversations (docs/en/recorded-conversations.md JSONL or CSV), one test each."""
     from evalspec.config.recorded import RecordedProblem, read_conversations
 
     try:
@@ -241,7 +241,7 @@ def test_of(source: Source, test_id: str, expect_state: list[str]) -> dict[str, 
 
 def checks_something(source: Source, expect_state: list[str], defaults: Any) -> bool:
     """Whether the new test would check anything: its own rules, `--expect-state`, or the rules of the
-    `defaults` of the suite it is written to (SPEC §19: never a hollow test)."""
+    `defaults` of the suite it is written to (docs/en/recorded-conversations.md: never a hollow test)."""
     inherited = isinstance(defaults, dict) and bool(defaults.get("assert"))
     return bool(source.asserts or any(source.turn_asserts.values()) or expect_state or inherited)
 

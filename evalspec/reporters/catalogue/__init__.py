@@ -1,4 +1,4 @@
-"""One catalogue per language for every fixed word on every screen (SPEC §21), and the choice of
+"""One catalogue per language for every fixed word on every screen (docs/en/reports-and-gate.md#language), and the choice of
 language: `--lang`, else the first suite's `report: {lang:}`, else `EVALSPEC_LANG`, else Chinese when
 most user turns of the run are Chinese (a turn is Chinese when most of its letters are CJK).
 

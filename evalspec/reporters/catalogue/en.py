@@ -1,8 +1,8 @@
-"""Every fixed word of every report in English (SPEC §21): console, HTML, Markdown, the PR comment,
+"""Every fixed word of every report in English (docs/en/reports-and-gate.md#language): console, HTML, Markdown, the PR comment,
 JUnit messages and the baseline diff. zh.py has the same keys; a test fails when one lacks a key."""
 
 WORDS: dict[str, str] = {
-    # verdicts and counts (SPEC §9)
+    # verdicts and counts (docs/en/reports-and-gate.md#outputs)
     "passed": "passed", "failed": "failed", "error": "error", "skipped": "skipped", "xfailed": "xfailed",
     "xpassed": "xpassed", "measured": "measured", "drafts": "drafts", "slas_missed": "SLAs missed",
     "draft": "draft", "errors": "errors", "ok": "ok", "critical": "critical",
@@ -65,7 +65,7 @@ WORDS: dict[str, str] = {
     "more_blocking": "… and {n} more (see the HTML report)",
     "workflow_run": "[workflow run]({url}) · report artifact `evalspec-report` ([download]({url}#artifacts))",
     "curve": "curve",
-    # curves (SPEC §12, §17)
+    # curves (docs/en/memory-and-curves.md, §17)
     "curve_points": "{variable} → mean score {points}",
     "half_life": "half-life {v} (first mean < 0.5)", "half_life_none": "half-life: not reached",
     "failure_point": "failure point {v} (first value where most samples fail)",
@@ -86,7 +86,7 @@ WORDS: dict[str, str] = {
     "junit_draft": "draft ({status}): runs and is reported, never gates", "junit_xfailed": "xfailed: {reason}",
     "sla_missed_msg": "SLA missed: {text}", "sla_no_data_msg": "SLA without data: {text}",
     "sla_met_msg": "SLA met: {text}",
-    # the baseline diff (SPEC §10)
+    # the baseline diff (docs/en/reports-and-gate.md#regressions-against-a-baseline)
     "regressed": "regressed", "new failing": "new failing",
     "failing, no baseline verdict": "failing, no baseline verdict", "new error": "new error", "flaky": "flaky",
     "fixed": "fixed", "recovered": "recovered", "still failing": "still failing", "new": "new",
@@ -123,7 +123,7 @@ WORDS: dict[str, str] = {
     "term_failure_point": "failure point {v}",
     "term_stable_range": "stable range {a}–{b}",
     "term_stable_none": "stable range: none (first point below)",
-    # attacks on the red lines (SPEC §16)
+    # attacks on the red lines (docs/en/attacks.md)
     "attacks_title": "Attacks on the red lines", "red_line": "red line", "strategy": "strategy",
     "breached": "breached", "at_turn": "at turn",
     "attack_line": "attack {red_line} · {strategy} @ {provider}: {result}", "attack_breached": "breached {rate}",
@@ -132,7 +132,7 @@ WORDS: dict[str, str] = {
     "spread_title": "Simulator spread", "spread_simulator": "simulator", "spread_counted": "passed / counted",
     "spread_line": "simulator {name}: pass rate {rate} ({passed}/{counted})",
     "spread_max": "largest difference between simulators: {diff}",
-    # the judge's second opinion and failures by attribution (SPEC §11)
+    # the judge's second opinion and failures by attribution (docs/en/judges.md#how-a-verdict-is-reached)
     "corrected_title": "Pass rates corrected for the judge's errors",
     "corrected_line": "{rule}: {raw} raw → {corrected} ({low}–{high}), corrected from {labels} labels "
                       "(judge sensitivity {sens}, specificity {spec})",
@@ -162,7 +162,7 @@ WORDS: dict[str, str] = {
     "attr_rule_misjudgment": "rule misjudgment", "attr_infrastructure": "infrastructure",
     "attr_pending_fact": "pending fact", "attr_simulator_fault": "simulator fault",
     "attr_unattributed": "unattributed",
-    # tool calls and teardowns (SPEC §13)
+    # tool calls and teardowns (docs/en/agents.md)
     "call_line": "turn {turn}: tool {call}", "more_calls": "… {n} more call(s)",
     "teardown_failed": "teardown failed: {error}",
     # why a conversation ended (run.json stop_reason)
@@ -172,7 +172,7 @@ WORDS: dict[str, str] = {
     "milestones_title": "milestones", "milestone_met": "met at turn {turn}", "milestone_missed": "missed (turn {turn})",
     "milestone_not_reached": "not reached",
     "stop_error": "error",
-    # the coverage matrix (SPEC §25)
+    # the coverage matrix (docs/en/coverage.md)
     "coverage_title": "Coverage", "dimension": "dimension", "value": "value", "tests": "tests",
     "approved": "approved", "examples": "examples", "rule": "rule", "where": "where", "yes": "yes", "no": "no",
     "coverage_rules": "Gated rules", "coverage_state": "State values seen",
@@ -181,10 +181,10 @@ WORDS: dict[str, str] = {
     "coverage_min_ok": "every declared value has at least {min} approved tests",
     "coverage_cell": "tests / approved", "coverage_cell_run": "tests / approved · passed / failed / error",
     "coverage_uncovered": "no test", "coverage_cell_rate": "pass rate (passed / verdicts)",
-    # the bot's own state (SPEC §24)
+    # the bot's own state (docs/en/state.md)
     "bot_state": "state", "state_line": "state: {changes}", "buttons_line": "buttons: {buttons}",
     "clicked": "clicked {title}", "turn_state_line": "turn {turn}: {text}",
-    # evalspec view: its pages and the review panel (SPEC §22, §32)
+    # evalspec view: its pages and the review panel (docs/en/review.md, §32)
     "view_title": "evalspec view", "view_diff_title": "evalspec diff: two runs",
     "view_no_runs": "No runs yet in {root}: evalspec run writes them to .evalspec/runs/.",
     "view_runs": "Runs", "view_col_run": "run", "view_col_started": "started", "view_col_suites": "suites",
@@ -216,7 +216,7 @@ WORDS: dict[str, str] = {
     # the world the bot acts on (docs/en/world.md)
     "world_title": "World: what the bot changed", "world_same": "the world is as it started",
     "world_nothing": "nothing changed", "world_line": "world: {changes}",
-    # the command line's own frame (validate, init, import): SPEC §32
+    # the command line's own frame (validate, init, import): docs/en/red-lines.md
     "cli_error": "error", "cli_warning": "warning", "cli_note": "note",
     "cli_problems_one": "{n} problem found; nothing was run.", "cli_problems_many": "{n} problems found; nothing was run.",
     "cli_validate_ok": "ok: {suites}, {tests}, {conversations} planned",
@@ -253,7 +253,7 @@ WORDS: dict[str, str] = {
     "plan_points": "{n} percentage points",
     # who attributed a failure (run.json `attribution_by`), in the attribution groups
     "attribution_by_run": "run", "attribution_by_rerun": "rerun", "attribution_by_triage": "triage",
-    # `evalspec doctor`'s table (docs/en/judges.md#doctor)
+    # `evalspec doctor`'s table (docs/en/judges.md)
     "doctor_role": "role", "doctor_where": "where", "doctor_model": "model", "doctor_key": "key",
     "doctor_reachable": "reachable", "doctor_latency": "latency", "doctor_tokens": "tokens",
     "doctor_form": "structured output", "doctor_usable": "usable", "doctor_calibration": "calibration",

@@ -1,4 +1,4 @@
-"""报告里的每个固定用词（中文）：控制台、HTML、Markdown、PR 评论、JUnit 消息与基线对比（SPEC §21）。
+"""报告里的每个固定用词（中文）：控制台、HTML、Markdown、PR 评论、JUnit 消息与基线对比（docs/en/reports-and-gate.md#language）。
 键与 en.py 一一对应。"""
 
 WORDS: dict[str, str] = {
@@ -113,7 +113,7 @@ WORDS: dict[str, str] = {
     "term_failure_point": "失效点 {v}",
     "term_stable_range": "稳定区间 {a}–{b}",
     "term_stable_none": "稳定区间：无（第一个点已低于下限）",
-    # 红线攻防（SPEC §16）
+    # 红线攻防（docs/en/attacks.md）
     "attacks_title": "红线攻防", "red_line": "红线", "strategy": "攻击策略",
     "breached": "被攻破", "at_turn": "攻破轮次",
     "attack_line": "攻击 {red_line} · {strategy} @ {provider}：{result}", "attack_breached": "被攻破 {rate}",
@@ -122,7 +122,7 @@ WORDS: dict[str, str] = {
     "spread_title": "模拟用户对比", "spread_simulator": "模拟用户", "spread_counted": "通过 / 计入",
     "spread_line": "模拟用户 {name}：通过率 {rate}（{passed}/{counted}）",
     "spread_max": "模拟用户之间的最大差距：{diff}",
-    # 评审模型复核与按归因分组的失败（SPEC §11）
+    # 评审模型复核与按归因分组的失败（docs/en/judges.md#how-a-verdict-is-reached）
     "corrected_title": "按评审误差校正后的通过率",
     "corrected_line": "{rule}：原始 {raw} → {corrected}（{low}–{high}），据 {labels} 条人工标注校正"
                       "（评审灵敏度 {sens}，特异度 {spec}）",
@@ -150,7 +150,7 @@ WORDS: dict[str, str] = {
     "attr_rule_misjudgment": "规则误判", "attr_infrastructure": "基础设施异常",
     "attr_pending_fact": "事实或策略待确认", "attr_simulator_fault": "模拟用户失误",
     "attr_unattributed": "未归因",
-    # 工具调用与清理（SPEC §13）
+    # 工具调用与清理（docs/en/agents.md）
     "call_line": "第 {turn} 轮：工具 {call}", "more_calls": "… 另有 {n} 次调用",
     "teardown_failed": "清理失败：{error}",
     # 对话为何结束（run.json stop_reason）
@@ -160,7 +160,7 @@ WORDS: dict[str, str] = {
     "milestones_title": "里程碑", "milestone_met": "第 {turn} 轮达成", "milestone_missed": "未达成（第 {turn} 轮）",
     "milestone_not_reached": "未走到",
     "stop_error": "出错",
-    # 覆盖矩阵（SPEC §25）
+    # 覆盖矩阵（docs/en/coverage.md）
     "coverage_title": "覆盖矩阵", "dimension": "维度", "value": "取值", "tests": "用例",
     "approved": "已批准", "examples": "正反例", "rule": "规则", "where": "位置", "yes": "有", "no": "无",
     "coverage_rules": "计入门禁的规则", "coverage_state": "出现过的状态值",
@@ -169,10 +169,10 @@ WORDS: dict[str, str] = {
     "coverage_min_ok": "每个声明的取值都至少有 {min} 条已批准用例",
     "coverage_cell": "用例 / 已批准", "coverage_cell_run": "用例 / 已批准 · 通过 / 失败 / 出错",
     "coverage_uncovered": "无用例", "coverage_cell_rate": "通过率（通过 / 判定数）",
-    # 机器人自身的状态（SPEC §24）
+    # 机器人自身的状态（docs/en/state.md）
     "bot_state": "状态", "state_line": "状态：{changes}", "buttons_line": "按钮：{buttons}",
     "clicked": "点击了「{title}」", "turn_state_line": "第 {turn} 轮：{text}",
-    # evalspec view 的页面与评审面板（SPEC §22、§32）
+    # evalspec view 的页面与评审面板（docs/en/review.md、§32）
     "view_title": "evalspec 评审", "view_diff_title": "evalspec 运行对比",
     "view_no_runs": "{root} 里还没有运行记录：evalspec run 会把运行记录写到 .evalspec/runs/。",
     "view_runs": "运行记录", "view_col_run": "运行", "view_col_started": "开始时间", "view_col_suites": "套件",

@@ -445,7 +445,7 @@ class Checks(Part):
         """A test whose one check is a `g-eval` on a list of criteria (promptfoo: it passes when the mean of
         the criteria's scores reaches the check's threshold, or the test's own): one graded `llm-rubric` per
         criterion and that threshold as the test's (it passes when the mean of its checks' scores reaches
-        it, SPEC §3.2). None when the test is not such a test, or the form would not be exact."""
+        it, docs/en/suite-format.md#scores-and-verdicts). None when the test is not such a test, or the form would not be exact."""
         if not isinstance(raw, list) or len(raw) != 1 or not isinstance(raw[0], dict):
             return None
         check = raw[0]

@@ -33,7 +33,7 @@ def js_text(value: Any) -> Any:
 
 
 class _NunjucksEnvironment(LimitedEnvironment):
-    """promptfoo's Nunjucks as far as its configs use it, under the limits of a suite's templates (SPEC §8,
+    """promptfoo's Nunjucks as far as its configs use it, under the limits of a suite's templates (docs/en/reports-and-gate.md#errors-and-failures,
     §17): `| dump`, `| load`, and `{% for key, value in mapping %}` looping over the mapping's items."""
 
     def __init__(self) -> None:
@@ -65,7 +65,7 @@ class Prompts(PromptFunctions):
     """promptfoo's prompts, rendered with each test's vars into the messages of a turn."""
 
     def prompts(self, raw: Any) -> list[Any]:
-        """Every prompt (one test per prompt when there are several, SPEC §19): a `file://` glob names
+        """Every prompt (one test per prompt when there are several, docs/en/recorded-conversations.md): a `file://` glob names
         several files, and a .txt file holds several prompts between lines of `---`, as promptfoo reads them."""
         items = raw if isinstance(raw, list) else [raw] if raw is not None else []
         return [prompt for k, item in enumerate(items) for prompt in self.prompt(item, f"prompts[{k}]")] \

@@ -5,7 +5,7 @@ promptfoo runs inline code as the body of `main(output, context)` (one line: `re
 that passes above 0 (or at the check's `threshold`), `{pass, score, reason}` held to `threshold`. evalspec's
 `python:` reads a number against 0.5, so each check goes through a function written into
 `promptfoo_checks.py` beside the suite, which hands evalspec the verdict promptfoo would give. A check
-whose code raises is an error in evalspec (never a fail: SPEC §8), where promptfoo would fail it.
+whose code raises is an error in evalspec (never a fail: docs/en/reports-and-gate.md#errors-and-failures), where promptfoo would fail it.
 """
 
 from __future__ import annotations
