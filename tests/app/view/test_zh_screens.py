@@ -87,7 +87,8 @@ def test_the_view_of_a_chinese_team_shows_no_english_ui_word(browser: Chromium, 
         hours = page.locator("details.test", has_text="营业时间")  # a failing draft: approving asks first
         if not hours.evaluate("d => d.open"):
             hours.locator("summary").click()
-        hours.locator("button.approve-draft").click()
+        with page.expect_event("dialog"):  # the confirmation comes after the server's answer: wait for it
+            hours.locator("button.approve-draft").click()
         hours.locator(".approve .said").wait_for()
         seen["review panel"] = page.evaluate(TEXT)
         seen["confirmation"] = asked
