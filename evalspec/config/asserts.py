@@ -16,13 +16,14 @@ from evalspec.config.rule_examples import example_problems
 from evalspec.core.errors import Problem
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.patterns import regex_problem, written_patterns
-from evalspec.extend.registry import COMMON_KEYS, REGISTRY, AssertionType, resolve_type
+from evalspec.extend.registry import COMMON_KEYS, REGISTRY, AssertionType, load_installed_plugins, resolve_type
 
 SCOPES = ("turn", "each_turn", "any_turn", "last_response", "conversation")
 SEVERITIES = ("critical", "major", "minor")
 
 
 def _known_names() -> list[str]:
+    load_installed_plugins()
     return sorted(REGISTRY) + [f"not-{n}" for n in REGISTRY if not n.startswith("not-")]
 
 
@@ -32,6 +33,7 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
     def bad(msg: str, at: PathKey = path) -> None:
         problems.append(lines.problem(at, msg))
 
+    load_installed_plugins()  # the built-in checks and the plugins' are registered on the first lookup
     found_before = len(problems)
     if not isinstance(item, dict):
         if isinstance(item, str) and resolve_type(item) is not None:

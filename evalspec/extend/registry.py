@@ -1,7 +1,9 @@
 """The assertion registry: `@assertion(name, ...)` registers a check under its YAML name.
 
-A pure declaration: it imports no check. `evalspec.assertions.builtin` registers the built-in ones
-(imported by `import evalspec` and by grading), plugins their own.
+A pure declaration: it imports no check. `evalspec.assertions.builtin` registers the built-in ones: the
+facade (`evalspec/__init__.py`) names that module in `BUILT_IN_MODULES`, imported on the registry's first
+lookup (`load_installed_plugins`, which every reader of `REGISTRY` calls first), so that `evalspec --help`
+loads no check; plugins register their own.
 
 Each registered type declares the JSON Schema of its value and of its own options; the
 suite schema (`schema/suite.schema.json`) is generated from these declarations.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any, Literal
 
 from evalspec.extend.params import REGEX, TURN_REF, JsonSchema, marked_keys, options_schema, value_schema
@@ -50,6 +53,10 @@ class AssertionType:
 
 
 REGISTRY: dict[str, AssertionType] = {}
+
+#: the modules whose import registers the built-in checks, imported on the first lookup; the facade
+#: (`evalspec/__init__.py`), which every `import evalspec.…` runs first, adds them: no layer below names them
+BUILT_IN_MODULES: list[str] = []
 
 
 def assertion(name: str, *, kind: Kind = "reply", value: JsonSchema | None = None,
@@ -117,15 +124,21 @@ def all_type_names() -> list[str]:
 
 
 def load_installed_plugins() -> None:
-    """Add the types of installed plugins (entry points) to the registry, once. The built-in checks are
-    registered by `evalspec.assertions.builtin`, which `import evalspec` imports."""
+    """Fill the registry, once: the built-in checks (`BUILT_IN_MODULES`), then the types of installed
+    plugins (entry points). Every reader of `REGISTRY` calls this first."""
     global _plugins_loaded
     if _plugins_loaded:  # grading resolves every assertion of every conversation: no import statement per call
         return
-    from evalspec.core.plugins import load_entry_points
+    _plugins_loaded = True  # before the imports: a check module that looks a type up while it loads finds this
+    try:
+        for module in BUILT_IN_MODULES:
+            import_module(module)
+        from evalspec.core.plugins import load_entry_points
 
-    load_entry_points()
-    _plugins_loaded = True
+        load_entry_points()
+    except BaseException:
+        _plugins_loaded = False  # the next lookup tries again (and reports the same error)
+        raise
 
 
 _plugins_loaded = False

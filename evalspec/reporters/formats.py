@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evalspec.results.rundata import RunData
+if TYPE_CHECKING:  # the table is read by the command line's start-up: no run.json types imported then
+    from evalspec.results.rundata import RunData
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,7 @@ class ReportSettings:
     html_all: bool = False
 
 
-Writer = Callable[[RunData, Path, ReportSettings], None]
+Writer = Callable[["RunData", Path, ReportSettings], None]
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ records. `simulator_fault` is set by the run itself (play/faults.py): the simula
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from evalspec.results.stream import R
+if TYPE_CHECKING:  # its CLASSES are read by the command line's start-up
+    from evalspec.results.stream import R
 
 CLASSES = ("bot_defect", "model_fluctuation", "rule_misjudgment", "infrastructure", "pending_fact", "simulator_fault")
 ATTRIBUTABLE = ("failed", "error")

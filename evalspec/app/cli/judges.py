@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
 
-from evalspec.config.numbers import finite_problem, non_finite
 from evalspec.core.errors import ConfigError, Problem
 from evalspec.results.attribution import CLASSES
 
@@ -25,6 +22,8 @@ class FiniteRange(click.FloatRange):
     """A FloatRange that refuses NaN, which passes every bound (docs/en/rule-self-tests.md#verdicts-that-hold: numbers are numbers)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from evalspec.config.numbers import finite_problem
+
         number = super().convert(value, param, ctx)
         if (problem := finite_problem(number, str(value))) is not None:
             self.fail(problem, param, ctx)
@@ -35,8 +34,11 @@ def judge_suite(judge: str | None, suite: str | None, labels: Path) -> Any:
     """The suite whose `judge` is judged: `--suite FILE`, or one made for the judge of `--judge MODEL`
     (a model string or a YAML mapping like `{model: ..., api_base: ...}`, its `${ENV}` expanded), which
     holds that mapping's secrets."""
+    import yaml
+
     from evalspec.config.loader import expand_cli_mapping, load_suites
     from evalspec.config.model import Suite
+    from evalspec.config.numbers import non_finite
     from evalspec.config.providers import model_ref
 
     if (judge is None) == (suite is None):
@@ -120,6 +122,8 @@ def judge_eval_command(labels: str | None, examples_suite: str | None, judge: st
 
 def _judged(owner: Suite, items: list[LabelledItem], samples: int, concurrency: int, no_cache: bool) -> JudgeEvalReport:
     """`judge_eval` of the items by the suite's judge, through a provider pool closed afterwards."""
+    import asyncio
+
     from evalspec.providers.factory import ProviderPool
     from evalspec.review.judge_eval import judge_eval
 
@@ -188,6 +192,8 @@ def judge_sample_options(fn: Any) -> Any:
 def after_grading(data: RunData, instances: dict[str, Any], suites: list[Any], rate: float | None, seed: int,
                   cache_dir: Path | None) -> RunData:
     """`second_opinion.after_grading` for the synchronous `grade` command."""
+    import asyncio
+
     from evalspec.review.second_opinion import after_grading as run_after_grading
 
     return asyncio.run(run_after_grading(data, instances, suites, rate, seed, cache_dir))
@@ -206,6 +212,8 @@ def doctor_command(paths: tuple[str, ...], output: str | None, no_calibration: b
     attacker, history model and embedder, the key, one call's latency and tokens, the structured-output
     form the model accepts, a sample answer, and the judge's agreement and kappa on a shipped calibration
     set. Exit 1 when a role gives no usable answer in any form; 2 on a configuration error."""
+    import asyncio
+
     from evalspec.app.api import expand_paths
     from evalspec.config.loader import load_suites
     from evalspec.core.redact import redact, run_secrets

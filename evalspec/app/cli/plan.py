@@ -19,7 +19,6 @@ from typing import Any, TypedDict
 import click
 
 from evalspec.core.exitcodes import ExitCode
-from evalspec.results.verdict import rule_passes
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -53,6 +52,8 @@ def verdict_flip(n: int, c: int, repeats: int, rule: str | float) -> float:
     baseline plays having passed. With n ≥ 2 × repeats: the chance that two runs drawn from those n plays
     without replacement differ (unbiased; at 1 repeat 2c(n − c)/(n(n − 1))); else 2q(1 − q) with q the
     verdict's pass chance at p = c/n (a little low when n is small)."""
+    from evalspec.results.verdict import rule_passes
+
     if n < 2 * repeats:
         q = verdict_pass_chance(c / n, repeats, rule)
         return 2 * q * (1 - q)

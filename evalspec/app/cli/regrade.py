@@ -3,7 +3,6 @@ again (each failed test, or only its failing turn)."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
 def grade(run_json: str, output: str | None, no_cache: bool, judge_sample: float | None, seed: int,
           max_failures: int) -> None:
     """Re-run assertions on the recorded transcripts (no calls to the systems under test)."""
+    import asyncio
     import tempfile
 
     from evalspec.play.replay import instances_of, regrade
@@ -84,6 +84,8 @@ def rerun(run_json: str, failed_only: bool, at_turn: bool, times: int | None, id
         raise click.UsageError("--ids goes with --at-turn")
     if at_turn:
         _rerun_at_turn(run_json, times or 10, [i for x in ids for i in x.split(",") if i.strip()], concurrency)
+    import asyncio
+
     from evalspec.play.replay import rerun_failed
     from evalspec.results.runjson import read_run, untyped, write_json
     from evalspec.review.triage import attribute_reruns
@@ -112,6 +114,8 @@ def rerun(run_json: str, failed_only: bool, at_turn: bool, times: int | None, id
 def _rerun_at_turn(run_json: str, times: int, ids: list[str], concurrency: int) -> None:
     """`rerun --at-turn` (docs/en/statistics.md#replay-at-the-failing-turn-rerun-at-turn): one line per conversation,
     `at_turn` written on its record in RUN.json; exit 0."""
+    import asyncio
+
     from evalspec.play.at_turn import named, rerun_at_turn
     from evalspec.reporters.catalogue import choose_lang, speaking
     from evalspec.reporters.vocabulary import at_turn_text

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -108,6 +107,8 @@ def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | 
 def view(paths: tuple[str, ...], port: int, host: str, reviewer: str | None, lang: str | None) -> None:
     """Review runs in the browser: the runs of DIR/.evalspec/runs (and any RUN.json given), each run's report,
     the diff of two runs; record attributions, judge labels and draft approvals into DIR."""
+    import asyncio
+
     from evalspec.app.view.server import serve
     from evalspec.review.triage import os_user
 

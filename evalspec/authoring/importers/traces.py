@@ -24,7 +24,6 @@ from typing import Any
 import click
 
 from evalspec.authoring.importers.shapes import mappings
-from evalspec.config.recorded import BadToolCalls, content_text, tool_calls_of
 from evalspec.core.errors import ConfigError, ControlFlow, Problem
 from evalspec.core.exitcodes import ExitCode
 
@@ -71,6 +70,8 @@ class Conversation:
 
 def _same(message: dict[str, object]) -> tuple[Any, ...]:
     """What makes two messages one (call ids aside: instrumentations do not always keep them)."""
+    from evalspec.config.recorded import content_text, tool_calls_of  # not at `evalspec --help`
+
     calls = tuple((c["name"], json.dumps(c["arguments"], sort_keys=True, ensure_ascii=False))
                   for c in tool_calls_of(message.get("tool_calls") or [], 0))
     return message["role"], content_text(message.get("content")), calls
@@ -103,6 +104,8 @@ def _json_text(value: Any) -> Any:
 def chat_messages(raw: Any, what: str, notes: list[str]) -> list[dict[str, object]]:
     """A list of messages — OTel's parts-based ones or OpenAI chat messages — as OpenAI chat messages
     (tool calls `{id, type: function, function: {name, arguments}}`, one `tool` message per result)."""
+    from evalspec.config.recorded import BadToolCalls, tool_calls_of
+
     raw = _json_text(raw)
     if isinstance(raw, dict):
         raw = [raw]
