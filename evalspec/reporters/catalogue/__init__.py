@@ -1,6 +1,7 @@
 """One catalogue per language for every fixed word on every screen (docs/en/reports-and-gate.md#language), and the choice of
 language: `--lang`, else the first suite's `report: {lang:}`, else `EVALSPEC_LANG`, else Chinese when
-most user turns of the run are Chinese (a turn is Chinese when most of its letters are CJK).
+most of the run's first `LANG_SAMPLE` user turns are Chinese (a turn is Chinese when most of its letters
+are CJK).
 
 run.json stays language-neutral: reporters choose the language when they render, so any old run
 re-renders in either language. `words(key, **fields)` reads the language set by `speaking(lang)`."""
@@ -11,6 +12,7 @@ import contextlib
 import contextvars
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
 from typing import Any
 
 from evalspec.core.text import chinese_turn as chinese_turn  # the language predicate, re-exported
@@ -19,6 +21,9 @@ from evalspec.reporters.catalogue import en, zh
 
 LANGS = ("zh", "en")
 CATALOGUES: dict[str, dict[str, str]] = {"en": en.WORDS, "zh": zh.WORDS}
+#: the run's user turns read to guess its language: the first ones (docs/en/reports-and-gate.md#language), so
+#: that the summary of a run of a million conversations does not read every record back from disk
+LANG_SAMPLE = 1000
 _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("evalspec_report_lang", default="en")
 
 
@@ -58,6 +63,7 @@ def guess_lang(user_turns: Iterable[str]) -> str:
 
 
 def run_user_turns(run: Mapping[str, Any]) -> Iterator[str]:
+    """The run's user turns, record by record (a streamed run's records are read as they are reached)."""
     for record in run.get("results") or []:
         for m in record.get("transcript") or []:
             if m.get("role") == "user" and not m.get("filler"):
@@ -96,8 +102,8 @@ def choose_lang(run: Mapping[str, Any] | None = None, override: str | None = Non
     """The language of every screen, the one rule for every command and page (docs/en/reports-and-gate.md#language):
     `--lang` (`override`), else the first suite's `report: {lang}` (of the run, else of the loaded `suites`,
     else `declared`: a `lang:` line of files that may not load), else `EVALSPEC_LANG`, else the user turns
-    (of the run, the suites, or `texts`: imported conversations, the files being validated), else the
-    system locale (`LANG` starting with `zh`)."""
+    (the run's first `LANG_SAMPLE`, the suites', or `texts`: imported conversations, the files being
+    validated), else the system locale (`LANG` starting with `zh`)."""
     if override in CATALOGUES:
         return str(override)
     suites = list(suites)
@@ -107,7 +113,8 @@ def choose_lang(run: Mapping[str, Any] | None = None, override: str | None = Non
     env = os.environ.get("EVALSPEC_LANG")
     if chosen or env in CATALOGUES:
         return str(chosen or env)
-    said = [t for t in [*run_user_turns(run or {}), *planned_user_texts(suites), *texts] if t.strip()]
+    first = islice((t for t in run_user_turns(run or {}) if t.strip()), LANG_SAMPLE)  # only these are read
+    said = [t for t in [*first, *planned_user_texts(suites), *texts] if t.strip()]
     if said:
         return guess_lang(said)
     return "zh" if (os.environ.get("LC_ALL") or os.environ.get("LANG") or "").lower().startswith("zh") else "en"
