@@ -16,7 +16,13 @@ from evalspec.config.rule_examples import example_problems
 from evalspec.core.errors import Problem
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.patterns import regex_problem, written_patterns
-from evalspec.extend.registry import COMMON_KEYS, REGISTRY, AssertionType, load_installed_plugins, resolve_type
+from evalspec.extend.registry import (
+    COMMON_KEYS,
+    REGISTRY,
+    AssertionType,
+    load_installed_plugins,
+    resolve_type,
+)
 
 SCOPES = ("turn", "each_turn", "any_turn", "last_response", "conversation")
 SEVERITIES = ("critical", "major", "minor")
