@@ -131,8 +131,10 @@ def load_installed_plugins() -> None:
         return
     _plugins_loaded = True  # before the imports: a check module that looks a type up while it loads finds this
     try:
+        earlier = dict(REGISTRY)  # a plugin's check registered before this lookup still wins over a built-in one
         for module in BUILT_IN_MODULES:
             import_module(module)
+        REGISTRY.update(earlier)
         from evalspec.core.plugins import load_entry_points
 
         load_entry_points()

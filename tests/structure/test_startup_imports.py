@@ -52,18 +52,27 @@ def test_the_public_names_and_the_builtin_checks_load_on_use(tmp_path: Path) -> 
         import sys
         import evalspec
         assert "evalspec.app.api" not in sys.modules
-        from evalspec import Run, run, assertion, Suite, ConfigError
-        from evalspec.app.api import Run as Home
-        assert Run is Home and callable(run) and "Run" in dir(evalspec)
+        from evalspec import assertion
         from evalspec.extend.registry import resolve_type, all_type_names
+        assert "evalspec.assertions.builtin" not in sys.modules
 
         @assertion("测试-插件")
         def plugin(reply, value, ctx):
             \"\"\"A plugin's check: registered beside the built-in ones.\"\"\"
             return True
 
+        @assertion("regex")
+        def mine(reply, value, ctx):
+            'a plugin of its own regex, registered before the first lookup: it wins, as it did before'  # noqa
+            return True
+
         assert resolve_type("contains") is not None  # the first lookup registers the built-in checks
         assert {"contains", "测试-插件"} <= set(all_type_names())
+        assert resolve_type("regex")[0].fn is mine
+        from evalspec import Run, run, Suite, ConfigError
+        from evalspec.app.api import Run as Home
+        assert Run is Home and callable(run) and "Run" in dir(evalspec)
+        assert resolve_type("regex")[0].fn is mine
         try:
             evalspec.no_such_name
         except AttributeError as exc:
