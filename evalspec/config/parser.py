@@ -614,6 +614,10 @@ class SuiteParser:
             elif against not in (None, "baseline") and test.providers is not None and against not in test.providers:
                 self.bad((*spec.where, "against"), f"'against: {against}': test '{test.id}' is not played against "
                                                    f"that provider (its providers: {', '.join(test.providers)})")
+            elif against not in (None, "baseline") and set(test.providers or providers) == {against}:
+                self.bad((*spec.where, "against"), f"'against: {against}': test '{test.id}' is played against "
+                                                   f"'{against}' alone, so there is no other reply to compare with "
+                                                   "(add the provider to compare, or use against: baseline)")
 
     def _check_comparisons(self, test: TestSpec) -> None:
         """`select-best` compares the test's candidates (providers × matrix instances): it needs two or more,

@@ -207,3 +207,10 @@ def test_a_provider_the_test_is_not_played_against_is_a_validation_error(tmp_pat
         path = suite(tmp_path, server, "      - pairwise: {against: plain}\n", providers="funny")
     code, out = invoke("validate", str(path))
     assert code == 2 and "test 'tweet' is not played against that provider (its providers: funny)" in out, out
+
+
+def test_a_test_played_against_the_compared_provider_alone_is_a_validation_error(tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        path = suite(tmp_path, server, "      - pairwise: {against: funny}\n", providers="funny")
+    code, out = invoke("validate", str(path))
+    assert code == 2 and "test 'tweet' is played against 'funny' alone, so there is no other reply" in out, out
