@@ -1,6 +1,8 @@
 """The pairwise section of every report (docs/en/judges.md#comparing-two-bot-versions-pairwise), from
 run.json's `summary.pairwise` alone: per rule, wins, ties, position-inconsistent ties and losses, the
-win rate with its Wilson interval, and against the baseline the sign test's p-value."""
+win rate with its Wilson interval, and against the baseline the sign test's p-value. When half the
+comparisons or more changed winner with the order, the line says so: such ties pass `not_worse` by
+rule, and a judge that only follows the position would otherwise turn the gate green unnoticed."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ def pairwise_lines(run: RunData) -> list[str]:
                      rate=format_rate(line["wins"], line["n"]))
         if line.get("sign_p") is not None:
             text += words("pairwise_sign", p=f"{line['sign_p']:.3g}")
+        if line["n"] and line["inconsistent"] * 2 >= line["n"]:  # a judge that follows the order, not the replies
+            text += words("pairwise_order", inconsistent=line["inconsistent"], n=line["n"])
         out.append(text)
     return out
 

@@ -85,6 +85,9 @@ def test_a_judge_that_always_prefers_the_first_position_gives_only_position_inco
     assert [(x["wins"], x["ties"], x["inconsistent"], x["losses"], x["win_rate"]) for x in lines] == [(0, 0, 1, 0, 0.0)] * 2
     plain = pairwise(data, "plain")
     assert plain["skipped"] is True and plain["pass"] is None  # the side compared against is not compared
+    _, out = invoke("report", str(tmp_path / "run" / "run.json"), "--md", str(tmp_path / "r.md"))
+    for text in (out, (tmp_path / "r.md").read_text(encoding="utf-8")):  # the green tie is named as the judge's
+        assert "1 of 1 answers changed with the order of the replies" in text, text
 
 
 def test_a_judge_that_prefers_the_better_side_gives_wins_and_sees_both_orders(tmp_path: Path) -> None:
@@ -185,6 +188,7 @@ def test_a_reference_is_compared_while_grading_and_reports_show_the_counts(tmp_p
     assert code == 0, out
     for text in (out, (tmp_path / "r.md").read_text(encoding="utf-8"), (tmp_path / "r.html").read_text(encoding="utf-8")):
         assert "1 won, 1 tied, 0 tied (position-inconsistent), 0 lost of 2; win rate 50% (9–91%, n=2)" in text, text
+        assert "changed with the order" not in text
 
 
 @pytest.mark.parametrize(("rule", "message"), [

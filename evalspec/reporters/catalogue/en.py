@@ -148,6 +148,8 @@ WORDS: dict[str, str] = {
     "pairwise_title": "Pairwise comparisons (each asked in both orders)",
     "pairwise_line": "{rule}: {wins} won, {ties} tied, {inconsistent} tied (position-inconsistent), {losses} lost of "
                      "{n}; win rate {rate}",
+    "pairwise_order": "; warning: {inconsistent} of {n} answers changed with the order of the replies — the judge "
+                      "follows the position, not the replies (check it: evalspec doctor --rules)",
     "pairwise_sign": "; sign test of losses over wins (ties dropped): p = {p}",
     "jury_members": "Members", "jury_kappa": "Agreement (Fleiss' kappa)", "jury_n": "Conversations all answered",
     "jury_disagreement": "Disagreement with the jury",

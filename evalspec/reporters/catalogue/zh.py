@@ -136,6 +136,8 @@ WORDS: dict[str, str] = {
     "jury_title": "评审团：评审之间的一致程度",
     "pairwise_title": "成对比较（每次比较都交换顺序问两遍）",
     "pairwise_line": "{rule}：{n} 次比较中胜 {wins}、平 {ties}、位置不一致的平局 {inconsistent}、负 {losses}；胜率 {rate}",
+    "pairwise_order": "；注意：{n} 次比较中有 {inconsistent} 次随回复顺序改变结论——评审看的是位置而不是回复"
+                      "（用 evalspec doctor --rules 检查它）",
     "pairwise_sign": "；负对胜的符号检验（不计平局）：p = {p}",
     "jury_members": "成员", "jury_kappa": "一致性（Fleiss' kappa）", "jury_n": "全员作答的对话",
     "jury_disagreement": "与评审团结论不一致的比例",
