@@ -15,7 +15,8 @@ from evalspec.core.errors import ConfigError
 
 def files_lang(paths: list[str], override: str | None) -> str:
     """The language of a command over suite files that may not load (`validate`): `choose_lang` given
-    the files' first `lang: zh|en` line and their `user:` lines, read as text."""
+    the files' first `lang: zh|en` line and what their users say or are told (`user:`, a simulated user's
+    `goal:`, `persona:`, `instructions:`, `opening:` lines), read as text."""
     import regex
 
     from evalspec.reporters.catalogue import choose_lang
@@ -27,7 +28,8 @@ def files_lang(paths: list[str], override: str | None) -> str:
         except (OSError, UnicodeDecodeError):
             continue
         declared = declared or next(iter(regex.findall(r"(?m)\blang:\s*['\"]?(zh|en)\b", text)), None)
-        texts += regex.findall(r"(?m)^[\s-]*user:\s*(.+)$", text)
+        said = regex.findall(r"(?m)^[\s-]*(?:user|goal|persona|instructions|opening):\s*(.+)$", text)
+        texts += [regex.sub(r"\s+#.*$", "", t) for t in said]  # a comment after the text is not the user's
     return choose_lang(None, override, declared=declared, texts=texts)
 
 

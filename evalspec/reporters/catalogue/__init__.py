@@ -72,7 +72,8 @@ def run_user_turns(run: Mapping[str, Any]) -> Iterator[str]:
 
 def planned_user_texts(suites: Iterable[Any]) -> Iterator[str]:
     """What the user will say, before a run (config.model.Suite objects): written user turns; for a test
-    without any, its attacker's goal or its simulated user's opening, persona and goal (their transcripts
+    without any, its attacker's goal or its simulated user's opening, persona, goal, instructions and
+    milestones (their transcripts
     will speak that language, and the summary is chosen from the transcripts)."""
     from evalspec.config.recorded import recorded_user_texts
 
@@ -84,8 +85,10 @@ def planned_user_texts(suites: Iterable[Any]) -> Iterator[str]:
             if not written:
                 plan = test.attack or test.simulate
                 if plan is not None:
+                    steps = [str(m.get("goal") or m.get("user") or "") for m in getattr(plan, "milestones", None) or []
+                             if isinstance(m, Mapping)]
                     yield " ".join(str(x) for x in (getattr(plan, "opening", None), getattr(plan, "persona", None),
-                                                    plan.goal) if x)
+                                                    plan.goal, getattr(plan, "instructions", None), *steps) if x)
 
 
 def suite_lang(suites: Iterable[Mapping[str, Any]]) -> str | None:
