@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,6 +31,7 @@ from evalspec.results.rundata import (
     Side,
     SlaChange,
 )
+from evalspec.results.stream import JournalRecords
 from evalspec.results.verdict import combine_repeats, is_gated, mean_std, reaches_gate
 
 #: every category, in the order reports list them (the ones that block first)
@@ -82,13 +83,42 @@ def category(base: str | None, head: str | None) -> RowCategory:
     return moved.get((base, head), "unchanged")
 
 
-def _groups(run: Mapping[str, Any]) -> dict[Key, list[Record]]:
-    groups: dict[Key, list[Record]] = defaultdict(list)
+class _Group(list[Record]):
+    """One instance's repeats in a run: light forms for a streamed run (docs/en/scale-and-ray.md#memory),
+    with their positions, so a row that needs a repeat's detail reads it back (`_full`)."""
+
+    def __init__(self, results: Sequence[Record]) -> None:
+        super().__init__()
+        self.results, self.at = results, array("q")
+
+
+def _lights(results: Sequence[Record]) -> Iterator[Record]:
+    """Each record as the comparison reads it: a streamed run's light forms, without reading the records."""
+    if isinstance(results, JournalRecords) and results.light is not None:
+        return iter(cast(Sequence[Record], results.light))
+    return iter(results)
+
+
+def _groups(run: Mapping[str, Any]) -> dict[Key, _Group]:
+    results: Sequence[Record] = run.get("results", [])
+    groups: dict[Key, _Group] = {}
     suites: dict[str, str] = {}  # a run has few suites and many records
-    for r in run.get("results", []):
+    for i, r in enumerate(_lights(results)):
         suite = suites.get(r["suite"]) or suites.setdefault(r["suite"], suite_key(r["suite"]))
-        groups[(suite, r.get("base_id") or r["test_id"], r["provider"])].append(r)
+        test = r.get("base_id") or results[i]["test_id"]  # a light record keeps base_id only
+        group = groups.get(key := (suite, test, r["provider"])) or groups.setdefault(key, _Group(results))
+        group.append(r)
+        group.at.append(i)
     return groups
+
+
+def _full(group: _Group) -> Iterator[Record]:
+    """The group's records whole (read back one at a time from a streamed run)."""
+    if not isinstance(group.results, JournalRecords):
+        yield from group
+        return
+    for i in group.at:
+        yield group.results[i]
 
 
 def critical_rules(records: Sequence[Record]) -> list[str]:
@@ -128,7 +158,7 @@ def newly_critical(base: Side | None, head: Side | None) -> list[str]:
     return [c for c in head["critical_rules"] if c not in known]
 
 
-def first_problem(records: list[Record] | None) -> str:
+def first_problem(records: Iterable[Record] | None) -> str:
     """The first failure of the first failed (or errored) repeat, in the words every report uses."""
     for r in records or []:
         if r["status"] in ("failed", "xfailed", "error") and (line := first_failure(r)):
@@ -159,9 +189,13 @@ def compare_verdicts(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[B
             "draft": loose["draft"], "measured": loose["measured"],
             # every critical failure gates (curve points and xfail tests too, never drafts) unless the base had it
             "critical_new": bool(newly_critical(b, h)), "critical_newly_failed": newly_critical(b, h),
-            "blocking": gated and cat in BLOCKING, "replays": [], "problem": first_problem(h_recs),
+            "blocking": gated and cat in BLOCKING, "replays": [], "problem": first_problem(_full(h_recs)) if h_recs and _has_problem(h_recs) else "",
         })
     return rows
+
+
+def _has_problem(records: Sequence[Record]) -> bool:
+    return any(r["status"] in ("failed", "xfailed", "error") for r in records)
 
 
 def _curve_key(c: Curve) -> Key:
@@ -201,15 +235,16 @@ def _p95(values: list[float]) -> float | None:
 
 def provider_stats(run: Mapping[str, Any]) -> dict[str, ProviderFigures]:
     """Per provider: mean and p95 reply latency (ms), tokens and cost per conversation."""
-    by: dict[str, list[Record]] = defaultdict(list)
-    for r in run.get("results", []):
-        by[r["provider"]].append(r)
+    by: dict[str, tuple[list[float], list[float], list[float]]] = {}
+    for r in run.get("results", []):  # a streamed run's records are read one at a time
+        latencies, tokens, costs = by.get(r["provider"]) or by.setdefault(r["provider"], ([], [], []))
+        latencies += [float(ms) for m in system_messages(r.get("transcript", [])) if (ms := m.get("latency_ms")) is not None]
+        if (t := r.get("tokens")) is not None:
+            tokens.append(float(t))
+        if (c := r.get("cost")) is not None:
+            costs.append(float(c))
     out = {}
-    for provider, recs in by.items():
-        latencies = [float(ms) for r in recs for m in system_messages(r.get("transcript", []))
-                     if (ms := m.get("latency_ms")) is not None]
-        tokens = [float(t) for r in recs if (t := r.get("tokens")) is not None]
-        costs = [float(c) for r in recs if (c := r.get("cost")) is not None]
+    for provider, (latencies, tokens, costs) in by.items():
         out[provider] = {"latency_mean": mean_std(latencies)[0], "latency_p95": _p95(latencies),
                          "tokens": mean_std(tokens)[0], "cost": mean_std(costs)[0]}
     return out

@@ -27,10 +27,11 @@ def read_run(path: str | Path, check: bool = False, stream: bool = False) -> Run
     naming the file and what is wrong, so no command meets it half way. With `check` (a baseline,
     docs/en/rule-self-tests.md#verdicts-that-hold) it must validate against the whole run schema, so a file that cannot be compared is refused
     before the first call instead of failing the run after the last one.
-    With `stream` (and not `check`), the `results` of a run.json written one record per line are a
-    `JournalRecords` over the file itself: each record is checked as it is read and only its light form
-    stays in memory (docs/en/scale-and-ray.md#memory); any other file is read whole, as without it."""
-    if stream and not check and (streamed := _read_streamed(Path(path))) is not None:
+    With `stream`, the `results` of a run.json written one record per line are a `JournalRecords` over the
+    file itself: each record is checked as it is read (with `check`, against the whole schema, and so is
+    the top level) and only its light form stays in memory (docs/en/scale-and-ray.md#memory); any other
+    file is read whole, as without it."""
+    if stream and (streamed := _read_streamed(Path(path), check)) is not None:
         return streamed
     try:
         raw = Path(path).read_bytes()
@@ -38,9 +39,14 @@ def read_run(path: str | Path, check: bool = False, stream: bool = False) -> Run
         raise ConfigError([Problem(str(path), None, "", f"cannot be read: {exc.strerror or exc}")]) from None
     data = parse_run(raw, str(path), shape=not check)  # the whole schema holds the shape's checks
     if check and (problem := run_schema_problem(data)) is not None:
-        raise ConfigError([Problem(str(path), None, "", f"does not validate against schema/run.schema.json: {problem}; "
-                                                        "give a run.json written by evalspec run")])
+        _refuse_schema(path, problem)
     return data
+
+
+def _refuse_schema(path: str | Path, problem: str) -> None:
+    """A baseline that breaks the run schema, refused (docs/en/rule-self-tests.md#verdicts-that-hold)."""
+    raise ConfigError([Problem(str(path), None, "", f"does not validate against schema/run.schema.json: {problem}; "
+                                                    "give a run.json written by evalspec run")])
 
 
 def untyped(run: Mapping[str, object]) -> dict[str, Any]:
@@ -120,10 +126,11 @@ def _before_vocabulary(data: Mapping[str, Any]) -> bool:
 RESULTS_LINE = b'"results": [\n'  # how write_json opens a non-empty `results` list: one record per line follows
 
 
-def _read_streamed(path: Path) -> RunData | None:
+def _read_streamed(path: Path, check: bool = False) -> RunData | None:
     """The run.json at `path` with its results left on disk (see `read_run`), or None when it is not laid
     out one record per line, anything in it is wrong or it is of an earlier shape: the whole-file reader
-    then reads it, brings it to today's shape and names any problem in its own words."""
+    then reads it, brings it to today's shape and names any problem in its own words. With `check`, a
+    record or top level that breaks the whole run schema is refused here, naming its place."""
     offsets = array("q")
     lights = DiskRows()  # on disk: memory that does not grow with the run (docs/en/scale-and-ray.md#memory)
     head: list[bytes] = []
@@ -148,6 +155,8 @@ def _read_streamed(path: Path) -> RunData | None:
                 if _shape(record, item, defs, ("results", len(offsets)), _SHAPE_DEPTH - 2) is not None or \
                         "base_id" not in record:  # an earlier shape: `migrate` it, whole
                     return None
+                if check and (problem := record_schema_problem(record, len(offsets))) is not None:
+                    _refuse_schema(path, problem)
                 offsets.append(fh.tell() - len(line))
                 lights.append(light(record))
         if not offsets or inside:
@@ -157,6 +166,8 @@ def _read_streamed(path: Path) -> RunData | None:
         return None
     if run_shape_problem(data) is not None or _before_vocabulary(data):
         return None
+    if check and (problem := run_schema_problem({**data, "results": []})) is not None:  # its records are checked
+        _refuse_schema(path, problem)
     data["results"] = JournalRecords(path, offsets, lights)
     return cast(RunData, data)
 
@@ -243,13 +254,32 @@ def _kind(value: Any) -> str:
 
 def run_schema_problem(data: Any) -> str | None:
     """The first way `data` breaks the run schema (where, and what), or None."""
+    return _schema_problem(_validator(False), data, ())
+
+
+def record_schema_problem(record: Any, index: int) -> str | None:
+    """The first way one record (`results[index]`) breaks the run schema, or None: a baseline read one
+    record at a time (docs/en/scale-and-ray.md#memory)."""
+    return _schema_problem(_validator(True), record, ("results", index))
+
+
+@functools.cache
+def _validator(record: bool) -> Any:
     import jsonschema
 
     schema = json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8"))
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if record:  # a record's own schema, with the definitions it refers to
+        schema = {"$schema": schema.get("$schema"), "$defs": schema["$defs"], **schema["properties"]["results"]["items"]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _schema_problem(validator: Any, data: Any, at: tuple[str | int, ...]) -> str | None:
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is None:
         return None
-    where = format_path(tuple(error.absolute_path)) or "the top level"
+    where = format_path((*at, *error.absolute_path)) or "the top level"
     message = error.message if len(error.message) <= 200 else error.message[:200] + "…"
     return f"{where}: {message}"
 

@@ -43,10 +43,10 @@ def light(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def _light_check(a: Mapping[str, Any]) -> dict[str, object]:
     """A check as the metric scoreboard reads it (metric, score, pass), or the red lines (a critical rule:
-    its rule, turn, pass, skipped and `max_rate`, docs/en/statistics.md#red-lines-as-bounds)."""
+    its rule, turn, scope, pass, skipped and `max_rate`, docs/en/statistics.md#red-lines-as-bounds)."""
     out: dict[str, object] = {"metric": a.get("metric"), "score": a.get("score"), "pass": a.get("pass")}
     if a.get("severity") == "critical":
-        out.update({k: a[k] for k in ("severity", "type", "value", "turn", "skipped", "max_rate") if k in a})
+        out.update({k: a[k] for k in ("severity", "type", "value", "turn", "skipped", "max_rate", "scope") if k in a})
     if a.get("jury"):  # a jury's votes: its members' agreement (docs/en/judges.md#juries)
         out.update({k: a[k] for k in ("type", "value", "turn", "jury") if k in a})
     if pair := _compared(a):  # a pairwise outcome (docs/en/judges.md#comparing-two-bot-versions-pairwise)

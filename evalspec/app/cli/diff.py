@@ -35,8 +35,8 @@ def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_p
     """The diff in `lang` (None: the head run's language, docs/en/reports-and-gate.md#language)."""
     from evalspec.reporters.catalogue import choose_lang, speaking
 
-    head = read_run(head_path, check=True)
-    diff = compare_runs(read_run(base_path, check=True), head, base_path, head_path)
+    head = read_run(head_path, check=True, stream=True)  # one record at a time (docs/en/scale-and-ray.md#memory)
+    diff = compare_runs(read_run(base_path, check=True, stream=True), head, base_path, head_path)
     with speaking(choose_lang(head, lang)):
         return _write_diff(diff, md_path, html_path, output, head)
 
