@@ -84,8 +84,9 @@ def category(base: str | None, head: str | None) -> RowCategory:
 
 
 class _Group(list[Record]):
-    """One instance's repeats in a run: light forms for a streamed run (docs/en/scale-and-ray.md#memory),
-    with their positions, so a row that needs a repeat's detail reads it back (`_full`)."""
+    """One instance's repeats in a run, as a row compares them (`_compared`, from the light forms of a
+    streamed run: docs/en/scale-and-ray.md#memory), with their positions, so a row that needs a repeat's
+    detail reads it back (`_full`)."""
 
     def __init__(self, results: Sequence[Record]) -> None:
         super().__init__()
@@ -107,18 +108,27 @@ def _groups(run: Mapping[str, Any]) -> dict[Key, _Group]:
         suite = suites.get(r["suite"]) or suites.setdefault(r["suite"], suite_key(r["suite"]))
         test = r.get("base_id") or results[i]["test_id"]  # a light record keeps base_id only
         group = groups.get(key := (suite, test, r["provider"])) or groups.setdefault(key, _Group(results))
-        group.append(r)
+        group.append(_compared(r))
         group.at.append(i)
     return groups
 
 
 def _full(group: _Group) -> Iterator[Record]:
     """The group's records whole (read back one at a time from a streamed run)."""
-    if not isinstance(group.results, JournalRecords):
-        yield from group
-        return
     for i in group.at:
         yield group.results[i]
+
+
+#: what a row reads of each repeat (`_side`, `combine_repeats`): the rest stays on disk
+COMPARED = ("status", "score", "critical_failed", "xfail", "draft", "curve", "name", "repeat_rule")
+
+
+def _compared(r: Record) -> Record:
+    kept = {k: r[k] for k in COMPARED if k in r}  # type: ignore[literal-required]
+    checks = [a for a in r.get("assertions") or [] if a.get("severity") == "critical"]
+    if checks:
+        kept["assertions"] = checks
+    return cast(Record, kept)
 
 
 def critical_rules(records: Sequence[Record]) -> list[str]:
@@ -172,7 +182,7 @@ def compare_verdicts(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[B
     keys = list(h_groups) + [k for k in b_groups if k not in h_groups]
     rows: list[BaselineRow] = []
     for key in keys:
-        h_recs, b_recs = h_groups.get(key), b_groups.get(key)
+        h_recs, b_recs = h_groups.pop(key, None), b_groups.pop(key, None)  # each group goes once its row is made
         first = (h_recs or b_recs or [])[0]  # every group has a record
         rule = first.get("repeat_rule", "all")
         b, h = _side(b_recs, rule), _side(h_recs, rule)
