@@ -165,6 +165,11 @@ def read_answer(text: str, schema: dict[str, object] | None, *, shown: Shown, ro
     answers = [(s, e, v) for s, e, v in own if not is_format_example(v)]
     if not answers:
         wanted = f" with {', '.join(keys)}" if keys else ""
+        partial = [v for _, _, v in json_objects(answer) if not shown.quotes(v) and not is_format_example(v)]
+        if partial and not shaped:  # an answer of its own, short of a key it was asked for: not a refusal
+            missing = [k for k in keys if k not in partial[-1]]
+            raise GradingError(f"{role} answer has no {', '.join(map(repr, missing))} (it was asked for "
+                               f"{', '.join(keys)}): {excerpt!r}")
         what = "only a format example (placeholder values), no answer" if own else \
             "only material quoted from the conversation it was shown, no answer of its own" if shaped else \
             f"not {'a JSON verdict' if role == 'judge' else 'JSON'} (no object{wanted})"
