@@ -160,12 +160,13 @@ def read_answer(text: str, schema: dict[str, object] | None, *, shown: Shown, ro
     answer = answer_text(text)
     excerpt = text.strip()[:200]
     keys = schema_keys(schema)
-    shaped = [(s, e, v) for s, e, v in json_objects(answer) if all(k in v for k in keys)]
+    objects = json_objects(answer)
+    shaped = [(s, e, v) for s, e, v in objects if all(k in v for k in keys)]
     own = [(s, e, v) for s, e, v in shaped if not shown.quotes(v)]
     answers = [(s, e, v) for s, e, v in own if not is_format_example(v)]
     if not answers:
         wanted = f" with {', '.join(keys)}" if keys else ""
-        partial = [v for _, _, v in json_objects(answer) if not shown.quotes(v) and not is_format_example(v)]
+        partial = [v for _, _, v in objects if not shown.quotes(v) and not is_format_example(v)]
         if partial and not shaped:  # an answer of its own, short of a key it was asked for: not a refusal
             missing = [k for k in keys if k not in partial[-1]]
             raise GradingError(f"{role} answer has no {', '.join(map(repr, missing))} (it was asked for "

