@@ -5,6 +5,12 @@ Prints wall time, calls, calls/s, CPU time and peak RSS of the whole `evalspec r
 
     python bench/bench_run.py [--client lean|litellm] [--kind model|http] [--conversations 100] [--turns 5]
                               [--tool-rounds N]   (model: N tool rounds per turn, answered from tool_results)
+                              [--promptfoo PATH/TO/promptfoo]
+
+With `--promptfoo`, the same job is run by promptfoo in the same session against the same server: one
+test per turn, the turns of a conversation tied by `metadata.conversationId` and the history given to the
+model through `_conversation` (promptfoo's multi-turn form), `contains: 收到` on every reply; its wall time
+is printed beside evalspec's cold run and the ratio. `npm install promptfoo@0.121.20` runs on Node 20.
 """
 
 from __future__ import annotations
@@ -56,6 +62,42 @@ def write_suite(path: Path, base: str, kind: str, client: str, conversations: in
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+PROMPTFOO_PROMPT = ('[{% for c in _conversation %}{"role": "user", "content": {{ c.input | dump }}}, '
+                    '{"role": "assistant", "content": {{ c.output | dump }}}, {% endfor %}'
+                    '{"role": "user", "content": {{ question | dump }}}]')
+
+
+def write_promptfoo(path: Path, base: str, conversations: int, turns: int) -> None:
+    """The evalspec job as a promptfoo config: a test per turn, a conversation's turns tied by its id."""
+    lines = ["description: evalspec bench_run", "prompts:", "  - id: conversation", "    raw: |",
+             "      " + PROMPTFOO_PROMPT, "providers:", "  - id: openai:chat:bench-model",
+             f"    config: {{apiBaseUrl: '{base}/v1', apiKey: bench}}", "defaultTest:", "  assert:",
+             "    - {type: contains, value: 收到}", "tests:"]
+    for i in range(conversations):
+        for t in range(1, turns + 1):
+            lines += [f"  - vars: {{question: 第{i}段对话的第{t}个问题}}", f"    metadata: {{conversationId: c{i}}}"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_promptfoo(binary: str, work: Path, base: str, conversations: int, turns: int, jobs: int) -> float:
+    """promptfoo's wall time on the same job; every reply checked, and a later turn's prompt must carry the
+    earlier replies (else it did not play conversations)."""
+    write_promptfoo(work / "promptfooconfig.yaml", base, conversations, turns)
+    env = {**os.environ, "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1",
+           "PROMPTFOO_CACHE_ENABLED": "false", "PROMPTFOO_CONFIG_DIR": str(work / ".promptfoo")}
+    started = time.perf_counter()
+    subprocess.run([binary, "eval", "-c", "promptfooconfig.yaml", "--no-cache", "--no-write", "-j", str(jobs),
+                    "-o", "promptfoo.json"], cwd=work, env=env, check=False, capture_output=True)
+    wall = time.perf_counter() - started
+    results = json.loads((work / "promptfoo.json").read_text(encoding="utf-8"))["results"]["results"]
+    passed = sum(1 for r in results if r.get("success"))
+    assert len(results) == conversations * turns, f"promptfoo played {len(results)} turns"
+    assert passed == len(results), f"promptfoo: {len(results) - passed} turns failed"
+    last = next(r for r in results if r["vars"]["question"] == f"第0段对话的第{turns}个问题")
+    assert "收到：第0段对话的第1个问题" in last["prompt"]["raw"], "promptfoo's last turn did not carry the history"
+    return wall
+
+
 def server_calls(base: str) -> int:
     with urllib.request.urlopen(base + "/stats") as response:
         return int(json.loads(response.read())["calls"])
@@ -81,6 +123,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--tool-rounds", type=int, default=0, help="model provider: tool rounds per turn")
+    parser.add_argument("--promptfoo", default=None, help="a promptfoo executable: run the same job with it")
     args = parser.parse_args()
 
     port = free_port()
@@ -110,6 +153,10 @@ def main() -> None:
                   + (f" (client {args.client})" if args.kind == "model" else " (httpx)")
                   + (f", {args.tool_rounds} tool round(s) per turn" if args.tool_rounds and args.kind == "model" else ""))
             print(f"ideal (turns x calls per turn x latency x ceil(conversations/jobs)): {ideal:.2f} s")
+            cold = 0.0
+            version = timed_run([sys.executable, "-m", "evalspec", "--version"], work)["wall"]
+            print(f"`evalspec --version`: {version:.2f} s; the SPEC's ideal (turns x latency + that): "
+                  f"{args.turns * args.latency_ms / 1000 + version:.2f} s")
             for label in ("cold cache", "warm cache"):
                 before = server_calls(base)
                 figures = timed_run(evalspec, work)
@@ -119,6 +166,13 @@ def main() -> None:
                 rate = calls / figures["wall"] if figures["wall"] else 0.0
                 print(f"{label}: wall {figures['wall']:.2f} s · calls {calls} ({data['summary']['cached_calls']} cached)"
                       f" · {rate:.0f} calls/s · CPU {figures['cpu']:.2f} s · peak RSS {figures['rss_mb']:.0f} MB")
+                cold = cold or figures["wall"]
+            if args.promptfoo:
+                if args.kind != "model" or args.tool_rounds:
+                    raise SystemExit("--promptfoo compares the model kind without tool rounds")
+                wall = run_promptfoo(args.promptfoo, work, base, args.conversations, args.turns, args.jobs)
+                print(f"promptfoo (same job, same server): wall {wall:.2f} s · evalspec cold {cold:.2f} s · "
+                      f"evalspec {wall / cold:.1f}x faster")
     finally:
         server.terminate()
         server.wait()
