@@ -11,6 +11,11 @@ fresh job. A check that
 merely takes a while (`_Lane.SLOW`) keeps its job, and the batches behind it get a job of their own,
 so one slow conversation never holds up the others' grading. Meanwhile the event loop keeps serving
 provider calls, so a slow regex never makes them time out.
+
+A short conversation's leading built-in text and session checks (`_ON_LOOP`: they read the replies' text
+in time linear in it) run on the loop itself, with no hop at all: their regexes may hold the loop
+`patterns.HOLD_GIL_S` at most, and a check whose match needs longer goes to a worker with the checks
+after it, where it has its whole time limit (docs/en/scale-and-ray.md#throughput).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from evalspec.assertions.evaluate import AssertionResult, abandoned, evaluate, n
 from evalspec.config.model import AssertionSpec
 from evalspec.core.usercode import WORKERS, clear_note, describe, note_running, post
 from evalspec.extend.check import Check, GradingContext, Undecided
-from evalspec.extend.patterns import regex_time_limit
+from evalspec.extend.patterns import SlowMatch, on_the_loop, regex_time_limit
 from evalspec.extend.registry import resolve_type
 
 _local = threading.local()
@@ -214,11 +219,49 @@ class _Lane:
 _lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = weakref.WeakKeyDictionary()
 
 
+# built-in checks that read only the replies' text, in time linear in it; their regexes go through
+# extend/patterns (on the loop: `HOLD_GIL_S` at most). Not here: user code, node, files, JSON scans,
+# levenshtein (quadratic), judges and embedders.
+_ON_LOOP = frozenset({"contains", "icontains", "contains-any", "contains-all", "equals", "starts-with", "regex",
+                      "word-count", "latency", "cost", "tokens", "finish-reason", "not-before", "not-after",
+                      "at-most", "within", "turn-count"})
+ON_LOOP_CHARS = 8_000  # a conversation whose messages hold more text is checked on a worker
+
+
+def _checked_here(specs: list[AssertionSpec], ctx: GradingContext, limit: float) -> list[AssertionResult]:
+    """The results of the leading checks of `specs` that run on the loop (`_ON_LOOP`, a short conversation),
+    up to the first that cannot (another kind, or a regex that needs longer than `HOLD_GIL_S`)."""
+    size = 0
+    for message in ctx.transcript:
+        content = message.get("content")
+        if content is not None and not isinstance(content, str) or message.get("tool_calls"):
+            return []
+        size += len(content or "")
+    if size > ON_LOOP_CHARS:
+        return []
+    done: list[AssertionResult] = []
+    with regex_time_limit(limit), on_the_loop():
+        for spec in specs:
+            if spec.type not in _ON_LOOP or not _plain(spec):
+                break
+            try:
+                result = _finish(evaluate(spec, ctx))
+            except SlowMatch:
+                break
+            if result is None:
+                break
+            done.append(result)
+    return done
+
+
 async def evaluate_off_loop(specs: list[AssertionSpec], ctx: GradingContext,
                             limit: float, note: Path | None = None) -> list[AssertionResult]:
-    """Evaluate `specs` in order on worker threads, each within `limit` seconds; `note` names the user-code
-    check in progress (`note_check`)."""
-    results: list[AssertionResult] = []
+    """Evaluate `specs` in order on worker threads, each within `limit` seconds (a short conversation's
+    leading text checks on the loop: `_checked_here`); `note` names the user-code check in progress
+    (`note_check`)."""
+    results: list[AssertionResult] = _checked_here(specs, ctx, limit)
+    if len(results) == len(specs):
+        return results
     loop = asyncio.get_running_loop()
     lane = _lanes.get(loop)
     if lane is None:

@@ -9,6 +9,8 @@ from typing import Any
 
 from evalspec.core.errors import GradingError
 from evalspec.extend.provider import CallContext
+from evalspec.extend.reasons.en import REASONS as _EN
+from evalspec.extend.reasons.zh import REASONS as _ZH
 from evalspec.extend.transcript import (
     ChatMessage,
     Message,
@@ -64,12 +66,10 @@ def say(key: str, /, **fields: Any) -> Said:
     """The reason `key` of the reason catalogue (evalspec/extend/reasons, `REASONS`) in both languages,
     its `{fields}` filled: a `Said` field in the same language, anything else as it is (a pattern, a
     reply's words, a number) (docs/en/reports-and-gate.md#language)."""
-    from evalspec.extend.reasons import en, zh
-
-    def render(templates: Mapping[str, str], lang: str) -> str:
-        return templates[key].format(**{k: getattr(v, lang) if isinstance(v, Said) else v for k, v in fields.items()})
-
-    return Said(render(en.REASONS, "en"), render(zh.REASONS, "zh"))
+    if any(isinstance(v, Said) for v in fields.values()):  # (a check's every reason: kept cheap)
+        return Said(_EN[key].format_map({k: v.en if isinstance(v, Said) else v for k, v in fields.items()}),
+                    _ZH[key].format_map({k: v.zh if isinstance(v, Said) else v for k, v in fields.items()}))
+    return Said(_EN[key].format_map(fields), _ZH[key].format_map(fields))
 
 
 @dataclass

@@ -20,6 +20,24 @@ from evalspec.extend.registry import AssertionType
 
 REGEX_TIMEOUT_S = 30.0  # options.grade_timeout's default; grading sets the suite's own
 _regex_limit: contextvars.ContextVar[float] = contextvars.ContextVar("regex_limit", default=REGEX_TIMEOUT_S)
+_on_loop: contextvars.ContextVar[bool] = contextvars.ContextVar("regex_on_loop", default=False)
+
+
+class SlowMatch(BaseException):
+    """A match that did not end within `HOLD_GIL_S` while checks ran on the event loop (`on_the_loop`): the
+    check runs again where it may take its whole time limit. (Not an Exception: no check turns it into
+    its error.)"""
+
+
+@contextlib.contextmanager
+def on_the_loop() -> Iterator[None]:
+    """Regexes matched inside this block may keep the thread `HOLD_GIL_S` at most; a longer match raises
+    `SlowMatch` instead of waiting on its time limit (docs/en/assertions.md#regex)."""
+    token = _on_loop.set(True)
+    try:
+        yield
+    finally:
+        _on_loop.reset(token)
 
 
 @contextlib.contextmanager
@@ -60,6 +78,11 @@ def _match(how: str, pattern: str, text: str, flags: int) -> Any:
     limit = _regex_limit.get()
     try:
         match = getattr(compile_pattern(pattern, flags), how)
+        if limit > HOLD_GIL_S and _on_loop.get():
+            try:
+                return match(text, timeout=HOLD_GIL_S)
+            except TimeoutError:
+                raise SlowMatch(pattern) from None
         if limit > HOLD_GIL_S:  # nearly every match ends well within this: no hand-over of the GIL to wait for
             try:
                 return match(text, timeout=HOLD_GIL_S)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 
+import pytest
+
 from evalspec import run
+from evalspec.assertions.evaluate import AssertionResult
+from evalspec.assertions.offloop import evaluate_off_loop
+from evalspec.config.model import AssertionSpec
+from evalspec.extend.check import GradingContext
 from evalspec.play.runner import RunOptions
+from tests.helpers import spec, transcript
 from tests.servers import OpenAIServer, Reply, chat_body
 
 
@@ -116,3 +124,34 @@ tests:
     records = run([tmp_path / "s.yaml"], options=options).results
     assert all(r["status"] == "passed" for r in records), [(r["test_id"], r["error"]) for r in records]
     assert arrived[-1] == "slow", arrived  # the quick ones were graded while the slow check ran
+
+
+def _graded_at_once(specs: list[AssertionSpec], messages: list[dict[str, object]], limit: float) -> list[AssertionResult]:
+    """`evaluate_off_loop` stepped once without an event loop: its results, or None when it waited."""
+    ctx = GradingContext(transcript=messages, labels={}, vars={}, test_id="t", turn=None, suite_dir=Path("."))  # type: ignore[arg-type]
+    coroutine = evaluate_off_loop(specs, ctx, limit)
+    with pytest.raises(StopIteration) as done:  # it never waited for a worker
+        coroutine.send(None)
+    results: list[AssertionResult] = done.value.value
+    return results
+
+
+def test_a_short_conversations_text_checks_are_graded_on_the_loop_without_a_worker() -> None:
+    messages = transcript(("你好", "收到：你好"), ("续航多少？", "续航 620 公里"))
+    results = _graded_at_once([spec("contains: 公里"), spec(r"not-regex: '1[3-9]\d{9}'"),
+                               spec("contains-any: [公里, 千米]")], messages, 30.0)
+    assert [r.passed for r in results] == [True, True, True]
+    assert [r.reason_zh for r in results][0].startswith("找到")
+
+
+def test_a_regex_too_slow_for_the_loop_is_checked_on_a_worker_and_still_times_out_in_order() -> None:
+    messages = transcript(("q", "a" * 40 + "b"))
+    specs = [spec("contains: a"), spec("regex: '^(a|a)*$'"), spec("contains: b")]
+    results = asyncio.run(_off_loop(specs, messages, 0.3))
+    assert [r.passed for r in results] == [True, None, True]
+    assert "timed out" in (results[1].error or "")
+
+
+async def _off_loop(specs: list[AssertionSpec], messages: list[dict[str, object]], limit: float) -> list[AssertionResult]:
+    ctx = GradingContext(transcript=messages, labels={}, vars={}, test_id="t", turn=None, suite_dir=Path("."))  # type: ignore[arg-type]
+    return await evaluate_off_loop(specs, ctx, limit)
