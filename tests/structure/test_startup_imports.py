@@ -1,6 +1,6 @@
 """`evalspec --help` and `--version` answer without loading the package (docs/en/scale-and-ray.md): the
-command line's group imports no suite loader, no check, no run.json types, no schema validator, no
-template engine and no model client; `import evalspec` imports its public names on first use, and the
+command line's group imports no suite loader, no YAML parser, no check, no run.json types, no schema
+validator, no template engine and no model client; `import evalspec` imports its public names on first use, and the
 built-in checks register themselves on the registry's first lookup."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 import evalspec
 
 ROOT = Path(evalspec.__file__).parent.parent
-HEAVY = ("jsonschema", "jinja2", "litellm", "evalspec.assertions", "evalspec.results.rundata",
+HEAVY = ("jsonschema", "jinja2", "litellm", "yaml", "evalspec.authoring", "evalspec.assertions", "evalspec.results.rundata",
          "evalspec.config.loader", "evalspec.config.model", "evalspec.app.api")
 
 

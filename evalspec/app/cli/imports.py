@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from evalspec.authoring.importers import (
-    ImportedSuite,
-    ImportRefused,
-    WouldOverwrite,
-    check_counts,
-    leave_out_unchecked,
-    write_suites,
-)
 from evalspec.core.exitcodes import ExitCode
+
+if TYPE_CHECKING:  # the importers load yaml: `evalspec --help` and every other command do without them
+    from evalspec.authoring.importers import ImportedSuite
 
 PROVIDER_HELP = ("the system under test for suites without one: model:NAME, http:URL, python:FILE.py:function "
                  "or a YAML mapping (default: a python stub written next to the suite)")
@@ -91,6 +86,13 @@ def judge_ref(judge: str) -> Any:
 
 
 def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, allow_empty: bool = False) -> None:
+    from evalspec.authoring.importers import (
+        ImportRefused,
+        WouldOverwrite,
+        check_counts,
+        leave_out_unchecked,
+        write_suites,
+    )
     from evalspec.reporters.catalogue import words
 
     _speak([t for suite in suites for t in _user_texts(suite.data)])
@@ -118,7 +120,22 @@ def _finish(suites: list[ImportedSuite], out_dir: str, provider: str | None, all
     click.echo(words("cli_checks_kept", kept=kept, lost=lost), err=True)
 
 
-@click.group(name="import")
+class _ImportGroup(click.Group):
+    """`evalspec import`: `traces` is loaded when it is asked for (its module loads the importers and yaml,
+    which `evalspec --help` and the other commands do without)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), "traces"})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "traces" and cmd_name not in self.commands:
+            from evalspec.authoring.importers.traces import traces
+
+            self.add_command(traces)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(name="import", cls=_ImportGroup)
 def import_() -> None:
     """Write suites from promptfoo configs, DeepEval goldens, MT-Bench-101 data, a spreadsheet (CSV), Rasa e2e tests, BotiumScript or conversations."""
 
@@ -230,6 +247,7 @@ def botium(source: str, out_dir: str, provider: str | None, allow_empty: bool) -
 def transcripts(source: str, out: str, ids: str | None, expect_state: str | None, allow_empty: bool) -> None:
     """Recorded (JSONL) or played (run.json) conversations -> draft scripted tests in SUITE.yaml, replaying
     the played test's vars, state seed, tool stubs and provider."""
+    from evalspec.authoring.importers import ImportRefused
     from evalspec.authoring.importers.transcripts import import_transcripts
     from evalspec.core.errors import ConfigError
 
@@ -278,7 +296,3 @@ def export_csv_(suite: str, output: str | None) -> None:
     else:
         sys.stdout.write(text)
 
-
-from evalspec.authoring.importers.traces import traces  # noqa: E402  (`evalspec import traces`)
-
-import_.add_command(traces)
