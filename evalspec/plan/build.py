@@ -493,7 +493,11 @@ def _render_asserts(specs: list[AssertionSpec], variables: Mapping[str, object],
     for spec in specs:
         value = _render(spec.value, variables, spec.value_where)
         scope = _render(spec.scope, variables, (*spec.where, "scope"))
-        out.append(replace(spec, value=value, scope=scope, turn=turn if spec.turn is not None else None))
+        at = turn if spec.turn is not None else None
+        if value == spec.value and scope == spec.scope and at == spec.turn:
+            out.append(spec)  # nothing in it is templated: one spec, its parameters made once, for every instance
+            continue
+        out.append(replace(spec, value=value, scope=scope, turn=at))
     return out
 
 

@@ -61,6 +61,18 @@ def test_each_jsonl_row_is_an_instance_whose_vars_are_its_fields(tmp_path: Path)
     assert plan[1].vars["follow_up"] == "冬天呢？" and plan[1].asserts[0].value == "收到：冬天呢？"
 
 
+def test_a_check_with_nothing_templated_is_one_spec_for_every_row_and_a_templated_one_is_rendered_per_row(
+        tmp_path: Path) -> None:
+    suite = project(tmp_path, "faq.jsonl", jsonl({"question": "能分期吗？", "follow_up": "首付多少？"},
+                                                 {"question": "续航多少？", "follow_up": "冬天呢？"}))
+    suite.write_text(suite.read_text(encoding="utf-8") + "      - not-regex: '1[3-9]\\d{9}'\n", encoding="utf-8")
+    first, second = build_plan([load_suite(suite)])
+    assert [a.value for a in first.asserts] == ["收到：首付多少？", "1[3-9]\\d{9}"]
+    assert [a.value for a in second.asserts] == ["收到：冬天呢？", "1[3-9]\\d{9}"]
+    assert first.asserts[1] is second.asserts[1]  # its parameters are made once, not once per row
+    assert first.asserts[0] is not second.asserts[0]
+
+
 def test_a_csv_row_is_an_instance_under_its_header_and_an_id_field_names_it(tmp_path: Path) -> None:
     suite = project(tmp_path, "faq.csv", 'id,question,follow_up\nq1,"两行\n的问题",好的\n\nq2,在吗,谢谢\n')
     plan = build_plan([load_suite(suite)], Selection(repeat=2))
