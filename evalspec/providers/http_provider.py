@@ -9,6 +9,7 @@ thread id stable within one conversation; otherwise the whole history goes as `m
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,15 @@ if TYPE_CHECKING:
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # http.max_response_bytes: a larger answer is an error, not a run out of memory
 GUESSES = ("content", "reply", "response", "answer", "message", "text", "output", "choices[0].message.content",
            "data.reply", "data.content")
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_url(url: str) -> httpx.URL:
+    """`url` parsed once, not on every call (parsing is a good share of a call's CPU); a URL templated per
+    conversation passes through the few slots."""
+    import httpx
+
+    return httpx.URL(url)
 
 
 class HttpProvider:
@@ -97,7 +107,7 @@ class HttpProvider:
             self._client = make_client()
         start = time.perf_counter()
         request = self._client.build_request(
-            self.method, url, headers=headers, **({"params": body if isinstance(body, dict) else None}
+            self.method, _parsed_url(url), headers=headers, **({"params": body if isinstance(body, dict) else None}
                                                   if self.method == "GET" else {"json": body}))
         try:
             response = await self._client.send(request, stream=True)
