@@ -24,6 +24,7 @@ HEAVY = ("jsonschema", "jinja2", "litellm", "yaml", "evalspec.authoring", "evals
 def _fresh(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """Run `code` in a new interpreter (this one has imported everything already)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("EVALSPEC_LANG", None)  # as people run it: the language is guessed (from no suite at all)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60, check=False)
 

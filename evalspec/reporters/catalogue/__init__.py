@@ -75,9 +75,9 @@ def planned_user_texts(suites: Iterable[Any]) -> Iterator[str]:
     without any, its attacker's goal or its simulated user's opening, persona, goal, instructions and
     milestones (their transcripts
     will speak that language, and the summary is chosen from the transcripts)."""
-    from evalspec.config.recorded import recorded_user_texts
-
     for suite in suites:
+        from evalspec.config.recorded import recorded_user_texts  # (not for no suite: `--help`, `--version`)
+
         yield from recorded_user_texts(suite)  # a suite of recorded logs speaks its users' language
         for test in suite.tests:
             written = [t.text for t in test.conversation if t.kind == "user" and isinstance(t.text, str)]
