@@ -42,6 +42,8 @@ it becomes (an exit code, a test's or check's `error`, an HTTP answer):
     + NotExact         (authoring.importers.promptfoo.tools) tools not given alike → the provider noted, left out
     + Unconvertible    (authoring.importers.traces) a span or trace is not made of chat messages → named, left out
     + WorldFileProblem (config.world) a world file is no JSON object → a Problem (exit 2), or a check's `error`
+    + SlowMatch        (extend.patterns) a regex needs more than a millisecond on the event loop → its check
+                       is checked again on a worker, within options.grade_timeout
 
 Where the play and grading code catches `EvalspecError` (its message becomes the record's `error`),
 none of Interrupted, the review, app and ControlFlow classes can arrive: a ControlFlow is caught by the

@@ -15,27 +15,27 @@ from typing import Any
 
 import regex
 
-from evalspec.core.errors import GradingError
+from evalspec.core.errors import ControlFlow, GradingError
 from evalspec.extend.registry import AssertionType
 
 REGEX_TIMEOUT_S = 30.0  # options.grade_timeout's default; grading sets the suite's own
 _regex_limit: contextvars.ContextVar[float] = contextvars.ContextVar("regex_limit", default=REGEX_TIMEOUT_S)
-_on_loop: contextvars.ContextVar[bool] = contextvars.ContextVar("regex_on_loop", default=False)
+_on_loop: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("regex_on_loop", default=None)
 
 
-class SlowMatch(BaseException):
-    """A match that did not end within `HOLD_GIL_S` while checks ran on the event loop (`on_the_loop`): the
-    check runs again where it may take its whole time limit. (Not an Exception: no check turns it into
-    its error.)"""
+class SlowMatch(ControlFlow):
+    """A match that did not end within `HOLD_GIL_S` while checks ran on the event loop (`on_the_loop`)."""
 
 
 @contextlib.contextmanager
-def on_the_loop() -> Iterator[None]:
-    """Regexes matched inside this block may keep the thread `HOLD_GIL_S` at most; a longer match raises
-    `SlowMatch` instead of waiting on its time limit (docs/en/assertions.md#regex)."""
-    token = _on_loop.set(True)
+def on_the_loop() -> Iterator[list[str]]:
+    """Regexes matched inside this block may keep the thread `HOLD_GIL_S` at most: a longer match raises
+    `SlowMatch` instead of waiting on its time limit, and its pattern is added to the list this yields,
+    so the caller knows its check's result does not count (docs/en/scale-and-ray.md#throughput)."""
+    slow: list[str] = []
+    token = _on_loop.set(slow)
     try:
-        yield
+        yield slow
     finally:
         _on_loop.reset(token)
 
@@ -78,11 +78,13 @@ def _match(how: str, pattern: str, text: str, flags: int) -> Any:
     limit = _regex_limit.get()
     try:
         match = getattr(compile_pattern(pattern, flags), how)
-        if limit > HOLD_GIL_S and _on_loop.get():
+        slow = _on_loop.get()
+        if limit > HOLD_GIL_S and slow is not None:
             try:
                 return match(text, timeout=HOLD_GIL_S)
             except TimeoutError:
-                raise SlowMatch(pattern) from None
+                slow.append(pattern)
+                raise SlowMatch(f"regex {pattern!r} needs more than {HOLD_GIL_S:g}s: checked off the loop") from None
         if limit > HOLD_GIL_S:  # nearly every match ends well within this: no hand-over of the GIL to wait for
             try:
                 return match(text, timeout=HOLD_GIL_S)
