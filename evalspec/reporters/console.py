@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from evalspec.reporters.catalogue import choose_lang, current, reason_text, spea
 from evalspec.reporters.judging import print_judging
 from evalspec.reporters.spread import print_spread
 from evalspec.reporters.tools import failed_teardowns
+from evalspec.reporters.verdict_records import records_of
 from evalspec.reporters.vocabulary import (
     MAX_FAILURES,
     blocking_listed,
@@ -40,7 +42,6 @@ from evalspec.reporters.vocabulary import (
     score_text,
     shown_facts,
     suite_gate_word,
-    verdict_finder,
     where_text,
 )
 from evalspec.results.findings import Excerpt, Finding, findings
@@ -163,9 +164,8 @@ def print_finding(console: Console, f: Finding) -> None:
 
 def print_failures(console: Console, run: RunData, limit: int = MAX_FAILURES) -> None:
     """The failing verdicts, at most `limit` of them and how many more (docs/en/scale-and-ray.md#memory),
-    then the known failures."""
+    then the known failures (as many)."""
     total = failing_count(run)
-    known = [v for v in run["verdicts"] if v["category"] == "xfailed"]
     if total:
         console.print()
         console.print(f"[bold]{words('failures_and_errors')}[/]")
@@ -181,17 +181,21 @@ def print_failures(console: Console, run: RunData, limit: int = MAX_FAILURES) ->
             console.print(f"    [dim]{escape(one_line(line))}[/]")
     if total > limit:
         console.print(f"[dim]{escape(words('more_failing', n=total - limit))}[/]")
+    known = [(i, v) for i, v in itertools.islice(
+        ((i, v) for i, v in enumerate(run["verdicts"]) if v["category"] == "xfailed"), limit)]
     if known:
         console.print()
         console.print(f"[bold]{words('known_failures')}[/]")
-    find = verdict_finder(run)
-    for v in known:
-        recs = find(v, ("xfailed",))
+    found = records_of(run, known, ("xfailed",))
+    for i, v in known:
+        recs = found[i]
         reason = one_line(recs[0]["xfail"]) if recs and recs[0].get("xfail") else ""
         console.print(f"[magenta]{words('xfailed')}[/] [bold]{escape(one_line(v['name']))}[/] [dim]{escape(one_line(v['test_id']))}"
                       f" @ {escape(one_line(v['provider']))} — {escape(reason)}[/]")
         for f in findings(recs[0])[:1] if recs else []:
             print_finding(console, f)
+    if known and (more := sum(1 for v in run["verdicts"] if v["category"] == "xfailed") - len(known)) > 0:
+        console.print(f"[dim]{escape(words('more_known', n=more))}[/]")
 
 
 def summary_table(run: RunData) -> Table:

@@ -27,11 +27,11 @@ from evalspec.reporters.spread import html_section as spread_html
 from evalspec.reporters.vocabulary import (
     COUNT_LABELS,
     at_turn_text,
-    blocking,
+    blocking_listed,
     count_keys,
     ensure_current,
+    failing_at,
     failing_count,
-    failing_stream,
     gate_line,
     local_time,
     metric_cells,
@@ -327,12 +327,11 @@ def _render(run: RunData, html_all: bool) -> Iterator[str]:
                        tool_cards=tools.calls_html, tool_hidden=tools.message_hidden, is_reply=is_reply, teardown_note=tools.teardown_html,
                        tool_css=Markup(tools.CSS))
     template = env.from_string(TEMPLATE)
-    anchors = {id(v): f"v-{i}" for i, v in enumerate(run["verdicts"])}
     find = verdict_finder(run)
 
     def tests() -> Iterator[ShownTest]:
         kept = 0
-        for v in run["verdicts"]:
+        for i, v in enumerate(run["verdicts"]):  # its anchor is its position (docs/en/scale-and-ray.md#memory)
             cache.clear()  # the records of the test before are let go (and their ids may come back)
             shown.clear()
             full = html_all or v["category"] in ("failed", "error") or kept < FULL_PASSING
@@ -340,17 +339,17 @@ def _render(run: RunData, html_all: bool) -> Iterator[str]:
             recs = find(v)
             first: Record | None = recs[0] if recs else None
             yield {"v": v, "records": recs if full else [], "summarised": not full,
-                   "anchor": anchors[id(v)], "repeats": repeats_text(v),
+                   "anchor": f"v-{i}", "repeats": repeats_text(v),
                    "tags": sorted({t for r in recs for t in r.get("tags", [])}),
                    "attributions": sorted({str(r["attribution"]) for r in recs if r.get("attribution")}),
                    "score": score_text(v.get("score_mean"), v.get("status")), "xfail": first.get("xfail") if first else None,
                    "description": first.get("description") if first else None}
 
-    failures = ({"v": v, "anchor": anchors[id(v)], "repeats": repeats_text(v),
+    failures = ({"v": v, "anchor": f"v-{i}", "repeats": repeats_text(v),
                  "description": recs[0].get("description") if recs else "",
                  "findings": findings(recs[0]) if recs else [],
                  "at_turn": [at_turn_text(r["at_turn"]) for r in recs if isinstance(r.get("at_turn"), dict)]}
-                for v, recs in failing_stream(run))
+                for i, v, recs in failing_at(run))
     present = {v["category"] for v in run["verdicts"]}
     keys = keys_of(run["results"])
     total = len(run["verdicts"])
@@ -359,7 +358,7 @@ def _render(run: RunData, html_all: bool) -> Iterator[str]:
         attacks_section=attacks_html(run), spread_section=spread_html(run), judging_section=judging_html(run),
         coverage_section=coverage_html(run), curves_section=curves_section(run), pass_k_section=pass_k_section(run),
         counts=count_keys(run["summary"]), failures=_Listed(failing_count(run), failures), tests=_Listed(total, tests()),
-        blocks=blocking(run),
+        blocks=blocking_listed(run, FULL_PASSING),
         shown_of=Markup(words("shown_of", shown=f'<span id="shown">{total}</span>', total=total)),
         statuses=[c for c in CATEGORIES if c in present],
         tags=sorted({t for r in run["results"] for t in r.get("tags", [])}),

@@ -22,6 +22,7 @@ from evalspec.reporters.vocabulary import (
 )
 from evalspec.results.findings import findings
 from evalspec.results.rundata import Gate, GateSuite, Record, RunData, Sla
+from evalspec.results.stream import keys_of
 from evalspec.results.verdict import reaches_gate
 
 ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -127,48 +128,106 @@ def _build(run: RunData) -> ET.Element:
     by_suite: dict[str, list[Record]] = defaultdict(list)
     for r in run["results"]:
         by_suite[r["suite"]].append(r)
-    gates = {g["suite"]: g for g in run["gate"]["suites"]}
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    totals = dict.fromkeys(KINDS, 0)
     for suite, records in by_suite.items():
-        el = ET.SubElement(root, "testsuite", name=clean(suite))
-        g = gates.get(suite)
-        if g is not None:
-            _properties(el, g["counts"], g["pass_rate"], run, g)
-        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        el = _suite_element(root, suite, run)
+        counts = dict.fromkeys(KINDS, 0)
         for r in records:
-            counts["tests"] += 1
-            case = ET.SubElement(el, "testcase", classname=clean(f"{Path(suite).stem}.{r['provider']}"),
-                                 name=clean(r["test_id"]), time=f"{r.get('duration_ms', 0) / 1000:.3f}")
-            status = r["status"]
-            message = failure_text(r)
-            skip = _skip_reason(r, gated_drafts)
-            if status == "error":
-                counts["errors"] += 1
-                first = message.splitlines()[0] if message else str(r.get("error") or words("error"))
-                ET.SubElement(case, "error", message=clean(first[:500])).text = clean(message or r.get("error"))
-            elif skip is not None:
-                counts["skipped"] += 1
-                first = message.splitlines()[0] if message else ""
-                ET.SubElement(case, "skipped", message=clean(skip + (f" — {first}" if first else "")))
-            elif status == "failed":
-                counts["failures"] += 1
-                ET.SubElement(case, "failure", message=clean(message.splitlines()[0] if message else words("failed"))).text = clean(message)
-            ET.SubElement(case, "system-out").text = clean(transcript_text(r))
-        for sla in [x for x in run["slas"] if x["suite"] == suite]:
-            counts["tests"] += 1
-            kind = _sla_case(el, sla)
-            if kind:
-                counts[kind] += 1
-        for k, v in counts.items():
-            el.set(k, str(v))
-            totals[k] += v
+            case, kind = _case(r, gated_drafts)
+            el.append(case)
+            _count(counts, kind)
+        _close_suite(el, suite, run, counts, totals)
     for k, v in totals.items():
         root.set(k, str(v))
     return root
 
 
+KINDS = ("tests", "failures", "errors", "skipped")  # a testsuite's counts, in the order JUnit readers expect
+
+
+def _suite_element(root: ET.Element, suite: str, run: RunData) -> ET.Element:
+    el = ET.SubElement(root, "testsuite", name=clean(suite))
+    g = next((g for g in run["gate"]["suites"] if g["suite"] == suite), None)
+    if g is not None:
+        _properties(el, g["counts"], g["pass_rate"], run, g)
+    return el
+
+
+def _close_suite(el: ET.Element, suite: str, run: RunData, counts: dict[str, int], totals: dict[str, int]) -> None:
+    """The suite's SLA cases, then its counts (and the run's totals) set."""
+    for sla in [x for x in run["slas"] if x["suite"] == suite]:
+        counts["tests"] += 1
+        kind = _sla_case(el, sla)
+        if kind:
+            counts[kind] += 1
+    for k, v in counts.items():
+        el.set(k, str(v))
+        totals[k] += v
+
+
+def _count(counts: dict[str, int], kind: str) -> None:
+    counts["tests"] += 1
+    if kind:
+        counts[kind] += 1
+
+
+def _kind(r: Mapping[str, Any], gated_drafts: bool) -> str:
+    """How a record's testcase counts: "errors", "skipped", "failures" or "" (passed). It reads only what a
+    record's light form keeps, so a streamed run is counted without reading its transcripts."""
+    if r["status"] == "error":
+        return "errors"
+    if _skip_reason(r, gated_drafts) is not None:
+        return "skipped"
+    return "failures" if r["status"] == "failed" else ""
+
+
+def _case(r: Record, gated_drafts: bool) -> tuple[ET.Element, str]:
+    """One record's testcase, and how it counts (`_kind`)."""
+    suite = r["suite"]
+    case = ET.Element("testcase", classname=clean(f"{Path(suite).stem}.{r['provider']}"),
+                      name=clean(r["test_id"]), time=f"{r.get('duration_ms', 0) / 1000:.3f}")
+    message = failure_text(r)
+    kind = _kind(r, gated_drafts)
+    if kind == "errors":
+        first = message.splitlines()[0] if message else str(r.get("error") or words("error"))
+        ET.SubElement(case, "error", message=clean(first[:500])).text = clean(message or r.get("error"))
+    elif kind == "skipped":
+        first = message.splitlines()[0] if message else ""
+        ET.SubElement(case, "skipped", message=clean(str(_skip_reason(r, gated_drafts)) + (f" — {first}" if first else "")))
+    elif kind == "failures":
+        ET.SubElement(case, "failure", message=clean(message.splitlines()[0] if message else words("failed"))).text = clean(message)
+    ET.SubElement(case, "system-out").text = clean(transcript_text(r))
+    return case, kind
+
+
 def write_junit(run: RunData, path: Path, lang: str | None = None) -> None:
+    """`build_junit` written to `path` (indented), one testcase at a time: each record is read, written
+    and let go, so a large run's XML never sits whole in memory (docs/en/scale-and-ray.md#memory). The
+    tree without its testcases is laid out first, each suite's cases standing in as one placeholder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tree = ET.ElementTree(build_junit(run, lang))
-    ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    run = ensure_current(run)
+    with speaking(choose_lang(run, lang)):
+        gated_drafts = bool(run["gate"].get("include_drafts"))
+        counted: dict[str, dict[str, int]] = {}  # by suite, in the order its first record comes
+        for r in keys_of(run["results"]):
+            _count(counted.setdefault(r["suite"], dict.fromkeys(KINDS, 0)), _kind(r, gated_drafts))
+        root = ET.Element("testsuites", name="evalspec", time=f"{run.get('duration_s', 0):.3f}")
+        totals = dict.fromkeys(KINDS, 0)
+        for n, (suite, counts) in enumerate(counted.items()):
+            el = _suite_element(root, suite, run)
+            ET.SubElement(el, f"evalspec-cases-{n}")
+            _close_suite(el, suite, run, counts, totals)
+        for k, v in totals.items():
+            root.set(k, str(v))
+        ET.indent(root)
+        skeleton = ET.tostring(root, encoding="unicode")
+        with path.open("w", encoding="utf-8") as fh:
+            fh.write("<?xml version='1.0' encoding='utf-8'?>\n")
+            for n, suite in enumerate(counted):
+                before, skeleton = skeleton.split(f"<evalspec-cases-{n} />", 1)
+                fh.write(before)
+                for i, r in enumerate(r for r in run["results"] if r["suite"] == suite):
+                    case, _ = _case(r, gated_drafts)
+                    ET.indent(case, level=2)
+                    fh.write(("\n    " if i else "") + ET.tostring(case, encoding="unicode"))
+            fh.write(skeleton)

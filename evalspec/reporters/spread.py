@@ -30,9 +30,11 @@ def spread_rows(run: RunData) -> list[SpreadRow]:
         return []
     out = []
     for name, rate in spread["rates"].items():
-        own = [v for v in run.get("verdicts") or [] if v.get("simulator") == name and v.get("gated")]
-        passed = sum(1 for v in own if v["status"] == "passed")
-        counted = passed + sum(1 for v in own if v["status"] == "failed")
+        passed = counted = 0  # counted in one walk of the verdicts (docs/en/scale-and-ray.md#memory)
+        for v in run.get("verdicts") or []:
+            if v.get("simulator") == name and v.get("gated") and v["status"] in ("passed", "failed"):
+                passed += v["status"] == "passed"
+                counted += 1
         out.append(SpreadRow(name, "—" if rate is None else f"{rate:.0%}", passed, counted))
     return out
 

@@ -5,12 +5,15 @@ so their counts cannot disagree (docs/en/reports-and-gate.md#outputs)."""
 from __future__ import annotations
 
 import datetime as dt
+import heapq
+import itertools
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from evalspec.core.text import strip_controls
 from evalspec.reporters.catalogue import reason_text, words
+from evalspec.reporters.verdict_records import records_of, verdict_finder
 from evalspec.results.findings import Fact, Finding, findings
 from evalspec.results.gate import gated_rate, pass_hat_k_reason
 from evalspec.results.rundata import (
@@ -26,7 +29,6 @@ from evalspec.results.rundata import (
     Summary,
 )
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, format_rate
-from evalspec.results.stream import keys_of, records_at
 from evalspec.results.verdict import reaches_gate
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
@@ -211,31 +213,17 @@ def curve_text(c: Curve) -> str:
 def blocking_listed(run: RunData, limit: int) -> list[str]:
     """`blocking(run)`, its first `limit` items and then how many more there are (the console and Markdown
     list at most --max-failures, docs/en/scale-and-ray.md#memory)."""
-    items = blocking(run)
-    return items if len(items) <= limit else [*items[:limit], words("more_blocking", n=len(items) - limit)]
+    items = _blocks(run)
+    shown = list(itertools.islice(items, limit))
+    more = sum(1 for _ in items)
+    return [*shown, words("more_blocking", n=more)] if more else shown
 
 
 def verdict_records(run: RunData, v: RunVerdict) -> list[Record]:
     return verdict_finder(run)(v)
 
 
-def verdict_finder(run: RunData) -> Callable[..., list[Record]]:
-    """`find(v, status=None)`: the records of verdict `v` (those of `status` when given), in run order. The
-    records are indexed once (a streamed run's by their light forms, each read back when asked for), so a
-    report reads each record once however many verdicts it has (docs/en/scale-and-ray.md#memory)."""
-    results = run["results"]
-    index: dict[tuple[str, str, str], list[int]] = {}
-    for i, r in enumerate(keys_of(results)):
-        index.setdefault((r["suite"], r["base_id"], r["provider"]), []).append(i)
-    keys = keys_of(results)
-
-    def find(v: RunVerdict, status: Collection[str] | None = None) -> list[Record]:
-        positions = index.get((v["suite"], v["test_id"], v["provider"]), [])
-        if status is not None:
-            positions = [i for i in positions if keys[i]["status"] in status]
-        return records_at(results, positions)
-
-    return find
+FAILING = ("failed", "error")  # the records that show why a verdict failed: its failing repeats
 
 
 def failing(run: RunData) -> list[tuple[RunVerdict, list[Record]]]:
@@ -253,13 +241,34 @@ def _is_failing(v: RunVerdict) -> bool:
     return v["category"] in ("failed", "error") or (v["category"] == "measured" and bool(v["critical_failed"]))
 
 
+def _rank(v: RunVerdict) -> tuple[bool, bool]:
+    """Where a failing verdict is listed: critical failures first, errors last."""
+    return not v["critical_failed"], v["category"] == "error"
+
+
 def failing_stream(run: RunData, limit: int | None = None) -> Iterator[tuple[RunVerdict, list[Record]]]:
     """`failing`, the first `limit` of them (all when None), each verdict's records read as it is reached."""
-    find = verdict_finder(run)
-    chosen = sorted((v for v in run["verdicts"] if _is_failing(v)),
-                    key=lambda v: (not v["critical_failed"], v["category"] == "error"))
-    for v in chosen if limit is None else chosen[:limit]:
-        yield v, find(v, ("failed", "error"))
+    for _, v, recs in failing_at(run, limit):
+        yield v, recs
+
+
+def failing_at(run: RunData, limit: int | None = None) -> Iterator[tuple[int, RunVerdict, list[Record]]]:
+    """`failing_stream` with each verdict's position in `verdicts`. Memory does not grow with the run
+    (docs/en/scale-and-ray.md#memory): the first `limit` are a heap of that many, read in one walk; all of
+    them are read rank by rank, one walk of the verdicts and records for each rank."""
+    verdicts = run["verdicts"]
+    if limit is not None:
+        top = heapq.nsmallest(limit, ((_rank(v), i, v) for i, v in enumerate(verdicts) if _is_failing(v)),
+                              key=lambda x: x[:2])
+        found = records_of(run, [(i, v) for _, i, v in top], FAILING)
+        for _, i, v in top:
+            yield i, v, found[i]
+        return
+    for rank in sorted({_rank(v) for v in verdicts if _is_failing(v)}):
+        find = verdict_finder(run)
+        for i, v in enumerate(verdicts):
+            if _is_failing(v) and _rank(v) == rank:
+                yield i, v, find(v, FAILING)
 
 
 def repeats_text(v: RunVerdict) -> str:
@@ -305,6 +314,11 @@ def _who(v: RunVerdict | BaselineRow) -> str:
 
 
 def blocking(run: RunData) -> list[str]:
+    """What blocks the release (`_blocks`), every item."""
+    return list(_blocks(run))
+
+
+def _blocks(run: RunData) -> Iterator[str]:
     """What blocks the release, in the report's language (docs/en/reports-and-gate.md#language): critical failures, missed SLAs, gated
     regressions, then the gate's other reasons (pass rate, errors) — from the run's data, not from the
     English sentences of `gate.reasons`. A suite gated on regressions is blocked only by what got worse."""
@@ -312,46 +326,44 @@ def blocking(run: RunData) -> list[str]:
     drafts_gate = bool(gate.get("include_drafts"))
     diff = run.get("baseline") or NO_BASELINE
     rows = diff.get("rows", []) if diff.get("available") else []
-    out: list[str] = []
     for s in gate["suites"]:
         if s.get("mode") == "regressions":
             from evalspec.results.compare import suite_key
 
             key = suite_key(s["suite"])
             mine = [r for r in rows if r["suite"] == key]
-            out += [words("blocks_regressed", what=f"{_who(r)} — {words(r['category'])}") for r in mine if r["blocking"]]
-            out += [words("blocks_critical", what=_who(r)) for r in mine if r.get("critical_new") and not r["blocking"]]
-            out += [words("blocks_sla", what=f"{c['test']} @ {c['provider']}") for c in diff.get("curves", [])
-                    if c["suite"] == key and any(x["newly_missed"] for x in c["sla"])]
-            out += paired_blocks(s) + held_blocks(run, s)
+            yield from [words("blocks_regressed", what=f"{_who(r)} — {words(r['category'])}") for r in mine if r["blocking"]]
+            yield from [words("blocks_critical", what=_who(r)) for r in mine if r.get("critical_new") and not r["blocking"]]
+            yield from [words("blocks_sla", what=f"{c['test']} @ {c['provider']}") for c in diff.get("curves", [])
+                        if c["suite"] == key and any(x["newly_missed"] for x in c["sla"])]
+            yield from paired_blocks(s) + held_blocks(run, s)
             continue
-        out += [words("blocks_critical", what=_who(v)) for v in run["verdicts"] if v["suite"] == s["suite"]
-                and v["status"] == "failed" and v["critical_failed"] and reaches_gate(v, drafts_gate)]
-        out += [words("blocks_sla", what=f"{x['id']}: {x['text']}") for x in run["slas"]
-                if x["suite"] == s["suite"] and x["status"] == "missed"]
+        yield from (words("blocks_critical", what=_who(v)) for v in run["verdicts"] if v["suite"] == s["suite"]
+                    and v["status"] == "failed" and v["critical_failed"] and reaches_gate(v, drafts_gate))
+        yield from (words("blocks_sla", what=f"{x['id']}: {x['text']}") for x in run["slas"]
+                    if x["suite"] == s["suite"] and x["status"] == "missed")
         corrected = s.get("corrected")
         if s["pass_rate"] is not None and (compared := gated_rate(s["pass_rate"], corrected)) < s["min_pass_rate"]:
             if corrected is not None and corrected.get("corrected") is not None:  # reports-and-gate.md#corrected-pass-rate
-                out.append(words("blocks_rate_corrected", suite=s["suite"], rate=f"{compared:.2%}",
-                                 min=f"{s['min_pass_rate']:.2%}", raw=f"{s['pass_rate']:.2%}", labels=corrected["labels"]))
+                yield words("blocks_rate_corrected", suite=s["suite"], rate=f"{compared:.2%}",
+                            min=f"{s['min_pass_rate']:.2%}", raw=f"{s['pass_rate']:.2%}", labels=corrected["labels"])
             else:  # the rate with its 95 % interval (statistics.md)
-                out.append(words("blocks_rate", suite=s["suite"], rate=pass_rate_text(s["pass_rate"], s),
-                                 min=f"{s['min_pass_rate']:.2%}"))
-        out += held_blocks(run, s)
+                yield words("blocks_rate", suite=s["suite"], rate=pass_rate_text(s["pass_rate"], s),
+                            min=f"{s['min_pass_rate']:.2%}")
+        yield from held_blocks(run, s)
     fail_under, rate = gate.get("fail_under"), gate["pass_rate"]
     if fail_under is not None and rate is not None and rate < fail_under:
-        out.append(words("blocks_run_rate", rate=pass_rate_text(rate, gate), min=f"{fail_under:.2%}"))
+        yield words("blocks_run_rate", rate=pass_rate_text(rate, gate), min=f"{fail_under:.2%}")
     if gate["exit_code"] == 3:
-        out += [words("blocks_errors", suite=s["suite"], n=s["errors"], max=s["max_errors"])
-                for s in gate["suites"] if s.get("errors_exceeded")]
-        out += [words("blocks_no_data", suite=s["suite"], what=x) for s in gate["suites"] for x in s.get("sla_no_data") or []]
+        yield from [words("blocks_errors", suite=s["suite"], n=s["errors"], max=s["max_errors"])
+                    for s in gate["suites"] if s.get("errors_exceeded")]
+        yield from [words("blocks_no_data", suite=s["suite"], what=x) for s in gate["suites"] for x in s.get("sla_no_data") or []]
         errors = sum(s["errors"] for s in gate["suites"])
         if gate["pass_rate"] is None and errors:
-            out.append(words("blocks_no_verdict", n=errors))
+            yield words("blocks_no_verdict", n=errors)
         skipped = sum((s.get("counts") or {}).get("skipped", 0) for s in gate["suites"])
         if gate["pass_rate"] is None and skipped and not errors:
-            out.append(words("blocks_nothing_checked", n=skipped))
-    return out
+            yield words("blocks_nothing_checked", n=skipped)
 
 
 def paired_blocks(suite_gate: GateSuite) -> list[str]:

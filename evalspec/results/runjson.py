@@ -124,51 +124,81 @@ def _before_vocabulary(data: Mapping[str, Any]) -> bool:
 
 
 RESULTS_LINE = b'"results": [\n'  # how write_json opens a non-empty `results` list: one record per line follows
+VERDICTS_LINE = b'"verdicts": [\n'  # and a non-empty `verdicts` list: one verdict per line
+
+
+class _Rows:
+    """The one-item-per-line lists `_read_streamed` leaves out of memory: `results` (offsets into run.json,
+    each record's light form in a DiskRows) and `verdicts` (a DiskRows of their own)."""
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.lights = DiskRows()  # on disk: memory that does not grow with the run (docs/en/scale-and-ray.md#memory)
+        self.verdicts = DiskRows()
+        schema = _shape_schema()
+        self.defs, props = schema["$defs"], schema["properties"]
+        self.items = {"results": props["results"]["items"], "verdicts": props["verdicts"]["items"]}
+
+    def take(self, key: str, line: bytes, at: int, check: bool) -> str | None:
+        """Keep one item of list `key` (its line starts at byte `at`): None, or "" when the file is of an
+        earlier shape (the whole-file reader migrates it), or the schema problem `check` found."""
+        item = decode(line.rstrip(b"\r\n").removesuffix(b","))
+        index = len(self.offsets) if key == "results" else len(self.verdicts)
+        if _shape(item, self.items[key], self.defs, (key, index), _SHAPE_DEPTH - 2) is not None or \
+                ("base_id" if key == "results" else "category") not in item:  # an earlier shape: `migrate` it, whole
+            return ""
+        if check and (problem := item_schema_problem(key, item, index)) is not None:
+            return problem
+        if key == "results":
+            self.offsets.append(at)
+            self.lights.append(light(item))
+        else:
+            self.verdicts.append(item)
+        return None
 
 
 def _read_streamed(path: Path, check: bool = False) -> RunData | None:
-    """The run.json at `path` with its results left on disk (see `read_run`), or None when it is not laid
-    out one record per line, anything in it is wrong or it is of an earlier shape: the whole-file reader
-    then reads it, brings it to today's shape and names any problem in its own words. With `check`, a
-    record or top level that breaks the whole run schema is refused here, naming its place."""
-    offsets = array("q")
-    lights = DiskRows()  # on disk: memory that does not grow with the run (docs/en/scale-and-ray.md#memory)
+    """The run.json at `path` with its results and verdicts left on disk (see `read_run`), or None when it
+    is not laid out one item per line, anything in it is wrong or it is of an earlier shape: the whole-file
+    reader then reads it, brings it to today's shape and names any problem in its own words. With `check`, a
+    record, verdict or top level that breaks the whole run schema is refused here, naming its place."""
+    rows = _Rows()
     head: list[bytes] = []
-    schema = _shape_schema()
-    defs, item = schema["$defs"], schema["properties"]["results"]["items"]
+    opening = {RESULTS_LINE: "results", VERDICTS_LINE: "verdicts"}
     try:
         with path.open("rb") as fh:
-            inside = False
+            inside: str | None = None
             while line := fh.readline():
-                if not inside:
-                    if line == RESULTS_LINE:
-                        inside = True
-                        head.append(b'"results": [')
-                    else:
-                        head.append(line)
+                if inside is None:
+                    inside = opening.get(line)
+                    head.append(line if inside is None else line.rstrip(b"\n"))
                     continue
                 if line.startswith(b"]"):  # the list ends: the rest of the file is top-level keys
-                    inside = False
+                    inside = None
                     head.append(line)
                     continue
-                record = decode(line.rstrip(b"\r\n").removesuffix(b","))
-                if _shape(record, item, defs, ("results", len(offsets)), _SHAPE_DEPTH - 2) is not None or \
-                        "base_id" not in record:  # an earlier shape: `migrate` it, whole
+                problem = rows.take(inside, line, fh.tell() - len(line), check)
+                if problem == "":
                     return None
-                if check and (problem := record_schema_problem(record, len(offsets))) is not None:
+                if problem is not None:
                     _refuse_schema(path, problem)
-                offsets.append(fh.tell() - len(line))
-                lights.append(light(record))
-        if not offsets or inside:
+        if not rows.offsets or inside is not None:
             return None
         data = decode(b"".join(head))
     except (OSError, ValueError):
         return None
+    verdicts = data.get("verdicts")
+    if rows.verdicts and verdicts != []:  # a second `verdicts` key, or another layout
+        return None
+    if rows.verdicts:
+        data["verdicts"] = []  # checked here as an empty list; its items were checked as they were read
     if run_shape_problem(data) is not None or _before_vocabulary(data):
         return None
-    if check and (problem := run_schema_problem({**data, "results": []})) is not None:  # its records are checked
+    if check and (problem := run_schema_problem({**data, "results": []})) is not None:  # its items are checked
         _refuse_schema(path, problem)
-    data["results"] = JournalRecords(path, offsets, lights)
+    data["results"] = JournalRecords(path, rows.offsets, rows.lights)
+    if rows.verdicts:
+        data["verdicts"] = rows.verdicts
     return cast(RunData, data)
 
 
@@ -254,22 +284,29 @@ def _kind(value: Any) -> str:
 
 def run_schema_problem(data: Any) -> str | None:
     """The first way `data` breaks the run schema (where, and what), or None."""
-    return _schema_problem(_validator(False), data, ())
+    return _schema_problem(_validator(None), data, ())
 
 
 def record_schema_problem(record: Any, index: int) -> str | None:
     """The first way one record (`results[index]`) breaks the run schema, or None: a baseline read one
     record at a time (docs/en/scale-and-ray.md#memory)."""
-    return _schema_problem(_validator(True), record, ("results", index))
+    return item_schema_problem("results", record, index)
+
+
+def item_schema_problem(key: str, item: Any, index: int) -> str | None:
+    """The first way one item of a top-level list (`results[index]`, `verdicts[index]`) breaks the run
+    schema, or None."""
+    return _schema_problem(_validator(key), item, (key, index))
 
 
 @functools.cache
-def _validator(record: bool) -> Any:
+def _validator(item: str | None) -> Any:
+    """The whole run schema's validator, or (`item`: a top-level list) that of one of its items."""
     import jsonschema
 
     schema = json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8"))
-    if record:  # a record's own schema, with the definitions it refers to
-        schema = {"$schema": schema.get("$schema"), "$defs": schema["$defs"], **schema["properties"]["results"]["items"]}
+    if item is not None:  # an item's own schema, with the definitions it refers to
+        schema = {"$schema": schema.get("$schema"), "$defs": schema["$defs"], **schema["properties"][item]["items"]}
     return jsonschema.Draft202012Validator(schema)
 
 

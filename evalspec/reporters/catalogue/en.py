@@ -62,6 +62,7 @@ WORDS: dict[str, str] = {
     "turn_n": "turn {n}", "turns_n": "turns {n}", "whole_conversation": "whole conversation",
     "before_first_reply": "before the first reply",
     "more_failing": "… and {n} more failing tests (see the HTML report)",
+    "more_known": "… and {n} more known failures (see the HTML report)",
     "more_blocking": "… and {n} more (see the HTML report)",
     "workflow_run": "[workflow run]({url}) · report artifact `evalspec-report` ([download]({url}#artifacts))",
     "curve": "curve",

@@ -56,6 +56,7 @@ WORDS: dict[str, str] = {
     "turn_n": "第 {n} 轮", "turns_n": "第 {n} 轮", "whole_conversation": "整段对话",
     "before_first_reply": "第一次回复之前",
     "more_failing": "… 另有 {n} 个失败的测试（见 HTML 报告）",
+    "more_known": "… 另有 {n} 个已知问题（见 HTML 报告）",
     "more_blocking": "… 另有 {n} 项（见 HTML 报告）",
     "workflow_run": "[工作流运行]({url}) · 报告附件 `evalspec-report`（[下载]({url}#artifacts)）",
     "curve": "曲线",
