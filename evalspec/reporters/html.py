@@ -24,6 +24,7 @@ from evalspec.reporters.curves_html import curves_section, pass_k_section
 from evalspec.reporters.judging import attribution_word
 from evalspec.reporters.judging import html_section as judging_html
 from evalspec.reporters.spread import html_section as spread_html
+from evalspec.reporters.verdict_records import verdict_finder
 from evalspec.reporters.vocabulary import (
     COUNT_LABELS,
     at_turn_text,
@@ -42,7 +43,6 @@ from evalspec.reporters.vocabulary import (
     score_text,
     shown_facts,
     suite_gate_word,
-    verdict_finder,
     where_text,
 )
 from evalspec.results.attribution import CLASSES

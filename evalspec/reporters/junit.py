@@ -62,7 +62,7 @@ def transcript_text(record: Record) -> str:
     return "\n".join(lines)
 
 
-def _skip_reason(r: Record, gated_drafts: bool) -> str | None:
+def _skip_reason(r: Mapping[str, Any], gated_drafts: bool) -> str | None:
     """Measured points, xfailed tests and drafts are `<skipped>`, with the reason (docs/en/reports-and-gate.md#outputs)."""
     status = r["status"]
     if status == "error":

@@ -219,21 +219,11 @@ def blocking_listed(run: RunData, limit: int) -> list[str]:
     return [*shown, words("more_blocking", n=more)] if more else shown
 
 
-def verdict_records(run: RunData, v: RunVerdict) -> list[Record]:
-    return verdict_finder(run)(v)
-
-
 FAILING = ("failed", "error")  # the records that show why a verdict failed: its failing repeats
 
 
-def failing(run: RunData) -> list[tuple[RunVerdict, list[Record]]]:
-    """Failed and errored verdicts (and measured points that failed a critical assertion), critical first,
-    each with the records that show why (the failing repeats)."""
-    return list(failing_stream(run))
-
-
 def failing_count(run: RunData) -> int:
-    """How many verdicts `failing` lists."""
+    """How many verdicts `failing_stream` lists."""
     return sum(1 for v in run["verdicts"] if _is_failing(v))
 
 
@@ -247,7 +237,9 @@ def _rank(v: RunVerdict) -> tuple[bool, bool]:
 
 
 def failing_stream(run: RunData, limit: int | None = None) -> Iterator[tuple[RunVerdict, list[Record]]]:
-    """`failing`, the first `limit` of them (all when None), each verdict's records read as it is reached."""
+    """Failed and errored verdicts (and measured points that failed a critical assertion), critical first,
+    each with the records that show why (the failing repeats): the first `limit` of them (all when None),
+    each verdict's records read as it is reached."""
     for _, v, recs in failing_at(run, limit):
         yield v, recs
 

@@ -13,7 +13,8 @@ import yaml
 
 from evalspec.reporters.catalogue import CATALOGUES, reason_text, words
 from evalspec.reporters.judging import attribution_word
-from evalspec.reporters.vocabulary import verdict_records, where_text
+from evalspec.reporters.verdict_records import verdict_finder
+from evalspec.reporters.vocabulary import where_text
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES
 from evalspec.results.findings import findings
 from evalspec.results.rundata import Record, RunData, Triage
@@ -153,9 +154,10 @@ def next_steps(root: Path | None, run_path: str, records: list[Record]) -> dict[
 def review_data(run: RunData, root: Path | None = None, run_path: str = "RUN.json") -> list[PanelVerdict]:
     """Per verdict, in the report's order (its `#v-N` anchors): what the review panel acts on."""
     out: list[PanelVerdict] = []
+    find = verdict_finder(run)  # the records indexed once, not once per verdict
     for v in run["verdicts"]:
         records: list[PanelRecord] = []
-        found = verdict_records(run, v)
+        found = find(v)
         for r in found:
             judged: list[JudgedCheck] = [{"index": i, "type": a["type"], "value": str(a.get("value") or "")[:200], "pass": a.get("pass"),
                        "level": (a.get("details") or {}).get("level"),
