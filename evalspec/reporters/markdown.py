@@ -6,6 +6,7 @@ The whole text stays under GitHub's comment limit; long lists are cut with a cou
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping
 
@@ -108,15 +109,18 @@ def _blocking_lines(run: RunData, limit: int) -> list[str]:
     return ["", f"### ⛔ {words('blocks_release')}", "", *[f"- {md(item)}" for item in items]] if items else []
 
 
-def _state_lines(run: RunData) -> list[str]:
-    """Tests that changed state, by name: xpassed (remove xfail?), drafts that fail, new errors."""
+def _state_lines(run: RunData, limit: int) -> list[str]:
+    """Tests that changed state, by name: xpassed (remove xfail?), drafts that fail, new errors; at most
+    `limit` of them and how many more (docs/en/scale-and-ray.md#memory)."""
     changes = state_changes(run)
-    if not changes:
+    shown = list(itertools.islice(changes, limit))
+    if not shown:
         return []
     out = ["", f"### {words('state_changes')}", ""]
     out += [f"- {words(key)}: **{md(v['name'])}** (`{one_line(v['test_id']).replace('`', 'ˋ')}` @ {md(v['provider'])})"
-            for key, v in changes]
-    return out
+            for key, v in shown]
+    more = sum(1 for _ in changes)
+    return [*out, f"- {words('more_blocking', n=more)}"] if more else out
 
 
 def _render(run: RunData, env: Mapping[str, str], max_failures: int) -> str:
@@ -127,7 +131,7 @@ def _render(run: RunData, env: Mapping[str, str], max_failures: int) -> str:
     out.append(words("totals_md", conversations=conversations_text(s["records"]), calls=s["calls"],
                      cached=s["cached_calls"], tokens=s["tokens"], cost=f"{s['cost']:.4f}")
                + (f" · {judge_text(s)}" if s.get("judge_calls") else ""))
-    out += _state_lines(run)
+    out += _state_lines(run, max_failures)
     if run.get("baseline"):
         from evalspec.reporters.diff import markdown_lines
         from evalspec.reporters.diffwords import spoken
