@@ -16,7 +16,7 @@ from evalspec.reporters.console import print_summary
 from evalspec.reporters.html import render_html
 from evalspec.reporters.junit import build_junit, write_junit
 from evalspec.reporters.markdown import render_markdown
-from evalspec.reporters.verdict_records import RecordCursor, record_key
+from evalspec.reporters.verdict_records import RecordCursor, record_key, verdict_finder
 from evalspec.reporters.vocabulary import failing_at
 from evalspec.results.runjson import read_run, write_json
 from evalspec.results.stream import DiskRows, JournalRecords
@@ -83,3 +83,11 @@ def test_a_cursor_finds_each_verdicts_records_in_run_order_and_out_of_it(tmp_pat
     backwards = RecordCursor(_streamed(fixed(), tmp_path / "again")["results"])  # asked out of order: still found
     assert [backwards.positions(v) for v in reversed(run["verdicts"])] == expected[::-1]
     assert not backwards.ahead or len(backwards.ahead) < len(run["results"])
+
+
+def test_a_verdict_that_lists_its_records_is_read_there(tmp_path: Path) -> None:
+    run = fixed()
+    v = {**run["verdicts"][0], "records": [2, 0]}  # positions in `results`, as a verdict may list them
+    assert [r["test_id"] for r in verdict_finder(run)(v)] == [run["results"][2]["test_id"], run["results"][0]["test_id"]]
+    streamed = _streamed(fixed(), tmp_path)
+    assert RecordCursor(streamed["results"]).positions(v) == [2, 0]
