@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from evalspec.core.errors import ConfigError
 from evalspec.reporters.console import print_summary
 from evalspec.reporters.html import render_html
 from evalspec.reporters.junit import build_junit, write_junit
@@ -91,3 +92,15 @@ def test_a_verdict_that_lists_its_records_is_read_there(tmp_path: Path) -> None:
     assert [r["test_id"] for r in verdict_finder(run)(v)] == [run["results"][2]["test_id"], run["results"][0]["test_id"]]
     streamed = _streamed(fixed(), tmp_path)
     assert RecordCursor(streamed["results"]).positions(v) == [2, 0]
+
+
+def test_a_broken_verdict_line_is_named_never_streamed_past(tmp_path: Path) -> None:
+    write_json(tmp_path / "run.json", fixed())
+    text = (tmp_path / "run.json").read_text(encoding="utf-8")
+    broken = text.replace('"n":1,', '"n":"one",', 1) if '"n":1,' in text else text.replace('"n": 1,', '"n": "one",', 1)
+    assert broken != text
+    (tmp_path / "bad.json").write_text(broken, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"verdicts\[0\]"):
+        read_run(tmp_path / "bad.json", stream=True)
+    with pytest.raises(ConfigError, match=r"verdicts\[0\]"):
+        read_run(tmp_path / "bad.json", stream=True, check=True)
