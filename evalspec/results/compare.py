@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import sqlite3
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, cast
 from evalspec.extend.transcript import system_messages
 from evalspec.results.curves import sla_entry_status
 from evalspec.results.findings import first_failure, rule_text
+from evalspec.results.journal import decode, encode
 from evalspec.results.rundata import (
     Baseline,
     BaselineRow,
@@ -28,10 +30,11 @@ from evalspec.results.rundata import (
     Record,
     RowCategory,
     RunData,
+    ScoreChange,
     Side,
     SlaChange,
 )
-from evalspec.results.stream import JournalRecords
+from evalspec.results.stream import DiskRows
 from evalspec.results.verdict import combine_repeats, is_gated, mean_std, reaches_gate
 
 #: every category, in the order reports list them (the ones that block first)
@@ -81,42 +84,6 @@ def category(base: str | None, head: str | None) -> RowCategory:
     moved: dict[tuple[str, str], RowCategory] = {("passed", "failed"): "regressed", ("failed", "passed"): "fixed",
                                                  ("failed", "failed"): "still failing"}
     return moved.get((base, head), "unchanged")
-
-
-class _Group(list[Record]):
-    """One instance's repeats in a run, as a row compares them (`_compared`, from the light forms of a
-    streamed run: docs/en/scale-and-ray.md#memory), with their positions, so a row that needs a repeat's
-    detail reads it back (`_full`)."""
-
-    def __init__(self, results: Sequence[Record]) -> None:
-        super().__init__()
-        self.results, self.at = results, array("q")
-
-
-def _lights(results: Sequence[Record]) -> Iterator[Record]:
-    """Each record as the comparison reads it: a streamed run's light forms, without reading the records."""
-    if isinstance(results, JournalRecords) and results.light is not None:
-        return iter(cast(Sequence[Record], results.light))
-    return iter(results)
-
-
-def _groups(run: Mapping[str, Any]) -> dict[Key, _Group]:
-    results: Sequence[Record] = run.get("results", [])
-    groups: dict[Key, _Group] = {}
-    suites: dict[str, str] = {}  # a run has few suites and many records
-    for i, r in enumerate(_lights(results)):
-        suite = suites.get(r["suite"]) or suites.setdefault(r["suite"], suite_key(r["suite"]))
-        test = r.get("base_id") or results[i]["test_id"]  # a light record keeps base_id only
-        group = groups.get(key := (suite, test, r["provider"])) or groups.setdefault(key, _Group(results))
-        group.append(_compared(r))
-        group.at.append(i)
-    return groups
-
-
-def _full(group: _Group) -> Iterator[Record]:
-    """The group's records whole (read back one at a time from a streamed run)."""
-    for i in group.at:
-        yield group.results[i]
 
 
 #: what a row reads of each repeat (`_side`, `combine_repeats`): the rest stays on disk
@@ -176,36 +143,159 @@ def first_problem(records: Iterable[Record] | None) -> str:
     return ""
 
 
+class _Joined:
+    """Both runs' records, as a row compares them, in a private temporary SQLite database (deleted when
+    closed): a join by key that holds no row in memory, whatever the order of the two runs
+    (docs/en/scale-and-ray.md#memory). Loading reads each run's full records once, in order; the
+    provider figures are gathered in the same pass (their latencies kept on disk for the p95)."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect("")  # "": a temporary file that goes with the connection
+        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-2000;"
+                              "CREATE TABLE recs (k TEXT, side INT, pos INT, data TEXT, problem TEXT);"
+                              "CREATE TABLE lat (side INT, provider TEXT, ms REAL);")
+        #: per side, per provider in order of first record: [latency sum, n, tokens sum, n, cost sum, n]
+        self.figures: tuple[dict[str, list[float]], dict[str, list[float]]] = ({}, {})
+
+    def load(self, side: int, run: Mapping[str, Any]) -> None:
+        suites: dict[str, str] = {}  # a run has few suites and many records
+        figures = self.figures[side]
+        recs: list[tuple[str, int, int, str, str | None]] = []
+        lats: list[tuple[int, str, float]] = []
+        for pos, r in enumerate(run.get("results", [])):  # a streamed run's records are read one at a time
+            suite = suites.get(r["suite"]) or suites.setdefault(r["suite"], suite_key(r["suite"]))
+            provider = r["provider"]
+            # as text: the bytes orjson gives keep their whole buffer (kilobytes each) while batched
+            key = encode([suite, r.get("base_id") or r["test_id"], provider]).decode("utf-8")
+            problem = first_problem([r])[:300] if side == HEAD and r["status"] in _STOPPED else None
+            recs.append((key, side, pos, encode(_compared(r)).decode("utf-8"), problem or None))
+            f = figures.get(provider) or figures.setdefault(provider, [0.0, 0, 0.0, 0, 0.0, 0])
+            for m in system_messages(r.get("transcript", [])):
+                if (ms := m.get("latency_ms")) is not None:
+                    f[0] += float(ms)
+                    f[1] += 1
+                    lats.append((side, provider, float(ms)))
+            if (t := r.get("tokens")) is not None:
+                f[2] += float(t)
+                f[3] += 1
+            if (c := r.get("cost")) is not None:
+                f[4] += float(c)
+                f[5] += 1
+            if len(recs) >= _BATCH:
+                self._flush(recs, lats)
+        self._flush(recs, lats)
+
+    def _flush(self, recs: list[tuple[str, int, int, str, str | None]], lats: list[tuple[int, str, float]]) -> None:
+        self.db.executemany("INSERT INTO recs VALUES (?, ?, ?, ?, ?)", recs)
+        self.db.executemany("INSERT INTO lat VALUES (?, ?, ?)", lats)
+        recs.clear()
+        lats.clear()
+
+    def groups(self) -> Iterator[tuple[Key, list[Record], list[Record], str, int]]:
+        """(key, base repeats, head repeats, head's first problem and its record's position or -1) per
+        instance: HEAD's in the order of their first record, then those only BASE had, in BASE's order."""
+        self.db.executescript(
+            "CREATE INDEX by_key ON recs (k, side, pos);"
+            "CREATE TABLE keys AS SELECT k, MIN(CASE WHEN side = 1 THEN pos END) AS h,"
+            " MIN(CASE WHEN side = 0 THEN pos END) AS b FROM recs GROUP BY k ORDER BY h IS NULL, h, b;")
+        rows = self.db.execute("SELECT keys.rowid, r.k, r.side, r.pos, r.data, r.problem FROM keys CROSS JOIN recs r"
+                               " ON r.k = keys.k ORDER BY keys.rowid, r.side, r.pos")
+        at, key, problem, where = None, "", "", -1
+        sides: tuple[list[Record], list[Record]] = ([], [])
+        for rowid, k, side, pos, data, found in rows:
+            if rowid != at:
+                if at is not None:
+                    yield cast(Key, tuple(decode(key))), sides[0], sides[1], problem, where
+                at, key, sides, problem, where = rowid, k, ([], []), "", -1
+            sides[side].append(decode(data))
+            if found and not problem:
+                problem, where = found, pos
+        if at is not None:
+            yield cast(Key, tuple(decode(key))), sides[0], sides[1], problem, where
+
+    def provider_stats(self, side: int) -> dict[str, ProviderFigures]:
+        """Per provider: mean and p95 reply latency (ms), tokens and cost per conversation."""
+        self.db.execute("CREATE INDEX IF NOT EXISTS by_latency ON lat (side, provider, ms)")
+        out: dict[str, ProviderFigures] = {}
+        for provider, (lat, n_lat, tokens, n_tokens, cost, n_cost) in self.figures[side].items():
+            out[provider] = {"latency_mean": lat / n_lat if n_lat else None, "latency_p95": self._p95(side, provider, int(n_lat)),
+                             "tokens": tokens / n_tokens if n_tokens else None, "cost": cost / n_cost if n_cost else None}
+        return out
+
+    def _p95(self, side: int, provider: str, n: int) -> float | None:
+        if not n:
+            return None
+        (ms,) = self.db.execute("SELECT ms FROM lat WHERE side = ? AND provider = ? ORDER BY ms LIMIT 1 OFFSET ?",
+                                (side, provider, max(0, math.ceil(0.95 * n) - 1))).fetchone()
+        return float(ms)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+BASE, HEAD = 0, 1
+_STOPPED = ("failed", "xfailed", "error")
+_BATCH = 2000
+
+
+def _row(key: Key, b_recs: list[Record], h_recs: list[Record], problem: str) -> BaselineRow:
+    """One matched verdict: both sides' repeats combined by HEAD's pass rule, and the change's category."""
+    first = (h_recs or b_recs)[0]  # every group has a record
+    rule = first.get("repeat_rule", "all")
+    b, h = _side(b_recs, rule), _side(h_recs, rule)
+    cat = category(_outcome(b["status"] if b else None), _outcome(h["status"] if h else None))
+    loose = h if h is not None else b
+    assert loose is not None
+    # drafts, measured points and xfail tests are compared but never block
+    gated = h is not None and is_gated(h)
+    delta = (h["score"] - b["score"]) if h and b and h["score"] is not None and b["score"] is not None else None
+    return {
+        "suite": key[0], "test_id": key[1], "provider": key[2], "name": first.get("name", key[1]), "category": cat,
+        "base": b, "head": h, "score_delta": round(delta, 6) if delta is not None else None,
+        "draft": loose["draft"], "measured": loose["measured"],
+        # every critical failure gates (curve points and xfail tests too, never drafts) unless the base had it
+        "critical_new": bool(newly_critical(b, h)), "critical_newly_failed": newly_critical(b, h),
+        "blocking": gated and cat in BLOCKING, "replays": [], "problem": problem,
+    }
+
+
+class _Fold:
+    """What the gate and the headline read of a diff's rows, gathered as the rows go by (one pass, and
+    nothing per row kept but what is listed: score changes and blocking reasons)."""
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(CATEGORIES, 0)
+        self.score_changes: list[ScoreChange] = []
+        self.blocked: list[str] = []
+        self.critical: list[str] = []
+
+    def add(self, r: Mapping[str, Any]) -> None:
+        self.counts[r["category"]] += 1
+        if r["score_delta"] is not None and abs(r["score_delta"]) >= SCORE_DELTA - 1e-9:
+            self.score_changes.append({"suite": r["suite"], "test_id": r["test_id"], "provider": r["provider"],
+                                       "base": r["base"]["score"], "head": r["head"]["score"], "delta": r["score_delta"]})
+        if r["blocking"]:
+            self.blocked.append(f"{r['category']}: {r['test_id']} @ {r['provider']}")
+        elif r["critical_new"]:
+            self.critical.append(f"critical assertion newly failed: {r['test_id']} @ {r['provider']}")
+
+    def into(self, diff: dict[str, Any]) -> dict[str, Any]:
+        slas = _sla_reasons(diff["curves"], None)
+        diff["counts"], diff["score_changes"] = self.counts, self.score_changes
+        diff["reasons"] = self.blocked + self.critical + slas
+        diff["exit_code"] = 1 if self.blocked or slas else 0
+        return diff
+
+
 def compare_verdicts(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[BaselineRow]:
     """One row per matched verdict, in HEAD's order, then what only the baseline had."""
-    b_groups, h_groups = _groups(base), _groups(head)
-    keys = list(h_groups) + [k for k in b_groups if k not in h_groups]
-    rows: list[BaselineRow] = []
-    for key in keys:
-        h_recs, b_recs = h_groups.pop(key, None), b_groups.pop(key, None)  # each group goes once its row is made
-        first = (h_recs or b_recs or [])[0]  # every group has a record
-        rule = first.get("repeat_rule", "all")
-        b, h = _side(b_recs, rule), _side(h_recs, rule)
-        cat = category(_outcome(b["status"] if b else None), _outcome(h["status"] if h else None))
-        loose = h if h is not None else b
-        assert loose is not None
-        # drafts, measured points and xfail tests are compared but never block
-        gated = h is not None and is_gated(h)
-        delta = (h["score"] - b["score"]) if h and b and h["score"] is not None and b["score"] is not None else None
-        name = first.get("name", key[1])
-        rows.append({
-            "suite": key[0], "test_id": key[1], "provider": key[2], "name": name, "category": cat,
-            "base": b, "head": h, "score_delta": round(delta, 6) if delta is not None else None,
-            "draft": loose["draft"], "measured": loose["measured"],
-            # every critical failure gates (curve points and xfail tests too, never drafts) unless the base had it
-            "critical_new": bool(newly_critical(b, h)), "critical_newly_failed": newly_critical(b, h),
-            "blocking": gated and cat in BLOCKING, "replays": [], "problem": first_problem(_full(h_recs)) if h_recs and _has_problem(h_recs) else "",
-        })
-    return rows
-
-
-def _has_problem(records: Sequence[Record]) -> bool:
-    return any(r["status"] in ("failed", "xfailed", "error") for r in records)
+    joined = _Joined()
+    try:
+        joined.load(BASE, base)
+        joined.load(HEAD, head)
+        return [_row(key, b, h, problem) for key, b, h, problem, _ in joined.groups()]
+    finally:
+        joined.close()
 
 
 def _curve_key(c: Curve) -> Key:
@@ -236,32 +326,8 @@ def compare_curves(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[Cur
     return out
 
 
-def _p95(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
-
-
-def provider_stats(run: Mapping[str, Any]) -> dict[str, ProviderFigures]:
-    """Per provider: mean and p95 reply latency (ms), tokens and cost per conversation."""
-    by: dict[str, tuple[list[float], list[float], list[float]]] = {}
-    for r in run.get("results", []):  # a streamed run's records are read one at a time
-        latencies, tokens, costs = by.get(r["provider"]) or by.setdefault(r["provider"], ([], [], []))
-        latencies += [float(ms) for m in system_messages(r.get("transcript", [])) if (ms := m.get("latency_ms")) is not None]
-        if (t := r.get("tokens")) is not None:
-            tokens.append(float(t))
-        if (c := r.get("cost")) is not None:
-            costs.append(float(c))
-    out = {}
-    for provider, (latencies, tokens, costs) in by.items():
-        out[provider] = {"latency_mean": mean_std(latencies)[0], "latency_p95": _p95(latencies),
-                         "tokens": mean_std(tokens)[0], "cost": mean_std(costs)[0]}
-    return out
-
-
-def compare_providers(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[ProviderChange]:
-    b, h = provider_stats(base), provider_stats(head)
+def compare_providers(b: Mapping[str, ProviderFigures], h: Mapping[str, ProviderFigures]) -> list[ProviderChange]:
+    """Per provider, BASE's and HEAD's figures (`_Joined.provider_stats`) and their change."""
     rows: list[ProviderChange] = []
     for provider in list(h) + [p for p in b if p not in h]:
         bs, hs = b.get(provider, {}), h.get(provider, {})
@@ -275,42 +341,68 @@ def _meta(run: Mapping[str, Any], path: str | None) -> BaseMeta:
     return {"run_id": run.get("run_id"), "started_at": run.get("started_at"), "path": path}
 
 
-def counts(rows: Sequence[BaselineRow]) -> dict[str, int]:
-    return {c: sum(1 for r in rows if r["category"] == c) for c in CATEGORIES}
+def counts(rows: Iterable[BaselineRow]) -> dict[str, int]:
+    fold = _Fold()
+    for r in rows:
+        fold.add(r)
+    return fold.counts
+
+
+def _sla_reasons(curves: Iterable[Mapping[str, Any]], suite: str | None) -> list[str]:
+    return [f"SLA newly missed: {c['test']} @ {c['provider']}: at {x['at']} min {x['min_score']}"
+            for c in curves if suite is None or c["suite"] == suite_key(suite)
+            for x in c["sla"] if x["newly_missed"]]
 
 
 def blocking_reasons(diff: Baseline | Mapping[str, Any], suite: str | None = None, critical: bool = True,
                      each: bool = True) -> list[str]:
     """What fails a regressions gate (of one suite, or of the whole run); `evalspec diff` leaves out
     critical rules newly failing inside tests that already failed (`critical=False`); under the paired test
-    (`each=False`) a regressed test does not block by itself, a critical rule newly failed still does."""
-    mine = [r for r in diff["rows"] if suite is None or r["suite"] == suite_key(suite)]
-    reasons = [f"{r['category']}: {r['test_id']} @ {r['provider']}" for r in mine if each and r["blocking"]]
-    # `flaky` never excuses a critical failure (docs/en/rule-self-tests.md#verdicts-that-hold)
-    reasons += [f"critical assertion newly failed: {r['test_id']} @ {r['provider']}"
-                for r in mine if critical and r["critical_new"] and not (each and r["blocking"])]
-    reasons += [f"SLA newly missed: {c['test']} @ {c['provider']}: at {x['at']} min {x['min_score']}"
-                for c in diff["curves"] if suite is None or c["suite"] == suite_key(suite)
-                for x in c["sla"] if x["newly_missed"]]
-    return reasons
+    (`each=False`) a regressed test does not block by itself, a critical rule newly failed still does.
+    One pass over the rows (a large diff's are read back from disk one at a time)."""
+    wanted = None if suite is None else suite_key(suite)
+    blocked, newly = [], []
+    for r in diff["rows"]:
+        if wanted is not None and r["suite"] != wanted:
+            continue
+        if each and r["blocking"]:
+            blocked.append(f"{r['category']}: {r['test_id']} @ {r['provider']}")
+        # `flaky` never excuses a critical failure (docs/en/rule-self-tests.md#verdicts-that-hold)
+        elif critical and r["critical_new"]:
+            newly.append(f"critical assertion newly failed: {r['test_id']} @ {r['provider']}")
+    return blocked + newly + _sla_reasons(diff["curves"], suite)
 
 
 def finish(diff: dict[str, Any]) -> dict[str, Any]:
-    """Recount after the rows changed (confirmation replays turn `regressed` into `flaky`)."""
-    diff["counts"] = counts(diff["rows"])
-    diff["score_changes"] = [{"suite": r["suite"], "test_id": r["test_id"], "provider": r["provider"],
-                              "base": r["base"]["score"], "head": r["head"]["score"], "delta": r["score_delta"]}
-                             for r in diff["rows"] if r["score_delta"] is not None
-                             and abs(r["score_delta"]) >= SCORE_DELTA - 1e-9]
-    diff["reasons"] = blocking_reasons(diff)
-    diff["exit_code"] = 1 if blocking_reasons(diff, critical=False) else 0
-    return diff
+    """Recount after the rows changed (confirmation replays turn `regressed` into `flaky`): one pass."""
+    fold = _Fold()
+    for r in diff["rows"]:
+        fold.add(r)
+    return fold.into(diff)
 
 
 def compare_runs(base: RunData | Mapping[str, Any], head: RunData | Mapping[str, Any], base_path: str | None = None,
-                 head_path: str | None = None) -> Baseline:
-    """The diff of HEAD against BASE (the value of run.json's `baseline` key)."""
+                 head_path: str | None = None, rows_on_disk: bool = False, problems: array[int] | None = None) -> Baseline:
+    """The diff of HEAD against BASE (the value of run.json's `baseline` key). With `rows_on_disk` (a
+    large diff, `evalspec diff`) its rows are a `DiskRows`, written as they are made: nothing per row
+    stays in memory but the score changes and blocking reasons (docs/en/scale-and-ray.md#memory).
+    `problems`, when given, gets each row's position of the HEAD record its `problem` was taken from (-1:
+    none), for the screen to word it again (`diffwords.spoken`)."""
+    rows: list[BaselineRow] | DiskRows = DiskRows() if rows_on_disk else []
     diff: dict[str, Any] = {"available": True, "base": _meta(base, base_path), "head": _meta(head, head_path),
-            "rows": compare_verdicts(base, head), "curves": compare_curves(base, head),
-            "providers": compare_providers(base, head)}
-    return cast(Baseline, finish(diff))  # run.json's `baseline`, as `rundata.Baseline` describes it
+                            "rows": rows}
+    joined, fold = _Joined(), _Fold()
+    try:
+        joined.load(BASE, base)
+        joined.load(HEAD, head)
+        for key, b_recs, h_recs, problem, where in joined.groups():
+            row = _row(key, b_recs, h_recs, problem)
+            if problems is not None:
+                problems.append(where)
+            fold.add(row)
+            rows.append(row)  # type: ignore[arg-type]  # a DiskRows takes a row as the mapping it is
+        diff["curves"] = compare_curves(base, head)
+        diff["providers"] = compare_providers(joined.provider_stats(BASE), joined.provider_stats(HEAD))
+    finally:
+        joined.close()
+    return cast(Baseline, fold.into(diff))  # run.json's `baseline`, as `rundata.Baseline` describes it

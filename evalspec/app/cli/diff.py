@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,18 +37,20 @@ def run_diff_command(base_path: str, head_path: str, md_path: str | None, html_p
     from evalspec.reporters.catalogue import choose_lang, speaking
 
     head = read_run(head_path, check=True, stream=True)  # one record at a time (docs/en/scale-and-ray.md#memory)
-    diff = compare_runs(read_run(base_path, check=True, stream=True), head, base_path, head_path)
+    problems = array("q")  # each row's HEAD record of its first problem, for the screen's words
+    diff = compare_runs(read_run(base_path, check=True, stream=True), head, base_path, head_path,
+                        rows_on_disk=True, problems=problems)
     with speaking(choose_lang(head, lang)):
-        return _write_diff(diff, md_path, html_path, output, head)
+        return _write_diff(diff, md_path, html_path, output, head, problems)
 
 
 def _write_diff(diff: Baseline, md_path: str | None, html_path: str | None, output: str | None,
-                head: RunData | None = None) -> int:
+                head: RunData | None = None, problems: array[int] | None = None) -> int:
     from evalspec.reporters.console import make_console
     from evalspec.reporters.diffwords import spoken
     from evalspec.results.runjson import write_json
 
-    shown = spoken(diff, head) if head is not None else diff  # the JSON keeps run.json's English words
+    shown = spoken(diff, head, problems) if head is not None else diff  # the JSON keeps run.json's English words
     print_diff(make_console(), shown)
     if md_path:
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)
