@@ -6,7 +6,8 @@ The reporters call these with the run's `baseline` value; `evalspec diff` calls 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -50,12 +51,16 @@ def headline(diff: Baseline) -> str:
                  parts=" · ".join(headline_parts(diff["rows"])) or words("no_verdicts"))
 
 
-def headline_parts(rows: list[BaselineRow]) -> list[str]:
+def headline_parts(rows: Iterable[BaselineRow]) -> list[str]:
     """`2 regressed · 1 fixed · 4 measured points changed`: gated changes by kind, curve points apart (they
-    gate only through their SLA, docs/en/reports-and-gate.md#language)."""
-    gated = [r for r in rows if not r.get("measured")]
-    parts = [f"{n} {words(k)}" for k in CATEGORIES if (n := sum(1 for r in gated if r["category"] == k))]
-    measured = sum(1 for r in rows if r.get("measured") and r["category"] != "unchanged")
+    gate only through their SLA, docs/en/reports-and-gate.md#language); one pass over the rows."""
+    gated, measured = dict.fromkeys(CATEGORIES, 0), 0
+    for r in rows:
+        if not r.get("measured"):
+            gated[r["category"]] += 1
+        elif r["category"] != "unchanged":
+            measured += 1
+    parts = [f"{n} {words(k)}" for k in CATEGORIES if (n := gated[k])]
     if measured:
         parts.append(words("measured_point_changed" if measured == 1 else "measured_points_changed", n=measured))
     return parts
@@ -66,10 +71,35 @@ def _scored(row: BaselineRow) -> bool:
     return all(side is None or side.get("status") != "error" for side in (row["base"], row["head"]))
 
 
-def score_changes(diff: Baseline) -> list[ScoreChange]:
-    """The score changes a report shows: none where either run errored."""
-    errored = {(r["suite"], r["test_id"], r["provider"]) for r in diff.get("rows", []) if not _scored(r)}
-    return [s for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in errored]
+def _changes(diff: Baseline, order: Callable[[BaselineRow], tuple[object, ...]],
+             limit: int | None = None) -> tuple[list[BaselineRow], int, list[ScoreChange]]:
+    """The changed rows in `order` (only the first `limit` kept), how many rows changed, and the score
+    changes a report shows beside them (none where either run errored, `_scored`, nor of a listed row): one pass over the
+    rows, which a large diff reads back from disk (docs/en/scale-and-ray.md#memory)."""
+    scored = {(s["suite"], s["test_id"], s["provider"]) for s in diff["score_changes"]}
+    shown: set[tuple[str, str, str]] = set()  # score changes listed as a change, or with an errored side
+    changed = 0
+
+    def changes() -> Iterator[BaselineRow]:
+        nonlocal changed
+        for r in diff["rows"]:
+            if (key := (r["suite"], r["test_id"], r["provider"])) in scored and (r["category"] != "unchanged" or not _scored(r)):
+                shown.add(key)
+            if r["category"] != "unchanged":
+                changed += 1
+                yield r
+
+    rows = sorted(changes(), key=order) if limit is None else heapq.nsmallest(limit, changes(), key=order)
+    extra = [s for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in shown]
+    return rows, changed, extra
+
+
+def _by_kind(r: BaselineRow) -> tuple[int]:
+    return (CATEGORIES.index(r["category"]),)
+
+
+def _blocking_first(r: BaselineRow) -> tuple[bool, int]:
+    return not r["blocking"], CATEGORIES.index(r["category"])
 
 
 def _note(row: BaselineRow) -> str:
@@ -92,8 +122,7 @@ def print_diff(console: Console, diff: Baseline) -> None:
     console.print(f"[bold]{rich_escape(headline(diff))}[/]")
     if not diff.get("available"):
         return
-    rows = [r for r in diff["rows"] if r["category"] != "unchanged"]
-    rows.sort(key=lambda r: CATEGORIES.index(r["category"]))
+    rows, _, extra = _changes(diff, _by_kind)
     if rows:
         table = Table(title=words("against_the_baseline_title"), show_lines=False)
         for col in _COLUMNS:
@@ -103,10 +132,8 @@ def print_diff(console: Console, diff: Baseline) -> None:
                           rich_escape(r["provider"]), f"{_status(r['base'])} → {_status(r['head'])}",
                           rich_escape("; ".join(x for x in (r["problem"], _note(r)) if x)))
         console.print(table)
-    listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
-    for s in score_changes(diff):
-        if (s["suite"], s["test_id"], s["provider"]) not in listed:
-            console.print(rich_escape(_score_line(s)))
+    for s in extra:
+        console.print(rich_escape(_score_line(s)))
     for line in curve_lines(diff):
         console.print(rich_escape(line))
     for line in provider_lines(diff):
@@ -152,20 +179,17 @@ def markdown_lines(diff: Baseline, limit: int = 50) -> list[str]:
     out = [f"### {words('Against the baseline' if diff.get('available') else 'No baseline')}", "", md(headline(diff))]
     if not diff.get("available"):
         return out
-    rows = [r for r in diff["rows"] if r["category"] != "unchanged"]
-    rows.sort(key=lambda r: (not r["blocking"], CATEGORIES.index(r["category"])))
+    rows, changed, scored = _changes(diff, _blocking_first, limit)
     if rows:
         out += ["", "| " + " | ".join(words(c) for c in _COLUMNS) + " |", "|---|---|---|---|---|"]
-        for r in rows[:limit]:
+        for r in rows:
             text = "; ".join(x for x in (r["problem"], _note(r)) if x)
             name = r["name"] if r["name"] == r["test_id"] else f"{r['name']} ({r['test_id']})"
             out.append(f"| {ICON[r['category']]} **{words(r['category'])}** | {md(name)} | {md(r['provider'])} | "
                        f"{_status(r['base'])} → {_status(r['head'])} | {md(text[:300])} |")
-        if len(rows) > limit:
-            out.append("\n" + words("more_changes", n=len(rows) - limit))
-    listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
-    extra = [f"- {md(_score_line(s))}" for s in score_changes(diff)
-             if (s["suite"], s["test_id"], s["provider"]) not in listed]
+        if changed > limit:
+            out.append("\n" + words("more_changes", n=changed - limit))
+    extra = [f"- {md(_score_line(s))}" for s in scored]
     extra += [f"- {md(line)}" for line in curve_lines(diff)]
     if extra:
         out += ["", *extra[:limit]]
@@ -186,8 +210,7 @@ def html_section(diff: Baseline) -> Markup:
     parts = [f'<section id="baseline"><h2>{escape(words("Against the baseline" if diff.get("available") else "No baseline"))}</h2>',
              f"<p>{escape(headline(diff))}</p>"]
     if diff.get("available"):
-        rows = sorted((r for r in diff["rows"] if r["category"] != "unchanged"),
-                      key=lambda r: (not r["blocking"], CATEGORIES.index(r["category"])))
+        rows, _, scored = _changes(diff, _blocking_first)
         if rows:
             # its own scroll box: a narrow screen scrolls the table, never the page
             labels = [escape(words(c)) for c in _COLUMNS]
@@ -201,8 +224,7 @@ def html_section(diff: Baseline) -> Markup:
                              f"<td data-label=\"{labels[2]}\">{escape(r['provider'])}</td><td data-label=\"{labels[3]}\">{escape(word(_status(r['base'])))} → "
                              f"{escape(word(_status(r['head'])))}</td><td data-label=\"{labels[4]}\" style='overflow-wrap:anywhere'>{escape(text)}</td></tr>")
             parts.append("</table></div>")
-        listed = {(r["suite"], r["test_id"], r["provider"]) for r in rows}
-        items = [_score_line(s) for s in score_changes(diff) if (s["suite"], s["test_id"], s["provider"]) not in listed]
+        items = [_score_line(s) for s in scored]
         items += curve_lines(diff) + provider_lines(diff)
         if items:
             parts.append('<ul style="word-break:break-word">' + "".join(f"<li>{escape(i)}</li>" for i in items)

@@ -16,7 +16,7 @@ the decision made here; `GateDecision.to_json()` is exactly run.json's `gate`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -163,23 +163,25 @@ def _outcome(side: Mapping[str, Any] | None) -> str | None:
     return {"passed": "passed", "failed": "failed"}.get(str(side.get("status")))
 
 
-def paired_rows(diff: Mapping[str, Any], suite: str | None = None) -> list[tuple[str, str]]:
+def paired_rows(diff: Mapping[str, Any], suite: str | None = None) -> Iterator[tuple[str, str]]:
     """(base, head) of every verdict both runs reached on the same instance (the diff's matching), leaving
-    out drafts, xfail tests, curve points and verdicts failed by a critical rule in either run."""
-    out = []
+    out drafts, xfail tests, curve points and verdicts failed by a critical rule in either run: one pass over
+    the rows (a large diff's are read back from disk, docs/en/scale-and-ray.md#memory)."""
+    wanted = None if suite is None else suite_key(suite)
     for row in diff.get("rows") or []:
-        if suite is not None and row["suite"] != suite_key(suite):
+        if wanted is not None and row["suite"] != wanted:
             continue
         base, head = _outcome(row.get("base")), _outcome(row.get("head"))
         if base is not None and head is not None:
-            out.append((base, head))
-    return out
+            yield base, head
 
 
-def paired_test(pairs: Sequence[tuple[str, str]], alpha: float) -> Paired:
+def paired_test(pairs: Iterable[tuple[str, str]], alpha: float) -> Paired:
     """`{b, c, p, alpha, significant}`: b passed → failed, c failed → passed, the one-sided exact McNemar p."""
-    b = sum(1 for base, head in pairs if (base, head) == ("passed", "failed"))
-    c = sum(1 for base, head in pairs if (base, head) == ("failed", "passed"))
+    b = c = 0
+    for pair in pairs:
+        b += pair == ("passed", "failed")
+        c += pair == ("failed", "passed")
     p = mcnemar_exact_one_sided(b, c)
     return {"b": b, "c": c, "p": round(p, 6), "alpha": alpha, "significant": p < alpha}
 
@@ -360,7 +362,7 @@ def apply_baseline(run: dict[str, Any], diff: Baseline | dict[str, Any], cli_mod
     alphas = {s["path"]: float(s.get("alpha") or ALPHA) for s in run["suites"]}
     paired = [path for path, mode in modes.items() if mode == PAIRED]
     if paired and diff.get("available"):
-        diff["paired"] = paired_test([p for path in paired for p in paired_rows(diff, path)],
+        diff["paired"] = paired_test((p for path in paired for p in paired_rows(diff, path)),
                                      min(alphas[path] for path in paired))
     run["gate"] = GateDecision.from_json(run["gate"]).with_baseline(diff, modes, alphas).to_json()
     return run
