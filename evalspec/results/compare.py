@@ -2,8 +2,11 @@
 and per-provider latency / tokens / cost, computed from the two run.json files alone.
 
 Verdicts are matched by suite path (relative to the working directory), instance id without `#k`
-and provider; both sides' repeats are combined by HEAD's pass rule.
+and provider; both sides' repeats are combined by HEAD's pass rule. The matching is a join in a private
+temporary SQLite file (`_Joined`), so two runs of a million conversations are compared in flat memory
+(docs/en/scale-and-ray.md#memory).
 """
+
 
 from __future__ import annotations
 
@@ -287,17 +290,6 @@ class _Fold:
         return diff
 
 
-def compare_verdicts(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[BaselineRow]:
-    """One row per matched verdict, in HEAD's order, then what only the baseline had."""
-    joined = _Joined()
-    try:
-        joined.load(BASE, base)
-        joined.load(HEAD, head)
-        return [_row(key, b, h, problem) for key, b, h, problem, _ in joined.groups()]
-    finally:
-        joined.close()
-
-
 def _curve_key(c: Curve) -> Key:
     return suite_key(c["suite"]), c["test"], c["provider"]
 
@@ -324,6 +316,16 @@ def compare_curves(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[Cur
                     "failure_point": [b and b["failure_point"], h and h["failure_point"]],
                     "sla": slas})
     return out
+
+
+def provider_stats(run: Mapping[str, Any]) -> dict[str, ProviderFigures]:
+    """Per provider: mean and p95 reply latency (ms), tokens and cost per conversation."""
+    joined = _Joined()
+    try:
+        joined.load(HEAD, run)
+        return joined.provider_stats(HEAD)
+    finally:
+        joined.close()
 
 
 def compare_providers(b: Mapping[str, ProviderFigures], h: Mapping[str, ProviderFigures]) -> list[ProviderChange]:
