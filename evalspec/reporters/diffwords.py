@@ -31,6 +31,8 @@ def spoken(diff: Baseline, head: RunData, problems: Sequence[int] | None = None)
     records = head.get("results") or []
     if problems is None:
         problems = _positions(rows, records)
+    if max(problems, default=-1) < 0:  # no row names a problem: nothing to word again
+        return diff
     out: list[BaselineRow] | DiskRows = DiskRows() if isinstance(rows, DiskRows) else []
     chunk: list[tuple[BaselineRow, int]] = []
     for row, at in zip(rows, problems, strict=True):
