@@ -93,9 +93,14 @@ def category(base: str | None, head: str | None) -> RowCategory:
 COMPARED = ("status", "score", "critical_failed", "xfail", "draft", "curve", "name", "repeat_rule")
 
 
+#: what a row reads of a failed critical check (`critical_rules`, `verdict.breached_bounded_rule`)
+CRITICAL = ("severity", "max_rate", "pass", "turn", "type", "value", "scope")
+
+
 def _compared(r: Record) -> Record:
     kept = {k: r[k] for k in COMPARED if k in r}  # type: ignore[literal-required]
-    checks = [a for a in r.get("assertions") or [] if a.get("severity") == "critical"]
+    checks = [{k: a[k] for k in CRITICAL if k in a} for a in r.get("assertions") or []  # type: ignore[literal-required]
+              if a.get("severity") == "critical" and a.get("pass") is False]
     if checks:
         kept["assertions"] = checks
     return cast(Record, kept)
