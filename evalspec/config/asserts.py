@@ -7,7 +7,7 @@ from typing import Any
 import jsonschema
 
 from evalspec.config.interpolate import is_template
-from evalspec.config.meaning import blank_problem, empty_match_problem, value_quote_problems
+from evalspec.config.meaning import hollow_texts, value_quote_problems
 from evalspec.config.messages import describe_kinds, schema_problems
 from evalspec.config.model import AssertionSpec
 from evalspec.config.nodes import EXAMPLES_SCHEMA
@@ -244,19 +244,8 @@ def _check_meaning(atype: AssertionType, name: str, negate: bool, value: Any, pa
     pattern_paths = {where for _, where in patterns}
     for where, quoted in value_quote_problems(name, value, path, pattern_paths, lines):
         problems.append(lines.problem(where, quoted))
-    texts = list(patterns)
-    if isinstance(value, str) and path not in pattern_paths:
-        texts.append((value, path))
-    elif isinstance(value, list):
-        texts += [(v, (*path, i)) for i, v in enumerate(value) if isinstance(v, str)]
-    must_not_match = negate or atype.name.startswith("not-")
-    for text, where in texts:
-        what = "pattern" if where in pattern_paths else "text"
-        message: str | None = blank_problem(text, what)
-        if message is None and what == "pattern" and must_not_match:
-            message = empty_match_problem(text)
-        if message:
-            problems.append(lines.problem(where, message))
+    for where, message in hollow_texts(atype, negate, value, path):
+        problems.append(lines.problem(where, message))
 
 
 def _check_examples(spec: AssertionSpec, examples: Any, path: PathKey, lines: LineMap,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from evalspec.core.errors import ControlFlow, Problem
 
 SUFFIXES = (".jsonl", ".csv")
 _TABLE_BITS = 1 << 27  # the duplicate scan's largest bit table: 16 MiB
+_LISTED = 20  # the rows with a problem `scan` names (then how many more)
 
 
 @dataclass(frozen=True)
@@ -49,11 +50,22 @@ def dataset_file(suite_path: Path, dataset: str) -> Path:
 
 
 def row_id(test_id: str, row: Row) -> str:
-    """The instance id of a row: `ID[VALUE]` when the row has an `id` field, else `ID[row=N]`."""
+    """The instance id of a row: `ID[VALUE]` when the row has an `id` field (its text without surrounding
+    spaces: a spreadsheet's `q1 ` is `q1`), else `ID[row=N]`."""
     value = row.fields.get("id")
-    if value is None or value == "":
-        return f"{test_id}[row={row.number}]"
-    return f"{test_id}[{str(value).lower() if isinstance(value, bool) else value}]"
+    text = str(value).lower() if isinstance(value, bool) else "" if value is None else str(value).strip()
+    return f"{test_id}[{text}]" if text else f"{test_id}[row={row.number}]"
+
+
+def id_problem(row: Row) -> str | None:
+    """What is wrong with a row's `id` field as an instance id, or None: it is text or a number on one line."""
+    value = row.fields.get("id")
+    if isinstance(value, (dict, list)):
+        return (f"this row's 'id' is a JSON {'object' if isinstance(value, dict) else 'list'}: an id is a text or "
+                "a number (it names the instance: faq[VALUE])")
+    if isinstance(value, str) and any(c < " " or c == "\x7f" for c in value.strip()):
+        return f"this row's 'id' {value!r} holds a line break or control character: an id is text on one line"
+    return None
 
 
 def rows(path: Path) -> Iterator[Row]:
@@ -103,6 +115,10 @@ def _csv(path: Path) -> Iterator[Row]:
         if not header or not any(h.strip() for h in header):
             raise DatasetProblem(path, 1, "a CSV dataset starts with a header row naming its fields")
         names = [h.strip() for h in header]
+        for column, name in enumerate(names):
+            if name and (again := names.index(name)) != column:  # one cell of the two would be lost
+                raise DatasetProblem(path, 1, f"the header names {name!r} twice (columns {again + 1} and "
+                                              f"{column + 1}): give each column its own name")
         number, line_no = 0, reader.line_num + 1
         for cells in reader:
             start, line_no = line_no, reader.line_num + 1
@@ -136,10 +152,14 @@ def template_texts(value: Any) -> Iterator[str]:
                 yield from template_texts(getattr(value, f.name))
 
 
-def scan(path: Path, test_id: str, named: set[str]) -> list[Problem]:
-    """Every problem of the whole file: the first line that cannot be read, rows without a field the
-    templates name (`named`: fields of the first row), and rows that give one instance id (both lines)."""
+def scan(path: Path, test_id: str, named: set[str], check: Callable[[Row], Problem | None] | None = None
+         ) -> list[Problem]:
+    """Every problem of the whole file, in one pass: the first line that cannot be read, rows without a
+    field the templates name (`named`: fields of the first row) or with null there, an `id` that cannot
+    name an instance, what `check` finds in a row (its rendering), and rows that give one instance id
+    (both lines). At most `_LISTED` rows are named, then how many more there are."""
     problems: list[Problem] = []
+    more = 0
     try:  # at least 16 bits for each row the file could hold (a row takes 3 bytes or more)
         bits = min(_TABLE_BITS, 1 << max(13, (path.stat().st_size * 8).bit_length()))
     except OSError:
@@ -148,19 +168,36 @@ def scan(path: Path, test_id: str, named: set[str]) -> list[Problem]:
     suspects: set[bytes] = set()
     try:
         for row in rows(path):
-            if (missing := sorted(named - row.fields.keys())) and len(problems) < 20:  # the first 20 rows named
-                problems.append(Problem(str(path), row.line, "", f"this row has no field "
-                                                                 f"{', '.join(map(repr, missing))} (the test's "
-                                                                 "templates name it)"))
+            if len(problems) >= _LISTED:
+                more += _row_problem(path, row, named, check) is not None
+            elif problem := _row_problem(path, row, named, check):
+                problems.append(problem)
             digest = _digest(row_id(test_id, row))
             bit = int.from_bytes(digest[:4], "little") % bits
             if table[bit >> 3] & (1 << (bit & 7)):
                 suspects.add(digest)
             table[bit >> 3] |= 1 << (bit & 7)
     except DatasetProblem as exc:
-        return [*problems, exc.problem]
+        problems.append(exc.problem)
+        return problems
     del table
+    if more:
+        problems.append(Problem(str(path), None, "", f"and {more} more rows with a problem like these"))
     return problems + (_duplicates(path, test_id, suspects) if suspects else [])
+
+
+def _row_problem(path: Path, row: Row, named: set[str], check: Callable[[Row], Problem | None] | None
+                 ) -> Problem | None:
+    """The first problem of one row (docs/en/suite-format.md#dataset), or None."""
+    if missing := sorted(named - row.fields.keys()):
+        return Problem(str(path), row.line, "", f"this row has no field {', '.join(map(repr, missing))} (the "
+                                                "test's templates name it)")
+    if nulls := sorted(name for name in named if row.fields[name] is None):
+        return Problem(str(path), row.line, "", f"this row's field {', '.join(map(repr, nulls))} is null (the "
+                                                'test\'s templates name it): give it a value, "" for an empty one')
+    if message := id_problem(row):
+        return Problem(str(path), row.line, "", message)
+    return check(row) if check is not None else None
 
 
 def _digest(text: str) -> bytes:

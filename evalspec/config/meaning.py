@@ -10,12 +10,15 @@ the worst failure an evaluator can have, so these are config errors with the fix
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalspec.config.interpolate import is_template
 from evalspec.config.paths import LineMap, PathKey
 from evalspec.config.yamlfile import typographic_quotes
-from evalspec.extend.patterns import compile_pattern
+from evalspec.extend.patterns import compile_pattern, written_patterns
+
+if TYPE_CHECKING:
+    from evalspec.extend.registry import AssertionType
 
 
 def _single_quoted(text: str) -> str:
@@ -71,6 +74,27 @@ def blank_problem(text: str, what: str) -> str | None:
         return None
     shown = "empty" if not text else f"only whitespace ({text!r})"
     return f"the {what} is {shown}: it would match almost any reply; write the text it is meant to find"
+
+
+def hollow_texts(atype: AssertionType, negate: bool, value: Any, path: PathKey) -> Iterator[tuple[PathKey, str]]:
+    """The texts and patterns of a check's value that would match almost any reply (empty, only
+    whitespace, or a must-not-match pattern matching the empty string), with their paths: a check's value as
+    written, and again once its templates are rendered (an empty CSV cell in `contains: "{{ expected }}"`)."""
+    patterns = written_patterns(atype, value, path)
+    pattern_paths = {where for _, where in patterns}
+    texts = list(patterns)
+    if isinstance(value, str) and path not in pattern_paths:
+        texts.append((value, path))
+    elif isinstance(value, list):
+        texts += [(v, (*path, i)) for i, v in enumerate(value) if isinstance(v, str)]
+    must_not_match = negate or atype.name.startswith("not-")
+    for text, where in texts:
+        what = "pattern" if where in pattern_paths else "text"
+        message: str | None = blank_problem(text, what)
+        if message is None and what == "pattern" and must_not_match:
+            message = empty_match_problem(text)
+        if message:
+            yield where, message
 
 
 _PROBES = ("", "x", "您好，Hello 123\n")  # a pattern that matches the empty string in each of them matches anywhere

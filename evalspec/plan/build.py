@@ -12,6 +12,7 @@ import regex
 from evalspec.assertions.grade import GradingInput
 from evalspec.config.dataset import DatasetProblem, Row, dataset_file, row_id, rows, scan, template_texts
 from evalspec.config.interpolate import names_other_vars, render_text, render_value
+from evalspec.config.meaning import hollow_texts
 from evalspec.config.model import AssertionSpec, ProviderSpec, Suite, TestSpec
 from evalspec.config.paths import PathKey
 from evalspec.config.providers import model_ref
@@ -393,8 +394,20 @@ class Plan(Sequence[Instance]):
                 continue
             if slot.row is not None and id(slot.test) not in scanned:
                 scanned.add(id(slot.test))
-                problems.extend(dataset_problems(slot.suite, slot.test, slot.row))
+                problems.extend(dataset_problems(slot.suite, slot.test, slot.row, self._row_check(slot)))
         return list(dict.fromkeys(problems))
+
+    def _row_check(self, slot: Slot) -> Callable[[Row], Problem | None]:
+        """The problem of rendering a dataset test with one row, or None: every row is rendered before the
+        run's first call, so that no row stops a run half played (docs/en/suite-format.md#dataset)."""
+        def check(row: Row) -> Problem | None:
+            at = slot._replace(row=row)
+            try:
+                self._render(at)
+            except _RenderProblem as exc:
+                return _problem(slot.suite, _in_dataset(at, exc))
+            return None
+        return check
 
     def _render(self, slot: Slot) -> Instance:
         suite, test, provider, matrix, k, base, tid, row, simulator = slot
@@ -417,12 +430,14 @@ def _memo_key(slot: Slot) -> tuple[Any, ...]:
             slot.repeat if fillers else 0)
 
 
-def dataset_problems(suite: Suite, test: TestSpec, first: Row) -> list[Problem]:
+def dataset_problems(suite: Suite, test: TestSpec, first: Row,
+                     check: Callable[[Row], Problem | None] | None = None) -> list[Problem]:
     """A dataset test's whole file, read once: lines that do not read, rows without a field the test's
-    templates name (those of its first row), rows that give one instance id (docs/en/suite-format.md#dataset)."""
+    templates name (those of its first row), rows `check` finds a problem in (their rendering), rows that
+    give one instance id (docs/en/suite-format.md#dataset)."""
     assert test.dataset is not None
     named = {name for text in template_texts(test) for name in names_other_vars(text, {})} & first.fields.keys()
-    return scan(dataset_file(suite.path, test.dataset), test.id, named)
+    return scan(dataset_file(suite.path, test.dataset), test.id, named, check)
 
 
 def _in_dataset(slot: Slot, exc: _RenderProblem) -> _RenderProblem:
@@ -484,14 +499,21 @@ def _render(value: Any, variables: Mapping[str, object], path: PathKey) -> Any:
 
 
 def _with_hint(message: str, variables: Mapping[str, object]) -> str:
-    found = regex.search(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined", message)
+    found = regex.search(r"'([^\W\d]\w*)' is undefined", message)  # a Chinese header is a name too
     return message + did_you_mean(found.group(1), list(variables)) if found else message
 
 
-def _render_asserts(specs: list[AssertionSpec], variables: Mapping[str, object], turn: int | None) -> list[AssertionSpec]:
+def _render_asserts(specs: list[AssertionSpec], variables: Mapping[str, object], turn: int | None,
+                    hollow: bool = True) -> list[AssertionSpec]:
+    """The checks with their templates rendered; `hollow`: a text or pattern a template rendered into one
+    that would match almost any reply (an empty CSV cell) is a problem, as it is written (docs/en/rule-self-tests.md)."""
     out = []
     for spec in specs:
         value = _render(spec.value, variables, spec.value_where)
+        if hollow and next(template_texts(spec.value), None) is not None and \
+                (resolved := resolve_type(spec.type)) is not None:
+            for where, message in hollow_texts(resolved[0], spec.negate, value, spec.value_where):
+                raise _RenderProblem(where, f"{message} (after rendering)")
         scope = _render(spec.scope, variables, (*spec.where, "scope"))
         at = turn if spec.turn is not None else None
         if value == spec.value and scope == spec.scope and at == spec.turn:
@@ -547,7 +569,8 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
             # under `until_turn` the turns before the sent one are golden history: nothing of theirs is graded
             graded = entry.asserts if until is None or turn == until else []
             turns.append(PlannedTurn("user", str(text), turn, label=entry.label,
-                                     asserts=_render_asserts(graded, local, turn), capture=entry.capture,
+                                     asserts=_render_asserts(graded, local, turn, captured is None),
+                                     capture=entry.capture,
                                      captures=dict(entry.captures), click=str(text) if key == "click" else None,
                                      metadata=entry.metadata, no_reply_ok=entry.no_reply_ok))
             for name in entry.captures:  # defined for the later turns and the test's assertions
@@ -574,7 +597,7 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
             if turns and turns[-1].role == "user":
                 turns[-1].call = False
             turns.append(PlannedTurn("assistant", text, turn, call=False))
-    asserts = _render_asserts(test.asserts, variables, None)
+    asserts = _render_asserts(test.asserts, variables, None, captured is None)
     for t in turns:
         _check_rendered(t.asserts, labels, turn)
     _check_rendered(asserts, labels, turn)
