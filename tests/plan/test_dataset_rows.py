@@ -1,0 +1,102 @@
+"""What a `dataset:` row may hold (docs/en/suite-format.md#dataset): every row is checked before the run's
+first call, so no row stops a run half played and no row's check passes for being empty."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalspec.config import load_suite
+from evalspec.plan.build import build_plan
+from tests.helpers import invoke
+from tests.plan.helpers import jsonl, project
+
+# a spreadsheet's export: a byte-order mark, CRLF line ends, Chinese headers, a quoted cell on two lines,
+# no line break after the last row
+SHEET = '\ufeffid,问题,follow_up\r\n车1,"两行\r\n的问题",好的\r\n" 车2 ",在吗,谢谢\r\n7,问,追'
+
+
+def test_a_spreadsheet_export_reads_as_written(tmp_path: Path) -> None:
+    suite = project(tmp_path, "faq.csv", "")
+    (tmp_path / "faq.csv").write_bytes(SHEET.encode("utf-8"))
+    suite.write_text(suite.read_text(encoding="utf-8").replace("{{ question }}", "{{ 问题 }}"), encoding="utf-8")
+    plan = build_plan([load_suite(suite)])
+    # an id's surrounding spaces are not part of it (`" 车2 "` and `车2` would be two look-alike instances)
+    assert [i.test_id for i in plan] == ["faq[车1]", "faq[车2]", "faq[7]"]
+    assert [t.text for t in plan[0].turns] == ["两行\r\n的问题", "好的"] and plan[2].turns[1].text == "追"
+
+
+def test_a_row_that_does_not_render_is_found_before_anything_plays(in_tmp: Path) -> None:
+    # row 2's empty cell makes an empty user message: the run used to play row 1, then stop saying
+    # "nothing was run", and `validate` said ok (it rendered the first row only)
+    project(in_tmp, "faq.csv", "question,follow_up\n在吗,好的\n你好,\n续航,多少\n")
+    for command in ("validate", "run"):
+        code, out = invoke(command, "s.yaml")
+        assert code == 2 and "empty user message after rendering (dataset faq.csv line 3" in out, out
+    assert not (in_tmp / "calls.log").exists()
+
+
+SUITE = """\
+providers:
+  - id: bot
+    python: bot.py:respond
+tests:
+  - id: faq
+    dataset: faq.csv
+    conversation:
+      - user: "{{ question }}"
+    assert:
+      - contains: "{{ expected }}"
+      - not-regex: "{{ forbidden }}"
+"""
+
+
+@pytest.mark.parametrize("row, named", [
+    ("在吗,,手机号", "tests[0].assert[0].contains: the text is empty: it would match almost any reply"),
+    ("在吗,收到, ", "tests[0].assert[1].not-regex: the pattern is only whitespace"),
+    ("在吗,收到,\\d*", "tests[0].assert[1].not-regex: the pattern '\\\\d*' matches the empty string"),
+])
+def test_a_check_that_renders_hollow_is_refused_as_if_written_so(in_tmp: Path, row: str, named: str) -> None:
+    # `contains: ""` written is refused; from an empty cell it passed every reply ("found ''")
+    project(in_tmp, "faq.csv", f"question,expected,forbidden\n在吗,收到,手机号\n{row}\n")
+    (in_tmp / "s.yaml").write_text(SUITE, encoding="utf-8")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and named in out and "(after rendering) (dataset faq.csv line 3" in out, out
+
+
+def test_a_var_that_renders_a_check_empty_is_refused_too(in_tmp: Path) -> None:
+    (in_tmp / "s.yaml").write_text("providers: [{id: bot, python: bot.py:respond}]\ntests:\n  - id: t\n"
+                                   "    vars: {expected: ''}\n    conversation: [{user: 在吗}]\n"
+                                   "    assert: [{contains: '{{ expected }}'}]\n", encoding="utf-8")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and "s.yaml:6: tests[0].assert[0].contains: the text is empty" in out, out
+
+
+@pytest.mark.parametrize("content, named", [
+    (jsonl({"question": "a", "follow_up": "b"}, {"question": "c", "follow_up": None}),
+     "faq.jsonl:2: this row's field 'follow_up' is null"),
+    (jsonl({"id": ["x"], "question": "a", "follow_up": "b"}), "faq.jsonl:1: this row's 'id' is a JSON list"),
+    (jsonl({"id": {"k": 1}, "question": "a", "follow_up": "b"}), "faq.jsonl:1: this row's 'id' is a JSON object"),
+    (jsonl({"id": "订单\n1", "question": "a", "follow_up": "b"}), "faq.jsonl:1: this row's 'id' '订单\\n1' holds a line break"),
+    (jsonl({"id": "q1", "question": "a", "follow_up": "b"}, {"id": " q1 ", "question": "c", "follow_up": "d"}),
+     "faq.jsonl:2: instance id 'faq[q1]' is also that of the row at line 1"),
+])
+def test_a_row_whose_values_cannot_be_meant_is_named(in_tmp: Path, content: str, named: str) -> None:
+    project(in_tmp, "faq.jsonl", content)
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and named in out and "Traceback" not in out, out
+
+
+def test_a_csv_header_naming_a_column_twice_is_named(in_tmp: Path) -> None:
+    # one of the two cells was dropped without a word
+    project(in_tmp, "faq.csv", "question,follow_up,question\na,b,c\n")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and "faq.csv:1: the header names 'question' twice (columns 1 and 3)" in out, out
+
+
+def test_rows_with_problems_are_named_up_to_twenty_then_counted(in_tmp: Path) -> None:
+    project(in_tmp, "faq.jsonl", jsonl({"question": "a", "follow_up": "b"}, *({"question": "c"} for _ in range(25))))
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and out.count("this row has no field 'follow_up'") == 20, out
+    assert "and 5 more rows with a problem like these" in out, out
