@@ -49,6 +49,20 @@ def dataset_file(suite_path: Path, dataset: str) -> Path:
     return path if path.is_absolute() else suite_path.parent / path
 
 
+def digest(path: Path) -> str | None:
+    """The sha256 of a dataset file, read in blocks (a million rows are never held); None when it cannot be
+    read (`validate` names why). It is part of its suite's sha256: a `--resume` after the rows changed
+    would give one instance id to two rows (docs/en/suite-format.md#dataset)."""
+    found = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 20):
+                found.update(block)
+    except OSError:
+        return None
+    return found.hexdigest()
+
+
 def row_id(test_id: str, row: Row) -> str:
     """The instance id of a row: `ID[VALUE]` when the row has an `id` field (its text without surrounding
     spaces: a spreadsheet's `q1 ` is `q1`), else `ID[row=N]`."""

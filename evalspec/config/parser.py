@@ -14,7 +14,7 @@ import jmespath
 import jsonschema
 
 from evalspec.config.asserts import parse_assertion
-from evalspec.config.dataset import SUFFIXES
+from evalspec.config.dataset import SUFFIXES, dataset_file, digest
 from evalspec.config.interpolate import interpolate_env, is_template
 from evalspec.config.meaning import stop_when_problem
 from evalspec.config.messages import schema_problems
@@ -122,7 +122,8 @@ class SuiteParser:
         self.cli_vars = cli_vars
         self.environ = environ if environ is not None else os.environ  # for `${ENV}` in included fragments
         self.fragment_schema: list[Problem] = []  # the schema's words on `include:` fragments (docs/en/state.md)
-        self.fragment_digests: dict[str, str] = {}  # each fragment read: its resolved path -> sha256
+        # each file read beside the suite (an `include:` fragment, a `dataset:`): its resolved path -> sha256
+        self.fragment_digests: dict[str, str] = {}
 
     def bad(self, path: PathKey, message: str) -> None:
         self.problems.append(self.lines.problem(path, message))
@@ -183,7 +184,7 @@ class SuiteParser:
             config_secrets(secret_source.config, s.secrets)
         named = {(p.file, p.line, p.path) for p in self.problems}
         self.problems.extend(p for p in self.fragment_schema if (p.file, p.line, p.path) not in named)
-        if self.fragment_digests:  # a changed fragment is a changed suite (resume, grade): its sha256 says so
+        if self.fragment_digests:  # a changed fragment or dataset is a changed suite (resume, grade): its sha256 says so
             parts = [s.sha256, *(f"{k}\0{v}" for k, v in sorted(self.fragment_digests.items()))]
             s.sha256 = hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
@@ -572,6 +573,9 @@ class SuiteParser:
                            "(a header row, then one row an instance)")
             return
         test.dataset = dataset
+        file = dataset_file(self.suite.path, dataset)
+        if (found := digest(file)) is not None:  # edited rows are an edited suite (resume, grade)
+            self.fragment_digests[str(file.resolve())] = found
         if test.matrix:
             self.bad((*test.where, "matrix"), "a dataset test has one instance per row: it takes no 'matrix' (put "
                                               "the values to vary in a column of the dataset)")

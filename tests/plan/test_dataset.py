@@ -150,3 +150,18 @@ def test_dataset_instances_play_in_forked_processes(in_tmp: Path) -> None:
     assert code == 0, out
     data = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))
     assert [r["test_id"] for r in data["results"]] == [f"faq[row={i}]" for i in range(1, 9)]
+
+
+def test_resume_refuses_a_dataset_edited_since_the_interrupted_run(in_tmp: Path) -> None:
+    # `faq[row=2]` played before the edit and after it are two rows: one verdict would stand for both
+    project(in_tmp, "faq.jsonl", jsonl(*({"question": f"问题{i}", "follow_up": f"追问{i}"} for i in range(1, 4))))
+    (in_tmp / "r").mkdir()
+    (in_tmp / "r" / "journal.jsonl").write_text("")
+    code, out = invoke("run", "s.yaml", "-q", "-j", "1", "--resume", "r")
+    assert code == 0, out
+    journal = in_tmp / "r" / "journal.jsonl"
+    journal.write_text(journal.read_text(encoding="utf-8").splitlines(keepends=True)[0], encoding="utf-8")
+    (in_tmp / "faq.jsonl").write_text(jsonl({"question": "新的问题", "follow_up": "新的追问"},
+                                            {"question": "问题2", "follow_up": "追问2"}), encoding="utf-8")
+    code, out = invoke("run", "s.yaml", "-q", "-j", "1", "--resume", "r")
+    assert code == 2 and "s.yaml: changed since" in out and "--resume would mix verdicts" in out, out
