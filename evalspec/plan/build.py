@@ -183,6 +183,21 @@ def identity_problems(suites: list[Suite]) -> list[Problem]:
     return problems
 
 
+def _ids_under(suite: Suite, dataset: TestSpec) -> dict[str, PathKey]:
+    """The instance ids of the suite's other tests that a row of the `dataset` test could also give
+    (`ID[...]`), with where each is written: usually none."""
+    ids: dict[str, PathKey] = {}
+    for test in suite.tests:
+        if test.dataset is not None or not test.id.startswith(dataset.id + "["):
+            continue
+        keys = list(test.matrix)
+        for picks in itertools.product(*(range(len(test.matrix[k])) for k in keys)):
+            base, _ = instance_id(test.id, {k: test.matrix[k][i] for k, i in zip(keys, picks, strict=True)}, 1, 1)
+            if base.startswith(dataset.id + "["):
+                ids.setdefault(base, (*test.where, "id"))
+    return ids
+
+
 def _identity_problem(suite: Suite, base: str, test: TestSpec, matrix: Mapping[str, object], where: PathKey,
                       seen: tuple[TestSpec, Mapping[str, object], PathKey]) -> Problem:
     other, other_matrix, other_where = seen
@@ -398,9 +413,19 @@ class Plan(Sequence[Instance]):
         return list(dict.fromkeys(problems))
 
     def _row_check(self, slot: Slot) -> Callable[[Row], Problem | None]:
-        """The problem of rendering a dataset test with one row, or None: every row is rendered before the
+        """The problem of one row of a dataset test, or None: its instance id is another test's (a test
+        written `faq[x]` beside the row `x` of `faq`), or it does not render. Every row is checked before the
         run's first call, so that no row stops a run half played (docs/en/suite-format.md#dataset)."""
+        taken = _ids_under(slot.suite, slot.test)
+
         def check(row: Row) -> Problem | None:
+            if taken and (where := taken.get(row_id(slot.test.id, row))) is not None:
+                assert slot.test.dataset is not None
+                line = slot.suite.lines.line(where) if slot.suite.lines else None
+                return Problem(str(dataset_file(slot.suite.path, slot.test.dataset)), row.line, "",
+                               f"instance id '{row_id(slot.test.id, row)}' is also that of the test written at "
+                               f"{slot.suite.path.name}" + (f":{line}" if line else "") + ": two instances with "
+                               "one id would merge into one verdict; change the row's 'id' or rename the test")
             at = slot._replace(row=row)
             try:
                 self._render(at)

@@ -100,3 +100,13 @@ def test_rows_with_problems_are_named_up_to_twenty_then_counted(in_tmp: Path) ->
     code, out = invoke("validate", "s.yaml")
     assert code == 2 and out.count("this row has no field 'follow_up'") == 20, out
     assert "and 5 more rows with a problem like these" in out, out
+
+
+def test_a_row_whose_id_is_that_of_a_written_test_is_named(in_tmp: Path) -> None:
+    project(in_tmp, "faq.jsonl", jsonl({"id": "问候", "question": "a", "follow_up": "b"},
+                                       {"id": "x", "question": "c", "follow_up": "d"}))
+    suite = in_tmp / "s.yaml"
+    suite.write_text(suite.read_text(encoding="utf-8") + "  - id: faq[x]\n    conversation: [{user: 你好}]\n"
+                     "    assert: [{contains: 收到}]\n", encoding="utf-8")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and "faq.jsonl:2: instance id 'faq[x]' is also that of the test written at s.yaml:14" in out, out
