@@ -426,11 +426,10 @@ class Plan(Sequence[Instance]):
                                f"instance id '{row_id(slot.test.id, row)}' is also that of the test written at "
                                f"{slot.suite.path.name}" + (f":{line}" if line else "") + ": two instances with "
                                "one id would merge into one verdict; change the row's 'id' or rename the test")
-            at = slot._replace(row=row)
-            try:
-                self._render(at)
+            try:  # rendered apart from the plan's memo: one row is never another's rendering
+                _instance(slot.suite, slot.test, slot.provider, {}, slot.repeat, slot.base, slot.id, row=row)
             except _RenderProblem as exc:
-                return _problem(slot.suite, _in_dataset(at, exc))
+                return _problem(slot.suite, _in_dataset(slot._replace(row=row), exc))
             return None
         return check
 
