@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
@@ -96,8 +97,9 @@ def rows(path: Path) -> Iterator[Row]:
         if not found:  # no instance: the test would check nothing, silently (docs/en/suite-format.md#dataset)
             raise DatasetProblem(path, None, f"dataset file {path} has no rows, so its test would check nothing; "
                                              "give it one row an instance (or remove the test)")
-    except UnicodeDecodeError as exc:
-        raise DatasetProblem(path, None, f"dataset is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except UnicodeDecodeError:
+        line = _first_not_utf8(path)
+        raise DatasetProblem(path, line, _not_utf8(path, line)) from None
     except OSError as exc:
         raise DatasetProblem(path, None, f"dataset cannot be read: {exc.strerror or exc}") from None
 
@@ -113,6 +115,8 @@ def _jsonl(path: Path) -> Iterator[Row]:
             try:
                 value = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
+                if _first_not_utf8(path, line_no, line) is not None:
+                    raise DatasetProblem(path, line_no, _not_utf8(path, line_no)) from None
                 raise DatasetProblem(path, line_no, f"not a JSON line ({exc.msg}); each line of a dataset is one "
                                                     'JSON object, e.g. {"question": "...", "follow_up": "..."}') from None
             if not isinstance(value, dict):
@@ -120,6 +124,37 @@ def _jsonl(path: Path) -> Iterator[Row]:
                                                     f"{type(value).__name__}")
             number += 1
             yield Row(number, line_no, value)
+
+
+def _first_not_utf8(path: Path, start: int = 1, first: bytes | None = None) -> int | None:
+    """The number of the first line from `start` (`first`: its bytes, already read) that is not UTF-8
+    text, or None."""
+    with path.open("rb") as fh:
+        lines = enumerate(fh, 1) if first is None else iter([(start, first)])
+        for line_no, line in lines:
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return line_no
+    return None
+
+
+def _not_utf8(path: Path, line: int | None) -> str:
+    """Why a dataset that is not UTF-8 cannot be read, and how to save it (a Chinese Excel saves GBK)."""
+    raw = b""
+    if line is not None:
+        with path.open("rb") as fh:
+            raw = next(itertools.islice(fh, line - 1, None), b"")
+    if line == 1 and raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        seen = " (it is UTF-16)"
+    else:
+        try:
+            raw.decode("gb18030")
+            seen = " (it reads as GBK/GB18030)" if raw else ""
+        except UnicodeDecodeError:
+            seen = ""
+    how = ' (in Excel: "CSV UTF-8")' if path.suffix.lower() == ".csv" else ""
+    return f"{'this line' if line is not None else 'the dataset'} is not UTF-8 text{seen}; save the file as UTF-8{how}"
 
 
 def _csv(path: Path) -> Iterator[Row]:

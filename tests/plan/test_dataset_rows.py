@@ -110,3 +110,19 @@ def test_a_row_whose_id_is_that_of_a_written_test_is_named(in_tmp: Path) -> None
                      "    assert: [{contains: 收到}]\n", encoding="utf-8")
     code, out = invoke("validate", "s.yaml")
     assert code == 2 and "faq.jsonl:2: instance id 'faq[x]' is also that of the test written at s.yaml:14" in out, out
+
+
+@pytest.mark.parametrize("name, content, named", [
+    ("faq.csv", "question,follow_up\nok,fine\n在吗,谢谢\n".encode("gbk"),
+     'faq.csv:3: this line is not UTF-8 text (it reads as GBK/GB18030); save the file as UTF-8 (in Excel: "CSV UTF-8")'),
+    ("faq.csv", "question,follow_up\n在吗,好\n".encode("utf-16"), "faq.csv:1: this line is not UTF-8 text (it is UTF-16)"),
+    ("faq.jsonl", jsonl({"question": "ok", "follow_up": "fine"}, {"question": "在吗", "follow_up": "好"}).encode("gbk"),
+     "faq.jsonl:2: this line is not UTF-8 text (it reads as GBK/GB18030); save the file as UTF-8"),
+])
+def test_a_dataset_saved_in_another_encoding_names_the_line_and_the_fix(in_tmp: Path, name: str, content: bytes,
+                                                                         named: str) -> None:
+    # a CSV from a Chinese Excel is GBK: the error named a byte of an 8 KiB decoding block, not the line
+    project(in_tmp, name, "")
+    (in_tmp / name).write_bytes(content)
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and named in out, out
