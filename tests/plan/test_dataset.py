@@ -165,3 +165,17 @@ def test_resume_refuses_a_dataset_edited_since_the_interrupted_run(in_tmp: Path)
                                             {"question": "问题2", "follow_up": "追问2"}), encoding="utf-8")
     code, out = invoke("run", "s.yaml", "-q", "-j", "1", "--resume", "r")
     assert code == 2 and "s.yaml: changed since" in out and "--resume would mix verdicts" in out, out
+
+
+def test_repeat_and_two_providers_play_each_row_on_each(in_tmp: Path) -> None:
+    project(in_tmp, "faq.csv", "id,question,follow_up\n瑶光,续航多少？,冬天呢？\n12,能分期吗？,首付多少？\n", extra="repeat: 2")
+    suite = in_tmp / "s.yaml"
+    suite.write_text(suite.read_text(encoding="utf-8").replace(
+        "    python: bot.py:respond\n", "    python: bot.py:respond\n  - id: bot2\n    python: bot.py:respond\n"),
+        encoding="utf-8")
+    code, out = invoke("run", "s.yaml", "-q", "-o", "run.json")
+    assert code == 0, out
+    data = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))
+    assert [(r["test_id"], r["provider"]) for r in data["results"]] == [
+        (f"faq[{row}]#{k}", p) for row in ("瑶光", "12") for k in (1, 2) for p in ("bot", "bot2")]
+    assert all(r["status"] == "passed" for r in data["results"])
