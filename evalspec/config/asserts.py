@@ -153,10 +153,26 @@ def _check_value(atype: AssertionType, value: Any, given: bool, path: PathKey, l
             problems.append(lines.problem(path, f"'{atype.name}' needs a value"))
         return
     if isinstance(value, str) and is_template(value) and atype.value_schema.get("type") != "string":
-        return  # checked after rendering
-    for err in sorted(jsonschema.Draft202012Validator(atype.value_schema).iter_errors(value), key=lambda e: e.path):
-        for where, message in schema_problems(err, atype.name):
-            problems.append(lines.problem((*path, *where), message))
+        return  # checked after rendering (`value_problems`, by the plan)
+    for where, message in value_problems(atype, value, path):
+        problems.append(lines.problem(where, message))
+
+
+def value_problems(atype: AssertionType, value: Any, path: PathKey) -> list[tuple[PathKey, str]]:
+    """What is wrong with a check's value against its type's schema, with the paths: the value as written,
+    and once its templates are rendered (`contains-any: "{{ words }}"` over an empty list)."""
+    schema = atype.value_schema
+    kept = _VALIDATORS.get(id(schema))
+    if kept is None or kept[0] is not schema:  # made once a type: a dataset renders each check a row
+        kept = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft202012Validator(schema))
+    if kept[1].is_valid(value):
+        return []
+    return [((*path, *where), message)
+            for err in sorted(kept[1].iter_errors(value), key=lambda e: e.path)
+            for where, message in schema_problems(err, atype.name)]
+
+
+_VALIDATORS: dict[int, tuple[object, jsonschema.Draft202012Validator]] = {}
 
 
 def _check_common(spec: AssertionSpec, item: dict[str, Any], atype: AssertionType, path: PathKey,

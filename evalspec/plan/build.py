@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, overload
 import regex
 
 from evalspec.assertions.grade import GradingInput
+from evalspec.config.asserts import value_problems
 from evalspec.config.dataset import DatasetProblem, Row, dataset_file, row_id, rows, scan, template_texts
 from evalspec.config.interpolate import names_other_vars, render_text, render_value
 from evalspec.config.meaning import hollow_texts
@@ -536,7 +537,8 @@ def _render_asserts(specs: list[AssertionSpec], variables: Mapping[str, object],
         value = _render(spec.value, variables, spec.value_where)
         if hollow and next(template_texts(spec.value), None) is not None and \
                 (resolved := resolve_type(spec.type)) is not None:
-            for where, message in hollow_texts(resolved[0], spec.negate, value, spec.value_where):
+            for where, message in [*value_problems(resolved[0], value, spec.value_where),
+                                    *hollow_texts(resolved[0], spec.negate, value, spec.value_where)]:
                 raise _RenderProblem(where, f"{message} (after rendering)")
         scope = _render(spec.scope, variables, (*spec.where, "scope"))
         at = turn if spec.turn is not None else None

@@ -126,3 +126,14 @@ def test_a_dataset_saved_in_another_encoding_names_the_line_and_the_fix(in_tmp: 
     (in_tmp / name).write_bytes(content)
     code, out = invoke("validate", "s.yaml")
     assert code == 2 and named in out, out
+
+
+def test_a_check_value_a_row_renders_is_checked_like_a_written_one(in_tmp: Path) -> None:
+    # `not-contains-any: []` written is refused; a row's empty list passed every reply ("none of  found")
+    project(in_tmp, "faq.jsonl", jsonl({"question": "在吗", "words": ["手机号"]}, {"question": "你好", "words": []}))
+    (in_tmp / "s.yaml").write_text(SUITE.replace("faq.csv", "faq.jsonl").replace(
+        "      - contains: \"{{ expected }}\"\n      - not-regex: \"{{ forbidden }}\"\n",
+        "      - not-contains-any: \"{{ words }}\"\n"), encoding="utf-8")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and "tests[0].assert[0].not-contains-any: contains-any needs at least 1 item (after rendering) " \
+                         "(dataset faq.jsonl line 2" in out, out
