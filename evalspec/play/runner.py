@@ -328,9 +328,11 @@ def assembled(suites: list[Suite], options: RunOptions, run_dir: Path, kept: Kep
     from evalspec.results.corrected import corrections
 
     # aggregates from the light records; the labels' corrections from the whole ones (docs/en/judges.md#labels-flow-back)
-    run = finalize(run, options.fail_under, options.include_drafts, corrections(records, run["suites"]))
+    streamed = options.stream_results and len(records) > STREAM_ABOVE
+    # a streamed run's verdicts go to disk as they are made (docs/en/scale-and-ray.md#memory)
+    run = finalize(run, options.fail_under, options.include_drafts, corrections(records, run["suites"]), streamed)
     # reporters still scan the results once per verdict: a small run keeps them in memory
-    run["results"] = records if options.stream_results and len(records) > STREAM_ABOVE else list(records)
+    run["results"] = records if streamed else list(records)
     return cast(RunData, run)  # `finalize` filled every key RunData requires
 
 

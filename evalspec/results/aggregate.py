@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from evalspec.results import verdict as reduction  # docs/en/recorded-conversations.md `reduce:`
@@ -15,8 +16,17 @@ from evalspec.results.gate import decide
 from evalspec.results.pairwise import pairwise_summary
 from evalspec.results.rundata import Curve, CurveSla, Metric, Record, RunVerdict, Sla, StatusName, Summary
 from evalspec.results.spread import simulator_spread
-from evalspec.results.stream import JournalRecords
-from evalspec.results.verdict import Verdict, category, combine_repeats, counts, is_gated, mean_std
+from evalspec.results.stream import DiskRows, JournalRecords
+from evalspec.results.verdict import (
+    Verdict,
+    VerdictTally,
+    category,
+    combine_repeats,
+    is_gated,
+    mean_std,
+    suite_counts,
+    tallied,
+)
 
 if TYPE_CHECKING:
     from evalspec.results.corrected import Corrections
@@ -37,26 +47,66 @@ class JudgeTotals(TypedDict):
 
 def verdicts(records: Sequence[Record], include_drafts: bool = False) -> list[Verdict]:
     """One verdict per test instance × provider, repeats combined by the test's pass rule."""
-    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    return list(verdict_stream(records, include_drafts))
+
+
+def verdict_stream(records: Sequence[Record], include_drafts: bool = False) -> Iterator[Verdict]:
+    """`verdicts`, made as the records stream by. Records read back from disk are in plan order, which puts an
+    instance's repeats × providers next to each other: each run of records of one (suite, instance) makes
+    its verdicts, and a `reduce:` test's group closes when the next test starts — memory that does not
+    grow with the run (docs/en/scale-and-ray.md#memory). A list in memory (small runs, hand-made records)
+    is grouped whole, in whatever order it comes."""
+    reducer = reduction.Reducer(include_drafts)
+    if isinstance(records, list):
+        groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+        for i, r in enumerate(records):
+            groups[(r["suite"], r["base_id"], r["provider"])].append(i)
+        for (_, _, provider), idx in groups.items():
+            recs = [records[i] for i in idx]
+            yield from reducer.add(_verdict(recs, idx, provider, include_drafts), recs[0])
+        yield from reducer.close()
+        return
+    window: list[tuple[int, Record]] = []
+    test: tuple[str, str] | None = None
     for i, r in enumerate(records):
-        groups[(r["suite"], r["base_id"], r["provider"])].append(i)
-    out = []
-    for (suite, base_id, provider), idx in groups.items():
-        recs = [records[i] for i in idx]
-        first = recs[0]
-        status, ok, rate, hat = combine_repeats(recs, first.get("repeat_rule", "all"))
-        mean, std = mean_std([s for r in recs if (s := r.get("score")) is not None and r["status"] != "error"])
-        critical = status in ("failed",) and any(r.get("critical_failed") for r in recs)
-        is_curve = bool(first.get("curve"))
-        draft = bool(first.get("draft"))
-        gated = is_gated({"status": status, "draft": draft, "xfail": first.get("xfail"), "curve": is_curve})
-        # the words a million verdicts share are held once (records read back from disk each bring their own)
-        simulator = first.get("simulator")
-        out.append(Verdict(_shared(suite), base_id, _shared(first["name"]), _shared(provider), status, len(recs),
-                           ok, rate, hat, mean, std, gated, critical, draft, bool(first.get("xfail")), is_curve, idx,
-                           category(status, is_curve, draft, include_drafts),
-                           simulator=_shared(simulator) if isinstance(simulator, str) else simulator))
-    return reduction.reduce_instances(out, records, include_drafts)
+        if window and (r["suite"] != window[0][1]["suite"] or r["base_id"] != window[0][1]["base_id"]):
+            for v, first in _window(window, include_drafts):
+                yield from reducer.add(v, first)
+            window = []
+        if not window:
+            if (mine := (str(r["suite"]), reduction.verdict_key(r))) != test:  # a new test: reduced groups close
+                yield from reducer.close()
+            test = mine
+        window.append((i, r))
+    for v, first in _window(window, include_drafts):
+        yield from reducer.add(v, first)
+    yield from reducer.close()
+
+
+def _window(window: list[tuple[int, Record]], include_drafts: bool) -> Iterator[tuple[Verdict, Record]]:
+    """The verdicts of one instance's records (each provider's, in the order first seen), each with its first record."""
+    by_provider: dict[str, list[tuple[int, Record]]] = {}
+    for i, r in window:
+        by_provider.setdefault(r["provider"], []).append((i, r))
+    for provider, mine in by_provider.items():
+        recs = [r for _, r in mine]
+        yield _verdict(recs, [i for i, _ in mine], provider, include_drafts), recs[0]
+
+
+def _verdict(recs: list[Record], idx: list[int], provider: str, include_drafts: bool) -> Verdict:
+    first = recs[0]
+    status, ok, rate, hat = combine_repeats(recs, first.get("repeat_rule", "all"))
+    mean, std = mean_std([s for r in recs if (s := r.get("score")) is not None and r["status"] != "error"])
+    critical = status in ("failed",) and any(r.get("critical_failed") for r in recs)
+    is_curve = bool(first.get("curve"))
+    draft = bool(first.get("draft"))
+    gated = is_gated({"status": status, "draft": draft, "xfail": first.get("xfail"), "curve": is_curve})
+    # the words a million verdicts share are held once (records read back from disk each bring their own)
+    simulator = first.get("simulator")
+    return Verdict(_shared(first["suite"]), first["base_id"], _shared(first["name"]), _shared(provider), status,
+                   len(recs), ok, rate, hat, mean, std, gated, critical, draft, bool(first.get("xfail")), is_curve,
+                   idx, category(status, is_curve, draft, include_drafts),
+                   simulator=_shared(simulator) if isinstance(simulator, str) else simulator)
 
 
 _WORDS: dict[str, str] = {}
@@ -103,51 +153,86 @@ def sla_text(curve: Curve | Mapping[str, Any], sla: CurveSla) -> str:
 def metrics(records: Sequence[Record]) -> list[Metric]:
     """The `metric:` scoreboard per suite × provider × metric: the mean score of its checks, and how many
     verdicts (test instance × provider, repeats combined by the test's rule) passed every check of that
-    metric, out of those that reached a verdict on it — counted like every other summary figure (docs/en/reports-and-gate.md#outputs)."""
-    scores: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    metric, out of those that reached a verdict on it — counted like every other summary figure (docs/en/reports-and-gate.md#outputs).
+    Records read back from disk come in plan order: each test's repeats are combined once its records are
+    by (`verdict_stream`'s windows), so what is held is one test's."""
+    board: dict[tuple[str, str, str], _Board] = {}
     repeats: dict[tuple[str, str, str], dict[str, list[Repeat]]] = defaultdict(dict)
+    streamed, test = not isinstance(records, list), None
     for r in records:
-        mine: dict[str, list[dict[str, Any]]] = defaultdict(list)  # a record's checks by metric
+        if streamed and (mine := (str(r["suite"]), reduction.verdict_key(r))) != test:
+            _decided(repeats, board)
+            test = mine
+        by_metric: dict[str, list[dict[str, Any]]] = defaultdict(list)  # a record's checks by metric
         for a in r.get("assertions", []):
             if a.get("metric") and not a.get("skipped"):  # a skipped check examined nothing
-                mine[str(a["metric"])].append(a)
-        for metric, checks in mine.items():
+                by_metric[str(a["metric"])].append(a)
+        for metric, checks in by_metric.items():
             key = (r["suite"], r["provider"], metric)
-            scores[key] += [a["score"] for a in checks if a.get("score") is not None]
+            line = board.setdefault(key, _Board())
+            for a in checks:
+                if a.get("score") is not None:
+                    line.total += a["score"]
+                    line.scored += 1
             status: StatusName = ("failed" if any(a.get("pass") is False for a in checks)  # a failure beside an error
                       else "error" if any(a.get("error") or a.get("pass") is None for a in checks) else "passed")
             repeats[key].setdefault(reduction.verdict_key(r), []).append({"status": status, "rule": r.get("repeat_rule", "all")})
-    out: list[Metric] = []
+    _decided(repeats, board)
+    return [{"suite": key[0], "provider": key[1], "metric": key[2],
+             "mean": round(line.total / line.scored, 6) if line.scored else None,
+             "passed": line.passed, "total": line.decided, "pass_rate_ci": interval(line.passed, line.decided)}
+            for key, line in board.items()]
+
+
+@dataclass(slots=True)
+class _Board:
+    """One line of the metric scoreboard as its records arrive: the sum and count of its scores, the verdicts
+    that passed, and those that reached a verdict."""
+
+    total: float = 0
+    scored: int = 0
+    passed: int = 0
+    decided: int = 0
+
+
+def _decided(repeats: dict[tuple[str, str, str], dict[str, list[Repeat]]],
+             board: dict[tuple[str, str, str], _Board]) -> None:
+    """Each held test's repeats combined (`combine_repeats`) onto its scoreboard line; none held after."""
     for key, by_test in repeats.items():
-        decided = [combine_repeats(recs, recs[0]["rule"])[0] for recs in by_test.values()]
-        values = scores[key]
-        passed, total = decided.count("passed"), sum(1 for d in decided if d != "error")
-        out.append({"suite": key[0], "provider": key[1], "metric": key[2],
-                    "mean": round(sum(values) / len(values), 6) if values else None,
-                    "passed": passed, "total": total, "pass_rate_ci": interval(passed, total)})
-    return out
+        line = board[key]
+        for recs in by_test.values():
+            status = combine_repeats(recs, recs[0]["rule"])[0]
+            line.passed += status == "passed"
+            line.decided += status != "error"
+    repeats.clear()
 
 
-def summary(records: Sequence[Record], vs: list[Verdict], slas: list[Sla]) -> Summary:
+SUMMED = ("calls", "cached_calls", "failed_calls", "retries", "tokens", "cost", "strategy_calls", "strategy_tokens",
+          "strategy_cost")
+
+
+def summary(records: Sequence[Record], vs: VerdictTally | Iterable[Verdict], slas: list[Sla]) -> Summary:
+    """run.json's `summary` counts and sums: the records read once, the verdicts as tallied (`VerdictTally`)."""
     by_status = {s: 0 for s in ("passed", "failed", "error", "skipped", "xfailed", "xpassed")}
+    sums: dict[str, Any] = dict.fromkeys(SUMMED, 0)  # each key's own kind of number
+    count = 0
     for r in records:
+        count += 1
         by_status[r["status"]] += 1
-    c = counts(vs, slas)  # the verdict counts, in the words every report uses
+        for key in SUMMED:
+            sums[key] += r.get(key) or 0
+    counted = tallied(vs)
+    c = suite_counts(counted.run, slas)  # the verdict counts, in the words every report uses
     judge = judge_totals(records)
     return {
         "passed": c["passed"], "failed": c["failed"], "error": c["error"], "xfailed": c["xfailed"],
         "xpassed": c["xpassed"], "measured": c["measured"], "drafts": c["drafts"], "skipped": c["skipped"],
         "slas_missed": c["slas_missed"],
-        "records": len(records), "by_status": by_status, "verdicts": len(vs),
-        "calls": sum(r.get("calls", 0) for r in records),
-        "cached_calls": sum(r.get("cached_calls", 0) for r in records),
-        "failed_calls": sum(r.get("failed_calls", 0) for r in records),
-        "retries": sum(r.get("retries", 0) for r in records),
-        "tokens": sum(r.get("tokens") or 0 for r in records),
-        "cost": round(sum(r.get("cost") or 0.0 for r in records), 6),
-        "strategy_calls": sum(r.get("strategy_calls") or 0 for r in records),
-        "strategy_tokens": sum(r.get("strategy_tokens") or 0 for r in records),
-        "strategy_cost": round(sum(r.get("strategy_cost") or 0.0 for r in records), 6),
+        "records": count, "by_status": by_status, "verdicts": counted.count,
+        "calls": sums["calls"], "cached_calls": sums["cached_calls"], "failed_calls": sums["failed_calls"],
+        "retries": sums["retries"], "tokens": sums["tokens"], "cost": round(sums["cost"], 6),
+        "strategy_calls": sums["strategy_calls"], "strategy_tokens": sums["strategy_tokens"],
+        "strategy_cost": round(sums["strategy_cost"], 6),
         "judge_calls": judge["judge_calls"], "judge_tokens": judge["judge_tokens"], "judge_cost": judge["judge_cost"],
         "rate_limited": rate_limited(records),
         "metrics": metrics(records),
@@ -177,26 +262,34 @@ def rate_limited(records: Sequence[Record]) -> dict[str, int]:
 
 
 def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool,
-             corrected: Corrections | None = None) -> dict[str, Any]:
+             corrected: Corrections | None = None, stream: bool | None = None) -> dict[str, Any]:
     """Fill `verdicts`, `curves`, `summary` and `gate` of a run from its records (the light forms of
     records read back from disk: what the aggregates read); `corrected`: what the labels say of its judged
-    rules, read from the whole records (results/corrected.py), for `summary.corrected` and the corrected gate."""
+    rules, read from the whole records (results/corrected.py), for `summary.corrected` and the corrected gate.
+    The verdicts are made and counted as the records stream by, each written as it is made: to a `DiskRows`
+    when `stream` (by default: when the records are read back from disk), else to a list
+    (docs/en/scale-and-ray.md#memory)."""
     records: Sequence[Record] = run["results"]
+    if stream is None:
+        stream = isinstance(records, JournalRecords)
     if isinstance(records, JournalRecords) and records.light is not None:
         records = cast(list[Record], records.light)  # Records without their heavy keys (`stream.light`)
-    vs = verdicts(records, include_drafts)
+    counted = VerdictTally(include_drafts)
+    made: DiskRows | list[RunVerdict] = DiskRows() if stream else []
+    for v in verdict_stream(records, include_drafts):
+        counted.add(v)
+        made.append(v.to_json())
     cs = curves(records)
-    run["verdicts"] = []  # filled last, as `vs` is let go (`verdicts_json`): never both whole in memory
     run["curves"] = cs
     run["slas"] = sla_verdicts(cs)
-    run["summary"] = summary(records, vs, run["slas"])
-    run["summary"].update(run_figures(run["suites"], vs, include_drafts))  # docs/en/statistics.md
+    run["summary"] = summary(records, counted, run["slas"])
+    run["summary"].update(run_figures(run["suites"], counted, include_drafts))  # docs/en/statistics.md
     run["summary"]["red_lines"] = red_lines(records, include_drafts)
     if review := run.get("judge_review"):  # the second opinion's calls are the run's, not a record's
         run["summary"].update(judge_totals(review.get("items") or [], run["summary"]))
     if corrected is not None and corrected.rules:  # docs/en/judges.md#labels-flow-back
         run["summary"]["corrected"] = corrected.rules
-    run["gate"] = decide(run["suites"], vs, run["slas"], fail_under, include_drafts, run["summary"]["suites"],
+    run["gate"] = decide(run["suites"], counted, run["slas"], fail_under, include_drafts, run["summary"]["suites"],
                          run["summary"]["red_lines"], corrected.suites if corrected is not None else None).to_json()
     if juries := jury_summary(records):  # docs/en/judges.md#juries
         run["summary"]["juries"] = juries
@@ -204,21 +297,12 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
         run["summary"]["pairwise"] = pairwise
     if attacks := attack_summary(records):
         run["summary"]["attacks"] = attacks
-    if spread := simulator_spread(vs, include_drafts):  # docs/en/agents.md#comparing-two-simulators
+    if spread := simulator_spread(counted, include_drafts):  # docs/en/agents.md#comparing-two-simulators
         run["summary"]["simulator_spread"] = spread
     if warnings := path_warnings(records):
         run["summary"]["warnings"] = warnings
-    run["verdicts"] = verdicts_json(vs)
+    run["verdicts"] = made
     return run
-
-
-def verdicts_json(vs: list[Verdict]) -> list[RunVerdict]:
-    """run.json's `verdicts`, in order, each `Verdict` let go as its JSON form is made (`vs` ends empty)."""
-    vs.reverse()
-    out: list[RunVerdict] = []
-    while vs:
-        out.append(vs.pop().to_json())
-    return out
 
 
 def path_warnings(records: Sequence[Record]) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 from evalspec.results.findings import rule_text
 from evalspec.results.rundata import RedLine, SuiteSummary
 from evalspec.results.stats import clopper_pearson_upper, pass_k_curves, wilson
-from evalspec.results.verdict import Verdict, is_gated, reaches_gate, tally
+from evalspec.results.verdict import Tally, Verdict, VerdictTally, reaches_gate, tallied
 
 DIGITS = 6
 
@@ -42,30 +42,36 @@ class RunFigures(PassK):
     suites: list[SuiteSummary]
 
 
-def pass_k(vs: Iterable[Verdict], include_drafts: bool = False) -> PassK:
+def pass_k(vs: VerdictTally | Iterable[Verdict], include_drafts: bool = False) -> PassK:
     """`pass_at_k` and `pass_hat_k` for k = 1..m over the verdicts the pass rate counts whose test
     repeated (m: their smallest repeat count); empty lists when none repeated."""
-    repeated = [r for v in vs if is_gated(v, include_drafts) and v.status in ("passed", "failed")
-                and (r := v.repeats()) is not None]
-    at, hat = pass_k_curves(repeated)
+    return _pass_k(tallied(vs, include_drafts).run)
+
+
+def _pass_k(t: Tally) -> PassK:
+    at, hat = pass_k_curves(t.repeats)
     return {"pass_at_k": [round(x, DIGITS) for x in at], "pass_hat_k": [round(x, DIGITS) for x in hat]}
 
 
-def figures(vs: Sequence[Verdict], include_drafts: bool = False) -> Figures:
+def figures(vs: VerdictTally | Iterable[Verdict], include_drafts: bool = False) -> Figures:
     """The pass rate of `vs`, its interval and what it counts, with pass@k and pass^k."""
-    passed, failed = tally(vs, include_drafts)
-    total = passed + failed
-    k = pass_k(vs, include_drafts)
-    return {"passed": passed, "failed": failed, "pass_rate": passed / total if total else None,
-            "pass_rate_ci": interval(passed, total), "pass_at_k": k["pass_at_k"], "pass_hat_k": k["pass_hat_k"]}
+    return _figures(tallied(vs, include_drafts).run)
 
 
-def run_figures(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], include_drafts: bool) -> RunFigures:
+def _figures(t: Tally) -> Figures:
+    total = t.passed + t.failed
+    k = _pass_k(t)
+    return {"passed": t.passed, "failed": t.failed, "pass_rate": t.passed / total if total else None,
+            "pass_rate_ci": interval(t.passed, total), "pass_at_k": k["pass_at_k"], "pass_hat_k": k["pass_hat_k"]}
+
+
+def run_figures(suites: Sequence[Mapping[str, Any]], vs: VerdictTally | Iterable[Verdict],
+                include_drafts: bool) -> RunFigures:
     """The summary's `pass_rate_ci`, `pass_at_k`, `pass_hat_k`, and the same per suite (`suites`)."""
-    whole = figures(vs, include_drafts)
+    counted = tallied(vs, include_drafts)
+    whole = _figures(counted.run)
     return {"pass_rate_ci": whole["pass_rate_ci"], "pass_at_k": whole["pass_at_k"], "pass_hat_k": whole["pass_hat_k"],
-            "suites": [_suite_figures(s["path"], figures([v for v in vs if v.suite == s["path"]], include_drafts))
-                       for s in suites]}
+            "suites": [_suite_figures(s["path"], _figures(counted.suite(s["path"]))) for s in suites]}
 
 
 def _suite_figures(suite: str, f: Figures) -> SuiteSummary:

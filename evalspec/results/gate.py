@@ -25,7 +25,7 @@ from evalspec.results.compare import blocking_reasons, suite_key
 from evalspec.results.errorbars import interval
 from evalspec.results.rundata import Baseline, Gate, GateCorrected, GateSuite, Paired
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, mcnemar_exact_one_sided
-from evalspec.results.verdict import Verdict, counts, gated_kind, is_gated, reaches_gate
+from evalspec.results.verdict import Verdict, VerdictTally, is_gated, suite_counts, tallied
 
 if TYPE_CHECKING:
     from evalspec.assertions.labels import Label
@@ -242,7 +242,7 @@ def _concluded(suites: tuple[SuiteGate, ...], failures: list[str], errors: bool,
     return GateDecision(code == ExitCode.OK, code, pass_rate, fail_under, include_drafts, tuple(reasons), suites, mode)
 
 
-def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Sequence[Mapping[str, Any]],
+def decide(suites: Sequence[Mapping[str, Any]], vs: VerdictTally | Iterable[Verdict], slas: Sequence[Mapping[str, Any]],
            fail_under: float | None, include_drafts: bool, figures: Sequence[Mapping[str, Any]] = (),
            red_lines: Sequence[Mapping[str, Any]] = (), labels: Mapping[str, list[Label]] | None = None
            ) -> GateDecision:
@@ -252,21 +252,15 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
 
     A pass rate over no gated verdict is None (shown "—"), never 100%."""
     by_suite = {f["suite"]: f for f in figures}
+    counted = tallied(vs, include_drafts)
     per_suite = []
     all_passed = all_failed = all_errors = all_skipped = 0
     any_errors = False
     for s in suites:
-        mine = [v for v in vs if v.suite == s["path"]]
-        gated = [v for v in mine if is_gated(v, include_drafts)]
-        passed = sum(1 for v in gated if v.status == "passed")
-        failed = sum(1 for v in gated if v.status == "failed")
-        errors = sum(1 for v in mine if v.status == "error" and reaches_gate(v, include_drafts))
-        skipped = sum(1 for v in mine if v.status == "skipped" and gated_kind(v, include_drafts))
+        mine = counted.suite(s["path"])
+        passed, failed, errors, skipped = mine.passed, mine.failed, mine.errors, mine.skipped
         rate = passed / (passed + failed) if passed + failed else None
         min_rate = fail_under if fail_under is not None else s["min_pass_rate"]
-        # a critical failure gates wherever it happens: curve points and xfail tests included, never drafts
-        critical = [v.test_id + " @ " + v.provider for v in mine
-                    if v.status == "failed" and v.critical_failed and reaches_gate(v, include_drafts)]
         mine_slas = [x for x in slas if x["suite"] == s["path"]]
         sla_missed = [f"{x['id']}: {x['text']}" for x in mine_slas if x["status"] == "missed"]
         corrected = None
@@ -277,8 +271,8 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
         reasons = []
         if rate is not None and (compared := gated_rate(rate, corrected)) < min_rate:
             reasons.append(rate_reason(compared, min_rate, corrected))
-        if critical:
-            reasons.append("critical assertion failed: " + ", ".join(critical))
+        if mine.critical:  # a critical failure gates wherever it happens: curve points and xfail tests, never drafts
+            reasons.append("critical assertion failed: " + mine.critical_text())
         if sla_missed:
             reasons.append("SLA missed: " + "; ".join(sla_missed))
         held, bounds = [], []
@@ -295,7 +289,7 @@ def decide(suites: Sequence[Mapping[str, Any]], vs: Sequence[Verdict], slas: Seq
         no_data = [f"{x['id']}: {x['text']}" for x in mine_slas if x["status"] == "no data"]
         too_many_errors = errors > s["max_errors"]
         per_suite.append(SuiteGate(s["path"], passed, failed, errors, rate, min_rate, s["max_errors"], not reasons,
-                                   tuple(reasons), too_many_errors, tuple(no_data), counts(mine, mine_slas),
+                                   tuple(reasons), too_many_errors, tuple(no_data), suite_counts(mine, mine_slas),
                                    held=tuple(held), red_lines=tuple(bounds), corrected=corrected))
         all_passed, all_failed, all_errors = all_passed + passed, all_failed + failed, all_errors + errors
         all_skipped += skipped

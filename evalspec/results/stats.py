@@ -9,7 +9,7 @@ function where the counts are too large to sum exactly.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from statistics import NormalDist
 
 DASH = "—"  # an interval or bound over no verdict (never a number)
@@ -91,22 +91,24 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
-def pass_k_curves(verdicts: Iterable[tuple[int, int]]) -> tuple[list[float], list[float]]:
+def pass_k_curves(verdicts: Iterable[tuple[int, int]] | Mapping[tuple[int, int], int]) -> tuple[list[float], list[float]]:
     """(pass@k, pass^k) for k = 1..m, averaged over the verdicts `(n, c)` with n ≥ 2, m the smallest such
-    n; two empty lists when no verdict repeats."""
-    repeated = [(n, c) for n, c in verdicts if n >= 2]
+    n; two empty lists when no verdict repeats. `verdicts` may be a count of each `(n, c)` (a Counter)."""
+    counted = verdicts.items() if isinstance(verdicts, Mapping) else ((v, 1) for v in verdicts)
+    repeated = [(n, c, times) for (n, c), times in counted if n >= 2 and times]
     if not repeated:
         return [], []
-    m = min(n for n, _ in repeated)
+    m = min(n for n, _, _ in repeated)
+    total = sum(times for _, _, times in repeated)
     at, hat = [0.0] * m, [0.0] * m
-    for n, c in repeated:  # C(c, k)/C(n, k) = Π (c − i)/(n − i) over i < k: one product per k, however large n
+    for n, c, times in repeated:  # C(c, k)/C(n, k) = Π (c − i)/(n − i) over i < k: one product per k, however large n
         all_pass = none_pass = 1.0
         for k in range(m):
             all_pass *= (c - k) / (n - k)
             none_pass *= (n - c - k) / (n - k)
-            hat[k] += all_pass
-            at[k] += 1 - none_pass
-    return [x / len(repeated) for x in at], [x / len(repeated) for x in hat]
+            hat[k] += all_pass * times
+            at[k] += (1 - none_pass) * times
+    return [x / total for x in at], [x / total for x in hat]
 
 
 # ------------------------------------------------------------------------------------- the binomial tail

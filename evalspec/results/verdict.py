@@ -4,6 +4,7 @@ itself is results/gate.py)."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,11 +71,12 @@ def breached_bounded_rule(record: Mapping[str, Any]) -> bool:
 
 def counts(vs: Iterable[Verdict], slas: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """The verdict counts every report shows, in one vocabulary."""
-    out = {c: 0 for c in CATEGORIES}
-    for v in vs:
-        out[v.category] += 1
-    out["slas_missed"] = sum(1 for s in slas if s["status"] == "missed")
-    return out
+    return suite_counts(tallied(vs).run, slas)
+
+
+def suite_counts(t: Tally, slas: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """`counts` of the verdicts `t` tallied."""
+    return {**t.categories, "slas_missed": sum(1 for s in slas if s["status"] == "missed")}
 
 
 def test_score(results: list[AssertionResult]) -> float | None:
@@ -169,6 +171,74 @@ class Verdict:
         return (self.n, self.passed) if self.n >= 2 and not self.reduce else None
 
 
+CRITICAL_MOST = 50  # critical failures named in a gate reason; the rest are counted ("and 3 more")
+
+
+@dataclass(slots=True)
+class Tally:
+    """What the gate and the figures read of a set of verdicts (a suite's, a simulator's, the run's), counted
+    as the verdicts arrive: memory that does not grow with the run (docs/en/scale-and-ray.md#memory)."""
+
+    passed: int = 0  # gated verdicts that passed (`is_gated`)
+    failed: int = 0
+    errors: int = 0  # errors that reach the gate (`reaches_gate`)
+    skipped: int = 0  # gated verdicts that were not reached (`gated_kind`)
+    critical: list[str] = field(default_factory=list)  # `test_id @ provider` of the first CRITICAL_MOST
+    critical_more: int = 0  # critical failures beyond those named
+    categories: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    repeats: Counter[tuple[int, int]] = field(default_factory=Counter)  # (n, c) of gated repeated verdicts
+
+    def add(self, v: Verdict, include_drafts: bool = False) -> None:
+        self.categories[v.category] += 1
+        if is_gated(v, include_drafts):
+            self.passed += v.status == "passed"
+            self.failed += v.status == "failed"
+            if v.status in ("passed", "failed") and (r := v.repeats()) is not None:
+                self.repeats[r] += 1
+        if reaches_gate(v, include_drafts):
+            self.errors += v.status == "error"
+            if v.status == "failed" and v.critical_failed:  # wherever it happens: curve points, xfail tests
+                if len(self.critical) < CRITICAL_MOST:
+                    self.critical.append(v.test_id + " @ " + v.provider)
+                else:
+                    self.critical_more += 1
+        self.skipped += v.status == "skipped" and gated_kind(v, include_drafts)
+
+    def critical_text(self) -> str:
+        """The critical failures named, at most CRITICAL_MOST of them: the reason text stays bounded."""
+        named = ", ".join(self.critical)
+        return f"{named} and {self.critical_more} more" if self.critical_more else named
+
+
+class VerdictTally:
+    """The run's verdicts counted once as they arrive: the run's tally, each suite's and each simulator's
+    (docs/en/statistics.md, docs/en/agents.md#comparing-two-simulators), in first-seen order."""
+
+    def __init__(self, include_drafts: bool = False, vs: Iterable[Verdict] = ()) -> None:
+        self.include_drafts = include_drafts
+        self.run = Tally()
+        self.suites: dict[str, Tally] = {}
+        self.simulators: dict[str, Tally] = {}
+        self.count = 0
+        for v in vs:
+            self.add(v)
+
+    def add(self, v: Verdict) -> None:
+        self.count += 1
+        self.run.add(v, self.include_drafts)
+        self.suites.setdefault(v.suite, Tally()).add(v, self.include_drafts)
+        if v.simulator:
+            self.simulators.setdefault(v.simulator, Tally()).add(v, self.include_drafts)
+
+    def suite(self, path: str) -> Tally:
+        return self.suites.get(path) or Tally()
+
+
+def tallied(vs: VerdictTally | Iterable[Verdict], include_drafts: bool = False) -> VerdictTally:
+    """`vs` counted (a `VerdictTally` as it is)."""
+    return vs if isinstance(vs, VerdictTally) else VerdictTally(include_drafts, vs)
+
+
 def rule_passes(passed: int, repeats: int, rule: str | float) -> bool:
     """Whether `passed` of `repeats` plays make a passing verdict under the repeat rule: all, majority (more
     than half), any, or a share of the plays."""
@@ -218,23 +288,47 @@ def reduce_instances(vs: list[Verdict], records: Sequence[Record], gated_drafts:
     verdict, in the place of its first instance, scored by the minimum (or mean) of the instances' scores
     and passed only when that score reaches the test's threshold. A critical failure in any instance fails
     it, an error in any instance makes it an error; its records are every instance's (reports list each)."""
-    groups: dict[tuple[str, str, str, str], list[Verdict]] = {}
-    out: list[Verdict | tuple[str, str, str, str]] = []
-    for v in vs:
-        first = records[v.records[0]] if v.records else None
+    reducer = Reducer(gated_drafts)
+    out = [x for v in vs for x in reducer.add(v, records[v.records[0]] if v.records else None)]
+    return out + reducer.close()
+
+
+ReduceKey = tuple[str, str, str, str]
+
+
+class Reducer:
+    """`reduce_instances` as verdicts arrive: a verdict of a reduced test is held in its group (one test's
+    matrix) until `close`, and so is every verdict after the group's first, to keep their order; the others
+    pass straight through (docs/en/scale-and-ray.md#memory)."""
+
+    def __init__(self, gated_drafts: bool = False) -> None:
+        self.gated_drafts = gated_drafts
+        self.groups: dict[ReduceKey, tuple[Mapping[str, Any], list[Verdict]]] = {}
+        self.pending: list[Verdict | ReduceKey] = []
+
+    def add(self, v: Verdict, first: Mapping[str, Any] | None) -> list[Verdict]:
+        """The verdicts ready to go out once `v` (whose first record is `first`) is in."""
         if first is None or not first.get("reduce"):
-            out.append(v)
-            continue
+            if not self.pending:
+                return [v]
+            self.pending.append(v)
+            return []
         key = (v.suite, str(first.get("test") or v.test_id), v.provider, v.simulator or "")
-        if key not in groups:
-            groups[key] = []
-            out.append(key)
-        groups[key].append(v)
-    return [x if isinstance(x, Verdict) else _reduced(groups[x], records, gated_drafts) for x in out]
+        if key not in self.groups:
+            self.groups[key] = (first, [])
+            self.pending.append(key)
+        self.groups[key][1].append(v)
+        return []
+
+    def close(self) -> list[Verdict]:
+        """Every held verdict, each group reduced in its place; the groups start afresh."""
+        out = [x if isinstance(x, Verdict) else _reduced(self.groups[x][1], self.groups[x][0], self.gated_drafts)
+               for x in self.pending]
+        self.groups, self.pending = {}, []
+        return out
 
 
-def _reduced(group: list[Verdict], records: Sequence[Record], gated_drafts: bool) -> Verdict:
-    first = records[group[0].records[0]]
+def _reduced(group: list[Verdict], first: Mapping[str, Any], gated_drafts: bool) -> Verdict:
     how = str(first["reduce"])
     scores = [v.score_mean for v in group if v.score_mean is not None]
     score = (min(scores) if how == "min" else sum(scores) / len(scores)) if scores else None
