@@ -4,6 +4,7 @@ Read from run.json's records alone (each assertion result's `jury`), so every re
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -11,18 +12,20 @@ from evalspec.results.errorbars import rule_name
 from evalspec.results.rundata import Jury
 
 
-def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
+def fleiss_kappa(table: Sequence[Sequence[int]], times: Sequence[int] | None = None) -> float | None:
     """Fleiss' kappa of `table` (one row per subject: how many raters chose each category; every row the
-    same number of raters, at least two). 1 when every answer is the same; None with no subjects."""
-    rows = [list(r) for r in table if sum(r)]
-    if not rows:
+    same number of raters, at least two), each row standing for `times[i]` subjects when given. 1 when
+    every answer is the same; None with no subjects."""
+    weighted = [(list(r), w) for r, w in zip(table, times if times is not None else [1] * len(table), strict=True)
+                if sum(r) and w]
+    if not weighted:
         return None
-    n = sum(rows[0])
-    if n < 2 or any(sum(r) != n for r in rows):
+    n = sum(weighted[0][0])
+    if n < 2 or any(sum(r) != n for r, _ in weighted):
         raise ValueError("every subject needs the same number of raters, at least two")
-    subjects = len(rows)
-    shares = [sum(r[j] for r in rows) / (subjects * n) for j in range(len(rows[0]))]
-    observed = sum((sum(c * c for c in r) - n) / (n * (n - 1)) for r in rows) / subjects
+    subjects = sum(w for _, w in weighted)
+    shares = [sum(r[j] * w for r, w in weighted) / (subjects * n) for j in range(len(weighted[0][0]))]
+    observed = sum((sum(c * c for c in r) - n) / (n * (n - 1)) * w for r, w in weighted) / subjects
     expected = sum(p * p for p in shares)
     if expected >= 1.0:  # every answer the same category: complete agreement
         return 1.0
@@ -46,10 +49,10 @@ def jury_summary(records: Iterable[Mapping[str, Any]]) -> list[Jury]:
                 continue
             key = (str(r.get("suite")), rule_name(a))
             line = found.setdefault(key, {"suite": key[0], "rule": key[1], "members": [m["judge"] for m in jury],
-                                          "rows": [], "against": {}})
+                                          "rows": Counter(), "against": {}})
             answered = [m for m in jury if "error" not in m]
-            if len(answered) == len(jury):
-                line["rows"].append([_answer(m) for m in answered])
+            if len(answered) == len(jury):  # the same answers, in any order, are the same row of the table
+                line["rows"][tuple(sorted(_answer(m) for m in answered))] += 1
             if a.get("pass") is None:
                 continue
             for m in answered:
@@ -60,8 +63,8 @@ def jury_summary(records: Iterable[Mapping[str, Any]]) -> list[Jury]:
     for line in found.values():
         categories = sorted({c for row in line["rows"] for c in row})
         table = [[row.count(c) for c in categories] for row in line["rows"]]
-        kappa = fleiss_kappa(table)
+        kappa = fleiss_kappa(table, list(line["rows"].values()))
         out.append({"suite": line["suite"], "rule": line["rule"], "members": line["members"],
-                    "n": len(line["rows"]), "kappa": None if kappa is None else round(kappa, 4),
+                    "n": sum(line["rows"].values()), "kappa": None if kappa is None else round(kappa, 4),
                     "disagreement": {judge: round(d / n, 4) for judge, (n, d) in line["against"].items() if n}})
     return out
