@@ -18,7 +18,7 @@ from evalspec.core.errors import EvalspecError
 from evalspec.core.portable import portable, project_root
 from evalspec.results.attribution import ATTRIBUTABLE, CLASSES, by_attribution  # noqa: F401  (re-exported)
 from evalspec.results.rundata import AttributionName, Record, RunData, Triage
-from evalspec.results.stream import update_record
+from evalspec.results.stream import records_where, update_record
 
 RERUN_CLASS: dict[str, AttributionName] = {"reproduced": "bot_defect", "flaky": "model_fluctuation",
                                            "error": "infrastructure"}
@@ -153,8 +153,12 @@ def carry_over(run: RunData, path: Path = TRIAGE_FILE) -> int:
 def keep_attributions(before: RunData, after: RunData) -> None:
     """After re-grading, a record whose status did not change keeps its attribution."""
     kept = ("attribution", "attribution_by", "triage")
-    # only what is carried over stays in memory (a large run's records are read back one at a time)
-    old = {r["key"]: {k: v for k, v in r.items() if k in ("status", *kept)} for r in before["results"]}
+    # only the records with something to carry over stay in memory, and only what is carried: a large run's
+    # are chosen by their light forms, which keep these keys (docs/en/scale-and-ray.md#memory)
+    old = {r["key"]: {k: v for k, v in r.items() if k in ("status", *kept)}
+           for r in records_where(before["results"], lambda r: any(k in r for k in kept))}
+    if not old:
+        return
     records = after["results"]
     for index, record in enumerate(records):
         prior = old.get(record["key"])
