@@ -154,9 +154,8 @@ class Kept:
 
     def in_plan_order(self) -> tuple[array[int], DiskRows]:
         """The finished conversations' offsets and light records, in plan order."""
-        positions = [p for p, offset in enumerate(self.offsets) if offset >= 0]
-        offsets = array("q", (self.offsets[p] for p in positions))
-        lights = DiskRows(self.lights[self.light_at[p]] for p in positions)
+        offsets = array("q", (offset for offset in self.offsets if offset >= 0))  # never a list of a million ints
+        lights = DiskRows(self.lights[at] for at, offset in zip(self.light_at, self.offsets, strict=True) if offset >= 0)
         return offsets, lights
 
 
