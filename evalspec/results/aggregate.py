@@ -45,13 +45,9 @@ class JudgeTotals(TypedDict):
     judge_cost: float
 
 
-def verdicts(records: Sequence[Record], include_drafts: bool = False) -> list[Verdict]:
-    """One verdict per test instance × provider, repeats combined by the test's pass rule."""
-    return list(verdict_stream(records, include_drafts))
-
-
 def verdict_stream(records: Sequence[Record], include_drafts: bool = False) -> Iterator[Verdict]:
-    """`verdicts`, made as the records stream by. Records read back from disk are in plan order, which puts an
+    """One verdict per test instance × provider, repeats combined by the test's pass rule, made as the
+    records stream by. Records read back from disk are in plan order, which puts an
     instance's repeats × providers next to each other: each run of records of one (suite, instance) makes
     its verdicts, and a `reduce:` test's group closes when the next test starts — memory that does not
     grow with the run (docs/en/scale-and-ray.md#memory). A list in memory (small runs, hand-made records)

@@ -142,7 +142,7 @@ class Verdict:
     xfail: bool
     curve: bool
     records: list[int] = field(default_factory=list)
-    category: Category = "passed"  # `aggregate.verdicts` sets it (`category`)
+    category: Category = "passed"  # `aggregate.verdict_stream` sets it (`category`)
     reduce: str | None = None  # min | mean: this verdict stands for all instances of a matrix test
     simulator: str | None = None  # the simulator that played the user (docs/en/agents.md#comparing-two-simulators)
 
@@ -283,23 +283,17 @@ def mean_std(values: list[float]) -> tuple[float | None, float | None]:
 REDUCE_THRESHOLD = 0.5  # a reduced test without `threshold:` passes at the assertions' default
 
 
-def reduce_instances(vs: list[Verdict], records: Sequence[Record], gated_drafts: bool = False) -> list[Verdict]:
-    """docs/en/recorded-conversations.md `reduce: min | mean`: the verdicts of a matrix test's instances (per provider) become one
-    verdict, in the place of its first instance, scored by the minimum (or mean) of the instances' scores
-    and passed only when that score reaches the test's threshold. A critical failure in any instance fails
-    it, an error in any instance makes it an error; its records are every instance's (reports list each)."""
-    reducer = Reducer(gated_drafts)
-    out = [x for v in vs for x in reducer.add(v, records[v.records[0]] if v.records else None)]
-    return out + reducer.close()
-
-
 ReduceKey = tuple[str, str, str, str]
 
 
 class Reducer:
-    """`reduce_instances` as verdicts arrive: a verdict of a reduced test is held in its group (one test's
-    matrix) until `close`, and so is every verdict after the group's first, to keep their order; the others
-    pass straight through (docs/en/scale-and-ray.md#memory)."""
+    """docs/en/recorded-conversations.md `reduce: min | mean`: the verdicts of a matrix test's instances (per
+    provider) become one verdict, in the place of its first instance, scored by the minimum (or mean) of the
+    instances' scores and passed only when that score reaches the test's threshold. A critical failure in
+    any instance fails it, an error in any instance makes it an error; its records are every instance's
+    (reports list each). As verdicts arrive: a reduced test's are held in its group (one test's matrix)
+    until `close`, and so is every verdict after the group's first, to keep their order; the others pass
+    straight through (docs/en/scale-and-ray.md#memory)."""
 
     def __init__(self, gated_drafts: bool = False) -> None:
         self.gated_drafts = gated_drafts
