@@ -5,7 +5,8 @@
   knows which worker holds each slot: the slots of a worker that died are given back (`drop`).
 - `CacheReader`: an actor on the driver's node answering reads of the driver's response cache.
 - `ConversationWorker`: an actor that unpacks the suites' files, loads the suites and the plan once,
-  and plays the conversations it is handed; the cache entries a conversation wrote travel back with
+  and plays the conversations it is handed (rendered as its `PlanCursor` reaches them: a worker keeps a
+  window of the plan, never the whole of it); the cache entries a conversation wrote travel back with
   its record, and the driver stores them. It grades under watch in a folder of its node (`play.watch`):
   a conversation handed to it again because a check of it ended its worker there is graded again.
 
@@ -21,12 +22,12 @@ import os
 import sys
 import tempfile
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from evalspec.config.model import ProviderSpec, Suite
-from evalspec.plan.build import Instance, Selection
+from evalspec.plan.build import Instance, Plan, Selection
 from evalspec.play.bundle import driver_path, mirrored, remove, unpack
 from evalspec.providers.cache import ResponseCache
 from evalspec.providers.factory import ProviderPool
@@ -152,6 +153,41 @@ class ShippingCache(ResponseCache):
         self.recent.clear()
 
 
+class PlanCursor:
+    """The plan's instances by position, for a worker: one walk of the plan forward, rendering only the
+    positions near the ones asked for, and keeping at most `WINDOW` of them (memory does not grow with
+    the plan: docs/en/scale-and-ray.md). The driver hands positions out in rising order, so each worker
+    is asked for a rising sequence (a few out of order among the calls in flight, kept in the window);
+    a position the walk has passed (a conversation handed again after its worker died) is found by a
+    walk of its own."""
+
+    WINDOW = 1024  # instances rendered ahead of or behind the position asked for
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.floor = 0  # the walk renders positions from here on (the others it only counts)
+        self.walk: Iterator[tuple[int, Instance]] = plan.positions(lambda position, _key: position >= self.floor)
+        self.reached = -1  # the last position the walk rendered
+        self.ready: OrderedDict[int, Instance] = OrderedDict()  # rendered, not asked for yet, oldest first
+
+    def at(self, index: int) -> Instance:
+        if (found := self.ready.pop(index, None)) is not None:
+            return found
+        if index <= self.reached or index < self.floor:  # passed: a walk of its own
+            for _, instance in self.plan.positions(lambda position, _key: position == index):
+                return instance
+            raise IndexError(f"the plan has no position {index}")
+        self.floor = max(self.floor, index - self.WINDOW)
+        for position, instance in self.walk:
+            self.reached = position
+            if position == index:
+                return instance
+            self.ready[position] = instance
+            while len(self.ready) > self.WINDOW:
+                self.ready.popitem(last=False)
+        raise IndexError(f"the plan has no position {index}")
+
+
 class ConversationWorker:
     """A Ray actor: the suites' files unpacked, the suites and the plan loaded once; one conversation per
     call, returned with the cache entries it wrote."""
@@ -171,7 +207,7 @@ class ConversationWorker:
             sys.path.insert(0, str(cwd))
         self.suites = load_suites([mirrored(self.root, p) for p in suite_paths], cli_vars, environ)
         plan = checked_plan(self.suites, selection)
-        self.plan = list(plan)  # played by position
+        self.plan = PlanCursor(plan)  # played by position
         prepare_plan(list(plan.representatives()))  # the HTTP transport: not mid-run
         self.play, self.broker, self.holder = play, broker, holder  # holder: this worker's name at the broker
         # the run's folder on this node where conversations are graded under watch (`play.watch`)
@@ -192,7 +228,7 @@ class ConversationWorker:
         token = _written.set(written)
         try:
             # its files named by its place in the plan: a worker's keys hold the path it unpacked to
-            record = await self.play(self.plan[index], self.pool, self.watched, ended, str(index))
+            record = await self.play(self.plan.at(index), self.pool, self.watched, ended, str(index))
         finally:
             _written.reset(token)
         return record, written
