@@ -11,7 +11,9 @@
   three-turn conversation, with evalspec's bytecode written first;
 - `--ray N,...`: the same dataset run with `--executor ray` on a one-node local cluster this bench starts
   (`ray start --head`, as the tests do) and stops; the peak RSS is the driver's (the `evalspec run`
-  process: Ray's workers are the raylet's children, not the driver's).
+  process: Ray's workers are the raylet's children, not the driver's); a second row, `ray workers`,
+  gives the largest peak RSS of a conversation worker (sampled while the run plays); with two sizes or
+  more, the slope of each (MB per 1,000 conversations: flat is the goal, docs/en/scale-and-ray.md).
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from bench_scale import compile_package, measured, write_dataset  # noqa: E402
+from bench_scale import PEAKS, compile_package, measured, slopes, write_dataset  # noqa: E402
 
 
 def row(label: str, n: int, f: dict[str, float], turns: int | None) -> None:
+    PEAKS.setdefault(label, {})[n] = f["rss_mb"]
     rate = f"{turns / f['wall']:>9.0f}" if turns else f"{'':>9}"
     per_cpu = f"{turns / f['cpu']:>9.0f}" if turns and f["cpu"] else f"{'':>9}"
     print(f"{label:<16} {n:>9} {f['wall']:>8.2f} {rate} {f['cpu']:>7.2f} {per_cpu} {f['rss_mb']:>12.0f} "
@@ -42,7 +47,38 @@ def header() -> None:
           f"{'peak RSS MB':>12} {'rc':>3}", flush=True)
 
 
-def turns(n: int, concurrency: int, processes: int | None, address: str | None = None, cache: bool = False) -> None:
+class WorkerPeak(threading.Thread):
+    """The largest peak RSS (MB) of any conversation worker among `pids()` (a cluster's processes) while
+    it runs: each worker's VmHWM, read every 0.2 s (the workers end with the run)."""
+
+    def __init__(self, pids: Callable[[], list[int]]) -> None:
+        super().__init__(daemon=True)
+        self.pids, self.peak_mb, self.done = pids, 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.2):
+            for pid in self.pids():
+                try:
+                    if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::ConversationWorker"):
+                        continue
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak_mb = max(self.peak_mb, int(line.split()[1]) / 1024)
+
+    def __enter__(self) -> WorkerPeak:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.done.set()
+        self.join()
+
+
+def turns(n: int, concurrency: int, processes: int | None, address: str | None = None, cache: bool = False,
+          workers: Callable[[], list[int]] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_dataset(folder, n)
@@ -55,7 +91,13 @@ def turns(n: int, concurrency: int, processes: int | None, address: str | None =
             run += ["--processes", str(processes)]
         if address is not None:
             run += ["--executor", "ray", "--address", address]
-        row("ray run" if address else "run, cold cache" if cache else "run", n, measured(run, folder), 3 * n)
+        if workers is None:
+            row("ray run" if address else "run, cold cache" if cache else "run", n, measured(run, folder), 3 * n)
+            return
+        with WorkerPeak(workers) as peak:
+            figures = measured(run, folder)
+        row("ray run", n, figures, 3 * n)
+        row("ray workers", n, {**figures, "rss_mb": peak.peak_mb}, None)
 
 
 def startup() -> None:
@@ -77,7 +119,7 @@ def on_ray(sizes: list[int], concurrency: int) -> None:
     cluster = LocalCluster(cpus_per_node=2).start(nodes=1)
     try:
         for n in sizes:
-            turns(n, concurrency, None, cluster.address)
+            turns(n, concurrency, None, cluster.address, workers=cluster.pids)
     finally:
         cluster.stop()
 
@@ -102,6 +144,7 @@ def main() -> None:
             turns(n, args.concurrency, args.processes, cache=True)
     if args.ray:
         on_ray([int(s.replace("_", "")) for s in args.ray.split(",") if s.strip()], args.concurrency)
+    slopes()
 
 
 if __name__ == "__main__":

@@ -40,6 +40,13 @@ CacheEntry = tuple[str, dict[str, object]]  # a response cache entry (`providers
 _written: contextvars.ContextVar[list[CacheEntry] | None] = contextvars.ContextVar("_written", default=None)
 
 
+def untracked(method: Any) -> Any:
+    """An actor's method called once or more per conversation, without Ray's task events: Ray would keep a
+    record of each call for its state API (a million conversations make millions of them, each buffered in
+    the caller and sent to the cluster's head), and nobody reads them (docs/en/scale-and-ray.md)."""
+    return method.options(enable_task_events=False)
+
+
 RATE_MARGIN = 1.01  # starts spaced 1% wider than 60/rpm: the network's jitter cannot push rpm+1 into a minute
 
 
@@ -91,11 +98,11 @@ class ClusterLimits:
         self.holder = holder
 
     async def acquire(self) -> None:
-        await self.broker.acquire.remote(self.key, self.rpm, self.max_concurrency, self.holder)
+        await untracked(self.broker.acquire).remote(self.key, self.rpm, self.max_concurrency, self.holder)
 
     def release(self) -> None:
         if self.max_concurrency:
-            self.broker.release.remote(self.key, self.holder)
+            untracked(self.broker.release).remote(self.key, self.holder)
 
 
 class CacheReader:
@@ -124,13 +131,13 @@ class ShippingCache(ResponseCache):
             return self.recent[key]
         import ray
 
-        value: dict[str, object] | None = ray.get(self.reader.get.remote(key))
+        value: dict[str, object] | None = ray.get(untracked(self.reader.get).remote(key))
         return value
 
     async def aget(self, key: str) -> dict[str, object] | None:
         if key in self.recent:
             return self.recent[key]
-        value: dict[str, object] | None = await self.reader.get.remote(key)
+        value: dict[str, object] | None = await untracked(self.reader.get).remote(key)
         return value
 
     def put(self, key: str, value: dict[str, object]) -> None:

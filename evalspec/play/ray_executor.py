@@ -160,7 +160,8 @@ class RayExecutor:
             else:
                 holder, worker, node = self._next_worker(died_on)
             try:
-                found: tuple[dict[str, Any], list[cluster.CacheEntry]] = await worker.run.remote(index, ended)
+                found: tuple[dict[str, Any], list[cluster.CacheEntry]] = \
+                    await cluster.untracked(worker.run).remote(index, ended)
                 break
             except self.ray.exceptions.ActorDiedError as exc:
                 if getattr(exc, "actor_init_failed", False):  # it never played: the suites cannot load there
