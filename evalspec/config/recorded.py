@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import csv
 import glob
+import hashlib
 import itertools
 import json
 import random
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,10 +191,11 @@ def conversations(suite: Suite, override: str | None = None) -> Iterator[Convers
     files = files_of(suite, override)
     chosen = _sample(source, files) if source.sample is not None else None
     index = 0
-    seen: dict[str, tuple[str, int]] = {}
+    seen = SeenIds()
     for path in files:
         for conversation in _read(path):
-            _check_unique(conversation, seen)
+            if seen.add(conversation.id):
+                _check_unique(conversation, files)
             if not _kept(conversation, source.where):
                 continue
             if chosen is None or index in chosen:
@@ -200,15 +203,57 @@ def conversations(suite: Suite, override: str | None = None) -> Iterator[Convers
             index += 1
 
 
-def _check_unique(conversation: Conversation, seen: dict[str, tuple[str, int]]) -> None:
+class SeenIds:
+    """The ids met so far, as 8-byte hashes in an open-addressed table of 8-byte slots at most half full:
+    16 bytes a conversation, not a dict entry of its id and place (a million conversations,
+    docs/en/scale-and-ray.md#memory). `add` says whether the id's hash was met before; the caller reads the
+    files again to find the first one (a real duplicate, or once in 2^64 another id)."""
+
+    def __init__(self) -> None:
+        self.slots = array("Q", bytes(8 * 1024))
+        self.count = 0
+
+    def add(self, text: str) -> bool:
+        key = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") or 1
+        if (self.count + 1) * 2 > len(self.slots):
+            self._grow()
+        found = self._place(self.slots, key)
+        if self.slots[found] == key:
+            return True
+        self.slots[found] = key
+        self.count += 1
+        return False
+
+    @staticmethod
+    def _place(slots: array[int], key: int) -> int:
+        """The slot holding `key`, or the empty one where it goes."""
+        mask = len(slots) - 1
+        at = key & mask
+        while slots[at] not in (0, key):
+            at = (at + 1) & mask
+        return at
+
+    def _grow(self) -> None:
+        bigger = array("Q", bytes(16 * len(self.slots)))
+        for key in self.slots:
+            if key:
+                bigger[self._place(bigger, key)] = key
+        self.slots = bigger
+
+
+def _check_unique(conversation: Conversation, files: list[Path]) -> None:
     """Two recorded conversations with one id would merge into one verdict (docs/en/reports-and-gate.md#nothing-checked-is-not-a-pass "Identity and layout"):
-    the second is an error naming both lines."""
-    first = seen.setdefault(conversation.id, (conversation.file, conversation.line))
-    if first != (conversation.file, conversation.line):
-        where = f"line {first[1]}" if first[0] == conversation.file else f"{first[0]} line {first[1]}"
-        raise RecordedProblem(conversation.file, conversation.line,
-                              f"conversation id {conversation.id!r} is also the id of the conversation at {where}: "
-                              "each recorded conversation needs its own id")
+    the second is an error naming both lines. Called when the id's hash was met before: the files are read
+    again up to this conversation to find the first."""
+    for path in files:
+        for earlier in _read(path):
+            if (earlier.file, earlier.line) == (conversation.file, conversation.line):
+                return  # another id with the same hash
+            if earlier.id == conversation.id:
+                where = f"line {earlier.line}" if earlier.file == conversation.file else f"{earlier.file} line {earlier.line}"
+                raise RecordedProblem(conversation.file, conversation.line,
+                                      f"conversation id {conversation.id!r} is also the id of the conversation at "
+                                      f"{where}: each recorded conversation needs its own id")
 
 
 _SAMPLES: dict[tuple[Any, ...], frozenset[int]] = {}

@@ -4,8 +4,11 @@ would merge into one verdict, so `validate` names both lines."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
+from evalspec.config.loader import load_suite
+from evalspec.config.recorded import SeenIds, conversations
 from tests.helpers import invoke
 
 
@@ -46,3 +49,28 @@ def test_distinct_ids_validate(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
     code, output = invoke("validate", str(tmp_path / "s.yaml"))
     assert code == 0, output
+
+
+def test_ids_are_remembered_as_hashes_in_a_table_that_stays_small() -> None:
+    seen = SeenIds()
+    ids = [f"会话-{i}" for i in range(20_000)]
+    assert not any(seen.add(cid) for cid in ids)  # every distinct id is new, across the table's growths
+    assert all(seen.add(cid) for cid in ids[::997])  # and every one is met again
+    assert seen.count == 20_000 and len(seen.slots) * 8 <= 20_000 * 32  # ≤ 32 bytes an id, not a dict entry
+
+
+def test_walking_many_recorded_conversations_keeps_no_id_per_conversation(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    with (tmp_path / "logs" / "a.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(30_000):
+            fh.write(_conversation(f"conversation-with-a-longish-id-{i}", "你好"))
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    suite = load_suite(tmp_path / "s.yaml")
+    tracemalloc.start()
+    try:
+        walked = sum(1 for _ in conversations(suite))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # a dict of each id and its place took ~5 MB here; the hashes' table is 512 KB
+    assert walked == 30_000 and peak < 2_000_000, peak
