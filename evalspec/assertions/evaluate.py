@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalspec.assertions import builtin  # noqa: F401  (grading sees the built-in checks, however it is reached)
 from evalspec.assertions.outcome import error_text, failure_stands
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError

@@ -39,7 +39,6 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
     def bad(msg: str, at: PathKey = path) -> None:
         problems.append(lines.problem(at, msg))
 
-    load_installed_plugins()  # the built-in checks and the plugins' are registered on the first lookup
     found_before = len(problems)
     if not isinstance(item, dict):
         if isinstance(item, str) and resolve_type(item) is not None:
@@ -60,6 +59,7 @@ def parse_assertion(item: Any, path: PathKey, lines: LineMap, problems: list[Pro
             bad(f"one assertion per item: found {', '.join(typed)}")
             return None
         if not typed:
+            load_installed_plugins()  # every type's options
             options = {o for t in REGISTRY.values() for o in t.options}
             unknown = [k for k in candidates if k not in options]
             if unknown:
@@ -127,6 +127,7 @@ def _without_option_names(atype: AssertionType, name: str, value: Any, path: Pat
     (`memory-recall: {job: 测试工程师, fuzzy: false}`) is reported and left out of it."""
     if not isinstance(value, dict):
         return value
+    load_installed_plugins()  # every type's option names are reserved
     options = {o: t for t in REGISTRY.values() for o in t.options}
     reserved = (set(options) | set(COMMON_KEYS)) - {"type", "value"} - _declared_keys(atype.value_schema)
     misplaced = [k for k in value if k in reserved]

@@ -1,9 +1,11 @@
 """The assertion registry: `@assertion(name, ...)` registers a check under its YAML name.
 
-A pure declaration: it imports no check. `evalspec.assertions.builtin` registers the built-in ones: the
-facade (`evalspec/__init__.py`) names that module in `BUILT_IN_MODULES`, imported on the registry's first
-lookup (`load_installed_plugins`, which every reader of `REGISTRY` calls first), so that `evalspec --help`
-loads no check; plugins register their own.
+A pure declaration: it imports no check. `evalspec.assertions.builtin` is the table of the built-in
+types (each type → the module that registers it): the facade (`evalspec/__init__.py`) names that table in
+`BUILT_IN_MODULES`. Looking a type up (`resolve_type`) imports that type's module only, so a run loads
+the checks its suite names and no other (docs/en/scale-and-ray.md#start-up); reading the whole registry
+(`load_installed_plugins`, which every reader of all of `REGISTRY` calls first) imports them all. Plugins
+register their own.
 
 Each registered type declares the JSON Schema of its value and of its own options; the
 suite schema (`schema/suite.schema.json`) is generated from these declarations.
@@ -54,8 +56,9 @@ class AssertionType:
 
 REGISTRY: dict[str, AssertionType] = {}
 
-#: the modules whose import registers the built-in checks, imported on the first lookup; the facade
-#: (`evalspec/__init__.py`), which every `import evalspec.…` runs first, adds them: no layer below names them
+#: the modules whose `TYPES` (built-in check type → the module that registers it) name the built-in checks;
+#: the facade (`evalspec/__init__.py`), which every `import evalspec.…` runs first, adds them: no layer below
+#: names them
 BUILT_IN_MODULES: list[str] = []
 
 
@@ -90,11 +93,12 @@ def assertion(name: str, *, kind: Kind = "reply", value: JsonSchema | None = Non
 
 
 def resolve_type(name: str) -> tuple[AssertionType, bool] | None:
-    """`not-regex` -> (regex, negated). Names that start with `not-` themselves win."""
-    load_installed_plugins()
+    """`not-regex` -> (regex, negated). Names that start with `not-` themselves win. Imports the module of
+    a built-in type the first time it is looked up (and the installed plugins, once)."""
+    _load_type(name)
     if name in REGISTRY:
         return REGISTRY[name], False
-    if name.startswith("not-") and name[4:] in REGISTRY:
+    if name.startswith("not-") and _load_type(name[4:]):
         return REGISTRY[name[4:]], True
     return None
 
@@ -124,17 +128,58 @@ def all_type_names() -> list[str]:
 
 
 def load_installed_plugins() -> None:
-    """Fill the registry, once: the built-in checks (`BUILT_IN_MODULES`), then the types of installed
-    plugins (entry points). Every reader of `REGISTRY` calls this first."""
+    """Fill the registry, once: every built-in check (the modules `BUILT_IN_MODULES`' tables name), then the
+    types of installed plugins (entry points). Every reader of all of `REGISTRY` calls this first."""
+    global _all_loaded
+    if _all_loaded:
+        return
+    _all_loaded = True  # before the imports: a check module that reads the registry while it loads finds this
+    try:
+        _load_entry_points()
+        for module in sorted(set(_built_in_types().values())):
+            _import_built_in(module)
+    except BaseException:
+        _all_loaded = False  # the next reader tries again (and reports the same error)
+        raise
+
+
+def _load_type(name: str) -> bool:
+    """Whether `name` is registered, after importing its built-in module if it is a built-in type no one
+    registered yet (and the installed plugins, once)."""
+    if not _plugins_loaded:
+        _load_entry_points()
+    if name not in REGISTRY:
+        module = _built_in_types().get(name)
+        if module is not None:
+            _import_built_in(module)
+    return name in REGISTRY
+
+
+def _import_built_in(module: str) -> None:
+    """Import one module of built-in checks. A type registered before it (a plugin's own `regex`, from a
+    suite's `plugins:` or an entry point) still wins over the built-in one of that name."""
+    earlier = dict(REGISTRY)
+    import_module(module)
+    REGISTRY.update(earlier)
+
+
+def _built_in_types() -> dict[str, str]:
+    """Each built-in type → its module, read from the tables `BUILT_IN_MODULES` names (imported once)."""
+    global _types
+    if _types is None:
+        types: dict[str, str] = {}
+        for table in BUILT_IN_MODULES:
+            types.update(import_module(table).TYPES)
+        _types = types
+    return _types
+
+
+def _load_entry_points() -> None:
     global _plugins_loaded
     if _plugins_loaded:  # grading resolves every assertion of every conversation: no import statement per call
         return
-    _plugins_loaded = True  # before the imports: a check module that looks a type up while it loads finds this
+    _plugins_loaded = True  # before the imports: a plugin that looks a type up while it loads finds this
     try:
-        earlier = dict(REGISTRY)  # a plugin's check registered before this lookup still wins over a built-in one
-        for module in BUILT_IN_MODULES:
-            import_module(module)
-        REGISTRY.update(earlier)
         from evalspec.core.plugins import load_entry_points
 
         load_entry_points()
@@ -144,3 +189,5 @@ def load_installed_plugins() -> None:
 
 
 _plugins_loaded = False
+_all_loaded = False
+_types: dict[str, str] | None = None

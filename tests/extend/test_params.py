@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar
 
 import pytest
 
-from evalspec.assertions.builtin import BUILTIN_MODULES
+from evalspec.assertions.builtin import TYPES
 from evalspec.assertions.graded import JudgeParams
 from evalspec.assertions.session import AtMostParams, WithinParams
 from evalspec.assertions.tools import CallRef, SequenceParams
@@ -19,15 +19,15 @@ from evalspec.config import load_suite
 from evalspec.config.schema import suite_schema
 from evalspec.core.errors import ConfigError
 from evalspec.extend.params import UNSET, Key, Keywords, Option, make_params, options_schema, value_schema
-from evalspec.extend.registry import REGISTRY, model_needed
+from evalspec.extend.registry import REGISTRY, load_installed_plugins, model_needed
 from evalspec.plan.build import build_plan
 from tests import ROOT
 from tests.helpers import spec
 
 BOT = ROOT / "providers" / "demo_bot.py"
 HEAD = f"providers:\n  - id: bot\n    python: {BOT}:respond\n"
-BUILT_IN = sorted(name for name, t in REGISTRY.items()
-                  if any(t.fn.__module__ == m.__name__ for m in BUILTIN_MODULES))
+load_installed_plugins()
+BUILT_IN = sorted(name for name, t in REGISTRY.items() if t.fn.__module__ in TYPES.values())
 
 
 def test_the_built_in_checks_are_registered_without_the_registry_importing_them() -> None:
