@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
@@ -36,12 +37,29 @@ def load_transport() -> Callable[..., httpx.AsyncBaseTransport] | None:
     Importing them takes ~0.5 s (aiohttp builds its SSL contexts at import), so they are not imported
     with this module, which every run loads; a run imports them before its first call instead (each
     kind's `prepare`, from `plan_preflight.check_plan`), never on the event loop mid-run."""
-    import httpx  # noqa: F401
+    import_httpx()
     try:
         from httpx_aiohttp import AiohttpTransport
     except ImportError:  # pragma: no cover - httpx-aiohttp is a dependency
         return None
     return AiohttpTransport
+
+
+def import_httpx() -> None:
+    """Import httpx without its command line: `import httpx` also imports `httpx._main` (pygments' lexer
+    table, rich.syntax: ~25 ms of a run's start, docs/en/scale-and-ray.md#start-up) for the `httpx` shell
+    command, which evalspec never runs. Held out while httpx loads, that import fails and httpx defines
+    its own stand-in `httpx.main` (its `except ImportError`); `import httpx._main` works again after."""
+    if "httpx" in sys.modules:
+        return
+    held = "httpx._main" not in sys.modules
+    if held:
+        sys.modules["httpx._main"] = None  # type: ignore[assignment]  # None: "not importable"
+    try:
+        import httpx  # noqa: F401
+    finally:
+        if held and sys.modules.get("httpx._main", sys) is None:
+            del sys.modules["httpx._main"]
 
 
 def prepare_client() -> None:
