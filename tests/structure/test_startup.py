@@ -21,6 +21,10 @@ from tests.servers import ChatbotServer, OpenAIServer, Reply, chat_body
 # litellm (seconds), jinja2 (templates) and the progress bar (a terminal's)
 NOT_FOR_PYTHON = ("aiohttp", "httpx_aiohttp", "httpx", "litellm", "openai", "jinja2", "rich.progress")
 TRANSPORT = ("httpx_aiohttp", "aiohttp", "httpx")
+# check modules a suite of `contains` and `not-regex` never needs (docs/en/scale-and-ray.md#start-up)
+NOT_FOR_TEXT_CHECKS = ("evalspec.assertions.session", "evalspec.assertions.memory", "evalspec.assertions.world",
+                       "evalspec.assertions.tools", "evalspec.assertions.sql", "evalspec.assertions.javascript",
+                       "evalspec.assertions.pii", "evalspec.assertions.state")
 
 PROBE = '''
 import asyncio, atexit, json, os, runpy, sys, traceback
@@ -93,6 +97,8 @@ def test_a_python_provider_run_loads_no_http_stack_and_no_litellm(tmp_path: Path
     assert [r["status"] for r in run["results"]] == ["passed"] * 3
     assert "evalspec.play.runner" in seen["modules"]  # the probe saw the whole run
     assert [m for m in NOT_FOR_PYTHON if m in seen["modules"]] == []
+    assert "evalspec.assertions.text" in seen["modules"]
+    assert [m for m in NOT_FOR_TEXT_CHECKS if m in seen["modules"]] == []
 
 
 def assert_loaded_before_the_first_call(seen: dict[str, Any], modules: tuple[str, ...] = TRANSPORT) -> None:
@@ -122,6 +128,7 @@ tests:
     assert [r["status"] for r in run["results"]] == ["passed"] * 4
     assert len(server.requests) == 8
     assert_loaded_before_the_first_call(seen, (*TRANSPORT, "jinja2"))  # a header is a template
+    assert "pygments" not in seen["modules"] and "httpx._main" not in seen["modules"]  # httpx's command line
 
 
 def test_a_judge_on_the_lean_client_loads_its_transport_before_the_first_call(tmp_path: Path) -> None:
