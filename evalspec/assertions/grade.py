@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.assertions.anchors import examined
-from evalspec.assertions.batch import judge_batch, plan_batches
 from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
 from evalspec.assertions.offloop import evaluate_off_loop
 from evalspec.assertions.pairwise import across_records
@@ -139,6 +138,9 @@ async def _grade(graded_input: GradingInput, transcript: list[Message], judge: J
             if spec.provider is not None and judge_for is not None:
                 return replace(ctx, judge=judge_for(spec.provider))
             return ctx
+
+        # the judged checks' modules, loaded when a check is judged (docs/en/scale-and-ray.md#start-up)
+        from evalspec.assertions.batch import judge_batch, plan_batches
 
         batches, alone = plan_batches(graded, lambda spec: context_for(spec).judge)  # `judge: {batch: true}`
         judged, together = await asyncio.gather(

@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from evalspec.assertions.graded import JUDGE_SYSTEM
 from evalspec.assertions.select_best import PENDING, Candidate, shown
 from evalspec.config.model import PAIRWISE, SELECT_BEST, AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
@@ -143,6 +142,8 @@ class Pair:
 
 async def ask_pair(spec: AssertionSpec, ours: str, theirs: str, judge: JudgeFn) -> Pair:
     """The judge asked twice, ours as A then as B; an unusable answer raises a GradingError."""
+    from evalspec.assertions.graded import JUDGE_SYSTEM  # the judged checks: loaded when one is judged
+
     verdicts: list[JudgeVerdict] = []
     try:
         for first, second in ((ours, theirs), (theirs, ours)):

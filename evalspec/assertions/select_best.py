@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar
 
-from evalspec.assertions.graded import JUDGE_SYSTEM, format_transcript
 from evalspec.config.model import SELECT_BEST, AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
@@ -67,6 +66,8 @@ class Candidate:
 def shown(spec: AssertionSpec, candidate: Candidate) -> str:
     """What the judge reads of a candidate: its final reply, or (scope `conversation`) the transcript."""
     if spec.scope == "conversation":
+        from evalspec.assertions.graded import format_transcript  # loaded when a check is judged
+
         text = format_transcript(candidate.transcript)
     else:
         last = replies(candidate.transcript)[-1]
@@ -109,6 +110,8 @@ class Comparison:
 async def pick_best(spec: AssertionSpec, candidates: list[Candidate], judge: JudgeFn | None) -> Comparison:
     """Two judge calls, the candidates in order and reversed, pick the best candidate (pass, score 1); the
     others fail (score 0); the reason and the chosen candidate are the evidence. Any failure to decide is an error, never a pass or a fail."""
+    from evalspec.assertions.graded import JUDGE_SYSTEM  # the judged checks: loaded when one is judged
+
     if len(candidates) < 2:
         only = f" ({candidates[0].label})" if candidates else ""
         return Comparison([], f"needs at least two candidates to compare; this run has {len(candidates)}{only}: "

@@ -82,6 +82,8 @@ def assertion(name: str, *, kind: Kind = "reply", value: JsonSchema | None = Non
             declared = {"value_schema": value_schema(params), "value_required": params_value_required(params),
                         "options": options_schema(params), "patterns": marked_keys(params, REGEX),
                         "turn_refs": marked_keys(params, TURN_REF)}
+        if _replaces_a_plugin(name, fn):
+            return fn
         REGISTRY[name] = AssertionType(
             name=name, fn=fn, kind=kind, doc=doc, params=params,
             default_scope="conversation" if kind == "conversation" else default_scope,
@@ -90,6 +92,14 @@ def assertion(name: str, *, kind: Kind = "reply", value: JsonSchema | None = Non
         return fn
 
     return register
+
+
+def _replaces_a_plugin(name: str, fn: Callable[..., Any]) -> bool:
+    """A built-in check never replaces a plugin's type of its name registered before its module was
+    imported (a plugin's own `regex`): the built-in modules load when first needed, in any order."""
+    before = REGISTRY.get(name)
+    home = _built_in_types().get(name)
+    return before is not None and home == fn.__module__ and before.fn.__module__ != home
 
 
 def resolve_type(name: str) -> tuple[AssertionType, bool] | None:
@@ -137,7 +147,7 @@ def load_installed_plugins() -> None:
     try:
         _load_entry_points()
         for module in sorted(set(_built_in_types().values())):
-            _import_built_in(module)
+            import_module(module)
     except BaseException:
         _all_loaded = False  # the next reader tries again (and reports the same error)
         raise
@@ -151,16 +161,8 @@ def _load_type(name: str) -> bool:
     if name not in REGISTRY:
         module = _built_in_types().get(name)
         if module is not None:
-            _import_built_in(module)
+            import_module(module)
     return name in REGISTRY
-
-
-def _import_built_in(module: str) -> None:
-    """Import one module of built-in checks. A type registered before it (a plugin's own `regex`, from a
-    suite's `plugins:` or an entry point) still wins over the built-in one of that name."""
-    earlier = dict(REGISTRY)
-    import_module(module)
-    REGISTRY.update(earlier)
 
 
 def _built_in_types() -> dict[str, str]:

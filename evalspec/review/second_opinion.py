@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from evalspec.assertions.grade import needs_model
-from evalspec.assertions.graded import format_transcript
 from evalspec.config.model import AssertionSpec, Suite
 from evalspec.core.errors import ConfigError, EvalspecError, GradingError, Problem
 from evalspec.core.redact import redact, run_secrets
@@ -66,6 +65,8 @@ def candidates(run: RunData, instances: dict[str, Instance]) -> list[tuple[int, 
 
 
 def review_prompt(record: Record, result: Mapping[str, Any], spec: AssertionSpec) -> str:
+    from evalspec.assertions.graded import format_transcript  # the judged checks: loaded when one is judged
+
     turn = result.get("turn")
     messages = [m for m in record["transcript"] if turn is None or (m.get("turn") or 0) <= turn]
     # the conversation first (docs/en/rate-limits.md): a provider's prompt cache serves it to the reviews of its other rules

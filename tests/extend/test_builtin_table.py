@@ -49,3 +49,28 @@ def test_looking_a_type_up_imports_its_module_only_and_listing_them_imports_all(
     assert not {"evalspec.assertions.graded", "evalspec.assertions.session", "evalspec.assertions.world",
                 "evalspec.assertions.sql"} & set(seen["first"])  # type: ignore[arg-type]
     assert sorted(TYPES) == [n for n in seen["names"] if n in TYPES]  # type: ignore[union-attr]
+
+
+def test_a_plugins_type_registered_first_wins_over_the_built_in_module_that_loads_later() -> None:
+    seen = _fresh("""
+        import json, sys
+        from evalspec import assertion
+        from evalspec.extend.registry import resolve_type
+
+        @assertion("regex")
+        def mine(reply, value, ctx):
+            'a plugin of its own regex'
+            return True
+
+        @assertion("similar")
+        def ours(reply, value, ctx):
+            'a plugin of its own similar'
+            return True
+
+        resolve_type("contains")  # imports the text checks, which hold the built-in regex
+        import evalspec.assertions.graded  # imported by other code, as a judged check's use does
+        print(json.dumps({"regex": resolve_type("regex")[0].fn is mine,
+                          "similar": resolve_type("similar")[0].fn is ours,
+                          "graded": "evalspec.assertions.graded" in sys.modules}))
+    """)
+    assert seen == {"regex": True, "similar": True, "graded": True}
