@@ -10,6 +10,7 @@ thread id stable within one conversation; otherwise the whole history goes as `m
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,35 @@ def _parsed_url(url: str) -> httpx.URL:
     return httpx.URL(url)
 
 
+class Body:
+    """A 2xx response's status and body, read once (docs/en/scale-and-ray.md#start-up): its JSON is parsed
+    on first use, for the reply, the tool calls, the state, the parts and the finish reason alike, and no
+    second httpx.Response is built per call. `json()` and `text` read as httpx's do."""
+
+    __slots__ = ("_json", "_response", "content", "status_code")
+
+    def __init__(self, response: httpx.Response, content: bytes) -> None:
+        self._response = response  # the streamed response: its headers (the charset)
+        self.content = content
+        self.status_code = response.status_code
+        self._json: tuple[Any, ValueError | None] | None = None
+
+    def json(self) -> Any:
+        if self._json is None:
+            try:
+                self._json = (json.loads(self.content), None)
+            except ValueError as exc:  # not JSON, or not text (UnicodeDecodeError)
+                self._json = (None, exc)
+        data, problem = self._json
+        if problem is not None:
+            raise problem
+        return data
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(self._response.encoding or "utf-8", errors="replace")
+
+
 class HttpProvider:
     def __init__(self, pid: str, config: Mapping[str, object], variables: Mapping[str, object] | None = None) -> None:
         self.id = pid
@@ -67,6 +97,8 @@ class HttpProvider:
         self._finish_expr = jmespath.compile(self.http["finish_reason"]) if self.http.get("finish_reason") else None
         self.max_bytes = int(self.http.get("max_response_bytes") or MAX_RESPONSE_BYTES)
         self._client: httpx.AsyncClient | None = None
+        url = self.http.get("url")  # one plain http:// URL (not a template): its client needs no certificates
+        self._tls = not (isinstance(url, str) and url[:7].lower() == "http://" and not is_template(url))
 
     def cache_identity(self) -> dict[str, object]:
         return {"http": {k: v for k, v in self.http.items() if k not in ("timeout", "max_response_bytes")},
@@ -104,7 +136,7 @@ class HttpProvider:
 
         url, headers, body = self._request(messages, context)
         if self._client is None:
-            self._client = make_client()
+            self._client = make_client(tls=self._tls)
         start = time.perf_counter()
         request = self._client.build_request(
             self.method, _parsed_url(url), headers=headers, **({"params": body if isinstance(body, dict) else None}
@@ -118,21 +150,22 @@ class HttpProvider:
         except httpx.HTTPError as exc:
             raise transport_error(exc, f"{self.id} ({url})") from exc
         latency = (time.perf_counter() - start) * 1000
-        kept = [(k, v) for k, v in response.headers.multi_items()  # the body is decoded already
-                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
-        response = httpx.Response(response.status_code, headers=kept, content=content, request=request)
         if response.status_code >= 400:
-            raise status_error(response, f"{self.id} ({url})")
-        metadata: dict[str, object] = {"status": response.status_code}
-        calls = self._tool_calls(response, metadata)
-        text, why = self._extract(response)
-        state = self._read_path(response, "state", self._state_expr)
+            kept = [(k, v) for k, v in response.headers.multi_items()  # the body is decoded already
+                    if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+            whole = httpx.Response(response.status_code, headers=kept, content=content, request=request)
+            raise status_error(whole, f"{self.id} ({url})")
+        body = Body(response, content)
+        metadata: dict[str, object] = {"status": body.status_code}
+        calls = self._tool_calls(body, metadata)
+        text, why = self._extract(body)
+        state = self._read_path(body, "state", self._state_expr)
         if state is not None and not isinstance(state, dict):
             raise ProviderError(f"state path '{self.http['state']}' found {type(state).__name__}, "
                                 f"expected an object (the bot's state)")
-        found = self._read_path(response, "parts", self._parts_expr)
+        found = self._read_path(body, "parts", self._parts_expr)
         parts = as_parts(found, f"parts path '{self.http['parts']}'") if found is not None else None
-        finish = self._read_path(response, "finish_reason", self._finish_expr)
+        finish = self._read_path(body, "finish_reason", self._finish_expr)
         if finish is not None and not isinstance(finish, str):
             raise ProviderError(f"finish_reason path '{self.http['finish_reason']}' found {type(finish).__name__}, "
                                 "expected text (stop, length, ...)")
@@ -140,7 +173,7 @@ class HttpProvider:
         return reply(ProviderResponse(content="", latency_ms=latency, tool_calls=calls, metadata=metadata, state=state,
                                       parts=parts, finish_reason=normalize_finish_reason(finish)), text, self.id, why)
 
-    def _read_path(self, response: httpx.Response, key: str, expr: Any) -> Any:
+    def _read_path(self, response: Body, key: str, expr: Any) -> Any:
         """What the `state:` / `parts:` / `finish_reason:` JMESPath finds, read like `response:` (docs/en/rule-self-tests.md#verdicts-that-hold,
         §24): the object holding its last key must be there (else an error naming the path); the key
         itself may be absent (None: this turn has none)."""
@@ -179,7 +212,7 @@ class HttpProvider:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _tool_calls(self, response: httpx.Response, metadata: dict[str, object]) -> list[Any] | None:
+    def _tool_calls(self, response: Body, metadata: dict[str, object]) -> list[Any] | None:
         """The calls the bot reports (`tool_calls:` JMESPath), read like a `response:` path: the object that
         holds the last key exists but lacks it, or holds null, means no calls; a missing earlier key (or the
         missing only key of a one-key path) is an error naming the path. `metadata["tool_calls_path"]`
@@ -209,7 +242,7 @@ class HttpProvider:
                                 f"{type(found).__name__}, expected a list of calls")
         return found or None
 
-    def _extract(self, response: httpx.Response) -> tuple[str | None, str]:
+    def _extract(self, response: Body) -> tuple[str | None, str]:
         """The reply text the response holds (None: none), and why it holds none."""
         try:
             data = response.json()

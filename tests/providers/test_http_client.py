@@ -1,0 +1,59 @@
+"""An `http:` provider's client (docs/en/scale-and-ray.md#start-up): a bot on one plain http:// URL gets a
+client that loads no CA bundle (and trusts no certificate, so TLS could never pass unverified); an
+https:// or templated URL gets the verifying client."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any
+
+import httpx
+
+from evalspec.extend.provider import CallContext
+from evalspec.providers.http_provider import HttpProvider
+from evalspec.providers.openai_compat import make_client
+from tests.servers import LoopbackServer, Reply
+
+
+def _context(client: httpx.AsyncClient) -> ssl.SSLContext:
+    transport: Any = client._transport  # the aiohttp transport holds the context its connector uses
+    return transport.ssl_context  # type: ignore[no-any-return]
+
+
+def test_a_plain_http_bot_is_answered_by_a_client_that_loads_no_certificates() -> None:
+    with LoopbackServer(lambda method, path, body, headers: Reply(body={"data": {"reply": "收到：你好"},
+                                                                        "state": {"步骤": 2}})) as server:
+        provider = HttpProvider("bot", {"http": {"url": f"{server.url}/chat", "response": "data.reply",
+                                                 "state": "state"}})
+
+        async def call() -> tuple[str, object]:
+            try:
+                answer = await provider.respond([{"role": "user", "content": "你好"}], CallContext("t1", "t", 1))
+                assert provider._client is not None
+                return answer.content, _context(provider._client)
+            finally:
+                await provider.aclose()
+
+        content, context = asyncio.run(call())
+    assert content == "收到：你好"
+    assert isinstance(context, ssl.SSLContext) and context.cert_store_stats()["x509_ca"] == 0
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname  # TLS would fail, never pass
+
+
+def test_an_https_or_templated_url_gets_the_verifying_client() -> None:
+    for url in ("https://bot.example/chat", "http://{{ host }}/chat"):
+        assert HttpProvider("bot", {"http": {"url": url}})._tls
+    assert not HttpProvider("bot", {"http": {"url": "HTTP://127.0.0.1:1/chat"}})._tls
+
+    async def contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+        verifying, plain = make_client(), make_client(tls=False)
+        try:
+            return _context(verifying), _context(plain)
+        finally:
+            await verifying.aclose()
+            await plain.aclose()
+
+    verifying, plain = asyncio.run(contexts())
+    assert verifying.cert_store_stats()["x509_ca"] > 0 and verifying.verify_mode == ssl.CERT_REQUIRED
+    assert plain.cert_store_stats()["x509_ca"] == 0
