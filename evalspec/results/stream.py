@@ -74,6 +74,35 @@ def _shared(check: dict[str, object]) -> dict[str, object]:
         return check
 
 
+class RowFile:
+    """Rows appended to an anonymous temporary file, one JSON line each, read back by the byte offset
+    `append` gave: where the caller keeps the offsets (a run's `Kept`, by plan position), no offsets
+    array of its own."""
+
+    def __init__(self) -> None:
+        self._fh: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115  (open as long as the rows are)
+        self._end = 0
+        self._at_end = True
+
+    def append(self, row: Mapping[str, Any]) -> int:
+        line = encode(row) + b"\n"
+        if not self._at_end:
+            self._fh.seek(self._end)
+            self._at_end = True
+        self._fh.write(line)
+        at, self._end = self._end, self._end + len(line)
+        return at
+
+    def read(self, at: int) -> dict[str, Any]:
+        self._at_end = False
+        self._fh.seek(at)
+        row: dict[str, Any] = decode(self._fh.readline())
+        return row
+
+    def close(self) -> None:
+        self._fh.close()
+
+
 class DiskRows(Sequence[dict[str, Any]]):
     """Rows (light records, verdicts) kept in an anonymous temporary file, one JSON line each, with their
     offsets in an array of 8-byte ints: memory that does not grow with the run
