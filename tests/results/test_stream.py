@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from evalspec.results.journal import Journal
-from evalspec.results.stream import JournalRecords, light, records_where, update_record
+from evalspec.results.stream import DiskRows, JournalRecords, light, records_where, update_record
 
 
 def journal_records(tmp_path: Path, n: int) -> JournalRecords:
@@ -38,3 +38,19 @@ def test_a_field_set_on_records_in_memory_changes_the_record_itself() -> None:
     records = [{"key": "k0", "status": "failed"}]
     update_record(records, 0, {"attribution": "pending_fact"})
     assert records == [{"key": "k0", "status": "failed", "attribution": "pending_fact"}]
+
+
+def test_rows_on_disk_read_at_any_place_keep_a_mark_per_stride_not_an_offset_per_row() -> None:
+    rows = [{"i": i, "text": "你好" * (i % 7), "nested": {"k": [i] * (i % 3)}} for i in range(200)]
+    disk = DiskRows()
+    for i, row in enumerate(rows):
+        disk.append(row)
+        if i % 37 == 0:  # reading between appends leaves the file where the next row goes
+            assert disk[i // 2] == rows[i // 2]
+    disk.update(33, {"i": -1})
+    expected = [dict(r) for r in rows]
+    expected[33]["i"] = -1
+    assert [disk[i] for i in range(len(rows))] == expected  # every place: each side of a stride's mark
+    assert [disk[i] for i in reversed(range(len(rows)))] == expected[::-1]
+    assert list(disk) == expected and disk[-1] == expected[-1] and disk[30:34] == expected[30:34]
+    assert len(disk) == 200 and len(disk._marks) == -(-200 // DiskRows.STRIDE)
