@@ -3,9 +3,13 @@ other conversations to grade than the interrupted run's, and `grade` of a `--tra
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tracemalloc
 from pathlib import Path
 
+from evalspec.config.loader import load_suite
+from evalspec.play.runner import recorded_inputs
 from tests.helpers import invoke
 
 SUITE = """\
@@ -75,3 +79,24 @@ def test_grade_of_a_transcripts_run_grades_that_file_again(in_tmp: Path) -> None
     graded = json.loads((in_tmp / "run.json").read_text(encoding="utf-8"))
     assert {r["test_id"]: r["status"] for r in graded["results"]} == {"夜间-1": "passed", "夜间-2": "passed"}
     assert graded["transcripts"] == data["transcripts"]
+
+
+def test_the_inputs_digest_reads_the_files_in_blocks_and_is_the_digest_of_their_bytes(tmp_path: Path) -> None:
+    """A million recorded conversations are a 400 MB file: hashing it read whole was a recorded run's peak."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    with (logs / "default.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(40_000):
+            fh.write(line(f"会话-{i}", "您好" * 40))
+    (tmp_path / "rules.yaml").write_text(SUITE, encoding="utf-8")
+    suite = load_suite(tmp_path / "rules.yaml")
+    tracemalloc.start()
+    try:
+        found = recorded_inputs([suite], None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    name = str((logs / "default.jsonl").resolve())
+    whole = hashlib.sha256(name.encode() + b"\0" + hashlib.sha256((logs / "default.jsonl").read_bytes()).digest())
+    assert found is not None and found["sha256"] == whole.hexdigest()  # what an interrupted run recorded
+    assert (logs / "default.jsonl").stat().st_size > 8_000_000 and peak < 3_000_000, peak
