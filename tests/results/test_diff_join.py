@@ -4,6 +4,7 @@ records, and a large diff's rows on disk with nothing per conversation kept in m
 
 from __future__ import annotations
 
+import gc
 import json
 import tracemalloc
 from array import array
@@ -63,6 +64,7 @@ def _streamed(path: Path, n: int, failing_every: int) -> Any:
 
 
 def _peak(base: Any, head: Any) -> int:
+    gc.collect()  # no garbage of an earlier test or try counted in this one's peak
     tracemalloc.start()
     try:
         diff = compare_runs(base, head, rows_on_disk=True, problems=array("q"))
@@ -79,6 +81,6 @@ def test_a_diffs_memory_does_not_grow_with_the_conversations(tmp_path: Path) -> 
     peaks = []
     for n in (3000, 6000):
         base, head = _streamed(tmp_path / f"b{n}.jsonl", n, 50), _streamed(tmp_path / f"h{n}.jsonl", n, 40)
-        peaks.append(_peak(base, head))
+        peaks.append(min(_peak(base, head) for _ in range(2)))  # a collection's timing moves one peak
     # an 8-byte position per row is all that may grow (the rows and the join are on disk)
     assert peaks[1] - peaks[0] < 3000 * 30, f"{peaks[0]} → {peaks[1]} bytes"
