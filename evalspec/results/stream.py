@@ -94,10 +94,14 @@ class RowFile:
         return at
 
     def read(self, at: int) -> dict[str, Any]:
+        row: dict[str, Any] = decode(self.reading(at).readline())
+        return row
+
+    def reading(self, at: int) -> IO[bytes]:
+        """The file, at byte `at`, to read on from there (the next `append` goes back to its end)."""
         self._at_end = False
         self._fh.seek(at)
-        row: dict[str, Any] = decode(self._fh.readline())
-        return row
+        return self._fh
 
     def close(self) -> None:
         self._fh.close()
@@ -114,30 +118,23 @@ class DiskRows(Sequence[dict[str, Any]]):
     STRIDE = 32
 
     def __init__(self, rows: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._fh: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115  (open as long as the rows are)
+        self._file = RowFile()
         self._marks = array("q")  # the offset of rows 0, STRIDE, 2 × STRIDE ...
         self._count = 0
-        self._end = 0
-        self._at_end = True
         self.changes: dict[int, dict[str, Any]] = {}
         for row in rows:
             self.append(row)
 
     def __del__(self) -> None:  # the file goes with the rows (an anonymous file: nothing is left on disk)
-        fh = getattr(self, "_fh", None)
-        if fh is not None:
-            fh.close()
+        file = getattr(self, "_file", None)
+        if file is not None:
+            file.close()
 
     def append(self, row: Mapping[str, Any]) -> None:
-        line = encode(row) + b"\n"
-        if not self._at_end:
-            self._fh.seek(self._end)
-            self._at_end = True
-        self._fh.write(line)
+        at = self._file.append(row)
         if self._count % self.STRIDE == 0:
-            self._marks.append(self._end)
+            self._marks.append(at)
         self._count += 1
-        self._end += len(line)
 
     def update(self, index: int, fields: Mapping[str, Any]) -> None:
         self.changes.setdefault(range(len(self))[index], {}).update(fields)
@@ -155,21 +152,19 @@ class DiskRows(Sequence[dict[str, Any]]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         index = range(len(self))[index]
-        self._at_end = False
         stride, skip = divmod(index, self.STRIDE)
-        self._fh.seek(self._marks[stride])
+        fh = self._file.reading(self._marks[stride])
         for _ in range(skip):
-            self._fh.readline()
-        return self._row(index, self._fh.readline())
+            fh.readline()
+        return self._row(index, fh.readline())
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         position, index, count = 0, 0, len(self)
         while index < count:  # block by block, seeking each time: a read between two rows is harmless
-            self._at_end = False
-            self._fh.seek(position)
-            block = self._fh.read(self.BLOCK)
+            fh = self._file.reading(position)
+            block = fh.read(self.BLOCK)
             if b"\n" not in block:  # a row longer than a block
-                block += self._fh.readline()
+                block += fh.readline()
             lines = block.split(b"\n")
             tail = lines.pop()
             position += len(block) - len(tail)
