@@ -51,8 +51,8 @@ def dataset_file(suite_path: Path, dataset: str) -> Path:
 
 
 def digest(path: Path) -> str | None:
-    """The sha256 of a dataset file, read in blocks (a million rows are never held); None when it cannot be
-    read (`validate` names why). It is part of its suite's sha256: a `--resume` after the rows changed
+    """The sha256 of a dataset file (or any file: a run's recorded conversations), read in blocks (a million
+    rows are never held); None when it cannot be read (`validate` names why). It is part of its suite's sha256: a `--resume` after the rows changed
     would give one instance id to two rows (docs/en/suite-format.md#dataset)."""
     found = hashlib.sha256()
     try:

@@ -103,6 +103,7 @@ def recorded_inputs(suites: Sequence[Suite], override: str | None) -> RecordedIn
     """The recorded conversations a run grades (docs/en/recorded-conversations.md#resume-and-grade):
     `--transcripts PATH` (absolute) or None for each suite's own `transcripts.path`, and one sha256 over
     every file's path and bytes; None when no suite has `transcripts:`."""
+    from evalspec.config.dataset import digest as file_sha256
     from evalspec.config.recorded import files_of
 
     files = sorted({str(f.resolve()) for s in suites if s.transcripts is not None for f in files_of(s, override)})
@@ -110,11 +111,10 @@ def recorded_inputs(suites: Sequence[Suite], override: str | None) -> RecordedIn
         return None
     digest = hashlib.sha256()
     for name in files:
-        own = hashlib.sha256()
-        with open(name, "rb") as fh:  # read in blocks: a million recorded conversations are a 400 MB file
-            while block := fh.read(1 << 20):
-                own.update(block)
-        digest.update(name.encode() + b"\0" + own.digest())
+        own = file_sha256(Path(name))  # read in blocks: a million recorded conversations are a 400 MB file
+        if own is None:
+            raise OSError(f"cannot read {name}")
+        digest.update(name.encode() + b"\0" + bytes.fromhex(own))
     return {"path": str(Path(override).absolute()) if override is not None else None, "files": len(files),
             "sha256": digest.hexdigest()}
 
