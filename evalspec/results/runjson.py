@@ -325,12 +325,16 @@ def _compiled(item: str) -> Callable[[Any], object] | None:
         import fastjsonschema
     except ImportError:
         return None
-    schema = json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8"))
-    own = {"$schema": "http://json-schema.org/draft-07/schema#", "$defs": schema["$defs"],
-           **schema["properties"][item]["items"]}
+    own = {**_item_schema(item), "$schema": "http://json-schema.org/draft-07/schema#"}
     own.pop("$id", None)
     compiled: Callable[[Any], object] = fastjsonschema.compile(own)
     return compiled
+
+
+def _item_schema(item: str) -> dict[str, Any]:
+    """The run schema of one item of top-level list `item`, with the definitions it refers to."""
+    schema = json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8"))
+    return {"$schema": schema.get("$schema"), "$defs": schema["$defs"], **schema["properties"][item]["items"]}
 
 
 @functools.cache
@@ -338,9 +342,7 @@ def _validator(item: str | None) -> Any:
     """The whole run schema's validator, or (`item`: a top-level list) that of one of its items."""
     import jsonschema
 
-    schema = json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8"))
-    if item is not None:  # an item's own schema, with the definitions it refers to
-        schema = {"$schema": schema.get("$schema"), "$defs": schema["$defs"], **schema["properties"][item]["items"]}
+    schema = _item_schema(item) if item is not None else json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema)
 
 
