@@ -8,11 +8,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from evalspec.assertions.across import PENDING, across_records
 from evalspec.assertions.anchors import examined
 from evalspec.assertions.evaluate import AssertionResult, evaluate, no_verdict
 from evalspec.assertions.offloop import evaluate_off_loop
-from evalspec.assertions.pairwise import across_records
-from evalspec.assertions.select_best import PENDING
 from evalspec.config.model import AssertionSpec
 from evalspec.core.errors import GradingError
 from evalspec.extend.check import EmbedFn, GradingContext, JudgeFn, WorldView, resolve_turn

@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from evalspec.assertions.select_best import PENDING, Candidate, shown
-from evalspec.config.model import PAIRWISE, SELECT_BEST, AssertionSpec
+from evalspec.assertions.across import PENDING
+from evalspec.assertions.select_best import Candidate, shown
+from evalspec.config.model import PAIRWISE, AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
 from evalspec.extend.check import (
@@ -68,12 +69,6 @@ async def pairwise(reply: Reply, spec: AssertionSpec, ctx: GradingContext) -> Ch
     ours = Candidate("this reply", list(ctx.transcript))
     pair = await ask_pair(spec, shown(spec, ours), _fenced(params.reference), ctx.judge)
     return pair.check(spec, ours)
-
-
-def across_records(spec: AssertionSpec) -> bool:
-    """Whether a check is decided across a test's records rather than on one transcript: `select-best`,
-    and `pairwise` with `against:`."""
-    return spec.type == SELECT_BEST or (spec.type == PAIRWISE and spec.params.against is not None)
 
 
 def _fenced(text: str) -> str:

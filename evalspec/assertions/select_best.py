@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar
 
+from evalspec.assertions.across import PENDING
 from evalspec.config.model import SELECT_BEST, AssertionSpec
 from evalspec.core.errors import EvalspecError, GradingError
 from evalspec.core.usercode import describe
@@ -37,7 +38,6 @@ from evalspec.providers.structured import verdict_schema
 from evalspec.providers.tool_rounds import call_text
 
 _TAG = re.compile(r"<(/?candidate)", re.IGNORECASE)
-PENDING = "decided across the test's candidates once all of them have finished; this record was graded alone"
 
 
 @dataclass(frozen=True, kw_only=True)

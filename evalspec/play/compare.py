@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from evalspec.assertions.across import PENDING, across_records
 from evalspec.assertions.evaluate import AssertionResult, combine, no_verdict
-from evalspec.assertions.pairwise import BASELINE, across_records, compare_sides
-from evalspec.assertions.select_best import PENDING, Candidate, pick_best
 from evalspec.config.model import PAIRWISE, SELECT_BEST, AssertionSpec, Suite, TestSpec
 from evalspec.core.usercode import describe
 from evalspec.extend.check import JudgeFn
@@ -26,6 +25,9 @@ from evalspec.plan.build import Instance, Plan, plan_slots, positions
 from evalspec.providers.factory import ProviderPool
 from evalspec.results.pairwise import SideKey, baseline_sides, side_key
 from evalspec.results.record import Record, conversation_error, redecide
+
+if TYPE_CHECKING:
+    from evalspec.assertions.select_best import Candidate
 
 GroupKey = tuple[int, int, int]  # id(suite), id(test), repeat
 
@@ -55,6 +57,8 @@ def _judge(pool: ProviderPool, suite: Suite, spec: AssertionSpec) -> JudgeFn | N
 
 
 def _candidate(record: Record) -> Candidate:
+    from evalspec.assertions.select_best import Candidate
+
     return Candidate(label(record), list(record["transcript"]), conversation_error(record))
 
 
@@ -63,6 +67,8 @@ async def decide_group(first: Instance, records: list[Record], pool: ProviderPoo
     """Decide every `select-best` and `pairwise` of a group's records (in plan order; `first` is the first
     one's instance: its rendered criterion is the group's) and their verdicts again. `baseline`: the
     baseline run's records by instance (`pairwise: {against: baseline}`)."""
+    from evalspec.assertions.select_best import pick_best
+
     specs = _best(first)
     candidates = [_candidate(r) for r in records]
     usage: list[list[dict[str, Any]]] = [[] for _ in records]
@@ -84,6 +90,8 @@ async def _decide_pairs(spec: AssertionSpec, suite: Suite, records: list[Record]
                         baseline: Mapping[SideKey, Mapping[str, Any]] | None, decided: list[list[AssertionResult]],
                         usage: list[list[dict[str, Any]]]) -> None:
     """Each record's `pairwise` against its other side; the named provider's own records are skipped."""
+    from evalspec.assertions.pairwise import BASELINE, compare_sides
+
     against = spec.params.against
     for i, record in enumerate(records):
         if against != BASELINE and record["provider"] == against:
