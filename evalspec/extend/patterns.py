@@ -72,6 +72,8 @@ def regex_problem(pattern: str) -> str | None:
 
 
 HOLD_GIL_S = 0.001  # a match may keep the GIL this long; a longer one starts again with the GIL free
+# (`regex` frees the GIL for every match of a str unless told not to: each short match then handed the GIL
+# to a waiting thread, a python provider's, and waited to take it back)
 
 
 def _match(how: str, pattern: str, text: str, flags: int) -> Any:
@@ -81,13 +83,13 @@ def _match(how: str, pattern: str, text: str, flags: int) -> Any:
         slow = _on_loop.get()
         if limit > HOLD_GIL_S and slow is not None:
             try:
-                return match(text, timeout=HOLD_GIL_S)
+                return match(text, timeout=HOLD_GIL_S, concurrent=False)
             except TimeoutError:
                 slow.append(pattern)
                 raise SlowMatch(f"regex {pattern!r} needs more than {HOLD_GIL_S:g}s: checked off the loop") from None
         if limit > HOLD_GIL_S:  # nearly every match ends well within this: no hand-over of the GIL to wait for
             try:
-                return match(text, timeout=HOLD_GIL_S)
+                return match(text, timeout=HOLD_GIL_S, concurrent=False)
             except TimeoutError:
                 pass
         return match(text, timeout=limit, concurrent=True)  # concurrent: frees the GIL
