@@ -10,9 +10,11 @@ temporary SQLite file (`_Joined`), so two runs of a million conversations are co
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import sqlite3
+import tempfile
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -410,6 +412,17 @@ def compare_runs(base: RunData | Mapping[str, Any], head: RunData | Mapping[str,
             rows.append(row)  # type: ignore[arg-type]  # a DiskRows takes a row as the mapping it is
         diff["curves"] = compare_curves(base, head)
         diff["providers"] = compare_providers(joined.provider_stats(BASE), joined.provider_stats(HEAD))
+    except sqlite3.OperationalError as exc:  # a full disk under the join: an error that says so, never a traceback
+        raise storage_error(exc) from None
     finally:
         joined.close()
-    return cast(Baseline, fold.into(diff))  # run.json's `baseline`, as `rundata.Baseline` describes it
+    return cast(Baseline, fold.into(diff))
+
+
+def storage_error(exc: sqlite3.Error) -> OSError:
+    """The join's temporary database could not be written (a full disk, a file size limit): an OSError
+    naming the folder it is written in, as every other failed write is reported
+    (docs/en/troubleshooting.md#resuming-and-storage)."""
+    folder = os.environ.get("SQLITE_TMPDIR") or tempfile.gettempdir()
+    return OSError(errno.ENOSPC, f"the diff's temporary database in this folder could not be written ({exc}): free "
+                                 "some space there, or set TMPDIR to a folder with room", folder)  # run.json's `baseline`, as `rundata.Baseline` describes it

@@ -8,6 +8,7 @@ a record after the run (a carried-over triage, a suggested attribution) goes thr
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -104,7 +105,8 @@ class RowFile:
         return self._fh
 
     def close(self) -> None:
-        self._fh.close()
+        with contextlib.suppress(OSError):  # rows no one will read: a full disk has been reported where it struck
+            self._fh.close()
 
 
 class DiskRows(Sequence[dict[str, Any]]):
