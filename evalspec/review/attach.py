@@ -8,11 +8,9 @@ from dataclasses import dataclass
 
 from evalspec.config.model import Suite
 from evalspec.plan.build import Instance
-from evalspec.results.compare import compare_runs
 from evalspec.results.gate import apply_baseline, no_baseline
 from evalspec.results.rundata import RunData
 from evalspec.results.runjson import untyped
-from evalspec.review.confirm import confirm_regressions
 
 
 @dataclass
@@ -56,6 +54,9 @@ async def attach_baseline(run: RunData, baseline: Baseline, cli_mode: str | None
     if baseline.data is None:
         apply_baseline(untyped(run), no_baseline(baseline.note), cli_mode)  # in place
         return run
+    from evalspec.results.compare import compare_runs  # (a run without a baseline loads no diff)
+    from evalspec.review.confirm import confirm_regressions
+
     diff = compare_runs(baseline.data, run, baseline.source)
     diff["confirm"] = confirm
     diff = await confirm_regressions(diff, suites, plan, confirm, concurrency, notify)
