@@ -9,7 +9,13 @@ from typing import Any
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     import difflib  # for a mistake only
 
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    names = list(choices)
+    matches = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    if not matches and names and 2 <= len(word) <= 4:  # one slip in a short name (`问提` for `问题`) leaves it only 0.5 alike
+        from evalspec.core.text import levenshtein
+
+        matches = [name for name in difflib.get_close_matches(word, names, n=len(names), cutoff=0.3)
+                   if len(name) >= 2 and levenshtein(word, name) == 1][:1]
     return f" (did you mean '{matches[0]}'?)" if matches else ""
 
 

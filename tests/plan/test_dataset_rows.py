@@ -137,3 +137,12 @@ def test_a_check_value_a_row_renders_is_checked_like_a_written_one(in_tmp: Path)
     code, out = invoke("validate", "s.yaml")
     assert code == 2 and "tests[0].assert[0].not-contains-any: contains-any needs at least 1 item (after rendering) " \
                          "(dataset faq.jsonl line 2" in out, out
+
+
+def test_a_two_character_chinese_field_typed_with_one_slip_is_suggested(in_tmp: Path) -> None:
+    # `问提` for `问题` is one character of two: 0.5 alike, below difflib's 0.6, so nothing was suggested
+    project(in_tmp, "faq.csv", "问提,follow_up\n能分期吗？,好的\n")
+    (in_tmp / "s.yaml").write_text((in_tmp / "s.yaml").read_text(encoding="utf-8").replace(
+        "{{ question }}", "{{ 问题 }}"), encoding="utf-8")
+    code, out = invoke("validate", "s.yaml")
+    assert code == 2 and "did you mean '问提'?" in out, out
