@@ -16,6 +16,9 @@ from evalspec.core.redact import is_secret_name
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 #: `${NAME}` / `${NAME:-default}`, or `$${`: a literal `${` (how imported text keeps one, docs/en/rule-self-tests.md#verdicts-that-hold)
 ENV_OR_LITERAL = re.compile(r"\$\$\{|" + ENV_PATTERN.pattern)
+# a value that is one variable and nothing else keeps that variable's type; a name is a Jinja identifier,
+# Chinese (`{{ 关键词 }}`) as well as English (docs/en/suite-format.md#text-variables-and-environment)
+_WHOLE_VAR = re.compile(r"\{\{\s*([^\W\d]\w*)\s*\}\}")
 LITERAL_DOLLAR_BRACE = "$${"
 
 
@@ -82,7 +85,7 @@ def render_value(value: Any, variables: Mapping[str, Any]) -> Any:
     """Render every string inside `value`. A string that is exactly one `{{ x }}` keeps x's type."""
     if isinstance(value, str):
         if is_template(value):
-            whole = re.fullmatch(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", value)
+            whole = _WHOLE_VAR.fullmatch(value)
             if whole and whole.group(1) in variables:
                 return variables[whole.group(1)]
         return render_text(value, variables)

@@ -146,3 +146,12 @@ def test_a_two_character_chinese_field_typed_with_one_slip_is_suggested(in_tmp: 
         "{{ question }}", "{{ 问题 }}"), encoding="utf-8")
     code, out = invoke("validate", "s.yaml")
     assert code == 2 and "did you mean '问提'?" in out, out
+
+
+def test_a_chinese_named_list_field_keeps_its_type_in_a_check(tmp_path: Path) -> None:
+    # `"{{ 关键词 }}"` rendered the list to its text ("['手机号', '身份证']"): only ASCII names kept their type
+    suite = project(tmp_path, "faq.jsonl", jsonl({"question": "在吗", "follow_up": "好", "关键词": ["手机号", "身份证"]}))
+    suite.write_text(suite.read_text(encoding="utf-8").replace(
+        '      - contains: "收到：{{ follow_up }}"\n', '      - not-contains-any: "{{ 关键词 }}"\n'), encoding="utf-8")
+    (instance,) = build_plan([load_suite(suite)])
+    assert instance.asserts[0].value == ["手机号", "身份证"]
