@@ -584,7 +584,7 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
             continue
         if entry.kind == "user":
             turn += 1
-            local = {**variables, **entry.vars}
+            local = {**variables, **entry.vars} if entry.vars else variables  # (read only while the turn renders)
             key = "click" if entry.click is not None else "user"
             text = _render(entry.text, local, (*entry.where, key))
             if not str(text).strip():
@@ -627,8 +627,9 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
     for t in turns:
         _check_rendered(t.asserts, labels, turn)
     _check_rendered(asserts, labels, turn)
-    if captured is None:  # a capture's stand-in is not a value: no provider or check sees it as one
-        variables = {n: v for n, v in variables.items() if not any(n in t.captures for t in turns)}
+    stand_ins = {name for t in turns for name in t.captures} if captured is None else ()
+    if stand_ins:  # a capture's stand-in is not a value: no provider or check sees it as one
+        variables = {n: v for n, v in variables.items() if n not in stand_ins}
     return Instance(suite, test, provider, tid, base, matrix, k, variables, turns, asserts, labels,
                     _world(suite, test, variables), row)
 
@@ -637,6 +638,8 @@ def _world(suite: Suite, test: TestSpec, variables: Mapping[str, object]) -> dic
     """The instance's initial world (docs/en/world.md): the test's, else the suite's, its file rendered with
     the instance's vars (a matrix key may name it)."""
     own = test.world is not None
+    if not own and suite.world is None:
+        return None  # (nearly every instance: no copy of its vars)
     try:
         return load_world(test.world if own else suite.world, dict(variables), suite.path.parent)
     except WorldFileProblem as exc:
