@@ -9,8 +9,6 @@ thread id stable within one conversation; otherwise the whole history goes as `m
 
 from __future__ import annotations
 
-import functools
-import json
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -30,7 +28,15 @@ from evalspec.extend.provider import (
 )
 from evalspec.extend.replies import found_text, reply
 from evalspec.extend.transcript import ChatMessage
-from evalspec.providers.openai_compat import load_transport, make_client, status_error, transport_error
+from evalspec.providers.openai_compat import (
+    json_body,
+    json_read,
+    load_transport,
+    make_client,
+    parsed_url,
+    status_error,
+    transport_error,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -40,15 +46,6 @@ if TYPE_CHECKING:
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # http.max_response_bytes: a larger answer is an error, not a run out of memory
 GUESSES = ("content", "reply", "response", "answer", "message", "text", "output", "choices[0].message.content",
            "data.reply", "data.content")
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed_url(url: str) -> httpx.URL:
-    """`url` parsed once, not on every call (parsing is a good share of a call's CPU); a URL templated per
-    conversation passes through the few slots."""
-    import httpx
-
-    return httpx.URL(url)
 
 
 class Body:
@@ -67,7 +64,7 @@ class Body:
     def json(self) -> Any:
         if self._json is None:
             try:
-                self._json = (json.loads(self.content), None)
+                self._json = (json_read(self.content), None)
             except ValueError as exc:  # not JSON, or not text (UnicodeDecodeError)
                 self._json = (None, exc)
         data, problem = self._json
@@ -138,9 +135,15 @@ class HttpProvider:
         if self._client is None:
             self._client = make_client(tls=self._tls)
         start = time.perf_counter()
-        request = self._client.build_request(
-            self.method, _parsed_url(url), headers=headers, **({"params": body if isinstance(body, dict) else None}
-                                                  if self.method == "GET" else {"json": body}))
+        if self.method == "GET":
+            sent: dict[str, Any] = {"params": body if isinstance(body, dict) else None}
+        elif body is None:
+            sent = {}  # (as httpx's `json=None`: no body)
+        else:  # as httpx's `json=` sends it, written by orjson; a Content-Type of the suite's own stays
+            sent = {"content": json_body(body)}
+            if not any(name.lower() == "content-type" for name in headers):
+                headers = {**headers, "Content-Type": "application/json"}
+        request = self._client.build_request(self.method, parsed_url(url), headers=headers, **sent)
         try:
             response = await self._client.send(request, stream=True)
             try:

@@ -5,6 +5,7 @@ https:// or templated URL gets the verifying client."""
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 from typing import Any
 
@@ -57,3 +58,31 @@ def test_an_https_or_templated_url_gets_the_verifying_client() -> None:
     verifying, plain = asyncio.run(contexts())
     assert verifying.cert_store_stats()["x509_ca"] > 0 and verifying.verify_mode == ssl.CERT_REQUIRED
     assert plain.cert_store_stats()["x509_ca"] == 0
+
+
+def test_the_request_body_is_json_in_utf8_under_the_suites_own_content_type_or_json() -> None:
+    # the body is written by orjson now (httpx's `json=` used the standard library): what a bot receives
+    # must not change — compact UTF-8 JSON, `application/json` unless the suite names its own type
+    seen: list[tuple[str, bytes]] = []
+
+    def handle(method: str, path: str, body: Any, headers: dict[str, str]) -> Reply:
+        seen.append((headers.get("content-type", ""), json.dumps(body, ensure_ascii=False).encode()))
+        return Reply(body={"reply": "收到"})
+
+    with LoopbackServer(handle) as server:
+        plain = HttpProvider("bot", {"http": {"url": f"{server.url}/chat", "response": "reply",
+                                              "body": {"问题": "{{ message }}", "n": 1.5, "ok": True, "none": None}}})
+        typed = HttpProvider("bot", {"http": {"url": f"{server.url}/chat", "response": "reply",
+                                              "headers": {"content-TYPE": "application/json; charset=utf-8"}}})
+
+        async def call(provider: HttpProvider) -> str:
+            try:
+                return (await provider.respond([{"role": "user", "content": "能分期吗？"}],
+                                               CallContext("t1", "t", 1))).content
+            finally:
+                await provider.aclose()
+
+        assert asyncio.run(call(plain)) == "收到" and asyncio.run(call(typed)) == "收到"
+    assert seen[0] == ("application/json", '{"问题": "能分期吗？", "n": 1.5, "ok": true, "none": null}'.encode())
+    assert seen[1][0] == "application/json; charset=utf-8"
+    assert json.loads(seen[1][1]) == {"messages": [{"role": "user", "content": "能分期吗？"}]}
