@@ -3,9 +3,8 @@ instance of the test, the row's fields its vars.
 
 Rows are read as the plan walks them (`rows`), one at a time: however many the file holds, none is kept.
 `scan` is the one full pass `validate` makes: every line must read, every row must carry the fields the
-test's templates name, and no two rows may give one instance id. It keeps an 8-byte hash per row in a
-bit table (at most 16 MiB whatever the size) and reads the file a second time only to name the two lines of a
-suspected duplicate.
+test's templates name, and no two rows may give one instance id (`Repeats`: a bit table of at most 16 MiB
+whatever the size, the file read a second time only to name the two lines of a suspected duplicate).
 """
 
 from __future__ import annotations
@@ -20,10 +19,10 @@ from typing import Any
 
 import orjson
 
+from evalspec.config.repeats import Repeats, lines_in
 from evalspec.core.errors import ControlFlow, Problem
 
 SUFFIXES = (".jsonl", ".csv")
-_TABLE_BITS = 1 << 27  # the duplicate scan's largest bit table: 16 MiB
 _LISTED = 20  # the rows with a problem `scan` names (then how many more)
 
 
@@ -209,30 +208,20 @@ def scan(path: Path, test_id: str, named: set[str], check: Callable[[Row], Probl
     (both lines). At most `_LISTED` rows are named, then how many more there are."""
     problems: list[Problem] = []
     more = 0
-    try:  # at least 16 bits for each row the file could hold (a row takes 3 bytes or more)
-        bits = min(_TABLE_BITS, 1 << max(13, (path.stat().st_size * 8).bit_length()))
-    except OSError:
-        bits = _TABLE_BITS
-    table = bytearray(bits // 8)
-    suspects: set[bytes] = set()
+    ids: Repeats[int] = Repeats(lines_in([path]))
     try:
         for row in rows(path):
             if len(problems) >= _LISTED:
                 more += _row_problem(path, row, named, check) is not None
             elif problem := _row_problem(path, row, named, check):
                 problems.append(problem)
-            digest = _digest(row_id(test_id, row))
-            bit = int.from_bytes(digest[:4], "little") % bits
-            if table[bit >> 3] & (1 << (bit & 7)):
-                suspects.add(digest)
-            table[bit >> 3] |= 1 << (bit & 7)
+            ids.add(row_id(test_id, row))
     except DatasetProblem as exc:
         problems.append(exc.problem)
         return problems
-    del table
     if more:
         problems.append(Problem(str(path), None, "", f"and {more} more rows with a problem like these"))
-    return problems + (_duplicates(path, test_id, suspects) if suspects else [])
+    return problems + _duplicates(path, test_id, ids)
 
 
 def _row_problem(path: Path, row: Row, named: set[str], check: Callable[[Row], Problem | None] | None
@@ -249,23 +238,10 @@ def _row_problem(path: Path, row: Row, named: set[str], check: Callable[[Row], P
     return check(row) if check is not None else None
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode(), digest_size=8).digest()
-
-
-def _duplicates(path: Path, test_id: str, suspects: set[bytes]) -> list[Problem]:
-    """The rows among `suspects` (hashes seen twice) that really share an instance id, each named with
-    the line of the first."""
-    first: dict[str, int] = {}
-    problems: list[Problem] = []
-    for row in rows(path):
-        iid = row_id(test_id, row)
-        if _digest(iid) not in suspects:
-            continue
-        if iid in first:
-            problems.append(Problem(str(path), row.line, "", f"instance id '{iid}' is also that of the row at line "
-                                                              f"{first[iid]}: each row needs its own 'id' (two "
-                                                              "instances with one id would merge into one verdict)"))
-        else:
-            first[iid] = row.line
-    return problems
+def _duplicates(path: Path, test_id: str, ids: Repeats[int]) -> list[Problem]:
+    """The rows that give an instance id an earlier row gave (the file is read again only when the first
+    pass suspects one), each named with the line of the first."""
+    again = ((row_id(test_id, row), row.line) for row in rows(path))
+    return [Problem(str(path), line, "", f"instance id '{iid}' is also that of the row at line {first}: each row "
+                                          "needs its own 'id' (two instances with one id would merge into one verdict)")
+            for iid, first, line in ids.found(again)]

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import csv
 import glob
-import hashlib
 import itertools
 import json
 import random
-from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalspec.config.model import ProviderSpec, Suite, TestSpec, TranscriptsSpec, TurnSpec
+from evalspec.config.repeats import Repeats, lines_in
 from evalspec.core.errors import ConfigError, ControlFlow, Problem
 from evalspec.extend.provider import REASON_WORDS, normalize_finish_reason
 from evalspec.extend.replies import holds_reply, message_text
@@ -185,17 +184,22 @@ def _kept(conversation: Conversation, where: Mapping[str, object]) -> bool:
 
 
 def conversations(suite: Suite, override: str | None = None) -> Iterator[Conversation]:
-    """The suite's recorded conversations that `where:` keeps, in file order (a `sample:` of them)."""
+    """The suite's recorded conversations that `where:` keeps, in file order (a `sample:` of them). A
+    conversation whose id an earlier one has is a RecordedProblem where the walk reaches it."""
     source = suite.transcripts
     assert source is not None
     files = files_of(suite, override)
     chosen = _sample(source, files) if source.sample is not None else None
+    repeat = _first_repeat(files)
     index = 0
-    seen = SeenIds()
-    for path in files:
+    for number, path in enumerate(files):
         for conversation in _read(path):
-            if seen.add(conversation.id):
-                _check_unique(conversation, files)
+            if repeat is not None and (number, conversation.line) == repeat[2]:
+                _, (before, line), _ = repeat
+                where = f"line {line}" if before == number else f"{files[before]} line {line}"
+                raise RecordedProblem(conversation.file, conversation.line,
+                                      f"conversation id {conversation.id!r} is also the id of the conversation at "
+                                      f"{where}: each recorded conversation needs its own id")
             if not _kept(conversation, source.where):
                 continue
             if chosen is None or index in chosen:
@@ -203,57 +207,38 @@ def conversations(suite: Suite, override: str | None = None) -> Iterator[Convers
             index += 1
 
 
-class SeenIds:
-    """The ids met so far, as 8-byte hashes in an open-addressed table of 8-byte slots at most half full:
-    16 bytes a conversation, not a dict entry of its id and place (a million conversations,
-    docs/en/scale-and-ray.md#memory). `add` says whether the id's hash was met before; the caller reads the
-    files again to find the first one (a real duplicate, or once in 2^64 another id)."""
-
-    def __init__(self) -> None:
-        self.slots = array("Q", bytes(8 * 1024))
-        self.count = 0
-
-    def add(self, text: str) -> bool:
-        key = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") or 1
-        if (self.count + 1) * 2 > len(self.slots):
-            self._grow()
-        found = self._place(self.slots, key)
-        if self.slots[found] == key:
-            return True
-        self.slots[found] = key
-        self.count += 1
-        return False
-
-    @staticmethod
-    def _place(slots: array[int], key: int) -> int:
-        """The slot holding `key`, or the empty one where it goes."""
-        mask = len(slots) - 1
-        at = key & mask
-        while slots[at] not in (0, key):
-            at = (at + 1) & mask
-        return at
-
-    def _grow(self) -> None:
-        bigger = array("Q", bytes(16 * len(self.slots)))
-        for key in self.slots:
-            if key:
-                bigger[self._place(bigger, key)] = key
-        self.slots = bigger
+Place = tuple[int, int]  # a conversation's file (its number among the files) and line
+_REPEATS: dict[tuple[tuple[str, int, int], ...], tuple[str, Place, Place] | None] = {}
 
 
-def _check_unique(conversation: Conversation, files: list[Path]) -> None:
-    """Two recorded conversations with one id would merge into one verdict (docs/en/reports-and-gate.md#nothing-checked-is-not-a-pass "Identity and layout"):
-    the second is an error naming both lines. Called when the id's hash was met before: the files are read
-    again up to this conversation to find the first."""
-    for path in files:
-        for earlier in _read(path):
-            if (earlier.file, earlier.line) == (conversation.file, conversation.line):
-                return  # another id with the same hash
-            if earlier.id == conversation.id:
-                where = f"line {earlier.line}" if earlier.file == conversation.file else f"{earlier.file} line {earlier.line}"
-                raise RecordedProblem(conversation.file, conversation.line,
-                                      f"conversation id {conversation.id!r} is also the id of the conversation at "
-                                      f"{where}: each recorded conversation needs its own id")
+def _first_repeat(files: list[Path]) -> tuple[str, Place, Place] | None:
+    """The first conversation whose id an earlier one has, (id, the earlier's place, its place), or None: two
+    conversations with one id would merge into one verdict (docs/en/reports-and-gate.md#nothing-checked-is-not-a-pass
+    "Identity and layout"). Found once per process for the files as they are, with `Repeats` (a fixed small
+    memory however many conversations they hold, docs/en/scale-and-ray.md#memory), not on every walk."""
+    key = _stamp(files)
+    if key not in _REPEATS:
+        ids: Repeats[Place] = Repeats(lines_in(files))
+        for cid, _ in _ids(files):
+            ids.add(cid)
+        _REPEATS[key] = next(ids.found(_ids(files)), None)
+    return _REPEATS[key]
+
+
+def _ids(files: list[Path]) -> Iterator[tuple[str, Place]]:
+    """Each conversation's id and place, up to the first that cannot be read (the walk names it there)."""
+    try:
+        for number, path in enumerate(files):
+            for conversation in _read(path):
+                yield conversation.id, (number, conversation.line)
+    except (RecordedProblem, OSError, ValueError, csv.Error):
+        return
+
+
+def _stamp(files: list[Path]) -> tuple[tuple[str, int, int], ...]:
+    """The files as they are now: a file written again is read again."""
+    stats = [p.stat() for p in files]
+    return tuple((str(p), s.st_mtime_ns, s.st_size) for p, s in zip(files, stats, strict=True))
 
 
 _SAMPLES: dict[tuple[Any, ...], frozenset[int]] = {}
@@ -261,8 +246,7 @@ _SAMPLES: dict[tuple[Any, ...], frozenset[int]] = {}
 
 def _sample(source: TranscriptsSpec, files: list[Path]) -> frozenset[int]:
     """The positions of a seeded random sample among the kept conversations (drawn once per process)."""
-    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
-    key = (stamp, source.sample, source.seed, json.dumps(source.where, sort_keys=True, default=str))
+    key = (_stamp(files), source.sample, source.seed, json.dumps(source.where, sort_keys=True, default=str))
     if key not in _SAMPLES:
         total = sum(1 for p in files for c in _read(p) if _kept(c, source.where))
         _SAMPLES[key] = frozenset(random.Random(source.seed).sample(range(total), min(int(source.sample or 0), total)))

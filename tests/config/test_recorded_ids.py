@@ -8,7 +8,8 @@ import tracemalloc
 from pathlib import Path
 
 from evalspec.config.loader import load_suite
-from evalspec.config.recorded import SeenIds, conversations
+from evalspec.config.recorded import _first_repeat, conversations
+from evalspec.config.repeats import Repeats
 from tests.helpers import invoke
 
 
@@ -51,19 +52,39 @@ def test_distinct_ids_validate(tmp_path: Path) -> None:
     assert code == 0, output
 
 
-def test_ids_are_remembered_as_hashes_in_a_table_that_stays_small() -> None:
-    seen = SeenIds()
-    ids = [f"会话-{i}" for i in range(20_000)]
-    assert not any(seen.add(cid) for cid in ids)  # every distinct id is new, across the table's growths
-    assert all(seen.add(cid) for cid in ids[::997])  # and every one is met again
-    assert seen.count == 20_000 and len(seen.slots) * 8 <= 20_000 * 32  # ≤ 32 bytes an id, not a dict entry
+def _repeats_peak(n: int) -> int:
+    """The peak memory (tracemalloc) of both passes of `Repeats` over `n` distinct ids (no suspect is one)."""
+    ids = (f"会话-{i}" for i in range(n))
+    tracemalloc.start()
+    try:
+        repeats: Repeats[int] = Repeats(n)
+        for cid in ids:
+            repeats.add(cid)
+        assert not list(repeats.found((f"会话-{i}", i) for i in range(n)))
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_id_check_keeps_a_bit_table_of_a_few_bits_an_id_not_an_entry() -> None:
+    small, large = _repeats_peak(10_000), _repeats_peak(100_000)
+    # 32 to 64 bits an id (at most 16 MiB whatever the count) and the suspects, hashes that met a set bit
+    assert large < 1_000_000 and large - small < 800_000, (small, large)  # a table of hashes: 3 MB
+
+
+def test_an_id_met_again_among_many_is_found_with_the_line_of_the_first(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    with (tmp_path / "logs" / "a.jsonl").open("w", encoding="utf-8") as fh:
+        fh.writelines(_conversation(f"会话-{i}", "你好") for i in range(50_000))
+        fh.write(_conversation("会话-31337", "再见"))
+    assert _first_repeat([tmp_path / "logs" / "a.jsonl"]) == ("会话-31337", (0, 31_338), (0, 50_001))
 
 
 def test_walking_many_recorded_conversations_keeps_no_id_per_conversation(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     with (tmp_path / "logs" / "a.jsonl").open("w", encoding="utf-8") as fh:
-        for i in range(30_000):
-            fh.write(_conversation(f"conversation-with-a-longish-id-{i}", "你好"))
+        fh.writelines(json.dumps({"id": f"conversation-with-a-longish-id-{i}", "messages": []}) + "\n"
+                      for i in range(40_000))
     (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
     suite = load_suite(tmp_path / "s.yaml")
     tracemalloc.start()
@@ -72,5 +93,6 @@ def test_walking_many_recorded_conversations_keeps_no_id_per_conversation(tmp_pa
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    # a dict of each id and its place took ~5 MB here; the hashes' table is 512 KB
-    assert walked == 30_000 and peak < 2_000_000, peak
+    # a dict of each id and its place took ~7 MB here, a table of their 8-byte hashes 1.5 MB; the id
+    # check's bit table is 256 KB
+    assert walked == 40_000 and peak < 800_000, peak
