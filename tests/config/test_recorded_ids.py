@@ -96,3 +96,15 @@ def test_walking_many_recorded_conversations_keeps_no_id_per_conversation(tmp_pa
     # a dict of each id and its place took ~7 MB here, a table of their 8-byte hashes 1.5 MB; the id
     # check's bit table is 256 KB
     assert walked == 40_000 and peak < 800_000, peak
+
+
+def test_the_walk_names_whichever_comes_first_a_repeated_id_or_a_line_that_cannot_be_read(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    log = tmp_path / "logs" / "a.jsonl"
+    log.write_text(_conversation("c1", "你好") + _conversation("c1", "再见") + "{坏\n", encoding="utf-8")
+    code, output = invoke("validate", str(tmp_path / "s.yaml"))
+    assert code == 2 and "a.jsonl:2:" in output and "'c1'" in output and "a.jsonl:3" not in output, output
+    log.write_text(_conversation("c1", "你好") + "{坏\n" + _conversation("c1", "再见"), encoding="utf-8")
+    code, output = invoke("validate", str(tmp_path / "s.yaml"))
+    assert code == 2 and "a.jsonl:2:" in output and "not a JSON line" in output and "'c1'" not in output, output
