@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from evalspec.results import verdict as reduction  # docs/en/recorded-conversations.md `reduce:`
-from evalspec.results.agreement import jury_summary
-from evalspec.results.attacks import attack_summary
-from evalspec.results.curves import binding_point, covered_points, curves, sla_entry_status
-from evalspec.results.errorbars import interval, red_lines, run_figures
+from evalspec.results.agreement import Juries
+from evalspec.results.attacks import AttackRows
+from evalspec.results.curves import CurveSamples, binding_point, covered_points, sla_entry_status
+from evalspec.results.errorbars import RedLines, interval, run_figures
 from evalspec.results.gate import decide
-from evalspec.results.pairwise import pairwise_summary
+from evalspec.results.pairwise import PairwiseCounts
 from evalspec.results.rundata import Curve, CurveSla, Metric, Record, RunVerdict, Sla, StatusName, Summary
 from evalspec.results.spread import simulator_spread
-from evalspec.results.stream import DiskRows, JournalRecords
+from evalspec.results.stream import DiskRows, Fold, JournalRecords, fed
 from evalspec.results.verdict import (
     Verdict,
     VerdictTally,
@@ -45,38 +45,61 @@ class JudgeTotals(TypedDict):
     judge_cost: float
 
 
-def verdict_stream(records: Sequence[Record], include_drafts: bool = False) -> Iterator[Verdict]:
-    """One verdict per test instance × provider, repeats combined by the test's pass rule, made as the
-    records stream by. Records read back from disk are in plan order, which puts an
-    instance's repeats × providers next to each other: each run of records of one (suite, instance) makes
-    its verdicts, and a `reduce:` test's group closes when the next test starts — memory that does not
-    grow with the run (docs/en/scale-and-ray.md#memory). A list in memory (small runs, hand-made records)
-    is grouped whole, in whatever order it comes."""
-    reducer = reduction.Reducer(include_drafts)
-    if isinstance(records, list):
-        groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-        for i, r in enumerate(records):
-            groups[(r["suite"], r["base_id"], r["provider"])].append(i)
-        for (_, _, provider), idx in groups.items():
-            recs = [records[i] for i in idx]
-            yield from reducer.add(_verdict(recs, idx, provider, include_drafts), recs[0])
-        yield from reducer.close()
-        return
-    window: list[tuple[int, Record]] = []
-    test: tuple[str, str] | None = None
-    for i, r in enumerate(records):
-        if window and (r["suite"] != window[0][1]["suite"] or r["base_id"] != window[0][1]["base_id"]):
-            for v, first in _window(window, include_drafts):
-                yield from reducer.add(v, first)
-            window = []
-        if not window:
-            if (mine := (str(r["suite"]), reduction.verdict_key(r))) != test:  # a new test: reduced groups close
-                yield from reducer.close()
-            test = mine
-        window.append((i, r))
-    for v, first in _window(window, include_drafts):
-        yield from reducer.add(v, first)
-    yield from reducer.close()
+def verdict_stream(records: Iterable[Mapping[str, Any]], include_drafts: bool = False) -> Iterator[Verdict]:
+    """One verdict per test instance × provider, repeats combined by the test's pass rule (`Verdicts`)."""
+    made = Verdicts(include_drafts, whole=isinstance(records, list))
+    for r in records:
+        yield from made.add(r)
+    yield from made.close()
+
+
+class Verdicts:
+    """The verdicts made as the records arrive (a `stream.Fold`; `add` and `close` give those ready): one
+    per test instance × provider, repeats combined by the test's pass rule. Records read back from disk are
+    in plan order, which puts an instance's repeats × providers next to each other: each run of records of
+    one (suite, instance) makes its verdicts, and a `reduce:` test's group closes when the next test
+    starts — memory that does not grow with the run (docs/en/scale-and-ray.md#memory). `whole`: a list in
+    memory (small runs, hand-made records), grouped whole at `close`, in whatever order it came."""
+
+    def __init__(self, include_drafts: bool = False, whole: bool = False) -> None:
+        self.include_drafts, self.whole = include_drafts, whole
+        self.reducer = reduction.Reducer(include_drafts)
+        self.groups: dict[tuple[str, str, str], list[tuple[int, Record]]] = defaultdict(list)  # `whole`
+        self.window: list[tuple[int, Record]] = []
+        self.test: tuple[str, str] | None = None
+        self.seen = 0
+
+    def add(self, record: Mapping[str, Any]) -> list[Verdict]:
+        r, i = cast(Record, record), self.seen
+        self.seen += 1
+        if self.whole:
+            self.groups[(r["suite"], r["base_id"], r["provider"])].append((i, r))
+            return []
+        out: list[Verdict] = []
+        if self.window and (r["suite"] != self.window[0][1]["suite"] or r["base_id"] != self.window[0][1]["base_id"]):
+            for v, first in _window(self.window, self.include_drafts):
+                out += self.reducer.add(v, first)
+            self.window = []
+        if not self.window:
+            if (mine := (str(r["suite"]), reduction.verdict_key(r))) != self.test:  # a new test: reduced groups close
+                out += self.reducer.close()
+            self.test = mine
+        self.window.append((i, r))
+        return out
+
+    def close(self) -> list[Verdict]:
+        """The verdicts still held: the last instance's, every reduced group's (a list's: all of them)."""
+        out: list[Verdict] = []
+        if self.whole:
+            for (_, _, provider), mine in self.groups.items():
+                recs = [r for _, r in mine]
+                out += self.reducer.add(_verdict(recs, [i for i, _ in mine], provider, self.include_drafts), recs[0])
+            self.groups.clear()
+        else:
+            for v, first in _window(self.window, self.include_drafts):
+                out += self.reducer.add(v, first)
+            self.window = []
+        return out + self.reducer.close()
 
 
 def _window(window: list[tuple[int, Record]], include_drafts: bool) -> Iterator[tuple[Verdict, Record]]:
@@ -146,38 +169,52 @@ def sla_text(curve: Curve | Mapping[str, Any], sla: CurveSla) -> str:
     return f"at {low['value']}: {low['mean']:.2f} ≥ {target:.2f}"
 
 
-def metrics(records: Sequence[Record]) -> list[Metric]:
-    """The `metric:` scoreboard per suite × provider × metric: the mean score of its checks, and how many
-    verdicts (test instance × provider, repeats combined by the test's rule) passed every check of that
-    metric, out of those that reached a verdict on it — counted like every other summary figure (docs/en/reports-and-gate.md#outputs).
-    Records read back from disk come in plan order: each test's repeats are combined once its records are
-    by (`verdict_stream`'s windows), so what is held is one test's."""
-    board: dict[tuple[str, str, str], _Board] = {}
-    repeats: dict[tuple[str, str, str], dict[str, list[Repeat]]] = defaultdict(dict)
-    streamed, test = not isinstance(records, list), None
-    for r in records:
-        if streamed and (mine := (str(r["suite"]), reduction.verdict_key(r))) != test:
-            _decided(repeats, board)
-            test = mine
+def metrics(records: Iterable[Mapping[str, Any]]) -> list[Metric]:
+    """The `metric:` scoreboard per suite × provider × metric (`MetricBoard`)."""
+    return fed(records, MetricBoard(streamed=not isinstance(records, list))).result()
+
+
+class MetricBoard:
+    """The `metric:` scoreboard as the records pass by (a `stream.Fold`): per suite × provider × metric, the
+    mean score of its checks, and how many verdicts (test instance × provider, repeats combined by the
+    test's rule) passed every check of that metric, out of those that reached a verdict on it — counted
+    like every other summary figure (docs/en/reports-and-gate.md#outputs). `streamed`: records read back
+    from disk, in plan order: each test's repeats are combined once its records are by (as `Verdicts`
+    does), so what is held is one test's."""
+
+    def __init__(self, streamed: bool) -> None:
+        self.streamed = streamed
+        self.board: dict[tuple[str, str, str], _Board] = {}
+        self.repeats: dict[tuple[str, str, str], dict[str, list[Repeat]]] = defaultdict(dict)
+        self.test: tuple[str, str] | None = None
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        r = cast(Record, record)
+        if self.streamed and (mine := (str(r["suite"]), reduction.verdict_key(r))) != self.test:
+            _decided(self.repeats, self.board)
+            self.test = mine
         by_metric: dict[str, list[dict[str, Any]]] = defaultdict(list)  # a record's checks by metric
         for a in r.get("assertions", []):
             if a.get("metric") and not a.get("skipped"):  # a skipped check examined nothing
                 by_metric[str(a["metric"])].append(a)
         for metric, checks in by_metric.items():
             key = (r["suite"], r["provider"], metric)
-            line = board.setdefault(key, _Board())
+            line = self.board.setdefault(key, _Board())
             for a in checks:
                 if a.get("score") is not None:
                     line.total += a["score"]
                     line.scored += 1
             status: StatusName = ("failed" if any(a.get("pass") is False for a in checks)  # a failure beside an error
                       else "error" if any(a.get("error") or a.get("pass") is None for a in checks) else "passed")
-            repeats[key].setdefault(reduction.verdict_key(r), []).append({"status": status, "rule": r.get("repeat_rule", "all")})
-    _decided(repeats, board)
-    return [{"suite": key[0], "provider": key[1], "metric": key[2],
-             "mean": round(line.total / line.scored, 6) if line.scored else None,
-             "passed": line.passed, "total": line.decided, "pass_rate_ci": interval(line.passed, line.decided)}
-            for key, line in board.items()]
+            self.repeats[key].setdefault(reduction.verdict_key(r), []).append(
+                {"status": status, "rule": r.get("repeat_rule", "all")})
+
+    def result(self) -> list[Metric]:
+        _decided(self.repeats, self.board)
+        return [{"suite": key[0], "provider": key[1], "metric": key[2],
+                 "mean": round(line.total / line.scored, 6) if line.scored else None,
+                 "passed": line.passed, "total": line.decided, "pass_rate_ci": interval(line.passed, line.decided)}
+                for key, line in self.board.items()]
 
 
 @dataclass(slots=True)
@@ -207,54 +244,94 @@ SUMMED = ("calls", "cached_calls", "failed_calls", "retries", "tokens", "cost", 
           "strategy_cost")
 
 
-def summary(records: Sequence[Record], vs: VerdictTally | Iterable[Verdict], slas: list[Sla]) -> Summary:
-    """run.json's `summary` counts and sums: the records read once, the verdicts as tallied (`VerdictTally`)."""
-    by_status = {s: 0 for s in ("passed", "failed", "error", "skipped", "xfailed", "xpassed")}
-    sums: dict[str, Any] = dict.fromkeys(SUMMED, 0)  # each key's own kind of number
-    count = 0
-    for r in records:
-        count += 1
-        by_status[r["status"]] += 1
+def summary(records: Iterable[Mapping[str, Any]], vs: VerdictTally | Iterable[Verdict], slas: list[Sla]) -> Summary:
+    """run.json's `summary` counts and sums (`RecordSums`), the verdicts as tallied (`VerdictTally`)."""
+    return fed(records, RecordSums(streamed=not isinstance(records, list))).result(vs, slas)
+
+
+class RecordSums:
+    """run.json's `summary` as the records pass by (a `stream.Fold`): the records by status, the calls,
+    tokens and costs summed, the judge's, the 429/503 answers and the metric scoreboard; `result` adds the
+    verdicts' counts."""
+
+    def __init__(self, streamed: bool) -> None:
+        self.by_status = {s: 0 for s in ("passed", "failed", "error", "skipped", "xfailed", "xpassed")}
+        self.sums: dict[str, Any] = dict.fromkeys(SUMMED, 0)  # each key's own kind of number
+        self.count = 0
+        self.judge = JudgeSpend()
+        self.limited = RateLimits()
+        self.metrics = MetricBoard(streamed)
+
+    def add(self, r: Mapping[str, Any]) -> None:
+        self.count += 1
+        self.by_status[r["status"]] += 1
+        sums = self.sums
         for key in SUMMED:
             sums[key] += r.get(key) or 0
-    counted = tallied(vs)
-    c = suite_counts(counted.run, slas)  # the verdict counts, in the words every report uses
-    judge = judge_totals(records)
-    return {
-        "passed": c["passed"], "failed": c["failed"], "error": c["error"], "xfailed": c["xfailed"],
-        "xpassed": c["xpassed"], "measured": c["measured"], "drafts": c["drafts"], "skipped": c["skipped"],
-        "slas_missed": c["slas_missed"],
-        "records": count, "by_status": by_status, "verdicts": counted.count,
-        "calls": sums["calls"], "cached_calls": sums["cached_calls"], "failed_calls": sums["failed_calls"],
-        "retries": sums["retries"], "tokens": sums["tokens"], "cost": round(sums["cost"], 6),
-        "strategy_calls": sums["strategy_calls"], "strategy_tokens": sums["strategy_tokens"],
-        "strategy_cost": round(sums["strategy_cost"], 6),
-        "judge_calls": judge["judge_calls"], "judge_tokens": judge["judge_tokens"], "judge_cost": judge["judge_cost"],
-        "rate_limited": rate_limited(records),
-        "metrics": metrics(records),
-    }
+        self.judge.add(r)
+        self.limited.add(r)
+        self.metrics.add(r)
+
+    def result(self, vs: VerdictTally | Iterable[Verdict], slas: list[Sla]) -> Summary:
+        sums, counted = self.sums, tallied(vs)
+        c = suite_counts(counted.run, slas)  # the verdict counts, in the words every report uses
+        judge = self.judge.result()
+        return {
+            "passed": c["passed"], "failed": c["failed"], "error": c["error"], "xfailed": c["xfailed"],
+            "xpassed": c["xpassed"], "measured": c["measured"], "drafts": c["drafts"], "skipped": c["skipped"],
+            "slas_missed": c["slas_missed"],
+            "records": self.count, "by_status": self.by_status, "verdicts": counted.count,
+            "calls": sums["calls"], "cached_calls": sums["cached_calls"], "failed_calls": sums["failed_calls"],
+            "retries": sums["retries"], "tokens": sums["tokens"], "cost": round(sums["cost"], 6),
+            "strategy_calls": sums["strategy_calls"], "strategy_tokens": sums["strategy_tokens"],
+            "strategy_cost": round(sums["strategy_cost"], 6),
+            "judge_calls": judge["judge_calls"], "judge_tokens": judge["judge_tokens"],
+            "judge_cost": judge["judge_cost"],
+            "rate_limited": self.limited.result(),
+            "metrics": self.metrics.result(),
+        }
 
 
 def judge_totals(parts: Iterable[Mapping[str, Any]], into: Mapping[str, Any] | None = None) -> JudgeTotals:
     """The summary's `judge_calls`, `judge_tokens` and `judge_cost`: those of `parts` (records, second-opinion
     items), added to the figures already `into` a summary when given (docs/en/rule-self-tests.md#verdicts-that-hold)."""
-    base = into or {}
-    calls, tokens, cost = int(base.get("judge_calls") or 0), int(base.get("judge_tokens") or 0), \
-        float(base.get("judge_cost") or 0.0)
-    for p in parts:
-        calls += int(p.get("judge_calls") or 0)
-        tokens += int(p.get("judge_tokens") or 0)
-        cost += float(p.get("judge_cost") or 0.0)
-    return {"judge_calls": calls, "judge_tokens": tokens, "judge_cost": round(cost, 6)}
+    return fed(parts, JudgeSpend(into)).result()
 
 
-def rate_limited(records: Sequence[Record]) -> dict[str, int]:
+class JudgeSpend:
+    """`judge_totals` as the parts pass by (a `stream.Fold`): the judge's calls, tokens and cost summed."""
+
+    def __init__(self, into: Mapping[str, Any] | None = None) -> None:
+        base = into or {}
+        self.calls, self.tokens, self.cost = int(base.get("judge_calls") or 0), int(base.get("judge_tokens") or 0), \
+            float(base.get("judge_cost") or 0.0)
+
+    def add(self, p: Mapping[str, Any]) -> None:
+        self.calls += int(p.get("judge_calls") or 0)
+        self.tokens += int(p.get("judge_tokens") or 0)
+        self.cost += float(p.get("judge_cost") or 0.0)
+
+    def result(self) -> JudgeTotals:
+        return {"judge_calls": self.calls, "judge_tokens": self.tokens, "judge_cost": round(self.cost, 6)}
+
+
+def rate_limited(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """The 429/503 answers of the run, by provider id (docs/en/rate-limits.md): each conversation's, its judge's included."""
-    total: dict[str, int] = {}
-    for r in records:
+    return fed(records, RateLimits()).result()
+
+
+class RateLimits:
+    """`rate_limited` as the records pass by (a `stream.Fold`)."""
+
+    def __init__(self) -> None:
+        self.total: dict[str, int] = {}
+
+    def add(self, r: Mapping[str, Any]) -> None:
         for provider, n in (r.get("rate_limited") or {}).items():
-            total[provider] = total.get(provider, 0) + int(n)
-    return total
+            self.total[provider] = self.total.get(provider, 0) + int(n)
+
+    def result(self) -> dict[str, int]:
+        return self.total
 
 
 def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool,
@@ -262,9 +339,10 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     """Fill `verdicts`, `curves`, `summary` and `gate` of a run from its records (the light forms of
     records read back from disk: what the aggregates read); `corrected`: what the labels say of its judged
     rules, read from the whole records (results/corrected.py), for `summary.corrected` and the corrected gate.
-    The verdicts are made and counted as the records stream by, each written as it is made: to a `DiskRows`
-    when `stream` (by default: when the records are read back from disk), else to a list
-    (docs/en/scale-and-ray.md#memory)."""
+    The records are read once: the verdicts and every aggregate are folds fed from one pass
+    (`stream.Fold`). The verdicts are made and counted as the records stream by, each written as it is
+    made: to a `DiskRows` when `stream` (by default: when the records are read back from disk), else to a
+    list (docs/en/scale-and-ray.md#memory)."""
     records: Sequence[Record] = run["results"]
     if stream is None:
         stream = isinstance(records, JournalRecords)
@@ -272,41 +350,63 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
         records = cast(list[Record], records.light)  # Records without their heavy keys (`stream.light`)
     counted = VerdictTally(include_drafts)
     made: DiskRows | list[RunVerdict] = DiskRows() if stream else []
-    for v in verdict_stream(records, include_drafts):
+    in_memory = isinstance(records, list)
+    verdicts = Verdicts(include_drafts, whole=in_memory)
+    sums, cs, lines, juries, pairs, attacks, paths = (RecordSums(streamed=not in_memory), CurveSamples(),
+                                                      RedLines(include_drafts), Juries(), PairwiseCounts(),
+                                                      AttackRows(), ToolPaths())
+    folds: tuple[Fold, ...] = (sums, cs, lines, juries, pairs, attacks, paths)
+    for r in records:  # the one pass
+        for v in verdicts.add(r):
+            counted.add(v)
+            made.append(v.to_json())
+        for fold in folds:
+            fold.add(r)
+    for v in verdicts.close():
         counted.add(v)
         made.append(v.to_json())
-    cs = curves(records)
-    run["curves"] = cs
-    run["slas"] = sla_verdicts(cs)
-    run["summary"] = summary(records, counted, run["slas"])
+    run["curves"] = cs.result()
+    run["slas"] = sla_verdicts(run["curves"])
+    run["summary"] = sums.result(counted, run["slas"])
     run["summary"].update(run_figures(run["suites"], counted, include_drafts))  # docs/en/statistics.md
-    run["summary"]["red_lines"] = red_lines(records, include_drafts)
+    run["summary"]["red_lines"] = lines.result()
     if review := run.get("judge_review"):  # the second opinion's calls are the run's, not a record's
         run["summary"].update(judge_totals(review.get("items") or [], run["summary"]))
     if corrected is not None and corrected.rules:  # docs/en/judges.md#labels-flow-back
         run["summary"]["corrected"] = corrected.rules
     run["gate"] = decide(run["suites"], counted, run["slas"], fail_under, include_drafts, run["summary"]["suites"],
                          run["summary"]["red_lines"], corrected.suites if corrected is not None else None).to_json()
-    if juries := jury_summary(records):  # docs/en/judges.md#juries
-        run["summary"]["juries"] = juries
-    if pairwise := pairwise_summary(records):  # docs/en/judges.md#comparing-two-bot-versions-pairwise
+    if found := juries.result():  # docs/en/judges.md#juries
+        run["summary"]["juries"] = found
+    if pairwise := pairs.result():  # docs/en/judges.md#comparing-two-bot-versions-pairwise
         run["summary"]["pairwise"] = pairwise
-    if attacks := attack_summary(records):
-        run["summary"]["attacks"] = attacks
+    if attacked := attacks.result():
+        run["summary"]["attacks"] = attacked
     if spread := simulator_spread(counted, include_drafts):  # docs/en/agents.md#comparing-two-simulators
         run["summary"]["simulator_spread"] = spread
-    if warnings := path_warnings(records):
+    if warnings := paths.result():
         run["summary"]["warnings"] = warnings
     run["verdicts"] = made
     return run
 
 
-def path_warnings(records: Sequence[Record]) -> list[str]:
+def path_warnings(records: Iterable[Mapping[str, Any]]) -> list[str]:
     """One warning per http `tool_calls:` path whose key was in no turn of the run (a typo reads as "no calls")."""
-    found: dict[tuple[str, str], bool] = {}
-    for record in records:
+    return fed(records, ToolPaths()).result()
+
+
+class ToolPaths:
+    """`path_warnings` as the records pass by (a `stream.Fold`): per provider and `tool_calls:` path, whether
+    any turn found its key."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], bool] = {}
+
+    def add(self, record: Mapping[str, Any]) -> None:
         for path, hit in (record.get("tool_calls_paths") or {}).items():
             key = (str(record["provider"]), str(path))
-            found[key] = found.get(key, False) or bool(hit)
-    return [f"provider '{provider}': tool_calls path '{path}' never matched: check the path"
-            for (provider, path), hit in found.items() if not hit]
+            self.found[key] = self.found.get(key, False) or bool(hit)
+
+    def result(self) -> list[str]:
+        return [f"provider '{provider}': tool_calls path '{path}' never matched: check the path"
+                for (provider, path), hit in self.found.items() if not hit]

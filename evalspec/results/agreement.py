@@ -10,6 +10,7 @@ from typing import Any
 
 from evalspec.results.errorbars import rule_name
 from evalspec.results.rundata import Jury
+from evalspec.results.stream import fed
 
 
 def fleiss_kappa(table: Sequence[Sequence[int]], times: Sequence[int] | None = None) -> float | None:
@@ -41,15 +42,24 @@ def jury_summary(records: Iterable[Mapping[str, Any]]) -> list[Jury]:
     """`summary.juries`: per suite and judged rule decided by a jury, the members, the conversations every
     member answered (`n`), Fleiss' kappa over them, and each member's disagreement rate with the jury's
     verdict (over the conversations that member answered and the jury decided)."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in records:
+    return fed(records, Juries()).result()
+
+
+class Juries:
+    """`jury_summary` as the records pass by (a `stream.Fold`): per suite and jury-decided rule, the
+    answers' table and each member's disagreements."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(self, r: Mapping[str, Any]) -> None:
         for a in r.get("assertions") or []:
             jury = a.get("jury")
             if not jury:
                 continue
             key = (str(r.get("suite")), rule_name(a))
-            line = found.setdefault(key, {"suite": key[0], "rule": key[1], "members": [m["judge"] for m in jury],
-                                          "rows": Counter(), "against": {}})
+            line = self.found.setdefault(key, {"suite": key[0], "rule": key[1], "members": [m["judge"] for m in jury],
+                                               "rows": Counter(), "against": {}})
             answered = [m for m in jury if "error" not in m]
             if len(answered) == len(jury):  # the same answers, in any order, are the same row of the table
                 line["rows"][tuple(sorted(_answer(m) for m in answered))] += 1
@@ -59,12 +69,14 @@ def jury_summary(records: Iterable[Mapping[str, Any]]) -> list[Jury]:
                 seen = line["against"].setdefault(m["judge"], [0, 0])
                 seen[0] += 1
                 seen[1] += bool(m.get("pass")) != bool(a["pass"])
-    out: list[Jury] = []
-    for line in found.values():
-        categories = sorted({c for row in line["rows"] for c in row})
-        table = [[row.count(c) for c in categories] for row in line["rows"]]
-        kappa = fleiss_kappa(table, list(line["rows"].values()))
-        out.append({"suite": line["suite"], "rule": line["rule"], "members": line["members"],
-                    "n": sum(line["rows"].values()), "kappa": None if kappa is None else round(kappa, 4),
-                    "disagreement": {judge: round(d / n, 4) for judge, (n, d) in line["against"].items() if n}})
-    return out
+
+    def result(self) -> list[Jury]:
+        out: list[Jury] = []
+        for line in self.found.values():
+            categories = sorted({c for row in line["rows"] for c in row})
+            table = [[row.count(c) for c in categories] for row in line["rows"]]
+            kappa = fleiss_kappa(table, list(line["rows"].values()))
+            out.append({"suite": line["suite"], "rule": line["rule"], "members": line["members"],
+                        "n": sum(line["rows"].values()), "kappa": None if kappa is None else round(kappa, 4),
+                        "disagreement": {judge: round(d / n, 4) for judge, (n, d) in line["against"].items() if n}})
+        return out

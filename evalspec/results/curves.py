@@ -9,10 +9,11 @@ minimum covering it, 0.8 without an SLA). Curve tests sharing a `chart` are draw
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any, TypedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypedDict, cast
 
 from evalspec.results.rundata import Curve, CurvePoint, CurveSla, Record, SlaSpec, SlaStatus, Term
+from evalspec.results.stream import fed
 from evalspec.results.verdict import mean_std
 
 STABLE_DEFAULT = 0.8
@@ -112,49 +113,61 @@ def failure_point(points: list[CurvePoint], by_value: dict[str, list[Record]], s
     return None
 
 
-def curves(records: Sequence[Record]) -> list[Curve]:
+def curves(records: Iterable[Mapping[str, Any]]) -> list[Curve]:
     """Per curve test and provider: points (score, tokens, cost), half-life, failure point, stable range, SLAs."""
-    groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
-    for r in records:
+    return fed(records, CurveSamples()).result()
+
+
+class CurveSamples:
+    """`curves` as the records pass by (a `stream.Fold`): the records of curve tests, per test and provider."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
+
+    def add(self, r: Mapping[str, Any]) -> None:
         if r.get("curve"):
-            groups[(r["suite"], r["test"], r["provider"])].append(r)
-    out: list[Curve] = []
-    for (suite, test, provider), recs in groups.items():
-        var = str(recs[0]["curve"])
-        by_value: dict[str, list[Record]] = {}
-        raw_values: dict[str, object] = {}  # each point's value as the matrix gave it
-        for r in recs:
-            v = r["matrix"].get(var)
-            by_value.setdefault(str(v), []).append(r)
-            raw_values[str(v)] = v
-        points: list[CurvePoint] = []
-        for key, samples in by_value.items():
-            scored = [v for s in samples if s["status"] != "error" and (v := s.get("score")) is not None]
-            mean, std = mean_std(scored)
-            passed = sum(1 for s in samples if s["status"] in ("passed", "xpassed"))
-            points.append({"value": raw_values[key], "mean": mean, "std": std, "n": len(samples),
-                           "passed": passed, "errors": sum(1 for s in samples if s["status"] == "error"),
-                           **point_usage(samples)})
-        half_life = next((p["value"] for p in points if p["mean"] is not None and p["mean"] < 0.5), None)
-        failure = failure_point(points, by_value, recs[0].get("sla") or [])
-        slas: list[CurveSla] = []
-        for sla in recs[0].get("sla") or []:
-            covered = covered_points(points, sla["at"])
-            missed = [p["value"] for p in covered if p["mean"] is not None and p["mean"] < sla["min_score"]]
-            # no data when a point it covers has no scored sample (all errored), or it covers none (docs/en/rule-self-tests.md#verdicts-that-hold)
-            unscored = [p["value"] for p in points if p["mean"] is None
-                        and (x := as_number(p["value"])) is not None and x <= sla["at"]]
-            slas.append({"at": sla["at"], "min_score": sla["min_score"],
-                         "passed": bool(covered) and not missed and not unscored,
-                         "missed_at": missed, "no_data": not covered or bool(unscored), "unscored_at": unscored})
-        stable = stable_until(points, recs[0].get("sla") or [])
-        term = recs[0].get("curve_summary")
-        out.append({"suite": suite, "test": test, "name": recs[0]["name"], "provider": provider, "variable": var,
-                    "chart": recs[0].get("chart"), "describe": [term] if term else list(DEFAULT_TERMS),
-                    "points": points, "half_life": half_life, "failure_point": failure, "stable_until": stable,
-                    "stable_range": [points[0]["value"], stable] if stable is not None and points else None,
-                    "sla": slas})
-    return out
+            self.groups[(r["suite"], r["test"], r["provider"])].append(cast(Record, r))
+
+    def result(self) -> list[Curve]:
+        return [_curve(suite, test, provider, recs) for (suite, test, provider), recs in self.groups.items()]
+
+
+def _curve(suite: str, test: str, provider: str, recs: list[Record]) -> Curve:
+    """One curve: its points, terms and SLA entries, from the records of its test × provider."""
+    var = str(recs[0]["curve"])
+    by_value: dict[str, list[Record]] = {}
+    raw_values: dict[str, object] = {}  # each point's value as the matrix gave it
+    for r in recs:
+        v = r["matrix"].get(var)
+        by_value.setdefault(str(v), []).append(r)
+        raw_values[str(v)] = v
+    points: list[CurvePoint] = []
+    for key, samples in by_value.items():
+        scored = [v for s in samples if s["status"] != "error" and (v := s.get("score")) is not None]
+        mean, std = mean_std(scored)
+        passed = sum(1 for s in samples if s["status"] in ("passed", "xpassed"))
+        points.append({"value": raw_values[key], "mean": mean, "std": std, "n": len(samples),
+                       "passed": passed, "errors": sum(1 for s in samples if s["status"] == "error"),
+                       **point_usage(samples)})
+    half_life = next((p["value"] for p in points if p["mean"] is not None and p["mean"] < 0.5), None)
+    failure = failure_point(points, by_value, recs[0].get("sla") or [])
+    slas: list[CurveSla] = []
+    for sla in recs[0].get("sla") or []:
+        covered = covered_points(points, sla["at"])
+        missed = [p["value"] for p in covered if p["mean"] is not None and p["mean"] < sla["min_score"]]
+        # no data when a point it covers has no scored sample (all errored), or it covers none (docs/en/rule-self-tests.md#verdicts-that-hold)
+        unscored = [p["value"] for p in points if p["mean"] is None
+                    and (x := as_number(p["value"])) is not None and x <= sla["at"]]
+        slas.append({"at": sla["at"], "min_score": sla["min_score"],
+                     "passed": bool(covered) and not missed and not unscored,
+                     "missed_at": missed, "no_data": not covered or bool(unscored), "unscored_at": unscored})
+    stable = stable_until(points, recs[0].get("sla") or [])
+    term = recs[0].get("curve_summary")
+    return {"suite": suite, "test": test, "name": recs[0]["name"], "provider": provider, "variable": var,
+            "chart": recs[0].get("chart"), "describe": [term] if term else list(DEFAULT_TERMS),
+            "points": points, "half_life": half_life, "failure_point": failure, "stable_until": stable,
+            "stable_range": [points[0]["value"], stable] if stable is not None and points else None,
+            "sla": slas}
 
 
 def charts(curve_list: list[Curve]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 from evalspec.results.findings import rule_text
 from evalspec.results.rundata import RedLine, SuiteSummary
 from evalspec.results.stats import clopper_pearson_upper, pass_k_curves, wilson
+from evalspec.results.stream import fed
 from evalspec.results.verdict import Tally, Verdict, VerdictTally, reaches_gate, tallied
 
 DIGITS = 6
@@ -89,26 +90,39 @@ def red_lines(records: Iterable[Mapping[str, Any]], include_drafts: bool = False
     """`summary.red_lines`: per critical rule and suite, the conversations it was decided on (played,
     simulated, attacked and recorded alike; drafts only when they gate), the breaches among them, the
     breach rate and its one-sided 95 % Clopper–Pearson upper bound; `max_rate` where the rule has one."""
-    found: dict[tuple[str, str], list[int]] = {}  # (suite, rule) -> [decided on, breaches]
-    bounds: dict[tuple[str, str], _Bound] = {}
-    for r in records:
-        if not reaches_gate(r, include_drafts):
-            continue
+    return fed(records, RedLines(include_drafts)).result()
+
+
+class RedLines:
+    """`red_lines` as the records pass by (a `stream.Fold`): per suite and critical rule, the conversations
+    it was decided on and the breaches among them."""
+
+    def __init__(self, include_drafts: bool = False) -> None:
+        self.include_drafts = include_drafts
+        self.found: dict[tuple[str, str], list[int]] = {}  # (suite, rule) -> [decided on, breaches]
+        self.bounds: dict[tuple[str, str], _Bound] = {}
+
+    def add(self, r: Mapping[str, Any]) -> None:
+        if not reaches_gate(r, self.include_drafts):
+            return
         for a in r.get("assertions") or []:
             if a.get("severity") != "critical" or a.get("skipped") or a.get("pass") is None:
                 continue
             key = (str(r["suite"]), rule_name(a))
-            line = found.setdefault(key, [0, 0])
+            line = self.found.setdefault(key, [0, 0])
             line[0] += 1
             line[1] += a["pass"] is False
             if a.get("max_rate") is not None:
-                bounds[key] = {"max_rate": float(a["max_rate"])}
-    out: list[RedLine] = []
-    for (suite, rule), (n, breaches) in found.items():
-        upper = clopper_pearson_upper(breaches, n)
-        out.append({"rule": rule, "suite": suite, "n": n, "breaches": breaches, **bounds.get((suite, rule), {}),
-                    "rate": round(breaches / n, DIGITS), "upper": None if upper is None else round(upper, DIGITS)})
-    return out
+                self.bounds[key] = {"max_rate": float(a["max_rate"])}
+
+    def result(self) -> list[RedLine]:
+        out: list[RedLine] = []
+        for (suite, rule), (n, breaches) in self.found.items():
+            upper = clopper_pearson_upper(breaches, n)
+            out.append({"rule": rule, "suite": suite, "n": n, "breaches": breaches,
+                        **self.bounds.get((suite, rule), {}), "rate": round(breaches / n, DIGITS),
+                        "upper": None if upper is None else round(upper, DIGITS)})
+        return out
 
 
 class _Bound(TypedDict, total=False):

@@ -13,6 +13,7 @@ from evalspec.results.compare import suite_key
 from evalspec.results.errorbars import interval, rule_name
 from evalspec.results.rundata import Pairwise
 from evalspec.results.stats import sign_test
+from evalspec.results.stream import fed
 
 SideKey = tuple[str, str, str]  # suite (as the working directory sees it), instance id with #k, provider
 OUTCOMES = ("win", "tie", "inconsistent", "loss")
@@ -30,17 +31,27 @@ def baseline_sides(run: Mapping[str, Any] | None) -> dict[SideKey, Mapping[str, 
 
 def pairwise_summary(records: Iterable[Mapping[str, Any]]) -> list[Pairwise]:
     """`summary.pairwise`: one line per suite and pairwise rule that reached a verdict somewhere."""
-    lines: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in records:
+    return fed(records, PairwiseCounts()).result()
+
+
+class PairwiseCounts:
+    """`pairwise_summary` as the records pass by (a `stream.Fold`): the outcomes per suite and pairwise rule."""
+
+    def __init__(self) -> None:
+        self.lines: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(self, r: Mapping[str, Any]) -> None:
         for a in r.get("assertions") or []:
             found = (a.get("details") or {}).get("pairwise") if a.get("type") == "pairwise" else None
             if not isinstance(found, dict) or found.get("outcome") not in OUTCOMES:
                 continue
-            line = lines.setdefault((str(r["suite"]), rule_name(a)), {
+            line = self.lines.setdefault((str(r["suite"]), rule_name(a)), {
                 "suite": str(r["suite"]), "rule": rule_name(a), "against": str(found.get("against") or ""),
                 **dict.fromkeys(OUTCOMES, 0)})
             line[found["outcome"]] += 1
-    return [_finish(line) for line in lines.values()]
+
+    def result(self) -> list[Pairwise]:
+        return [_finish(line) for line in self.lines.values()]
 
 
 def _finish(line: dict[str, Any]) -> Pairwise:

@@ -13,13 +13,32 @@ import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast, overload
+from typing import IO, Any, Protocol, TypeVar, cast, overload
 
 from evalspec.results.journal import decode, encode
 from evalspec.results.rundata import Record
 
 #: a record: a `Record`, or a dict from code that does not type it yet
 R = TypeVar("R", bound=Mapping[str, Any])
+
+
+class Fold(Protocol):
+    """One aggregate of a run's records made as they pass by once: `add` each record, in order, then ask
+    the fold for its figure. `aggregate.finalize` feeds every aggregate from one pass over the light
+    records (each pass over a large run's decodes every row, docs/en/scale-and-ray.md#memory); what a
+    fold holds grows with the tests, never with the records."""
+
+    def add(self, record: Mapping[str, Any]) -> None: ...
+
+
+F = TypeVar("F", bound=Fold)
+
+
+def fed(records: Iterable[Mapping[str, Any]], fold: F) -> F:
+    """`fold` with every record of `records` added: one aggregate alone, from its own pass."""
+    for r in records:
+        fold.add(r)
+    return fold
 
 HEAVY = frozenset({"transcript", "assertions", "description", "error", "teardown", "key", "test_id", "tags",
                    "threshold", "duration_ms", "stop_reason", "measured"})
