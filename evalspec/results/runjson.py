@@ -357,6 +357,11 @@ def _schema_problem(validator: Any, data: Any, at: tuple[str | int, ...]) -> str
     return f"{where}: {message}"
 
 
+def _text(value: object) -> bytes:
+    """A top-level key or value of run.json as the standard encoder writes it (UTF-8, not escaped)."""
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """One top-level key per line and one list item (a record, a verdict) per line, each as the
     journal encodes it: readable with grep and a diff, and fast (`indent=2` goes through the
@@ -364,19 +369,18 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write("{")
+        with tmp.open("wb") as fh:  # bytes: the records' lines are copied as the journal holds them
+            fh.write(b"{")
             for i, (key, value) in enumerate(data.items()):
-                fh.write(("," if i else "") + "\n" + json.dumps(key, ensure_ascii=False) + ": ")
+                fh.write((b"," if i else b"") + b"\n" + _text(key) + b": ")
                 if isinstance(value, (list, JournalRecords, DiskRows)) and value:
-                    items = value.lines() if isinstance(value, (JournalRecords, DiskRows)) else \
-                        (encode(item).decode("utf-8") for item in value)
+                    items = value.lines() if isinstance(value, (JournalRecords, DiskRows)) else map(encode, value)
                     for j, text in enumerate(items):  # item by item: never the whole file as one string
-                        fh.write(("[\n" if j == 0 else ",\n") + text)
-                    fh.write("\n]")
+                        fh.write((b"[\n" if j == 0 else b",\n") + text)
+                    fh.write(b"\n]")
                 else:
-                    fh.write(json.dumps(value, ensure_ascii=False))
-            fh.write("\n}\n")
+                    fh.write(_text(value))
+            fh.write(b"\n}\n")
         tmp.replace(path)
     except OSError as exc:  # a full disk: the error names run.json (a failed write names no file), the part goes
         with contextlib.suppress(OSError):

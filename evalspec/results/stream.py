@@ -9,6 +9,7 @@ a record after the run (a carried-over triage, a suggested attribution) goes thr
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -180,8 +181,14 @@ class DiskRows(Sequence[dict[str, Any]]):
         return self._row(index, fh.readline())
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        for index, line in enumerate(self._lines()):
+            yield self._row(index, line)
+
+    def _lines(self) -> Iterator[bytes]:
+        """Each row's JSON line as stored (no newline), read block by block, seeking each time: a read
+        between two rows is harmless."""
         position, index, count = 0, 0, len(self)
-        while index < count:  # block by block, seeking each time: a read between two rows is harmless
+        while index < count:
             fh = self._file.reading(position)
             block = fh.read(self.BLOCK)
             if b"\n" not in block:  # a row longer than a block
@@ -192,7 +199,7 @@ class DiskRows(Sequence[dict[str, Any]]):
             for line in lines:
                 if index >= count:
                     return
-                yield self._row(index, line)
+                yield line
                 index += 1
 
     def _row(self, index: int, line: bytes) -> dict[str, Any]:
@@ -200,10 +207,11 @@ class DiskRows(Sequence[dict[str, Any]]):
         changed = self.changes.get(index)
         return row if changed is None else {**row, **changed}
 
-    def lines(self) -> Iterator[str]:
-        """Each row as JSON text, for run.json (`runjson.write_json`)."""
-        for row in self:
-            yield encode(row).decode("utf-8")
+    def lines(self) -> Iterator[bytes]:
+        """Each row as JSON text (UTF-8), for run.json (`runjson.write_json`): the line as stored
+        (`encode(row)`), a changed row encoded again."""
+        for index, line in enumerate(self._lines()):
+            yield line if index not in self.changes else encode(self._row(index, line))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
@@ -259,16 +267,12 @@ class JournalRecords(Sequence[Record]):
         changed = self.changes.get(index)
         return record if changed is None else cast(Record, {**record, **changed})
 
-    def lines(self) -> Iterator[str]:
-        """Each record as the JSON text the journal holds (`journal.encode(record)`): run.json copies
-        these instead of decoding and encoding every record again."""
+    def lines(self) -> Iterator[bytes]:
+        """Each record as the JSON text (UTF-8) the journal holds (`journal.encode(record)`): run.json
+        copies these instead of decoding and encoding every record again."""
         with self.path.open("rb") as fh:
             for index, offset in enumerate(self.offsets):
-                if index in self.changes:
-                    yield encode(self._read(fh, index)).decode("utf-8")
-                    continue
-                fh.seek(offset)
-                yield _line(fh).decode("utf-8")
+                yield encode(self._read(fh, index)) if index in self.changes else _line_at(fh, offset)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
@@ -350,16 +354,33 @@ def update_record(records: Sequence[R], index: int, fields: Mapping[str, Any]) -
             record.update(fields)
 
 
-def _read_at(fh: Any, offset: int) -> Record:
-    fh.seek(offset)
-    record: Record = decode(_line(fh))
+def _read_at(fh: IO[bytes], offset: int) -> Record:
+    record: Record = decode(_line_at(fh, offset))
     return record
 
 
-def _line(fh: Any) -> bytes:
-    """The record at the file's position: a journal line, or a run.json results line (its comma dropped)."""
-    line: bytes = fh.readline().rstrip(b"\r\n")
-    return line.removesuffix(b",")
+LINE_GUESS = 8192  # bytes read at once for a line (a record of a three-turn conversation is ~2.5 KB)
+
+
+def _line_at(fh: IO[bytes], offset: int) -> bytes:
+    """The record at byte `offset`: a journal line, or a run.json results line (its comma dropped). Read
+    with `os.pread` where there is one: records in plan order jump back and forth in a journal written in
+    finish order, and each seek of a buffered file throws its buffer away."""
+    if not _PREAD:
+        fh.seek(offset)
+        return fh.readline().rstrip(b"\r\n").removesuffix(b",")
+    fd = fh.fileno()
+    chunk, searched = os.pread(fd, LINE_GUESS, offset), 0
+    while (end := chunk.find(b"\n", searched)) < 0:
+        more = os.pread(fd, max(len(chunk), LINE_GUESS), offset + len(chunk))
+        if not more:
+            end = len(chunk)
+            break
+        searched, chunk = len(chunk), chunk + more
+    return chunk[:end].rstrip(b"\r").removesuffix(b",")
+
+
+_PREAD = hasattr(os, "pread")
 
 
 def to_plain(value: Any) -> Any:

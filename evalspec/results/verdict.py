@@ -33,26 +33,37 @@ def record_category(record: Record | Mapping[str, Any], gated_drafts: bool = Fal
 
 
 def _field(x: Any, name: str) -> Any:
+    if isinstance(x, dict):  # a record, a verdict as run.json has it (the common cases first: a Mapping
+        return x.get(name)  # check is an ABC's, slow over a million verdicts)
+    if isinstance(x, Verdict):
+        return getattr(x, name)
     return x.get(name) if isinstance(x, Mapping) else getattr(x, name, None)
 
 
 def reaches_gate(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
     """Whether a verdict's (or a record's) errors and critical failures gate: all but drafts, unless
     drafts gate (`--include-drafts`); curve points and xfail tests included (docs/en/rule-self-tests.md#verdicts-that-hold)."""
-    return include_drafts or not _field(x, "draft")
+    return gate_reach(x, include_drafts)[0]
 
 
 def is_gated(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
     """Whether a verdict's (or a record's, or a diff side's) pass or fail counts in the pass rate and the
     regressions gate: not a draft (unless drafts gate), an xfail test, a measured curve point or skipped."""
-    return gated_kind(x, include_drafts) and _field(x, "status") != "skipped"
+    return gate_reach(x, include_drafts)[2]
 
 
 def gated_kind(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
     """Whether a verdict is of the kind the pass rate counts, whatever its status: a skipped one of this kind
     is a gated verdict that was not reached (a run of only those exits 3, docs/en/reports-and-gate.md)."""
-    return (reaches_gate(x, include_drafts) and not _field(x, "xfail")
-            and not (_field(x, "curve") or _field(x, "measured")))
+    return gate_reach(x, include_drafts)[1]
+
+
+def gate_reach(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> tuple[bool, bool, bool]:
+    """(`reaches_gate`, `gated_kind`, `is_gated`) of a verdict or a record, its fields read once: what a
+    tally asks of every verdict (docs/en/scale-and-ray.md#memory)."""
+    reaches = include_drafts or not _field(x, "draft")
+    kind = reaches and not _field(x, "xfail") and not (_field(x, "curve") or _field(x, "measured"))
+    return reaches, kind, kind and _field(x, "status") != "skipped"
 
 
 def tally(vs: Iterable[Verdict], include_drafts: bool = False) -> tuple[int, int]:
@@ -189,20 +200,25 @@ class Tally:
     repeats: Counter[tuple[int, int]] = field(default_factory=Counter)  # (n, c) of gated repeated verdicts
 
     def add(self, v: Verdict, include_drafts: bool = False) -> None:
+        self.counted(v, *gate_reach(v, include_drafts))
+
+    def counted(self, v: Verdict, reaches: bool, kind: bool, gated: bool) -> None:
+        """`add` with `v`'s `gate_reach` already known."""
         self.categories[v.category] += 1
-        if is_gated(v, include_drafts):
-            self.passed += v.status == "passed"
-            self.failed += v.status == "failed"
-            if v.status in ("passed", "failed") and (r := v.repeats()) is not None:
+        status = v.status
+        if gated:
+            self.passed += status == "passed"
+            self.failed += status == "failed"
+            if status in ("passed", "failed") and (r := v.repeats()) is not None:
                 self.repeats[r] += 1
-        if reaches_gate(v, include_drafts):
-            self.errors += v.status == "error"
-            if v.status == "failed" and v.critical_failed:  # wherever it happens: curve points, xfail tests
+        if reaches:
+            self.errors += status == "error"
+            if status == "failed" and v.critical_failed:  # wherever it happens: curve points, xfail tests
                 if len(self.critical) < CRITICAL_MOST:
                     self.critical.append(v.test_id + " @ " + v.provider)
                 else:
                     self.critical_more += 1
-        self.skipped += v.status == "skipped" and gated_kind(v, include_drafts)
+        self.skipped += status == "skipped" and kind
 
     def critical_text(self) -> str:
         """The critical failures named, at most CRITICAL_MOST of them: the reason text stays bounded."""
@@ -225,10 +241,13 @@ class VerdictTally:
 
     def add(self, v: Verdict) -> None:
         self.count += 1
-        self.run.add(v, self.include_drafts)
-        self.suites.setdefault(v.suite, Tally()).add(v, self.include_drafts)
+        reach = gate_reach(v, self.include_drafts)
+        self.run.counted(v, *reach)
+        if (suite := self.suites.get(v.suite)) is None:
+            suite = self.suites[v.suite] = Tally()
+        suite.counted(v, *reach)
         if v.simulator:
-            self.simulators.setdefault(v.simulator, Tally()).add(v, self.include_drafts)
+            self.simulators.setdefault(v.simulator, Tally()).counted(v, *reach)
 
     def suite(self, path: str) -> Tally:
         return self.suites.get(path) or Tally()
