@@ -76,15 +76,16 @@ class Verdicts:
             self.groups[(r["suite"], r["base_id"], r["provider"])].append((i, r))
             return []
         out: list[Verdict] = []
-        if self.window and (r["suite"] != self.window[0][1]["suite"] or r["base_id"] != self.window[0][1]["base_id"]):
-            for v, first in _window(self.window, self.include_drafts):
+        window = self.window
+        if window and (r["base_id"] != window[0][1]["base_id"] or r["suite"] != window[0][1]["suite"]):
+            for v, first in _window(window, self.include_drafts):
                 out += self.reducer.add(v, first)
-            self.window = []
-        if not self.window:
+            window = self.window = []
+        if not window:
             if (mine := (str(r["suite"]), reduction.verdict_key(r))) != self.test:  # a new test: reduced groups close
                 out += self.reducer.close()
             self.test = mine
-        self.window.append((i, r))
+        window.append((i, r))
         return out
 
     def close(self) -> list[Verdict]:
@@ -104,6 +105,10 @@ class Verdicts:
 
 def _window(window: list[tuple[int, Record]], include_drafts: bool) -> Iterator[tuple[Verdict, Record]]:
     """The verdicts of one instance's records (each provider's, in the order first seen), each with its first record."""
+    if len(window) == 1:  # one provider, played once: most instances of a large run
+        i, r = window[0]
+        yield _verdict([r], [i], r["provider"], include_drafts), r
+        return
     by_provider: dict[str, list[tuple[int, Record]]] = {}
     for i, r in window:
         by_provider.setdefault(r["provider"], []).append((i, r))
@@ -190,13 +195,15 @@ class MetricBoard:
 
     def add(self, record: Mapping[str, Any]) -> None:
         r = cast(Record, record)
-        if self.streamed and (mine := (str(r["suite"]), reduction.verdict_key(r))) != self.test:
+        # a test's held repeats are decided at the first record of another test (held: the last test's)
+        if self.streamed and self.repeats and (str(r["suite"]), reduction.verdict_key(r)) != self.test:
             _decided(self.repeats, self.board)
-            self.test = mine
-        by_metric: dict[str, list[dict[str, Any]]] = defaultdict(list)  # a record's checks by metric
+        by_metric: dict[str, list[dict[str, Any]]] = {}  # a record's checks by metric
         for a in r.get("assertions", []):
             if a.get("metric") and not a.get("skipped"):  # a skipped check examined nothing
-                by_metric[str(a["metric"])].append(a)
+                by_metric.setdefault(str(a["metric"]), []).append(a)
+        if by_metric and self.streamed:
+            self.test = (str(r["suite"]), reduction.verdict_key(r))
         for metric, checks in by_metric.items():
             key = (r["suite"], r["provider"], metric)
             line = self.board.setdefault(key, _Board())
@@ -267,7 +274,8 @@ class RecordSums:
         self.by_status[r["status"]] += 1
         sums = self.sums
         for key in SUMMED:
-            sums[key] += r.get(key) or 0
+            if value := r.get(key):  # a light record leaves out what is empty
+                sums[key] += value
         self.judge.add(r)
         self.limited.add(r)
         self.metrics.add(r)
@@ -307,9 +315,12 @@ class JudgeSpend:
             float(base.get("judge_cost") or 0.0)
 
     def add(self, p: Mapping[str, Any]) -> None:
-        self.calls += int(p.get("judge_calls") or 0)
-        self.tokens += int(p.get("judge_tokens") or 0)
-        self.cost += float(p.get("judge_cost") or 0.0)
+        if calls := p.get("judge_calls"):
+            self.calls += int(calls)
+        if tokens := p.get("judge_tokens"):
+            self.tokens += int(tokens)
+        if cost := p.get("judge_cost"):
+            self.cost += float(cost)
 
     def result(self) -> JudgeTotals:
         return {"judge_calls": self.calls, "judge_tokens": self.tokens, "judge_cost": round(self.cost, 6)}

@@ -14,6 +14,8 @@ from evalspec.results.stream import fed
 from evalspec.results.verdict import Tally, Verdict, VerdictTally, reaches_gate, tallied
 
 DIGITS = 6
+NAMES_MOST = 10_000  # rule names `RedLines` keeps made
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # a rule's fields that key the names it keeps
 
 
 def interval(successes: int, n: int) -> list[float] | None:
@@ -101,6 +103,7 @@ class RedLines:
         self.include_drafts = include_drafts
         self.found: dict[tuple[str, str], list[int]] = {}  # (suite, rule) -> [decided on, breaches]
         self.bounds: dict[tuple[str, str], _Bound] = {}
+        self.names: dict[tuple[object, ...], str] = {}  # `rule_name` of a rule seen before
 
     def add(self, r: Mapping[str, Any]) -> None:
         if not reaches_gate(r, self.include_drafts):
@@ -108,12 +111,24 @@ class RedLines:
         for a in r.get("assertions") or []:
             if a.get("severity") != "critical" or a.get("skipped") or a.get("pass") is None:
                 continue
-            key = (str(r["suite"]), rule_name(a))
+            key = (str(r["suite"]), self._name(a))
             line = self.found.setdefault(key, [0, 0])
             line[0] += 1
             line[1] += a["pass"] is False
             if a.get("max_rate") is not None:
                 self.bounds[key] = {"max_rate": float(a["max_rate"])}
+
+    def _name(self, a: Mapping[str, Any]) -> str:
+        """`rule_name(a)`, made once per rule (a million conversations break or keep the same few)."""
+        value, turn, kind = a.get("value"), a.get("turn"), a.get("type")
+        if type(value) not in _PLAIN or type(turn) not in _PLAIN or type(kind) not in _PLAIN:
+            return rule_name(a)
+        key = (turn, kind, type(value), value)  # True is 1, but not the same rule
+        if (name := self.names.get(key)) is None:
+            name = rule_name(a)
+            if len(self.names) < NAMES_MOST:
+                self.names[key] = name
+        return name
 
     def result(self) -> list[RedLine]:
         out: list[RedLine] = []

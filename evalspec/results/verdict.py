@@ -43,27 +43,27 @@ def _field(x: Any, name: str) -> Any:
 def reaches_gate(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
     """Whether a verdict's (or a record's) errors and critical failures gate: all but drafts, unless
     drafts gate (`--include-drafts`); curve points and xfail tests included (docs/en/rule-self-tests.md#verdicts-that-hold)."""
-    return gate_reach(x, include_drafts)[0]
+    return include_drafts or not _field(x, "draft")
 
 
 def is_gated(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
     """Whether a verdict's (or a record's, or a diff side's) pass or fail counts in the pass rate and the
     regressions gate: not a draft (unless drafts gate), an xfail test, a measured curve point or skipped."""
-    return gate_reach(x, include_drafts)[2]
+    return gated_kind(x, include_drafts) and _field(x, "status") != "skipped"
 
 
 def gated_kind(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> bool:
     """Whether a verdict is of the kind the pass rate counts, whatever its status: a skipped one of this kind
     is a gated verdict that was not reached (a run of only those exits 3, docs/en/reports-and-gate.md)."""
-    return gate_reach(x, include_drafts)[1]
+    return (reaches_gate(x, include_drafts) and not _field(x, "xfail")
+            and not (_field(x, "curve") or _field(x, "measured")))
 
 
 def gate_reach(x: Verdict | Mapping[str, Any], include_drafts: bool = False) -> tuple[bool, bool, bool]:
-    """(`reaches_gate`, `gated_kind`, `is_gated`) of a verdict or a record, its fields read once: what a
+    """(`reaches_gate`, `gated_kind`, `is_gated`) of a verdict or a record, each field read once: what a
     tally asks of every verdict (docs/en/scale-and-ray.md#memory)."""
-    reaches = include_drafts or not _field(x, "draft")
-    kind = reaches and not _field(x, "xfail") and not (_field(x, "curve") or _field(x, "measured"))
-    return reaches, kind, kind and _field(x, "status") != "skipped"
+    kind = gated_kind(x, include_drafts)
+    return kind or reaches_gate(x, include_drafts), kind, kind and _field(x, "status") != "skipped"
 
 
 def tally(vs: Iterable[Verdict], include_drafts: bool = False) -> tuple[int, int]:
@@ -335,6 +335,8 @@ class Reducer:
 
     def close(self) -> list[Verdict]:
         """Every held verdict, each group reduced in its place; the groups start afresh."""
+        if not self.pending:  # nothing held: every instance of a test without `reduce:` closes one
+            return []
         out = [x if isinstance(x, Verdict) else _reduced(self.groups[x][1], self.groups[x][0], self.gated_drafts)
                for x in self.pending]
         self.groups, self.pending = {}, []
