@@ -33,10 +33,12 @@ def record_category(record: Record | Mapping[str, Any], gated_drafts: bool = Fal
 
 
 def _field(x: Any, name: str) -> Any:
-    if isinstance(x, dict):  # a record, a verdict as run.json has it (the common cases first: a Mapping
-        return x.get(name)  # check is an ABC's, slow over a million verdicts)
+    # a record or a run.json verdict (a dict), a `Verdict`: asked first, as the Mapping check is an ABC's
+    # (slow over a million verdicts)
+    if isinstance(x, dict):
+        return x.get(name)
     if isinstance(x, Verdict):
-        return getattr(x, name)
+        return getattr(x, name, None)
     return x.get(name) if isinstance(x, Mapping) else getattr(x, name, None)
 
 
