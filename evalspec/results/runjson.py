@@ -109,8 +109,8 @@ def _inputs_problem(records: list[Any], suites: list[Any]) -> str | None:
     """What is wrong with the records and suites `migrate` works from (the shape check says it again)."""
     schema = _shape_schema()
     defs, props = schema["$defs"], schema["properties"]
-    return _shape(records, props["results"], defs, ("results",), _SHAPE_DEPTH - 1) or \
-        _shape(suites, props["suites"], defs, ("suites",), _SHAPE_DEPTH - 1)
+    return _shape_problem(records, props["results"], defs, ("results",), _SHAPE_DEPTH - 1) or \
+        _shape_problem(suites, props["suites"], defs, ("suites",), _SHAPE_DEPTH - 1)
 
 
 def _before_vocabulary(data: Mapping[str, Any]) -> bool:
@@ -147,7 +147,7 @@ class _Rows:
         if ("base_id" if key == "results" else "category") not in item:  # an earlier shape: `migrate` it, whole
             return ""
         if not (check and item_valid(key, item)):  # a valid item is of today's shape: no shape check needed
-            if _shape(item, self.items[key], self.defs, (key, index), _SHAPE_DEPTH - 2) is not None:
+            if not _shaped(item, self.items[key], self.defs, _SHAPE_DEPTH - 2):
                 return ""  # an earlier shape: `migrate` it, whole
             if check and (problem := item_schema_problem(key, item, index)) is not None:
                 return problem
@@ -214,7 +214,7 @@ def run_shape_problem(data: Any) -> str | None:
     if (problem := _top_problem(data)) is not None:
         return problem
     schema = _shape_schema()
-    return _shape(data, schema, schema["$defs"], (), _SHAPE_DEPTH)
+    return _shape_problem(data, schema, schema["$defs"], (), _SHAPE_DEPTH)
 
 
 def _top_problem(data: Any) -> str | None:
@@ -271,6 +271,75 @@ def _shape(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], at: t
             if problem := _shape(item, schema["items"], defs, (*at, i), depth - 1):
                 return problem
     return None
+
+
+def _shape_problem(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], at: tuple[str | int, ...],
+                   depth: int) -> str | None:
+    """`_shape`'s answer, asked of its compiled form first (`_shaped`): a well-shaped value, the common
+    case, is not walked through the schema again (a report of a large run checks every record)."""
+    return None if _shaped(value, schema, defs, depth) else _shape(value, schema, defs, at, depth)
+
+
+_Check = Callable[[Any], bool]
+_CHECKS: dict[tuple[int, int], tuple[Mapping[str, Any], _Check]] = {}  # (id(schema), depth) -> schema (kept
+# alive, so its id is not reused), its check
+
+
+def _shaped(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> bool:
+    """Whether `_shape(value, schema, defs, at, depth)` finds nothing, by a check compiled once per schema
+    node and depth (closures: no schema lookups, no paths built)."""
+    return _shape_check(schema, defs, depth)(value)
+
+
+def _shape_check(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> _Check:
+    if (found := _CHECKS.get((id(schema), depth))) is not None:
+        return found[1]
+    node = schema
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        node = defs[ref.rsplit("/", 1)[-1]]
+    check = _any_of(node, defs) if "anyOf" in node else _node(node, defs, depth)
+    _CHECKS[(id(schema), depth)] = (schema, check)
+    return check
+
+
+def _any_of(node: Mapping[str, Any], defs: Mapping[str, Any]) -> _Check:
+    forms = [_shape_check(s, defs, 0) for s in node["anyOf"]]
+    return lambda value: any(form(value) for form in forms)
+
+
+def _node(node: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> _Check:
+    has_enum, enum = "enum" in node, node.get("enum") or ()
+    kind = node.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+    types = tuple(_TYPES.get(k, object) for k in kinds)
+    bools = any(_is(True, k) for k in kinds)  # `_is`: a boolean is no integer nor number
+    inside = depth > 0
+    required = tuple(node.get("required", ())) if inside else ()
+    props = [(key, _shape_check(sub, defs, depth - 1)) for key, sub in node.get("properties", {}).items()] \
+        if inside else []
+    items = _shape_check(node["items"], defs, depth - 1) if inside and isinstance(node.get("items"), dict) else None
+
+    def check(value: Any) -> bool:
+        if has_enum and value not in enum:
+            return False
+        if kinds and not (bools if isinstance(value, bool) else isinstance(value, types)):
+            return False
+        if not inside:
+            return True
+        if isinstance(value, dict):
+            for key in required:
+                if key not in value:
+                    return False
+            for key, sub in props:
+                if key in value and not sub(value[key]):
+                    return False
+        elif isinstance(value, list) and items is not None:
+            for item in value:
+                if not items(item):
+                    return False
+        return True
+    return check
 
 
 def _where(at: tuple[str | int, ...]) -> str:
