@@ -109,8 +109,8 @@ def _inputs_problem(records: list[Any], suites: list[Any]) -> str | None:
     """What is wrong with the records and suites `migrate` works from (the shape check says it again)."""
     schema = _shape_schema()
     defs, props = schema["$defs"], schema["properties"]
-    return _shape_problem(records, props["results"], defs, ("results",), _SHAPE_DEPTH - 1) or \
-        _shape_problem(suites, props["suites"], defs, ("suites",), _SHAPE_DEPTH - 1)
+    return _shape(records, props["results"], defs, ("results",), _SHAPE_DEPTH - 1) or \
+        _shape(suites, props["suites"], defs, ("suites",), _SHAPE_DEPTH - 1)
 
 
 def _before_vocabulary(data: Mapping[str, Any]) -> bool:
@@ -214,7 +214,7 @@ def run_shape_problem(data: Any) -> str | None:
     if (problem := _top_problem(data)) is not None:
         return problem
     schema = _shape_schema()
-    return _shape_problem(data, schema, schema["$defs"], (), _SHAPE_DEPTH)
+    return _shape(data, schema, schema["$defs"], (), _SHAPE_DEPTH)
 
 
 def _top_problem(data: Any) -> str | None:
@@ -243,7 +243,9 @@ def _is(value: Any, name: str) -> bool:
 
 
 def _shape(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], at: tuple[str | int, ...],
-           depth: int) -> str | None:
+           depth: int, compiled: bool = True) -> str | None:
+    """The first way `value` is not shaped as `schema` says, down to `depth`, or None. `compiled`: each
+    item of a list (a record, a verdict) is asked of `_shaped` first and walked only when it fails."""
     ref = schema.get("$ref")
     if isinstance(ref, str):
         schema = defs[ref.rsplit("/", 1)[-1]]
@@ -264,20 +266,16 @@ def _shape(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], at: t
             if key not in value:
                 return f"{_where(at)}: '{key}' is missing"
         for key, sub in schema.get("properties", {}).items():
-            if key in value and (problem := _shape(value[key], sub, defs, (*at, key), depth - 1)):
+            if key in value and (problem := _shape(value[key], sub, defs, (*at, key), depth - 1, compiled)):
                 return problem
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items = schema["items"]
         for i, item in enumerate(value):
-            if problem := _shape(item, schema["items"], defs, (*at, i), depth - 1):
+            if compiled and _shaped(item, items, defs, depth - 1):
+                continue
+            if problem := _shape(item, items, defs, (*at, i), depth - 1, compiled):
                 return problem
     return None
-
-
-def _shape_problem(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], at: tuple[str | int, ...],
-                   depth: int) -> str | None:
-    """`_shape`'s answer, asked of its compiled form first (`_shaped`): a well-shaped value, the common
-    case, is not walked through the schema again (a report of a large run checks every record)."""
-    return None if _shaped(value, schema, defs, depth) else _shape(value, schema, defs, at, depth)
 
 
 _Check = Callable[[Any], bool]
@@ -286,60 +284,98 @@ _CHECKS: dict[tuple[int, int], tuple[Mapping[str, Any], _Check]] = {}  # (id(sch
 
 
 def _shaped(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> bool:
-    """Whether `_shape(value, schema, defs, at, depth)` finds nothing, by a check compiled once per schema
-    node and depth (closures: no schema lookups, no paths built)."""
-    return _shape_check(schema, defs, depth)(value)
+    """Whether `_shape(value, schema, defs, at, depth)` finds nothing, by its walk unrolled once per schema
+    and depth into Python code (`_ShapeCode`: no schema lookups, no paths built, no call per node)."""
+    if (found := _CHECKS.get((id(schema), depth))) is None:
+        found = _CHECKS[(id(schema), depth)] = (schema, _ShapeCode(defs).compiled(schema, depth))
+    return found[1](value)
 
 
-def _shape_check(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> _Check:
-    if (found := _CHECKS.get((id(schema), depth))) is not None:
-        return found[1]
-    node = schema
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        node = defs[ref.rsplit("/", 1)[-1]]
-    check = _any_of(node, defs) if "anyOf" in node else _node(node, defs, depth)
-    _CHECKS[(id(schema), depth)] = (schema, check)
-    return check
+class _ShapeCode:
+    """The source of a function answering as `_shape` does: each schema node's enum and type test, then,
+    while depth is left, its required keys and the properties and items it has, nested as they are; a
+    definition the schema refers to (`$ref`: a message, an assertion) is a function of its own."""
 
+    def __init__(self, defs: Mapping[str, Any]) -> None:
+        self.defs = defs
+        self.lines: list[str] = []
+        self.consts: list[object] = []
+        self.functions: dict[tuple[str, int], str] = {}  # (definition, depth) -> its function's name
+        self.sources: list[str] = []
 
-def _any_of(node: Mapping[str, Any], defs: Mapping[str, Any]) -> _Check:
-    forms = [_shape_check(s, defs, 0) for s in node["anyOf"]]
-    return lambda value: any(form(value) for form in forms)
+    def compiled(self, schema: Mapping[str, Any], depth: int) -> _Check:
+        self.block(schema, "v0", depth, 4)
+        self.sources.append("def check(v0):\n" + "\n".join([*self.lines, "    return True"]))
+        scope: dict[str, Any] = {"K": self.consts}
+        exec(compile("\n\n".join(self.sources), "<run.json shape>", "exec"), scope)  # noqa: S102  (code made from our own schema)
+        check: _Check = scope["check"]
+        return check
 
+    def _const(self, value: object) -> str:
+        self.consts.append(value)
+        return f"K[{len(self.consts) - 1}]"
 
-def _node(node: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> _Check:
-    has_enum, enum = "enum" in node, node.get("enum") or ()
-    kind = node.get("type")
-    kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
-    types = tuple(_TYPES.get(k, object) for k in kinds)
-    bools = any(_is(True, k) for k in kinds)  # `_is`: a boolean is no integer nor number
-    inside = depth > 0
-    required = tuple(node.get("required", ())) if inside else ()
-    props = [(key, _shape_check(sub, defs, depth - 1)) for key, sub in node.get("properties", {}).items()] \
-        if inside else []
-    items = _shape_check(node["items"], defs, depth - 1) if inside and isinstance(node.get("items"), dict) else None
+    def _node(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        ref = schema.get("$ref")
+        return self.defs[ref.rsplit("/", 1)[-1]] if isinstance(ref, str) else schema
 
-    def check(value: Any) -> bool:
-        if has_enum and value not in enum:
-            return False
-        if kinds and not (bools if isinstance(value, bool) else isinstance(value, types)):
-            return False
-        if not inside:
-            return True
-        if isinstance(value, dict):
-            for key in required:
-                if key not in value:
-                    return False
-            for key, sub in props:
-                if key in value and not sub(value[key]):
-                    return False
-        elif isinstance(value, list) and items is not None:
-            for item in value:
-                if not items(item):
-                    return False
-        return True
-    return check
+    def _function(self, ref: str, depth: int) -> str:
+        """The name of the function checking definition `ref` to `depth`, made on first use."""
+        if (name := self.functions.get((ref, depth))) is None:
+            name = self.functions[(ref, depth)] = f"f{len(self.functions)}"
+            outer, self.lines = self.lines, []
+            self.block(self.defs[ref.rsplit("/", 1)[-1]], "v0", depth, 4)
+            self.sources.append(f"def {name}(v0):\n" + "\n".join([*self.lines, "    return True"]))
+            self.lines = outer
+        return name
+
+    def test(self, schema: Mapping[str, Any], var: str) -> str:
+        """The expression: `var` passes the node's enum and type (all `_shape` asks at depth 0)."""
+        node = self._node(schema)
+        if "anyOf" in node:
+            return "(" + " or ".join(self.test(s, var) for s in node["anyOf"]) + ")" if node["anyOf"] else "False"
+        parts = []
+        if "enum" in node:
+            parts.append(f"{var} in {self._const(node['enum'])}")
+        kind = node.get("type")
+        kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+        if kinds:
+            types = tuple(_TYPES.get(k, object) for k in kinds)
+            bools = any(_is(True, k) for k in kinds)  # `_is`: a boolean is no integer nor number
+            if bools == any(issubclass(bool, t) for t in types):  # isinstance answers for booleans too
+                parts.append(f"isinstance({var}, {self._const(types)})")
+            else:
+                parts.append(f"({bools} if isinstance({var}, bool) else isinstance({var}, {self._const(types)}))")
+        return "(" + " and ".join(parts) + ")" if parts else "True"
+
+    def block(self, schema: Mapping[str, Any], var: str, depth: int, indent: int) -> None:
+        pad, node, ref = " " * indent, self._node(schema), schema.get("$ref")
+        if isinstance(ref, str) and depth > 0 and "anyOf" not in node and indent > 4:
+            self.lines.append(f"{pad}if not {self._function(ref, depth)}({var}): return False")
+            return
+        if (test := self.test(node, var)) != "True":
+            self.lines.append(f"{pad}if not {test}: return False")
+        if "anyOf" in node or depth <= 0:
+            return
+        required, props = node.get("required", ()), node.get("properties", {})
+        if required or props:
+            self.lines.append(f"{pad}if isinstance({var}, dict):")
+            if required:
+                self.lines.append(f"{pad}    if " + " or ".join(f"{k!r} not in {var}" for k in required) + ": return False")
+            for key, sub in props.items():
+                child, start = f"v{len(self.lines)}", len(self.lines)
+                self.lines += [f"{pad}    if {key!r} in {var}:", f"{pad}        {child} = {var}[{key!r}]"]
+                self.block(sub, child, depth - 1, indent + 8)
+                if len(self.lines) == start + 2:  # nothing to ask of it
+                    del self.lines[start:]
+            if self.lines[-1] == f"{pad}if isinstance({var}, dict):":
+                self.lines.pop()
+        if isinstance(node.get("items"), dict):
+            child, start = f"v{len(self.lines)}", len(self.lines)
+            self.lines += [f"{pad}if isinstance({var}, list):", f"{pad}    for {child} in {var}:"]
+            self.block(node["items"], child, depth - 1, indent + 8)
+            if len(self.lines) == start + 2:
+                del self.lines[start:]
 
 
 def _where(at: tuple[str | int, ...]) -> str:

@@ -39,9 +39,15 @@ def test_the_compiled_shape_check_agrees_with_the_schema_walk() -> None:
     for key, depth in (("results", _SHAPE_DEPTH - 2), ("verdicts", _SHAPE_DEPTH - 2)):
         for item in run[key][:4]:
             for version in wrong_versions(item, 3):
-                walked = _shape(version, props[key]["items"], defs, (key, 0), depth) is None
+                walked = _shape(version, props[key]["items"], defs, (key, 0), depth, compiled=False) is None
                 assert _shaped(version, props[key]["items"], defs, depth) == walked, version
                 answers.append(walked)
+                if not walked and item is run[key][0]:  # the problem is named as the walk names it
+                    within = {**run, key: [*run[key][:2], version]}
+                    named = _shape(within, schema, defs, (), _SHAPE_DEPTH, compiled=False)
+                    assert named is not None and _shape(within, schema, defs, (), _SHAPE_DEPTH) == named
     for version in (run, *({**run, top: w} for top in run for w in WRONG)):
-        assert _shaped(version, schema, defs, _SHAPE_DEPTH) == (_shape(version, schema, defs, (), _SHAPE_DEPTH) is None)
+        walked = _shape(version, schema, defs, (), _SHAPE_DEPTH, compiled=False) is None
+        assert _shaped(version, schema, defs, _SHAPE_DEPTH) == walked
+        assert (_shape(version, schema, defs, (), _SHAPE_DEPTH) is None) == walked  # its records compiled
     assert answers.count(True) > 50 and answers.count(False) > 500  # both answers, many times
