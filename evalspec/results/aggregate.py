@@ -54,12 +54,13 @@ def verdict_stream(records: Iterable[Mapping[str, Any]], include_drafts: bool = 
 
 
 class Verdicts:
-    """The verdicts made as the records arrive (a `stream.Fold`; `add` and `close` give those ready): one
-    per test instance × provider, repeats combined by the test's pass rule. Records read back from disk are
-    in plan order, which puts an instance's repeats × providers next to each other: each run of records of
-    one (suite, instance) makes its verdicts, and a `reduce:` test's group closes when the next test
-    starts — memory that does not grow with the run (docs/en/scale-and-ray.md#memory). `whole`: a list in
-    memory (small runs, hand-made records), grouped whole at `close`, in whatever order it came."""
+    """The verdicts made as the records arrive (a fold, as `stream.Fold`, whose `add` and `close` give the
+    verdicts ready): one per test instance × provider, repeats combined by the test's pass rule. Records
+    read back from disk are in plan order, which puts an instance's repeats × providers next to each other:
+    each run of records of one (suite, instance) makes its verdicts, and a `reduce:` test's group closes
+    when the next test starts — memory that does not grow with the run (docs/en/scale-and-ray.md#memory).
+    `whole`: a list in memory (small runs, hand-made records), grouped whole at `close`, in whatever order
+    it came."""
 
     def __init__(self, include_drafts: bool = False, whole: bool = False) -> None:
         self.include_drafts, self.whole = include_drafts, whole
