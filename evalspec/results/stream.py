@@ -41,6 +41,7 @@ def fed(records: Iterable[Mapping[str, Any]], fold: F) -> F:
         fold.add(r)
     return fold
 
+
 HEAVY = frozenset({"transcript", "assertions", "description", "error", "teardown", "key", "test_id", "tags",
                    "threshold", "duration_ms", "stop_reason", "measured"})
 ALWAYS = frozenset({"suite", "base_id", "test", "name", "provider", "status", "score", "matrix", "curve"})
@@ -365,7 +366,7 @@ LINE_GUESS = 8192  # bytes read at once for a line (a record of a three-turn con
 def _line_at(fh: IO[bytes], offset: int) -> bytes:
     """The record at byte `offset`: a journal line, or a run.json results line (its comma dropped). Read
     with `os.pread` where there is one: records in plan order jump back and forth in a journal written in
-    finish order, and each seek of a buffered file throws its buffer away."""
+    finish order, and a buffered file seeking out of its buffer reads a whole block again for each."""
     if not _PREAD:
         fh.seek(offset)
         return fh.readline().rstrip(b"\r\n").removesuffix(b",")

@@ -249,7 +249,9 @@ class VerdictTally:
             suite = self.suites[v.suite] = Tally()
         suite.counted(v, *reach)
         if v.simulator:
-            self.simulators.setdefault(v.simulator, Tally()).counted(v, *reach)
+            if (simulator := self.simulators.get(v.simulator)) is None:
+                simulator = self.simulators[v.simulator] = Tally()
+            simulator.counted(v, *reach)
 
     def suite(self, path: str) -> Tally:
         return self.suites.get(path) or Tally()
