@@ -1,5 +1,5 @@
-"""The shape check of run.json compiled once (results/runjson.py `_shaped`) answers as the schema walk that
-names a problem (`_shape`) does, on a run as evalspec writes it and on every value of it made wrong: a
+"""The shape check of run.json compiled once (results/runshape.py `shaped`) answers as the schema walk that
+names a problem (`shape`) does, on a run as evalspec writes it and on every value of it made wrong: a
 report of a large run checks each record with the compiled one (docs/en/scale-and-ray.md#memory)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evalspec.results.runjson import _SHAPE_DEPTH, _shape, _shape_schema, _shaped
+from evalspec.results.runshape import SHAPE_DEPTH, shape, shape_schema, shaped
 
 RUN = Path(__file__).resolve().parents[1] / "reporters" / "fixtures" / "run.json"
 WRONG: list[Any] = [None, 0, 1.5, True, "文字", [], {}, [1], [{"a": 1}], {"role": 1}]
@@ -33,21 +33,21 @@ def wrong_versions(value: Any, depth: int) -> Iterator[Any]:
 
 def test_the_compiled_shape_check_agrees_with_the_schema_walk() -> None:
     run = json.loads(RUN.read_text(encoding="utf-8"))
-    schema = _shape_schema()
+    schema = shape_schema()
     defs, props = schema["$defs"], schema["properties"]
     answers = []
-    for key, depth in (("results", _SHAPE_DEPTH - 2), ("verdicts", _SHAPE_DEPTH - 2)):
+    for key, depth in (("results", SHAPE_DEPTH - 2), ("verdicts", SHAPE_DEPTH - 2)):
         for item in run[key][:4]:
             for version in wrong_versions(item, 3):
-                walked = _shape(version, props[key]["items"], defs, (key, 0), depth, compiled=False) is None
-                assert _shaped(version, props[key]["items"], defs, depth) == walked, version
+                walked = shape(version, props[key]["items"], defs, (key, 0), depth, compiled=False) is None
+                assert shaped(version, props[key]["items"], defs, depth) == walked, version
                 answers.append(walked)
                 if not walked and item is run[key][0]:  # the problem is named as the walk names it
                     within = {**run, key: [*run[key][:2], version]}
-                    named = _shape(within, schema, defs, (), _SHAPE_DEPTH, compiled=False)
-                    assert named is not None and _shape(within, schema, defs, (), _SHAPE_DEPTH) == named
+                    named = shape(within, schema, defs, (), SHAPE_DEPTH, compiled=False)
+                    assert named is not None and shape(within, schema, defs, (), SHAPE_DEPTH) == named
     for version in (run, *({**run, top: w} for top in run for w in WRONG)):
-        walked = _shape(version, schema, defs, (), _SHAPE_DEPTH, compiled=False) is None
-        assert _shaped(version, schema, defs, _SHAPE_DEPTH) == walked
-        assert (_shape(version, schema, defs, (), _SHAPE_DEPTH) is None) == walked  # its records compiled
+        walked = shape(version, schema, defs, (), SHAPE_DEPTH, compiled=False) is None
+        assert shaped(version, schema, defs, SHAPE_DEPTH) == walked
+        assert (shape(version, schema, defs, (), SHAPE_DEPTH) is None) == walked  # its records compiled
     assert answers.count(True) > 50 and answers.count(False) > 500  # both answers, many times
