@@ -161,7 +161,10 @@ class Kept:
         in finish order goes. The offsets are its own, the unfinished ones taken out in place: never a
         second array of them (8 MB at a million). Nothing is kept after."""
         assert self.lights is not None, "the run's records were already put in plan order"
-        lights = DiskRows(self.lights.read(at) for at in self.light_at if at >= 0)
+        lights = DiskRows()
+        for at in self.light_at:
+            if at >= 0:
+                lights.append_line(self.lights.read_line(at))  # copied as written
         self.lights.close()
         offsets, self.offsets, self.lights, self.light_at = self.offsets, array("q"), None, array("q")
         finished = 0

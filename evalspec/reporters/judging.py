@@ -50,7 +50,8 @@ def attribution_groups(run: RunData) -> list[tuple[str, list[str]]]:
     suggestion; else nothing (a run nobody attributed shows no extra section)."""
     from evalspec.results.stream import records_where
 
-    if not records_where(run["results"], lambda r: r.get("attribution") or r.get("attribution_suggested")):
+    if not records_where(run["results"], lambda r: r.get("attribution") or r.get("attribution_suggested"),
+                         (b'"attribution',)):  # either key
         return []
     records = records_where(run["results"], lambda r: r["status"] in ATTRIBUTABLE)
     out = []

@@ -90,7 +90,8 @@ def failed_teardowns(run: RunData) -> list[tuple[Record, str]]:
     """Every record whose teardown failed, passed ones included: what an agent did may still be in place."""
     from evalspec.results.stream import records_where
 
-    return [(r, text) for r in records_where(run.get("results", []), teardown_text) if (text := teardown_text(r))]
+    return [(r, text) for r in records_where(run.get("results", []), teardown_text, (b'"teardown"',))
+            if (text := teardown_text(r))]
 
 
 def teardown_html(record: Record) -> Markup:

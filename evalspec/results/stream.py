@@ -107,7 +107,10 @@ class RowFile:
         self._at_end = True
 
     def append(self, row: Mapping[str, Any]) -> int:
-        line = encode(row) + b"\n"
+        return self.append_line(encode(row) + b"\n")
+
+    def append_line(self, line: bytes) -> int:
+        """Append a row already encoded (its JSON text and a newline); returns its offset."""
         if not self._at_end:
             self._fh.seek(self._end)
             self._at_end = True
@@ -116,8 +119,12 @@ class RowFile:
         return at
 
     def read(self, at: int) -> dict[str, Any]:
-        row: dict[str, Any] = decode(self.reading(at).readline())
+        row: dict[str, Any] = decode(self.read_line(at))
         return row
+
+    def read_line(self, at: int) -> bytes:
+        """The row at byte `at` as stored: its JSON text and the newline."""
+        return self.reading(at).readline()
 
     def reading(self, at: int) -> IO[bytes]:
         """The file, at byte `at`, to read on from there (the next `append` goes back to its end)."""
@@ -154,7 +161,12 @@ class DiskRows(Sequence[dict[str, Any]]):
             file.close()
 
     def append(self, row: Mapping[str, Any]) -> None:
-        at = self._file.append(row)
+        self.append_line(encode(row) + b"\n")
+
+    def append_line(self, line: bytes) -> None:
+        """Append a row already encoded as `append` would write it (its JSON text and a newline): rows moved
+        from another file of rows are copied, not decoded and encoded again."""
+        at = self._file.append_line(line)
         if self._count % self.STRIDE == 0:
             self._marks.append(at)
         self._count += 1
@@ -316,17 +328,23 @@ class Spool:
         return JournalRecords(self.path, self.offsets, self.light)
 
 
-def records_where(records: Sequence[R], keep: Callable[[R], object]) -> list[R]:
+def records_where(records: Sequence[R], keep: Callable[[R], object], mentions: tuple[bytes, ...] = ()) -> list[R]:
     """The records for which `keep(record)` is true. `keep` must read only fields a light record keeps
-    (see `light`): streamed records are tested on their light form and only the kept ones are read back."""
-    if isinstance(records, JournalRecords) and records.light is not None:
+    (see `light`): streamed records are tested on their light form and only the kept ones are read back.
+    `mentions`: the keys `keep` needs, as they stand in JSON (`b'"teardown"'`); a streamed light record
+    whose text holds none of them is passed over undecoded (most records of a large run have none)."""
+    if isinstance(records, JournalRecords) and isinstance(records.light, DiskRows) and mentions:
+        chosen = [i for i, line in enumerate(records.light.lines())
+                  if any(m in line for m in mentions) and keep(cast(R, decode(line)))]
+    elif isinstance(records, JournalRecords) and records.light is not None:
         lights = cast(Sequence[R], records.light)  # each record's light form, which `keep` reads
         chosen = [i for i, lite in enumerate(lights) if keep(lite)]
-        if not chosen:
-            return []
-        with records.path.open("rb") as fh:
-            return cast(list[R], [records._read(fh, i) for i in chosen])  # a journal's records are Records
-    return [r for r in records if keep(r)]
+    else:
+        return [r for r in records if keep(r)]
+    if not chosen:
+        return []
+    with records.path.open("rb") as fh:
+        return cast(list[R], [records._read(fh, i) for i in chosen])  # a journal's records are Records
 
 
 def records_at(records: Sequence[R], positions: Sequence[int]) -> list[R]:

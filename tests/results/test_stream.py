@@ -54,3 +54,32 @@ def test_rows_on_disk_read_at_any_place_keep_a_mark_per_stride_not_an_offset_per
     assert [disk[i] for i in reversed(range(len(rows)))] == expected[::-1]
     assert list(disk) == expected and disk[-1] == expected[-1] and disk[30:34] == expected[30:34]
     assert len(disk) == 200 and len(disk._marks) == -(-200 // DiskRows.STRIDE)
+
+
+class _Undecoded(DiskRows):
+    """Light records that must be picked from their text: iterating (decoding every row) fails the test."""
+
+    def __iter__(self) -> Any:
+        raise AssertionError("every light record was decoded")
+
+
+def test_records_named_by_a_key_are_picked_from_the_light_records_text_changes_included(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl")
+    records: list[dict[str, Any]] = [{"key": f"k{i}", "suite": "s.yaml", "test_id": f"t{i}", "base_id": f"t{i}",
+                                      "name": "teardown" if i == 5 else f"第{i}个", "provider": "bot",
+                                      "status": "failed" if i % 3 == 0 else "passed",
+                                      **({"teardown": {"ok": False, "error": "清理失败"}} if i in (3, 7) else {})}
+                                     for i in range(10)]
+    offsets = [journal.write(r) for r in records]
+    journal.close()
+    lights = _Undecoded([light(r) for r in records])
+    streamed = JournalRecords(journal.path, offsets, lights)
+    update_record(streamed, 4, {"attribution_suggested": "rule_misjudgment"})  # a change, not in the file's text
+
+    def failed_teardown(r: Any) -> bool:
+        return bool((r.get("teardown") or {}).get("ok") is False)
+
+    assert [r["key"] for r in records_where(streamed, failed_teardown, (b'"teardown"',))] == ["k3", "k7"]
+    assert [r["key"] for r in records_where(streamed, lambda r: r.get("attribution_suggested"),
+                                            (b'"attribution',))] == ["k4"]
+    assert records_where(streamed, lambda r: r.get("attribution"), (b'"attribution"',)) == []
