@@ -328,10 +328,12 @@ class Plan(Sequence[Instance]):
     def __init__(self, suites: list[Suite], selection: Selection | None = None, checked: bool = False) -> None:
         self.suites, self.selection = suites, selection or Selection()
         self.checked = checked  # its problems() were found empty (by `preflight.prepare`)
-        self._length = sum(1 for _ in plan_slots(suites, self.selection))
+        self._length: int | None = None  # counted when first asked: a plan walked only for its problems never is
         self._memo: tuple[Any, Instance] | None = None
 
     def __len__(self) -> int:
+        if self._length is None:
+            self._length = sum(1 for _ in plan_slots(self.suites, self.selection))
         return self._length
 
     def __iter__(self) -> Iterator[Instance]:
@@ -359,7 +361,7 @@ class Plan(Sequence[Instance]):
     def __getitem__(self, index: int | slice) -> Instance | list[Instance]:
         if isinstance(index, slice):
             return list(self)[index]
-        index = range(self._length)[index]
+        index = range(len(self))[index]
         return self._render(next(itertools.islice(plan_slots(self.suites, self.selection), index, None)))
 
     def positions(self, keep: Callable[[int, str], bool]) -> Iterator[tuple[int, Instance]]:
