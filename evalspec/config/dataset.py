@@ -9,9 +9,14 @@ whatever the size, the file read a second time only to name the two lines of a s
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import itertools
+import os
+import signal
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
@@ -206,22 +211,131 @@ def scan(path: Path, test_id: str, named: set[str], check: Callable[[Row], Probl
     field the templates name (`named`: fields of the first row) or with null there, an `id` that cannot
     name an instance, what `check` finds in a row (its rendering), and rows that give one instance id
     (both lines). At most `_LISTED` rows are named, then how many more there are."""
-    problems: list[Problem] = []
-    more = 0
-    ids: Repeats[int] = Repeats(lines_in([path]))
+    lines = lines_in([path])
+    ids: Repeats[int] = Repeats(lines)
+    helper = _Halves.start(path, named, check) if check is not None and lines >= _HALVED_FROM else None
+    mine = _Found()
     try:
-        for row in rows(path):
-            if len(problems) >= _LISTED:
-                more += _row_problem(path, row, named, check) is not None
-            elif problem := _row_problem(path, row, named, check):
-                problems.append(problem)
+        for index, row in enumerate(rows(path)):
+            if helper is None or index % 2 == 0:  # the other half's rows are the helper's
+                mine.add(row.line, _row_problem(path, row, named, check))
             ids.add(row_id(test_id, row))
+        found = mine.merged(_Halves.finish(helper, path, named, check))
     except DatasetProblem as exc:
-        problems.append(exc.problem)
-        return problems
-    if more:
-        problems.append(Problem(str(path), None, "", f"and {more} more rows with a problem like these"))
+        found = mine.merged(_Halves.finish(helper, path, named, check))
+        return [problem for _, problem in found.listed] + [exc.problem]
+    finally:
+        if helper is not None:
+            helper.stop()
+    problems = [problem for _, problem in found.listed]
+    if found.more:
+        problems.append(Problem(str(path), None, "", f"and {found.more} more rows with a problem like these"))
     return problems + _duplicates(path, test_id, ids)
+
+
+class _Found:
+    """The rows with a problem of one pass, by their line: the first `_LISTED` named, the rest counted."""
+
+    def __init__(self, listed: list[tuple[int, Problem]] | None = None, more: int = 0) -> None:
+        self.listed, self.more = listed or [], more
+
+    def add(self, line: int, problem: Problem | None) -> None:
+        if problem is None:
+            return
+        if len(self.listed) < _LISTED:
+            self.listed.append((line, problem))
+        else:
+            self.more += 1
+
+    def merged(self, other: _Found) -> _Found:
+        """Both halves' rows in the file's order: the first `_LISTED` of them named, as one pass names them."""
+        both = sorted(self.listed + other.listed, key=lambda found: found[0])
+        return _Found(both[:_LISTED], self.more + other.more + max(0, len(both) - _LISTED))
+
+
+_HALVED_FROM = 4000  # lines: a larger file's rows are checked by two processes, each taking every other row
+
+
+class _Halves:
+    """The odd rows of a large dataset checked (rendered: the costly part of `scan`) in a forked process
+    while this one checks the even rows, so `validate` and a run's start take half the time on two cores
+    (docs/en/scale-and-ray.md#a-million-rows). What it finds comes back as JSON through a pipe; should it
+    fail in any way, this process checks those rows itself: the problems are those of one pass either way."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid, self.fd = pid, fd
+
+    @classmethod
+    def start(cls, path: Path, named: set[str], check: Callable[[Row], Problem | None] | None) -> _Halves | None:
+        if not hasattr(os, "fork") or sys.platform != "linux" or threading.active_count() > 1:
+            return None  # forking is safe only where no other thread holds a lock
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the helper: never returns
+            os.close(read_fd)
+            code = 1
+            try:
+                found = _Halves.odd_rows(path, named, check)
+                data = orjson.dumps({"listed": [[line, p.file, p.line, p.path, p.message] for line, p in found.listed],
+                                     "more": found.more})
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(write_fd, view):]
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        return cls(pid, read_fd)
+
+    @staticmethod
+    def odd_rows(path: Path, named: set[str], check: Callable[[Row], Problem | None] | None) -> _Found:
+        """The problems of the odd rows (the second, the fourth, ...), up to a line that cannot be read
+        (the pass over every row names that one)."""
+        found = _Found()
+        try:
+            for index, row in enumerate(rows(path)):
+                if index % 2 == 1:
+                    found.add(row.line, _row_problem(path, row, named, check))
+        except DatasetProblem:
+            pass
+        return found
+
+    @staticmethod
+    def finish(helper: _Halves | None, path: Path, named: set[str],
+               check: Callable[[Row], Problem | None] | None) -> _Found:
+        """What the helper found in the odd rows (nothing when there was no helper); if it failed, the odd
+        rows checked here."""
+        if helper is None:
+            return _Found()
+        said = helper.result()
+        if said is not None:
+            return said
+        return _Halves.odd_rows(path, named, check)
+
+    def result(self) -> _Found | None:
+        chunks = []
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                chunks.append(chunk)
+        finally:
+            self.stop()
+        try:
+            said = orjson.loads(b"".join(chunks))
+            listed = [(int(line), Problem(file, at, key, message)) for line, file, at, key, message in said["listed"]]
+            return _Found(listed, int(said["more"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def stop(self) -> None:
+        """Close the pipe and reap the helper (ended first, should it still run: an error or Ctrl-C here)."""
+        if self.fd < 0:
+            return
+        os.close(self.fd)
+        self.fd = -1
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
 
 
 def _row_problem(path: Path, row: Row, named: set[str], check: Callable[[Row], Problem | None] | None
