@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
+from evalspec.config.repeats import Repeats
+from evalspec.core.errors import ConfigError, Problem
 from evalspec.results import verdict as reduction  # docs/en/recorded-conversations.md `reduce:`
 from evalspec.results.agreement import Juries
 from evalspec.results.attacks import AttackRows
@@ -62,8 +64,10 @@ class Verdicts:
     `whole`: a list in memory (small runs, hand-made records), grouped whole at `close`, in whatever order
     it came."""
 
-    def __init__(self, include_drafts: bool = False, whole: bool = False) -> None:
+    def __init__(self, include_drafts: bool = False, whole: bool = False, most: int = 0) -> None:
         self.include_drafts, self.whole = include_drafts, whole
+        # where each run of one instance's records starts, marked to find one that starts twice (`apart`)
+        self.starts: Repeats[int] | None = Repeats(most) if most and not whole else None
         self.reducer = reduction.Reducer(include_drafts)
         self.groups: dict[tuple[str, str, str], list[tuple[int, Record]]] = defaultdict(list)  # `whole`
         self.window: list[tuple[int, Record]] = []
@@ -83,11 +87,26 @@ class Verdicts:
                 out += self.reducer.add(v, first)
             window = self.window = []
         if not window:
+            if self.starts is not None:
+                self.starts.add(_instance_text(r))
             if (mine := (str(r["suite"]), reduction.verdict_key(r))) != self.test:  # a new test: reduced groups close
                 out += self.reducer.close()
             self.test = mine
         window.append((i, r))
         return out
+
+    def apart(self, records: Iterable[Mapping[str, Any]]) -> tuple[str, int, int] | None:
+        """(test, the position of its first record, that of a later one) when one instance's records are
+        not next to each other (a run.json edited or joined by hand): its verdicts would be made twice, each
+        from part of its repeats. `records`: the same records again, read only when a start was suspect."""
+        starts, self.starts = self.starts, None
+        if starts is None:
+            return None
+        found = next(starts.found(_run_starts(records)), None)
+        if found is None:
+            return None
+        test, suite = found[0].split("\0", 1)
+        return f"{test} ({suite})", found[1], found[2]
 
     def close(self) -> list[Verdict]:
         """The verdicts still held: the last instance's, every reduced group's (a list's: all of them)."""
@@ -102,6 +121,19 @@ class Verdicts:
                 out += self.reducer.add(v, first)
             self.window = []
         return out + self.reducer.close()
+
+
+def _instance_text(r: Mapping[str, Any]) -> str:
+    return f"{r['base_id']}\0{r['suite']}"
+
+
+def _run_starts(records: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, int]]:
+    """Each run of one instance's records: its instance and the position of its first record."""
+    last = None
+    for i, r in enumerate(records):
+        if (mine := _instance_text(r)) != last:
+            yield mine, i
+            last = mine
 
 
 def _window(window: list[tuple[int, Record]], include_drafts: bool) -> Iterator[tuple[Verdict, Record]]:
@@ -363,7 +395,7 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     counted = VerdictTally(include_drafts)
     made: DiskRows | list[RunVerdict] = DiskRows() if stream else []
     in_memory = isinstance(records, list)
-    verdicts = Verdicts(include_drafts, whole=in_memory)
+    verdicts = Verdicts(include_drafts, whole=in_memory, most=len(records))
     sums, cs, lines, juries, pairs, attacks, paths = (RecordSums(streamed=not in_memory), CurveSamples(),
                                                       RedLines(include_drafts), Juries(), PairwiseCounts(),
                                                       AttackRows(), ToolPaths())
@@ -377,6 +409,13 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
     for v in verdicts.close():
         counted.add(v)
         made.append(v.to_json())
+    if (apart := verdicts.apart(records)) is not None:  # (never in a run.json evalspec wrote)
+        test, first, again = apart
+        raise ConfigError([Problem("run.json", None, "results", (
+            f"the records of {test} are not next to each other (records {first + 1} and {again + 1}): evalspec "
+            "writes each test's records together, so the file was edited or joined by hand, and the test's "
+            "verdict would be made twice, each from part of its records. Put each test's records together "
+            "and run the command again"))])
     run["curves"] = cs.result()
     run["slas"] = sla_verdicts(run["curves"])
     run["summary"] = sums.result(counted, run["slas"])

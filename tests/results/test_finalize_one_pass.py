@@ -9,7 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from evalspec import run
+from evalspec.core.errors import ConfigError
 from evalspec.play.runner import RunOptions
 from evalspec.results.aggregate import finalize
 from evalspec.results.stream import DiskRows, light
@@ -74,3 +77,21 @@ def test_finalize_decodes_each_light_record_once_and_gives_what_the_list_gives(t
     summary = whole["summary"]  # the run feeds the aggregates it is meant to
     assert summary["metrics"] and summary["red_lines"] and whole["curves"] and whole["slas"]
     assert summary["red_lines"][0]["breaches"] >= 1
+
+
+def test_an_instance_whose_records_are_apart_is_refused_not_made_two_verdicts(tmp_path: Path) -> None:
+    # a large run.json edited by hand: `rep`'s third repeat moved to the end. The verdicts, made as the
+    # records go by, made `rep` twice (2 of its repeats, then 1): a majority failure could read as a pass
+    (tmp_path / "bot.py").write_text(BOT, encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    data: dict[str, Any] = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run",
+                                                                         use_cache=False)).data
+    records = [light(r) for r in data["results"]]
+    assert [r["base_id"] for r in records[:3]] == ["rep"] * 3
+    moved = records[:2] + records[3:] + records[2:3]
+    with pytest.raises(ConfigError) as refused:
+        finalize({**copy.deepcopy(data), "results": DiskRows(moved)}, None, False, stream=True)
+    assert "the records of rep (" in str(refused.value) and "(records 1 and 9)" in str(refused.value)
+    # the same records in memory are grouped whole, whatever their order: one verdict for `rep`
+    whole = finalize({**copy.deepcopy(data), "results": list(moved)}, None, False)
+    assert [v["test_id"] for v in whole["verdicts"]].count("rep") == 1
