@@ -1,8 +1,10 @@
 """A large local run on every core: conversations played by forked child processes.
 
 One Python process plays conversations on one core at most (the GIL), so a run of thousands of
-conversations forks `n` children once the plan is checked and preflighted. Child `i` plays the
-plan positions `i, i + n, ...` (`-j / n` at a time) and sends each finished record, already
+conversations forks `n` children once the plan is checked and preflighted. The children take the plan
+in chunks of `Claims.CHUNK` positions, in plan order, each the next chunk when it has played its last
+(`-j / n` conversations at a time): a faster child plays more, and none idles at the end while another
+still has a share to play. Each sends every finished record, already
 redacted, through a pipe as its journal line; the parent decodes it once (orjson reads a line faster
 than pickle would) and keeps the only journal, the plan order, the light records and the progress
 callback, exactly as a one-process run does. A position no child
@@ -53,6 +55,43 @@ def process_count(suites: list[Suite], conversations: int, concurrency: int, req
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, concurrency // 2, conversations // (SMALLEST // 2)))
+
+
+class Claims:
+    """Which child plays which positions: chunks of `CHUNK` positions handed out in plan order to whichever
+    child walks past the end of its last one (a counter in memory the children share), and who took each
+    chunk, to name the child a position was lost with. Made before the children are forked."""
+
+    CHUNK = 64
+
+    def __init__(self, size: int) -> None:
+        import multiprocessing
+
+        shared = multiprocessing.get_context("fork")
+        self.next = shared.Value("q", 0)  # the next chunk to hand out
+        self.owners = shared.Array("b", max(1, -(-size // self.CHUNK)), lock=False)  # 0: none; else child + 1
+
+    def keep(self, index: int, open_: Callable[[int], bool]) -> Callable[[int, str], bool]:
+        """Child `index`'s test for the positions of a walk through the plan in order: those of the chunks
+        it took (a new one each time the walk passes the end of its last), if still to be played."""
+        first, last = -1, -1
+
+        def keep(position: int, _key: str) -> bool:
+            nonlocal first, last
+            if position > last:
+                with self.next.get_lock():
+                    chunk = self.next.value
+                    self.next.value = chunk + 1
+                if chunk < len(self.owners):
+                    self.owners[chunk] = index + 1
+                first, last = chunk * self.CHUNK, (chunk + 1) * self.CHUNK - 1
+            return position >= first and open_(position)
+        return keep
+
+    def owner(self, position: int) -> int | None:
+        """The child that took `position`'s chunk (None: no child did)."""
+        taken = int(self.owners[position // self.CHUNK]) if position // self.CHUNK < len(self.owners) else 0
+        return taken - 1 if taken else None
 
 
 def _specs(suite: Suite) -> Iterator[ProviderSpec]:

@@ -33,7 +33,7 @@ from evalspec.extend.transcript import ChatMessage, Message
 from evalspec.plan.build import Instance, Plan, grading_input, has_captures, positions, with_captures
 from evalspec.plan.needs import check_plan
 from evalspec.play.compare import Comparisons
-from evalspec.play.processes import Children, Play, process_count
+from evalspec.play.processes import Children, Claims, Play, process_count
 from evalspec.play.ray_executor import ConversationLost, RayConfig, RayExecutor
 from evalspec.play.scripted import captured_values, run_scripted
 from evalspec.play.supervise import PlayGuard, cause_of
@@ -248,8 +248,8 @@ async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunO
     def open_(position: int) -> bool:  # not played yet: neither kept nor held for its `select-best` group
         return not kept.done(position) and position not in comparisons.received
 
-    def pending(index: int = 0, share: int = 1) -> Iterator[tuple[int, Instance]]:
-        return positions(plan, lambda position, _key: position % share == index and open_(position))
+    def pending() -> Iterator[tuple[int, Instance]]:
+        return positions(plan, lambda position, _key: open_(position))
 
     def keep(position: int, record: dict[str, Any], line: bytes | bytearray | None = None) -> None:
         if not comparisons.hold(position, record):  # else journaled once its `select-best` group is decided
@@ -278,7 +278,8 @@ async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunO
         else:
             if guard is not None:
                 guard.started(inst.key)
-            ended = lost.get(position % share) if share > 1 else None  # its forked player ended under it
+            ended = lost.get(owner) if claims is not None and (owner := claims.owner(position)) is not None \
+                else None  # its forked player ended under it
             record = await play_watched(inst, pool, watched if guard is not None or ended is not None else None,
                                         ended)
         keep(position, redact(record, secrets))  # every field, with the secrets of every suite of the run
@@ -291,6 +292,7 @@ async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunO
 
     children = Children()
     share = 1
+    claims: Claims | None = None  # which forked player took which positions
     lost: dict[int, str] = {}  # forked player -> the error of a check of its that ended it (`play_watched`)
     try:
         if guard is not None and (guard.crashed or guard.suspects):  # what ended an earlier child, first:
@@ -306,7 +308,9 @@ async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunO
                     return redact(await run_instance(inst, own, watched), secrets)  # type: ignore[no-any-return]
                 return play, own.aclose
 
-            fds = children.start(share, lambda index: pending(index, share), player, -(-options.concurrency // share))
+            claims = Claims(len(plan))
+            fds = children.start(share, lambda index: positions(plan, claims.keep(index, open_)), player,
+                                 -(-options.concurrency // share))
             await children.collect(fds, lambda position, line, record: keep(position, record, line))
             lost = {index: f"user code ended a player process of evalspec: it {cause_of(status)} while this check "
                            "ran" for index, status in children.reap().items()}

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from evalspec import run
 from evalspec.config.model import ProviderSpec
-from evalspec.play.processes import SMALLEST, process_count
+from evalspec.play.processes import SMALLEST, Claims, process_count
 from evalspec.play.runner import RunOptions
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="forked processes need POSIX")
@@ -76,3 +77,35 @@ def test_small_runs_and_rate_limited_providers_stay_in_one_process(in_tmp: Path)
     limited = ProviderSpec(id="m", kind="python", config={"python": "bot.py:respond"}, rpm=60)
     loaded.providers.append(limited)
     assert process_count([loaded], SMALLEST * 10, 64) == 1
+
+
+def test_children_take_the_plan_in_chunks_and_a_faster_one_takes_more() -> None:
+    # a static share (child i: positions i, i + n, ...) left one core idle at the end while the other child
+    # still had conversations to play (up to half a second at 10,000)
+    size = 40 * Claims.CHUNK
+    claims = Claims(size)
+    taken: dict[int, list[int]] = {}
+    children = {}
+    for index, delay in ((0, 0.02), (1, 0.0)):
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a child walks the plan, taking the positions its chunks hold
+            os.close(read_fd)
+            keep = claims.keep(index, lambda position: True)
+            mine = []
+            for position in range(size):
+                if keep(position, ""):
+                    mine.append(position)
+                    if position % Claims.CHUNK == 0:
+                        time.sleep(delay)  # this child plays slowly
+            os.write(write_fd, json.dumps(mine).encode())
+            os._exit(0)
+        os.close(write_fd)
+        children[index] = (pid, read_fd)
+    for index, (pid, read_fd) in children.items():
+        with os.fdopen(read_fd, "rb") as fh:
+            taken[index] = json.loads(fh.read())
+        os.waitpid(pid, 0)
+    assert sorted(taken[0] + taken[1]) == list(range(size))  # every position once
+    assert len(taken[1]) > len(taken[0])  # the faster child took more
+    assert {claims.owner(p) for p in taken[0]} == {0} and {claims.owner(p) for p in taken[1]} == {1}
