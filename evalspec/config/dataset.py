@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from evalspec.config.repeats import Repeats, lines_in
+from evalspec.core import jsontext
 from evalspec.core.errors import ControlFlow, Problem
 
 SUFFIXES = (".jsonl", ".csv")
@@ -117,11 +118,11 @@ def _jsonl(path: Path) -> Iterator[Row]:
             if not line.strip():
                 continue
             try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
+                value = jsontext.loads(line, lenient=False)  # an id beyond 64 bits stays that integer
+            except ValueError as exc:
                 if _first_not_utf8(path, line_no, line) is not None:
                     raise DatasetProblem(path, line_no, _not_utf8(path, line_no)) from None
-                raise DatasetProblem(path, line_no, f"not a JSON line ({exc.msg}); each line of a dataset is one "
+                raise DatasetProblem(path, line_no, f"not a JSON line ({getattr(exc, 'msg', exc)}); each line of a dataset is one "
                                                     'JSON object, e.g. {"question": "...", "follow_up": "..."}') from None
             if not isinstance(value, dict):
                 raise DatasetProblem(path, line_no, f"a dataset row is a JSON object of fields, not "

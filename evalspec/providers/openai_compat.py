@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from evalspec.core import jsontext
 from evalspec.core.errors import ProviderError
 from evalspec.extend.provider import ProviderResponse, normalize_finish_reason
 from evalspec.extend.replies import message_text, reply
@@ -223,12 +224,9 @@ def json_body(payload: Any) -> bytes:
 
 
 def json_read(content: bytes) -> Any:
-    """A response's JSON as `json.loads` reads it: orjson first, the standard library for what orjson
-    refuses (a NaN some servers write); a ValueError when neither reads it."""
-    try:
-        return orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return json.loads(content)
+    """A response's JSON as `json.loads` reads it (`core.jsontext`: fast, and exact for an integer beyond
+    64 bits or a NaN some servers write); a ValueError when it is not JSON."""
+    return jsontext.loads(content)
 
 
 class OpenAICompatClient:

@@ -24,6 +24,7 @@ from typing import IO, Any, cast
 
 import orjson
 
+from evalspec.core import jsontext
 from evalspec.results.rundata import Record
 
 FLUSH_EVERY = 0.05  # seconds a written record may wait in the buffer
@@ -46,12 +47,9 @@ def encode_line(record: Any) -> bytes:
 
 
 def decode(data: bytes | bytearray | str) -> Any:
-    """A JSON text as `json.loads` reads it (orjson first; the standard decoder for what orjson refuses,
-    such as the NaN an older journal may hold)."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
+    """A JSON text as `json.loads` reads it (`core.jsontext`: orjson, the standard decoder for what orjson
+    refuses, such as the NaN an older journal may hold, or reads inexactly, an integer beyond 64 bits)."""
+    return jsontext.loads(data)
 
 
 class Journal:

@@ -155,3 +155,13 @@ def test_a_chinese_named_list_field_keeps_its_type_in_a_check(tmp_path: Path) ->
         '      - contains: "收到：{{ follow_up }}"\n', '      - not-contains-any: "{{ 关键词 }}"\n'), encoding="utf-8")
     (instance,) = build_plan([load_suite(suite)])
     assert instance.asserts[0].value == ["手机号", "身份证"]
+
+
+def test_ids_and_values_beyond_64_bits_are_read_exactly(tmp_path: Path) -> None:
+    # two ids one apart past 2**64 read as one float: "two rows with one id", and the question's number changed
+    suite = project(tmp_path, "faq.jsonl", '{"id": 18446744073709551617, "question": 18446744073709551617, '
+                                           '"follow_up": "好"}\n{"id": 18446744073709551618, "question": 1, '
+                                           '"follow_up": "好"}\n')
+    first, second = build_plan([load_suite(suite)])
+    assert [first.test_id, second.test_id] == ["faq[18446744073709551617]", "faq[18446744073709551618]"]
+    assert first.turns[0].text == "18446744073709551617"

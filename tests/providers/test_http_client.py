@@ -86,3 +86,19 @@ def test_the_request_body_is_json_in_utf8_under_the_suites_own_content_type_or_j
     assert seen[0] == ("application/json", '{"问题": "能分期吗？", "n": 1.5, "ok": true, "none": null}'.encode())
     assert seen[1][0] == "application/json; charset=utf-8"
     assert json.loads(seen[1][1]) == {"messages": [{"role": "user", "content": "能分期吗？"}]}
+
+
+def test_an_integer_beyond_64_bits_in_a_reply_is_read_exactly() -> None:
+    # orjson reads 18446744073709551617 as the float 1.8446744073709552e+19: a check on the id then failed
+    with LoopbackServer(lambda method, path, body, headers: Reply(
+            body=b'{"reply": 18446744073709551617, "state": {"id": -9223372036854775809}}')) as server:
+        provider = HttpProvider("bot", {"http": {"url": f"{server.url}/chat", "response": "reply", "state": "state"}})
+
+        async def call() -> Any:
+            try:
+                return await provider.respond([{"role": "user", "content": "订单号？"}], CallContext("t1", "t", 1))
+            finally:
+                await provider.aclose()
+
+        answer = asyncio.run(call())
+    assert answer.content == "18446744073709551617" and answer.state == {"id": -9223372036854775809}

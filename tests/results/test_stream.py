@@ -83,3 +83,11 @@ def test_records_named_by_a_key_are_picked_from_the_light_records_text_changes_i
     assert [r["key"] for r in records_where(streamed, lambda r: r.get("attribution_suggested"),
                                             (b'"attribution',))] == ["k4"]
     assert records_where(streamed, lambda r: r.get("attribution"), (b'"attribution"',)) == []
+
+
+def test_a_record_with_an_integer_beyond_64_bits_reads_back_exactly(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl")
+    record = {"key": "k", "state": {"订单": 18446744073709551617, "small": -9223372036854775809}, "score": 0.5}
+    offset = journal.write(record)
+    journal.close()
+    assert JournalRecords(journal.path, [offset])[0] == record
