@@ -66,22 +66,30 @@ class Claims:
 
     def __init__(self, size: int) -> None:
         import multiprocessing
+        import tempfile
 
         shared = multiprocessing.get_context("fork")
-        self.next = shared.Value("q", 0)  # the next chunk to hand out
-        self.owners = shared.Array("b", max(1, -(-size // self.CHUNK)), lock=False)  # 0: none; else child + 1
+        self.next = shared.Value("q", 0, lock=False)  # the next chunk to hand out
+        self.owners = shared.Array("i", max(1, -(-size // self.CHUNK)), lock=False)  # 0: none; else child + 1
+        # taken under a POSIX record lock on this file: the kernel lets it go with a child that dies holding it
+        self._lock = tempfile.TemporaryFile()  # noqa: SIM115  (open as long as the claims are)
 
     def keep(self, index: int, open_: Callable[[int], bool]) -> Callable[[int, str], bool]:
         """Child `index`'s test for the positions of a walk through the plan in order: those of the chunks
         it took (a new one each time the walk passes the end of its last), if still to be played."""
+        import fcntl  # (POSIX, as forked children are)
+
         first, last = -1, -1
 
         def keep(position: int, _key: str) -> bool:
             nonlocal first, last
             if position > last:
-                with self.next.get_lock():
+                fcntl.lockf(self._lock, fcntl.LOCK_EX)
+                try:
                     chunk = self.next.value
                     self.next.value = chunk + 1
+                finally:
+                    fcntl.lockf(self._lock, fcntl.LOCK_UN)
                 if chunk < len(self.owners):
                     self.owners[chunk] = index + 1
                 first, last = chunk * self.CHUNK, (chunk + 1) * self.CHUNK - 1

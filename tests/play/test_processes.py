@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+import signal
 import time
 from pathlib import Path
 
@@ -109,3 +111,25 @@ def test_children_take_the_plan_in_chunks_and_a_faster_one_takes_more() -> None:
     assert sorted(taken[0] + taken[1]) == list(range(size))  # every position once
     assert len(taken[1]) > len(taken[0])  # the faster child took more
     assert {claims.owner(p) for p in taken[0]} == {0} and {claims.owner(p) for p in taken[1]} == {1}
+
+
+def test_a_child_that_dies_while_it_takes_a_chunk_holds_no_one_up() -> None:
+    claims = Claims(4 * Claims.CHUNK)
+    pid = os.fork()
+    if pid == 0:  # ends while it holds the lock the chunks are taken under
+        fcntl.lockf(claims._lock, fcntl.LOCK_EX)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    signal.alarm(10)  # a lock left held would hang the other children: fail instead
+    try:
+        keep = claims.keep(1, lambda position: True)
+        assert [p for p in range(4 * Claims.CHUNK) if keep(p, "")] == list(range(4 * Claims.CHUNK))
+    finally:
+        signal.alarm(0)
+    assert claims.owner(0) == 1 and Claims(10).owner(5) is None
+
+
+def test_a_child_past_the_127th_is_still_named() -> None:
+    claims = Claims(300 * Claims.CHUNK)
+    keep = claims.keep(200, lambda position: True)
+    assert keep(0, "") and claims.owner(0) == 200  # a signed byte read child 200 back as -56
