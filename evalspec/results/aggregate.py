@@ -91,6 +91,8 @@ class Verdicts:
                 self.starts.add(_instance_text(r))
             if (mine := (str(r["suite"]), reduction.verdict_key(r))) != self.test:  # a new test: reduced groups close
                 out += self.reducer.close()
+                if self.starts is not None:
+                    self.starts.add(_group_text(r))
             self.test = mine
         window.append((i, r))
         return out
@@ -105,7 +107,7 @@ class Verdicts:
         found = next(starts.found(_run_starts(records)), None)
         if found is None:
             return None
-        test, suite = found[0].split("\0", 1)
+        test, suite, _ = found[0].split("\0")
         return f"{test} ({suite})", found[1], found[2]
 
     def close(self) -> list[Verdict]:
@@ -124,16 +126,25 @@ class Verdicts:
 
 
 def _instance_text(r: Mapping[str, Any]) -> str:
-    return f"{r['base_id']}\0{r['suite']}"
+    return f"{r['base_id']}\0{r['suite']}\0i"
+
+
+def _group_text(r: Mapping[str, Any]) -> str:
+    """A record's verdict group: its instance, or its test under `reduce:` (whose instances make one verdict)."""
+    return f"{reduction.verdict_key(cast(Record, r))}\0{r['suite']}\0t"
 
 
 def _run_starts(records: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, int]]:
-    """Each run of one instance's records: its instance and the position of its first record."""
-    last = None
+    """Where each run of one instance's records starts, and each run of one verdict group's (as
+    `Verdicts.add` marks them): the instance or group and the position of its first record."""
+    instance = group = None
     for i, r in enumerate(records):
-        if (mine := _instance_text(r)) != last:
+        if (mine := _instance_text(r)) != instance:
             yield mine, i
-            last = mine
+            instance = mine
+            if (theirs := _group_text(r)) != group:
+                yield theirs, i
+                group = theirs
 
 
 def _window(window: list[tuple[int, Record]], include_drafts: bool) -> Iterator[tuple[Verdict, Record]]:
@@ -411,7 +422,7 @@ def finalize(run: dict[str, Any], fail_under: float | None, include_drafts: bool
         made.append(v.to_json())
     if (apart := verdicts.apart(records)) is not None:  # (never in a run.json evalspec wrote)
         test, first, again = apart
-        raise ConfigError([Problem("run.json", None, "results", (
+        raise ConfigError([Problem("results", None, "", (  # (the file read is the caller's: named as what it holds)
             f"the records of {test} are not next to each other (records {first + 1} and {again + 1}): evalspec "
             "writes each test's records together, so the file was edited or joined by hand, and the test's "
             "verdict would be made twice, each from part of its records. Put each test's records together "

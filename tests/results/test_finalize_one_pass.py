@@ -70,7 +70,9 @@ def test_finalize_decodes_each_light_record_once_and_gives_what_the_list_gives(t
     rows = CountedRows(light(r) for r in data["results"])
     streamed = finalize({**copy.deepcopy(data), "results": rows}, None, False, stream=True)
     assert len(data["results"]) == 9  # 3 repeats, 2 points × 2 repeats, 2 reduced instances
-    assert (rows.passes, rows.decoded) == (1, 9)
+    # one pass for every aggregate (there were eleven); a second only when the check that each test's records
+    # are together suspects a repeat in its bit table (the records' places hash differently in every tmp_path)
+    assert (rows.passes, rows.decoded) in ((1, 9), (2, 18))
     whole = finalize({**copy.deepcopy(data), "results": list(data["results"])}, None, False)
     for key in ("verdicts", "curves", "slas", "summary", "gate"):
         assert streamed[key] == whole[key], key
@@ -95,3 +97,20 @@ def test_an_instance_whose_records_are_apart_is_refused_not_made_two_verdicts(tm
     # the same records in memory are grouped whole, whatever their order: one verdict for `rep`
     whole = finalize({**copy.deepcopy(data), "results": list(moved)}, None, False)
     assert [v["test_id"] for v in whole["verdicts"]].count("rep") == 1
+
+
+def test_a_reduced_test_whose_instances_are_apart_is_refused(tmp_path: Path) -> None:
+    # `red` (reduce: min over n = 1, 2) with its first instance moved before `decay`: each instance's
+    # records are together, but the test's verdict would be made twice, each the min of one instance
+    (tmp_path / "bot.py").write_text(BOT, encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    data: dict[str, Any] = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run",
+                                                                         use_cache=False)).data
+    records = [light(r) for r in data["results"]]
+    assert [r["test"] for r in records[7:]] == ["red", "red"]
+    moved = records[:3] + records[7:8] + records[3:7] + records[8:]
+    with pytest.raises(ConfigError) as refused:
+        finalize({**copy.deepcopy(data), "results": DiskRows(moved)}, None, False, stream=True)
+    assert "the records of red (" in str(refused.value) and "(records 4 and 9)" in str(refused.value)
+    kept = finalize({**copy.deepcopy(data), "results": DiskRows(records)}, None, False, stream=True)
+    assert len(kept["verdicts"]) == len(finalize({**copy.deepcopy(data), "results": records}, None, False)["verdicts"])
