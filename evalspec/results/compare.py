@@ -10,6 +10,7 @@ temporary SQLite file (`_Joined`), so two runs of a million conversations are co
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
@@ -413,10 +414,16 @@ def compare_runs(base: RunData | Mapping[str, Any], head: RunData | Mapping[str,
         diff["curves"] = compare_curves(base, head)
         diff["providers"] = compare_providers(joined.provider_stats(BASE), joined.provider_stats(HEAD))
     except sqlite3.OperationalError as exc:  # a full disk under the join: an error that says so, never a traceback
+        if not any(word in str(exc).lower() for word in _STORAGE_WORDS):
+            raise
         raise storage_error(exc) from None
     finally:
-        joined.close()
+        with contextlib.suppress(sqlite3.Error):  # (what failed was raised above)
+            joined.close()
     return cast(Baseline, fold.into(diff))
+
+
+_STORAGE_WORDS = ("disk", "full", "i/o", "unable to open")  # SQLite's words for a file it cannot write
 
 
 def storage_error(exc: sqlite3.Error) -> OSError:
