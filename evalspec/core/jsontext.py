@@ -1,5 +1,5 @@
-"""JSON text read fast and exactly: the one reader of the journal's lines, a dataset's rows and the
-answers of model and `http:` bots (docs/en/scale-and-ray.md#throughput).
+"""JSON text from outside read fast and exactly: a dataset's rows and the answers of model and `http:`
+bots (docs/en/scale-and-ray.md#throughput). The journal marks its own few such lines (`journal.encode`).
 
 orjson reads a record many times faster than the standard library, but it reads an integer beyond
 64 bits as a float (`18446744073709551617` would come back as `1.8446744073709552e+19`: a bot's id or

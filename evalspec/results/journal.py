@@ -24,7 +24,6 @@ from typing import IO, Any, cast
 
 import orjson
 
-from evalspec.core import jsontext
 from evalspec.results.rundata import Record
 
 FLUSH_EVERY = 0.05  # seconds a written record may wait in the buffer
@@ -34,11 +33,13 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS
 
 def encode(record: Any) -> bytes:
     """A record as one compact JSON text (UTF-8, no newline). NaN and infinities become null; a value
-    orjson cannot encode (an int beyond 64 bits) falls back to the standard encoder."""
+    orjson cannot encode (an int beyond 64 bits) falls back to the standard encoder, its text marked by
+    a leading space (JSON's own whitespace) so that `decode` reads it with the standard decoder too:
+    orjson would read that int back as a float."""
     try:
         return orjson.dumps(record, option=_OPTIONS)
     except orjson.JSONEncodeError:
-        return json.dumps(record, ensure_ascii=False).encode("utf-8")
+        return b" " + json.dumps(record, ensure_ascii=False).encode("utf-8")
 
 
 def encode_line(record: Any) -> bytes:
@@ -47,9 +48,15 @@ def encode_line(record: Any) -> bytes:
 
 
 def decode(data: bytes | bytearray | str) -> Any:
-    """A JSON text as `json.loads` reads it (`core.jsontext`: orjson, the standard decoder for what orjson
-    refuses, such as the NaN an older journal may hold, or reads inexactly, an integer beyond 64 bits)."""
-    return jsontext.loads(data)
+    """A JSON text as `json.loads` reads it: orjson first; the standard decoder for a text `encode` wrote
+    with it (a leading space: an int beyond 64 bits, which orjson would read as a float) and for what
+    orjson refuses, such as the NaN an older journal may hold."""
+    if data[:1] in (b" ", " "):
+        return json.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 class Journal:
