@@ -68,6 +68,7 @@ class Verdicts:
         self.include_drafts, self.whole = include_drafts, whole
         # where each run of one instance's records starts, marked to find one that starts twice (`apart`)
         self.starts: Repeats[int] | None = Repeats(most) if most and not whole else None
+        self.marks = _RunStarts()
         self.reducer = reduction.Reducer(include_drafts)
         self.groups: dict[tuple[str, str, str], list[tuple[int, Record]]] = defaultdict(list)  # `whole`
         self.window: list[tuple[int, Record]] = []
@@ -80,6 +81,9 @@ class Verdicts:
         if self.whole:
             self.groups[(r["suite"], r["base_id"], r["provider"])].append((i, r))
             return []
+        if self.starts is not None:
+            for mark in self.marks.of(r):
+                self.starts.add(mark)
         out: list[Verdict] = []
         window = self.window
         if window and (r["base_id"] != window[0][1]["base_id"] or r["suite"] != window[0][1]["suite"]):
@@ -87,12 +91,8 @@ class Verdicts:
                 out += self.reducer.add(v, first)
             window = self.window = []
         if not window:
-            if self.starts is not None:
-                self.starts.add(_instance_text(r))
             if (mine := (str(r["suite"]), reduction.verdict_key(r))) != self.test:  # a new test: reduced groups close
                 out += self.reducer.close()
-                if self.starts is not None:
-                    self.starts.add(_group_text(r))
             self.test = mine
         window.append((i, r))
         return out
@@ -125,26 +125,34 @@ class Verdicts:
         return out + self.reducer.close()
 
 
-def _instance_text(r: Mapping[str, Any]) -> str:
-    return f"{r['base_id']}\0{r['suite']}\0i"
+class _RunStarts:
+    """The marks of where each run of one instance's records starts, and each run of one verdict group's
+    (its instance, or its test under `reduce:`, whose instances make one verdict): made as `Verdicts`
+    takes the records, and made again the same way by `apart` to confirm a suspect."""
 
+    def __init__(self) -> None:
+        self.instance: str | None = None
+        self.group: str | None = None
 
-def _group_text(r: Mapping[str, Any]) -> str:
-    """A record's verdict group: its instance, or its test under `reduce:` (whose instances make one verdict)."""
-    return f"{reduction.verdict_key(cast(Record, r))}\0{r['suite']}\0t"
+    def of(self, r: Mapping[str, Any]) -> list[str]:
+        """The marks record `r` starts (none when it continues the runs before it)."""
+        instance = f"{r['base_id']}\0{r['suite']}\0i"
+        if instance == self.instance:
+            return []
+        self.instance = instance
+        group = f"{reduction.verdict_key(cast(Record, r))}\0{r['suite']}\0t"
+        if group == self.group:
+            return [instance]
+        self.group = group
+        return [instance, group]
 
 
 def _run_starts(records: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, int]]:
-    """Where each run of one instance's records starts, and each run of one verdict group's (as
-    `Verdicts.add` marks them): the instance or group and the position of its first record."""
-    instance = group = None
+    """Each mark `_RunStarts` makes over `records`, with the position of the record that starts it."""
+    marks = _RunStarts()
     for i, r in enumerate(records):
-        if (mine := _instance_text(r)) != instance:
-            yield mine, i
-            instance = mine
-            if (theirs := _group_text(r)) != group:
-                yield theirs, i
-                group = theirs
+        for mark in marks.of(r):
+            yield mark, i
 
 
 def _window(window: list[tuple[int, Record]], include_drafts: bool) -> Iterator[tuple[Verdict, Record]]:
