@@ -17,6 +17,7 @@ import jmespath
 from jmespath.visitor import TreeInterpreter
 
 from evalspec.config.interpolate import is_template, render_value
+from evalspec.core import jsontext
 from evalspec.core.errors import ProviderError, TemplateProblem
 from evalspec.extend.kinds import SuiteView, provider_kind
 from evalspec.extend.provider import (
@@ -30,7 +31,6 @@ from evalspec.extend.replies import found_text, reply
 from evalspec.extend.transcript import ChatMessage
 from evalspec.providers.openai_compat import (
     json_body,
-    json_read,
     load_transport,
     make_client,
     parsed_url,
@@ -64,7 +64,7 @@ class Body:
     def json(self) -> Any:
         if self._json is None:
             try:
-                self._json = (json_read(self.content), None)
+                self._json = (jsontext.loads(self.content), None)
             except ValueError as exc:  # not JSON, or not text (UnicodeDecodeError)
                 self._json = (None, exc)
         data, problem = self._json

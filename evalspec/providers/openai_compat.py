@@ -223,12 +223,6 @@ def json_body(payload: Any) -> bytes:
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def json_read(content: bytes) -> Any:
-    """A response's JSON as `json.loads` reads it (`core.jsontext`: fast, and exact for an integer beyond
-    64 bits or a NaN some servers write); a ValueError when it is not JSON."""
-    return jsontext.loads(content)
-
-
 class OpenAICompatClient:
     def __init__(self, api_base: str, api_key: str | None) -> None:
         self.base = api_base.rstrip("/")
@@ -249,7 +243,7 @@ class OpenAICompatClient:
         if response.status_code >= 400:
             raise status_error(response, what)
         try:
-            data = json_read(response.content)
+            data = jsontext.loads(response.content)  # exact beyond 64 bits, a NaN read too
         except ValueError:
             raise ProviderError(f"{what}: response is not JSON: {response.text[:200]!r}", retryable=True) from None
         if not isinstance(data, dict):
