@@ -62,11 +62,16 @@ class CountedRows(DiskRows):
         return super()._row(index, line)
 
 
+def played(folder: Path) -> dict[str, Any]:
+    """The run of SUITE in `folder`: 3 repeats of `rep`, 2 points × 2 repeats of `decay`, 2 reduced instances."""
+    (folder / "bot.py").write_text(BOT, encoding="utf-8")
+    (folder / "s.yaml").write_text(SUITE, encoding="utf-8")
+    data: dict[str, Any] = run([folder / "s.yaml"], options=RunOptions(run_dir=folder / "run", use_cache=False)).data
+    return data
+
+
 def test_finalize_decodes_each_light_record_once_and_gives_what_the_list_gives(tmp_path: Path) -> None:
-    (tmp_path / "bot.py").write_text(BOT, encoding="utf-8")
-    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
-    data: dict[str, Any] = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run",
-                                                                         use_cache=False)).data
+    data = played(tmp_path)
     rows = CountedRows(light(r) for r in data["results"])
     streamed = finalize({**copy.deepcopy(data), "results": rows}, None, False, stream=True)
     assert len(data["results"]) == 9  # 3 repeats, 2 points × 2 repeats, 2 reduced instances
@@ -84,10 +89,7 @@ def test_finalize_decodes_each_light_record_once_and_gives_what_the_list_gives(t
 def test_an_instance_whose_records_are_apart_is_refused_not_made_two_verdicts(tmp_path: Path) -> None:
     # a large run.json edited by hand: `rep`'s third repeat moved to the end. The verdicts, made as the
     # records go by, made `rep` twice (2 of its repeats, then 1): a majority failure could read as a pass
-    (tmp_path / "bot.py").write_text(BOT, encoding="utf-8")
-    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
-    data: dict[str, Any] = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run",
-                                                                         use_cache=False)).data
+    data = played(tmp_path)
     records = [light(r) for r in data["results"]]
     assert [r["base_id"] for r in records[:3]] == ["rep"] * 3
     moved = records[:2] + records[3:] + records[2:3]
@@ -102,10 +104,7 @@ def test_an_instance_whose_records_are_apart_is_refused_not_made_two_verdicts(tm
 def test_a_reduced_test_whose_instances_are_apart_is_refused(tmp_path: Path) -> None:
     # `red` (reduce: min over n = 1, 2) with its first instance moved before `decay`: each instance's
     # records are together, but the test's verdict would be made twice, each the min of one instance
-    (tmp_path / "bot.py").write_text(BOT, encoding="utf-8")
-    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
-    data: dict[str, Any] = run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / "run",
-                                                                         use_cache=False)).data
+    data = played(tmp_path)
     records = [light(r) for r in data["results"]]
     assert [r["test"] for r in records[7:]] == ["red", "red"]
     moved = records[:3] + records[7:8] + records[3:7] + records[8:]
