@@ -216,19 +216,22 @@ def scan(path: Path, test_id: str, named: set[str], check: Callable[[Row], Probl
     ids: Repeats[int] = Repeats(lines)
     helper = _Halves.start(path, named, check) if check is not None and lines >= _HALVED_FROM else None
     mine = _Found()
+    unreadable: DatasetProblem | None = None  # the line the pass stopped at
     try:
-        for index, row in enumerate(rows(path)):
-            if helper is None or index % 2 == 0:  # the other half's rows are the helper's
-                mine.add(row.line, _row_problem(path, row, named, check))
-            ids.add(row_id(test_id, row))
-        found = mine.merged(_Halves.finish(helper, path, named, check))
-    except DatasetProblem as exc:
-        found = mine.merged(_Halves.finish(helper, path, named, check))
-        return [problem for _, problem in found.listed] + [exc.problem]
+        try:
+            for index, row in enumerate(rows(path)):
+                if helper is None or index % 2 == 0:  # the other half's rows are the helper's
+                    mine.add(row.line, _row_problem(path, row, named, check))
+                ids.add(row_id(test_id, row))
+        except DatasetProblem as exc:
+            unreadable = exc
+        found = mine.merged(helper.found() if helper is not None else _Found())
     finally:
         if helper is not None:
             helper.stop()
     problems = [problem for _, problem in found.listed]
+    if unreadable is not None:
+        return problems + [unreadable.problem]
     if found.more:
         problems.append(Problem(str(path), None, "", f"and {found.more} more rows with a problem like these"))
     return problems + _duplicates(path, test_id, ids)
@@ -263,8 +266,10 @@ class _Halves:
     (docs/en/scale-and-ray.md#a-million-rows). What it finds comes back as JSON through a pipe; should it
     fail in any way, this process checks those rows itself: the problems are those of one pass either way."""
 
-    def __init__(self, pid: int, fd: int) -> None:
+    def __init__(self, pid: int, fd: int, path: Path, named: set[str],
+                 check: Callable[[Row], Problem | None] | None) -> None:
         self.pid, self.fd = pid, fd
+        self.path, self.named, self.check = path, named, check
 
     @classmethod
     def start(cls, path: Path, named: set[str], check: Callable[[Row], Problem | None] | None) -> _Halves | None:
@@ -286,7 +291,7 @@ class _Halves:
             finally:
                 os._exit(code)
         os.close(write_fd)
-        return cls(pid, read_fd)
+        return cls(pid, read_fd, path, named, check)
 
     @staticmethod
     def odd_rows(path: Path, named: set[str], check: Callable[[Row], Problem | None] | None) -> _Found:
@@ -301,17 +306,10 @@ class _Halves:
             pass
         return found
 
-    @staticmethod
-    def finish(helper: _Halves | None, path: Path, named: set[str],
-               check: Callable[[Row], Problem | None] | None) -> _Found:
-        """What the helper found in the odd rows (nothing when there was no helper); if it failed, the odd
-        rows checked here."""
-        if helper is None:
-            return _Found()
-        said = helper.result()
-        if said is not None:
-            return said
-        return _Halves.odd_rows(path, named, check)
+    def found(self) -> _Found:
+        """What the helper found in the odd rows; if it failed, the odd rows checked here."""
+        said = self.result()
+        return said if said is not None else _Halves.odd_rows(self.path, self.named, self.check)
 
     def result(self) -> _Found | None:
         chunks = []
