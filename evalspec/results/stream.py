@@ -118,10 +118,6 @@ class RowFile:
         at, self._end = self._end, self._end + len(line)
         return at
 
-    def read(self, at: int) -> dict[str, Any]:
-        row: dict[str, Any] = decode(self.read_line(at))
-        return row
-
     def read_line(self, at: int) -> bytes:
         """The row at byte `at` as stored: its JSON text and the newline."""
         return self.reading(at).readline()
