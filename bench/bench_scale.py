@@ -7,7 +7,9 @@ Per size it runs
   - `recorded`: `evalspec run` of a suite whose `transcripts:` are N recorded three-turn conversations,
     then `grade` and `report` of that run;
 and, once, the small-run ratio: 100 conversations × 5 turns against a loopback HTTP bot answering in
-50 ms, against the ideal 5 × 50 ms + the time `evalspec --version` takes.
+50 ms, against the ideal 5 × 50 ms + the time `evalspec --version` takes — and the same calls made by
+bare scripts with no checks and no run.json (bench/small_floor.py), one per HTTP client: the floor each
+client puts under the ratio.
 
     python bench/bench_scale.py [--sizes 10000,100000] [-j 64] [--processes N] [--only dataset,recorded,small]
 
@@ -94,7 +96,12 @@ MEASURE = ("import resource, subprocess, sys, time, json\n"
 
 def measured(args: list[str], cwd: Path) -> dict[str, float]:
     """`python -m evalspec ARGS` in a child: wall, cpu, peak RSS (MB) and exit code."""
-    out = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "evalspec", *args], cwd=cwd,
+    return measured_command([sys.executable, "-m", "evalspec", *args], cwd)
+
+
+def measured_command(command: list[str], cwd: Path) -> dict[str, float]:
+    """COMMAND in a child: wall, cpu, peak RSS (MB) and exit code."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, *command], cwd=cwd,
                          capture_output=True, text=True, check=True)
     figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return figures
@@ -142,6 +149,10 @@ def scale(kind: str, n: int, concurrency: int, processes: int | None) -> None:
         row(f"{kind} diff", n, measured(["diff", "run.json", "graded.json", "-o", "diff.json"], folder), None)
 
 
+FLOORS = {"streams": "HTTP written by hand on asyncio streams", "aiohttp": "aiohttp alone",
+          "httpx": "httpx over aiohttp, evalspec's client"}  # bench/small_floor.py
+
+
 def small_run() -> None:
     """100 conversations × 5 turns against a bot answering in 50 ms: wall / (5 × 50 ms + version time).
 
@@ -167,12 +178,17 @@ def small_run() -> None:
             (folder / "s.yaml").write_text(SMALL_SUITE.format(port=port), encoding="utf-8")
             version = min(measured(["--version"], folder)["wall"] for _ in range(3))
             f = measured(["run", "s.yaml", "-q", "-j", "100", "-o", "run.json"], folder)
+            floors = {kind: measured_command([sys.executable, str(Path(__file__).parent / "small_floor.py"), kind,
+                                              f"http://127.0.0.1:{port}/bot"], folder) for kind in FLOORS}
     finally:
         server.terminate()
         server.wait()
     ideal = 5 * 0.05 + version
     print(f"small run: 100 × 5 turns, 50 ms replies: {f['wall']:.2f} s; ideal {ideal:.2f} s "
           f"(5 × 50 ms + --version {version:.2f} s); ratio {f['wall'] / ideal:.2f} (target ≤ 1.5); rc {int(f['rc'])}")
+    for kind, what in FLOORS.items():
+        print(f"  the same calls, bare ({what}): {floors[kind]['wall']:.2f} s; ratio "
+              f"{floors[kind]['wall'] / ideal:.2f}; rc {int(floors[kind]['rc'])}")
 
 
 def compile_package() -> None:
