@@ -21,6 +21,10 @@ class CallContext:
     params: dict[str, Any] | None = None  # per-call request params of evalspec's own calls (response_format, ...)
     state: Mapping[str, object] | None = None  # the test's `state:` seed (docs/en/state.md): `context["state"]`, `{{ state }}`
     metadata: dict[str, Any] | None = None  # the user turn's `metadata:` (sent by `rasa:` providers, docs/en/state.md)
+    #: what a provider keeps for this conversation between its turns, and for no other conversation: the
+    #: same object on each of its calls, a new empty one for the next conversation (`http:` keeps the
+    #: cookies its bot sets here, docs/en/providers.md#cookies)
+    conversation: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -502,11 +502,13 @@ class TurnCaller:
         self._seed = getattr(provider.provider, "seed", None) if test.state is not None else None
         self._prepared = not (config.get("setup") or self._seed is not None)
         self._metadata = {t.turn: t.metadata for t in inst.turns if t.role == "user" and t.metadata}
+        self._kept: dict[str, Any] = {}  # what the provider keeps for this conversation (`CallContext.conversation`)
 
     def __call__(self, messages: list[ChatMessage], turn: int) -> Awaitable[ProviderResponse]:
         inst = self.inst
         ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=turn, vars=inst.vars,
-                          repeat=inst.repeat, state=inst.test.state, metadata=self._metadata.get(turn))
+                          repeat=inst.repeat, state=inst.test.state, metadata=self._metadata.get(turn),
+                          conversation=self._kept)
         return self.provider.call(messages, ctx, self.extra, stats=self.stats,
                                   prepare=None if self._prepared else self._prepare, **self.mode)
 
@@ -519,7 +521,7 @@ class TurnCaller:
             raise TurnError(f"{problem} (nothing was sent)")
         if self._seed is not None:
             ctx = CallContext(thread_id=self.thread_id, test_id=inst.test_id, turn=0, vars=inst.vars,
-                              repeat=inst.repeat, state=inst.test.state)
+                              repeat=inst.repeat, state=inst.test.state, conversation=self._kept)
             try:
                 await asyncio.wait_for(self._seed(ctx), self.provider.timeout)
             except (TimeoutError, asyncio.TimeoutError):

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from evalspec.config.model import ProviderSpec
 
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # http.max_response_bytes: a larger answer is an error, not a run out of memory
+COOKIES = "http:cookies"  # CallContext.conversation's key: the cookies this conversation's bot set (docs/en/providers.md#cookies)
 GUESSES = ("content", "reply", "response", "answer", "message", "text", "output", "choices[0].message.content",
            "data.reply", "data.content")
 
@@ -133,7 +134,7 @@ class HttpProvider:
 
         url, headers, body = self._request(messages, context)
         if self._client is None:
-            self._client = make_client(tls=self._tls)
+            self._client = make_client(tls=self._tls, cookies=False)
         start = time.perf_counter()
         if self.method == "GET":
             sent: dict[str, Any] = {"params": body if isinstance(body, dict) else None}
@@ -144,9 +145,14 @@ class HttpProvider:
             if not any(name.lower() == "content-type" for name in headers):
                 headers = {**headers, "Content-Type": "application/json"}
         request = self._client.build_request(self.method, parsed_url(url), headers=headers, **sent)
+        cookies: httpx.Cookies | None = context.conversation.get(COOKIES)
+        if cookies is not None:  # what the bot set earlier in this conversation (a `Cookie` of the suite's wins)
+            cookies.set_cookie_header(request)
         try:
             response = await self._client.send(request, stream=True)
             try:
+                if "set-cookie" in response.headers:
+                    context.conversation.setdefault(COOKIES, httpx.Cookies()).extract_cookies(response)
                 content = await self._read(response, url)
             finally:
                 await response.aclose()

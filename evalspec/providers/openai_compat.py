@@ -27,8 +27,10 @@ from evalspec.extend.replies import message_text, reply
 from evalspec.extend.transcript import ChatMessage
 
 if TYPE_CHECKING:
+    import http.cookiejar
     from collections.abc import Callable
 
+    import aiohttp
     import httpx
 
 
@@ -183,7 +185,7 @@ def reply_content(content: Any, tool_calls: Any, model: str) -> tuple[str | None
 NULL_CONTENT = "the message's content is null (or holds no text) and it made no tool calls"
 
 
-def make_client(timeout: float = 600.0, tls: bool = True) -> httpx.AsyncClient:
+def make_client(timeout: float = 600.0, tls: bool = True, cookies: bool = True) -> httpx.AsyncClient:
     """An httpx client with pooled keep-alive connections, sized for high concurrency.
 
     The transport is aiohttp's (package httpx-aiohttp) when installed: measured with bench/bench_run.py,
@@ -191,6 +193,8 @@ def make_client(timeout: float = 600.0, tls: bool = True) -> httpx.AsyncClient:
     `tls=False`: a client that only ever calls one plain `http://` URL (redirects are not followed) does
     not load the CA bundle (~40 ms of a run's start, docs/en/scale-and-ray.md#start-up); it trusts no
     certificate, so TLS, should it ever come, fails rather than goes unverified.
+    Cookies are httpx's alone (aiohttp's session keeps none); `cookies=False`: the client keeps none
+    either, for callers that keep each conversation's own (docs/en/providers.md#cookies).
     """
     transport = load_transport()  # imports httpx, where no `prepare` did yet
     import ssl
@@ -200,9 +204,39 @@ def make_client(timeout: float = 600.0, tls: bool = True) -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
     verify: ssl.SSLContext | bool = True if tls else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, trusts none
     if transport is None:  # pragma: no cover - httpx-aiohttp is a dependency
-        return httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits, trust_env=False, verify=verify)
-    return httpx.AsyncClient(transport=transport(limits=limits, trust_env=False, verify=verify),
-                             timeout=httpx.Timeout(timeout), trust_env=False)
+        client = httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits, trust_env=False, verify=verify)
+    else:
+        context = httpx.create_ssl_context(verify=verify, trust_env=False)
+
+        def session() -> aiohttp.ClientSession:  # as httpx-aiohttp's own, without a cookie jar of its own
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(keepalive_timeout=limits.keepalive_expiry, ssl=context,
+                                             limit=limits.max_connections or 0)
+            return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
+
+        client = httpx.AsyncClient(transport=transport(limits=limits, trust_env=False, verify=context, client=session),
+                                   timeout=httpx.Timeout(timeout), trust_env=False)
+    if not cookies:
+        client.cookies = no_cookies()()  # type: ignore[assignment]  # httpx.Cookies takes a CookieJar as its jar
+    return client
+
+
+@lru_cache(maxsize=1)
+def no_cookies() -> type[http.cookiejar.CookieJar]:
+    """A cookie jar that keeps nothing: an `http:` bot's cookies belong to one conversation, which keeps
+    them itself (`CallContext.conversation`), never to the client every conversation shares. (A class made
+    on first use: http.cookiejar is loaded with httpx, not with every run.)"""
+    import http.cookiejar
+
+    class NoCookies(http.cookiejar.CookieJar):
+        def extract_cookies(self, response: Any, request: Any) -> None:
+            return None
+
+        def set_cookie(self, cookie: Any) -> None:
+            return None
+
+    return NoCookies
 
 
 @lru_cache(maxsize=64)

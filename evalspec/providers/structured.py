@@ -185,4 +185,4 @@ def call_usage(response: ProviderResponse) -> dict[str, Any]:
 
 def _with(context: CallContext, params: dict[str, object]) -> CallContext:
     return CallContext(thread_id=context.thread_id, test_id=context.test_id, turn=context.turn, vars=context.vars,
-                       repeat=context.repeat, params=params)
+                       repeat=context.repeat, params=params, conversation=context.conversation)
