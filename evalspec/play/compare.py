@@ -36,6 +36,13 @@ def compared(test: TestSpec) -> bool:
     return any(across_records(spec) for spec in test.asserts)
 
 
+def _against_baseline(test: TestSpec) -> bool:
+    """`pairwise: {against: baseline}` is among the test's checks: it reads the baseline run's records."""
+    from evalspec.assertions.pairwise import BASELINE
+
+    return any(spec.type == PAIRWISE and spec.params.against == BASELINE for spec in test.asserts)
+
+
 def group_key(suite: Suite, test: TestSpec, repeat: int) -> GroupKey:
     """The comparison group of a test's record: its suite, test and repeat."""
     return id(suite), id(test), repeat
@@ -157,7 +164,8 @@ class Comparisons:
                  pool: ProviderPool, write: Callable[[int, dict[str, Any]], None],
                  baseline: Mapping[str, Any] | None = None) -> None:
         self.pool, self.write = pool, write
-        self.baseline = baseline_sides(baseline) if baseline is not None else None
+        against = {test.id for suite in suites for test in suite.tests if _against_baseline(test)}
+        self.baseline = baseline_sides(baseline, against) if baseline is not None else None
         self.group_of: dict[int, GroupKey] = {}
         self.waiting: dict[GroupKey, set[int]] = {}
         self.held: dict[GroupKey, dict[int, Record]] = {}

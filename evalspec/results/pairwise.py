@@ -6,7 +6,7 @@ report can show it; `baseline_sides` finds the other side of `against: baseline`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from evalspec.results.compare import suite_key
@@ -24,9 +24,15 @@ def side_key(record: Mapping[str, Any]) -> SideKey:
     return suite_key(str(record["suite"])), str(record["test_id"]), str(record["provider"])
 
 
-def baseline_sides(run: Mapping[str, Any] | None) -> dict[SideKey, Mapping[str, Any]]:
-    """The baseline run's records by the instance they played; empty without a baseline."""
-    return {side_key(r): r for r in (run or {}).get("results") or []} if run else {}
+def baseline_sides(run: Mapping[str, Any] | None, tests: Collection[str]) -> dict[SideKey, Mapping[str, Any]]:
+    """The baseline run's records of `tests` (the ids of the tests compared against it) by the instance
+    they played; empty without a baseline. Only these stay: a large baseline's records are read from disk
+    one at a time (docs/en/scale-and-ray.md#memory). (An instance's id begins with its test's id, then its
+    matrix values or row: a record whose id merely begins like one is kept too, and never matched.)"""
+    if not run or not tests:
+        return {}
+    prefixes = tuple(tests)
+    return {side_key(r): r for r in run.get("results") or [] if str(r["test_id"]).startswith(prefixes)}
 
 
 def pairwise_summary(records: Iterable[Mapping[str, Any]]) -> list[Pairwise]:

@@ -8,7 +8,7 @@ import json
 from array import array
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 from evalspec.config.paths import format_path
 from evalspec.core.errors import ConfigError, Problem
@@ -283,6 +283,14 @@ def _text(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
+def _write_items(fh: IO[bytes], items: list[Any] | JournalRecords | DiskRows) -> None:
+    """A list, one item a line: item by item, never the whole file as one string."""
+    lines = items.lines() if isinstance(items, (JournalRecords, DiskRows)) else map(encode, items)
+    for j, text in enumerate(lines):
+        fh.write((b"[\n" if j == 0 else b",\n") + text)
+    fh.write(b"\n]")
+
+
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """One top-level key per line and one list item (a record, a verdict) per line, each as the
     journal encodes it: readable with grep and a diff, and fast (`indent=2` goes through the
@@ -295,10 +303,15 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
             for i, (key, value) in enumerate(data.items()):
                 fh.write((b"," if i else b"") + b"\n" + _text(key) + b": ")
                 if isinstance(value, (list, JournalRecords, DiskRows)) and value:
-                    items = value.lines() if isinstance(value, (JournalRecords, DiskRows)) else map(encode, value)
-                    for j, text in enumerate(items):  # item by item: never the whole file as one string
-                        fh.write((b"[\n" if j == 0 else b",\n") + text)
-                    fh.write(b"\n]")
+                    _write_items(fh, value)
+                elif isinstance(value, Mapping) and any(isinstance(v, DiskRows) for v in value.values()):
+                    for j, (inner, item) in enumerate(value.items()):  # `baseline`, whose rows are on disk
+                        fh.write((b"{" if j == 0 else b", ") + _text(inner) + b": ")
+                        if isinstance(item, DiskRows) and item:
+                            _write_items(fh, item)
+                        else:
+                            fh.write(_text(list(item) if isinstance(item, DiskRows) else item))
+                    fh.write(b"}")
                 else:
                     fh.write(_text(value))
             fh.write(b"\n}\n")

@@ -37,7 +37,7 @@ def find_baseline(spec: str | None) -> Baseline:
         return Baseline(data, f"auto: {note}" if data is not None else None, note)
     from evalspec.results.runjson import read_run
 
-    return Baseline(read_run(spec, check=True), spec)
+    return Baseline(read_run(spec, check=True, stream=True), spec)  # its records stay on disk (docs/en/scale-and-ray.md#memory)
 
 
 def wants_baseline(baseline: Baseline, suites: list[Suite], cli_mode: str | None) -> bool:
@@ -55,9 +55,11 @@ async def attach_baseline(run: RunData, baseline: Baseline, cli_mode: str | None
         apply_baseline(untyped(run), no_baseline(baseline.note), cli_mode)  # in place
         return run
     from evalspec.results.compare import compare_runs  # (a run without a baseline loads no diff)
+    from evalspec.results.stream import JournalRecords
     from evalspec.review.confirm import confirm_regressions
 
-    diff = compare_runs(baseline.data, run, baseline.source)
+    # a large run's rows go to disk as they are made, as `evalspec diff`'s do (docs/en/scale-and-ray.md#memory)
+    diff = compare_runs(baseline.data, run, baseline.source, rows_on_disk=isinstance(run["results"], JournalRecords))
     diff["confirm"] = confirm
     diff = await confirm_regressions(diff, suites, plan, confirm, concurrency, notify)
     apply_baseline(untyped(run), untyped(diff), cli_mode)  # in place

@@ -16,13 +16,17 @@ from evalspec.providers.factory import ProviderPool
 from evalspec.results.compare import finish, suite_key
 from evalspec.results.rundata import Baseline, BaselineRow, Record, Status
 from evalspec.results.runjson import untyped
+from evalspec.results.stream import DiskRows
 from evalspec.results.verdict import combine_repeats
 
 
-def _targets(plan: Sequence[Instance], rows: list[BaselineRow]) -> dict[int, list[Instance]]:
-    """The plan's instances (every repeat) behind each row to confirm, by row index."""
+def _targets(plan: Sequence[Instance], rows: Sequence[BaselineRow]) -> dict[int, list[Instance]]:
+    """The plan's instances (every repeat) behind each row to confirm, by row index (no pass over the plan
+    when nothing blocks)."""
     wanted = {(r["suite"], r["test_id"], r["provider"]): i for i, r in enumerate(rows) if r["blocking"]}
     out: dict[int, list[Instance]] = {}
+    if not wanted:
+        return out
     for inst in plan:
         i = wanted.get((suite_key(str(inst.suite.path)), inst.base_id, inst.provider.id))
         if i is not None:
@@ -52,12 +56,18 @@ async def confirm_regressions(diff: Baseline, suites: list[Suite], plan: Sequenc
 
     try:
         check_plan([inst for insts in targets.values() for inst in insts])
+        rows = diff["rows"]
         for i, instances in targets.items():
-            row = diff["rows"][i]
+            replays = list(rows[i]["replays"])
             for _ in range(times):
-                row["replays"].append(await replay(instances))
-            if any(s in ("passed", "xpassed") for s in row["replays"]):
-                row["category"], row["blocking"] = "flaky", False
+                replays.append(await replay(instances))
+            changed: dict[str, object] = {"replays": replays}
+            if any(s in ("passed", "xpassed") for s in replays):
+                changed.update(category="flaky", blocking=False)
+            if isinstance(rows, DiskRows):  # a large diff's rows are on disk: a row read is a copy
+                rows.update(i, changed)
+            else:
+                rows[i].update(changed)  # type: ignore[typeddict-item]
     finally:
         await pool.aclose()
     finish(untyped(diff))  # recounted in place
