@@ -126,6 +126,18 @@ def _before_vocabulary(data: Mapping[str, Any]) -> bool:
 
 RESULTS_LINE = b'"results": [\n'  # how write_json opens a non-empty `results` list: one record per line follows
 VERDICTS_LINE = b'"verdicts": [\n'  # and a non-empty `verdicts` list: one verdict per line
+BASELINE_LINE = (b'"baseline": {', b'"rows": [\n')  # and `baseline` with rows on disk (`run --baseline`): a row a line
+
+
+def _items_of(schema: Mapping[str, Any], key: str) -> Any:
+    """The schema of one item of the one-item-per-line list `key`: `results`, `verdicts`, or `baseline`
+    (the diff's rows)."""
+    if key == "baseline":
+        return schema["$defs"]["baseline"]["properties"]["rows"]["items"]
+    return schema["properties"][key]["items"]
+
+
+_PLACES: dict[str, tuple[str, ...]] = {"results": ("results",), "verdicts": ("verdicts",), "baseline": ("baseline", "rows")}
 
 
 class _Rows:
@@ -136,17 +148,19 @@ class _Rows:
         self.offsets = array("q")
         self.lights = DiskRows()  # on disk: memory that does not grow with the run (docs/en/scale-and-ray.md#memory)
         self.verdicts = DiskRows()
+        self.baseline = DiskRows()  # the rows of `baseline`, the diff `run --baseline` made
         schema = shape_schema()
-        self.defs, props = schema["$defs"], schema["properties"]
-        self.items = {"results": props["results"]["items"], "verdicts": props["verdicts"]["items"]}
+        self.defs = schema["$defs"]
+        self.items = {key: _items_of(schema, key) for key in _PLACES}
 
     def take(self, key: str, line: bytes, at: int, check: bool) -> str | None:
         """Keep one item of list `key` (its line starts at byte `at`): None, or "" when the file is of an
         earlier shape (the whole-file reader migrates it), or the schema problem `check` found."""
         item = decode(line.rstrip(b"\r\n").removesuffix(b","))
-        index = len(self.offsets) if key == "results" else len(self.verdicts)
-        if ("base_id" if key == "results" else "category") not in item:  # an earlier shape: `migrate` it, whole
-            return ""
+        kept = {"results": self.lights, "verdicts": self.verdicts, "baseline": self.baseline}[key]
+        index = len(kept)
+        if key != "baseline" and ("base_id" if key == "results" else "category") not in item:
+            return ""  # an earlier shape: `migrate` it, whole
         if not (check and item_valid(key, item)):  # a valid item is of today's shape: no shape check needed
             if not shaped(item, self.items[key], self.defs, SHAPE_DEPTH - 2):
                 return ""  # an earlier shape: `migrate` it, whole
@@ -156,7 +170,7 @@ class _Rows:
             self.offsets.append(at)
             self.lights.append(light(item))
         else:
-            self.verdicts.append(item)
+            kept.append(item)
         return None
 
 
@@ -173,7 +187,8 @@ def _read_streamed(path: Path, check: bool = False) -> RunData | None:
             inside: str | None = None
             while line := fh.readline():
                 if inside is None:
-                    inside = opening.get(line)
+                    inside = opening.get(line) or \
+                        ("baseline" if line.startswith(BASELINE_LINE[0]) and line.endswith(BASELINE_LINE[1]) else None)
                     head.append(line if inside is None else line.rstrip(b"\n"))
                     continue
                 if line.startswith(b"]"):  # the list ends: the rest of the file is top-level keys
@@ -195,6 +210,9 @@ def _read_streamed(path: Path, check: bool = False) -> RunData | None:
         return None
     if rows.verdicts:
         data["verdicts"] = []  # checked here as an empty list; its items were checked as they were read
+    baseline = data.get("baseline")
+    if rows.baseline and not (isinstance(baseline, dict) and baseline.get("rows") == []):
+        return None  # a second `baseline` key, or another layout
     if run_shape_problem(data) is not None or _before_vocabulary(data):
         return None
     if check and (problem := run_schema_problem({**data, "results": []})) is not None:  # its items are checked
@@ -202,6 +220,8 @@ def _read_streamed(path: Path, check: bool = False) -> RunData | None:
     data["results"] = JournalRecords(path, rows.offsets, rows.lights)
     if rows.verdicts:
         data["verdicts"] = rows.verdicts
+    if rows.baseline:
+        data["baseline"]["rows"] = rows.baseline
     return cast(RunData, data)
 
 
@@ -217,9 +237,9 @@ def record_schema_problem(record: Any, index: int) -> str | None:
 
 
 def item_schema_problem(key: str, item: Any, index: int) -> str | None:
-    """The first way one item of a top-level list (`results[index]`, `verdicts[index]`) breaks the run
-    schema, or None."""
-    return _schema_problem(_validator(key), item, (key, index))
+    """The first way one item of a one-item-per-line list (`results[index]`, `verdicts[index]`,
+    `baseline.rows[index]`) breaks the run schema, or None."""
+    return _schema_problem(_validator(key), item, (*_PLACES[key], index))
 
 
 def item_valid(key: str, item: Any) -> bool:
@@ -253,9 +273,9 @@ def _compiled(item: str) -> Callable[[Any], object] | None:
 
 
 def _item_schema(item: str) -> dict[str, Any]:
-    """The run schema of one item of top-level list `item`, with the definitions it refers to."""
+    """The run schema of one item of the one-item-per-line list `item`, with the definitions it refers to."""
     schema = json.loads(RUN_SCHEMA_FILE.read_text(encoding="utf-8"))
-    return {"$schema": schema.get("$schema"), "$defs": schema["$defs"], **schema["properties"][item]["items"]}
+    return {"$schema": schema.get("$schema"), "$defs": schema["$defs"], **_items_of(schema, item)}
 
 
 @functools.cache

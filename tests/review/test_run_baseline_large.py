@@ -14,6 +14,8 @@ import jsonschema
 import pytest
 
 from evalspec.play import runner
+from evalspec.results.runjson import read_run
+from evalspec.results.stream import DiskRows
 from tests import ROOT
 from tests.helpers import invoke
 
@@ -72,11 +74,25 @@ def test_a_large_runs_diff_is_confirmed_gated_and_written_like_a_small_ones(proj
     assert head["gate"]["reasons"] == ["s.yaml: regressed: 回归 @ bot"]
     md = (project / "pr.md").read_text(encoding="utf-8")
     assert md.index("regressed**") < md.index("flaky**") < md.index("fixed**")
-    # the run.json with its rows a line each reads back for `report` and `grade`
+    # the run.json with its rows a line each reads back with the rows left on disk, for `report` and `grade`
+    streamed = read_run(project / "head.json", check=True, stream=True)["baseline"]
+    assert isinstance(streamed["rows"], DiskRows) and list(streamed["rows"]) == head["baseline"]["rows"]
     assert invoke("report", "head.json", "--md", "again.md")[0] == 0
     assert "flaky**" in (project / "again.md").read_text(encoding="utf-8")
     code, out = invoke("grade", "head.json", "-o", "graded.json")
     assert code == 1, out
+    graded = json.loads((project / "graded.json").read_text(encoding="utf-8"))
+    assert graded["baseline"]["rows"] == head["baseline"]["rows"]
+
+
+def test_a_row_of_the_baseline_that_breaks_the_run_schema_is_named(project: Path) -> None:
+    side(project, "base", "--no-cache")
+    side(project, "head", "--baseline", "base.json")
+    text = (project / "head.json").read_text(encoding="utf-8").replace('"category":"flaky"', '"category":"bogus"', 1)
+    (project / "head.json").write_text(text, encoding="utf-8")
+    code, out = invoke("diff", "base.json", "head.json")
+    assert code == 2, out
+    assert "baseline.rows[2]" in out and "'bogus' is not one of" in out, out
 
 
 def peak_of_head_run(project: Path, n: int) -> int:
