@@ -125,7 +125,7 @@ def pull_request_number(env: Mapping[str, str]) -> int:
 
 def comment_run(run_json: Path, env: Mapping[str, str], lang: str | None = None) -> tuple[str, str]:
     """Render RUN.json as Markdown (with the workflow-run link) and create or update the PR comment."""
-    run = read_run(run_json)  # a run.json that cannot be read is exit 2, pull request or not
+    run = read_run(run_json, stream=True)  # exit 2 when it cannot be read, pull request or not; its records stay on disk
     number = pull_request_number(env)
     github = GitHub.from_env(env)
     return github.upsert_comment(number, render_markdown(run, env, lang))

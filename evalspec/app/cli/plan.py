@@ -257,7 +257,7 @@ def plan_command(paths: tuple[str, ...], baseline_path: str | None, detect: floa
 
     selection = Selection(repeat=repeat)
     suites, _plan = prepare(list(expand_paths(list(paths))), {}, selection)  # a ConfigError: exit 2
-    baseline = untyped(read_run(baseline_path, check=True)) if baseline_path else None  # exit 2 naming what is wrong
+    baseline = untyped(read_run(baseline_path, check=True, stream=True)) if baseline_path else None  # exit 2 naming what is wrong
     report = {"alpha": alpha, "power": power, "detect": detect, "baseline": baseline_path,
               "suites": [suite_plan(s, selection, baseline, detect, power, alpha) for s in suites]}
     with speaking(choose_lang(None, lang, suites=suites)):

@@ -19,7 +19,7 @@ def trend_command(paths: list[str], reports: Mapping[str, str]) -> int:
         others = " and ".join(r.flag for r in sorted(FORMATS, key=lambda r: r.flag) if r.name != "html")
         raise click.UsageError(f"several run.json files make a trend: use --html ({others} take one run)")
     html_path = reports.get("html")
-    runs = [read_run(p) for p in paths]
+    runs = [read_run(p, stream=True) for p in paths]  # each run's records stay on disk (docs/en/scale-and-ray.md#memory)
     if html_path:
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
         Path(html_path).write_text(render_trend(runs), encoding="utf-8")
