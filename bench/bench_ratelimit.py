@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_run import free_port, timed_run, write_suite  # noqa: E402
+from bench_run import timed_run, write_suite  # noqa: E402
+from loopback_server import serving  # noqa: E402
 
 
 def server_stats(base: str) -> dict[str, int]:
@@ -32,38 +32,21 @@ def server_stats(base: str) -> dict[str, int]:
 
 
 def run_case(args: argparse.Namespace, retry_after: bool) -> dict[str, object]:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, str(HERE / "loopback_server.py"), str(port), str(args.latency_ms),
-                               "0", str(args.rps), "1" if retry_after else "0"])
-    try:
-        deadline = time.time() + 20
-        while True:
-            try:
-                server_stats(base)
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
+    with serving(args.latency_ms, 0, args.rps, retry_after) as base, tempfile.TemporaryDirectory() as tmp:
         time.sleep(1.0)  # the bucket starts full, as a quota unused for a second is
-        with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
-            write_suite(work / "bench.yaml", base, "model", args.client, args.conversations, args.turns)
-            text = (work / "bench.yaml").read_text(encoding="utf-8")
-            (work / "bench.yaml").write_text("options: {cache: false}\n" + text, encoding="utf-8")
-            figures = timed_run([sys.executable, "-m", "evalspec", "run", "bench.yaml", "-j", str(args.jobs), "-q",
-                                 "-o", "run.json"], work)
-            stats = server_stats(base)
-            data = json.loads((work / "run.json").read_text(encoding="utf-8"))
-            summary = data["summary"]
-            return {"wall": figures["wall"], "rc": figures["rc"], "errors": summary["by_status"]["error"],
-                    "calls": stats["calls"], "429s": stats["limited"], "retries": summary.get("retries", 0),
-                    "rate_limited": summary.get("rate_limited"),
-                    "first_error": next((r.get("error") for r in data["results"] if r.get("error")), None)}
-    finally:
-        server.terminate()
-        server.wait()
+        work = Path(tmp)
+        write_suite(work / "bench.yaml", base, "model", args.client, args.conversations, args.turns)
+        text = (work / "bench.yaml").read_text(encoding="utf-8")
+        (work / "bench.yaml").write_text("options: {cache: false}\n" + text, encoding="utf-8")
+        figures = timed_run([sys.executable, "-m", "evalspec", "run", "bench.yaml", "-j", str(args.jobs), "-q",
+                             "-o", "run.json"], work)
+        stats = server_stats(base)
+        data = json.loads((work / "run.json").read_text(encoding="utf-8"))
+        summary = data["summary"]
+        return {"wall": figures["wall"], "rc": figures["rc"], "errors": summary["by_status"]["error"],
+                "calls": stats["calls"], "429s": stats["limited"], "retries": summary.get("retries", 0),
+                "rate_limited": summary.get("rate_limited"),
+                "first_error": next((r.get("error") for r in data["results"] if r.get("error")), None)}
 
 
 def main() -> None:

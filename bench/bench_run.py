@@ -19,7 +19,6 @@ import argparse
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,13 +26,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from loopback_server import serving  # bench/: the directory of the script
+
 HERE = Path(__file__).resolve().parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 TOOLS = ("    tools: [{type: function, function: {name: lookup, parameters: {type: object, required: [query],"
@@ -126,56 +121,39 @@ def main() -> None:
     parser.add_argument("--promptfoo", default=None, help="a promptfoo executable: run the same job with it")
     args = parser.parse_args()
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, str(HERE / "loopback_server.py"), str(port), str(args.latency_ms),
-                               str(args.tool_rounds)])
-    try:
-        deadline = time.time() + 20
-        while True:
-            try:
-                server_calls(base)
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
-        with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
-            write_suite(work / "bench.yaml", base, args.kind, args.client, args.conversations, args.turns,
-                        args.tool_rounds)
-            evalspec = [sys.executable, "-m", "evalspec", "run", "bench.yaml", "-j", str(args.jobs), "-q",
-                        "-o", "run.json"]
-            calls_per_turn = 1 + (args.tool_rounds if args.kind == "model" else 0)
-            ideal = args.turns * calls_per_turn * args.latency_ms / 1000 * math.ceil(args.conversations / args.jobs)
-            print(f"job: {args.conversations} conversations x {args.turns} turns, -j {args.jobs}, "
-                  f"{args.latency_ms:g} ms latency, provider {args.kind}"
-                  + (f" (client {args.client})" if args.kind == "model" else " (httpx)")
-                  + (f", {args.tool_rounds} tool round(s) per turn" if args.tool_rounds and args.kind == "model" else ""))
-            print(f"ideal (turns x calls per turn x latency x ceil(conversations/jobs)): {ideal:.2f} s")
-            cold = 0.0
-            version = timed_run([sys.executable, "-m", "evalspec", "--version"], work)["wall"]
-            print(f"`evalspec --version`: {version:.2f} s; the SPEC's ideal (turns x latency + that): "
-                  f"{args.turns * args.latency_ms / 1000 + version:.2f} s")
-            for label in ("cold cache", "warm cache"):
-                before = server_calls(base)
-                figures = timed_run(evalspec, work)
-                calls = server_calls(base) - before
-                data = json.loads((work / "run.json").read_text(encoding="utf-8"))
-                assert figures["rc"] == 0, f"evalspec exited {figures['rc']}"
-                rate = calls / figures["wall"] if figures["wall"] else 0.0
-                print(f"{label}: wall {figures['wall']:.2f} s · calls {calls} ({data['summary']['cached_calls']} cached)"
-                      f" · {rate:.0f} calls/s · CPU {figures['cpu']:.2f} s · peak RSS {figures['rss_mb']:.0f} MB")
-                cold = cold or figures["wall"]
-            if args.promptfoo:
-                if args.kind != "model" or args.tool_rounds:
-                    raise SystemExit("--promptfoo compares the model kind without tool rounds")
-                wall = run_promptfoo(args.promptfoo, work, base, args.conversations, args.turns, args.jobs)
-                print(f"promptfoo (same job, same server): wall {wall:.2f} s · evalspec cold {cold:.2f} s · "
-                      f"evalspec {wall / cold:.1f}x faster")
-    finally:
-        server.terminate()
-        server.wait()
+    with serving(args.latency_ms, args.tool_rounds) as base, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        write_suite(work / "bench.yaml", base, args.kind, args.client, args.conversations, args.turns,
+                    args.tool_rounds)
+        evalspec = [sys.executable, "-m", "evalspec", "run", "bench.yaml", "-j", str(args.jobs), "-q",
+                    "-o", "run.json"]
+        calls_per_turn = 1 + (args.tool_rounds if args.kind == "model" else 0)
+        ideal = args.turns * calls_per_turn * args.latency_ms / 1000 * math.ceil(args.conversations / args.jobs)
+        print(f"job: {args.conversations} conversations x {args.turns} turns, -j {args.jobs}, "
+              f"{args.latency_ms:g} ms latency, provider {args.kind}"
+              + (f" (client {args.client})" if args.kind == "model" else " (httpx)")
+              + (f", {args.tool_rounds} tool round(s) per turn" if args.tool_rounds and args.kind == "model" else ""))
+        print(f"ideal (turns x calls per turn x latency x ceil(conversations/jobs)): {ideal:.2f} s")
+        cold = 0.0
+        version = timed_run([sys.executable, "-m", "evalspec", "--version"], work)["wall"]
+        print(f"`evalspec --version`: {version:.2f} s; the SPEC's ideal (turns x latency + that): "
+              f"{args.turns * args.latency_ms / 1000 + version:.2f} s")
+        for label in ("cold cache", "warm cache"):
+            before = server_calls(base)
+            figures = timed_run(evalspec, work)
+            calls = server_calls(base) - before
+            data = json.loads((work / "run.json").read_text(encoding="utf-8"))
+            assert figures["rc"] == 0, f"evalspec exited {figures['rc']}"
+            rate = calls / figures["wall"] if figures["wall"] else 0.0
+            print(f"{label}: wall {figures['wall']:.2f} s · calls {calls} ({data['summary']['cached_calls']} cached)"
+                  f" · {rate:.0f} calls/s · CPU {figures['cpu']:.2f} s · peak RSS {figures['rss_mb']:.0f} MB")
+            cold = cold or figures["wall"]
+        if args.promptfoo:
+            if args.kind != "model" or args.tool_rounds:
+                raise SystemExit("--promptfoo compares the model kind without tool rounds")
+            wall = run_promptfoo(args.promptfoo, work, base, args.conversations, args.turns, args.jobs)
+            print(f"promptfoo (same job, same server): wall {wall:.2f} s · evalspec cold {cold:.2f} s · "
+                  f"evalspec {wall / cold:.1f}x faster")
 
 
 if __name__ == "__main__":

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
+
+from loopback_server import serving  # bench/: the directory of the script
 
 BOT = '''
 def respond(messages, context):
@@ -73,7 +72,7 @@ defaults:
 SMALL_SUITE = """\
 providers:
   - id: bot
-    http: {{url: "http://127.0.0.1:{port}/bot", response: reply}}
+    http: {{url: "{base}/bot", response: reply}}
 options: {{cache: false, concurrency: 100}}
 tests:
   - id: small
@@ -159,30 +158,13 @@ def small_run() -> None:
     The bot is bench/loopback_server.py (aiohttp) in a process of its own, as a real bot's server is: a
     threaded server inside this process measured itself (100 threads sharing this GIL answer a wave of
     100 calls in ~90 ms, so even a bare asyncio client took 0.46 s for 5 waves of 50 ms)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "loopback_server.py"), str(port), "50"])
-    try:
-        deadline = time.time() + 20
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats"):
-                    break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            (folder / "s.yaml").write_text(SMALL_SUITE.format(port=port), encoding="utf-8")
-            version = min(measured(["--version"], folder)["wall"] for _ in range(3))
-            f = measured(["run", "s.yaml", "-q", "-j", "100", "-o", "run.json"], folder)
-            floors = {kind: measured_command([sys.executable, str(Path(__file__).parent / "small_floor.py"), kind,
-                                              f"http://127.0.0.1:{port}/bot"], folder) for kind in FLOORS}
-    finally:
-        server.terminate()
-        server.wait()
+    with serving(50) as base, tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "s.yaml").write_text(SMALL_SUITE.format(base=base), encoding="utf-8")
+        version = min(measured(["--version"], folder)["wall"] for _ in range(3))
+        f = measured(["run", "s.yaml", "-q", "-j", "100", "-o", "run.json"], folder)
+        floors = {kind: measured_command([sys.executable, str(Path(__file__).parent / "small_floor.py"), kind,
+                                          f"{base}/bot"], folder) for kind in FLOORS}
     ideal = 5 * 0.05 + version
     print(f"small run: 100 × 5 turns, 50 ms replies: {f['wall']:.2f} s; ideal {ideal:.2f} s "
           f"(5 × 50 ms + --version {version:.2f} s); ratio {f['wall'] / ideal:.2f} (target ≤ 1.5); rc {int(f['rc'])}")

@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import os
 import resource
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
+
+from loopback_server import serving  # bench/: the directory of the script
 
 HERE = Path(__file__).resolve().parent
 
@@ -50,40 +50,20 @@ def run(folder: Path, suite: str, *args: str) -> tuple[float, dict[str, object],
 
 
 def slow_regex(folder: Path) -> None:
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(HERE / "loopback_server.py"), str(port), "50"])
-    try:
-        deadline = time.time() + 20
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=1).read()
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
+    with serving(50) as base:
         slow = "".join(f"  - id: slow{i}\n    conversation:\n      - user: {'a' * 25}b\n"
                        f"        assert: [{{regex: '(a|aa)+$'}}]\n" for i in range(10))
         healthy = "".join(f"  - id: ok{i}\n    conversation:\n      - user: 你好 {i}\n      - user: 再见 {i}\n"
                           f"        assert: [{{contains: 收到}}]\n" for i in range(60))
-        provider = (f"providers: [{{id: m, model: openai/m, api_base: 'http://127.0.0.1:{port}/v1', "
+        provider = (f"providers: [{{id: m, model: openai/m, api_base: '{base}/v1', "
                     "api_key: sk-local-000}]\n")
         elapsed, data, _ = run(folder, provider + "options: {timeout: 1, retries: 0}\ngate: {max_errors: 100}\n"
                                "tests:\n" + slow + healthy, "-j", "70")
-    finally:
-        server.terminate()
-        server.wait()
     results = data["results"]
     assert isinstance(results, list)
     bad = [r for r in results if r["test_id"].startswith("ok") and r["status"] != "passed"]
     print(f"1. slow regexes: {len(bad)} of 60 healthy tests errored ({bad[0]['error'] if bad else 'none'}); "
           f"wall {elapsed:.1f}s")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def throughput(folder: Path) -> None:

@@ -1,6 +1,8 @@
 """A loopback OpenAI-compatible chat server (and a plain HTTP chatbot) that answers after a fixed latency.
 
-Run as a separate process by bench_run.py: `python bench/loopback_server.py PORT LATENCY_MS [TOOL_ROUNDS [RPS [RETRY_AFTER]]]`.
+Run as a separate process by the benchmarks (`with serving(LATENCY_MS, ...) as base:`), or by hand:
+`python bench/loopback_server.py PORT LATENCY_MS [TOOL_ROUNDS [RPS [RETRY_AFTER]]]` (PORT 0: any free port;
+the port is printed on the first line of standard output once the server listens).
 With TOOL_ROUNDS > 0, a request that declares `tools` is answered with a `lookup` tool call until the
 turn has had that many rounds, then with text (an agent turn of TOOL_ROUNDS + 1 model calls).
 With RPS > 0 (bench_ratelimit.py), chat calls go through a token bucket of RPS tokens a second (RPS deep):
@@ -11,10 +13,14 @@ token, as real APIs send) when RETRY_AFTER is 1.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
+import socket
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 from aiohttp import web
 
@@ -79,6 +85,23 @@ async def stats(request: web.Request) -> web.Response:
     return web.Response(text=json.dumps(STATS))
 
 
+@contextlib.contextmanager
+def serving(latency_ms: float, tool_rounds: int = 0, rps: float = 0.0, retry_after: bool = False) -> Iterator[str]:
+    """This server in a process of its own (as a real bot's is), listening: its base URL. Nothing polls: the
+    child prints its port once its socket listens, and connections wait in the backlog until it accepts."""
+    server = subprocess.Popen([sys.executable, __file__, "0", str(latency_ms), str(tool_rounds), str(rps),
+                               "1" if retry_after else "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().strip()
+        if not port.isdigit():
+            raise RuntimeError(f"the loopback server did not start (exit {server.wait()})")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def main() -> None:
     port, latency_ms = int(sys.argv[1]), float(sys.argv[2])
     app = web.Application()
@@ -88,7 +111,11 @@ def main() -> None:
     app["bucket"] = Bucket(rps) if rps > 0 else None
     app["retry_after"] = len(sys.argv) > 5 and sys.argv[5] == "1"
     app.add_routes([web.post("/v1/chat/completions", chat), web.post("/bot", bot), web.get("/stats", stats)])
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=512)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", port))
+    sock.listen(512)
+    print(sock.getsockname()[1], flush=True)
+    web.run_app(app, sock=sock, print=None, access_log=None)
 
 
 if __name__ == "__main__":
