@@ -26,7 +26,6 @@ from evalspec.core.errors import ConfigError, ControlFlow, EvalspecError, Proble
 from evalspec.core.suggest import did_you_mean
 from evalspec.extend.patterns import regex_problem, written_patterns
 from evalspec.extend.registry import resolve_type
-from evalspec.plan.fillers import pick_fillers
 
 
 @dataclass
@@ -615,6 +614,8 @@ def _instance(suite: Suite, test: TestSpec, provider: ProviderSpec, matrix: dict
             if count < 0:
                 raise _RenderProblem((*entry.where, "filler"), f"filler count must be >= 0, got {count}")
             pool = [str(_render(p, variables, (*entry.where, "filler", "pool"))) for p in entry.pool or []]
+            from evalspec.plan.fillers import pick_fillers  # (docs/en/scale-and-ray.md#start-up)
+
             for text in pick_fillers(count, pool or None, seed=int(suite.option("seed")), test_id=test.id,
                                      position=position, matrix=matrix, repeat=k,
                                      user_texts=[str(e.text) for e in test.conversation if e.kind == "user"]):

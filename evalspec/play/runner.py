@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypedDict, cast
+from typing import IO, TYPE_CHECKING, Any, TypedDict, cast
 
 from evalspec.assertions.evaluate import AssertionResult
 from evalspec.assertions.grade import broken_for_good, grade, received_only
@@ -34,7 +34,6 @@ from evalspec.plan.build import Instance, Plan, grading_input, has_captures, pos
 from evalspec.plan.needs import check_plan
 from evalspec.play.compare import Comparisons
 from evalspec.play.processes import Children, Claims, Play, process_count
-from evalspec.play.ray_executor import ConversationLost, RayConfig, RayExecutor
 from evalspec.play.scripted import captured_values, run_scripted
 from evalspec.play.supervise import PlayGuard, cause_of
 from evalspec.play.teardown import run_setup, run_teardown
@@ -51,6 +50,9 @@ from evalspec.results.record import Record, make_record
 from evalspec.results.rundata import RunData
 from evalspec.results.stream import DiskRows, JournalRecords, RowFile, light
 from evalspec.results.transcript import Transcript
+
+if TYPE_CHECKING:
+    from evalspec.play.ray_executor import RayConfig, RayExecutor
 
 ResultCallback = Callable[[dict[str, Any]], None]
 STREAM_ABOVE = 5000  # records: with stream_results, a larger run's results are read from the journal on demand
@@ -241,8 +243,11 @@ async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunO
                     lock: IO[str] | None, baseline: Mapping[str, Any] | None = None) -> None:
     """Play what `kept` does not hold yet, in forked players, on Ray or here, journaling each record as it
     finishes; the pool, the journal and the lock are closed at the end."""
-    executor = RayExecutor(options.ray, options.concurrency, cache_dir, play_watched) \
-        if options.ray is not None else None
+    executor: RayExecutor | None = None
+    if options.ray is not None:  # only `--executor ray` loads Ray's side of the run (docs/en/scale-and-ray.md#start-up)
+        from evalspec.play.ray_executor import RayExecutor
+
+        executor = RayExecutor(options.ray, options.concurrency, cache_dir, play_watched)
     journal = Journal(run_dir / "journal.jsonl")
 
     def open_(position: int) -> bool:  # not played yet: neither kept nor held for its `select-best` group
@@ -271,6 +276,8 @@ async def play_plan(suites: list[Suite], plan: Sequence[Instance], options: RunO
             record = await regrade_ended(inst, pool, GradingWatch.of(watched, inst.key), guard.crashed[inst.key]) \
                 or make_record(inst, Transcript(stop_reason="error", error=guard.crashed[inst.key]), [], 0.0)
         elif executor is not None:
+            from evalspec.play.ray_executor import ConversationLost
+
             try:
                 record = await executor.run(inst, position)
             except ConversationLost as exc:  # it ended every worker it was played on (docs/en/rule-self-tests.md#verdicts-that-hold)

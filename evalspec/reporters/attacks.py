@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markupsafe import Markup, escape
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from evalspec.reporters.catalogue import words
 from evalspec.reporters.vocabulary import one_line
 from evalspec.results.rundata import AttackSummary, RunData
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 
 def rows(run: RunData) -> list[AttackSummary]:
@@ -55,6 +57,8 @@ def markdown_lines(run: RunData, md: Any) -> list[str]:
 
 
 def html_section(run: RunData) -> Markup:
+    from markupsafe import Markup, escape  # the HTML report only (docs/en/scale-and-ray.md#start-up)
+
     if not rows(run):
         return Markup("")
     red, strategy, provider, breached, at_turn = (f" data-label='{escape(h)}'" for h in _heads())

@@ -15,7 +15,6 @@ from rich.table import Table
 
 from evalspec.config.model import describe_provider
 from evalspec.providers.limits import LIMITED
-from evalspec.reporters import state
 from evalspec.reporters.attacks import print_attacks
 from evalspec.reporters.catalogue import choose_lang, current, reason_text, speaking, word, words
 from evalspec.reporters.judging import print_judging
@@ -177,7 +176,9 @@ def print_failures(console: Console, run: RunData, limit: int = MAX_FAILURES) ->
                       f"{repeats_text(v)}[/]")
         for f in findings(recs[0]) if recs else []:
             print_finding(console, f)
-        for line in state.failing_state_text(recs[0]) if recs else []:
+        from evalspec.reporters.state import failing_state_text  # (docs/en/scale-and-ray.md#start-up)
+
+        for line in failing_state_text(recs[0]) if recs else []:
             console.print(f"    [dim]{escape(one_line(line))}[/]")
     if total > limit:
         console.print(f"[dim]{escape(words('more_failing', n=total - limit))}[/]")

@@ -3,9 +3,8 @@ a flagged type first) and failures grouped by attribution. Each reporter calls o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markupsafe import Markup, escape
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
@@ -16,6 +15,9 @@ from evalspec.reporters.pairwise import print_pairwise
 from evalspec.reporters.vocabulary import one_line
 from evalspec.results.attribution import ATTRIBUTABLE, by_attribution
 from evalspec.results.rundata import RunData
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 
 def attribution_word(cls: str) -> str:
@@ -160,6 +162,8 @@ def print_judging(console: Console, run: RunData) -> None:
 
 def html_section(run: RunData) -> Markup:
     """The HTML section (escaped)."""
+    from markupsafe import Markup, escape  # the HTML report only (docs/en/scale-and-ray.md#start-up)
+
     parts: list[str] = [pairwise_html(run)]
     if corrected := corrected_lines(run) + gate_corrected_lines(run):
         parts.append(f"<h2>{escape(words('corrected_title'))}</h2><ul>"

@@ -7,14 +7,17 @@ rule, and a judge that only follows the position would otherwise turn the gate g
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from markupsafe import Markup, escape
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from evalspec.reporters.catalogue import words
 from evalspec.results.rundata import RunData
 from evalspec.results.stats import format_rate
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 
 def pairwise_lines(run: RunData) -> list[str]:
@@ -48,6 +51,8 @@ def print_pairwise(console: Console, run: RunData) -> None:
 
 def html_section(run: RunData) -> Markup:
     """The HTML section (escaped)."""
+    from markupsafe import Markup, escape  # the HTML report only (docs/en/scale-and-ray.md#start-up)
+
     lines = pairwise_lines(run)
     if not lines:
         return Markup("")

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalspec.core.exitcodes import ExitCode
-from evalspec.results.compare import blocking_reasons, suite_key
 from evalspec.results.errorbars import interval
 from evalspec.results.rundata import Baseline, Gate, GateCorrected, GateSuite, Paired
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, mcnemar_exact_one_sided
@@ -140,6 +139,8 @@ class GateDecision:
 
 
 def _on_regressions(suite: SuiteGate, diff: Mapping[str, Any]) -> SuiteGate:
+    from evalspec.results.compare import blocking_reasons  # (docs/en/scale-and-ray.md#start-up)
+
     reasons = (*blocking_reasons(dict(diff), suite.suite), *suite.held)
     return dataclasses.replace(suite, mode="regressions", reasons=reasons, ok=not reasons)
 
@@ -148,6 +149,8 @@ def _on_paired(suite: SuiteGate, diff: Mapping[str, Any], alpha: float) -> Suite
     """Regressions decided by the paired test (docs/en/statistics.md#regressions-decided-by-a-paired-test):
     the regressed tests are listed in the diff, but only a significant p blocks; critical rules newly
     failed, SLAs newly missed and the reasons that hold in every mode still do."""
+    from evalspec.results.compare import blocking_reasons
+
     test = paired_test(paired_rows(diff, suite.suite), alpha)
     reasons = blocking_reasons(dict(diff), suite.suite, each=False)
     if test["significant"]:
@@ -167,6 +170,8 @@ def paired_rows(diff: Mapping[str, Any], suite: str | None = None) -> Iterator[t
     """(base, head) of every verdict both runs reached on the same instance (the diff's matching), leaving
     out drafts, xfail tests, curve points and verdicts failed by a critical rule in either run: one pass over
     the rows (a large diff's are read back from disk, docs/en/scale-and-ray.md#memory)."""
+    from evalspec.results.compare import suite_key
+
     wanted = None if suite is None else suite_key(suite)
     for row in diff.get("rows") or []:
         if wanted is not None and row["suite"] != wanted:

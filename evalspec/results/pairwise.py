@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from evalspec.results.compare import suite_key
 from evalspec.results.errorbars import interval, rule_name
 from evalspec.results.rundata import Pairwise
 from evalspec.results.stats import sign_test
@@ -21,6 +20,8 @@ OUTCOMES = ("win", "tie", "inconsistent", "loss")
 
 def side_key(record: Mapping[str, Any]) -> SideKey:
     """The instance a record played, matched across runs (as `--baseline` matches verdicts)."""
+    from evalspec.results.compare import suite_key  # (docs/en/scale-and-ray.md#start-up)
+
     return suite_key(str(record["suite"])), str(record["test_id"]), str(record["provider"])
 
 

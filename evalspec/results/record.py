@@ -6,12 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
 from evalspec.assertions.evaluate import AssertionResult
-from evalspec.assertions.journey import milestone_goals, milestone_statuses
 from evalspec.config.model import TestSpec
 from evalspec.core.redact import redact
 from evalspec.extend.transcript import Message, system_messages
 from evalspec.plan.build import Instance
-from evalspec.results.coverage import instance_covers
 from evalspec.results.rundata import (
     Exactly,
     JudgeFigures,
@@ -85,14 +83,19 @@ def make_record(instance: Instance, transcript: Transcript, results: list[Assert
         record["simulator"] = instance.simulator.id
     if test.reduce:  # the instances are one verdict (docs/en/recorded-conversations.md)
         record["reduce"] = cast(Literal["min", "mean"], test.reduce)
-    if instance.suite.coverage and (covers := instance_covers(instance)):  # docs/en/coverage.md
-        record["covers"] = covers
+    if instance.suite.coverage:  # docs/en/coverage.md (its module loads only for a suite that has one)
+        from evalspec.results.coverage import instance_covers
+
+        if covers := instance_covers(instance):
+            record["covers"] = covers
     if instance.world is not None:  # docs/en/world.md: what the bot did, beside what it said
         record["world_initial"] = redact(instance.world, secrets)
         record["world"] = redact(transcript.world if transcript.world is not None else instance.world, secrets)
     if transcript.attribution is not None and status == "error":  # the simulated user's slip, not the bot's
         record["attribution"], record["attribution_by"] = transcript.attribution, "run"
     if test.simulate is not None and test.simulate.milestones:  # docs/en/agents.md#milestones
+        from evalspec.assertions.journey import milestone_goals, milestone_statuses
+
         goals = milestone_goals(test.simulate.milestones)
         statuses = milestone_statuses(goals, transcript.messages, cut_short=transcript.error is not None)
         record["milestones"] = cast(list[Milestone], redact(statuses, secrets))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from evalspec.app.api import Run
     from evalspec.config.model import Suite
     from evalspec.plan.build import Plan, Selection
+    from evalspec.play.ray_executor import RayConfig
     from evalspec.play.runner import RunOptions
     from evalspec.play.supervise import PlayGuard
     from evalspec.reporters.console import ConsoleReporter
@@ -198,12 +199,15 @@ class RunCommand:
 
     def _options(self, suites: list[Suite], reporter: ConsoleReporter, guard: PlayGuard | None) -> RunOptions:
         from evalspec.app.api import expand_paths
-        from evalspec.play.ray_executor import RayConfig
         from evalspec.play.runner import RunOptions
         from evalspec.results.journal import invocation_of
 
-        ray = RayConfig([str(f.resolve()) for f in expand_paths(list(self.paths) or ["suites/*.yaml"])],
-                        self.cli_vars, self.selection, self.address) if self.executor == "ray" else None
+        ray: RayConfig | None = None
+        if self.executor == "ray":  # only then is Ray's side of the run loaded (docs/en/scale-and-ray.md#start-up)
+            from evalspec.play.ray_executor import RayConfig
+
+            ray = RayConfig([str(f.resolve()) for f in expand_paths(list(self.paths) or ["suites/*.yaml"])],
+                            self.cli_vars, self.selection, self.address)
         return RunOptions(
             concurrency=self.concurrency or max(int(s.option("concurrency")) for s in suites),
             processes=self.processes, run_dir=self.run_dir,
