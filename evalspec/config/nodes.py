@@ -7,8 +7,8 @@ known to be valid); `REQUIRED` marks the keys the schema requires. Assertions, p
 forms of a turn come from their registries and the loader's own checks (`config.schema`).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: the nodes' types are evaluated once, at import, instead of as
+# strings compiled one by one (docs/en/scale-and-ray.md#start-up); a type used before its class is quoted.
 from collections.abc import Mapping
 from typing import Annotated, Literal, TypedDict
 
@@ -130,7 +130,7 @@ EXAMPLES_SCHEMA: JsonSchema = {
 
 # -- assertions: the keys every check has (the check's own value and options come from its registration) ------
 class AssertionKeys(TypedDict, total=False):
-    scope: Literal["turn", "each_turn", "any_turn", "last_response", "conversation"] | TurnsScope
+    scope: 'Literal["turn", "each_turn", "any_turn", "last_response", "conversation"] | TurnsScope'
     threshold: Fraction
     weight: Annotated[float, Keywords(minimum=0)]
     metric: str
