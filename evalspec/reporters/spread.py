@@ -3,15 +3,17 @@ rate over the simulated tests it played, side by side, and the largest differenc
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from markupsafe import Markup, escape
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from evalspec.reporters.catalogue import words
 from evalspec.reporters.vocabulary import one_line
 from evalspec.results.rundata import RunData
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 __all__ = ["SpreadRow", "html_section", "markdown_lines", "print_spread", "spread_rows"]
 
@@ -68,6 +70,8 @@ def markdown_lines(run: RunData, md: Any) -> list[str]:
 
 
 def html_section(run: RunData) -> Markup:
+    from markupsafe import Markup, escape  # the HTML report only (docs/en/scale-and-ray.md#start-up)
+
     rows = spread_rows(run)
     if not rows:
         return Markup("")

@@ -7,13 +7,14 @@ made it; Markdown and JUnit failure text list the calls of the failing turn. All
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from markupsafe import Markup
+from typing import TYPE_CHECKING, Any
 
 from evalspec.extend.transcript import Message
 from evalspec.reporters.catalogue import words
 from evalspec.results.rundata import Record, RunData
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 CSS = (".calls{margin:2px 0 6px;max-width:75%}.call{background:#fff7ed;border:1px solid #fed7aa;border-radius:8px;"
        "padding:4px 8px;margin:4px 0;font-size:13px}.call b{font-family:ui-monospace,monospace;color:#9a3412}"
@@ -34,6 +35,8 @@ def results_by_call(transcript: list[Message]) -> dict[str, str]:
 
 def calls_html(message: Message, transcript: list[Message]) -> Markup:
     """The call cards of one assistant message (empty for a message without calls)."""
+    from markupsafe import Markup  # the HTML report only (docs/en/scale-and-ray.md#start-up)
+
     calls = message.get("tool_calls") or []
     if not calls:
         return Markup("")
@@ -95,6 +98,8 @@ def failed_teardowns(run: RunData) -> list[tuple[Record, str]]:
 
 
 def teardown_html(record: Record) -> Markup:
+    from markupsafe import Markup  # the HTML report only (docs/en/scale-and-ray.md#start-up)
+
     text = teardown_text(record)
     return Markup('<p class="teardown error">⚠ {}</p>').format(text) if text else Markup("")
 

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,12 @@ TRANSPORT = ("httpx_aiohttp", "aiohttp", "httpx")
 NOT_FOR_TEXT_CHECKS = ("evalspec.assertions.session", "evalspec.assertions.memory", "evalspec.assertions.world",
                        "evalspec.assertions.tools", "evalspec.assertions.sql", "evalspec.assertions.javascript",
                        "evalspec.assertions.pii", "evalspec.assertions.state")
+# modules a plain run never needs, each imported where it is used (docs/en/scale-and-ray.md#start-up): Ray's
+# executor (`--executor ray`), the diff of two runs (a baseline), fillers, coverage and milestones (a suite
+# that has them), and the HTML report's escaping (markupsafe, with the reporters' HTML sections)
+NOT_FOR_A_PLAIN_RUN = ("evalspec.play.ray_executor", "evalspec.play.cluster", "evalspec.results.compare",
+                       "evalspec.plan.fillers", "evalspec.results.coverage", "evalspec.assertions.journey",
+                       "evalspec.reporters.state", "markupsafe")
 
 PROBE = '''
 import asyncio, atexit, json, os, runpy, sys, traceback
@@ -99,6 +106,25 @@ def test_a_python_provider_run_loads_no_http_stack_and_no_litellm(tmp_path: Path
     assert [m for m in NOT_FOR_PYTHON if m in seen["modules"]] == []
     assert "evalspec.assertions.text" in seen["modules"]
     assert [m for m in NOT_FOR_TEXT_CHECKS if m in seen["modules"]] == []
+
+
+def test_a_plain_run_loads_no_ray_no_diff_and_no_html(tmp_path: Path) -> None:
+    seen, run = probe_run(tmp_path, PYTHON_SUITE)
+    assert [r["status"] for r in run["results"]] == ["passed"] * 3
+    assert "evalspec.play.runner" in seen["modules"]
+    assert [m for m in NOT_FOR_A_PLAIN_RUN if m in seen["modules"]] == []
+
+
+def test_the_run_types_are_evaluated_at_import() -> None:
+    """run.json's types and the suite's nodes hold types, not strings that each cost a compile at import."""
+    from evalspec.config import nodes
+    from evalspec.results import rundata
+
+    strings = [f"{module.__name__}.{name}.{key}" for module in (rundata, nodes) for name in dir(module)
+               if isinstance(kind := getattr(module, name), type) and kind.__module__ == module.__name__
+               for key, hint in kind.__dict__.get("__annotations__", {}).items()
+               if isinstance(hint, (str, typing.ForwardRef))]
+    assert strings == ["evalspec.config.nodes.AssertionKeys.scope"]  # (it names a type written after it)
 
 
 def assert_loaded_before_the_first_call(seen: dict[str, Any], modules: tuple[str, ...] = TRANSPORT) -> None:
