@@ -14,7 +14,6 @@ from evalspec.config.model import AssertionSpec, Suite
 from evalspec.config.paths import PathKey
 from evalspec.config.rule_examples import builtin_examples_of, example_transcript, examples_of, shown
 from evalspec.core.errors import LoadError, Problem
-from evalspec.core.node import node_binary
 from evalspec.core.pyref import load_callable, step
 from evalspec.extend.check import GradingContext
 from evalspec.extend.registry import model_needed
@@ -54,8 +53,11 @@ def offline_checks(suites: list[Suite], instances: Any) -> list[Problem]:
                         load_callable(spec.value, inst.suite.path.parent)
                 except LoadError:
                     continue  # the preflight names it
-            if spec.type == "javascript" and node_binary() is None:
-                continue  # the preflight names it
+            if spec.type == "javascript":
+                from evalspec.core.node import node_binary  # (docs/en/scale-and-ray.md#start-up)
+
+                if node_binary() is None:
+                    continue  # the preflight names it
             for kind, n, example, where, whose in examples:
                 transcript, labels = example_transcript(example)
                 ctx = GradingContext(transcript=transcript, labels=labels, vars=inst.vars, test_id=inst.test_id,

@@ -43,12 +43,13 @@ from evalspec.reporters.vocabulary import (
     suite_gate_word,
     where_text,
 )
-from evalspec.results.findings import Excerpt, Finding, findings
 from evalspec.results.rundata import Metric, RunData
 from evalspec.results.verdict import CATEGORIES, record_category
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+
+    from evalspec.results.findings import Excerpt, Finding
 
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim", "xfailed": "magenta",
          "xpassed": "cyan", "measured": "grey50", "drafts": "dim"}
@@ -174,6 +175,8 @@ def print_failures(console: Console, run: RunData, limit: int = MAX_FAILURES) ->
         console.print(f"[{STYLE[category]}]{words(category)}[/]{critical} [bold]{escape(one_line(v['name']))}[/] "
                       f"[dim]{escape(one_line(v['test_id']))} @ {escape(one_line(v['provider']))}"
                       f"{repeats_text(v)}[/]")
+        from evalspec.results.findings import findings  # (docs/en/scale-and-ray.md#start-up)
+
         for f in findings(recs[0]) if recs else []:
             print_finding(console, f)
         from evalspec.reporters.state import failing_state_text  # (docs/en/scale-and-ray.md#start-up)
@@ -193,6 +196,8 @@ def print_failures(console: Console, run: RunData, limit: int = MAX_FAILURES) ->
         reason = one_line(recs[0]["xfail"]) if recs and recs[0].get("xfail") else ""
         console.print(f"[magenta]{words('xfailed')}[/] [bold]{escape(one_line(v['name']))}[/] [dim]{escape(one_line(v['test_id']))}"
                       f" @ {escape(one_line(v['provider']))} — {escape(reason)}[/]")
+        from evalspec.results.findings import findings
+
         for f in findings(recs[0])[:1] if recs else []:
             print_finding(console, f)
     if known and (more := sum(1 for v in run["verdicts"] if v["category"] == "xfailed") - len(known)) > 0:

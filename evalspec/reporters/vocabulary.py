@@ -9,12 +9,11 @@ import heapq
 import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalspec.core.text import strip_controls
 from evalspec.reporters.catalogue import reason_text, words
 from evalspec.reporters.verdict_records import records_of, verdict_finder
-from evalspec.results.findings import Fact, Finding, findings
 from evalspec.results.gate import gated_rate, pass_hat_k_reason
 from evalspec.results.rundata import (
     Baseline,
@@ -30,6 +29,9 @@ from evalspec.results.rundata import (
 )
 from evalspec.results.stats import clopper_pearson_upper, conversations_to_bound, format_rate
 from evalspec.results.verdict import reaches_gate
+
+if TYPE_CHECKING:
+    from evalspec.results.findings import Fact, Finding
 
 COUNT_LABELS = (("passed", "passed"), ("failed", "failed"), ("error", "error"), ("xfailed", "xfailed"),
                 ("xpassed", "xpassed"), ("measured", "measured"), ("drafts", "drafts"),
@@ -297,6 +299,8 @@ def finding_text(f: Finding) -> str:
 
 def first_problem(record: Mapping[str, Any]) -> str:
     """The first finding of a failed, xfailed or errored conversation on one line ("" when there is none)."""
+    from evalspec.results.findings import findings  # (docs/en/scale-and-ray.md#start-up)
+
     found = findings(record)
     return finding_text(found[0]) if found else ""
 
@@ -414,6 +418,8 @@ def fact_words(key: str, expected: str) -> tuple[str, str]:
 
 def shown_facts(f: Finding) -> list[Fact]:
     """A finding's facts as the report's language writes them."""
+    from evalspec.results.findings import Fact
+
     return [Fact(*fact_words(x.key, x.expected), x.found, x.ok) for x in f.facts]
 
 

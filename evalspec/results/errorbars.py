@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
-from evalspec.results.findings import rule_text
 from evalspec.results.rundata import RedLine, SuiteSummary
 from evalspec.results.stats import clopper_pearson_upper, pass_k_curves, wilson
 from evalspec.results.stream import fed
@@ -84,6 +83,8 @@ def _suite_figures(suite: str, f: Figures) -> SuiteSummary:
 
 def rule_name(a: Mapping[str, Any]) -> str:
     """A critical rule as reports name it: its turn (when it is a turn's) and the rule as written."""
+    from evalspec.results.findings import rule_text  # (docs/en/scale-and-ray.md#start-up)
+
     where = f"turn {a['turn']}: " if a.get("turn") is not None else ""
     return where + rule_text(dict(a))
 

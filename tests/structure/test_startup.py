@@ -26,12 +26,13 @@ TRANSPORT = ("httpx_aiohttp", "aiohttp", "httpx")
 NOT_FOR_TEXT_CHECKS = ("evalspec.assertions.session", "evalspec.assertions.memory", "evalspec.assertions.world",
                        "evalspec.assertions.tools", "evalspec.assertions.sql", "evalspec.assertions.javascript",
                        "evalspec.assertions.pii", "evalspec.assertions.state")
-# modules a plain run never needs, each imported where it is used (docs/en/scale-and-ray.md#start-up): Ray's
-# executor (`--executor ray`), the diff of two runs (a baseline), fillers, coverage and milestones (a suite
-# that has them), and the HTML report's escaping (markupsafe, with the reporters' HTML sections)
+# modules a passing plain run never needs, each imported where it is used (docs/en/scale-and-ray.md#start-up):
+# Ray's executor (`--executor ray`), the diff of two runs (a baseline), fillers, coverage and milestones (a
+# suite that has them), node (JavaScript checks), what failed (`findings`: a failure or a red line) and the
+# HTML report's escaping (markupsafe, with the reporters' HTML sections)
 NOT_FOR_A_PLAIN_RUN = ("evalspec.play.ray_executor", "evalspec.play.cluster", "evalspec.results.compare",
                        "evalspec.plan.fillers", "evalspec.results.coverage", "evalspec.assertions.journey",
-                       "evalspec.reporters.state", "markupsafe")
+                       "evalspec.core.node", "evalspec.results.findings", "evalspec.reporters.state", "markupsafe")
 
 PROBE = '''
 import asyncio, atexit, json, os, runpy, sys, traceback
