@@ -13,7 +13,6 @@ import json
 import sys
 import time
 from collections.abc import Mapping
-from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,6 +125,8 @@ def retry_after(headers: httpx.Headers) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    from email.utils import parsedate_to_datetime  # an HTTP date: rare (docs/en/scale-and-ray.md#start-up)
+
     try:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):

@@ -3,6 +3,8 @@ Retry-After fails at once, and the summary counts every request (SPEC §8)."""
 
 from __future__ import annotations
 
+import email.utils
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -86,6 +88,17 @@ def test_a_retry_after_longer_than_max_retry_wait_fails_the_call_at_once(tmp_pat
     assert elapsed < 5 and server.calls == 1
     assert record["status"] == "error"
     assert "Retry-After 3600s" in record["error"] and "max_retry_wait 5s" in record["error"]
+
+
+def test_a_retry_after_written_as_an_http_date_is_read_as_the_seconds_until_then(tmp_path: Path) -> None:
+    an_hour_ahead = email.utils.formatdate(time.time() + 3600, usegmt=True)  # "Sat, 05 Dec 2026 10:00:00 GMT"
+    limited = Reply(429, {"error": {"message": "slow down"}}, headers={"retry-after": an_hour_ahead})
+    with OpenAIServer(lambda r, n: limited) as server:
+        data = go(tmp_path, f"    model: openai/m\n    api_base: {server.base}\n    api_key: sk-local-000",
+                  options=", retries: 3, max_retry_wait: 5")
+    record = data["results"][0]
+    assert server.calls == 1 and record["status"] == "error"
+    assert re.search(r"Retry-After 3[56]\d\d(\.\d+)?s is longer than", record["error"]), record["error"]
 
 
 def test_summary_counts_completed_failed_calls_and_retries(tmp_path: Path) -> None:

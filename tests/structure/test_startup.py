@@ -28,11 +28,13 @@ NOT_FOR_TEXT_CHECKS = ("evalspec.assertions.session", "evalspec.assertions.memor
                        "evalspec.assertions.pii", "evalspec.assertions.state")
 # modules a passing plain run never needs, each imported where it is used (docs/en/scale-and-ray.md#start-up):
 # Ray's executor (`--executor ray`), the diff of two runs (a baseline), fillers, coverage and milestones (a
-# suite that has them), node (JavaScript checks), what failed (`findings`: a failure or a red line) and the
-# HTML report's escaping (markupsafe, with the reporters' HTML sections)
+# suite that has them), node (JavaScript checks), what failed (`findings`: a failure or a red line), the
+# HTML report's escaping (markupsafe, with the reporters' HTML sections) and, without HTTP, the email parser
+# (a `Retry-After` written as a date)
 NOT_FOR_A_PLAIN_RUN = ("evalspec.play.ray_executor", "evalspec.play.cluster", "evalspec.results.compare",
                        "evalspec.plan.fillers", "evalspec.results.coverage", "evalspec.assertions.journey",
-                       "evalspec.core.node", "evalspec.results.findings", "evalspec.reporters.state", "markupsafe")
+                       "evalspec.core.node", "evalspec.results.findings", "evalspec.reporters.state", "markupsafe",
+                       "email.utils")
 
 PROBE = '''
 import asyncio, atexit, json, os, runpy, sys, traceback
