@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import jmespath
@@ -39,6 +40,8 @@ from evalspec.providers.openai_compat import (
 )
 
 if TYPE_CHECKING:
+    import http.cookiejar
+
     import httpx
 
     from evalspec.config.model import ProviderSpec
@@ -145,14 +148,11 @@ class HttpProvider:
             if not any(name.lower() == "content-type" for name in headers):
                 headers = {**headers, "Content-Type": "application/json"}
         request = self._client.build_request(self.method, parsed_url(url), headers=headers, **sent)
-        cookies: httpx.Cookies | None = context.conversation.get(COOKIES)
-        if cookies is not None:  # what the bot set earlier in this conversation (a `Cookie` of the suite's wins)
-            cookies.set_cookie_header(request)
+        send_cookies(context, request)
         try:
             response = await self._client.send(request, stream=True)
             try:
-                if "set-cookie" in response.headers:
-                    context.conversation.setdefault(COOKIES, httpx.Cookies()).extract_cookies(response)
+                keep_cookies(context, response)
                 content = await self._read(response, url)
             finally:
                 await response.aclose()
@@ -276,6 +276,65 @@ class HttpProvider:
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
+
+
+def keep_cookies(context: CallContext, response: httpx.Response) -> None:
+    """Keep the cookies an answer sets (`Set-Cookie`, an error's or a retried 429's too) for this
+    conversation alone, as a browser tab would (docs/en/providers.md#cookies)."""
+    if "set-cookie" in response.headers:
+        import httpx
+
+        jar = context.conversation.get(COOKIES)
+        if jar is None:
+            jar = context.conversation[COOKIES] = httpx.Cookies(conversation_jar())
+        jar.extract_cookies(response)
+
+
+def send_cookies(context: CallContext, request: httpx.Request) -> None:
+    """Send back the cookies this conversation's bot set, which its URL's host and path still take (a
+    `Cookie` of the suite's `headers:` is sent as written instead, docs/en/providers.md#cookies). A value
+    that is not ASCII goes back as the UTF-8 it came in."""
+    jar: httpx.Cookies | None = context.conversation.get(COOKIES)
+    if jar is None or "cookie" in request.headers:
+        return
+    import urllib.request
+
+    asked = urllib.request.Request(str(request.url), method=request.method)
+    jar.jar.add_cookie_header(asked)
+    value = asked.get_header("Cookie")
+    if value:
+        import httpx
+
+        request.headers = httpx.Headers([*request.headers.raw, (b"Cookie", value.encode())])
+
+
+@lru_cache(maxsize=1)
+def _cookie_policy() -> type[http.cookiejar.DefaultCookiePolicy]:
+    """http.cookiejar's policy, but a cookie whose `Domain` is the request's host itself (`localhost`, a
+    compose service `bot`) is kept and sent back as a browser does; http.cookiejar wants a dot in it.
+    (Made on first use: http.cookiejar is loaded with httpx, not with every run.)"""
+    import http.cookiejar
+    import urllib.parse
+    import urllib.request
+
+    def own_host(cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
+        return cookie.domain.lstrip(".").lower() == urllib.parse.urlsplit(request.get_full_url()).hostname
+
+    class HostPolicy(http.cookiejar.DefaultCookiePolicy):
+        def set_ok_domain(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
+            return own_host(cookie, request) or super().set_ok_domain(cookie, request)
+
+        def return_ok_domain(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
+            return own_host(cookie, request) or super().return_ok_domain(cookie, request)
+
+    return HostPolicy
+
+
+def conversation_jar() -> http.cookiejar.CookieJar:
+    """An empty cookie jar for one conversation (docs/en/providers.md#cookies)."""
+    import http.cookiejar
+
+    return http.cookiejar.CookieJar(_cookie_policy()())
 
 
 def calls_path(node: dict[str, Any]) -> tuple[dict[str, Any] | None, str] | None:
