@@ -687,11 +687,8 @@ class _BaselineRowRequired(TypedDict):
     head: SideRef
     blocking: bool
     replays: list[Status]
-
-
-class BaselineRow(_BaselineRowRequired, total=False):
-    """One row of the baseline diff: a verdict in the base run and in this one."""
-
+    # every row has these (`compare._row`) and every report reads them: required, so that a run.json
+    # without them is named, not a traceback (an earlier evalspec's rows get them from `runjson.migrate`)
     score_delta: float | None
     critical_new: bool
     name: Annotated[str, unchecked]
@@ -699,6 +696,10 @@ class BaselineRow(_BaselineRowRequired, total=False):
     measured: Annotated[bool, unchecked]
     critical_newly_failed: Annotated[list[str], unchecked]
     problem: Annotated[str, unchecked]  # the head's first failure, in the words every report uses
+
+
+class BaselineRow(_BaselineRowRequired):
+    """One row of the baseline diff: a verdict in the base run and in this one."""
 
 
 class BaseMeta(TypedDict, total=False):
@@ -772,8 +773,12 @@ class Baseline(_BaselineRequired, total=False):
     head: Annotated[BaseMeta, unchecked]
 
 
+#: what a diff that was made (`available: true`, `compare.compare_runs`) always has and every report reads
+COMPARED_KEYS = ["base", "head", "rows", "counts", "score_changes", "curves", "providers", "reasons", "exit_code"]
 BaselineDef = Annotated[Baseline, Keywords(description=(
-    "The diff against a baseline run (docs/en/reports-and-gate.md#regressions-against-a-baseline); available false when there was none, with a note saying why"))]
+    "The diff against a baseline run (docs/en/reports-and-gate.md#regressions-against-a-baseline); available false when there was none, with a note saying why"),
+    **{"if": {"properties": {"available": {"enum": [True]}}, "required": ["available"]},
+       "then": {"required": COMPARED_KEYS}})]
 
 
 class _GateSuiteRequired(TypedDict):

@@ -87,6 +87,7 @@ def migrate(data: dict[str, Any]) -> None:
     special-cases old runs (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read). `evalspec_version`
     has stayed 0.1.0, so each step recognises the old shape by the keys it lacks:
     - a record without `base_id` (a test without a matrix): its `test_id`;
+    - a baseline row without a key every row has today (`name`, `draft`, ...): the value it meant (`_migrate_rows`);
     - a run written before the shared report vocabulary (no `slas`, no `summary.measured`, a verdict
       without `category`): its verdicts, curves, SLAs, summary and gate are worked out again from its
       records, as the run writes them (`aggregate.finalize`).
@@ -98,12 +99,24 @@ def migrate(data: dict[str, Any]) -> None:
     for record in records:
         if "base_id" not in record:
             record["base_id"] = record["test_id"]
+    _migrate_rows(data.get("baseline"))
     if _before_vocabulary(data):
         from evalspec.results.aggregate import finalize
 
         gate = data["gate"] if isinstance(data.get("gate"), dict) else {}
         fail_under = gate.get("fail_under")
         finalize(data, fail_under if isinstance(fail_under, (int, float)) else None, gate.get("include_drafts") is True)
+
+
+def _migrate_rows(baseline: Any) -> None:
+    """A baseline diff's rows from before each had every key the reports read (`rundata.BaselineRow`): the
+    keys a row without them would have been written with."""
+    rows = baseline.get("rows") if isinstance(baseline, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict) and isinstance(row.get("test_id"), str):
+            for key, value in (("name", row["test_id"]), ("score_delta", None), ("draft", False), ("measured", False),
+                               ("critical_new", False), ("critical_newly_failed", []), ("problem", "")):
+                row.setdefault(key, value)
 
 
 def _inputs_problem(records: list[Any], suites: list[Any]) -> str | None:

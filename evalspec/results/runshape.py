@@ -70,7 +70,10 @@ def shape(value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], at: tu
     if depth <= 0:
         return None
     if isinstance(value, dict):
-        for key in schema.get("required", ()):
+        required = schema.get("required", ())
+        if "if" in schema and shape(value, schema["if"], defs, at, 1, compiled=False) is None:
+            required = [*required, *schema["then"].get("required", ())]  # (a diff that was made: `rundata.COMPARED_KEYS`)
+        for key in required:
             if key not in value:
                 return f"{_where(at)}: '{key}' is missing"
         for key, sub in schema.get("properties", {}).items():

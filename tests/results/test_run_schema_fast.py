@@ -17,8 +17,8 @@ from evalspec.results.runjson import RUN_SCHEMA_FILE, item_schema_problem, item_
 
 FIXTURE = Path(__file__).parent.parent / "reporters" / "fixtures" / "run.json"
 SAME_IN_DRAFT_7 = {"$defs", "$id", "$ref", "$schema", "additionalProperties", "anyOf", "description", "enum",
-                   "exclusiveMaximum", "exclusiveMinimum", "items", "maxItems", "maximum", "minItems", "minLength",
-                   "minimum", "pattern", "properties", "required", "title", "type"}
+                   "exclusiveMaximum", "exclusiveMinimum", "if", "items", "maxItems", "maximum", "minItems", "minLength",
+                   "minimum", "pattern", "properties", "required", "then", "title", "type"}
 
 
 def keywords(node: Any, found: set[str]) -> set[str]:
