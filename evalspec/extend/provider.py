@@ -42,6 +42,9 @@ class ProviderResponse:
     state: dict[str, Any] | None = None  # the bot's state after this turn (docs/en/state.md), None: no state read
     parts: list[dict[str, Any]] | None = None  # the turn's messages `{text, buttons, image, custom}` (docs/en/state.md)
     finish_reason: str | None = None  # why the model stopped (`normalize_finish_reason`), None: not reported
+    #: the answer came within a session the system keeps for this conversation alone (an `http:` bot's
+    #: cookies): a conversation replayed from the cache up to here cannot go on live (docs/en/providers.md#cookies)
+    session: bool = False
 
     def to_cache(self) -> dict[str, Any]:
         return {"content": self.content, "latency_ms": self.latency_ms, "tokens": self.tokens,
@@ -50,7 +53,8 @@ class ProviderResponse:
                 **({"cached_tokens": self.cached_tokens} if self.cached_tokens is not None else {}),
                 **({"state": self.state} if self.state is not None else {}),
                 **({"parts": self.parts} if self.parts is not None else {}),
-                **({"finish_reason": self.finish_reason} if self.finish_reason is not None else {})}
+                **({"finish_reason": self.finish_reason} if self.finish_reason is not None else {}),
+                **({"session": True} if self.session else {})}
 
     @classmethod
     def from_cache(cls, data: dict[str, Any]) -> ProviderResponse | None:
@@ -62,7 +66,7 @@ class ProviderResponse:
                    completion_tokens=data.get("completion_tokens"), cost=data.get("cost"),
                    tool_calls=data.get("tool_calls"), metadata=data.get("metadata") or {}, cached=True,
                    cached_tokens=data.get("cached_tokens"), state=data.get("state"), parts=data.get("parts"),
-                   finish_reason=data.get("finish_reason"))
+                   finish_reason=data.get("finish_reason"), session=data.get("session") is True)
 
 
 PART_KEYS = ("text", "buttons", "image", "custom")

@@ -469,31 +469,28 @@ async def play(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
 async def play_with(inst: Instance, pool: ProviderPool, provider: ProviderCaller,
                     send_turn: Callable[..., SendTurn], kit: ToolKit) -> Transcript:
     """A stateful server's conversation is replayed from the cache only when every turn is cached;
-    otherwise it runs live from the start with a new thread id."""
+    otherwise it runs live from the start with a new thread id. So does one whose cached answers came
+    within a session the bot keeps for it (its cookies) and whose next turn is not cached
+    (`calls.SESSION`, docs/en/providers.md#cookies)."""
+    whole = provider.stateful and provider.cache is not None
     if inst.test.attack is not None:
         from evalspec.play.attack import run_attack
 
-        if provider.stateful and provider.cache is not None:
-            try:
-                return await run_attack(inst, send_turn(cache_only=True), pool, kit=kit)
-            except CacheMiss:
-                return await run_attack(inst, send_turn(read=False), pool, replay=False, kit=kit)
-        return await run_attack(inst, send_turn(), pool, kit=kit)
+        try:
+            return await run_attack(inst, send_turn(cache_only=whole), pool, kit=kit)
+        except CacheMiss:
+            return await run_attack(inst, send_turn(read=False), pool, replay=False, kit=kit)
     if inst.test.simulate is not None:
         from evalspec.play.simulated import run_simulated
 
-        if provider.stateful and provider.cache is not None:
-            try:
-                return await run_simulated(inst, send_turn(cache_only=True), pool, kit=kit)
-            except CacheMiss:
-                return await run_simulated(inst, send_turn(read=False), pool, replay=False, kit=kit)
-        return await run_simulated(inst, send_turn(), pool, kit=kit)
-    if provider.stateful and provider.cache is not None:
         try:
-            return await run_scripted(inst, send_turn(cache_only=True), kit)
+            return await run_simulated(inst, send_turn(cache_only=whole), pool, kit=kit)
         except CacheMiss:
-            return await run_scripted(inst, send_turn(read=False), kit)
-    return await run_scripted(inst, send_turn(), kit)
+            return await run_simulated(inst, send_turn(read=False), pool, replay=False, kit=kit)
+    try:
+        return await run_scripted(inst, send_turn(cache_only=whole), kit)
+    except CacheMiss:
+        return await run_scripted(inst, send_turn(read=False), kit)
 
 
 class TurnCaller:

@@ -67,7 +67,13 @@ class Deadlines:
 
 
 class CacheMiss(ControlFlow):
-    """Raised by a cache-only call that finds nothing (stateful replay falls back to a live run)."""
+    """Raised by a cache-only call that finds nothing (stateful replay falls back to a live run), and by a
+    call the cache cannot answer in a conversation whose cached answers came within a session the bot
+    keeps for it (its cookies, `SESSION`): that session is not there to go on with, so the conversation is
+    played again live from its start (docs/en/providers.md#cookies)."""
+
+
+SESSION = "cache:session"  # CallContext.conversation's key: a cached answer of this conversation was within a session
 
 
 class CallStats:
@@ -131,9 +137,11 @@ class ProviderCaller:
             if cached is not None:
                 for c in counters:
                     c.cached += 1
+                if cached.session:
+                    context.conversation[SESSION] = True
                 return cached
-        if cache_only:
-            raise CacheMiss(self.id)
+        if cache_only or context.conversation.get(SESSION):
+            raise CacheMiss(self.id)  # (after a session's cached answers: played again live, from its start)
         if prepare is not None:
             await prepare()
         if not (local and write and self.cache is not None):

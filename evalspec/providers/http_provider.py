@@ -180,7 +180,8 @@ class HttpProvider:
                                 "expected text (stop, length, ...)")
         # no text beside tool calls or parts is still a reply (OpenAI's `content: null`); nothing at all is none
         return reply(ProviderResponse(content="", latency_ms=latency, tool_calls=calls, metadata=metadata, state=state,
-                                      parts=parts, finish_reason=normalize_finish_reason(finish)), text, self.id, why)
+                                      parts=parts, finish_reason=normalize_finish_reason(finish),
+                                      session=COOKIES in context.conversation), text, self.id, why)
 
     def _read_path(self, response: Body, key: str, expr: Any) -> Any:
         """What the `state:` / `parts:` / `finish_reason:` JMESPath finds, read like `response:` (docs/en/rule-self-tests.md#verdicts-that-hold,

@@ -1,6 +1,7 @@
 """An `http:` bot's cookies as browsers keep them (docs/en/providers.md#cookies), under what real bots send:
 several cookies in one answer, a deletion, a cookie on a retried 429, a host named `localhost`, a value
-in UTF-8, a GET bot, a stateful one, and a rerun from the cache."""
+in UTF-8, a GET bot, a stateful one, a rerun from the cache, and a turn added to a cached conversation
+(played again live from its start: the cached answers' session is gone)."""
 
 from __future__ import annotations
 
@@ -113,3 +114,15 @@ def test_a_rerun_from_the_cache_answers_as_the_first_run(tmp_path: Path) -> None
         first = replies(play(tmp_path, server.port, cache=True))
         again = replies(play(tmp_path, server.port, cache=True, run_dir="again"))
     assert len(seen) == 3 and again == first
+
+
+def test_a_turn_added_to_a_cached_conversation_still_carries_its_cookie(tmp_path: Path) -> None:
+    seen: list[str | None] = []
+
+    def answer(n: int, headers: dict[str, str]) -> Reply:
+        return Reply(body={"reply": f"会话 {headers.get('cookie')}"}, headers={} if headers.get("cookie") else {"Set-Cookie": f"sid={n}"})
+
+    with bot(answer, seen) as server:
+        replies(play(tmp_path, server.port, cache=True, turns=2))
+        third = replies(play(tmp_path, server.port, cache=True, turns=3, run_dir="again"))
+    assert third[2] == f"会话 {third[1].removeprefix('会话 ')}", (third, seen)  # the session of turns 1-2
