@@ -309,11 +309,15 @@ def send_cookies(context: CallContext, request: httpx.Request) -> None:
         request.headers = httpx.Headers([*request.headers.raw, (b"Cookie", value.encode())])
 
 
+LOOPBACK = ("localhost", "127.0.0.1", "::1")  # hosts a browser holds for secure over plain http
+
+
 @lru_cache(maxsize=1)
 def _cookie_policy() -> type[http.cookiejar.DefaultCookiePolicy]:
-    """http.cookiejar's policy, but a cookie whose `Domain` is the request's host itself (`localhost`, a
-    compose service `bot`) is kept and sent back as a browser does; http.cookiejar wants a dot in it.
-    (Made on first use: http.cookiejar is loaded with httpx, not with every run.)"""
+    """http.cookiejar's policy, but as a browser: a cookie whose `Domain` is the request's host itself
+    (`localhost`, a compose service `bot`) is kept and sent back (http.cookiejar wants a dot in it), and a
+    `Secure` one goes back to a bot on this machine over plain http (browsers hold `localhost` and
+    127.0.0.1 for secure). (Made on first use: http.cookiejar is loaded with httpx, not with every run.)"""
     import http.cookiejar
     import urllib.parse
     import urllib.request
@@ -327,6 +331,10 @@ def _cookie_policy() -> type[http.cookiejar.DefaultCookiePolicy]:
 
         def return_ok_domain(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
             return own_host(cookie, request) or super().return_ok_domain(cookie, request)
+
+        def return_ok_secure(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
+            host = urllib.parse.urlsplit(request.get_full_url()).hostname
+            return host in LOOPBACK or super().return_ok_secure(cookie, request)
 
     return HostPolicy
 

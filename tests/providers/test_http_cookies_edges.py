@@ -80,7 +80,8 @@ def test_a_cookie_set_on_a_retried_429_is_kept(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("host", "cookie"), [("localhost", "sid=1; Domain=localhost; Path=/"),  # (a one-word host)
-                                           ("localhost", "sid=1; Path=/"), ("127.0.0.1", "sid=1; Domain=127.0.0.1")])
+                                           ("localhost", "sid=1; Path=/"), ("127.0.0.1", "sid=1; Domain=127.0.0.1"),
+                                           ("127.0.0.1", "sid=1; Secure; HttpOnly; SameSite=None")])  # (as browsers)
 def test_a_cookie_of_the_bots_own_host_comes_back(tmp_path: Path, host: str, cookie: str) -> None:
     seen: list[str | None] = []
     with bot(lambda n, h: Reply(body={"reply": "好"}, headers={"Set-Cookie": cookie} if n == 1 else {}), seen) as server:
