@@ -279,34 +279,48 @@ class HttpProvider:
             await self._client.aclose()
 
 
+class _SetCookies:
+    """What http.cookiejar reads of an answer (`info().get_all`): its `Set-Cookie` values read as UTF-8,
+    to go back byte for byte (httpx would read `café` as Latin-1 text when another header is not UTF-8)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.values = [v.decode("utf-8", "surrogateescape") for k, v in response.headers.raw if k.lower() == b"set-cookie"]
+
+    def info(self) -> _SetCookies:
+        return self
+
+    def get_all(self, name: str, default: list[str]) -> list[str]:
+        return self.values if name.lower() == "set-cookie" else default
+
+
 def keep_cookies(context: CallContext, response: httpx.Response) -> None:
     """Keep the cookies an answer sets (`Set-Cookie`, an error's or a retried 429's too) for this
     conversation alone, as a browser tab would (docs/en/providers.md#cookies)."""
     if "set-cookie" in response.headers:
-        import httpx
+        import urllib.request
 
-        jar = context.conversation.get(COOKIES)
+        jar: http.cookiejar.CookieJar | None = context.conversation.get(COOKIES)
         if jar is None:
-            jar = context.conversation[COOKIES] = httpx.Cookies(conversation_jar())
-        jar.extract_cookies(response)
+            jar = context.conversation[COOKIES] = conversation_jar()
+        jar.extract_cookies(_SetCookies(response), urllib.request.Request(str(response.request.url)))  # type: ignore[arg-type]
 
 
 def send_cookies(context: CallContext, request: httpx.Request) -> None:
     """Send back the cookies this conversation's bot set, which its URL's host and path still take (a
-    `Cookie` of the suite's `headers:` is sent as written instead, docs/en/providers.md#cookies). A value
-    that is not ASCII goes back as the UTF-8 it came in."""
-    jar: httpx.Cookies | None = context.conversation.get(COOKIES)
+    `Cookie` of the suite's `headers:` is sent as written instead, docs/en/providers.md#cookies), each
+    byte as it came."""
+    jar: http.cookiejar.CookieJar | None = context.conversation.get(COOKIES)
     if jar is None or "cookie" in request.headers:
         return
     import urllib.request
 
     asked = urllib.request.Request(str(request.url), method=request.method)
-    jar.jar.add_cookie_header(asked)
+    jar.add_cookie_header(asked)
     value = asked.get_header("Cookie")
     if value:
         import httpx
 
-        request.headers = httpx.Headers([*request.headers.raw, (b"Cookie", value.encode())])
+        request.headers = httpx.Headers([*request.headers.raw, (b"Cookie", value.encode("utf-8", "surrogateescape"))])
 
 
 LOOPBACK = ("localhost", "127.0.0.1", "::1")  # hosts a browser holds for secure over plain http
@@ -317,7 +331,8 @@ def _cookie_policy() -> type[http.cookiejar.DefaultCookiePolicy]:
     """http.cookiejar's policy, but as a browser: a cookie whose `Domain` is the request's host itself
     (`localhost`, a compose service `bot`) is kept and sent back (http.cookiejar wants a dot in it), and a
     `Secure` one goes back to a bot on this machine over plain http (browsers hold `localhost` and
-    127.0.0.1 for secure). (Made on first use: http.cookiejar is loaded with httpx, not with every run.)"""
+    127.0.0.1 for secure); one with a control character in it is dropped, as browsers drop it (HTTP
+    cannot send it back). (Made on first use: http.cookiejar is loaded with httpx, not with every run.)"""
     import http.cookiejar
     import urllib.parse
     import urllib.request
@@ -326,6 +341,10 @@ def _cookie_policy() -> type[http.cookiejar.DefaultCookiePolicy]:
         return cookie.domain.lstrip(".").lower() == urllib.parse.urlsplit(request.get_full_url()).hostname
 
     class HostPolicy(http.cookiejar.DefaultCookiePolicy):
+        def set_ok(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
+            text = cookie.name + (cookie.value or "")
+            return not any(c < " " and c != "\t" or c == "\x7f" for c in text) and super().set_ok(cookie, request)
+
         def set_ok_domain(self, cookie: http.cookiejar.Cookie, request: urllib.request.Request) -> bool:
             return own_host(cookie, request) or super().set_ok_domain(cookie, request)
 

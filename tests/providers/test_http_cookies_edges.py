@@ -89,12 +89,21 @@ def test_a_cookie_of_the_bots_own_host_comes_back(tmp_path: Path, host: str, coo
     assert seen == [None, "sid=1", "sid=1"]
 
 
-def test_a_cookie_value_in_utf8_goes_back_as_it_came(tmp_path: Path) -> None:
+@pytest.mark.parametrize("value", ["张三".encode(), "café".encode()])
+def test_a_cookie_value_in_utf8_goes_back_byte_for_byte(tmp_path: Path, value: bytes) -> None:
     seen: list[str | None] = []
-    raw = "name=张三; Path=/".encode().decode("latin-1")  # the bytes a server writes for UTF-8 text
+    raw = (b"name=" + value + b"; Path=/").decode("latin-1")  # (the test server writes each character as a byte)
     with bot(lambda n, h: Reply(body={"reply": "好"}, headers={"Set-Cookie": raw} if n == 1 else {}), seen) as server:
         replies(play(tmp_path, server.port, turns=2))
-    assert seen[0] is None and seen[1] is not None and seen[1].encode("latin-1").decode() == "name=张三"
+    assert seen[0] is None and seen[1] is not None and seen[1].encode("latin-1") == b"name=" + value
+
+
+def test_a_cookie_with_a_control_character_is_dropped_as_browsers_drop_it(tmp_path: Path) -> None:
+    seen: list[str | None] = []
+    sets = {"Set-Cookie": "bad=\x01x", "set-cookie": "sid=1"}
+    with bot(lambda n, h: Reply(body={"reply": "好"}, headers=sets if n == 1 else {}), seen) as server:
+        replies(play(tmp_path, server.port, turns=2))
+    assert seen == [None, "sid=1"]
 
 
 @pytest.mark.parametrize("http", [", method: GET", ", stateful: true"])
