@@ -136,3 +136,29 @@ def test_a_turn_added_to_a_cached_conversation_still_carries_its_cookie(tmp_path
         replies(play(tmp_path, server.port, cache=True, turns=2))
         third = replies(play(tmp_path, server.port, cache=True, turns=3, run_dir="again"))
     assert third[2] == f"会话 {third[1].removeprefix('会话 ')}", (third, seen)  # the session of turns 1-2
+
+
+def test_a_simulated_conversation_longer_than_its_cached_one_is_played_again_with_one_session(tmp_path: Path) -> None:
+    (tmp_path / "user.py").write_text("def next_turn(transcript, context):\n    return f\"第{context['turn']}句\"\n",
+                                      encoding="utf-8")
+    seen: list[str | None] = []
+
+    def answer(n: int, headers: dict[str, str]) -> Reply:
+        return Reply(body={"reply": f"会话 {headers.get('cookie')}"}, headers={} if headers.get("cookie") else {"Set-Cookie": f"sid={n}"})
+
+    def simulated(port: int, turns: int, run_dir: str) -> list[str]:
+        (tmp_path / "s.yaml").write_text(f"""\
+providers:
+  - id: web
+    http: {{url: "http://127.0.0.1:{port}/chat", response: reply}}
+tests:
+  - id: 模拟
+    simulate: {{python: "user.py:next_turn", max_turns: {turns}}}
+    assert: [{{turn-count: {{min: 1}}}}]
+""", encoding="utf-8")
+        return replies(dict(run([tmp_path / "s.yaml"], options=RunOptions(run_dir=tmp_path / run_dir, use_cache=True)).data))
+
+    with bot(answer, seen) as server:
+        simulated(server.port, 2, "run")
+        longer = simulated(server.port, 3, "again")
+    assert len(longer) == 3 and longer[0] == "会话 None" and longer[1] == longer[2] != "会话 None", (longer, seen)
