@@ -164,7 +164,8 @@ async def arun(suites: SuiteLike | Sequence[SuiteLike] = ("suites/*.yaml",), *, 
     if options is None and "concurrency" not in overrides:
         overrides = {**overrides, "concurrency": max(int(s.option("concurrency")) for s in loaded)}
     chosen = make_options(options, overrides)
-    base = find_baseline(baseline)
+    assert chosen.run_dir is not None
+    base = find_baseline(baseline, chosen.run_dir)
     if judge_sample:
         from evalspec.review.second_opinion import needs_judges
 

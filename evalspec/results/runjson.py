@@ -44,10 +44,12 @@ def read_run(path: str | Path, check: bool = False, stream: bool = False) -> Run
     return data
 
 
+REFUSED = "; give a run.json written by evalspec run"  # how a refusal ends (`_refuse_schema`)
+
+
 def _refuse_schema(path: str | Path, problem: str) -> None:
     """A baseline that breaks the run schema, refused (docs/en/rule-self-tests.md#verdicts-that-hold)."""
-    raise ConfigError([Problem(str(path), None, "", f"does not validate against schema/run.schema.json: {problem}; "
-                                                    "give a run.json written by evalspec run")])
+    raise ConfigError([Problem(str(path), None, "", f"does not validate against schema/run.schema.json: {problem}{REFUSED}")])
 
 
 def untyped(run: Mapping[str, object]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from evalspec.config.model import Suite
 from evalspec.plan.build import Instance
@@ -23,17 +24,15 @@ class Baseline:
     asked: bool = True  # --baseline was given (a path or auto)
 
 
-def find_baseline(spec: str | None) -> Baseline:
-    """A path is read (a bad file is exit 2); `auto` asks GitHub and never stops the run."""
+def find_baseline(spec: str | None, run_dir: Path) -> Baseline:
+    """A path is read (a bad file is exit 2); `auto` asks GitHub and never stops the run (the artifact's
+    run.json is kept in `run_dir` as baseline.json, read from there one record at a time)."""
     if not spec:
         return Baseline(None, None, "no --baseline given", asked=False)
     if spec == "auto":
-        from evalspec.results.runjson import run_schema_problem
         from evalspec.review.github_baseline import fetch_auto_baseline
 
-        data, note = fetch_auto_baseline()
-        if data is not None and (problem := run_schema_problem(data)) is not None:
-            data, note = None, f"the base branch's run.json does not validate against schema/run.schema.json: {problem}"
+        data, note = fetch_auto_baseline(run_dir)
         return Baseline(data, f"auto: {note}" if data is not None else None, note)
     from evalspec.results.runjson import read_run
 

@@ -7,16 +7,18 @@ error) gives no baseline and a note saying why: the run is then gated as usual.
 
 from __future__ import annotations
 
-import io
 import os
+import shutil
+import tempfile
 import zipfile
 from collections.abc import Mapping
+from pathlib import Path
 
 import httpx
 
 from evalspec.core.errors import ConfigError, ControlFlow
 from evalspec.results.rundata import RunData
-from evalspec.results.runjson import parse_run
+from evalspec.results.runjson import REFUSED, read_run
 from evalspec.review.github import GitHub, GitHubError
 
 ARTIFACT = "evalspec-report"
@@ -35,23 +37,30 @@ def _workflow(env: Mapping[str, str]) -> str:
     raise NoBaseline("GITHUB_WORKFLOW_REF does not name a workflow file")
 
 
-def _run_json_from_zip(content: bytes) -> RunData:
+def _run_json_from_zip(archive_path: Path, keep: Path) -> RunData:
+    """The artifact's run.json, copied out of the archive to `keep` and read from there one record at a time
+    (a large run's records stay on disk, docs/en/scale-and-ray.md#memory), checked against the run schema."""
     try:
-        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+        with zipfile.ZipFile(archive_path) as archive:
             names = sorted((n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "run.json"), key=len)
             if not names:
                 raise NoBaseline(f"the {ARTIFACT} artifact has no run.json")
-            raw = archive.read(names[0])
+            with archive.open(names[0]) as member, keep.open("wb") as out:
+                shutil.copyfileobj(member, out)
     except zipfile.BadZipFile as exc:
         raise NoBaseline(f"the {ARTIFACT} artifact could not be read: {exc}") from None
     try:  # the one run.json reader's checks (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read)
-        return parse_run(raw, f"the run.json of the {ARTIFACT} artifact", shape=False)  # attach checks the schema
-    except ConfigError as exc:
-        raise NoBaseline("; ".join(str(p) for p in exc.problems)) from None
+        return read_run(keep, check=True, stream=True)
+    except ConfigError as exc:  # "the base branch's run.json does not validate against …: results[0]: …"
+        said = "; ".join(p.message.removesuffix(REFUSED) for p in exc.problems)
+        raise NoBaseline(f"the base branch's run.json {said}" if said.startswith("does not validate")
+                         else f"the base branch's run.json: {said}") from None
 
 
-def fetch_baseline(env: Mapping[str, str]) -> tuple[RunData, str]:
-    """(run.json, where it came from); raises NoBaseline (or GitHubError) saying why there is none."""
+def fetch_baseline(env: Mapping[str, str], folder: Path) -> tuple[RunData, str]:
+    """(run.json, where it came from); raises NoBaseline (or GitHubError) saying why there is none. The
+    artifact is downloaded into `folder` and its run.json kept there as `baseline.json`, read from disk
+    while the run uses it."""
     base = env.get("GITHUB_BASE_REF")
     if not base:
         raise NoBaseline("not a pull request (GITHUB_BASE_REF is not set)")
@@ -71,17 +80,24 @@ def fetch_baseline(env: Mapping[str, str]) -> tuple[RunData, str]:
         if artifact.get("expired"):
             raise NoBaseline(f"the {ARTIFACT} artifact of run {run['id']} on {base} has expired")
         # the archive is a redirect to storage elsewhere; httpx drops the token when the host changes
-        response = client.get(f"{repo}/artifacts/{artifact['id']}/zip", follow_redirects=True)
-        if response.status_code >= 400:
-            raise NoBaseline(f"downloading the {ARTIFACT} artifact failed: GitHub answered {response.status_code}")
-        data = _run_json_from_zip(response.content)
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:  # the archive goes once its run.json is out
+            archive = Path(tmp) / f"{ARTIFACT}.zip"
+            with client.stream("GET", f"{repo}/artifacts/{artifact['id']}/zip", follow_redirects=True) as response:
+                if response.status_code >= 400:
+                    raise NoBaseline(f"downloading the {ARTIFACT} artifact failed: GitHub answered {response.status_code}")
+                with archive.open("wb") as out:
+                    for chunk in response.iter_bytes():
+                        out.write(chunk)
+            data = _run_json_from_zip(archive, folder / "baseline.json")
     return data, f"{base} run {run['id']} ({run.get('conclusion') or 'completed'}) {run.get('html_url') or ''}".strip()
 
 
-def fetch_auto_baseline(env: Mapping[str, str] | None = None) -> tuple[RunData | None, str]:
-    """(run.json or None, a note: where it came from, or why there is none). Never raises."""
+def fetch_auto_baseline(folder: Path, env: Mapping[str, str] | None = None) -> tuple[RunData | None, str]:
+    """(run.json or None, a note: where it came from, or why there is none). Never raises. `folder`: where
+    the artifact's run.json is kept while the run uses it (the run's own folder)."""
     try:
-        data, source = fetch_baseline(os.environ if env is None else env)
+        data, source = fetch_baseline(os.environ if env is None else env, folder)
     except (NoBaseline, GitHubError) as exc:
         return None, str(exc)
     except httpx.HTTPError as exc:  # during the artifact download

@@ -29,12 +29,12 @@ tests:
 class FakeGitHub(LoopbackServer):
     """The four endpoints `--baseline auto` uses; `runs` and `artifacts` say what the base branch has."""
 
-    def __init__(self, run_json: dict[str, Any] | None, runs: int = 1, expired: bool = False) -> None:
+    def __init__(self, run_json: dict[str, Any] | bytes | None, runs: int = 1, expired: bool = False) -> None:
         self.auth: list[str] = []
         self.queries: list[dict[str, list[str]]] = []
         archive = io.BytesIO()
-        with zipfile.ZipFile(archive, "w") as z:
-            z.writestr("run.json", json.dumps(run_json or {}))
+        with zipfile.ZipFile(archive, "w") as z:  # (bytes: a run.json as evalspec wrote it, a record a line)
+            z.writestr("run.json", run_json if isinstance(run_json, bytes) else json.dumps(run_json or {}))
             z.writestr("report.html", "<html></html>")
         zipped = archive.getvalue()
 
@@ -80,13 +80,17 @@ def run_auto(server: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> tuple[i
 def test_auto_takes_run_json_from_the_newest_completed_run_on_the_base_branch(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base = json.loads((project / "base.json").read_text(encoding="utf-8"))
-    with FakeGitHub(base) as github:
+    with FakeGitHub((project / "base.json").read_bytes()) as github:
         code, out, head = run_auto(github, monkeypatch)
     assert code == 0, out  # `still` failed on the base branch too: known, not blocking
     assert head["baseline"]["available"] and head["baseline"]["base"]["run_id"] == base["run_id"]
     assert "main run 42 (failure)" in head["baseline"]["base"]["path"]
     assert {r["test_id"]: r["category"] for r in head["baseline"]["rows"]} == {"steady": "unchanged",
                                                                                "still": "still failing"}
+    # the artifact's run.json is kept beside the run it was compared with, and read from there
+    [kept] = list((project / ".evalspec" / "runs").glob("*/baseline.json"))
+    assert kept.read_bytes() == (project / "base.json").read_bytes()
+    assert [p.name for p in kept.parent.iterdir() if p.name.endswith(".zip") or p.name.startswith("tmp")] == []
     assert set(github.auth) == {"Bearer ghs_fake_token_123"}
     assert github.queries[0] == {"branch": ["main"], "status": ["completed"], "per_page": ["1"]}
     assert github.queries[1] == {"name": ["evalspec-report"]}
@@ -109,15 +113,14 @@ def test_an_expired_artifact_gates_as_usual_and_says_so(project: Path, monkeypat
     assert "expired" in Path("pr.md").read_text(encoding="utf-8")
 
 
-def test_outside_a_pull_request_or_without_a_reachable_api_there_is_no_baseline(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    assert fetch_auto_baseline({"GITHUB_REPOSITORY": "acme/bot", "GITHUB_TOKEN": "t"}) == \
+def test_outside_a_pull_request_or_without_a_reachable_api_there_is_no_baseline(tmp_path: Path) -> None:
+    assert fetch_auto_baseline(tmp_path, {"GITHUB_REPOSITORY": "acme/bot", "GITHUB_TOKEN": "t"}) == \
         (None, "not a pull request (GITHUB_BASE_REF is not set)")
     with FakeGitHub(None) as github:
         gone = github.url
-    data, note = fetch_auto_baseline({"GITHUB_REPOSITORY": "acme/bot", "GITHUB_TOKEN": "t", "GITHUB_BASE_REF": "main",
-                                      "GITHUB_WORKFLOW_REF": "acme/bot/.github/workflows/evals.yml@x",
-                                      "GITHUB_API_URL": gone})
+    data, note = fetch_auto_baseline(tmp_path, {"GITHUB_REPOSITORY": "acme/bot", "GITHUB_TOKEN": "t",
+                                                "GITHUB_BASE_REF": "main", "GITHUB_API_URL": gone,
+                                                "GITHUB_WORKFLOW_REF": "acme/bot/.github/workflows/evals.yml@x"})
     assert data is None and note.startswith("GET ") and "Connection refused" in note
 
 
