@@ -143,10 +143,15 @@ def _run(reviewer: Reviewer, body: Body) -> tuple[RunData, Path]:
 
 def record_triage(reviewer: Reviewer, body: Body) -> TriageAnswer:
     """POST /api/triage {run, test, provider, attribution, note}."""
-    from evalspec.results.runjson import write_json
+    from evalspec.core.errors import ConfigError
+    from evalspec.results.runjson import read_run, write_json
     from evalspec.review.triage import TriageError, triage
 
-    data, path = _run(reviewer, body)
+    _, path = _run(reviewer, body)
+    try:  # read whole and afresh: the attribution is written into its records (a large run is served streamed)
+        data = read_run(path)
+    except ConfigError as exc:
+        raise ActionError("; ".join(str(p) for p in exc.problems)) from None
     test, cls = str(text_field(body, "test")), str(text_field(body, "attribution"))
     provider, note = text_field(body, "provider", False), text_field(body, "note", False)
     triage_file = reviewer._file(Path(".evalspec") / "triage.jsonl")

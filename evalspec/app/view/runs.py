@@ -12,6 +12,9 @@ from evalspec.results.rundata import RunData
 from evalspec.results.runjson import read_run
 
 RUNS_DIR = Path(".evalspec") / "runs"
+#: a run.json larger than this is read one record at a time (docs/en/scale-and-ray.md#memory); a smaller
+#: one whole, so that a project of many small runs holds no open temporary file per run
+LARGE_RUN_BYTES = 8 << 20
 
 
 
@@ -85,7 +88,7 @@ class RunStore:
         if cached and cached[0] == stamp:
             return cached[1]
         try:
-            data: RunData | str = read_run(path)
+            data: RunData | str = read_run(path, stream=stat.st_size > LARGE_RUN_BYTES)
         except ConfigError as exc:
             data = "; ".join(str(p) for p in exc.problems)
         self._cache[path] = (stamp, data)
