@@ -7,10 +7,12 @@ error) gives no baseline and a note saying why: the run is then gated as usual.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,6 +24,10 @@ from evalspec.results.runjson import REFUSED, read_run
 from evalspec.review.github import GitHub, GitHubError
 
 ARTIFACT = "evalspec-report"
+BASELINE_FILE = "baseline.json"  # the artifact's run.json, kept in the run's folder while the run uses it
+#: what reading a damaged archive raises besides BadZipFile: a garbled or cut deflate stream, a compression
+#: zipfile cannot read (Deflate64, as some archivers write large files), an encrypted member
+_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 
 class NoBaseline(ControlFlow):
@@ -47,7 +53,7 @@ def _run_json_from_zip(archive_path: Path, keep: Path) -> RunData:
                 raise NoBaseline(f"the {ARTIFACT} artifact has no run.json")
             with archive.open(names[0]) as member, keep.open("wb") as out:
                 shutil.copyfileobj(member, out)
-    except zipfile.BadZipFile as exc:
+    except _DAMAGED as exc:
         raise NoBaseline(f"the {ARTIFACT} artifact could not be read: {exc}") from None
     try:  # the one run.json reader's checks (docs/en/troubleshooting.md#a-runjson-that-cannot-be-read)
         return read_run(keep, check=True, stream=True)
@@ -79,18 +85,35 @@ def fetch_baseline(env: Mapping[str, str], folder: Path) -> tuple[RunData, str]:
             raise NoBaseline(f"run {run['id']} on {base} has no {ARTIFACT} artifact")
         if artifact.get("expired"):
             raise NoBaseline(f"the {ARTIFACT} artifact of run {run['id']} on {base} has expired")
-        # the archive is a redirect to storage elsewhere; httpx drops the token when the host changes
+        keep = folder / BASELINE_FILE
+        try:
+            return _download(client, f"{repo}/artifacts/{artifact['id']}/zip", folder, keep), \
+                f"{base} run {run['id']} ({run.get('conclusion') or 'completed'}) {run.get('html_url') or ''}".strip()
+        except (NoBaseline, httpx.HTTPError):  # a baseline.json there is always the one this run compares with
+            with contextlib.suppress(OSError):
+                keep.unlink(missing_ok=True)
+            raise
+
+
+def _download(client: httpx.Client, url: str, folder: Path, keep: Path) -> RunData:
+    """The artifact at `url` downloaded into `folder`, its run.json kept there as `keep` (an earlier
+    attempt's, from before a `--resume`, goes first) and read from there. A folder or disk that cannot take
+    it is a NoBaseline."""
+    try:
         folder.mkdir(parents=True, exist_ok=True)
+        keep.unlink(missing_ok=True)
         with tempfile.TemporaryDirectory(dir=folder) as tmp:  # the archive goes once its run.json is out
             archive = Path(tmp) / f"{ARTIFACT}.zip"
-            with client.stream("GET", f"{repo}/artifacts/{artifact['id']}/zip", follow_redirects=True) as response:
+            # the archive is a redirect to storage elsewhere; httpx drops the token when the host changes
+            with client.stream("GET", url, follow_redirects=True) as response:
                 if response.status_code >= 400:
                     raise NoBaseline(f"downloading the {ARTIFACT} artifact failed: GitHub answered {response.status_code}")
                 with archive.open("wb") as out:
                     for chunk in response.iter_bytes():
                         out.write(chunk)
-            data = _run_json_from_zip(archive, folder / "baseline.json")
-    return data, f"{base} run {run['id']} ({run.get('conclusion') or 'completed'}) {run.get('html_url') or ''}".strip()
+            return _run_json_from_zip(archive, keep)
+    except OSError as exc:  # a read-only run folder, a full disk
+        raise NoBaseline(f"the {ARTIFACT} artifact could not be kept in {folder}: {exc.strerror or exc}") from None
 
 
 def fetch_auto_baseline(folder: Path, env: Mapping[str, str] | None = None) -> tuple[RunData | None, str]:

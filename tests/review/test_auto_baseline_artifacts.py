@@ -1,0 +1,96 @@
+"""`--baseline auto` with artifacts and disks that go wrong (docs/en/reports-and-gate.md): every problem is
+the baseline's note, never a traceback that stops the run; a failed attempt leaves no baseline.json behind."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from evalspec.review.github_baseline import fetch_auto_baseline
+from tests.servers import LoopbackServer, Reply
+
+ENV = {"GITHUB_REPOSITORY": "acme/bot", "GITHUB_TOKEN": "t", "GITHUB_BASE_REF": "main",
+       "GITHUB_WORKFLOW_REF": "acme/bot/.github/workflows/evals.yml@x"}
+
+
+class Artifact(LoopbackServer):
+    """The GitHub endpoints `--baseline auto` reads, the artifact's archive being `zipped` as given."""
+
+    def __init__(self, zipped: bytes) -> None:
+        def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+            url = urlsplit(path).path
+            if url.endswith("/workflows/evals.yml/runs"):
+                return Reply(body={"workflow_runs": [{"id": 42, "conclusion": "success"}]})
+            if url.endswith("/runs/42/artifacts"):
+                return Reply(body={"artifacts": [{"id": 7, "name": "evalspec-report", "expired": False}]})
+            if url.endswith("/artifacts/7/zip"):
+                return Reply(body=zipped)
+            return Reply(status=404, body={"message": "Not Found"})
+
+        super().__init__(handle)
+
+
+def zipped(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", method) as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    return archive.getvalue()
+
+
+def corrupt(archive: bytes, member: str) -> bytes:
+    """`archive` with the compressed bytes of `member` garbled (its headers intact)."""
+    raw = bytearray(archive)
+    start = raw.find(member.encode()) + len(member)
+    for k in range(start + 5, start + 40):
+        raw[k] ^= 0xFF
+    return bytes(raw)
+
+
+def fetched(archive: bytes, folder: Path) -> tuple[object, str]:
+    with Artifact(archive) as github:
+        return fetch_auto_baseline(folder, {**ENV, "GITHUB_API_URL": github.url})
+
+
+RUN_JSON = json.dumps({"results": []}).encode() * 200  # compressible: its deflated bytes can be garbled
+
+
+@pytest.mark.parametrize("damage", [
+    lambda: corrupt(zipped({"run.json": RUN_JSON}), "run.json"),  # zlib.error inside the member
+    lambda: zipped({"run.json": RUN_JSON})[:-30],  # cut short: no central directory
+    lambda: b"PK\x03\x04" + b"\x00" * 40,  # not a zip at all
+], ids=["garbled member", "cut short", "not a zip"])
+def test_a_damaged_artifact_is_the_note_and_leaves_no_baseline_json(tmp_path: Path, damage: Callable[[], bytes]) -> None:
+    data, note = fetched(damage(), tmp_path / "run")
+    assert data is None and note.startswith("the evalspec-report artifact could not be read: "), note
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == []
+
+
+def test_a_run_folder_that_cannot_be_written_is_the_note(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.write_text("", encoding="utf-8")  # stands in for a read-only folder or a full disk (tests run as root)
+    data, note = fetched(zipped({"run.json": RUN_JSON}), folder)
+    assert data is None and note == f"the evalspec-report artifact could not be kept in {folder}: File exists", note
+    (folder := tmp_path / "run2").mkdir()
+    (folder / "baseline.json").mkdir()
+    data, note = fetched(zipped({"run.json": RUN_JSON}), folder)
+    assert data is None and note.startswith(f"the evalspec-report artifact could not be kept in {folder}: "), note
+
+
+def test_a_failed_attempt_leaves_no_earlier_baseline_json_to_be_taken_for_this_one(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "baseline.json").write_text("{}", encoding="utf-8")  # from the first attempt (`--resume`)
+    data, note = fetched(zipped({"report.html": b"<html></html>"}), folder)
+    assert (data, note) == (None, "the evalspec-report artifact has no run.json")
+    assert not (folder / "baseline.json").exists()
+    data, note = fetched(zipped({"run.json": b'{"results": "none"}'}), folder)  # refused by the reader
+    assert data is None and note.startswith("the base branch's run.json"), note
+    assert not (folder / "baseline.json").exists()
