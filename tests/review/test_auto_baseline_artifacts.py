@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import socket
+import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,15 +25,15 @@ ENV = {"GITHUB_REPOSITORY": "acme/bot", "GITHUB_TOKEN": "t", "GITHUB_BASE_REF": 
 class Artifact(LoopbackServer):
     """The GitHub endpoints `--baseline auto` reads, the artifact's archive being `zipped` as given."""
 
-    def __init__(self, zipped: bytes) -> None:
+    def __init__(self, zipped: bytes, storage: str | None = None) -> None:
         def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
             url = urlsplit(path).path
             if url.endswith("/workflows/evals.yml/runs"):
                 return Reply(body={"workflow_runs": [{"id": 42, "conclusion": "success"}]})
             if url.endswith("/runs/42/artifacts"):
                 return Reply(body={"artifacts": [{"id": 7, "name": "evalspec-report", "expired": False}]})
-            if url.endswith("/artifacts/7/zip"):
-                return Reply(body=zipped)
+            if url.endswith("/artifacts/7/zip"):  # the archive, or a redirect to `storage` elsewhere
+                return Reply(body=zipped) if storage is None else Reply(status=302, body="", headers={"location": storage})
             return Reply(status=404, body={"message": "Not Found"})
 
         super().__init__(handle)
@@ -54,8 +56,8 @@ def corrupt(archive: bytes, member: str) -> bytes:
     return bytes(raw)
 
 
-def fetched(archive: bytes, folder: Path) -> tuple[object, str]:
-    with Artifact(archive) as github:
+def fetched(archive: bytes, folder: Path, storage: str | None = None) -> tuple[object, str]:
+    with Artifact(archive, storage) as github:
         return fetch_auto_baseline(folder, {**ENV, "GITHUB_API_URL": github.url})
 
 
@@ -94,3 +96,38 @@ def test_a_failed_attempt_leaves_no_earlier_baseline_json_to_be_taken_for_this_o
     data, note = fetched(zipped({"run.json": b'{"results": "none"}'}), folder)  # refused by the reader
     assert data is None and note.startswith("the base branch's run.json"), note
     assert not (folder / "baseline.json").exists()
+
+
+class CutShort:
+    """Storage that promises `size` bytes and closes the connection after `sent` of them."""
+
+    def __init__(self, sent: bytes, size: int) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/blob.zip"
+        self.thread = threading.Thread(target=self._serve, args=(sent, size), daemon=True)
+        self.thread.start()
+
+    def _serve(self, sent: bytes, size: int) -> None:
+        connection, _ = self.listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % size + sent)
+        self.listener.close()
+
+
+def test_storage_elsewhere_gets_no_token_and_a_cut_download_or_its_500_is_the_note(tmp_path: Path) -> None:
+    archive = zipped({"run.json": RUN_JSON})
+    seen: list[str] = []
+
+    def storage(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        seen.append(headers.get("authorization", ""))
+        return Reply(status=500, body="storage is down")
+
+    with LoopbackServer(storage) as elsewhere:  # another port: another origin
+        data, note = fetched(archive, tmp_path / "a", f"{elsewhere.url}/blob.zip")
+    assert seen == [""]  # the GitHub token never leaves for the storage host
+    assert (data, note) == (None, "downloading the evalspec-report artifact failed: GitHub answered 500")
+    cut = CutShort(archive[:100], len(archive))
+    data, note = fetched(archive, tmp_path / "b", cut.url)
+    assert data is None and note.startswith("downloading the evalspec-report artifact failed: "), note
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == []
