@@ -194,27 +194,41 @@ def _read_streamed(path: Path, check: bool = False) -> RunData | None:
     is not laid out one item per line, anything in it is wrong or it is of an earlier shape: the whole-file
     reader then reads it, brings it to today's shape and names any problem in its own words. With `check`, a
     record, verdict or top level that breaks the whole run schema is refused here, naming its place."""
+    try:
+        fh = path.open("rb")  # kept open by the records: a file put in its place is not the one read here
+    except OSError:
+        return None
+    data: RunData | None = None
+    try:
+        data = _streamed_from(fh, path, check)
+        return data
+    finally:
+        if data is None:  # not read streamed, or refused: nothing keeps the file
+            fh.close()
+
+
+def _streamed_from(fh: IO[bytes], path: Path, check: bool) -> RunData | None:
+    """`_read_streamed` of the open file `fh` (`path`): the records it gives are read from `fh`."""
     rows = _Rows()
     head: list[bytes] = []
     opening = {RESULTS_LINE: "results", VERDICTS_LINE: "verdicts"}
     try:
-        with path.open("rb") as fh:
-            inside: str | None = None
-            while line := fh.readline():
-                if inside is None:
-                    inside = opening.get(line) or \
-                        ("baseline" if line.startswith(BASELINE_LINE[0]) and line.endswith(BASELINE_LINE[1]) else None)
-                    head.append(line if inside is None else line.rstrip(b"\n"))
-                    continue
-                if line.startswith(b"]"):  # the list ends: the rest of the file is top-level keys
-                    inside = None
-                    head.append(line)
-                    continue
-                problem = rows.take(inside, line, fh.tell() - len(line), check)
-                if problem == "":
-                    return None
-                if problem is not None:
-                    _refuse_schema(path, problem)
+        inside: str | None = None
+        while line := fh.readline():
+            if inside is None:
+                inside = opening.get(line) or \
+                    ("baseline" if line.startswith(BASELINE_LINE[0]) and line.endswith(BASELINE_LINE[1]) else None)
+                head.append(line if inside is None else line.rstrip(b"\n"))
+                continue
+            if line.startswith(b"]"):  # the list ends: the rest of the file is top-level keys
+                inside = None
+                head.append(line)
+                continue
+            problem = rows.take(inside, line, fh.tell() - len(line), check)
+            if problem == "":
+                return None
+            if problem is not None:
+                _refuse_schema(path, problem)
         if not rows.offsets or inside is not None:
             return None
         data = decode(b"".join(head))
@@ -232,7 +246,7 @@ def _read_streamed(path: Path, check: bool = False) -> RunData | None:
         return None
     if check and (problem := run_schema_problem({**data, "results": []})) is not None:  # its items are checked
         _refuse_schema(path, problem)
-    data["results"] = JournalRecords(path, rows.offsets, rows.lights)
+    data["results"] = JournalRecords(path, rows.offsets, rows.lights, fh)
     if rows.verdicts:
         data["verdicts"] = rows.verdicts
     if rows.baseline:

@@ -237,9 +237,30 @@ class JournalRecords(Sequence[Record]):
     back is a new dict each time: changes go through `update`, kept by position and applied on every read."""
 
     def __init__(self, path: Path, offsets: Sequence[int],
-                 light: DiskRows | list[dict[str, Any]] | None = None) -> None:
+                 light: DiskRows | list[dict[str, Any]] | None = None, file: IO[bytes] | None = None) -> None:
         self.path, self.offsets, self.light = path, offsets, light
         self.changes: dict[int, dict[str, Any]] = {}  # position -> fields set after the run (a few records)
+        # `file`: the file the offsets were read from, kept open: a run.json another command replaces
+        # meanwhile (a triage) is a new file, which these offsets do not index (docs/en/scale-and-ray.md#memory)
+        self._file = file
+
+    def __del__(self) -> None:
+        file = getattr(self, "_file", None)
+        if file is not None:
+            file.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_file": None}  # elsewhere, the records are read from `path`
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[IO[bytes]]:
+        """The file the records are read from: the one they were read from first when it was kept, else
+        `path` opened afresh."""
+        if self._file is not None and not self._file.closed:
+            yield self._file
+            return
+        with self.path.open("rb") as fh:
+            yield fh
 
     def update(self, index: int, fields: Mapping[str, Any]) -> None:
         """Set `fields` on the record at `index` (and on its light form, which keeps such small fields)."""
@@ -263,11 +284,11 @@ class JournalRecords(Sequence[Record]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         index = range(len(self))[index]
-        with self.path.open("rb") as fh:
+        with self.opened() as fh:
             return self._read(fh, index)
 
     def __iter__(self) -> Iterator[Record]:
-        with self.path.open("rb") as fh:
+        with self.opened() as fh:
             for index in range(len(self.offsets)):
                 yield self._read(fh, index)
 
@@ -279,7 +300,7 @@ class JournalRecords(Sequence[Record]):
     def lines(self) -> Iterator[bytes]:
         """Each record as the JSON text (UTF-8) the journal holds (`journal.encode(record)`): run.json
         copies these instead of decoding and encoding every record again."""
-        with self.path.open("rb") as fh:
+        with self.opened() as fh:
             for index, offset in enumerate(self.offsets):
                 yield encode(self._read(fh, index)) if index in self.changes else _line_at(fh, offset)
 
@@ -339,14 +360,14 @@ def records_where(records: Sequence[R], keep: Callable[[R], object], mentions: t
         return [r for r in records if keep(r)]
     if not chosen:
         return []
-    with records.path.open("rb") as fh:
+    with records.opened() as fh:
         return cast(list[R], [records._read(fh, i) for i in chosen])  # a journal's records are Records
 
 
 def records_at(records: Sequence[R], positions: Sequence[int]) -> list[R]:
     """`[records[i] for i in positions]`, a streamed run's read with the file opened once."""
     if isinstance(records, JournalRecords):
-        with records.path.open("rb") as fh:
+        with records.opened() as fh:
             return cast(list[R], [records._read(fh, i) for i in positions])
     return [records[i] for i in positions]
 

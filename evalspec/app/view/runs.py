@@ -59,7 +59,7 @@ class UnreadableRun(EvalspecError, ValueError):
 class RunStore:
     root: Path
     extra: list[Path] = field(default_factory=list)
-    _cache: dict[Path, tuple[tuple[int, int], RunData | str]] = field(default_factory=dict)
+    _cache: dict[Path, tuple[tuple[int, int, int], RunData | str]] = field(default_factory=dict)
 
     def paths(self) -> dict[str, Path]:
         """Run id → run.json, looked up afresh (a run finished while the page was open shows up); a run.json
@@ -83,7 +83,7 @@ class RunStore:
             stat = path.stat()
         except OSError:
             return None
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)  # a file put in its place (a triage) is new
         cached = self._cache.get(path)
         if cached and cached[0] == stamp:
             return cached[1]
