@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 from array import array
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -189,6 +190,11 @@ class _Rows:
         return None
 
 
+#: a run.json read one record at a time stays open for its records (one put in its place is another file);
+#: where an open file cannot be replaced (Windows: a triage's write would fail), they open it by name each time
+KEEP_OPEN = os.name == "posix"
+
+
 def _read_streamed(path: Path, check: bool = False) -> RunData | None:
     """The run.json at `path` with its results and verdicts left on disk (see `read_run`), or None when it
     is not laid out one item per line, anything in it is wrong or it is of an earlier shape: the whole-file
@@ -203,7 +209,7 @@ def _read_streamed(path: Path, check: bool = False) -> RunData | None:
         data = _streamed_from(fh, path, check)
         return data
     finally:
-        if data is None:  # not read streamed, or refused: nothing keeps the file
+        if data is None or not KEEP_OPEN:  # not read streamed, or refused: nothing keeps the file
             fh.close()
 
 
@@ -246,7 +252,7 @@ def _streamed_from(fh: IO[bytes], path: Path, check: bool) -> RunData | None:
         return None
     if check and (problem := run_schema_problem({**data, "results": []})) is not None:  # its items are checked
         _refuse_schema(path, problem)
-    data["results"] = JournalRecords(path, rows.offsets, rows.lights, fh)
+    data["results"] = JournalRecords(path, rows.offsets, rows.lights, fh if KEEP_OPEN else None)
     if rows.verdicts:
         data["verdicts"] = rows.verdicts
     if rows.baseline:

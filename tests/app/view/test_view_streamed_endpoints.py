@@ -91,3 +91,20 @@ def test_a_run_json_replaced_while_it_is_served_is_read_as_it_was_then_afresh(
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     again = store.load(project.runs[0])[0]["results"]
     assert next(r for r in again if r["test_id"] == "price")["name"] == price["name"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files in /proc")
+def test_a_large_run_rewritten_again_and_again_leaves_no_file_open(
+        project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs, "LARGE_RUN_BYTES", 0)
+    root = copied(project, tmp_path / "p")
+    path = root / ".evalspec" / "runs" / project.runs[0] / "run.json"
+    store = runs.RunStore(root)
+    store.load(project.runs[0])
+    opened = len(list(Path("/proc/self/fd").iterdir()))
+    for note in ("一", "二", "三", "四"):
+        changed = read_run(path)
+        triage(changed, "greeting", "bot", "bot_defect", note * 3, path=tmp_path / "triage.jsonl", who=REVIEWER)
+        write_json(path, changed)
+        assert store.load(project.runs[0])[0]["results"][0]["triage"]["note"] == note * 3
+    assert len(list(Path("/proc/self/fd").iterdir())) == opened
