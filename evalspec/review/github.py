@@ -67,7 +67,10 @@ class GitHub:
             raise GitHubError(f"GitHub answered 403 to {method} {path} ({_message(response)}): {PERMISSIONS_HINT}")
         if response.status_code >= 400:
             raise GitHubError(f"GitHub answered {response.status_code} to {method} {path}: {_message(response)}")
-        return response.json() if response.content else None
+        try:
+            return response.json() if response.content else None
+        except ValueError:  # a proxy's sign-in page, an outage page
+            raise GitHubError(f"GitHub's answer to {method} {path} is not JSON: {response.text[:100]!r}") from None
 
     def comments(self, client: httpx.Client, number: int) -> list[Comment]:
         out: list[Comment] = []

@@ -43,6 +43,19 @@ def _workflow(env: Mapping[str, str]) -> str:
     raise NoBaseline("GITHUB_WORKFLOW_REF does not name a workflow file")
 
 
+def _listed(answer: object, key: str, about: str, what: str) -> list[Mapping[str, object]]:
+    """The objects GitHub lists under `key` in `answer` (each with its id), or a NoBaseline saying how the
+    answer is not shaped as the REST API documents it (a proxy, an enterprise server of another version)."""
+    if answer is None:
+        return []
+    if not isinstance(answer, dict):
+        raise NoBaseline(f"GitHub's answer about {about} is not a JSON object")
+    items = answer.get(key) or []
+    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("id"), int) for i in items):
+        raise NoBaseline(f"GitHub's answer about {about} has no {what} id")
+    return items
+
+
 def _run_json_from_zip(archive_path: Path, keep: Path) -> RunData:
     """The artifact's run.json, copied out of the archive to `keep` and read from there one record at a time
     (a large run's records stay on disk, docs/en/scale-and-ray.md#memory), checked against the run schema."""
@@ -74,13 +87,15 @@ def fetch_baseline(env: Mapping[str, str], folder: Path) -> tuple[RunData, str]:
     repo = f"/repos/{github.repository}/actions"
     workflow = _workflow(env)
     with github._client() as client:
-        runs = (github.request(client, "GET", f"{repo}/workflows/{workflow}/runs",
-                               params={"branch": base, "status": "completed", "per_page": 1}) or {})
-        if not runs.get("workflow_runs"):
+        runs = _listed(github.request(client, "GET", f"{repo}/workflows/{workflow}/runs",
+                                      params={"branch": base, "status": "completed", "per_page": 1}),
+                       "workflow_runs", f"the runs of {workflow} on {base}", "run")
+        if not runs:
             raise NoBaseline(f"no completed run of {workflow} on {base} yet")
-        run = runs["workflow_runs"][0]
-        listed = github.request(client, "GET", f"{repo}/runs/{run['id']}/artifacts", params={"name": ARTIFACT}) or {}
-        artifact = next((a for a in listed.get("artifacts") or [] if a.get("name") == ARTIFACT), None)
+        run = runs[0]
+        listed = github.request(client, "GET", f"{repo}/runs/{run['id']}/artifacts", params={"name": ARTIFACT})
+        artifacts = _listed(listed, "artifacts", f"the artifacts of run {run['id']}", "artifact")
+        artifact = next((a for a in artifacts if a.get("name") == ARTIFACT), None)
         if artifact is None:
             raise NoBaseline(f"run {run['id']} on {base} has no {ARTIFACT} artifact")
         if artifact.get("expired"):

@@ -131,3 +131,36 @@ def test_storage_elsewhere_gets_no_token_and_a_cut_download_or_its_500_is_the_no
     data, note = fetched(archive, tmp_path / "b", cut.url)
     assert data is None and note.startswith("downloading the evalspec-report artifact failed: "), note
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == []
+
+
+class Answers(LoopbackServer):
+    """A GitHub (or a proxy before it) whose answers are not what the REST API documents."""
+
+    def __init__(self, runs: object, artifacts: object = None) -> None:
+        def handle(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+            url = urlsplit(path).path
+            if url.endswith("/workflows/evals.yml/runs"):
+                return Reply(body=runs)
+            if url.endswith("/runs/42/artifacts"):
+                return Reply(body=artifacts)
+            return Reply(status=404, body={"message": "Not Found"})
+
+        super().__init__(handle)
+
+
+@pytest.mark.parametrize(("runs", "artifacts", "said"), [
+    ("<html>Sign in to your proxy</html>", None,
+     "GitHub's answer to GET /repos/acme/bot/actions/workflows/evals.yml/runs is not JSON: '<html>Sign in"),
+    ([{"id": 42}], None, "GitHub's answer about the runs of evals.yml on main is not a JSON object"),
+    ({"workflow_runs": [{}]}, None, "GitHub's answer about the runs of evals.yml on main has no run id"),
+    ({"workflow_runs": "none"}, None, "GitHub's answer about the runs of evals.yml on main has no run id"),
+    ({"workflow_runs": [{"id": 42}]}, {"artifacts": [{"name": "evalspec-report"}]},
+     "GitHub's answer about the artifacts of run 42 has no artifact id"),
+    ({"workflow_runs": [{"id": 42}]}, {"artifacts": "evalspec-report"},
+     "GitHub's answer about the artifacts of run 42 has no artifact id"),
+], ids=["not JSON", "a list", "a run without id", "runs not a list", "an artifact without id", "artifacts not a list"])
+def test_an_answer_not_shaped_as_the_api_documents_is_the_note(tmp_path: Path, runs: object, artifacts: object,
+                                                               said: str) -> None:
+    with Answers(runs, artifacts) as github:
+        data, note = fetch_auto_baseline(tmp_path, {**ENV, "GITHUB_API_URL": github.url})
+    assert data is None and note.startswith(said), note
