@@ -14,7 +14,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from click.testing import CliRunner
 
+from evalspec.app.cli.main import main
+from evalspec.results.runjson import read_run, write_json
+from evalspec.results.stream import JournalRecords
 from evalspec.review.github_baseline import fetch_auto_baseline
 from tests.servers import LoopbackServer, Reply
 
@@ -164,3 +168,25 @@ def test_an_answer_not_shaped_as_the_api_documents_is_the_note(tmp_path: Path, r
     with Answers(runs, artifacts) as github:
         data, note = fetch_auto_baseline(tmp_path, {**ENV, "GITHUB_API_URL": github.url})
     assert data is None and note.startswith(said), note
+
+
+def test_an_artifact_of_an_earlier_evalspec_is_read_whole_and_brought_to_todays_shape(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (in_tmp / "bot.py").write_text("def respond(messages, context):\n    return '好' if context['test_id'] == 'a' else '坏'\n",
+                                   encoding="utf-8")
+    (in_tmp / "s.yaml").write_text("providers: [{id: bot, python: bot.py:respond}]\ntests:\n"
+                                   "  - {id: a, conversation: [{user: 你好, assert: [{equals: 好}]}]}\n"
+                                   "  - {id: b, conversation: [{user: 你好, assert: [{equals: 好}]}]}\n", encoding="utf-8")
+    assert CliRunner().invoke(main, ["run", "s.yaml", "-o", "today.json", "--no-cache"]).exit_code == 1
+    old = json.loads(Path("today.json").read_text(encoding="utf-8"))
+    del old["slas"], old["summary"]["measured"]  # as an evalspec before the shared report vocabulary wrote it
+    for record in old["results"]:
+        del record["base_id"]
+    for verdict in old["verdicts"]:
+        del verdict["category"]
+    write_json(Path("old.json"), old)  # a record a line, as a streamed read could take it
+    data, note = fetched(zipped({"run.json": Path("old.json").read_bytes()}), in_tmp / "run")
+    assert isinstance(data, dict) and not isinstance(data["results"], JournalRecords), note
+    today = read_run("today.json")
+    assert [r["base_id"] for r in data["results"]] == ["a", "b"]
+    assert (data["summary"], data["verdicts"], data["slas"]) == (today["summary"], today["verdicts"], today["slas"])
