@@ -279,7 +279,7 @@ def _print_summary(console: Console, run: RunData, paths: dict[str, str], quiet:
         from evalspec.reporters.diff import print_diff
         from evalspec.reporters.diffwords import spoken
 
-        print_diff(console, spoken(run["baseline"], run))
+        print_diff(console, spoken(run["baseline"], run), max_failures)
     configs = {(s["path"], p["id"]): p for s in run["suites"] for p in s["providers"]}
     described = list(dict.fromkeys((c["suite"], c["provider"]) for c in run.get("curves", [])))
     for key in described:

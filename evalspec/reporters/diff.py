@@ -72,13 +72,17 @@ def _scored(row: BaselineRow) -> bool:
 
 
 def _changes(diff: Baseline, order: Callable[[BaselineRow], tuple[object, ...]],
-             limit: int | None = None) -> tuple[list[BaselineRow], int, list[ScoreChange]]:
+             limit: int | None = None) -> tuple[Iterable[BaselineRow], int, list[ScoreChange]]:
     """The changed rows in `order` (only the first `limit` kept), how many rows changed, and the score
     changes a report shows beside them (none where either run errored, `_scored`, nor of a listed row): one pass over the
-    rows, which a large diff reads back from disk (docs/en/scale-and-ray.md#memory)."""
+    rows, which a large diff reads back from disk (docs/en/scale-and-ray.md#memory). All of a large diff's
+    changed rows (no `limit`) are not held to be sorted: they are read again once for each place in `order`
+    that some row takes (most diffs have one to three), in the diff's order within it."""
     scored = {(s["suite"], s["test_id"], s["provider"]) for s in diff["score_changes"]}
     shown: set[tuple[str, str, str]] = set()  # score changes listed as a change, or with an errored side
     changed = 0
+    orders: set[tuple[object, ...]] = set()
+    on_disk = limit is None and not isinstance(diff["rows"], list)
 
     def changes() -> Iterator[BaselineRow]:
         nonlocal changed
@@ -87,11 +91,29 @@ def _changes(diff: Baseline, order: Callable[[BaselineRow], tuple[object, ...]],
                 shown.add(key)
             if r["category"] != "unchanged":
                 changed += 1
-                yield r
+                if on_disk:
+                    orders.add(order(r))
+                else:
+                    yield r
 
-    rows = sorted(changes(), key=order) if limit is None else heapq.nsmallest(limit, changes(), key=order)
+    rows: Iterable[BaselineRow]
+    if on_disk or limit == 0:  # (heapq.nsmallest(0, …) would not walk the rows: nothing counted)
+        for _ in changes():
+            pass
+        rows = _in_order(diff["rows"], order, sorted(orders)) if on_disk else []  # type: ignore[type-var]
+    else:
+        rows = sorted(changes(), key=order) if limit is None else heapq.nsmallest(limit, changes(), key=order)
     extra = [s for s in diff["score_changes"] if (s["suite"], s["test_id"], s["provider"]) not in shown]
     return rows, changed, extra
+
+
+def _in_order(rows: Iterable[BaselineRow], order: Callable[[BaselineRow], tuple[object, ...]],
+              places: list[tuple[object, ...]]) -> Iterator[BaselineRow]:
+    """The changed rows, those of each place in `order` in turn: a pass over the rows for each."""
+    for place in places:
+        for r in rows:
+            if r["category"] != "unchanged" and order(r) == place:
+                yield r
 
 
 def _by_kind(r: BaselineRow) -> tuple[int]:
@@ -118,11 +140,12 @@ def _note(row: BaselineRow) -> str:
     return "; ".join(bits)
 
 
-def print_diff(console: Console, diff: Baseline) -> None:
+def print_diff(console: Console, diff: Baseline, limit: int = 50) -> None:
+    """The diff on screen: the first `limit` changed tests by kind (`--max-failures`), then how many more."""
     console.print(f"[bold]{rich_escape(headline(diff))}[/]")
     if not diff.get("available"):
         return
-    rows, _, extra = _changes(diff, _by_kind)
+    rows, changed, extra = _changes(diff, _by_kind, limit)
     if rows:
         table = Table(title=words("against_the_baseline_title"), show_lines=False)
         for col in _COLUMNS:
@@ -132,6 +155,8 @@ def print_diff(console: Console, diff: Baseline) -> None:
                           rich_escape(r["provider"]), f"{_status(r['base'])} → {_status(r['head'])}",
                           rich_escape("; ".join(x for x in (r["problem"], _note(r)) if x)))
         console.print(table)
+    if changed > limit:
+        console.print(rich_escape(words("more_changes", n=changed - limit)))
     for s in extra:
         console.print(rich_escape(_score_line(s)))
     for line in curve_lines(diff):
@@ -207,30 +232,34 @@ def markdown_lines(diff: Baseline, limit: int = 50) -> list[str]:
 
 def html_section(diff: Baseline) -> Markup:
     """A self-contained `<section>` for the HTML report (everything escaped)."""
-    parts = [f'<section id="baseline"><h2>{escape(words("Against the baseline" if diff.get("available") else "No baseline"))}</h2>',
-             f"<p>{escape(headline(diff))}</p>"]
+    return Markup("".join(html_section_parts(diff)))
+
+
+def html_section_parts(diff: Baseline) -> Iterator[str]:
+    """`html_section` piece by piece, a changed test a piece: a page of a large diff is written as its
+    rows are read, never held whole (docs/en/scale-and-ray.md#memory)."""
+    yield (f'<section id="baseline"><h2>{escape(words("Against the baseline" if diff.get("available") else "No baseline"))}</h2>'
+           f"<p>{escape(headline(diff))}</p>")
     if diff.get("available"):
-        rows, _, scored = _changes(diff, _blocking_first)
-        if rows:
+        rows, changed, scored = _changes(diff, _blocking_first)
+        if changed:
             # its own scroll box: a narrow screen scrolls the table, never the page
             labels = [escape(words(c)) for c in _COLUMNS]
-            parts.append('<div style="overflow-x:auto;max-width:100%"><table><thead><tr>'
-                         + "".join(f"<th>{label}</th>" for label in labels) + "</tr></thead>")
+            yield ('<div style="overflow-x:auto;max-width:100%"><table><thead><tr>'
+                   + "".join(f"<th>{label}</th>" for label in labels) + "</tr></thead>")
             for r in rows:
                 css = "failed" if r["blocking"] else "passed" if r["category"] in ("fixed", "recovered") else "skipped"
                 text = "; ".join(x for x in (r["problem"], _note(r)) if x)
-                parts.append(f'<tr data-change="{escape(r["category"])}"><td data-label="{labels[0]}" class="{css}" style="white-space:nowrap">{escape(words(r["category"]))}</td>'
-                             f"<td data-label=\"{labels[1]}\">{escape(r['name'])} <span class=\"meta\">{escape(r['test_id'])}</span></td>"
-                             f"<td data-label=\"{labels[2]}\">{escape(r['provider'])}</td><td data-label=\"{labels[3]}\">{escape(word(_status(r['base'])))} → "
-                             f"{escape(word(_status(r['head'])))}</td><td data-label=\"{labels[4]}\" style='overflow-wrap:anywhere'>{escape(text)}</td></tr>")
-            parts.append("</table></div>")
+                yield (f'<tr data-change="{escape(r["category"])}"><td data-label="{labels[0]}" class="{css}" style="white-space:nowrap">{escape(words(r["category"]))}</td>'
+                       f"<td data-label=\"{labels[1]}\">{escape(r['name'])} <span class=\"meta\">{escape(r['test_id'])}</span></td>"
+                       f"<td data-label=\"{labels[2]}\">{escape(r['provider'])}</td><td data-label=\"{labels[3]}\">{escape(word(_status(r['base'])))} → "
+                       f"{escape(word(_status(r['head'])))}</td><td data-label=\"{labels[4]}\" style='overflow-wrap:anywhere'>{escape(text)}</td></tr>")
+            yield "</table></div>"
         items = [_score_line(s) for s in scored]
         items += curve_lines(diff) + provider_lines(diff)
         if items:
-            parts.append('<ul style="word-break:break-word">' + "".join(f"<li>{escape(i)}</li>" for i in items)
-                         + "</ul>")
-    parts.append("</section>")
-    return Markup("".join(parts))
+            yield '<ul style="word-break:break-word">' + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>"
+    yield "</section>"
 
 
 def junit_properties(diff: Baseline) -> dict[str, str]:

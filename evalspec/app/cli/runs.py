@@ -86,15 +86,17 @@ def github_comment(run_json: str, lang: str | None) -> None:
 @click.option("--md", "md_path", type=click.Path(dir_okay=False), help="write the diff as Markdown")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="write the diff as a self-contained HTML page")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the diff as JSON")
+@click.option("--max-failures", "max_failures", type=click.IntRange(min=0), default=50, show_default=True,
+              help="changed tests the console and Markdown list (then how many more; -o and --html list every one)")
 @LANG_OPTION
 def diff_(base_json: str, head_json: str, md_path: str | None, html_path: str | None, output: str | None,
-          lang: str | None) -> None:
+          max_failures: int, lang: str | None) -> None:
     """Compare two runs verdict by verdict (docs/en/reports-and-gate.md#regressions-against-a-baseline).
 
     Exit 1 when anything regressed (regressed, new failing, an SLA newly missed), else 0."""
     from evalspec.app.cli.diff import run_diff_command
 
-    sys.exit(run_diff_command(base_json, head_json, md_path, html_path, output, lang))
+    sys.exit(run_diff_command(base_json, head_json, md_path, html_path, output, lang, max_failures))
 
 
 @click.command()
