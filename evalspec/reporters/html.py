@@ -95,7 +95,7 @@ table.suites td::before,table.stack td::before,#baseline table td::before{conten
 <main>
 <p class="gate {{ 'passed' if run.gate.exit_code == 0 else 'failed' }}">{{ gate_text }}</p>
 {% if blocks %}<section id="blocks" class="blocks"><h2>{{ t('blocks_release') }}</h2><ul>{% for r in blocks %}<li>{{ r }}</li>{% endfor %}</ul></section>{% endif %}
-{{ baseline_section }}
+{% for part in baseline_section %}{{ part }}{% endfor %}
 <div class="cards" id="counts">{% for key, n in counts %}<div class="card" data-count="{{ labels[key] }}"><b class="{{ key if key != 'slas_missed' else ('failed' if n else 'passed') }}">{{ n }}</b>{{ t(key) }}</div>{% endfor %}
 <div class="card"><b>{{ run.summary.calls }}</b>{{ t('calls_cached', n=run.summary.cached_calls) }}</div>
 <div class="card"><b>{{ run.summary.tokens }}</b>{{ t('tokens') }}</div><div class="card"><b>${{ '%.4f' % run.summary.cost }}</b>{{ t('cost') }}</div></div>
@@ -182,13 +182,16 @@ def verdict_icon(a: Mapping[str, Any]) -> str:
     return "✗" if a["pass"] is False else "⚠" if a.get("error") else "✓" if a["pass"] else "–"
 
 
-def _baseline_section(run: RunData) -> Markup:
+def _baseline_section(run: RunData) -> Iterator[Markup]:
+    """The diff against the baseline, a changed test a part: written as its rows are read (a large run's
+    are on disk, docs/en/scale-and-ray.md#memory)."""
     if not run.get("baseline"):
-        return Markup("")
-    from evalspec.reporters.diff import html_section
+        return
+    from evalspec.reporters.diff import html_section_parts
     from evalspec.reporters.diffwords import spoken
 
-    return html_section(spoken(run["baseline"], run))
+    for part in html_section_parts(spoken(run["baseline"], run)):
+        yield Markup(part)  # (html_section_parts escapes every value it writes)
 
 
 def _marks(record: Record) -> dict[Any, list[str]]:
