@@ -40,7 +40,9 @@ tests:
   - id: 稳定
     conversation: [{user: 你好, assert: [{equals: 好}]}]
 """
-TIMED = re.compile(r"\d+(\.\d+)? ?(ms|s)\b|\(\s*[+-]\d+\)|\d{8}-\d{6}-[0-9a-f]{6}|time=\"[\d.]+\"")
+# latencies, run ids, the report's local time (two runs a second apart), JUnit times
+TIMED = re.compile(r"\d+(\.\d+)? ?(ms|s)\b|\(\s*[+-]\d+\)|\d{8}-\d{6}-[0-9a-f]{6}|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|"
+                   r"time=\"[\d.]+\"")
 
 
 def head_run(project: Path, monkeypatch: pytest.MonkeyPatch, above: int, name: str) -> tuple[int, dict[str, Any], str]:
