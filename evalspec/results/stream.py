@@ -380,9 +380,9 @@ def keys_of(records: Sequence[R]) -> Sequence[R]:
 
 
 def update_record(records: Sequence[R], index: int, fields: Mapping[str, Any]) -> None:
-    """Set `fields` on `records[index]`, whether the records are in memory or read back from a journal
-    (where changing the dict a read gave would change nothing)."""
-    if isinstance(records, JournalRecords):
+    """Set `fields` on `records[index]` (a record, a diff's row), whether the rows are in memory or read
+    back from a journal or a file of rows (where changing the dict a read gave would change nothing)."""
+    if isinstance(records, (JournalRecords, DiskRows)):
         records.update(index, fields)
     else:
         record = records[index]

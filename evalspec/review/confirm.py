@@ -16,7 +16,7 @@ from evalspec.providers.factory import ProviderPool
 from evalspec.results.compare import finish, suite_key
 from evalspec.results.rundata import Baseline, BaselineRow, Record, Status
 from evalspec.results.runjson import untyped
-from evalspec.results.stream import DiskRows
+from evalspec.results.stream import update_record
 from evalspec.results.verdict import combine_repeats
 
 
@@ -64,10 +64,7 @@ async def confirm_regressions(diff: Baseline, suites: list[Suite], plan: Sequenc
             changed: dict[str, object] = {"replays": replays}
             if any(s in ("passed", "xpassed") for s in replays):
                 changed.update(category="flaky", blocking=False)
-            if isinstance(rows, DiskRows):  # a large diff's rows are on disk: a row read is a copy
-                rows.update(i, changed)
-            else:
-                rows[i].update(changed)  # type: ignore[typeddict-item]
+            update_record(rows, i, changed)  # a large diff's rows are on disk: a row read is a copy
     finally:
         await pool.aclose()
     finish(untyped(diff))  # recounted in place
