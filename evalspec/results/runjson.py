@@ -168,12 +168,13 @@ class _Rows:
         schema = shape_schema()
         self.defs = schema["$defs"]
         self.items = {key: _items_of(schema, key) for key in _PLACES}
+        self.kept = {"results": self.lights, "verdicts": self.verdicts, "baseline": self.baseline}  # by list
 
     def take(self, key: str, line: bytes, at: int, check: bool) -> str | None:
         """Keep one item of list `key` (its line starts at byte `at`): None, or "" when the file is of an
         earlier shape (the whole-file reader migrates it), or the schema problem `check` found."""
         item = decode(line.rstrip(b"\r\n").removesuffix(b","))
-        kept = {"results": self.lights, "verdicts": self.verdicts, "baseline": self.baseline}[key]
+        kept = self.kept[key]
         index = len(kept)
         if key != "baseline" and ("base_id" if key == "results" else "category") not in item:
             return ""  # an earlier shape: `migrate` it, whole
