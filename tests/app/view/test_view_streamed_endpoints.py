@@ -68,12 +68,17 @@ def test_every_page_and_endpoint_answers_the_same_for_a_run_read_streamed(
         assert one == other, asked
 
 
-def test_a_run_json_replaced_while_it_is_served_is_read_as_it_was_then_afresh(
-        project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def served_streamed(project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, runs.RunStore]:
+    """A copy of the project served with every run.json read as a large one is: its first run's run.json,
+    and the store serving it."""
     monkeypatch.setattr(runs, "LARGE_RUN_BYTES", 0)
     root = copied(project, tmp_path / "p")
-    path = root / ".evalspec" / "runs" / project.runs[0] / "run.json"
-    store = runs.RunStore(root)
+    return root / ".evalspec" / "runs" / project.runs[0] / "run.json", runs.RunStore(root)
+
+
+def test_a_run_json_replaced_while_it_is_served_is_read_as_it_was_then_afresh(
+        project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, store = served_streamed(project, tmp_path, monkeypatch)
     served = store.load(project.runs[0])[0]["results"]
     before = read_run(path)["results"]
     changed = read_run(path)
@@ -96,10 +101,7 @@ def test_a_run_json_replaced_while_it_is_served_is_read_as_it_was_then_afresh(
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files in /proc")
 def test_a_large_run_rewritten_again_and_again_leaves_no_file_open(
         project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runs, "LARGE_RUN_BYTES", 0)
-    root = copied(project, tmp_path / "p")
-    path = root / ".evalspec" / "runs" / project.runs[0] / "run.json"
-    store = runs.RunStore(root)
+    path, store = served_streamed(project, tmp_path, monkeypatch)
     store.load(project.runs[0])
     opened = len(list(Path("/proc/self/fd").iterdir()))
     for note in ("一", "二", "三", "四"):
